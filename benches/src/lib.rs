@@ -1,0 +1,1 @@
+//! Shared helpers for h5chunk's criterion benchmarks (see `benches/`).

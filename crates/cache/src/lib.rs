@@ -1,0 +1,3 @@
+//! Storage backends, space allocation and the metadata cache with flush dependencies.
+//!
+//! Work in progress (see its issue).
