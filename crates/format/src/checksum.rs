@@ -102,8 +102,14 @@ mod tests {
     #[test]
     fn published_vectors() {
         assert_eq!(lookup3(b""), 0xdead_beef);
-        assert_eq!(hashlittle(b"Four score and seven years ago", 0), 0x1777_0551);
-        assert_eq!(hashlittle(b"Four score and seven years ago", 1), 0xcd62_8161);
+        assert_eq!(
+            hashlittle(b"Four score and seven years ago", 0),
+            0x1777_0551
+        );
+        assert_eq!(
+            hashlittle(b"Four score and seven years ago", 1),
+            0xcd62_8161
+        );
     }
 
     #[test]

@@ -95,7 +95,10 @@ impl<'a> Decoder<'a> {
     /// The next `n` bytes.
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).ok_or_else(|| self.truncated(n))?;
-        let out = self.buf.get(self.pos..end).ok_or_else(|| self.truncated(n))?;
+        let out = self
+            .buf
+            .get(self.pos..end)
+            .ok_or_else(|| self.truncated(n))?;
         self.pos = end;
         Ok(out)
     }
@@ -260,7 +263,12 @@ impl<'a> Decoder<'a> {
 
 /// Verify the lookup3 checksum stored (u32 LE) right after the first `covered` bytes of `buf`,
 /// whose first byte is at file address `at`.
-pub fn verify_checksum(buf: &[u8], covered: usize, at: Addr, structure: &'static str) -> Result<()> {
+pub fn verify_checksum(
+    buf: &[u8],
+    covered: usize,
+    at: Addr,
+    structure: &'static str,
+) -> Result<()> {
     let end = covered.checked_add(4);
     let (data, stored) = match end.and_then(|e| buf.get(..e)) {
         Some(b) => b.split_at(covered),
@@ -268,7 +276,9 @@ pub fn verify_checksum(buf: &[u8], covered: usize, at: Addr, structure: &'static
             return Err(Error::Truncated {
                 structure,
                 at: Addr(at.get().wrapping_add(buf.len() as u64)),
-                needed: (covered as u64).saturating_add(4).saturating_sub(buf.len() as u64),
+                needed: (covered as u64)
+                    .saturating_add(4)
+                    .saturating_sub(buf.len() as u64),
                 available: 0,
             });
         }

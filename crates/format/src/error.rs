@@ -71,7 +71,11 @@ pub enum Error {
     },
     /// A datatype class other than fixed-point and floating-point.
     #[error("Datatype message @ {at}: unsupported datatype class {class} ({name})")]
-    UnsupportedDatatypeClass { at: Addr, class: u8, name: &'static str },
+    UnsupportedDatatypeClass {
+        at: Addr,
+        class: u8,
+        name: &'static str,
+    },
     /// A value does not fit the field it must be encoded into.
     #[error("{structure}: {field} value {value} does not fit in {width} bytes")]
     TooWide {

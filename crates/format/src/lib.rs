@@ -24,10 +24,20 @@
 #![forbid(unsafe_code)]
 
 pub mod addr;
+pub mod btree1;
+pub mod btree2;
 pub mod checksum;
+pub mod chunk_record;
 pub mod cursor;
+pub mod earray;
 pub mod error;
+pub mod farray;
+pub mod local_heap;
 pub mod message;
+pub mod object_header;
+pub mod superblock;
+pub mod symbol_table_entry;
+pub mod symbol_table_node;
 
 pub use addr::{Addr, Sizes};
 pub use error::{Error, Result};

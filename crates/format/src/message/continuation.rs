@@ -53,9 +53,16 @@ mod tests {
     fn roundtrip_continuation() {
         let mut d = Decoder::new(&BODY, Addr(0x100), Sizes::DEFAULT, "test");
         let c = Continuation::decode(&mut d).unwrap();
-        assert_eq!(c, Continuation { offset: Addr(0x578), length: 480 });
+        assert_eq!(
+            c,
+            Continuation {
+                offset: Addr(0x578),
+                length: 480
+            }
+        );
         let mut out = Vec::new();
-        c.encode(&mut Encoder::new(&mut out, Sizes::DEFAULT, "test")).unwrap();
+        c.encode(&mut Encoder::new(&mut out, Sizes::DEFAULT, "test"))
+            .unwrap();
         assert_eq!(out, BODY);
     }
 

@@ -1,0 +1,513 @@
+//! Version 1 B-tree node (`TREE`): the raw node of a group B-tree (node type 0) or a chunk
+//! B-tree (node type 1). Search and insertion belong to the `btree1` crate; this module only
+//! decodes and encodes one node.
+//!
+//! | field                 | size | notes                                               |
+//! |-----------------------|------|-----------------------------------------------------|
+//! | signature             | 4    | `TREE`                                              |
+//! | node type             | 1    | 0 group nodes, 1 raw data chunk nodes               |
+//! | node level            | 1    | 0 for a leaf                                        |
+//! | entries used          | 2    | children in use, at most 2K                         |
+//! | left sibling address  | O    | undefined if none                                   |
+//! | right sibling address | O    | undefined if none                                   |
+//! | key 0, child 0, ..., child n-1, key n | | n + 1 keys interleaved with n child addresses (O) |
+//!
+//! The node is allocated at full capacity, 2K children and 2K + 1 keys, with the unused tail
+//! zero: 8 + 2O + 2K·O + (2K + 1)·key bytes. K is the superblock's "group internal node K"
+//! for type 0 and "indexed storage internal node K" for type 1. A node with no children
+//! stores no keys. No checksum.
+//!
+//! Keys:
+//!
+//! | node type | key                                                                          |
+//! |-----------|------------------------------------------------------------------------------|
+//! | 0         | L bytes: offset in the group's local heap of the largest name in the child   |
+//! | 1         | chunk size (4), filter mask (4), `nd` × 8-byte element offsets, where `nd` is|
+//! |           | the layout message's dimensionality (rank + 1; the last is the element-size slot) |
+
+#![deny(
+    missing_docs,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
+
+use core::fmt::Debug;
+
+use smallvec::SmallVec;
+
+use crate::addr::{Addr, Sizes};
+use crate::cursor::{Decoder, Encoder};
+use crate::error::{Error, Result};
+
+/// The v1 B-tree node signature.
+pub const SIGNATURE: [u8; 4] = *b"TREE";
+
+/// The deepest node level accepted. libhdf5 splits a full node into two non-empty nodes and
+/// adds a level only when the root splits, so every level multiplies the tree's content by at
+/// least two; 64 levels would index more objects than a 64-bit file can hold. A larger level
+/// is corruption, and bounding it bounds every descent (a cyclic corrupt tree must end in an
+/// error, not a stack overflow).
+pub const MAX_DEPTH: u8 = 64;
+
+/// The largest `nd` (dimensionality including the element-size slot) a chunk key may have:
+/// HDF5's maximum rank of 32, plus one.
+pub const MAX_CHUNK_KEY_DIMS: u8 = 33;
+
+const STRUCTURE: &str = "TREE";
+
+/// A key type of one node type.
+pub trait NodeKey: Sized + Clone + PartialEq + Debug {
+    /// The "Node Type" byte of nodes with these keys.
+    const NODE_TYPE: u8;
+    /// What the key width depends on besides the superblock: `()` for group keys, `nd` for
+    /// chunk keys.
+    type Params: Copy + Debug;
+    /// Check `params` before any key is decoded or encoded.
+    fn check_params(params: Self::Params, at: Addr) -> Result<()>;
+    /// The encoded key width in bytes.
+    fn encoded_len(params: Self::Params, sizes: Sizes) -> usize;
+    /// Decode one key.
+    fn decode(d: &mut Decoder<'_>, params: Self::Params) -> Result<Self>;
+    /// Encode one key.
+    fn encode(&self, e: &mut Encoder<'_>, params: Self::Params) -> Result<()>;
+}
+
+/// Node type 0 key: the byte offset of a name in the group's local heap.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct GroupKey(pub u64);
+
+impl NodeKey for GroupKey {
+    const NODE_TYPE: u8 = 0;
+    type Params = ();
+
+    fn check_params((): (), _at: Addr) -> Result<()> {
+        Ok(())
+    }
+
+    fn encoded_len((): (), sizes: Sizes) -> usize {
+        usize::from(sizes.lengths())
+    }
+
+    fn decode(d: &mut Decoder<'_>, (): ()) -> Result<Self> {
+        d.length().map(GroupKey)
+    }
+
+    fn encode(&self, e: &mut Encoder<'_>, (): ()) -> Result<()> {
+        e.length(self.0, "group key heap offset")
+    }
+}
+
+/// Node type 1 key: one chunk's size, filter mask and element offsets.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ChunkKey {
+    /// "Size of chunk in bytes" (the filtered size for a filtered dataset).
+    pub chunk_size: u32,
+    /// "Filter mask": bit i set means filter i was skipped for this chunk.
+    pub filter_mask: u32,
+    /// The chunk's element offsets, `nd` of them; the last is the element-size slot (0 for a
+    /// real chunk).
+    pub offsets: SmallVec<[u64; 4]>,
+}
+
+impl NodeKey for ChunkKey {
+    const NODE_TYPE: u8 = 1;
+    /// `nd`: the layout message's dimensionality (rank + 1).
+    type Params = u8;
+
+    fn check_params(nd: u8, at: Addr) -> Result<()> {
+        if nd == 0 || nd > MAX_CHUNK_KEY_DIMS {
+            return Err(Error::BadValue {
+                structure: STRUCTURE,
+                at,
+                field: "chunk key dimensionality",
+                value: u64::from(nd),
+            });
+        }
+        Ok(())
+    }
+
+    fn encoded_len(nd: u8, _sizes: Sizes) -> usize {
+        8usize.saturating_add(usize::from(nd).saturating_mul(8))
+    }
+
+    fn decode(d: &mut Decoder<'_>, nd: u8) -> Result<Self> {
+        let chunk_size = d.u32()?;
+        let filter_mask = d.u32()?;
+        let n = d.check_count(u64::from(nd), 8)?;
+        let mut offsets = SmallVec::with_capacity(n);
+        for _ in 0..n {
+            offsets.push(d.u64()?);
+        }
+        Ok(ChunkKey {
+            chunk_size,
+            filter_mask,
+            offsets,
+        })
+    }
+
+    fn encode(&self, e: &mut Encoder<'_>, nd: u8) -> Result<()> {
+        if self.offsets.len() != usize::from(nd) {
+            return Err(Error::Unencodable {
+                structure: STRUCTURE,
+                reason: format!(
+                    "chunk key has {} offsets, node needs {nd}",
+                    self.offsets.len()
+                ),
+            });
+        }
+        e.u32(self.chunk_size);
+        e.u32(self.filter_mask);
+        for &o in &self.offsets {
+            e.u64(o);
+        }
+        Ok(())
+    }
+}
+
+/// One v1 B-tree node with keys of type `K`.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Node<K: NodeKey> {
+    /// "Node Level": 0 for a leaf, whose children are symbol table nodes or chunks.
+    pub level: u8,
+    /// "Address of Left Sibling".
+    pub left: Option<Addr>,
+    /// "Address of Right Sibling".
+    pub right: Option<Addr>,
+    /// The keys: one more than the children, or none when there are no children.
+    pub keys: Vec<K>,
+    /// The child addresses ("Entries Used" of them).
+    pub children: Vec<Addr>,
+}
+
+/// A group B-tree node (type 0).
+pub type GroupNode = Node<GroupKey>;
+/// A chunk B-tree node (type 1).
+pub type ChunkNode = Node<ChunkKey>;
+
+/// The "Node Type" byte of the node in `bytes` (to pick the key type before decoding).
+pub fn node_type(bytes: &[u8], at: Addr) -> Result<u8> {
+    let mut d = Decoder::new(bytes, at, Sizes::DEFAULT, STRUCTURE);
+    d.signature(&SIGNATURE)?;
+    d.u8()
+}
+
+impl<K: NodeKey> Node<K> {
+    /// An empty leaf.
+    pub fn new_leaf() -> Self {
+        Node {
+            level: 0,
+            left: None,
+            right: None,
+            keys: Vec::new(),
+            children: Vec::new(),
+        }
+    }
+
+    /// The node's size on disk at full capacity (544 bytes for a group node with K = 16,
+    /// 2096 for a 1-D chunk node with K = 32, at O = L = 8).
+    pub fn encoded_len(sizes: Sizes, k: u16, params: K::Params) -> usize {
+        let o = usize::from(sizes.offsets());
+        let children = usize::from(k).saturating_mul(2);
+        let keys = children.saturating_add(1);
+        8usize
+            .saturating_add(o.saturating_mul(2))
+            .saturating_add(children.saturating_mul(o))
+            .saturating_add(keys.saturating_mul(K::encoded_len(params, sizes)))
+    }
+
+    /// Decode a node at `at`; `bytes` must hold the whole allocated node. `k` is the tree's K
+    /// and `params` the key parameters (`nd` for chunk nodes).
+    pub fn decode(bytes: &[u8], at: Addr, sizes: Sizes, k: u16, params: K::Params) -> Result<Self> {
+        let mut outer = Decoder::new(bytes, at, sizes, STRUCTURE);
+        if k == 0 {
+            return Err(outer.bad_value(at, "node K", 0));
+        }
+        K::check_params(params, at)?;
+        let mut d = outer.sub(Self::encoded_len(sizes, k, params))?;
+        d.signature(&SIGNATURE)?;
+        let type_at = d.addr();
+        let node_type = d.u8()?;
+        if node_type != K::NODE_TYPE {
+            return Err(d.bad_value(type_at, "node type", u64::from(node_type)));
+        }
+        let level_at = d.addr();
+        let level = d.u8()?;
+        if level > MAX_DEPTH {
+            return Err(d.bad_value(level_at, "node level", u64::from(level)));
+        }
+        let used_at = d.addr();
+        let used = d.u16()?;
+        if usize::from(used) > usize::from(k).saturating_mul(2) {
+            return Err(d.bad_value(used_at, "entries used", u64::from(used)));
+        }
+        let left = d.offset()?;
+        let right = d.offset()?;
+        let key_len = K::encoded_len(params, sizes);
+        let entry_len = key_len.saturating_add(usize::from(sizes.offsets()));
+        let n = d.check_count(u64::from(used), entry_len)?;
+        let mut keys = Vec::with_capacity(if n == 0 { 0 } else { n.saturating_add(1) });
+        let mut children = Vec::with_capacity(n);
+        for _ in 0..n {
+            keys.push(K::decode(&mut d, params)?);
+            children.push(d.defined_offset("child address")?);
+        }
+        if n > 0 {
+            keys.push(K::decode(&mut d, params)?);
+        }
+        Ok(Node {
+            level,
+            left,
+            right,
+            keys,
+            children,
+        })
+    }
+
+    /// Append the node at full capacity, the unused tail zero.
+    pub fn encode(&self, sizes: Sizes, k: u16, params: K::Params, out: &mut Vec<u8>) -> Result<()> {
+        let unencodable = |reason: String| Error::Unencodable {
+            structure: STRUCTURE,
+            reason,
+        };
+        let used = self.children.len();
+        if k == 0 || used > usize::from(k).saturating_mul(2) {
+            return Err(unencodable(format!(
+                "{used} children do not fit a node with K = {k}"
+            )));
+        }
+        let keys_expected = if used == 0 { 0 } else { used.saturating_add(1) };
+        if self.keys.len() != keys_expected {
+            return Err(unencodable(format!(
+                "{} keys for {used} children (need {keys_expected})",
+                self.keys.len()
+            )));
+        }
+        if self.level > MAX_DEPTH {
+            return Err(unencodable(format!(
+                "level {} exceeds {MAX_DEPTH}",
+                self.level
+            )));
+        }
+        let mut e = Encoder::new(out, sizes, STRUCTURE);
+        e.bytes(&SIGNATURE);
+        e.u8(K::NODE_TYPE);
+        e.u8(self.level);
+        e.u16(u16::try_from(used).map_err(|_| unencodable("too many children".to_owned()))?);
+        e.offset(self.left, "left sibling address")?;
+        e.offset(self.right, "right sibling address")?;
+        for (key, child) in self.keys.iter().zip(&self.children) {
+            key.encode(&mut e, params)?;
+            e.offset(Some(*child), "child address")?;
+        }
+        if let Some(last) = self.keys.get(used) {
+            last.encode(&mut e, params)?;
+        }
+        let total = Self::encoded_len(sizes, k, params);
+        e.zeros(total.saturating_sub(e.position()));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use smallvec::smallvec;
+
+    const S: Sizes = Sizes::DEFAULT;
+
+    /// The first 48 bytes of the root group's B-tree node at 0x88 of the earliest-format file
+    /// (file-format.md §9.5); the rest of its 544 bytes is zero.
+    #[rustfmt::skip]
+    const GROUP_HEAD: [u8; 48] = [
+        b'T', b'R', b'E', b'E',             // signature
+        0,                                  // node type 0: group
+        0,                                  // level 0: leaf
+        1, 0,                               // entries used 1
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // left sibling: none
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // right sibling: none
+        0, 0, 0, 0, 0, 0, 0, 0,             // key 0: heap offset 0 ("")
+        0x30, 0x04, 0, 0, 0, 0, 0, 0,       // child 0: SNOD at 0x430
+        8, 0, 0, 0, 0, 0, 0, 0,             // key 1: heap offset 8 ("d")
+    ];
+
+    /// A 1-D chunk B-tree leaf with two chunks (chunk-index-format.md §4.1), first 112 bytes
+    /// of 2096.
+    #[rustfmt::skip]
+    const CHUNK_HEAD: [u8; 112] = [
+        b'T', b'R', b'E', b'E',             // signature
+        1,                                  // node type 1: raw data chunks
+        0,                                  // level 0: leaf
+        2, 0,                               // entries used 2
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // left sibling: none
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // right sibling: none
+        0x14, 0, 0, 0,                      // key 0: chunk size 20
+        0, 0, 0, 0,                         //   filter mask 0
+        0, 0, 0, 0, 0, 0, 0, 0,             //   offset 0
+        0, 0, 0, 0, 0, 0, 0, 0,             //   element-size slot 0
+        0xa5, 0x23, 0, 0, 0, 0, 0, 0,       // child 0: chunk at 0x23a5
+        0x14, 0, 0, 0,                      // key 1: chunk size 20
+        0, 0, 0, 0,                         //   filter mask 0
+        5, 0, 0, 0, 0, 0, 0, 0,             //   offset 5
+        0, 0, 0, 0, 0, 0, 0, 0,             //   element-size slot 0
+        0xb9, 0x23, 0, 0, 0, 0, 0, 0,       // child 1: chunk at 0x23b9
+        0, 0, 0, 0,                         // key 2: chunk size 0
+        0, 0, 0, 0,                         //   filter mask 0
+        5, 0, 0, 0, 0, 0, 0, 0,             //   offset 5
+        4, 0, 0, 0, 0, 0, 0, 0,             //   element-size slot 4
+    ];
+
+    fn full(head: &[u8], len: usize) -> Vec<u8> {
+        let mut v = head.to_vec();
+        v.resize(len, 0);
+        v
+    }
+
+    #[test]
+    fn decode_group_node() {
+        assert_eq!(GroupNode::encoded_len(S, 16, ()), 544);
+        let bytes = full(&GROUP_HEAD, 544);
+        assert_eq!(node_type(&bytes, Addr(0x88)).unwrap(), 0);
+        let node = GroupNode::decode(&bytes, Addr(0x88), S, 16, ()).unwrap();
+        assert_eq!(node.level, 0);
+        assert_eq!((node.left, node.right), (None, None));
+        assert_eq!(node.keys, vec![GroupKey(0), GroupKey(8)]);
+        assert_eq!(node.children, vec![Addr(0x430)]);
+        let mut out = Vec::new();
+        node.encode(S, 16, (), &mut out).unwrap();
+        assert_eq!(out, bytes);
+    }
+
+    #[test]
+    fn decode_chunk_node() {
+        assert_eq!(ChunkNode::encoded_len(S, 32, 2), 2096);
+        let bytes = full(&CHUNK_HEAD, 2096);
+        let node = ChunkNode::decode(&bytes, Addr(0x800), S, 32, 2).unwrap();
+        assert_eq!(node.children, vec![Addr(0x23a5), Addr(0x23b9)]);
+        assert_eq!(
+            node.keys[2],
+            ChunkKey {
+                chunk_size: 0,
+                filter_mask: 0,
+                offsets: smallvec![5, 4]
+            }
+        );
+        let mut out = Vec::new();
+        node.encode(S, 32, 2, &mut out).unwrap();
+        assert_eq!(out, bytes);
+    }
+
+    #[test]
+    fn roundtrip_empty_and_internal_nodes() {
+        let empty = ChunkNode::new_leaf();
+        let mut out = Vec::new();
+        empty.encode(S, 4, 3, &mut out).unwrap();
+        assert_eq!(out.len(), ChunkNode::encoded_len(S, 4, 3));
+        assert_eq!(ChunkNode::decode(&out, Addr(0), S, 4, 3).unwrap(), empty);
+
+        let sizes = Sizes::new(4, 4, Addr(0)).unwrap();
+        let node = GroupNode {
+            level: 2,
+            left: Some(Addr(0x100)),
+            right: None,
+            keys: vec![GroupKey(0), GroupKey(8), GroupKey(24)],
+            children: vec![Addr(0x200), Addr(0x300)],
+        };
+        let mut out = Vec::new();
+        node.encode(sizes, 1, (), &mut out).unwrap();
+        assert_eq!(
+            GroupNode::decode(&out, Addr(0), sizes, 1, ()).unwrap(),
+            node
+        );
+        assert!(node.encode(sizes, 0, (), &mut Vec::new()).is_err());
+        let mut bad = node.clone();
+        bad.keys.pop();
+        assert!(matches!(
+            bad.encode(sizes, 1, (), &mut Vec::new()),
+            Err(Error::Unencodable { .. })
+        ));
+    }
+
+    #[test]
+    fn rejects_bad_nodes() {
+        let bytes = full(&GROUP_HEAD, 544);
+        // Wrong node type for the key type.
+        assert!(matches!(
+            ChunkNode::decode(&full(&GROUP_HEAD, 2096), Addr(0), S, 32, 2),
+            Err(Error::BadValue {
+                field: "node type",
+                ..
+            })
+        ));
+        let mut b = bytes.clone();
+        b[5] = MAX_DEPTH + 1;
+        assert!(matches!(
+            GroupNode::decode(&b, Addr(0), S, 16, ()),
+            Err(Error::BadValue {
+                field: "node level",
+                ..
+            })
+        ));
+        let mut b = bytes.clone();
+        b[6] = 33;
+        assert!(matches!(
+            GroupNode::decode(&b, Addr(0x88), S, 16, ()),
+            Err(Error::BadValue {
+                field: "entries used",
+                at: Addr(0x8e),
+                ..
+            })
+        ));
+        let mut b = bytes.clone();
+        b[32..40].copy_from_slice(&[0xff; 8]);
+        assert!(GroupNode::decode(&b, Addr(0), S, 16, ()).is_err());
+        assert!(ChunkNode::decode(&full(&CHUNK_HEAD, 2096), Addr(0), S, 32, 0).is_err());
+        assert!(ChunkNode::decode(&full(&CHUNK_HEAD, 2096), Addr(0), S, 32, 34).is_err());
+    }
+
+    #[test]
+    fn rejects_truncation() {
+        let bytes = full(&GROUP_HEAD, 544);
+        for n in 0..bytes.len() {
+            assert!(
+                GroupNode::decode(&bytes[..n], Addr(0), S, 16, ()).is_err(),
+                "prefix {n}"
+            );
+        }
+        let bytes = full(&CHUNK_HEAD, 2096);
+        for n in 0..bytes.len() {
+            assert!(
+                ChunkNode::decode(&bytes[..n], Addr(0), S, 32, 2).is_err(),
+                "prefix {n}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(
+            mut bytes in proptest::collection::vec(any::<u8>(), 0..700),
+            k in 0u16..8,
+            nd in 0u8..40,
+        ) {
+            let _ = node_type(&bytes, Addr(0));
+            let _ = GroupNode::decode(&bytes, Addr(0), S, k, ());
+            let _ = ChunkNode::decode(&bytes, Addr(0), S, k, nd);
+            if bytes.len() >= 8 {
+                bytes[..4].copy_from_slice(&SIGNATURE);
+                bytes[5] %= 4;
+                bytes[7] = 0;
+                bytes[4] = 0;
+                let _ = GroupNode::decode(&bytes, Addr(0), S, k, ());
+                bytes[4] = 1;
+                let _ = ChunkNode::decode(&bytes, Addr(0), S, k, nd);
+            }
+        }
+    }
+}
