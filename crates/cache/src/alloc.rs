@@ -1,0 +1,437 @@
+//! File-space allocation over the end-of-allocation address (EOA).
+//!
+//! The EOA is the address just past the last allocated byte; it is what the superblock's
+//! "End of File Address" field must hold (file-format.md §6). The allocator keeps it in memory;
+//! the caller sets it from the superblock at open ([`Allocator::set_eoa`]) and writes it back
+//! into the superblock whenever it flushes that.
+//!
+//! Invariants:
+//! - Free and deferred blocks lie below the EOA, never overlap each other, and free blocks are
+//!   coalesced (no two are adjacent).
+//! - A block freed while a SWMR writer is active goes to the *deferred* list and is never handed
+//!   out again while SWMR lasts: a reader may still hold (or be about to read) metadata that
+//!   points into it, and reusing it would let that reader decode unrelated bytes. Deferred blocks
+//!   become free when SWMR writing ends ([`Allocator::set_swmr_write`]`(false)`).
+//! - The EOA only shrinks outside SWMR, when free space ends at it; a SWMR reader may be about
+//!   to read up to the old EOA.
+//! - Alignment fragments (the gap an aligned allocation skips) were never handed out, so no
+//!   reader can reach them: they are free at once, even under SWMR.
+//!
+//! Free space is not persisted (libhdf5's default strategy): holes left at close are forgotten,
+//! which every HDF5 tool accepts.
+
+use std::collections::BTreeMap;
+
+use h5chunk_format::Addr;
+
+use crate::error::{Error, Result};
+
+/// A first-fit allocator over the EOA, with optional alignment and SWMR-deferred reuse.
+#[derive(Clone, Debug)]
+pub struct Allocator {
+    eoa: u64,
+    /// Requests of at least `threshold` bytes start at a multiple of `alignment` (libhdf5's
+    /// `H5Pset_alignment`); alignment 1 means none.
+    threshold: u64,
+    alignment: u64,
+    swmr: bool,
+    /// Start → length of reusable blocks.
+    free: BTreeMap<u64, u64>,
+    /// Start → length of blocks freed under SWMR, not reusable until SWMR ends.
+    deferred: BTreeMap<u64, u64>,
+}
+
+impl Allocator {
+    /// An allocator whose EOA is `eoa` (the superblock's EOF field, or the end of a new
+    /// superblock), with no alignment and nothing free.
+    pub fn new(eoa: Addr) -> Self {
+        Allocator {
+            eoa: eoa.get(),
+            threshold: 1,
+            alignment: 1,
+            swmr: false,
+            free: BTreeMap::new(),
+            deferred: BTreeMap::new(),
+        }
+    }
+
+    /// The end-of-allocation address: what the superblock's EOF field must hold.
+    pub fn eoa(&self) -> Addr {
+        Addr(self.eoa)
+    }
+
+    /// Set the EOA, as read from the superblock at open. Free and deferred space is forgotten
+    /// (it is not persisted in the file).
+    pub fn set_eoa(&mut self, eoa: Addr) {
+        self.eoa = eoa.get();
+        self.free.clear();
+        self.deferred.clear();
+    }
+
+    /// Align every request of at least `threshold` bytes to a multiple of `alignment`.
+    pub fn set_alignment(&mut self, threshold: u64, alignment: u64) -> Result<()> {
+        if alignment == 0 {
+            return Err(Error::BadAlignment);
+        }
+        self.threshold = threshold.max(1);
+        self.alignment = alignment;
+        Ok(())
+    }
+
+    /// Whether a SWMR writer is active.
+    pub fn is_swmr_write(&self) -> bool {
+        self.swmr
+    }
+
+    /// Enter or leave SWMR-write mode. Leaving it releases the deferred blocks: no reader can
+    /// reach them once SWMR writing has ended.
+    pub fn set_swmr_write(&mut self, on: bool) {
+        self.swmr = on;
+        if !on {
+            for (start, len) in std::mem::take(&mut self.deferred) {
+                self.insert_free(start, len);
+            }
+            self.shrink_eoa();
+        }
+    }
+
+    /// Allocate `len` bytes: the first free block that fits, else at the EOA.
+    pub fn allocate(&mut self, len: u64) -> Result<Addr> {
+        if len == 0 {
+            return Err(Error::ZeroLength);
+        }
+        let align = if len >= self.threshold {
+            self.alignment
+        } else {
+            1
+        };
+        let fit = self.free.iter().find_map(|(&start, &flen)| {
+            let at = align_up(start, align)?;
+            let end = at.checked_add(len)?;
+            (end <= start.checked_add(flen)?).then_some((start, flen, at, end))
+        });
+        if let Some((start, flen, at, end)) = fit {
+            self.free.remove(&start);
+            if at > start {
+                self.free.insert(start, at - start);
+            }
+            let block_end = start + flen;
+            if end < block_end {
+                self.free.insert(end, block_end - end);
+            }
+            return Ok(Addr(at));
+        }
+        let overflow = Error::AddressOverflow {
+            addr: Addr(self.eoa),
+            len,
+        };
+        let at = align_up(self.eoa, align).ok_or(overflow)?;
+        let end = at.checked_add(len).ok_or(Error::AddressOverflow {
+            addr: Addr(at),
+            len,
+        })?;
+        if at > self.eoa {
+            // The alignment gap was never handed out, so it is reusable even under SWMR.
+            let gap = (self.eoa, at - self.eoa);
+            self.eoa = end;
+            self.insert_free(gap.0, gap.1);
+        } else {
+            self.eoa = end;
+        }
+        Ok(Addr(at))
+    }
+
+    /// Give back `len` bytes at `addr`. Under SWMR the block is deferred (see the module docs);
+    /// otherwise it is reusable at once and, if it ends at the EOA, the EOA shrinks.
+    ///
+    /// The caller must first make sure no cached entry still lives there
+    /// ([`MetadataCache::remove`](crate::MetadataCache::remove)).
+    pub fn free(&mut self, addr: Addr, len: u64) -> Result<()> {
+        let bad = |reason| Error::BadFree { addr, len, reason };
+        if len == 0 {
+            return Err(bad("zero length"));
+        }
+        let start = addr.get();
+        let end = start.checked_add(len).ok_or(bad("address overflow"))?;
+        if end > self.eoa {
+            return Err(bad("beyond the end of allocation"));
+        }
+        if overlaps(&self.free, start, end) || overlaps(&self.deferred, start, end) {
+            return Err(bad("overlaps space that is already free"));
+        }
+        if self.swmr {
+            self.deferred.insert(start, len);
+        } else {
+            self.insert_free(start, len);
+            self.shrink_eoa();
+        }
+        Ok(())
+    }
+
+    /// Total bytes reusable now.
+    pub fn free_space(&self) -> u64 {
+        self.free.values().sum()
+    }
+
+    /// Total bytes freed under SWMR and not reusable until it ends.
+    pub fn deferred_space(&self) -> u64 {
+        self.deferred.values().sum()
+    }
+
+    /// The reusable blocks, by address.
+    pub fn free_blocks(&self) -> Vec<(Addr, u64)> {
+        self.free.iter().map(|(&a, &l)| (Addr(a), l)).collect()
+    }
+
+    /// The deferred blocks, by address.
+    pub fn deferred_blocks(&self) -> Vec<(Addr, u64)> {
+        self.deferred.iter().map(|(&a, &l)| (Addr(a), l)).collect()
+    }
+
+    /// Insert a block into the free list, merging it with its neighbours.
+    fn insert_free(&mut self, mut start: u64, mut len: u64) {
+        if let Some((&ps, &pl)) = self.free.range(..start).next_back()
+            && ps + pl == start
+        {
+            self.free.remove(&ps);
+            start = ps;
+            len += pl;
+        }
+        let end = start + len;
+        if let Some(nl) = self.free.remove(&end) {
+            len += nl;
+        }
+        self.free.insert(start, len);
+    }
+
+    /// Give free space that ends at the EOA back, outside SWMR.
+    fn shrink_eoa(&mut self) {
+        if self.swmr {
+            return;
+        }
+        while let Some((&start, &len)) = self.free.iter().next_back() {
+            if start + len != self.eoa {
+                break;
+            }
+            self.free.remove(&start);
+            self.eoa = start;
+        }
+    }
+}
+
+/// `v` rounded up to a multiple of `align` (at least 1), or `None` on overflow.
+fn align_up(v: u64, align: u64) -> Option<u64> {
+    let rem = v % align;
+    if rem == 0 {
+        Some(v)
+    } else {
+        v.checked_add(align - rem)
+    }
+}
+
+/// Whether `start..end` overlaps a block of `map` (start → length, non-overlapping).
+fn overlaps(map: &BTreeMap<u64, u64>, start: u64, end: u64) -> bool {
+    if map.range(start..end).next().is_some() {
+        return true;
+    }
+    map.range(..start)
+        .next_back()
+        .is_some_and(|(&s, &l)| s + l > start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocates_at_the_eoa_in_order() {
+        let mut a = Allocator::new(Addr(48));
+        assert_eq!(a.allocate(100).unwrap(), Addr(48));
+        assert_eq!(a.allocate(10).unwrap(), Addr(148));
+        assert_eq!(a.eoa(), Addr(158));
+        assert!(matches!(a.allocate(0), Err(Error::ZeroLength)));
+    }
+
+    #[test]
+    fn set_eoa_at_open_forgets_free_space() {
+        let mut a = Allocator::new(Addr(0));
+        a.allocate(64).unwrap();
+        a.allocate(64).unwrap();
+        a.free(Addr(0), 64).unwrap();
+        a.set_eoa(Addr(4096));
+        assert_eq!(a.free_space(), 0);
+        assert_eq!(a.allocate(8).unwrap(), Addr(4096));
+    }
+
+    #[test]
+    fn alignment_applies_above_the_threshold_and_keeps_the_gap_free() {
+        let mut a = Allocator::new(Addr(10));
+        a.set_alignment(64, 512).unwrap();
+        assert_eq!(a.allocate(8).unwrap(), Addr(10));
+        assert_eq!(a.allocate(100).unwrap(), Addr(512));
+        assert_eq!(a.free_blocks(), vec![(Addr(18), 494)]);
+        // A small request reuses the gap.
+        assert_eq!(a.allocate(20).unwrap(), Addr(18));
+        assert!(matches!(a.set_alignment(1, 0), Err(Error::BadAlignment)));
+    }
+
+    #[test]
+    fn freed_space_is_reused_first_fit_and_coalesced() {
+        let mut a = Allocator::new(Addr(0));
+        let x = a.allocate(32).unwrap();
+        let y = a.allocate(32).unwrap();
+        let _z = a.allocate(32).unwrap();
+        a.free(x, 32).unwrap();
+        a.free(y, 32).unwrap();
+        assert_eq!(a.free_blocks(), vec![(Addr(0), 64)]);
+        assert_eq!(a.allocate(48).unwrap(), Addr(0));
+        assert_eq!(a.free_blocks(), vec![(Addr(48), 16)]);
+        assert_eq!(a.eoa(), Addr(96));
+    }
+
+    #[test]
+    fn freeing_at_the_eoa_shrinks_it() {
+        let mut a = Allocator::new(Addr(0));
+        let x = a.allocate(32).unwrap();
+        let y = a.allocate(32).unwrap();
+        let z = a.allocate(32).unwrap();
+        a.free(y, 32).unwrap();
+        assert_eq!(a.eoa(), Addr(96));
+        a.free(z, 32).unwrap();
+        // z and the free y before it both go back.
+        assert_eq!(a.eoa(), Addr(32));
+        assert_eq!(a.free_space(), 0);
+        a.free(x, 32).unwrap();
+        assert_eq!(a.eoa(), Addr(0));
+    }
+
+    #[test]
+    fn swmr_defers_reuse_and_keeps_the_eoa() {
+        let mut a = Allocator::new(Addr(0));
+        let x = a.allocate(32).unwrap();
+        let y = a.allocate(32).unwrap();
+        a.set_swmr_write(true);
+        a.free(x, 32).unwrap();
+        a.free(y, 32).unwrap();
+        // Neither block is handed out again, and the EOA does not move back.
+        assert_eq!(a.eoa(), Addr(64));
+        assert_eq!(a.deferred_space(), 64);
+        assert_eq!(a.free_space(), 0);
+        assert_eq!(a.allocate(16).unwrap(), Addr(64));
+        assert_eq!(a.allocate(32).unwrap(), Addr(80));
+        // A double free is caught in the deferred list too.
+        assert!(matches!(a.free(x, 8), Err(Error::BadFree { .. })));
+        // When SWMR writing ends, the deferred blocks become reusable.
+        a.set_swmr_write(false);
+        assert_eq!(a.deferred_space(), 0);
+        assert_eq!(a.free_blocks(), vec![(Addr(0), 64)]);
+        assert_eq!(a.allocate(64).unwrap(), Addr(0));
+    }
+
+    #[test]
+    fn swmr_end_releases_deferred_space_at_the_eoa() {
+        let mut a = Allocator::new(Addr(0));
+        a.allocate(32).unwrap();
+        let y = a.allocate(32).unwrap();
+        a.set_swmr_write(true);
+        a.free(y, 32).unwrap();
+        assert_eq!(a.eoa(), Addr(64));
+        a.set_swmr_write(false);
+        assert_eq!(a.eoa(), Addr(32));
+    }
+
+    #[test]
+    fn rejects_bad_frees() {
+        let mut a = Allocator::new(Addr(0));
+        let x = a.allocate(32).unwrap();
+        a.allocate(32).unwrap();
+        assert!(matches!(a.free(x, 0), Err(Error::BadFree { .. })));
+        assert!(matches!(a.free(Addr(60), 8), Err(Error::BadFree { .. })));
+        assert!(matches!(
+            a.free(Addr(u64::MAX), 8),
+            Err(Error::BadFree { .. })
+        ));
+        a.free(x, 16).unwrap();
+        assert!(matches!(a.free(Addr(8), 16), Err(Error::BadFree { .. })));
+        assert!(matches!(a.free(Addr(0), 4), Err(Error::BadFree { .. })));
+        a.free(Addr(16), 16).unwrap();
+        assert_eq!(a.free_blocks(), vec![(Addr(0), 32)]);
+    }
+
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Alloc(u64),
+        Free(usize),
+        Swmr(bool),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (1u64..200).prop_map(Op::Alloc),
+            3 => any::<usize>().prop_map(Op::Free),
+            1 => any::<bool>().prop_map(Op::Swmr),
+        ]
+    }
+
+    fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
+        a.0 < b.0 + b.1 && b.0 < a.0 + a.1
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        /// Live blocks never overlap and lie below the EOA; aligned requests are aligned; under
+        /// SWMR no block freed during it is handed out again and the EOA never moves back.
+        #[test]
+        fn allocations_never_overlap_and_swmr_never_reuses(
+            align in prop::sample::select(vec![1u64, 8, 64]),
+            ops in prop::collection::vec(op(), 1..80),
+        ) {
+            let mut a = Allocator::new(Addr(48));
+            a.set_alignment(32, align).unwrap();
+            let mut live: Vec<(u64, u64)> = Vec::new();
+            let mut freed_in_swmr: Vec<(u64, u64)> = Vec::new();
+            for op in ops {
+                let eoa_before = a.eoa().get();
+                match op {
+                    Op::Alloc(len) => {
+                        let at = a.allocate(len).unwrap().get();
+                        let block = (at, len);
+                        prop_assert!(at >= 48 && at + len <= a.eoa().get());
+                        prop_assert!(live.iter().all(|&b| !overlap(b, block)));
+                        prop_assert!(freed_in_swmr.iter().all(|&b| !overlap(b, block)));
+                        if len >= 32 {
+                            prop_assert_eq!(at % align, 0);
+                        }
+                        live.push(block);
+                    }
+                    Op::Free(i) if !live.is_empty() => {
+                        let (at, len) = live.swap_remove(i % live.len());
+                        a.free(Addr(at), len).unwrap();
+                        if a.is_swmr_write() {
+                            freed_in_swmr.push((at, len));
+                        }
+                    }
+                    Op::Free(_) => {}
+                    Op::Swmr(on) => {
+                        a.set_swmr_write(on);
+                        if !on {
+                            freed_in_swmr.clear();
+                        }
+                    }
+                }
+                if a.is_swmr_write() {
+                    prop_assert!(a.eoa().get() >= eoa_before);
+                }
+                let top = live.iter().map(|&(s, l)| s + l).max().unwrap_or(48);
+                prop_assert!(a.eoa().get() >= top);
+                let accounted: u64 =
+                    live.iter().map(|b| b.1).sum::<u64>() + a.free_space() + a.deferred_space();
+                // No byte is lost: alignment gaps and split remainders stay free.
+                prop_assert_eq!(accounted, a.eoa().get() - 48);
+            }
+        }
+    }
+}

@@ -1,0 +1,1367 @@
+//! The metadata cache: typed entries by file address, flush dependencies, chunk proxies, LRU
+//! eviction under a byte budget, verified reads with retries, statistics and the write trace.
+//!
+//! Concurrency: one `parking_lot::Mutex` guards the index (which entries are resident, their
+//! flags, the dependency graph, statistics). Each entry lives in its own `Arc<RwLock<T>>`, so
+//! readers of different (or the same) entries proceed in parallel once they hold the `Arc`, and
+//! a miss reads the storage without holding the index lock. Writes of images (flush, eviction)
+//! happen under the index lock: only the single writer does them.
+//!
+//! Lock order: an entry's read lock may be taken while holding the index lock (to encode it).
+//! An entry's write lock is only ever held by an [`EntryMut`], whose entry is flagged
+//! *protected* under the index lock before the write lock is taken and unflagged after it is
+//! released; the cache never locks a protected entry, so an `EntryMut` may call back into the
+//! cache. A thread must not protect an entry while it holds a read guard of that same entry.
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use h5chunk_format::Addr;
+use parking_lot::{ArcRwLockWriteGuard, Mutex, MutexGuard, RawRwLock, RwLock, RwLockReadGuard};
+
+use crate::alloc::Allocator;
+use crate::entry::{CacheEntry, Key, ProxyId};
+use crate::error::{Error, Result};
+use crate::stats::{CacheStats, TypeStats};
+use crate::storage::Storage;
+use crate::trace::{TraceEvent, WriteTrace};
+
+/// How the cache behaves.
+#[derive(Clone, Debug)]
+pub struct CacheConfig {
+    /// The byte budget: the sum of the image lengths of resident entries the cache tries to stay
+    /// under by evicting. It can be exceeded while nothing is evictable (everything pinned,
+    /// protected or blocked by dirty children), and by the entry just accessed, which is never
+    /// evicted by its own access.
+    pub max_bytes: usize,
+    /// Attempts per load before a verification failure is reported (at least 1). libhdf5 uses 1
+    /// by default and [`CacheConfig::SWMR_READ_ATTEMPTS`] for SWMR access.
+    pub read_attempts: u32,
+    /// The first back-off between attempts; it doubles after each retry.
+    pub retry_initial_backoff: Duration,
+    /// The longest back-off between two attempts.
+    pub retry_max_backoff: Duration,
+    /// No new attempt starts once this much time has passed since the first one.
+    pub retry_max_total: Duration,
+    /// Record a [`WriteTrace`] (for tests: it grows with every event).
+    pub record_trace: bool,
+}
+
+impl CacheConfig {
+    /// The metadata read attempts of a SWMR reader or writer, as libhdf5.
+    pub const SWMR_READ_ATTEMPTS: u32 = 100;
+
+    /// The configuration of a SWMR reader: 100 read attempts.
+    pub fn swmr_reader() -> Self {
+        CacheConfig {
+            read_attempts: Self::SWMR_READ_ATTEMPTS,
+            ..CacheConfig::default()
+        }
+    }
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            // libhdf5's default initial metadata cache size.
+            max_bytes: 2 << 20,
+            read_attempts: 1,
+            retry_initial_backoff: Duration::from_micros(1),
+            retry_max_backoff: Duration::from_millis(10),
+            retry_max_total: Duration::from_secs(2),
+            record_trace: false,
+        }
+    }
+}
+
+/// Writes the dirty chunks that chunk proxies stand for; implemented by the chunk cache's owner
+/// and called by [`MetadataCache::flush_with`] before any metadata is written.
+pub trait ChunkFlusher {
+    /// Write the chunks of `proxies` to storage. On `Ok` the cache marks every one of them
+    /// clean (calling [`MetadataCache::chunk_written`] as well is harmless). The cache's index
+    /// lock is not held during the call.
+    fn flush_chunks(
+        &mut self,
+        proxies: &[ProxyId],
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+}
+
+impl<F> ChunkFlusher for F
+where
+    F: FnMut(&[ProxyId]) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn flush_chunks(
+        &mut self,
+        proxies: &[ProxyId],
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self(proxies)
+    }
+}
+
+/// What a flush did and what it had to leave dirty.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[must_use = "a flush can leave entries dirty; check `is_complete`"]
+pub struct FlushReport {
+    /// Images written.
+    pub written: usize,
+    /// Dirty entries left dirty: protected, or with a descendant that could not be written (a
+    /// dirty proxy) or is protected.
+    pub blocked: Vec<Addr>,
+    /// Proxies still dirty.
+    pub dirty_proxies: Vec<ProxyId>,
+}
+
+impl FlushReport {
+    /// Whether nothing is left dirty.
+    pub fn is_complete(&self) -> bool {
+        self.blocked.is_empty() && self.dirty_proxies.is_empty()
+    }
+}
+
+/// An entry as the cache stores it, with its type erased.
+trait ErasedEntry: Any + Send + Sync {
+    fn encode_into(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()>;
+}
+
+impl<T: CacheEntry> ErasedEntry for RwLock<T> {
+    fn encode_into(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        self.read().encode(out)
+    }
+}
+
+/// A resident entry and its flags.
+struct Slot {
+    value: Arc<dyn ErasedEntry>,
+    type_name: &'static str,
+    checksummed: bool,
+    /// The length of the entry's space in the file; every image written must have it.
+    len: usize,
+    dirty: bool,
+    pinned: bool,
+    /// Held by an [`EntryMut`]: never locked, written or evicted by the cache meanwhile.
+    protected: bool,
+    /// Position in the LRU order (key of `Inner::lru`).
+    tick: u64,
+}
+
+/// I/O counted during one load.
+#[derive(Default)]
+struct LoadIo {
+    reads: u64,
+    bytes: u64,
+    retries: u64,
+}
+
+/// Why one load attempt failed.
+enum AttemptError {
+    Io(std::io::Error),
+    Format(h5chunk_format::Error),
+}
+
+/// Everything behind the index lock.
+#[derive(Default)]
+struct Inner {
+    entries: BTreeMap<Addr, Slot>,
+    /// tick → address, oldest first.
+    lru: BTreeMap<u64, Addr>,
+    tick: u64,
+    bytes: usize,
+    /// Bumped whenever the cache writes an image or inserts, moves or removes an entry, so a
+    /// load that read the storage without the lock can tell that what it read may be stale.
+    epoch: u64,
+    /// Live proxies and whether each is dirty.
+    proxies: BTreeMap<ProxyId, bool>,
+    next_proxy: u64,
+    /// The dependency graph over keys. It outlives residency: a clean entry can be evicted and
+    /// reloaded without losing its dependencies; `remove` drops them.
+    children: BTreeMap<Key, BTreeSet<Key>>,
+    parents: BTreeMap<Key, BTreeSet<Key>>,
+    stats: BTreeMap<&'static str, TypeStats>,
+    trace: Option<Vec<TraceEvent>>,
+    swmr_write: bool,
+    break_flush_order: bool,
+}
+
+impl Inner {
+    fn record(&mut self, ev: TraceEvent) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(ev);
+        }
+    }
+
+    fn stat(&mut self, type_name: &'static str) -> &mut TypeStats {
+        self.stats.entry(type_name).or_default()
+    }
+
+    fn touch(&mut self, addr: Addr) {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some(slot) = self.entries.get_mut(&addr) {
+            self.lru.remove(&slot.tick);
+            slot.tick = tick;
+            self.lru.insert(tick, addr);
+        }
+    }
+
+    fn slot(&self, addr: Addr) -> Result<&Slot> {
+        self.entries.get(&addr).ok_or(Error::NotResident {
+            key: Key::Entry(addr),
+        })
+    }
+
+    fn slot_mut(&mut self, addr: Addr) -> Result<&mut Slot> {
+        self.entries.get_mut(&addr).ok_or(Error::NotResident {
+            key: Key::Entry(addr),
+        })
+    }
+
+    /// Whether `key` itself is dirty; a non-resident entry is clean.
+    fn is_dirty(&self, key: Key) -> bool {
+        match key {
+            Key::Entry(a) => self.entries.get(&a).is_some_and(|s| s.dirty),
+            Key::Proxy(p) => self.proxies.get(&p).copied().unwrap_or(false),
+        }
+    }
+
+    fn children_of(&self, key: Key) -> Vec<Key> {
+        self.children
+            .get(&key)
+            .map(|c| c.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether `key` is a protected entry. A protected entry may become dirty at any moment
+    /// (its holder is modifying it), so for blocking its parents it counts as dirty.
+    fn is_protected(&self, key: Key) -> bool {
+        matches!(key, Key::Entry(a) if self.entries.get(&a).is_some_and(|s| s.protected))
+    }
+
+    /// Whether any descendant of `key` is dirty or protected: then `key` may be neither written
+    /// nor evicted.
+    fn is_blocked(&self, key: Key) -> bool {
+        let mut seen = BTreeSet::new();
+        let mut stack = self.children_of(key);
+        while let Some(k) = stack.pop() {
+            if !seen.insert(k) {
+                continue;
+            }
+            if self.is_dirty(k) || self.is_protected(k) {
+                return true;
+            }
+            stack.extend(self.children_of(k));
+        }
+        false
+    }
+
+    /// Whether `to` is reachable from `from` along parent → child edges.
+    fn reaches(&self, from: Key, to: Key) -> bool {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from];
+        while let Some(k) = stack.pop() {
+            if k == to {
+                return true;
+            }
+            if seen.insert(k) {
+                stack.extend(self.children_of(k));
+            }
+        }
+        false
+    }
+
+    fn drop_edges(&mut self, key: Key) {
+        for c in self.children.remove(&key).unwrap_or_default() {
+            if let Some(p) = self.parents.get_mut(&c) {
+                p.remove(&key);
+                if p.is_empty() {
+                    self.parents.remove(&c);
+                }
+            }
+        }
+        for p in self.parents.remove(&key).unwrap_or_default() {
+            if let Some(c) = self.children.get_mut(&p) {
+                c.remove(&key);
+                if c.is_empty() {
+                    self.children.remove(&p);
+                }
+            }
+        }
+    }
+
+    fn has_edges(&self, key: Key) -> bool {
+        self.children.contains_key(&key) || self.parents.contains_key(&key)
+    }
+
+    fn set_dirty(&mut self, addr: Addr) -> Result<()> {
+        self.slot_mut(addr)?.dirty = true;
+        self.record(TraceEvent::Dirtied(Key::Entry(addr)));
+        Ok(())
+    }
+
+    /// Drop a resident entry from memory (it must be clean, or being removed).
+    fn take_slot(&mut self, addr: Addr) -> Option<Slot> {
+        let slot = self.entries.remove(&addr)?;
+        self.lru.remove(&slot.tick);
+        self.bytes = self.bytes.saturating_sub(slot.len);
+        Some(slot)
+    }
+
+    fn evict_slot(&mut self, addr: Addr) {
+        if let Some(slot) = self.take_slot(addr) {
+            self.stat(slot.type_name).evictions += 1;
+            self.record(TraceEvent::Evicted(Key::Entry(addr)));
+        }
+    }
+
+    /// Encode the entry at `addr` and write its image in one `write_at`. The caller has checked
+    /// that the entry is not protected (its lock is free to read) and, unless the broken order
+    /// is requested for a test, that no descendant is dirty.
+    fn write_entry(&mut self, storage: &dyn Storage, addr: Addr) -> Result<()> {
+        let slot = self.slot(addr)?;
+        let (type_name, len) = (slot.type_name, slot.len);
+        if self.swmr_write && !slot.checksummed {
+            return Err(Error::NotChecksummed { type_name, addr });
+        }
+        let mut image = Vec::with_capacity(len);
+        slot.value
+            .encode_into(&mut image)
+            .map_err(|source| Error::Encode {
+                type_name,
+                addr,
+                source,
+            })?;
+        if image.len() != len {
+            return Err(Error::ImageLength {
+                type_name,
+                addr,
+                expected: len,
+                actual: image.len(),
+            });
+        }
+        storage
+            .write_at(addr, &image)
+            .map_err(|source| Error::EntryIo {
+                type_name,
+                addr,
+                op: "writing",
+                source,
+            })?;
+        self.epoch += 1;
+        let key = Key::Entry(addr);
+        let dirty_children: Vec<Key> = self
+            .children_of(key)
+            .into_iter()
+            .filter(|&c| self.is_dirty(c))
+            .collect();
+        if let Some(slot) = self.entries.get_mut(&addr) {
+            slot.dirty = false;
+        }
+        let st = self.stat(type_name);
+        st.writes += 1;
+        st.bytes_written += len as u64;
+        self.record(TraceEvent::Written {
+            key,
+            type_name,
+            len,
+            dirty_children,
+        });
+        Ok(())
+    }
+
+    /// Write `root` and every dirty descendant, children first; `settled` memoizes which keys
+    /// are known clean with no dirty descendant (`true`) or known stuck (`false`). Returns
+    /// whether `root` ended up settled.
+    ///
+    /// The walk is an explicit-stack post-order DFS: the graph is acyclic (cycles are refused
+    /// when dependencies are added and moves cannot create any), so it terminates, and its
+    /// depth is not limited by the thread's stack.
+    fn settle(
+        &mut self,
+        storage: &dyn Storage,
+        root: Key,
+        settled: &mut BTreeMap<Key, bool>,
+    ) -> Result<bool> {
+        struct Frame {
+            key: Key,
+            children: Vec<Key>,
+            next: usize,
+            ok: bool,
+        }
+        if let Some(&done) = settled.get(&root) {
+            return Ok(done);
+        }
+        let mut stack = vec![Frame {
+            key: root,
+            children: self.children_of(root),
+            next: 0,
+            ok: true,
+        }];
+        while let Some(top) = stack.last_mut() {
+            if let Some(&child) = top.children.get(top.next) {
+                top.next += 1;
+                match settled.get(&child) {
+                    Some(true) => {}
+                    Some(false) => top.ok = false,
+                    None => {
+                        let children = self.children_of(child);
+                        stack.push(Frame {
+                            key: child,
+                            children,
+                            next: 0,
+                            ok: true,
+                        });
+                    }
+                }
+                continue;
+            }
+            let Some(frame) = stack.pop() else { break };
+            let done = frame.ok && self.settle_self(storage, frame.key)?;
+            settled.insert(frame.key, done);
+            if !done && let Some(parent) = stack.last_mut() {
+                parent.ok = false;
+            }
+        }
+        Ok(settled.get(&root).copied().unwrap_or(false))
+    }
+
+    /// With every descendant of `key` settled: write `key` if it is a dirty entry that can be
+    /// written. Returns whether `key` is now settled: clean and not protected (a protected
+    /// entry may be dirtied by its holder at any moment, so its parents wait for it).
+    fn settle_self(&mut self, storage: &dyn Storage, key: Key) -> Result<bool> {
+        match key {
+            Key::Proxy(p) => Ok(!self.proxies.get(&p).copied().unwrap_or(false)),
+            Key::Entry(a) => match self.entries.get(&a) {
+                None => Ok(true),
+                Some(s) if s.protected => Ok(false),
+                Some(s) if !s.dirty => Ok(true),
+                Some(_) => {
+                    self.write_entry(storage, a)?;
+                    Ok(true)
+                }
+            },
+        }
+    }
+
+    fn flush(&mut self, storage: &dyn Storage) -> Result<FlushReport> {
+        let dirty: Vec<Addr> = self
+            .entries
+            .iter()
+            .filter(|(_, s)| s.dirty)
+            .map(|(&a, _)| a)
+            .collect();
+        let mut report = FlushReport::default();
+        if self.break_flush_order {
+            report.written = self.flush_parents_first(storage, &dirty)?;
+        } else {
+            let mut settled = BTreeMap::new();
+            for &addr in &dirty {
+                self.settle(storage, Key::Entry(addr), &mut settled)?;
+            }
+            report.written = dirty
+                .iter()
+                .filter(|&&a| !self.is_dirty(Key::Entry(a)))
+                .count();
+        }
+        report.blocked = dirty
+            .into_iter()
+            .filter(|&a| self.is_dirty(Key::Entry(a)))
+            .collect();
+        report.dirty_proxies = self
+            .proxies
+            .iter()
+            .filter(|(_, d)| **d)
+            .map(|(&p, _)| p)
+            .collect();
+        Ok(report)
+    }
+
+    /// The deliberately wrong order of the `testing` feature: a pre-order walk from the entries
+    /// without parents, writing each dirty entry before its children.
+    fn flush_parents_first(&mut self, storage: &dyn Storage, dirty: &[Addr]) -> Result<usize> {
+        let mut roots: Vec<Key> = dirty
+            .iter()
+            .map(|&a| Key::Entry(a))
+            .filter(|k| !self.parents.contains_key(k))
+            .collect();
+        // Entries whose parents are all clean are reached from their clean ancestors.
+        roots.extend(
+            self.children
+                .keys()
+                .filter(|k| !self.parents.contains_key(k)),
+        );
+        let mut seen = BTreeSet::new();
+        let mut written = 0;
+        let mut stack: Vec<Key> = roots.into_iter().rev().collect();
+        while let Some(k) = stack.pop() {
+            if !seen.insert(k) {
+                continue;
+            }
+            if let Key::Entry(a) = k
+                && self
+                    .entries
+                    .get(&a)
+                    .is_some_and(|s| s.dirty && !s.protected)
+            {
+                self.write_entry(storage, a)?;
+                written += 1;
+            }
+            stack.extend(self.children_of(k).into_iter().rev());
+        }
+        // Dirty entries in no dependency at all.
+        for &a in dirty {
+            if self
+                .entries
+                .get(&a)
+                .is_some_and(|s| s.dirty && !s.protected)
+            {
+                self.write_entry(storage, a)?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Evict least recently used entries until the budget holds or nothing more can go. Pinned,
+    /// protected and blocked entries stay; a dirty entry is written first. `keep` is the entry
+    /// whose access triggered this and is not evicted by it.
+    fn make_space(&mut self, storage: &dyn Storage, max: usize, keep: Option<Addr>) -> Result<()> {
+        while self.bytes > max {
+            let candidates: Vec<Addr> = self.lru.values().copied().collect();
+            let mut progress = false;
+            for addr in candidates {
+                if self.bytes <= max {
+                    break;
+                }
+                if Some(addr) == keep {
+                    continue;
+                }
+                let Some(slot) = self.entries.get(&addr) else {
+                    continue;
+                };
+                if slot.pinned || slot.protected || self.is_blocked(Key::Entry(addr)) {
+                    continue;
+                }
+                if slot.dirty {
+                    self.write_entry(storage, addr)?;
+                }
+                self.evict_slot(addr);
+                progress = true;
+            }
+            if !progress {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-key the dependencies of `from` to `to`.
+    fn move_edges(&mut self, from: Key, to: Key) {
+        if let Some(cs) = self.children.remove(&from) {
+            for c in &cs {
+                if let Some(ps) = self.parents.get_mut(c) {
+                    ps.remove(&from);
+                    ps.insert(to);
+                }
+            }
+            self.children.insert(to, cs);
+        }
+        if let Some(ps) = self.parents.remove(&from) {
+            for p in &ps {
+                if let Some(cs) = self.children.get_mut(p) {
+                    cs.remove(&from);
+                    cs.insert(to);
+                }
+            }
+            self.parents.insert(to, ps);
+        }
+    }
+}
+
+/// The metadata cache of one open file.
+pub struct MetadataCache {
+    storage: Arc<dyn Storage>,
+    config: CacheConfig,
+    inner: Mutex<Inner>,
+    alloc: Mutex<Allocator>,
+}
+
+impl fmt::Debug for MetadataCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner.lock();
+        f.debug_struct("MetadataCache")
+            .field("storage", &self.storage)
+            .field("entries", &inner.entries.len())
+            .field("bytes", &inner.bytes)
+            .field("proxies", &inner.proxies.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// A shared, read-only handle on a cached entry. It stays valid after the entry is evicted (it
+/// is then a detached snapshot of a clean entry).
+pub struct EntryRef<T> {
+    addr: Addr,
+    value: Arc<RwLock<T>>,
+}
+
+impl<T: CacheEntry> EntryRef<T> {
+    /// The entry's file address.
+    pub fn addr(&self) -> Addr {
+        self.addr
+    }
+
+    /// Read the entry. Blocks while a [`EntryMut`] of it is alive on another thread (and
+    /// deadlocks if one is alive on this thread).
+    pub fn read(&self) -> RwLockReadGuard<'_, T> {
+        self.value.read()
+    }
+}
+
+impl<T> Clone for EntryRef<T> {
+    fn clone(&self) -> Self {
+        EntryRef {
+            addr: self.addr,
+            value: Arc::clone(&self.value),
+        }
+    }
+}
+
+impl<T: CacheEntry> fmt::Debug for EntryRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EntryRef({} @ {})", T::TYPE_NAME, self.addr)
+    }
+}
+
+/// Exclusive access to a protected entry. While it lives the entry is never written, moved,
+/// removed or evicted. Mutable access marks the entry dirty; dropping the guard unprotects it.
+pub struct EntryMut<'c, T: CacheEntry> {
+    // Fields drop in declaration order: the entry's lock is released before `release` takes
+    // the index lock, as the lock order requires.
+    guard: ArcRwLockWriteGuard<RawRwLock, T>,
+    release: Unprotect<'c>,
+}
+
+/// Unprotects an entry (and marks it dirty if it was modified) when dropped.
+struct Unprotect<'c> {
+    cache: &'c MetadataCache,
+    addr: Addr,
+    dirty: bool,
+}
+
+impl Drop for Unprotect<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.cache.inner.lock();
+        if let Some(slot) = inner.entries.get_mut(&self.addr) {
+            slot.protected = false;
+            if self.dirty {
+                slot.dirty = true;
+                inner.record(TraceEvent::Dirtied(Key::Entry(self.addr)));
+            }
+        }
+    }
+}
+
+impl<T: CacheEntry> EntryMut<'_, T> {
+    /// The entry's file address.
+    pub fn addr(&self) -> Addr {
+        self.release.addr
+    }
+
+    /// Mark the entry dirty without touching it.
+    pub fn mark_dirty(&mut self) {
+        self.release.dirty = true;
+    }
+
+    /// Change the length of the entry's space (the caller has allocated it); marks it dirty.
+    pub fn resize(&mut self, new_len: usize) -> Result<()> {
+        self.release.dirty = true;
+        self.release.cache.resize(self.release.addr, new_len)
+    }
+}
+
+impl<T: CacheEntry> Deref for EntryMut<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T: CacheEntry> DerefMut for EntryMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.release.dirty = true;
+        &mut self.guard
+    }
+}
+
+impl<T: CacheEntry> fmt::Debug for EntryMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EntryMut({} @ {})", T::TYPE_NAME, self.release.addr)
+    }
+}
+
+fn downcast<T: CacheEntry>(addr: Addr, slot: &Slot) -> Result<Arc<RwLock<T>>> {
+    let any: Arc<dyn Any + Send + Sync> = slot.value.clone();
+    any.downcast::<RwLock<T>>()
+        .map_err(|_| Error::TypeMismatch {
+            addr,
+            expected: T::TYPE_NAME,
+            found: slot.type_name,
+        })
+}
+
+impl MetadataCache {
+    /// A cache over `storage`. The allocator's EOA starts at the storage's length; set it from
+    /// the superblock with [`MetadataCache::allocator`] when opening an existing file.
+    pub fn new(storage: Arc<dyn Storage>, config: CacheConfig) -> Result<Self> {
+        let eoa = storage.len()?;
+        let inner = Inner {
+            trace: config.record_trace.then(Vec::new),
+            ..Inner::default()
+        };
+        Ok(MetadataCache {
+            storage,
+            config,
+            inner: Mutex::new(inner),
+            alloc: Mutex::new(Allocator::new(Addr(eoa))),
+        })
+    }
+
+    /// The storage under the cache.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+
+    /// The file-space allocator (its own lock, independent of the index lock).
+    pub fn allocator(&self) -> MutexGuard<'_, Allocator> {
+        self.alloc.lock()
+    }
+
+    /// Enter or leave SWMR-write mode: only checksummed entries may then be written, and the
+    /// allocator defers the reuse of freed space.
+    pub fn set_swmr_write(&self, on: bool) {
+        self.inner.lock().swmr_write = on;
+        self.alloc.lock().set_swmr_write(on);
+    }
+
+    /// Write parents before their children from now on, ignoring every dependency: a broken
+    /// cache, to prove that [`check_write_order`](crate::check_write_order) fires.
+    #[cfg(feature = "testing")]
+    pub fn testing_break_flush_order(&self, on: bool) {
+        self.inner.lock().break_flush_order = on;
+    }
+
+    // ----- typed access -------------------------------------------------------------------
+
+    /// The entry of type `T` at `addr`, loaded and verified if not resident.
+    pub fn get<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> Result<EntryRef<T>> {
+        let value = self.fetch::<T>(addr, ctx, |_| Ok(()))?;
+        Ok(EntryRef { addr, value })
+    }
+
+    /// The entry of type `T` at `addr` (loaded if needed), protected for modification.
+    pub fn protect<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> Result<EntryMut<'_, T>> {
+        let value = self.fetch::<T>(addr, ctx, |slot| {
+            if slot.protected {
+                return Err(Error::Protected {
+                    type_name: slot.type_name,
+                    addr,
+                });
+            }
+            slot.protected = true;
+            Ok(())
+        })?;
+        let guard = value.write_arc();
+        Ok(EntryMut {
+            guard,
+            release: Unprotect {
+                cache: self,
+                addr,
+                dirty: false,
+            },
+        })
+    }
+
+    /// Look `addr` up, loading it on a miss; `on_resident` runs under the index lock once the
+    /// entry is resident (to flag it protected atomically with the lookup).
+    fn fetch<T: CacheEntry>(
+        &self,
+        addr: Addr,
+        ctx: &T::Context,
+        on_resident: impl FnOnce(&mut Slot) -> Result<()>,
+    ) -> Result<Arc<RwLock<T>>> {
+        let epoch = {
+            let mut inner = self.inner.lock();
+            if let Some(slot) = inner.entries.get_mut(&addr) {
+                let value = downcast::<T>(addr, slot)?;
+                on_resident(slot)?;
+                inner.touch(addr);
+                inner.stat(T::TYPE_NAME).hits += 1;
+                return Ok(value);
+            }
+            inner.epoch
+        };
+        // A miss: read without the index lock, so other lookups proceed meanwhile.
+        let (mut loaded, io) = self.load::<T>(addr, ctx);
+        let mut inner = self.inner.lock();
+        Self::count_load(&mut inner, T::TYPE_NAME, &io, loaded.is_ok(), true);
+        if !inner.entries.contains_key(&addr) && inner.epoch != epoch {
+            // The cache wrote or removed something while we read: what we read may predate it
+            // (or be torn by it). Reading again under the lock cannot race with the cache's own
+            // writes, which all happen under it.
+            let (again, io) = self.load::<T>(addr, ctx);
+            Self::count_load(&mut inner, T::TYPE_NAME, &io, again.is_ok(), false);
+            loaded = again;
+        }
+        let inner = &mut *inner;
+        let value = match inner.entries.get_mut(&addr) {
+            // Another thread loaded or inserted it meanwhile: theirs wins.
+            Some(slot) => {
+                let value = downcast::<T>(addr, slot)?;
+                on_resident(slot)?;
+                value
+            }
+            None => {
+                let (entry, len) = loaded?;
+                let value = Arc::new(RwLock::new(entry));
+                let mut slot = Slot {
+                    value: value.clone(),
+                    type_name: T::TYPE_NAME,
+                    checksummed: T::CHECKSUMMED,
+                    len,
+                    dirty: false,
+                    pinned: false,
+                    protected: false,
+                    tick: 0,
+                };
+                on_resident(&mut slot)?;
+                inner.entries.insert(addr, slot);
+                inner.bytes += len;
+                value
+            }
+        };
+        inner.touch(addr);
+        inner.make_space(&*self.storage, self.config.max_bytes, Some(addr))?;
+        Ok(value)
+    }
+
+    fn count_load(inner: &mut Inner, type_name: &'static str, io: &LoadIo, ok: bool, miss: bool) {
+        let st = inner.stat(type_name);
+        st.misses += u64::from(miss);
+        st.reads += io.reads;
+        st.bytes_read += io.bytes;
+        st.retries += io.retries;
+        if !ok {
+            st.read_failures += 1;
+        }
+    }
+
+    /// Read and verify the entry at `addr`, retrying verification failures of checksummed types
+    /// with a capped exponential back-off within the configured bounds.
+    fn load<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> (Result<(T, usize)>, LoadIo) {
+        let cfg = &self.config;
+        let max_attempts = cfg.read_attempts.max(1);
+        let start = Instant::now();
+        let mut backoff = cfg.retry_initial_backoff;
+        let mut io = LoadIo::default();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let source = match self.load_once::<T>(addr, ctx, &mut io) {
+                Ok(v) => return (Ok(v), io),
+                Err(AttemptError::Io(source)) => {
+                    let err = Error::EntryIo {
+                        type_name: T::TYPE_NAME,
+                        addr,
+                        op: "reading",
+                        source,
+                    };
+                    return (Err(err), io);
+                }
+                Err(AttemptError::Format(e)) => e,
+            };
+            let elapsed = start.elapsed();
+            // Only a checksummed image can tell a torn read from a real one, so only those are
+            // retried: for others a retry could not change the verdict.
+            if !T::CHECKSUMMED || attempt >= max_attempts || elapsed >= cfg.retry_max_total {
+                let err = Error::Read {
+                    type_name: T::TYPE_NAME,
+                    addr,
+                    attempts: attempt,
+                    source,
+                };
+                return (Err(err), io);
+            }
+            io.retries += 1;
+            std::thread::sleep(backoff.min(cfg.retry_max_total.saturating_sub(elapsed)));
+            backoff = backoff.saturating_mul(2).min(cfg.retry_max_backoff);
+        }
+    }
+
+    /// One attempt: speculative read, length from the prefix, full re-read if longer, decode.
+    fn load_once<T: CacheEntry>(
+        &self,
+        addr: Addr,
+        ctx: &T::Context,
+        io: &mut LoadIo,
+    ) -> Result<(T, usize), AttemptError> {
+        let truncated = |needed: usize, available: usize| {
+            AttemptError::Format(h5chunk_format::Error::Truncated {
+                structure: T::TYPE_NAME,
+                at: addr,
+                needed: needed as u64,
+                available: available as u64,
+            })
+        };
+        let file_len = self.storage.len().map_err(AttemptError::Io)?;
+        // A SWMR reader reads past the superblock's EOA (file-format.md §7.4), so the bound is
+        // the storage's length. Lengths read from the image are checked against it before they
+        // size a buffer.
+        let avail = usize::try_from(file_len.saturating_sub(addr.get())).unwrap_or(usize::MAX);
+        let wanted = T::initial_load_len(ctx);
+        let initial = wanted.min(avail);
+        if initial == 0 {
+            return Err(truncated(wanted, 0));
+        }
+        let mut buf = vec![0u8; initial];
+        self.storage
+            .read_at(addr, &mut buf)
+            .map_err(AttemptError::Io)?;
+        io.reads += 1;
+        io.bytes += initial as u64;
+        let full = T::final_load_len(&buf, addr, ctx).map_err(AttemptError::Format)?;
+        if full == 0 || full > avail {
+            return Err(truncated(full.max(1), avail));
+        }
+        if full > initial {
+            // Re-read the whole image in one read, so it comes from one moment of the file.
+            buf = vec![0u8; full];
+            self.storage
+                .read_at(addr, &mut buf)
+                .map_err(AttemptError::Io)?;
+            io.reads += 1;
+            io.bytes += full as u64;
+        } else {
+            buf.truncate(full);
+        }
+        let entry = T::decode(&buf, addr, ctx).map_err(AttemptError::Format)?;
+        Ok((entry, full))
+    }
+
+    /// Insert a new entry at `addr` (space the caller has allocated). It starts dirty.
+    pub fn insert<T: CacheEntry>(&self, addr: Addr, entry: T) -> Result<()> {
+        let len = entry.image_len();
+        addr.checked_add(len as u64).ok_or(Error::AddressOverflow {
+            addr,
+            len: len as u64,
+        })?;
+        let mut inner = self.inner.lock();
+        if let Some(slot) = inner.entries.get(&addr) {
+            return Err(Error::AlreadyResident {
+                type_name: slot.type_name,
+                addr,
+            });
+        }
+        inner.entries.insert(
+            addr,
+            Slot {
+                value: Arc::new(RwLock::new(entry)),
+                type_name: T::TYPE_NAME,
+                checksummed: T::CHECKSUMMED,
+                len,
+                dirty: true,
+                pinned: false,
+                protected: false,
+                tick: 0,
+            },
+        );
+        inner.bytes += len;
+        inner.epoch += 1;
+        inner.touch(addr);
+        inner.stat(T::TYPE_NAME).inserts += 1;
+        inner.record(TraceEvent::Dirtied(Key::Entry(addr)));
+        inner.make_space(&*self.storage, self.config.max_bytes, Some(addr))
+    }
+
+    /// Mark the entry at `addr` dirty.
+    pub fn mark_dirty(&self, addr: Addr) -> Result<()> {
+        self.inner.lock().set_dirty(addr)
+    }
+
+    /// Change the length of the entry's space (the caller allocated the new space); marks it
+    /// dirty. Allowed while the entry is protected.
+    pub fn resize(&self, addr: Addr, new_len: usize) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let slot = inner.slot_mut(addr)?;
+        let old = std::mem::replace(&mut slot.len, new_len);
+        inner.bytes = inner.bytes.saturating_sub(old) + new_len;
+        inner.set_dirty(addr)?;
+        inner.make_space(&*self.storage, self.config.max_bytes, Some(addr))
+    }
+
+    /// Move the entry at `from` to `to` (space the caller allocated; the caller frees `from`).
+    /// Its dependencies follow it, and it is dirty at its new address.
+    pub fn move_entry(&self, from: Addr, to: Addr) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let slot = inner.slot(from)?;
+        if slot.protected {
+            return Err(Error::Protected {
+                type_name: slot.type_name,
+                addr: from,
+            });
+        }
+        if from == to {
+            return inner.set_dirty(from);
+        }
+        if let Some(other) = inner.entries.get(&to) {
+            return Err(Error::AlreadyResident {
+                type_name: other.type_name,
+                addr: to,
+            });
+        }
+        if inner.has_edges(Key::Entry(to)) {
+            return Err(Error::DestinationInUse { addr: to });
+        }
+        let Some(slot) = inner.take_slot(from) else {
+            return Err(Error::NotResident {
+                key: Key::Entry(from),
+            });
+        };
+        inner.bytes += slot.len;
+        inner.entries.insert(to, slot);
+        inner.move_edges(Key::Entry(from), Key::Entry(to));
+        inner.epoch += 1;
+        inner.touch(to);
+        inner.record(TraceEvent::Moved { from, to });
+        inner.set_dirty(to)
+    }
+
+    /// Drop the entry at `addr` without writing it, with its dependencies (the structure it
+    /// belonged to no longer references it; the caller frees its space). Not an error if it is
+    /// not resident.
+    pub fn remove(&self, addr: Addr) -> Result<()> {
+        let mut inner = self.inner.lock();
+        if let Some(slot) = inner.entries.get(&addr)
+            && slot.protected
+        {
+            return Err(Error::Protected {
+                type_name: slot.type_name,
+                addr,
+            });
+        }
+        inner.take_slot(addr);
+        inner.drop_edges(Key::Entry(addr));
+        inner.epoch += 1;
+        inner.record(TraceEvent::Removed(Key::Entry(addr)));
+        Ok(())
+    }
+
+    /// Pin the entry: it stays in memory until unpinned.
+    pub fn pin(&self, addr: Addr) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let slot = inner.slot_mut(addr)?;
+        if slot.pinned {
+            return Err(Error::Pinned {
+                type_name: slot.type_name,
+                addr,
+            });
+        }
+        slot.pinned = true;
+        inner.record(TraceEvent::Pinned(Key::Entry(addr)));
+        Ok(())
+    }
+
+    /// Unpin the entry.
+    pub fn unpin(&self, addr: Addr) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let slot = inner.slot_mut(addr)?;
+        if !slot.pinned {
+            return Err(Error::NotPinned {
+                type_name: slot.type_name,
+                addr,
+            });
+        }
+        slot.pinned = false;
+        inner.record(TraceEvent::Unpinned(Key::Entry(addr)));
+        inner.make_space(&*self.storage, self.config.max_bytes, None)
+    }
+
+    /// Evict the entry at `addr` now, writing it first if dirty. An error if it is pinned,
+    /// protected, or blocked by a dirty descendant.
+    pub fn evict(&self, addr: Addr) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let slot = inner.slot(addr)?;
+        let (type_name, pinned, protected, dirty) =
+            (slot.type_name, slot.pinned, slot.protected, slot.dirty);
+        if protected {
+            return Err(Error::Protected { type_name, addr });
+        }
+        if pinned {
+            return Err(Error::Pinned { type_name, addr });
+        }
+        if inner.is_blocked(Key::Entry(addr)) {
+            return Err(Error::Blocked {
+                key: Key::Entry(addr),
+            });
+        }
+        if dirty {
+            inner.write_entry(&*self.storage, addr)?;
+        }
+        inner.evict_slot(addr);
+        Ok(())
+    }
+
+    /// Evict every clean entry that may go (not pinned, protected or blocked), as a SWMR
+    /// reader's refresh does. Returns how many were evicted.
+    pub fn evict_clean(&self) -> usize {
+        let mut inner = self.inner.lock();
+        let addrs: Vec<Addr> = inner
+            .entries
+            .iter()
+            .filter(|(_, s)| !s.dirty && !s.pinned && !s.protected)
+            .map(|(&a, _)| a)
+            .collect();
+        let mut n = 0;
+        for a in addrs {
+            if !inner.is_blocked(Key::Entry(a)) {
+                inner.evict_slot(a);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    // ----- flush dependencies and proxies --------------------------------------------------
+
+    /// `parent` may not be written (nor evicted) while `child`, or anything below it, is dirty.
+    /// A child may have several parents; a dependency that would close a cycle is refused.
+    ///
+    /// The graph is over keys, not resident entries: an entry need not be cached to take part
+    /// (one that is not cached is clean), so a structure can link a parent to a child that an
+    /// eviction has just written out. Proxies must be live.
+    pub fn add_flush_dependency(
+        &self,
+        parent: impl Into<Key>,
+        child: impl Into<Key>,
+    ) -> Result<()> {
+        let (parent, child) = (parent.into(), child.into());
+        let mut inner = self.inner.lock();
+        for k in [parent, child] {
+            if let Key::Proxy(p) = k
+                && !inner.proxies.contains_key(&p)
+            {
+                return Err(Error::UnknownProxy(p));
+            }
+        }
+        if parent == child || inner.reaches(child, parent) {
+            return Err(Error::DependencyCycle { parent, child });
+        }
+        if !inner.children.entry(parent).or_default().insert(child) {
+            return Err(Error::DependencyExists { parent, child });
+        }
+        inner.parents.entry(child).or_default().insert(parent);
+        inner.record(TraceEvent::DependencyAdded { parent, child });
+        Ok(())
+    }
+
+    /// Remove a dependency added with [`add_flush_dependency`](Self::add_flush_dependency).
+    pub fn remove_flush_dependency(
+        &self,
+        parent: impl Into<Key>,
+        child: impl Into<Key>,
+    ) -> Result<()> {
+        let (parent, child) = (parent.into(), child.into());
+        let mut inner = self.inner.lock();
+        let removed = inner
+            .children
+            .get_mut(&parent)
+            .is_some_and(|c| c.remove(&child));
+        if !removed {
+            return Err(Error::NoSuchDependency { parent, child });
+        }
+        if inner.children.get(&parent).is_some_and(BTreeSet::is_empty) {
+            inner.children.remove(&parent);
+        }
+        if let Some(ps) = inner.parents.get_mut(&child) {
+            ps.remove(&parent);
+            if ps.is_empty() {
+                inner.parents.remove(&child);
+            }
+        }
+        inner.record(TraceEvent::DependencyRemoved { parent, child });
+        Ok(())
+    }
+
+    /// The children of `key`.
+    pub fn flush_children(&self, key: impl Into<Key>) -> Vec<Key> {
+        self.inner.lock().children_of(key.into())
+    }
+
+    /// The parents of `key`.
+    pub fn flush_parents(&self, key: impl Into<Key>) -> Vec<Key> {
+        let inner = self.inner.lock();
+        inner
+            .parents
+            .get(&key.into())
+            .map(|p| p.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// A new chunk proxy, dirty until [`chunk_written`](Self::chunk_written).
+    pub fn create_proxy(&self) -> ProxyId {
+        let mut inner = self.inner.lock();
+        let id = ProxyId(inner.next_proxy);
+        inner.next_proxy += 1;
+        inner.proxies.insert(id, true);
+        inner.record(TraceEvent::Dirtied(Key::Proxy(id)));
+        id
+    }
+
+    /// The proxy's chunk was modified again in the chunk cache.
+    pub fn mark_proxy_dirty(&self, id: ProxyId) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let dirty = inner.proxies.get_mut(&id).ok_or(Error::UnknownProxy(id))?;
+        *dirty = true;
+        inner.record(TraceEvent::Dirtied(Key::Proxy(id)));
+        Ok(())
+    }
+
+    /// The proxy's chunk has reached storage: parents that waited only for it may be written.
+    pub fn chunk_written(&self, id: ProxyId) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let dirty = inner.proxies.get_mut(&id).ok_or(Error::UnknownProxy(id))?;
+        *dirty = false;
+        inner.record(TraceEvent::Cleaned(Key::Proxy(id)));
+        Ok(())
+    }
+
+    /// Forget a proxy and its dependencies (its chunk left the chunk cache, or was deleted).
+    pub fn remove_proxy(&self, id: ProxyId) -> Result<()> {
+        let mut inner = self.inner.lock();
+        inner.proxies.remove(&id).ok_or(Error::UnknownProxy(id))?;
+        inner.drop_edges(Key::Proxy(id));
+        inner.record(TraceEvent::Removed(Key::Proxy(id)));
+        Ok(())
+    }
+
+    /// The proxies whose chunks are not written yet.
+    pub fn dirty_proxies(&self) -> Vec<ProxyId> {
+        let inner = self.inner.lock();
+        inner
+            .proxies
+            .iter()
+            .filter(|(_, d)| **d)
+            .map(|(&p, _)| p)
+            .collect()
+    }
+
+    // ----- flushing -----------------------------------------------------------------------
+
+    /// Write every dirty entry that can be written, children before parents. Entries waiting
+    /// for a dirty proxy (or for a protected entry) stay dirty and are listed in the report.
+    pub fn flush(&self) -> Result<FlushReport> {
+        let mut inner = self.inner.lock();
+        let report = inner.flush(&*self.storage)?;
+        // Entries that were dirty or blocked may be evictable now.
+        inner.make_space(&*self.storage, self.config.max_bytes, None)?;
+        Ok(report)
+    }
+
+    /// Have `chunks` write every dirty proxy's chunk first, then flush all metadata: the order
+    /// a dataset flush needs (chunk data, then the index blocks that point to it).
+    pub fn flush_with(&self, chunks: &mut dyn ChunkFlusher) -> Result<FlushReport> {
+        let dirty = self.dirty_proxies();
+        if !dirty.is_empty() {
+            chunks
+                .flush_chunks(&dirty)
+                .map_err(|source| Error::ChunkFlush { source })?;
+            let mut inner = self.inner.lock();
+            for id in dirty {
+                if let Some(d) = inner.proxies.get_mut(&id) {
+                    *d = false;
+                    inner.record(TraceEvent::Cleaned(Key::Proxy(id)));
+                }
+            }
+        }
+        self.flush()
+    }
+
+    /// Write the entry at `addr` and its dirty descendants, children first. Returns whether the
+    /// entry is now clean (false if a dirty proxy or protected entry blocks it).
+    pub fn flush_entry(&self, addr: Addr) -> Result<bool> {
+        let mut inner = self.inner.lock();
+        let mut settled = BTreeMap::new();
+        inner.settle(&*self.storage, Key::Entry(addr), &mut settled)
+    }
+
+    /// Make every completed write durable.
+    pub fn sync(&self) -> Result<()> {
+        Ok(self.storage.sync()?)
+    }
+
+    // ----- introspection ------------------------------------------------------------------
+
+    /// Whether an entry is cached at `addr`.
+    pub fn is_resident(&self, addr: Addr) -> bool {
+        self.inner.lock().entries.contains_key(&addr)
+    }
+
+    /// Whether `key` (an entry or a proxy) is dirty.
+    pub fn is_dirty(&self, key: impl Into<Key>) -> bool {
+        self.inner.lock().is_dirty(key.into())
+    }
+
+    /// Whether the entry at `addr` is pinned.
+    pub fn is_pinned(&self, addr: Addr) -> bool {
+        self.inner
+            .lock()
+            .entries
+            .get(&addr)
+            .is_some_and(|s| s.pinned)
+    }
+
+    /// Whether `key` has a dirty or protected descendant (so it can be neither written nor
+    /// evicted).
+    pub fn is_blocked(&self, key: impl Into<Key>) -> bool {
+        self.inner.lock().is_blocked(key.into())
+    }
+
+    /// The addresses of the resident entries, in address order.
+    pub fn resident(&self) -> Vec<Addr> {
+        self.inner.lock().entries.keys().copied().collect()
+    }
+
+    /// The sum of the image lengths of the resident entries.
+    pub fn resident_bytes(&self) -> usize {
+        self.inner.lock().bytes
+    }
+
+    /// A snapshot of the per-type statistics.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            by_type: self.inner.lock().stats.clone(),
+        }
+    }
+
+    /// Zero the statistics.
+    pub fn reset_stats(&self) {
+        self.inner.lock().stats.clear();
+    }
+
+    /// The events recorded since the last call (empty unless
+    /// [`CacheConfig::record_trace`] is set).
+    pub fn take_trace(&self) -> WriteTrace {
+        let mut inner = self.inner.lock();
+        WriteTrace {
+            events: inner.trace.as_mut().map(std::mem::take).unwrap_or_default(),
+        }
+    }
+}

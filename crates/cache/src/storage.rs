@@ -1,0 +1,219 @@
+//! Byte storage under the cache: a file, a memory buffer, or (with the `testing` feature) a
+//! fault-injecting wrapper.
+//!
+//! Every method takes `&self`, so readers share one storage without a lock: a file is read and
+//! written with positioned I/O (`pread`/`pwrite` through [`FileExt`]), never by seeking a shared
+//! cursor. One metadata image is always written in one [`Storage::write_at`] call, so a storage
+//! that makes single writes atomic never exposes half an image.
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use h5chunk_format::Addr;
+use parking_lot::RwLock;
+
+/// Positioned, shareable byte storage.
+pub trait Storage: Send + Sync + fmt::Debug {
+    /// Fill `buf` from the bytes at `addr`. Reading past the end is an
+    /// [`io::ErrorKind::UnexpectedEof`] error.
+    fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()>;
+
+    /// Write all of `data` at `addr`, growing the storage (zero-filled) if needed.
+    fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()>;
+
+    /// The current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+
+    /// Whether the storage holds no bytes.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Truncate or extend (zero-filled) to `len` bytes.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+
+    /// Make every completed write durable.
+    fn sync(&self) -> io::Result<()>;
+}
+
+impl<S: Storage + ?Sized> Storage for Arc<S> {
+    fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_at(addr, buf)
+    }
+    fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
+        (**self).write_at(addr, data)
+    }
+    fn len(&self) -> io::Result<u64> {
+        (**self).len()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        (**self).set_len(len)
+    }
+    fn sync(&self) -> io::Result<()> {
+        (**self).sync()
+    }
+}
+
+/// A file, accessed with positioned reads and writes only.
+#[derive(Debug)]
+pub struct FileStorage {
+    file: File,
+}
+
+impl FileStorage {
+    /// Wrap an open file (opened for reading, or reading and writing).
+    pub fn new(file: File) -> Self {
+        FileStorage { file }
+    }
+
+    /// The underlying file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Storage for FileStorage {
+    fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()> {
+        self.file.read_exact_at(buf, addr.get())
+    }
+    fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
+        self.file.write_all_at(data, addr.get())
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// An in-memory storage. Clones share the same bytes, so a test can keep a handle to what a
+/// cache wrote and reopen it with a fresh cache.
+#[derive(Clone, Debug, Default)]
+pub struct MemStorage {
+    bytes: Arc<RwLock<Vec<u8>>>,
+}
+
+impl MemStorage {
+    /// An empty storage.
+    pub fn new() -> Self {
+        MemStorage::default()
+    }
+
+    /// A storage holding `bytes`.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        MemStorage {
+            bytes: Arc::new(RwLock::new(bytes)),
+        }
+    }
+
+    /// A copy of the current bytes.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.bytes.read().clone()
+    }
+}
+
+/// `addr .. addr + len` as a `usize` range, or an error if it does not fit in memory.
+fn mem_range(addr: Addr, len: usize) -> io::Result<(usize, usize)> {
+    let start = usize::try_from(addr.get())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "address beyond memory"))?;
+    let end = start
+        .checked_add(len)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "address overflow"))?;
+    Ok((start, end))
+}
+
+impl Storage for MemStorage {
+    fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()> {
+        let (start, end) = mem_range(addr, buf.len())?;
+        let bytes = self.bytes.read();
+        let src = bytes.get(start..end).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of storage")
+        })?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
+        let (start, end) = mem_range(addr, data.len())?;
+        let mut bytes = self.bytes.write();
+        if bytes.len() < end {
+            bytes.resize(end, 0);
+        }
+        if let Some(dst) = bytes.get_mut(start..end) {
+            dst.copy_from_slice(data);
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.bytes.read().len() as u64)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let len = usize::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length beyond memory"))?;
+        self.bytes.write().resize(len, 0);
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exercise(s: &dyn Storage) {
+        assert!(s.is_empty().unwrap());
+        s.write_at(Addr(4), b"abcd").unwrap();
+        assert_eq!(s.len().unwrap(), 8);
+        let mut buf = [0xffu8; 8];
+        s.read_at(Addr(0), &mut buf).unwrap();
+        assert_eq!(&buf, b"\0\0\0\0abcd");
+        let err = s.read_at(Addr(6), &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        s.set_len(5).unwrap();
+        assert_eq!(s.len().unwrap(), 5);
+        s.set_len(7).unwrap();
+        let mut tail = [0xffu8; 3];
+        s.read_at(Addr(4), &mut tail).unwrap();
+        assert_eq!(&tail, b"a\0\0");
+        s.sync().unwrap();
+    }
+
+    #[test]
+    fn mem_storage_reads_writes_and_resizes() {
+        exercise(&MemStorage::new());
+    }
+
+    #[test]
+    fn file_storage_reads_writes_and_resizes() {
+        let path = std::env::temp_dir().join(format!("h5chunk-cache-{}.bin", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        exercise(&FileStorage::new(file));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn mem_storage_clones_share_bytes() {
+        let a = MemStorage::new();
+        let b = a.clone();
+        a.write_at(Addr(0), b"xy").unwrap();
+        assert_eq!(b.to_vec(), b"xy");
+    }
+}
