@@ -1,1 +1,328 @@
-fn main() {}
+//! h5chunk's task runner: `cargo xtask <task>`.
+//!
+//! A table of tasks, each a function with a one-line help; `cargo xtask help` lists them. CI
+//! calls the same tasks a developer calls (`.ci/run` is `cargo xtask test` plus the system
+//! packages it needs), so the two never drift. xtask depends on no workspace crate: it only
+//! runs cargo, Python and h5dump as processes.
+
+mod deps;
+mod fixtures;
+#[cfg(test)]
+mod interop;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// What a task returns: `Err` carries the message printed before exiting non-zero.
+type TaskResult = Result<(), String>;
+
+struct Task {
+    name: &'static str,
+    usage: &'static str,
+    help: &'static str,
+    run: fn(&[String]) -> TaskResult,
+}
+
+const TASKS: &[Task] = &[
+    Task {
+        name: "help",
+        usage: "help",
+        help: "list the tasks",
+        run: help,
+    },
+    Task {
+        name: "test",
+        usage: "test [ARGS FOR cargo test...]",
+        help: "venv + fresh fixtures in target/, then `cargo test --workspace` requiring interop",
+        run: test,
+    },
+    Task {
+        name: "gen-fixtures",
+        usage: "gen-fixtures [--out DIR] [--small]",
+        help: "write the libhdf5 fixtures + manifest.json with h5py (default DIR target/fixtures)",
+        run: gen_fixtures,
+    },
+    Task {
+        name: "deps",
+        usage: "deps",
+        help: "fail if a workspace dependency breaks the layering of STYLE.md section 1",
+        run: deps,
+    },
+    Task {
+        name: "lint",
+        usage: "lint",
+        help: "cargo fmt --check, then clippy on all targets with warnings denied",
+        run: lint,
+    },
+    Task {
+        name: "bench",
+        usage: "bench",
+        help: "not available yet: the benchmark arrives with its own issue",
+        run: bench,
+    },
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((name, rest)) = args.split_first() else {
+        print_help();
+        return ExitCode::from(2);
+    };
+    let Some(task) = TASKS.iter().find(|t| t.name == name.as_str()) else {
+        eprintln!("xtask: unknown task `{name}`\n");
+        print_help();
+        return ExitCode::from(2);
+    };
+    match (task.run)(rest) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask {}: {message}", task.name);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_help() {
+    println!("usage: cargo xtask <task> [args]\n\ntasks:");
+    let width = TASKS.iter().map(|t| t.usage.len()).max().unwrap_or(0);
+    for task in TASKS {
+        println!("  {:width$}  {}", task.usage, task.help);
+    }
+}
+
+fn help(args: &[String]) -> TaskResult {
+    no_args(args)?;
+    print_help();
+    Ok(())
+}
+
+fn test(args: &[String]) -> TaskResult {
+    let root = workspace_root();
+    // h5dump first: it is the one prerequisite xtask cannot install itself.
+    let h5dump = find_h5dump().ok_or_else(|| {
+        "h5dump not found: `cargo xtask test` compares h5chunk's files with libhdf5's own reader. \
+         Install Debian's hdf5-tools (`apt-get install hdf5-tools`) or point H5CHUNK_H5DUMP at an \
+         h5dump binary."
+            .to_string()
+    })?;
+    let python = fixtures::ensure_venv(&root)?;
+    let fixtures_dir = root.join("target").join("fixtures");
+    fixtures::ensure_fresh(&root, &python, &fixtures_dir)?;
+
+    eprintln!("xtask test: H5CHUNK_FIXTURES={}", fixtures_dir.display());
+    eprintln!("xtask test: H5CHUNK_PYTHON={}", python.display());
+    eprintln!("xtask test: H5CHUNK_H5DUMP={}", h5dump.display());
+    let mut cmd = cargo();
+    cmd.current_dir(&root).arg("test");
+    // `--workspace` unless the caller picked packages: cargo would otherwise ignore `-p`.
+    let picks_packages = args.iter().take_while(|a| a.as_str() != "--").any(|a| {
+        matches!(a.as_str(), "-p" | "--package" | "--workspace" | "--all")
+            || a.starts_with("--package=")
+            || (a.starts_with("-p") && a.len() > 2)
+    });
+    if !picks_packages {
+        cmd.arg("--workspace");
+    }
+    cmd.args(args)
+        .env("H5CHUNK_REQUIRE_INTEROP", "1")
+        .env("H5CHUNK_FIXTURES", &fixtures_dir)
+        .env("H5CHUNK_PYTHON", &python)
+        .env("H5CHUNK_H5DUMP", &h5dump);
+    run_tests(&mut cmd)
+}
+
+/// Runs `cargo test`, passing its output through, and ends with one summary line summed over
+/// every test binary (`summary: N passed, N failed[, N skipped]`): cargo's own last line belongs
+/// to whichever binary ran last, often a doc-test run of a crate with no doc-tests.
+fn run_tests(cmd: &mut Command) -> TaskResult {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err("cargo test: no output pipes".to_string());
+    };
+    let skipped = std::thread::spawn(move || {
+        let mut skipped = 0u64;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            skipped += u64::from(line.starts_with("SKIPPED"));
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
+        skipped
+    });
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        if let Some((p, f)) = parse_test_result(&line) {
+            passed += p;
+            failed += f;
+        }
+        println!("{line}");
+    }
+    let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
+    let skipped = skipped.join().unwrap_or(0);
+    let tail = if skipped > 0 {
+        format!(", {skipped} skipped")
+    } else {
+        String::new()
+    };
+    println!("summary: {passed} passed, {failed} failed{tail}");
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{} failed ({status})", describe(cmd)))
+    }
+}
+
+/// The passed and failed counts of a libtest closing line
+/// (`test result: ok. 3 passed; 0 failed; 0 ignored; ...`).
+fn parse_test_result(line: &str) -> Option<(u64, u64)> {
+    let rest = line.strip_prefix("test result: ")?;
+    let count = |word: &str| {
+        rest.split(';').find_map(|part| {
+            part.trim()
+                .strip_suffix(word)?
+                .trim()
+                .rsplit(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+    };
+    Some((count(" passed")?, count(" failed")?))
+}
+
+fn gen_fixtures(args: &[String]) -> TaskResult {
+    let root = workspace_root();
+    let mut out = root.join("target").join("fixtures");
+    let mut small = false;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--out" => {
+                let dir = args.next().ok_or("--out needs a directory")?;
+                out = std::env::current_dir()
+                    .map_err(|e| format!("current directory: {e}"))?
+                    .join(dir);
+            }
+            "--small" => small = true,
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}` (see `cargo xtask help`)"
+                ));
+            }
+        }
+    }
+    let python = fixtures::ensure_venv(&root)?;
+    fixtures::generate(&root, &python, &out, small)
+}
+
+fn deps(args: &[String]) -> TaskResult {
+    no_args(args)?;
+    let violations = deps::check_workspace(&workspace_root())?;
+    if violations.is_empty() {
+        println!("xtask deps: workspace dependencies follow the layering of STYLE.md section 1");
+        return Ok(());
+    }
+    for violation in &violations {
+        eprintln!("  {violation}");
+    }
+    Err(format!(
+        "{} dependency edge(s) break the layering of STYLE.md section 1",
+        violations.len()
+    ))
+}
+
+fn lint(args: &[String]) -> TaskResult {
+    no_args(args)?;
+    let root = workspace_root();
+    run(cargo()
+        .current_dir(&root)
+        .args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().current_dir(&root).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+fn bench(_args: &[String]) -> TaskResult {
+    Err(
+        "no benchmark yet: the append benchmark arrives with its own issue; \
+         nothing was run"
+            .to_string(),
+    )
+}
+
+fn no_args(args: &[String]) -> TaskResult {
+    match args.first() {
+        None => Ok(()),
+        Some(arg) => Err(format!("unexpected argument `{arg}`")),
+    }
+}
+
+/// The workspace root: xtask's own manifest directory is `<root>/xtask`, whatever the current
+/// directory or CARGO_TARGET_DIR.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// The cargo that runs us (`cargo xtask` sets CARGO), so a pinned toolchain stays pinned.
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")))
+}
+
+/// Runs a command to completion, inheriting stdio; a non-zero exit is an error.
+fn run(cmd: &mut Command) -> TaskResult {
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{} failed ({status})", describe(cmd)))
+    }
+}
+
+fn describe(cmd: &Command) -> String {
+    let mut text = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        text.push(' ');
+        text.push_str(&arg.to_string_lossy());
+    }
+    text
+}
+
+/// h5dump from H5CHUNK_H5DUMP if it names an existing file, else the first one on PATH.
+fn find_h5dump() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("H5CHUNK_H5DUMP").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        return path.is_file().then_some(path);
+    }
+    find_on_path("h5dump")
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_libtest_closing_lines() {
+        let ok = "test result: ok. 145 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out";
+        assert_eq!(super::parse_test_result(ok), Some((145, 0)));
+        let bad = "test result: FAILED. 3 passed; 2 failed; 1 ignored; 0 measured";
+        assert_eq!(super::parse_test_result(bad), Some((3, 2)));
+        assert_eq!(super::parse_test_result("running 3 tests"), None);
+    }
+}
