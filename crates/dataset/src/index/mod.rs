@@ -1,0 +1,6 @@
+//! Chunk indexes: which one a dataset gets, and how chunk coordinates become an index key.
+
+pub mod linear;
+pub mod select;
+
+pub use select::{AllocTime, IndexKind, IndexRequest, Selection, choose};
