@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod filters;
 pub mod index;
 pub mod libver;
 

@@ -1,0 +1,261 @@
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3) and LZF (32000), applied in
+//! pipeline order when writing a chunk and in reverse when reading it. A set bit `i` of a
+//! chunk's filter mask means filter `i` was skipped for that chunk.
+
+mod deflate;
+mod fletcher32;
+pub mod lzf;
+mod shuffle;
+
+use h5chunk_format::message::{FilterPipeline, filter_pipeline::id};
+
+pub use fletcher32::fletcher32;
+
+/// Why a chunk could not go through the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FilterError {
+    /// A filter h5chunk does not implement.
+    #[error("unknown filter {id} ({name})")]
+    Unknown {
+        /// The filter identifier.
+        id: u16,
+        /// Its name as stored in the pipeline, or the registered name.
+        name: String,
+    },
+    /// The fletcher32 checksum stored with the chunk does not match its bytes.
+    #[error("fletcher32 checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    Checksum {
+        /// The checksum in the chunk.
+        stored: u32,
+        /// The checksum of the chunk's bytes.
+        computed: u32,
+    },
+    /// The filter's data is corrupt or does not decode to the expected size.
+    #[error("{filter}: {reason}")]
+    Corrupt {
+        /// The filter's name.
+        filter: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The filter's parameters (client data) are unusable.
+    #[error("{filter}: bad parameters {client_data:?}")]
+    BadParameters {
+        /// The filter's name.
+        filter: &'static str,
+        /// The client data.
+        client_data: Vec<u32>,
+    },
+}
+
+/// One filter of a pipeline, ready to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Stage {
+    Deflate { level: u32 },
+    Shuffle { element_size: usize },
+    Fletcher32,
+    Lzf,
+}
+
+impl Stage {
+    fn name(&self) -> &'static str {
+        match self {
+            Stage::Deflate { .. } => "deflate",
+            Stage::Shuffle { .. } => "shuffle",
+            Stage::Fletcher32 => "fletcher32",
+            Stage::Lzf => "lzf",
+        }
+    }
+}
+
+/// A dataset's filter pipeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    stages: Vec<(Stage, bool)>,
+}
+
+impl Pipeline {
+    /// The pipeline of a Filter Pipeline message. `element_size` fills in shuffle's parameter
+    /// when the message leaves it out (libhdf5 always stores it).
+    pub fn new(message: &FilterPipeline, element_size: usize) -> Result<Pipeline, FilterError> {
+        let mut stages = Vec::with_capacity(message.filters.len());
+        for f in &message.filters {
+            let cd = &f.client_data;
+            let stage = match f.id {
+                id::DEFLATE => Stage::Deflate {
+                    level: cd.first().copied().unwrap_or(6),
+                },
+                id::SHUFFLE => Stage::Shuffle {
+                    element_size: cd.first().map_or(element_size, |&s| s as usize),
+                },
+                id::FLETCHER32 => Stage::Fletcher32,
+                id::LZF => Stage::Lzf,
+                other => {
+                    return Err(FilterError::Unknown {
+                        id: other,
+                        name: String::from_utf8_lossy(f.name()).into_owned(),
+                    });
+                }
+            };
+            if let Stage::Deflate { level } = stage
+                && level > 9
+            {
+                return Err(FilterError::BadParameters {
+                    filter: "deflate",
+                    client_data: cd.clone(),
+                });
+            }
+            stages.push((stage, f.is_optional()));
+        }
+        Ok(Pipeline { stages })
+    }
+
+    /// Whether the pipeline has no filter.
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// Undo the filters on a stored chunk, skipping those whose mask bit is set; the result
+    /// must be exactly `chunk_bytes` long.
+    pub fn decode(
+        &self,
+        mut data: Vec<u8>,
+        mask: u32,
+        chunk_bytes: usize,
+    ) -> Result<Vec<u8>, FilterError> {
+        // Intermediate results are bounded so a corrupt chunk cannot inflate without limit:
+        // no filter here makes data grow by more than a few bytes when encoding.
+        let limit = chunk_bytes
+            .saturating_add(64)
+            .saturating_add(8 * self.stages.len());
+        for (i, (stage, _)) in self.stages.iter().enumerate().rev() {
+            if i < 32 && mask & (1 << i) != 0 {
+                continue;
+            }
+            data = match stage {
+                Stage::Deflate { .. } => deflate::decompress(&data, limit)?,
+                Stage::Shuffle { element_size } => shuffle::unshuffle(&data, *element_size),
+                Stage::Fletcher32 => fletcher32::verify_and_strip(data)?,
+                Stage::Lzf => lzf::decompress(&data, limit)?,
+            };
+        }
+        if data.len() != chunk_bytes {
+            return Err(FilterError::Corrupt {
+                filter: self.stages.first().map_or("pipeline", |(s, _)| s.name()),
+                reason: format!(
+                    "chunk decodes to {} bytes, expected {chunk_bytes}",
+                    data.len()
+                ),
+            });
+        }
+        Ok(data)
+    }
+
+    /// Apply the filters to a chunk. An optional filter that cannot help (LZF or deflate output
+    /// no smaller than its input is still stored by libhdf5; LZF fails instead) is skipped and
+    /// its mask bit set, as libhdf5 does; a mandatory one that fails is an error.
+    pub fn encode(&self, mut data: Vec<u8>) -> Result<(Vec<u8>, u32), FilterError> {
+        let mut mask = 0u32;
+        for (i, (stage, optional)) in self.stages.iter().enumerate() {
+            let out = match stage {
+                Stage::Deflate { level } => Some(deflate::compress(&data, *level)?),
+                Stage::Shuffle { element_size } => Some(shuffle::shuffle(&data, *element_size)),
+                Stage::Fletcher32 => Some(fletcher32::append(data.clone())),
+                Stage::Lzf => lzf::compress(&data),
+            };
+            match out {
+                Some(out) => data = out,
+                None if *optional && i < 32 => mask |= 1 << i,
+                None => {
+                    return Err(FilterError::Corrupt {
+                        filter: stage.name(),
+                        reason: "a mandatory filter failed".into(),
+                    });
+                }
+            }
+        }
+        Ok((data, mask))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use h5chunk_format::message::{Filter, PipelineVersion};
+
+    fn pipeline(filters: &[(u16, &[u32])]) -> Pipeline {
+        let message = FilterPipeline {
+            version: PipelineVersion::V2,
+            filters: filters
+                .iter()
+                .map(|&(id, cd)| Filter::new(PipelineVersion::V2, id, 1, cd.to_vec()))
+                .collect(),
+        };
+        Pipeline::new(&message, 4).unwrap()
+    }
+
+    #[test]
+    fn roundtrip_every_combination() {
+        let data: Vec<u8> = (0..4000u32).flat_map(|i| (i / 7).to_le_bytes()).collect();
+        for filters in [
+            &[(id::DEFLATE, &[4u32][..])][..],
+            &[(id::SHUFFLE, &[4][..]), (id::DEFLATE, &[9][..])],
+            &[
+                (id::SHUFFLE, &[4][..]),
+                (id::DEFLATE, &[1][..]),
+                (id::FLETCHER32, &[][..]),
+            ],
+            &[(id::LZF, &[4, 261, 16000][..])],
+            &[
+                (id::SHUFFLE, &[4][..]),
+                (id::LZF, &[][..]),
+                (id::FLETCHER32, &[][..]),
+            ],
+        ] {
+            let p = pipeline(filters);
+            let (stored, mask) = p.encode(data.clone()).unwrap();
+            assert_eq!(mask, 0);
+            assert!(stored.len() < data.len(), "{filters:?} compresses");
+            assert_eq!(p.decode(stored, mask, data.len()).unwrap(), data);
+        }
+    }
+
+    #[test]
+    fn masked_filters_are_skipped_and_incompressible_lzf_is_masked() {
+        let p = pipeline(&[(id::LZF, &[])]);
+        let noise: Vec<u8> = (0..256u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let (stored, mask) = p.encode(noise.clone()).unwrap();
+        assert_eq!((mask, &stored), (1, &noise));
+        assert_eq!(p.decode(stored, mask, noise.len()).unwrap(), noise);
+    }
+
+    #[test]
+    fn rejects_corruption_and_unknown_filters() {
+        let p = pipeline(&[(id::DEFLATE, &[4]), (id::FLETCHER32, &[])]);
+        let data = vec![7u8; 1000];
+        let (mut stored, mask) = p.encode(data.clone()).unwrap();
+        stored[3] ^= 0x40;
+        assert!(matches!(
+            p.decode(stored, mask, 1000),
+            Err(FilterError::Checksum { .. })
+        ));
+        let p = pipeline(&[(id::DEFLATE, &[4])]);
+        assert!(p.decode(vec![1, 2, 3, 4], 0, 1000).is_err());
+        let (stored, _) = p.encode(data).unwrap();
+        assert!(matches!(
+            p.decode(stored, 0, 999),
+            Err(FilterError::Corrupt { .. })
+        ));
+        let message = FilterPipeline {
+            version: PipelineVersion::V2,
+            filters: vec![Filter::new(PipelineVersion::V2, 307, 1, vec![])],
+        };
+        assert!(matches!(
+            Pipeline::new(&message, 4),
+            Err(FilterError::Unknown { id: 307, .. })
+        ));
+    }
+}
