@@ -29,5 +29,6 @@ pub mod error;
 pub mod filters;
 pub mod index;
 pub mod libver;
+pub mod select;
 
 pub use error::{Error, Result};
