@@ -1,0 +1,46 @@
+//! The errors of the fixed array. Lower-layer errors stay reachable through `source()`.
+
+use h5chunk_format::Addr;
+
+/// A fixed array result.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// What went wrong in a fixed array operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The metadata cache or the storage under it failed; a block that could not be read or
+    /// verified is reported here, with the format error as its `source()`.
+    #[error(transparent)]
+    Cache(#[from] h5chunk_cache::Error),
+    /// A block or element could not be decoded or encoded.
+    #[error(transparent)]
+    Format(#[from] h5chunk_format::Error),
+    /// The header disagrees with what the dataset's layout implies (element count, element
+    /// size, client id or page size).
+    #[error("FAHD @ {addr}: {field} is {found} but the layout implies {expected}")]
+    Inconsistent {
+        /// The header's address.
+        addr: Addr,
+        /// The header field at fault.
+        field: &'static str,
+        /// The value the header stores.
+        found: u64,
+        /// The value the caller's layout implies.
+        expected: u64,
+    },
+    /// An element index at or past the array's end.
+    #[error("element {index} is out of range: the array has {nelmts} elements")]
+    OutOfRange {
+        /// The index asked for.
+        index: u64,
+        /// The number of elements.
+        nelmts: u64,
+    },
+    /// Creation parameters (or an element class) that no fixed array can have.
+    #[error("invalid fixed array parameters: {0}")]
+    InvalidParameters(String),
+    /// Something h5chunk does not implement; names the feature.
+    #[error("unsupported: {0}")]
+    Unsupported(&'static str),
+}
