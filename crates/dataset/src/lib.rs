@@ -25,10 +25,20 @@
 
 #![forbid(unsafe_code)]
 
+mod chunk_cache;
+mod dataset;
 pub mod error;
+mod file;
 pub mod filters;
+mod group;
 pub mod index;
 pub mod libver;
+mod object;
 pub mod select;
+pub mod types;
 
+pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec};
 pub use error::{Error, Result};
+pub use file::{CreateMode, File, FileOptions, Group, MemberKind};
+pub use group::LinkValue;
+pub use index::IndexKind;

@@ -1,5 +1,6 @@
 //! Chunk indexes: which one a dataset gets, and how chunk coordinates become an index key.
 
+pub(crate) mod adapter;
 pub mod linear;
 pub mod select;
 

@@ -1,0 +1,604 @@
+//! One adapter per chunk index: what makes a generic structure (v1 B-tree, fixed array,
+//! extensible array, v2 B-tree, skip list) a *chunk* index, mapping scaled chunk coordinates to
+//! chunk records. Single-chunk and implicit indexes have no structure and live here whole.
+
+use std::fmt;
+
+use h5chunk_format::Addr;
+use h5chunk_format::chunk_record::{ChunkRecord, RecordCodec};
+use h5chunk_format::message::{ChunkIndex as LayoutIndex, FilteredChunk};
+
+use crate::error::{Error, Result};
+use crate::file::FileInner;
+use crate::index::linear::LinearIndex;
+use crate::index::select::IndexKind;
+
+/// What an index needs to know about its dataset.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    /// Current dimensions.
+    pub dims: Vec<u64>,
+    /// Maximum dimensions (`None`: unlimited).
+    pub max_dims: Vec<Option<u64>>,
+    /// Chunk dimensions.
+    pub chunk: Vec<u64>,
+    /// Bytes of an unfiltered chunk.
+    pub chunk_bytes: u64,
+    /// How records are encoded.
+    pub codec: RecordCodec,
+}
+
+impl Shape {
+    /// Chunks per dimension at the current size.
+    pub fn grid(&self) -> Vec<u64> {
+        self.dims
+            .iter()
+            .zip(&self.chunk)
+            .map(|(&d, &c)| d.div_ceil(c))
+            .collect()
+    }
+}
+
+/// A chunk index of one dataset.
+pub(crate) trait ChunkIndex: Send + fmt::Debug {
+    /// Its kind.
+    fn kind(&self) -> IndexKind;
+    /// What the layout message stores: the index type with its parameters, and its address.
+    fn layout(&self) -> (LayoutIndex, Option<Addr>);
+    /// The record of the chunk at `scaled`, if allocated.
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
+    /// Record (insert or replace) the chunk at `scaled`.
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()>;
+    /// Forget the chunk at `scaled`, returning its record.
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
+    /// Every allocated chunk, in the index's order.
+    fn for_each(&mut self, f: &FileInner, visit: &mut dyn FnMut(&[u64], ChunkRecord))
+    -> Result<()>;
+    /// The dataset's current dimensions changed.
+    fn set_dims(&mut self, _f: &FileInner, _dims: &[u64]) -> Result<()> {
+        Ok(())
+    }
+    /// Bytes of metadata the index occupies in the file.
+    fn metadata_bytes(&mut self, _f: &FileInner) -> Result<u64> {
+        Ok(0)
+    }
+}
+
+/// The single-chunk index: the layout message holds the chunk's address (and, filtered, its
+/// size and filter mask).
+#[derive(Debug)]
+pub(crate) struct Single {
+    record: Option<ChunkRecord>,
+    filtered: bool,
+}
+
+impl Single {
+    pub fn new(index: &LayoutIndex, address: Option<Addr>, filtered: bool) -> Single {
+        let record = address.map(|addr| {
+            let (size, mask) = match index {
+                LayoutIndex::Single(Some(FilteredChunk { size, filter_mask })) => {
+                    (*size, *filter_mask)
+                }
+                _ => (0, 0),
+            };
+            ChunkRecord {
+                addr: Some(addr),
+                size,
+                mask,
+            }
+        });
+        Single { record, filtered }
+    }
+}
+
+fn only_chunk(scaled: &[u64]) -> Result<()> {
+    if scaled.iter().all(|&s| s == 0) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "chunk {scaled:?} of a single-chunk dataset"
+        )))
+    }
+}
+
+impl ChunkIndex for Single {
+    fn kind(&self) -> IndexKind {
+        IndexKind::Single
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        let filtered = self.filtered.then(|| {
+            let r = self.record.unwrap_or_default();
+            FilteredChunk {
+                size: r.size,
+                filter_mask: r.mask,
+            }
+        });
+        (
+            LayoutIndex::Single(filtered),
+            self.record.and_then(|r| r.addr),
+        )
+    }
+    fn get(&mut self, _f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        only_chunk(scaled)?;
+        Ok(self.record)
+    }
+    fn insert(&mut self, _f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        only_chunk(scaled)?;
+        self.record = Some(rec);
+        Ok(())
+    }
+    fn remove(&mut self, _f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        only_chunk(scaled)?;
+        Ok(self.record.take())
+    }
+    fn for_each(
+        &mut self,
+        _f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        if let Some(r) = self.record {
+            visit(&vec![0; 0][..], r);
+        }
+        Ok(())
+    }
+}
+
+/// The implicit index: every chunk of the maximum grid allocated in one run, chunk `i` at
+/// `address + i × chunk_bytes`.
+#[derive(Debug)]
+pub(crate) struct Implicit {
+    address: Option<Addr>,
+    linear: LinearIndex,
+    chunk_bytes: u64,
+    rank: usize,
+}
+
+impl Implicit {
+    pub fn new(shape: &Shape, address: Option<Addr>) -> Result<Implicit> {
+        Ok(Implicit {
+            address,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+            chunk_bytes: shape.chunk_bytes,
+            rank: shape.dims.len(),
+        })
+    }
+
+    /// Allocate the whole run (implicit indexes are always allocated early).
+    pub fn allocate(&mut self, f: &FileInner) -> Result<Addr> {
+        let n = self.linear.len().ok_or(Error::Unsupported(
+            "implicit index with an unlimited dimension",
+        ))?;
+        let total = n.checked_mul(self.chunk_bytes).ok_or_else(|| {
+            Error::InvalidArgument("implicit storage larger than 2^64 bytes".into())
+        })?;
+        let at = f.allocate(total)?;
+        self.address = Some(at);
+        Ok(at)
+    }
+}
+
+impl ChunkIndex for Implicit {
+    fn kind(&self) -> IndexKind {
+        IndexKind::Implicit
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        (LayoutIndex::Implicit, self.address)
+    }
+    fn get(&mut self, _f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let (Some(base), Some(i)) = (self.address, self.linear.index(scaled)) else {
+            return Ok(None);
+        };
+        Ok(Some(ChunkRecord {
+            addr: Some(Addr(base.get() + i * self.chunk_bytes)),
+            size: self.chunk_bytes,
+            mask: 0,
+        }))
+    }
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        match self.get(f, scaled)? {
+            Some(r) if r.addr == rec.addr => Ok(()),
+            _ => Err(Error::Unsupported("moving a chunk of an implicit index")),
+        }
+    }
+    fn remove(&mut self, _f: &FileInner, _scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        // Implicit storage is never freed chunk by chunk.
+        Ok(None)
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        let n = self.linear.len().unwrap_or(0);
+        for i in 0..n {
+            let scaled = self.linear.scaled(i);
+            debug_assert_eq!(scaled.len(), self.rank);
+            if let Some(r) = self.get(f, &scaled)? {
+                visit(&scaled, r);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fixed array index (h5chunk-farray), element `i` for the chunk of linear index `i` in
+/// the maximum grid.
+#[derive(Debug)]
+pub(crate) struct FixedArray {
+    array: h5chunk_farray::FixedArray<RecordCodec>,
+    linear: LinearIndex,
+    page_bits: u8,
+}
+
+fn fa_err(e: h5chunk_farray::Error) -> Error {
+    Error::Index {
+        kind: "fixed array",
+        source: Box::new(e),
+    }
+}
+
+impl FixedArray {
+    fn params(shape: &Shape, page_bits: u8) -> Result<h5chunk_farray::Params> {
+        let max: Vec<u64> = shape
+            .max_dims
+            .iter()
+            .map(|m| {
+                m.ok_or(Error::Unsupported(
+                    "a fixed array with an unlimited dimension",
+                ))
+            })
+            .collect::<Result<_>>()?;
+        h5chunk_farray::Params::for_chunks(&max, &shape.chunk, page_bits).map_err(fa_err)
+    }
+
+    pub fn create(f: &FileInner, shape: &Shape, page_bits: u8) -> Result<FixedArray> {
+        let params = FixedArray::params(shape, page_bits)?;
+        let array = h5chunk_farray::FixedArray::create(&f.cache, f.sizes, shape.codec, params)
+            .map_err(fa_err)?;
+        Ok(FixedArray {
+            array,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+            page_bits,
+        })
+    }
+
+    pub fn open(f: &FileInner, shape: &Shape, addr: Addr, page_bits: u8) -> Result<FixedArray> {
+        let params = FixedArray::params(shape, page_bits)?;
+        let array = h5chunk_farray::FixedArray::open(&f.cache, addr, f.sizes, shape.codec, params)
+            .map_err(fa_err)?;
+        Ok(FixedArray {
+            array,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+            page_bits,
+        })
+    }
+
+    fn index(&self, scaled: &[u64]) -> Result<u64> {
+        self.linear.index(scaled).ok_or_else(|| {
+            Error::InvalidArgument(format!("chunk {scaled:?} outside the maximum grid"))
+        })
+    }
+}
+
+impl ChunkIndex for FixedArray {
+    fn kind(&self) -> IndexKind {
+        IndexKind::FixedArray
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        (
+            LayoutIndex::FixedArray {
+                max_dblk_page_nelmts_bits: self.page_bits,
+            },
+            Some(self.array.addr()),
+        )
+    }
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let i = self.index(scaled)?;
+        let r = self.array.get(&f.cache, i).map_err(fa_err)?;
+        Ok(r.addr.is_some().then_some(r))
+    }
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        let i = self.index(scaled)?;
+        self.array.set(&f.cache, i, &rec).map_err(fa_err)
+    }
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let old = self.get(f, scaled)?;
+        if old.is_some() {
+            let i = self.index(scaled)?;
+            self.array
+                .set(&f.cache, i, &ChunkRecord::default())
+                .map_err(fa_err)?;
+        }
+        Ok(old)
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        let linear = &self.linear;
+        self.array
+            .iterate(&f.cache, |i, r| {
+                visit(&linear.scaled(i), r);
+                std::ops::ControlFlow::Continue(())
+            })
+            .map_err(fa_err)
+    }
+    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+        self.array.bytes_used(&f.cache).map_err(fa_err)
+    }
+}
+
+/// The extensible array index (h5chunk-earray): element `i` for the chunk of linear index `i`
+/// with the unlimited dimension swizzled to the front.
+#[derive(Debug)]
+pub(crate) struct ExtensibleArray {
+    array: h5chunk_earray::ExtensibleArray<h5chunk_earray::ChunkRecords>,
+    linear: LinearIndex,
+    params: h5chunk_format::message::EarrayParams,
+}
+
+fn ea_err(e: h5chunk_earray::Error) -> Error {
+    Error::Index {
+        kind: "extensible array",
+        source: Box::new(e),
+    }
+}
+
+impl ExtensibleArray {
+    pub fn create(
+        f: &FileInner,
+        shape: &Shape,
+        params: h5chunk_format::message::EarrayParams,
+    ) -> Result<ExtensibleArray> {
+        let class = h5chunk_earray::ChunkRecords::new(shape.codec);
+        let array =
+            h5chunk_earray::ExtensibleArray::create(&f.cache, f.sizes, class, params.into())
+                .map_err(ea_err)?;
+        Ok(ExtensibleArray {
+            array,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+            params,
+        })
+    }
+
+    pub fn open(
+        f: &FileInner,
+        shape: &Shape,
+        addr: Addr,
+        params: h5chunk_format::message::EarrayParams,
+    ) -> Result<ExtensibleArray> {
+        let class = h5chunk_earray::ChunkRecords::new(shape.codec);
+        let array = h5chunk_earray::ExtensibleArray::open(&f.cache, addr, f.sizes, class)
+            .map_err(ea_err)?;
+        if array.params() != params.into() {
+            return Err(Error::Index {
+                kind: "extensible array",
+                source: format!(
+                    "header parameters {:?} differ from the layout's {params:?}",
+                    array.params()
+                )
+                .into(),
+            });
+        }
+        Ok(ExtensibleArray {
+            array,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+            params,
+        })
+    }
+
+    fn index(&self, scaled: &[u64]) -> Result<u64> {
+        self.linear.index(scaled).ok_or_else(|| {
+            Error::InvalidArgument(format!("chunk {scaled:?} outside the chunk grid"))
+        })
+    }
+}
+
+impl ChunkIndex for ExtensibleArray {
+    fn kind(&self) -> IndexKind {
+        IndexKind::ExtensibleArray
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        (
+            LayoutIndex::ExtensibleArray(self.params),
+            Some(self.array.addr()),
+        )
+    }
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let i = self.index(scaled)?;
+        let r = self.array.get(&f.cache, i).map_err(ea_err)?;
+        Ok(r.addr.is_some().then_some(r))
+    }
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        let i = self.index(scaled)?;
+        self.array.set(&f.cache, i, &rec).map_err(ea_err)
+    }
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let old = self.get(f, scaled)?;
+        if old.is_some() {
+            let i = self.index(scaled)?;
+            self.array
+                .set(&f.cache, i, &ChunkRecord::default())
+                .map_err(ea_err)?;
+        }
+        Ok(old)
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        let linear = &self.linear;
+        self.array
+            .for_each_set(&f.cache, |i, r| {
+                visit(&linear.scaled(i), r);
+                std::ops::ControlFlow::Continue(())
+            })
+            .map_err(ea_err)
+    }
+    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+        self.array.bytes_used(&f.cache).map_err(ea_err)
+    }
+}
+
+/// An index structure not created yet: libhdf5 leaves the layout's index address undefined
+/// until the first chunk is written, and so does h5chunk.
+#[derive(Debug)]
+pub(crate) struct Lazy {
+    index: LayoutIndex,
+    shape: Shape,
+    inner: Option<Box<dyn ChunkIndex>>,
+}
+
+impl Lazy {
+    fn new(index: LayoutIndex, shape: &Shape) -> Lazy {
+        Lazy {
+            index,
+            shape: shape.clone(),
+            inner: None,
+        }
+    }
+}
+
+impl ChunkIndex for Lazy {
+    fn kind(&self) -> IndexKind {
+        match &self.inner {
+            Some(i) => i.kind(),
+            None => IndexKind::of(&self.index),
+        }
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        match &self.inner {
+            Some(i) => i.layout(),
+            None => (self.index, None),
+        }
+    }
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        match &mut self.inner {
+            Some(i) => i.get(f, scaled),
+            None => Ok(None),
+        }
+    }
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        if self.inner.is_none() {
+            self.inner = Some(create_structure(f, &self.shape, &self.index)?);
+        }
+        match &mut self.inner {
+            Some(i) => i.insert(f, scaled, rec),
+            None => Err(Error::Unsupported("an index that could not be created")),
+        }
+    }
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        match &mut self.inner {
+            Some(i) => i.remove(f, scaled),
+            None => Ok(None),
+        }
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        match &mut self.inner {
+            Some(i) => i.for_each(f, visit),
+            None => Ok(()),
+        }
+    }
+    fn set_dims(&mut self, f: &FileInner, dims: &[u64]) -> Result<()> {
+        self.shape.dims = dims.to_vec();
+        match &mut self.inner {
+            Some(i) => i.set_dims(f, dims),
+            None => Ok(()),
+        }
+    }
+    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+        match &mut self.inner {
+            Some(i) => i.metadata_bytes(f),
+            None => Ok(0),
+        }
+    }
+}
+
+/// Create the structure of an index with a structure (fixed array, extensible array, B-trees).
+fn create_structure(
+    f: &FileInner,
+    shape: &Shape,
+    index: &LayoutIndex,
+) -> Result<Box<dyn ChunkIndex>> {
+    Ok(match index {
+        LayoutIndex::FixedArray {
+            max_dblk_page_nelmts_bits,
+        } => Box::new(FixedArray::create(f, shape, *max_dblk_page_nelmts_bits)?),
+        LayoutIndex::ExtensibleArray(p) => Box::new(ExtensibleArray::create(f, shape, *p)?),
+        LayoutIndex::BTreeV1 => {
+            return Err(Error::Unsupported(
+                "version 1 B-tree chunk index (h5chunk-btree1 adapter)",
+            ));
+        }
+        LayoutIndex::BTreeV2(_) => {
+            return Err(Error::Unsupported(
+                "version 2 B-tree chunk index (h5chunk-btree2 adapter)",
+            ));
+        }
+        LayoutIndex::Single(_) | LayoutIndex::Implicit => {
+            return Err(Error::Unsupported("a structure for an index that has none"));
+        }
+    })
+}
+
+/// Open the index a layout message describes.
+pub(crate) fn open(
+    f: &FileInner,
+    shape: &Shape,
+    index: &LayoutIndex,
+    address: Option<Addr>,
+) -> Result<Box<dyn ChunkIndex>> {
+    Ok(match (index, address) {
+        (LayoutIndex::Single(_), _) => {
+            Box::new(Single::new(index, address, shape.codec.is_filtered()))
+        }
+        (LayoutIndex::Implicit, _) => Box::new(Implicit::new(shape, address)?),
+        (_, None) => Box::new(Lazy::new(*index, shape)),
+        (
+            LayoutIndex::FixedArray {
+                max_dblk_page_nelmts_bits,
+            },
+            Some(a),
+        ) => Box::new(FixedArray::open(f, shape, a, *max_dblk_page_nelmts_bits)?),
+        (LayoutIndex::ExtensibleArray(p), Some(a)) => {
+            Box::new(ExtensibleArray::open(f, shape, a, *p)?)
+        }
+        (LayoutIndex::BTreeV1, Some(_)) => {
+            return Err(Error::Unsupported(
+                "version 1 B-tree chunk index (h5chunk-btree1 adapter)",
+            ));
+        }
+        (LayoutIndex::BTreeV2(_), Some(_)) => {
+            return Err(Error::Unsupported(
+                "version 2 B-tree chunk index (h5chunk-btree2 adapter)",
+            ));
+        }
+    })
+}
+
+/// Create a new index of `kind` for a dataset of `shape` (`index`: its layout form).
+pub(crate) fn create(
+    f: &FileInner,
+    shape: &Shape,
+    index: Option<LayoutIndex>,
+    kind: IndexKind,
+) -> Result<Box<dyn ChunkIndex>> {
+    match (kind, index) {
+        (IndexKind::Implicit, _) => {
+            let mut idx = Implicit::new(shape, None)?;
+            idx.allocate(f)?;
+            Ok(Box::new(idx))
+        }
+        (IndexKind::SkipList, _) => Err(Error::Unsupported(
+            "skip list chunk index (h5chunk-skiplist adapter)",
+        )),
+        (_, Some(i)) => open(f, shape, &i, None),
+        (_, None) => Err(Error::Unsupported("an index without a layout form")),
+    }
+}

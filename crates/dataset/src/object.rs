@@ -1,0 +1,262 @@
+//! Object headers of an open file: read on demand, modified in place, written at flush.
+//!
+//! Headers are written after the metadata cache has written every chunk-index block (a header
+//! holds the layout message that points to the index) and before the superblock, so a reader
+//! never follows a pointer into bytes not yet written.
+
+use std::collections::{BTreeSet, HashMap};
+
+use h5chunk_cache::{MetadataCache, Storage};
+use h5chunk_format::message::{Continuation, Message, MessageType};
+use h5chunk_format::object_header::{Chunk, MessageFlags, ObjectHeader, RawMessage, v2};
+use h5chunk_format::{Addr, Error as FormatError, Sizes};
+
+use crate::error::{Error, Result};
+
+/// Bytes of message area a new continuation chunk gets, so later messages fit without another.
+const CONTINUATION_CHUNK: usize = 256;
+
+/// The object headers h5chunk has read or changed.
+#[derive(Debug, Default)]
+pub(crate) struct Headers {
+    map: HashMap<Addr, ObjectHeader>,
+    dirty: BTreeSet<Addr>,
+}
+
+/// Encode a typed message into a raw one with message flags `flags`.
+pub(crate) fn raw(m: &Message, flags: u8, sizes: Sizes) -> Result<RawMessage> {
+    let mut data = Vec::new();
+    m.encode(sizes, &mut data)?;
+    Ok(RawMessage::new(
+        m.kind(),
+        MessageFlags::from_bits_retain(flags),
+        data,
+    ))
+}
+
+impl Headers {
+    /// The header at `at`, read through `storage` the first time.
+    pub fn get(
+        &mut self,
+        storage: &dyn Storage,
+        sizes: Sizes,
+        at: Addr,
+    ) -> Result<&mut ObjectHeader> {
+        match self.map.entry(at) {
+            std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let len = storage.len().map_err(h5chunk_cache::Error::from)?;
+                let h =
+                    ObjectHeader::read(at, sizes, |a, n| -> std::result::Result<Vec<u8>, Error> {
+                        let end = a.get().saturating_add(n).min(len);
+                        let n = end.saturating_sub(a.get());
+                        let n = usize::try_from(n)
+                            .map_err(|_| Error::Unsupported("huge object header"))?;
+                        let mut buf = vec![0u8; n];
+                        storage
+                            .read_at(a, &mut buf)
+                            .map_err(h5chunk_cache::Error::from)?;
+                        Ok(buf)
+                    })?;
+                Ok(v.insert(h))
+            }
+        }
+    }
+
+    /// The typed messages of the header at `at` (messages of unsupported datatype classes are
+    /// skipped), in stored order.
+    pub fn messages(
+        &mut self,
+        storage: &dyn Storage,
+        sizes: Sizes,
+        at: Addr,
+    ) -> Result<Vec<Message>> {
+        let h = self.get(storage, sizes, at)?;
+        let mut out = Vec::new();
+        for m in h.messages() {
+            match Message::decode(m.kind, &m.data, at, sizes) {
+                Ok(msg) => out.push(msg),
+                Err(FormatError::UnsupportedDatatypeClass { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Insert a header built by this crate.
+    pub fn insert_new(&mut self, h: ObjectHeader) {
+        let at = h.addr();
+        self.map.insert(at, h);
+        self.dirty.insert(at);
+    }
+
+    /// Replace the first message of `kind` in the header at `at` with `m` (same encoded size:
+    /// dataspace and layout messages keep their size when dims or addresses change).
+    pub fn replace(
+        &mut self,
+        storage: &dyn Storage,
+        sizes: Sizes,
+        at: Addr,
+        m: &Message,
+    ) -> Result<()> {
+        let h = self.get(storage, sizes, at)?;
+        let mut data = Vec::new();
+        m.encode(sizes, &mut data)?;
+        let slot = h
+            .messages_mut()
+            .find(|r| r.kind == m.kind())
+            .ok_or(Error::Unsupported(
+                "replacing a message the object header lacks",
+            ))?;
+        if data.len() > slot.data.len() {
+            return Err(Error::Unsupported("a rewritten message that grew"));
+        }
+        // Version 1 headers pad to 8 bytes; version 2 sizes are exact and unchanged here.
+        data.resize(slot.data.len(), 0);
+        slot.data = data;
+        self.dirty.insert(at);
+        Ok(())
+    }
+
+    /// Add message `m` to the header at `at`: into a NIL message large enough, else through a
+    /// new continuation chunk allocated with `cache`'s allocator.
+    pub fn add(
+        &mut self,
+        storage: &dyn Storage,
+        cache: &MetadataCache,
+        sizes: Sizes,
+        at: Addr,
+        m: RawMessage,
+    ) -> Result<()> {
+        let h = self.get(storage, sizes, at)?;
+        let v1 = h.version() == 1;
+        let header_len = if v1 { 8 } else { 4 };
+        let mut m = m;
+        if v1 {
+            let padded = m.data.len().next_multiple_of(8);
+            m.data.resize(padded, 0);
+        }
+        let need = m.data.len();
+        // A NIL that holds the message and still leaves room for a continuation message, so
+        // the header can always grow later.
+        let cont_len = usize::from(sizes.offsets()) + usize::from(sizes.lengths());
+        let reserve = header_len + cont_len;
+        if let Some((ci, mi)) = find_nil(h, |len| len >= need + header_len + reserve) {
+            replace_nil(h, ci, mi, m, header_len);
+            if v1 {
+                h.update_message_count()?;
+            }
+            self.dirty.insert(at);
+            return Ok(());
+        }
+        // Otherwise a continuation message in a NIL, pointing to a new chunk.
+        let Some((ci, mi)) = find_nil(h, |len| len == cont_len || len >= cont_len + header_len)
+        else {
+            return Err(Error::Unsupported(
+                "growing an object header that has no free space left",
+            ));
+        };
+        let area = CONTINUATION_CHUNK.max(need + 2 * header_len + reserve + 8);
+        let chunk_len = if v1 { area } else { area + 8 }; // OCHK signature and checksum
+        let block = cache.allocator().allocate(chunk_len as u64)?;
+        let cont = Message::Continuation(Continuation {
+            offset: block,
+            length: chunk_len as u64,
+        });
+        let cont = raw(&cont, 0, sizes)?;
+        replace_nil(h, ci, mi, cont, header_len);
+        let mut chunk = Chunk {
+            addr: block,
+            messages: vec![],
+            gap: vec![],
+        };
+        let used = need + header_len;
+        chunk.messages.push(m);
+        chunk
+            .messages
+            .push(RawMessage::nil(area - used - header_len));
+        h.push_chunk(chunk)?;
+        if v1 {
+            h.update_message_count()?;
+        }
+        self.dirty.insert(at);
+        Ok(())
+    }
+
+    /// Write every changed header (each chunk in one write).
+    pub fn flush(&mut self, storage: &dyn Storage) -> Result<()> {
+        for at in std::mem::take(&mut self.dirty) {
+            if let Some(h) = self.map.get(&at) {
+                for (a, bytes) in h.encode_chunks()? {
+                    storage
+                        .write_at(a, &bytes)
+                        .map_err(h5chunk_cache::Error::from)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The (chunk, message) position of the first NIL whose data length satisfies `fits`.
+fn find_nil(h: &ObjectHeader, fits: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
+    (0..h.chunk_count()).find_map(|ci| {
+        let chunk = h.chunk(ci)?;
+        chunk
+            .messages
+            .iter()
+            .position(|m| m.kind == MessageType::NIL && fits(m.data.len()))
+            .map(|mi| (ci, mi))
+    })
+}
+
+/// Put `m` where NIL `mi` of chunk `ci` was, keeping the rest of the NIL's space as a NIL.
+fn replace_nil(h: &mut ObjectHeader, ci: usize, mi: usize, m: RawMessage, header_len: usize) {
+    if let Some(chunk) = h.chunk_mut(ci) {
+        let nil_len = chunk.messages[mi].data.len();
+        let rest = nil_len - m.data.len();
+        chunk.messages[mi] = m;
+        if rest > 0 {
+            chunk
+                .messages
+                .insert(mi + 1, RawMessage::nil(rest - header_len));
+        }
+    }
+}
+
+/// A new object header at an address allocated from `cache`, holding `messages`, chunk 0
+/// padded to `pad` bytes of messages (as libhdf5 pads a dataset's to 256).
+pub(crate) fn create_header(
+    cache: &MetadataCache,
+    sizes: Sizes,
+    version2: bool,
+    messages: Vec<RawMessage>,
+    pad: usize,
+) -> Result<ObjectHeader> {
+    let build = |at: Addr| {
+        if version2 {
+            ObjectHeader::new_v2(
+                at,
+                sizes,
+                v2::Prefix::default(),
+                messages.clone(),
+                Some(pad),
+            )
+        } else {
+            ObjectHeader::new_v1(
+                at,
+                sizes,
+                1,
+                messages.clone(),
+                Some(pad.next_multiple_of(8)),
+            )
+        }
+    };
+    let len: usize = build(Addr(0))?
+        .encode_chunks()?
+        .iter()
+        .map(|(_, b)| b.len())
+        .sum();
+    let at = cache.allocator().allocate(len as u64)?;
+    Ok(build(at)?)
+}

@@ -1,0 +1,207 @@
+//! Element types: the Rust number types a dataset can be read into or written from, and the
+//! runtime description of a dataset's integer or floating-point type.
+
+use h5chunk_format::message::{ByteOrder, Datatype, DatatypeClass, FloatByteOrder};
+
+use crate::error::{Error, Result};
+
+/// Integer or floating point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TypeClass {
+    /// Signed integer.
+    Int,
+    /// Unsigned integer.
+    Uint,
+    /// IEEE 754 floating point.
+    Float,
+}
+
+/// A dataset's element type: class, size in bytes and byte order on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TypeDesc {
+    /// Integer or float.
+    pub class: TypeClass,
+    /// Bytes per element (1, 2, 4 or 8).
+    pub size: usize,
+    /// Byte order in the file.
+    pub order: ByteOrder,
+}
+
+impl TypeDesc {
+    /// The description of a Datatype message, if it is one h5chunk handles: integers of 1, 2,
+    /// 4 or 8 bytes and IEEE floats of 2, 4 or 8 bytes, in either byte order, with every bit
+    /// significant.
+    pub fn from_datatype(t: &Datatype) -> Result<TypeDesc> {
+        let size = t.size as usize;
+        let desc = match &t.class {
+            DatatypeClass::FixedPoint(f) => {
+                if f.bit_offset != 0 || usize::from(f.bit_precision) != size * 8 {
+                    return Err(Error::Unsupported("integer types with padding bits"));
+                }
+                TypeDesc {
+                    class: if f.signed {
+                        TypeClass::Int
+                    } else {
+                        TypeClass::Uint
+                    },
+                    size,
+                    order: f.byte_order,
+                }
+            }
+            DatatypeClass::FloatingPoint(f) => {
+                let order = match f.byte_order {
+                    FloatByteOrder::LittleEndian => ByteOrder::LittleEndian,
+                    FloatByteOrder::BigEndian => ByteOrder::BigEndian,
+                    FloatByteOrder::Vax => return Err(Error::Unsupported("VAX floating point")),
+                };
+                TypeDesc {
+                    class: TypeClass::Float,
+                    size,
+                    order,
+                }
+            }
+        };
+        if !matches!(size, 1 | 2 | 4 | 8) || (desc.class == TypeClass::Float && size == 1) {
+            return Err(Error::Unsupported(
+                "element sizes other than 1, 2, 4 and 8 bytes",
+            ));
+        }
+        Ok(desc)
+    }
+
+    /// The Datatype message h5py writes for this type.
+    pub fn to_datatype(self) -> Datatype {
+        match self.class {
+            TypeClass::Int | TypeClass::Uint => {
+                Datatype::int(self.size as u8, self.class == TypeClass::Int, self.order)
+            }
+            TypeClass::Float => Datatype::float(self.size as u8, self.order)
+                .unwrap_or_else(|| Datatype::int(self.size as u8, true, self.order)),
+        }
+    }
+
+    /// numpy's name for it (`<i4`, `>f8`, ...).
+    pub fn numpy(self) -> String {
+        let o = match self.order {
+            ByteOrder::LittleEndian => '<',
+            ByteOrder::BigEndian => '>',
+        };
+        let c = match self.class {
+            TypeClass::Int => 'i',
+            TypeClass::Uint => 'u',
+            TypeClass::Float => 'f',
+        };
+        format!("{o}{c}{}", self.size)
+    }
+
+    /// Parse numpy's name (`i4`, `<u2`, `>f8`; no order prefix means little-endian).
+    pub fn from_numpy(s: &str) -> Result<TypeDesc> {
+        let (order, rest) = match s.as_bytes().first() {
+            Some(b'<') | Some(b'=') => (ByteOrder::LittleEndian, &s[1..]),
+            Some(b'>') => (ByteOrder::BigEndian, &s[1..]),
+            _ => (ByteOrder::LittleEndian, s),
+        };
+        let bad = || Error::InvalidArgument(format!("unknown element type {s:?}"));
+        let class = match rest.as_bytes().first() {
+            Some(b'i') => TypeClass::Int,
+            Some(b'u') => TypeClass::Uint,
+            Some(b'f') => TypeClass::Float,
+            _ => return Err(bad()),
+        };
+        let size: usize = rest[1..].parse().map_err(|_| bad())?;
+        let valid = match class {
+            TypeClass::Float => matches!(size, 4 | 8),
+            _ => matches!(size, 1 | 2 | 4 | 8),
+        };
+        if !valid {
+            return Err(bad());
+        }
+        Ok(TypeDesc { class, size, order })
+    }
+
+    /// Swap `buf`'s elements between this type's byte order and little-endian.
+    pub fn to_from_le(self, buf: &mut [u8]) {
+        if self.order == ByteOrder::BigEndian && self.size > 1 {
+            for e in buf.chunks_exact_mut(self.size) {
+                e.reverse();
+            }
+        }
+    }
+}
+
+/// A Rust number type that maps to an HDF5 integer or float type.
+pub trait H5Type: Copy + Default + Send + Sync + 'static {
+    /// Its class and size (in native little-endian order).
+    const DESC: TypeDesc;
+    /// Its little-endian bytes.
+    fn write_le(self, out: &mut [u8]);
+    /// From little-endian bytes.
+    fn read_le(b: &[u8]) -> Self;
+}
+
+macro_rules! h5type {
+    ($($t:ty => $class:ident;)*) => {$(
+        impl H5Type for $t {
+            const DESC: TypeDesc = TypeDesc {
+                class: TypeClass::$class,
+                size: std::mem::size_of::<$t>(),
+                order: ByteOrder::LittleEndian,
+            };
+            fn write_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    )*};
+}
+
+h5type! {
+    i8 => Int; i16 => Int; i32 => Int; i64 => Int;
+    u8 => Uint; u16 => Uint; u32 => Uint; u64 => Uint;
+    f32 => Float; f64 => Float;
+}
+
+/// Little-endian bytes of `values`.
+pub fn to_le_bytes<T: H5Type>(values: &[T]) -> Vec<u8> {
+    let mut out = vec![0u8; values.len() * T::DESC.size];
+    for (v, o) in values.iter().zip(out.chunks_exact_mut(T::DESC.size)) {
+        v.write_le(o);
+    }
+    out
+}
+
+/// Values from little-endian bytes.
+pub fn from_le_bytes<T: H5Type>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::DESC.size).map(T::read_le).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numpy_names_roundtrip_through_datatypes() {
+        for name in [
+            "<i1", "<u1", "<i2", ">u2", "<i4", ">i8", "<u8", "<f4", ">f8",
+        ] {
+            let t = TypeDesc::from_numpy(name).unwrap();
+            assert_eq!(t.numpy(), name);
+            assert_eq!(TypeDesc::from_datatype(&t.to_datatype()).unwrap(), t);
+        }
+        assert_eq!(TypeDesc::from_numpy("i4").unwrap(), i32::DESC);
+        assert!(TypeDesc::from_numpy("<f1").is_err());
+        assert!(TypeDesc::from_numpy("<c8").is_err());
+    }
+
+    #[test]
+    fn byte_order_swap() {
+        let t = TypeDesc::from_numpy(">i4").unwrap();
+        let mut b = 0x01020304i32.to_be_bytes().to_vec();
+        t.to_from_le(&mut b);
+        assert_eq!(from_le_bytes::<i32>(&b), vec![0x01020304]);
+    }
+}

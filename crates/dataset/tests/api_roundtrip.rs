@@ -1,0 +1,277 @@
+//! Files written through the `h5chunk` API, for each index kind available, read back by
+//! h5chunk after reopening and by libhdf5 (h5py and h5dump), and appended to by h5py.
+
+use h5chunk::libver::{Libver, LibverBounds};
+use h5chunk::{File, FileOptions, FilterSpec, IndexKind};
+use h5chunk_testkit::{h5py, interop};
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+fn latest() -> FileOptions {
+    FileOptions {
+        bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+        ..FileOptions::default()
+    }
+}
+
+fn le_i32(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The low bound `Latest` writes layout version 5 for the filtered datasets (as HDF5 2.0
+/// does), which libhdf5 1.10's h5dump cannot read; `V110` writes version 4 everywhere.
+#[test]
+fn latest_format_indexes_roundtrip_and_open_in_libhdf5() {
+    roundtrip(latest(), "api_latest.h5", false);
+    let v110 = FileOptions {
+        bounds: LibverBounds::new(Libver::V110, Libver::Latest).unwrap(),
+        ..FileOptions::default()
+    };
+    roundtrip(v110, "api_v110.h5", true);
+}
+
+fn roundtrip(options: FileOptions, name: &str, h5dump_reads: bool) {
+    let path = tmp(name);
+    let f = File::create_with(&path, options).unwrap();
+    // Fixed array: 2-D, partial edge chunks, written in two overlapping slabs.
+    let fa = f
+        .new_dataset::<i32>()
+        .shape(&[10, 7])
+        .chunk(&[3, 2])
+        .create("fa")
+        .unwrap();
+    assert_eq!(fa.index_kind(), Some(IndexKind::FixedArray));
+    let all: Vec<i32> = (0..70).collect();
+    fa.write(&all).unwrap();
+    fa.write_slice(&[-1i32; 6], &[4, 1], &[2, 3], None).unwrap();
+    // Single chunk, filtered.
+    let single = f
+        .new_dataset::<f64>()
+        .shape(&[4, 5])
+        .chunk(&[4, 5])
+        .filter(FilterSpec::Shuffle)
+        .filter(FilterSpec::Deflate(6))
+        .create("single")
+        .unwrap();
+    assert_eq!(single.index_kind(), Some(IndexKind::Single));
+    let fvals: Vec<f64> = (0..20).map(|i| i as f64 * 0.5).collect();
+    single.write(&fvals).unwrap();
+    // Implicit: early allocation, no filters; only part written (the rest reads as fill 7).
+    let imp = f
+        .new_dataset::<u16>()
+        .shape(&[9])
+        .chunk(&[4])
+        .fill_value(7u16)
+        .alloc_time(h5chunk::index::AllocTime::Early)
+        .create("implicit")
+        .unwrap();
+    assert_eq!(imp.index_kind(), Some(IndexKind::Implicit));
+    imp.write_slice(&[1u16, 2, 3], &[2], &[3], None).unwrap();
+    // Extensible array: appended in pieces along an unlimited first dimension, with gzip.
+    let ea = f
+        .new_dataset::<i32>()
+        .shape(&[0, 3])
+        .max_shape(&[None, Some(3)])
+        .chunk(&[2, 3])
+        .filter(FilterSpec::Deflate(4))
+        .create("ea")
+        .unwrap();
+    assert_eq!(ea.index_kind(), Some(IndexKind::ExtensibleArray));
+    let mut expect_ea = Vec::new();
+    for n in 0..50 {
+        let row = [n, n * 10, n * 100];
+        ea.append(&row).unwrap();
+        expect_ea.extend_from_slice(&row);
+    }
+    // Extensible array with the unlimited dimension second (swizzled), strided writes.
+    let ea2 = f
+        .new_dataset::<u8>()
+        .shape(&[3, 8])
+        .max_shape(&[Some(3), None])
+        .chunk(&[2, 3])
+        .create("g_ea_dim1")
+        .unwrap();
+    ea2.write(&(0..24).collect::<Vec<u8>>()).unwrap();
+    ea2.write_slice(&[100u8, 101, 102, 103], &[0, 1], &[2, 2], Some(&[2, 4]))
+        .unwrap();
+    f.close().unwrap();
+    drop((fa, single, imp, ea, ea2));
+
+    let mut expect_fa = all.clone();
+    for r in 4..6 {
+        for c in 1..4 {
+            expect_fa[r * 7 + c] = -1;
+        }
+    }
+    let expect_imp: Vec<u16> = vec![7, 7, 1, 2, 3, 7, 7, 7, 7];
+    let mut expect_ea2: Vec<u8> = (0..24).collect();
+    for (i, (r, c)) in [(0, 1), (0, 5), (2, 1), (2, 5)].iter().enumerate() {
+        expect_ea2[r * 8 + c] = 100 + i as u8;
+    }
+
+    // h5chunk reads its own file back after reopening.
+    let f = File::open(&path).unwrap();
+    assert_eq!(f.superblock_version(), 3);
+    assert_eq!(f.dataset("fa").unwrap().read::<i32>().unwrap(), expect_fa);
+    assert_eq!(f.dataset("single").unwrap().read::<f64>().unwrap(), fvals);
+    assert_eq!(
+        f.dataset("implicit").unwrap().read::<u16>().unwrap(),
+        expect_imp
+    );
+    let ea = f.dataset("ea").unwrap();
+    assert_eq!(ea.shape(), vec![50, 3]);
+    assert_eq!(ea.read::<i32>().unwrap(), expect_ea);
+    assert_eq!(ea.chunks().unwrap().len(), 25);
+    assert_eq!(
+        f.dataset("g_ea_dim1").unwrap().read::<u8>().unwrap(),
+        expect_ea2
+    );
+    assert_eq!(
+        f.dataset("fa")
+            .unwrap()
+            .read_slice::<i32>(&[3, 0], &[3, 4], None)
+            .unwrap(),
+        vec![21, 22, 23, 24, 28, -1, -1, -1, 35, -1, -1, -1]
+    );
+    drop(f);
+
+    if h5dump_reads
+        && let Some(h5dump) = interop::h5dump("latest_format_indexes_roundtrip_and_open_in_libhdf5")
+    {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    let Some(python) = interop::python("latest_format_indexes_roundtrip_and_open_in_libhdf5")
+    else {
+        return;
+    };
+    assert_eq!(h5py::values_le(&python, &path, "fa"), le_i32(&expect_fa));
+    let fbytes: Vec<u8> = fvals.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(h5py::values_le(&python, &path, "single"), fbytes);
+    let ibytes: Vec<u8> = expect_imp.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(h5py::values_le(&python, &path, "implicit"), ibytes);
+    assert_eq!(h5py::values_le(&python, &path, "ea"), le_i32(&expect_ea));
+    assert_eq!(h5py::values_le(&python, &path, "g_ea_dim1"), expect_ea2);
+    // libhdf5 reports the index kinds we wrote, and h5py can append to our extensible array.
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'r+') as f:
+    d = f['ea']
+    n = d.shape[0]
+    d.resize((n + 5, 3))
+    d[n:] = np.arange(15, dtype='<i4').reshape(5, 3) + 1000
+    print(n)
+"#,
+        &[&path.to_string_lossy()],
+    );
+    assert_eq!(out.trim(), "50");
+    let f = File::open(&path).unwrap();
+    let ea = f.dataset("ea").unwrap();
+    assert_eq!(ea.shape(), vec![55, 3]);
+    let mut more = expect_ea.clone();
+    more.extend((0..15).map(|i| i + 1000));
+    assert_eq!(ea.read::<i32>().unwrap(), more);
+}
+
+#[test]
+fn resize_shrinks_and_refills() {
+    let path = tmp("api_resize.h5");
+    let f = File::create_with(&path, latest()).unwrap();
+    let d = f
+        .new_dataset::<i64>()
+        .shape(&[10])
+        .max_shape(&[None])
+        .chunk(&[4])
+        .fill_value(-5i64)
+        .create("d")
+        .unwrap();
+    d.write(&(0..10).collect::<Vec<i64>>()).unwrap();
+    d.resize(&[5]).unwrap();
+    d.resize(&[9]).unwrap();
+    assert_eq!(
+        d.read::<i64>().unwrap(),
+        vec![0, 1, 2, 3, 4, -5, -5, -5, -5]
+    );
+    // Chunk 2 (elements 8..12) was dropped entirely; chunk 1 was cut and refilled.
+    assert_eq!(d.chunks().unwrap().len(), 2);
+    assert!(d.resize(&[3, 3]).is_err());
+    assert!(d.read::<i32>().is_err());
+    f.close().unwrap();
+    let f = File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("d").unwrap().read::<i64>().unwrap(),
+        vec![0, 1, 2, 3, 4, -5, -5, -5, -5]
+    );
+}
+
+#[test]
+fn groups_new_and_old_style() {
+    for (opts, name) in [
+        (latest(), "groups_latest.h5"),
+        (FileOptions::default(), "groups_earliest.h5"),
+    ] {
+        let path = tmp(name);
+        let f = File::create_with(&path, opts).unwrap();
+        let g = f.create_group("a").unwrap();
+        g.create_group("b").unwrap();
+        for i in 0..12 {
+            f.create_group(&format!("/a/b/g{i:02}")).unwrap();
+        }
+        let names: Vec<String> = f
+            .group("/a/b")
+            .unwrap()
+            .members()
+            .unwrap()
+            .into_iter()
+            .map(|m| m.0)
+            .collect();
+        assert_eq!(names.len(), 12);
+        assert!(f.create_group("/a/b/g03").is_err());
+        f.close().unwrap();
+        let f = File::open(&path).unwrap();
+        assert_eq!(f.group("/a/b").unwrap().members().unwrap().len(), 12);
+        if let Some(python) = interop::python("groups_new_and_old_style") {
+            let out = interop::run_python(
+                &python,
+                "import sys, h5py\nf = h5py.File(sys.argv[1], 'r')\nprint(sorted(f['a/b']))",
+                &[&path.to_string_lossy()],
+            );
+            assert!(
+                out.contains("'g00'") && out.contains("'g11'"),
+                "{name}: {out}"
+            );
+        }
+        if let Some(h5dump) = interop::h5dump("groups_new_and_old_style") {
+            interop::h5dump_ok(&h5dump, &path);
+        }
+    }
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let path = tmp("not_hdf5.h5");
+    std::fs::write(&path, b"definitely not an HDF5 file, just text").unwrap();
+    let e = File::open(&path).unwrap_err();
+    assert!(e.to_string().contains("not an HDF5 file"), "{e}");
+    let e = File::open(tmp("does_not_exist.h5")).unwrap_err();
+    assert!(matches!(e, h5chunk::Error::Io { .. }));
+    // A truncated copy of a valid file.
+    let good = tmp("truncate_me.h5");
+    let f = File::create_with(&good, latest()).unwrap();
+    f.new_dataset::<u8>()
+        .shape(&[100])
+        .chunk(&[10])
+        .create("d")
+        .unwrap()
+        .write(&[1u8; 100])
+        .unwrap();
+    f.close().unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = tmp("truncated.h5");
+    std::fs::write(&cut, &bytes[..bytes.len() - 20]).unwrap();
+    let e = File::open(&cut).unwrap_err();
+    assert!(e.to_string().contains("truncated"), "{e}");
+}
