@@ -1,0 +1,1083 @@
+//! The generic v1 B-tree over the metadata cache, following libhdf5's algorithms (H5B): the
+//! same binary search with a three-way key compare, the same insertion paths (new left-most or
+//! right-most child, insertion into a child, split with the {0.1, 0.5, 0.9} ratios), the root
+//! kept at its address by moving its old contents, sibling links, and removal without merging.
+//! What the keys and leaf children mean is a [`Class`]'s business: chunks (node type 1) or
+//! symbol table nodes (node type 0).
+//!
+//! Invariants checked on every descent: a child's level is its parent's level minus one (so a
+//! child that points to itself or to an ancestor is an error, and a descent ends after at most
+//! [`MAX_DEPTH`] levels), and a node below the root has at least one child.
+
+use core::cmp::Ordering;
+use core::ops::ControlFlow;
+use std::collections::HashSet;
+
+use h5chunk_cache::{Key as DepKey, MetadataCache};
+use h5chunk_format::Addr;
+use h5chunk_format::btree1::{MAX_DEPTH, Node, NodeKey};
+
+use crate::entry::{NodeCtx, NodeEntry};
+use crate::error::{Error, Result};
+
+/// libhdf5's default B-tree split ratios (`H5D_XFER_BTREE_SPLIT_RATIO_DEF`): the share of the
+/// children that stays in the left node when the left-most, a middle or the right-most node of
+/// a level splits.
+pub const SPLIT_RATIOS: [f64; 3] = [0.1, 0.5, 0.9];
+
+/// How a class's `new_node` is being asked to make a leaf child.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum NewNode {
+    /// The first child of an empty tree: set both keys.
+    First,
+    /// A new left-most child: set the left key only.
+    Left,
+    /// A new right-most child: set both keys (the left one is the separator).
+    Right,
+}
+
+/// What a class's leaf insertion asks the tree to do (libhdf5's `H5B_ins_t`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LeafIns {
+    /// Nothing changes in the node.
+    Noop,
+    /// The child's address changed.
+    Change(Addr),
+    /// Insert a new child left of the current one; the separator is in `md`.
+    Left(Addr),
+    /// Insert a new child right of the current one; its left key is in `md`.
+    Right(Addr),
+}
+
+/// The keys around one child, as libhdf5's callbacks see them: the left and right keys (which
+/// the callee may change, saying so through the flags) and the middle key of an insertion.
+#[derive(Debug)]
+pub struct Keys<'a, K> {
+    /// The child's left key.
+    pub lt: &'a mut K,
+    /// Set when `lt` was changed.
+    pub lt_changed: &'a mut bool,
+    /// The separator of a new child (an output of insertions).
+    pub md: &'a mut K,
+    /// The child's right key.
+    pub rt: &'a mut K,
+    /// Set when `rt` was changed.
+    pub rt_changed: &'a mut bool,
+}
+
+/// A key/record class: what one node type's keys and leaf children mean.
+pub trait Class {
+    /// The node key.
+    type Key: NodeKey + Send + Sync + 'static;
+    /// The state of one operation: the search target, the payload of an insertion, results.
+    type Op;
+    /// Whether an insertion left of every leaf child goes into the first child (groups) rather
+    /// than making a new child.
+    const FOLLOW_MIN: bool;
+    /// The same for insertions right of every child.
+    const FOLLOW_MAX: bool;
+
+    /// The sizes, K and key parameters of the tree's nodes.
+    fn ctx(&self) -> NodeCtx<<Self::Key as NodeKey>::Params>;
+    /// A placeholder key, overwritten before it reaches a node.
+    fn zero_key(&self) -> Self::Key;
+    /// `Less` if the operation's target is left of `lt`, `Greater` if it is right of the range
+    /// `lt..rt` covers, `Equal` if inside.
+    fn cmp3(&self, lt: &Self::Key, op: &Self::Op, rt: &Self::Key) -> Result<Ordering>;
+    /// Order two keys (their positions in the key space, not their payloads).
+    fn key_cmp(&self, a: &Self::Key, b: &Self::Key, op: &Self::Op) -> Result<Ordering>;
+    /// Make a new leaf child for the operation's target and set its keys; returns its address.
+    fn new_node(
+        &self,
+        cache: &MetadataCache,
+        kind: NewNode,
+        lt: &mut Self::Key,
+        op: &mut Self::Op,
+        rt: &mut Self::Key,
+    ) -> Result<Addr>;
+    /// Insert into the leaf child `child`.
+    fn insert(
+        &self,
+        cache: &MetadataCache,
+        child: Addr,
+        keys: Keys<'_, Self::Key>,
+        op: &mut Self::Op,
+    ) -> Result<LeafIns>;
+    /// Look the target up in the leaf child `child` whose left key is `lt`.
+    fn found(
+        &self,
+        cache: &MetadataCache,
+        child: Addr,
+        lt: &Self::Key,
+        op: &mut Self::Op,
+    ) -> Result<bool>;
+    /// Remove the target from the leaf child `child`; `true` removes the child from the node.
+    fn remove(
+        &self,
+        cache: &MetadataCache,
+        child: Addr,
+        keys: Keys<'_, Self::Key>,
+        op: &mut Self::Op,
+    ) -> Result<bool>;
+    /// The flush-dependency child that a leaf pointing to `child` must wait for, if any (a
+    /// chunk proxy, a symbol table node).
+    fn leaf_dep(&self, child: Addr) -> Option<DepKey>;
+}
+
+/// The nodes of one level, left to right, with their addresses.
+type LevelNodes<K> = Vec<(Addr, Node<K>)>;
+
+/// A v1 B-tree rooted at a fixed address, over a metadata cache.
+#[derive(Debug)]
+pub struct BTree<'c, C> {
+    cache: &'c MetadataCache,
+    root: Addr,
+    class: C,
+}
+
+/// `(keys[i], keys[i + 1])`, mutable.
+fn pair_mut<K>(keys: &mut [K], i: usize, at: Addr) -> Result<(&mut K, &mut K)> {
+    let (left, right) = keys
+        .split_at_mut_checked(i.saturating_add(1))
+        .ok_or_else(|| Error::corrupt(at, "key index out of range"))?;
+    match (left.last_mut(), right.first_mut()) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Error::corrupt(at, "key index out of range")),
+    }
+}
+
+fn key_at<K: Clone>(keys: &[K], i: usize, at: Addr) -> Result<K> {
+    keys.get(i)
+        .cloned()
+        .ok_or_else(|| Error::corrupt(at, "key index out of range"))
+}
+
+fn child_at(children: &[Addr], i: usize, at: Addr) -> Result<Addr> {
+    children
+        .get(i)
+        .copied()
+        .ok_or_else(|| Error::corrupt(at, "child index out of range"))
+}
+
+fn child_level(node_level: u8, at: Addr) -> Result<u8> {
+    node_level
+        .checked_sub(1)
+        .ok_or_else(|| Error::corrupt(at, "a leaf has no child nodes"))
+}
+
+impl<'c, C: Class> BTree<'c, C>
+where
+    <C::Key as NodeKey>::Params: Send + Sync + 'static,
+{
+    /// A new empty tree: one empty leaf, allocated and inserted (dirty) in the cache.
+    pub fn create(cache: &'c MetadataCache, class: C) -> Result<Self> {
+        Self::check_k(&class)?;
+        let tree = BTree {
+            cache,
+            root: Addr(0),
+            class,
+        };
+        let root = tree.create_node(Node::new_leaf())?;
+        Ok(BTree { root, ..tree })
+    }
+
+    /// The tree whose root node is at `root` (read and checked now).
+    pub fn open(cache: &'c MetadataCache, root: Addr, class: C) -> Result<Self> {
+        Self::check_k(&class)?;
+        let tree = BTree { cache, root, class };
+        tree.read(root, None)?;
+        Ok(tree)
+    }
+
+    fn check_k(class: &C) -> Result<()> {
+        if class.ctx().k == 0 {
+            return Err(Error::InvalidArgument("node K must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// The root node's address (it never changes).
+    pub fn root(&self) -> Addr {
+        self.root
+    }
+
+    /// The cache the tree lives in.
+    pub fn cache(&self) -> &'c MetadataCache {
+        self.cache
+    }
+
+    /// The key/record class.
+    pub fn class(&self) -> &C {
+        &self.class
+    }
+
+    fn two_k(&self) -> usize {
+        usize::from(self.class.ctx().k).saturating_mul(2)
+    }
+
+    fn node_len(&self) -> u64 {
+        let ctx = self.class.ctx();
+        Node::<C::Key>::encoded_len(ctx.sizes, ctx.k, ctx.params) as u64
+    }
+
+    /// A copy of the node at `addr`, checked to be at `level` when one is expected.
+    pub(crate) fn read(&self, addr: Addr, level: Option<u8>) -> Result<Node<C::Key>> {
+        let entry = self
+            .cache
+            .get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
+        let node = entry.read().node.clone();
+        if let Some(l) = level {
+            if node.level != l {
+                return Err(Error::corrupt(
+                    addr,
+                    format!("node level {} where {l} was expected", node.level),
+                ));
+            }
+            if node.children.is_empty() {
+                return Err(Error::corrupt(
+                    addr,
+                    "a node below the root has no children",
+                ));
+            }
+        }
+        Ok(node)
+    }
+
+    /// [`read`](Self::read) for whole-tree walks: a node reached twice (children shared in a
+    /// corrupt file) is an error, so a walk visits each node once and its cost is bounded by
+    /// the file's size rather than exponential in the depth.
+    fn read_once(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+        seen: &mut HashSet<Addr>,
+    ) -> Result<Node<C::Key>> {
+        if !seen.insert(addr) {
+            return Err(Error::corrupt(addr, "node reached twice"));
+        }
+        self.read(addr, level)
+    }
+
+    fn write(&self, addr: Addr, node: Node<C::Key>) -> Result<()> {
+        let mut entry = self
+            .cache
+            .protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
+        entry.node = node;
+        Ok(())
+    }
+
+    fn allocate(&self) -> Result<Addr> {
+        Ok(self.cache.allocator().allocate(self.node_len())?)
+    }
+
+    fn create_node(&self, node: Node<C::Key>) -> Result<Addr> {
+        let addr = self.allocate()?;
+        self.insert_entry(addr, node)?;
+        Ok(addr)
+    }
+
+    fn insert_entry(&self, addr: Addr, node: Node<C::Key>) -> Result<()> {
+        let ctx = self.class.ctx();
+        self.cache.insert(addr, NodeEntry { node, ctx })?;
+        Ok(())
+    }
+
+    fn free_node(&self, addr: Addr) -> Result<()> {
+        self.cache.remove(addr)?;
+        self.cache.allocator().free(addr, self.node_len())?;
+        Ok(())
+    }
+
+    /// `parent` may not reach the file before `child` (idempotent).
+    fn ensure_dep(&self, parent: Addr, child: DepKey) -> Result<()> {
+        match self.cache.add_flush_dependency(parent, child) {
+            Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Drop a dependency that may not exist (any more).
+    fn drop_dep(&self, parent: Addr, child: DepKey) -> Result<()> {
+        match self.cache.remove_flush_dependency(parent, child) {
+            Ok(())
+            | Err(h5chunk_cache::Error::NoSuchDependency { .. })
+            | Err(h5chunk_cache::Error::UnknownProxy(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The dependency of node `node` (at `level`) on its child `child`.
+    fn child_dep(&self, level: u8, child: Addr) -> Option<DepKey> {
+        if level > 0 {
+            Some(DepKey::Entry(child))
+        } else {
+            self.class.leaf_dep(child)
+        }
+    }
+
+    fn link_child(&self, node: Addr, level: u8, child: Addr) -> Result<()> {
+        match self.child_dep(level, child) {
+            Some(k) => self.ensure_dep(node, k),
+            None => Ok(()),
+        }
+    }
+
+    fn unlink_child(&self, node: Addr, level: u8, child: Addr) -> Result<()> {
+        match self.child_dep(level, child) {
+            Some(k) => self.drop_dep(node, k),
+            None => Ok(()),
+        }
+    }
+
+    /// Move the dependencies on `children` from node `from` to node `to`.
+    fn rehome(&self, from: Addr, to: Addr, level: u8, children: &[Addr]) -> Result<()> {
+        for &c in children {
+            if let Some(k) = self.child_dep(level, c) {
+                self.drop_dep(from, k)?;
+                self.ensure_dep(to, k)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// libhdf5's binary search: the child index and the last three-way comparison.
+    fn search(&self, addr: Addr, node: &Node<C::Key>, op: &C::Op) -> Result<(usize, Ordering)> {
+        let (mut lo, mut hi) = (0usize, node.children.len());
+        let (mut idx, mut cmp) = (0usize, Ordering::Less);
+        while lo < hi && cmp != Ordering::Equal {
+            idx = lo.saturating_add(hi.saturating_sub(lo) / 2);
+            let lt = node
+                .keys
+                .get(idx)
+                .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
+            let rt = node
+                .keys
+                .get(idx.saturating_add(1))
+                .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
+            cmp = self.class.cmp3(lt, op, rt)?;
+            if cmp == Ordering::Less {
+                hi = idx;
+            } else {
+                lo = idx.saturating_add(1);
+            }
+        }
+        Ok((idx, cmp))
+    }
+
+    /// Look the operation's target up; the class's `found` fills in the result.
+    pub fn find(&self, op: &mut C::Op) -> Result<bool> {
+        let (mut addr, mut level) = (self.root, None);
+        // Each step goes one level down and levels are checked, so the loop ends; the bound
+        // is a second guard.
+        for _ in 0..=MAX_DEPTH {
+            let node = self.read(addr, level)?;
+            if node.children.is_empty() {
+                return Ok(false);
+            }
+            let (idx, cmp) = self.search(addr, &node, op)?;
+            if cmp != Ordering::Equal {
+                return Ok(false);
+            }
+            let child = child_at(&node.children, idx, addr)?;
+            if node.level > 0 {
+                level = Some(child_level(node.level, addr)?);
+                addr = child;
+            } else {
+                let lt = key_at(&node.keys, idx, addr)?;
+                return self.class.found(self.cache, child, &lt, op);
+            }
+        }
+        Err(Error::corrupt(addr, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// Insert the operation's target. Splits propagate up; when the root splits, its old
+    /// contents move to a new node and the new root is written at the same address.
+    pub fn insert(&self, op: &mut C::Op) -> Result<()> {
+        let (mut lt, mut md, mut rt) = (
+            self.class.zero_key(),
+            self.class.zero_key(),
+            self.class.zero_key(),
+        );
+        let (mut lt_changed, mut rt_changed) = (false, false);
+        let keys = Keys {
+            lt: &mut lt,
+            lt_changed: &mut lt_changed,
+            md: &mut md,
+            rt: &mut rt,
+            rt_changed: &mut rt_changed,
+        };
+        let Some(twin) = self.insert_helper(self.root, None, keys, op)? else {
+            return Ok(());
+        };
+        let root = self.root;
+        let old = self.read(root, None)?;
+        if !lt_changed {
+            lt = key_at(&old.keys, 0, root)?;
+        }
+        let mut twin_node = self.read(twin, Some(old.level))?;
+        if !rt_changed {
+            rt = key_at(&twin_node.keys, twin_node.children.len(), twin)?;
+        }
+        let level = old
+            .level
+            .checked_add(1)
+            .filter(|&l| l <= MAX_DEPTH)
+            .ok_or_else(|| Error::corrupt(root, "the tree would exceed MAX_DEPTH levels"))?;
+        let moved = self.allocate()?;
+        twin_node.left = Some(moved);
+        self.write(twin, twin_node)?;
+        let children = old.children.clone();
+        let old_level = old.level;
+        self.insert_entry(moved, old)?;
+        self.rehome(root, moved, old_level, &children)?;
+        self.drop_dep(root, DepKey::Entry(twin))?;
+        let new_root = Node {
+            level,
+            left: None,
+            right: None,
+            keys: vec![lt, md, rt],
+            children: vec![moved, twin],
+        };
+        self.write(root, new_root)?;
+        self.ensure_dep(root, DepKey::Entry(moved))?;
+        self.ensure_dep(root, DepKey::Entry(twin))?;
+        Ok(())
+    }
+
+    /// The recursive part of an insertion into the subtree at `addr`. Returns the address of
+    /// a new right sibling when the node split (its first key is then in `keys.md`).
+    fn insert_helper(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+        keys: Keys<'_, C::Key>,
+        op: &mut C::Op,
+    ) -> Result<Option<Addr>> {
+        let Keys {
+            lt,
+            lt_changed,
+            md,
+            rt,
+            rt_changed,
+        } = keys;
+        *lt_changed = false;
+        *rt_changed = false;
+        let mut bt = self.read(addr, level)?;
+        let mut dirty = false;
+        let n = bt.children.len();
+        let (mut idx, cmp) = self.search(addr, &bt, op)?;
+        let is_leaf = bt.level == 0;
+
+        let my_ins = if n == 0 {
+            if !is_leaf {
+                return Err(Error::corrupt(addr, "an internal node has no children"));
+            }
+            let (mut k0, mut k1) = (self.class.zero_key(), self.class.zero_key());
+            let child = self
+                .class
+                .new_node(self.cache, NewNode::First, &mut k0, op, &mut k1)?;
+            bt.keys = vec![k0, k1];
+            bt.children = vec![child];
+            dirty = true;
+            idx = 0;
+            if C::FOLLOW_MIN {
+                self.leaf_insert(addr, &mut bt, 0, lt_changed, md, rt_changed, op)?
+            } else {
+                LeafIns::Noop
+            }
+        } else if cmp == Ordering::Less && idx == 0 {
+            if !is_leaf {
+                self.descend_insert(addr, &mut bt, 0, lt_changed, md, rt_changed, op)?
+            } else if C::FOLLOW_MIN {
+                self.leaf_insert(addr, &mut bt, 0, lt_changed, md, rt_changed, op)?
+            } else {
+                let k0 = bt
+                    .keys
+                    .first_mut()
+                    .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
+                *md = k0.clone();
+                let child = self.class.new_node(self.cache, NewNode::Left, k0, op, md)?;
+                *lt_changed = true;
+                LeafIns::Left(child)
+            }
+        } else if cmp == Ordering::Greater && idx.saturating_add(1) >= n {
+            idx = n.saturating_sub(1);
+            if !is_leaf {
+                self.descend_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+            } else if C::FOLLOW_MAX {
+                self.leaf_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+            } else {
+                let last = bt
+                    .keys
+                    .get_mut(n)
+                    .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
+                *md = last.clone();
+                let child = self
+                    .class
+                    .new_node(self.cache, NewNode::Right, md, op, last)?;
+                *rt_changed = true;
+                LeafIns::Right(child)
+            }
+        } else if cmp != Ordering::Equal {
+            return Err(Error::corrupt(addr, "keys are not in order"));
+        } else if !is_leaf {
+            self.descend_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+        } else {
+            self.leaf_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+        };
+
+        // Propagate key changes to the caller's copies while the child is at our edge.
+        if *lt_changed {
+            dirty = true;
+            self.propagate_lt(addr, &bt, idx, lt, lt_changed, op)?;
+        }
+        if *rt_changed {
+            dirty = true;
+            if idx.saturating_add(1) < bt.children.len() {
+                *rt_changed = false;
+            } else {
+                *rt = key_at(&bt.keys, idx.saturating_add(1), addr)?;
+            }
+        }
+
+        let mut twin = None;
+        match my_ins {
+            LeafIns::Noop => {}
+            LeafIns::Change(new) => {
+                let slot = bt
+                    .children
+                    .get_mut(idx)
+                    .ok_or_else(|| Error::corrupt(addr, "child index out of range"))?;
+                let old = core::mem::replace(slot, new);
+                dirty = true;
+                if old != new {
+                    self.unlink_child(addr, bt.level, old)?;
+                }
+                self.link_child(addr, bt.level, new)?;
+            }
+            LeafIns::Left(child) | LeafIns::Right(child) => {
+                let right = matches!(my_ins, LeafIns::Right(_));
+                dirty = true;
+                if bt.children.len() >= self.two_k() {
+                    let (twin_addr, mut twin_node) = self.split(addr, &mut bt, idx)?;
+                    let nleft = bt.children.len();
+                    if idx < nleft {
+                        insert_child(addr, &mut bt, idx, child, right, md)?;
+                        self.link_child(addr, bt.level, child)?;
+                    } else {
+                        let i = idx.saturating_sub(nleft);
+                        insert_child(twin_addr, &mut twin_node, i, child, right, md)?;
+                        self.link_child(twin_addr, twin_node.level, child)?;
+                    }
+                    twin = Some((twin_addr, twin_node));
+                } else {
+                    insert_child(addr, &mut bt, idx, child, right, md)?;
+                    self.link_child(addr, bt.level, child)?;
+                }
+            }
+        }
+        if dirty {
+            self.write(addr, bt)?;
+        }
+        match twin {
+            Some((twin_addr, twin_node)) => {
+                *md = key_at(&twin_node.keys, 0, twin_addr)?;
+                self.insert_entry(twin_addr, twin_node)?;
+                Ok(Some(twin_addr))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Recurse into the child node `idx` of `bt`.
+    #[allow(clippy::too_many_arguments)]
+    fn descend_insert(
+        &self,
+        addr: Addr,
+        bt: &mut Node<C::Key>,
+        idx: usize,
+        lt_changed: &mut bool,
+        md: &mut C::Key,
+        rt_changed: &mut bool,
+        op: &mut C::Op,
+    ) -> Result<LeafIns> {
+        let child = child_at(&bt.children, idx, addr)?;
+        let level = child_level(bt.level, addr)?;
+        let (lt, rt) = pair_mut(&mut bt.keys, idx, addr)?;
+        let keys = Keys {
+            lt,
+            lt_changed,
+            md,
+            rt,
+            rt_changed,
+        };
+        let split = self.insert_helper(child, Some(level), keys, op)?;
+        // The child may be dirty now: it must reach the file before this node.
+        self.ensure_dep(addr, DepKey::Entry(child))?;
+        Ok(split.map_or(LeafIns::Noop, LeafIns::Right))
+    }
+
+    /// Let the class insert into the leaf child `idx` of `bt`.
+    #[allow(clippy::too_many_arguments)]
+    fn leaf_insert(
+        &self,
+        addr: Addr,
+        bt: &mut Node<C::Key>,
+        idx: usize,
+        lt_changed: &mut bool,
+        md: &mut C::Key,
+        rt_changed: &mut bool,
+        op: &mut C::Op,
+    ) -> Result<LeafIns> {
+        let child = child_at(&bt.children, idx, addr)?;
+        let (lt, rt) = pair_mut(&mut bt.keys, idx, addr)?;
+        let keys = Keys {
+            lt,
+            lt_changed,
+            md,
+            rt,
+            rt_changed,
+        };
+        let r = self.class.insert(self.cache, child, keys, op)?;
+        self.link_child(addr, 0, child)?;
+        Ok(r)
+    }
+
+    /// Split the full node `bt` at `addr` (whose child `idx` is receiving a new sibling) as
+    /// libhdf5 does; returns the new right node, not yet in the cache.
+    fn split(&self, addr: Addr, bt: &mut Node<C::Key>, idx: usize) -> Result<(Addr, Node<C::Key>)> {
+        let two_k = self.two_k();
+        let ratio = if bt.right.is_none() {
+            SPLIT_RATIOS[2]
+        } else if bt.left.is_none() {
+            SPLIT_RATIOS[0]
+        } else {
+            SPLIT_RATIOS[1]
+        };
+        // As libhdf5: truncate 2K × ratio, then keep the new child with the child that split.
+        let mut nleft = (two_k as f64 * ratio) as usize;
+        if idx < nleft && nleft == two_k {
+            nleft = nleft.saturating_sub(1);
+        } else if idx >= nleft && nleft == 0 {
+            nleft = 1;
+        }
+        if nleft >= bt.children.len() {
+            return Err(Error::corrupt(addr, "split of a node that is not full"));
+        }
+        let twin_addr = self.allocate()?;
+        let twin_keys = bt.keys.split_off(nleft);
+        let twin_children = bt.children.split_off(nleft);
+        bt.keys.push(key_at(&twin_keys, 0, addr)?);
+        let twin = Node {
+            level: bt.level,
+            left: Some(addr),
+            right: bt.right,
+            keys: twin_keys,
+            children: twin_children,
+        };
+        if let Some(r) = bt.right {
+            let mut sib = self
+                .cache
+                .protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
+            if sib.node.level != bt.level {
+                return Err(Error::corrupt(r, "right sibling at another level"));
+            }
+            sib.node.left = Some(twin_addr);
+        }
+        bt.right = Some(twin_addr);
+        self.rehome(addr, twin_addr, twin.level, &twin.children)?;
+        Ok((twin_addr, twin))
+    }
+
+    /// Remove the operation's target, which must be present (check with [`BTree::find`]).
+    /// Nodes that become empty are freed (the root stays, as an empty leaf); nodes are never
+    /// merged, as in libhdf5. Keys are maintained so that every node's right key equals its
+    /// separator in the parent (see the crate docs for where this departs from libhdf5).
+    pub fn remove(&self, op: &mut C::Op) -> Result<()> {
+        let (mut lt, mut md, mut rt) = (
+            self.class.zero_key(),
+            self.class.zero_key(),
+            self.class.zero_key(),
+        );
+        let (mut lt_changed, mut rt_changed) = (false, false);
+        let keys = Keys {
+            lt: &mut lt,
+            lt_changed: &mut lt_changed,
+            md: &mut md,
+            rt: &mut rt,
+            rt_changed: &mut rt_changed,
+        };
+        self.remove_helper(self.root, None, keys, op)?;
+        let mut root = self
+            .cache
+            .protect::<NodeEntry<C::Key>>(self.root, &self.class.ctx())?;
+        if root.node.children.is_empty() && root.node.level != 0 {
+            root.node.level = 0;
+        }
+        Ok(())
+    }
+
+    fn remove_helper(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+        keys: Keys<'_, C::Key>,
+        op: &mut C::Op,
+    ) -> Result<bool> {
+        let Keys {
+            lt,
+            lt_changed,
+            md,
+            rt,
+            rt_changed,
+        } = keys;
+        let is_root = level.is_none();
+        let mut bt = self.read(addr, level)?;
+        let n = bt.children.len();
+        let (idx, cmp) = self.search(addr, &bt, op)?;
+        if n == 0 || cmp != Ordering::Equal {
+            return Err(Error::corrupt(addr, "the key to remove is not in the tree"));
+        }
+        let child = child_at(&bt.children, idx, addr)?;
+        let removed = {
+            let (a, b) = pair_mut(&mut bt.keys, idx, addr)?;
+            let keys = Keys {
+                lt: a,
+                lt_changed,
+                md,
+                rt: b,
+                rt_changed,
+            };
+            if bt.level > 0 {
+                let r = self.remove_helper(child, Some(child_level(bt.level, addr)?), keys, op)?;
+                if !r {
+                    self.ensure_dep(addr, DepKey::Entry(child))?;
+                }
+                r
+            } else {
+                let r = self.class.remove(self.cache, child, keys, op)?;
+                if !r {
+                    self.link_child(addr, 0, child)?;
+                }
+                r
+            }
+        };
+        let mut dirty = false;
+        if *lt_changed {
+            dirty = true;
+            self.propagate_lt(addr, &bt, idx, lt, lt_changed, op)?;
+        }
+        if *rt_changed {
+            dirty = true;
+            if idx.saturating_add(1) < n {
+                *rt_changed = false;
+            } else {
+                *rt = key_at(&bt.keys, idx.saturating_add(1), addr)?;
+            }
+        }
+        if !removed {
+            if dirty {
+                self.write(addr, bt)?;
+            }
+            return Ok(false);
+        }
+        self.unlink_child(addr, bt.level, child)?;
+        if n == 1 {
+            bt.children.clear();
+            bt.keys.clear();
+            if is_root {
+                self.write(addr, bt)?;
+            } else {
+                if let Some(l) = bt.left {
+                    let mut sib = self
+                        .cache
+                        .protect::<NodeEntry<C::Key>>(l, &self.class.ctx())?;
+                    sib.node.right = bt.right;
+                }
+                if let Some(r) = bt.right {
+                    let mut sib = self
+                        .cache
+                        .protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
+                    sib.node.left = bt.left;
+                }
+                self.free_node(addr)?;
+            }
+            return Ok(true);
+        }
+        if idx == 0 {
+            // The node's range keeps its lower bound in the parent: a raised left key is not
+            // propagated (see `propagate_lt`).
+            bt.children.remove(0);
+            bt.keys.remove(0);
+        } else if idx.saturating_add(1) == n {
+            // The right key drops to the last remaining separator; the parent's separator
+            // follows, so that every node's right key equals its parent's separator.
+            bt.children.pop();
+            bt.keys.pop();
+            *rt = key_at(&bt.keys, bt.children.len(), addr)?;
+            *rt_changed = true;
+        } else {
+            bt.children.remove(idx);
+            // In a leaf, key `idx` is the removed chunk's own key. In an internal node, the
+            // next child's range grows to the left instead, so the previous child's right key
+            // stays equal to its separator.
+            bt.keys.remove(if bt.level == 0 {
+                idx
+            } else {
+                idx.saturating_add(1)
+            });
+        }
+        self.write(addr, bt)?;
+        Ok(false)
+    }
+
+    /// Propagate a changed left key of child `idx` to the caller's copy (the separator in the
+    /// parent) when the child is the node's first. Unlike libhdf5, a key is only propagated when
+    /// it does not rise: a raised separator would leave the left neighbour's right key below
+    /// it, and a later insertion between the two would then make an unreachable child. A node's
+    /// lower bound may lie below its first key; searches handle that gap.
+    fn propagate_lt(
+        &self,
+        addr: Addr,
+        bt: &Node<C::Key>,
+        idx: usize,
+        lt: &mut C::Key,
+        lt_changed: &mut bool,
+        op: &C::Op,
+    ) -> Result<()> {
+        if idx > 0 {
+            *lt_changed = false;
+            return Ok(());
+        }
+        let new = key_at(&bt.keys, idx, addr)?;
+        if self.class.key_cmp(&new, lt, op)? == Ordering::Greater {
+            *lt_changed = false;
+        } else {
+            *lt = new;
+        }
+        Ok(())
+    }
+
+    /// Visit every leaf child in key order, `f(left key, child, right key)`, until `f` breaks.
+    pub fn iterate<F>(&self, mut f: F) -> Result<ControlFlow<()>>
+    where
+        F: FnMut(&C::Key, Addr, &C::Key) -> Result<ControlFlow<()>>,
+    {
+        self.walk(self.root, None, &mut f, &mut HashSet::new())
+    }
+
+    fn walk<F>(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+        f: &mut F,
+        seen: &mut HashSet<Addr>,
+    ) -> Result<ControlFlow<()>>
+    where
+        F: FnMut(&C::Key, Addr, &C::Key) -> Result<ControlFlow<()>>,
+    {
+        let node = self.read_once(addr, level, seen)?;
+        if node.level > 0 {
+            let below = child_level(node.level, addr)?;
+            for &c in &node.children {
+                if self.walk(c, Some(below), f, seen)?.is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        } else {
+            for (i, &c) in node.children.iter().enumerate() {
+                let lt = node
+                    .keys
+                    .get(i)
+                    .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
+                let rt = node
+                    .keys
+                    .get(i.saturating_add(1))
+                    .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
+                if f(lt, c, rt)?.is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The number of nodes and their levels: `(nodes, depth)` where depth is the root's level
+    /// plus one.
+    pub fn node_count(&self) -> Result<(u64, u8)> {
+        let root = self.read(self.root, None)?;
+        let mut count = 0u64;
+        self.count(self.root, None, &mut count, &mut HashSet::new())?;
+        Ok((count, root.level.saturating_add(1)))
+    }
+
+    fn count(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+        count: &mut u64,
+        seen: &mut HashSet<Addr>,
+    ) -> Result<()> {
+        let node = self.read_once(addr, level, seen)?;
+        *count = count.saturating_add(1);
+        if node.level > 0 {
+            let below = child_level(node.level, addr)?;
+            for &c in &node.children {
+                self.count(c, Some(below), count, seen)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Check the tree's structure and describe it: every level's nodes from left to right
+    /// with their child counts. Checks that levels go down by one, that no node below the root
+    /// is empty, and that the sibling links of every level chain its nodes in order with no
+    /// sibling at either end.
+    pub fn shape(&self) -> Result<Vec<Vec<usize>>> {
+        let root = self.read(self.root, None)?;
+        let depth = usize::from(root.level).saturating_add(1);
+        let mut levels: Vec<LevelNodes<C::Key>> = (0..depth).map(|_| Vec::new()).collect();
+        self.collect(self.root, None, &mut levels, &mut HashSet::new())?;
+        for level in &levels {
+            let mut prev: Option<Addr> = None;
+            for (i, (addr, node)) in level.iter().enumerate() {
+                let next = level.get(i.saturating_add(1)).map(|(a, _)| *a);
+                if node.left != prev || node.right != next {
+                    return Err(Error::corrupt(
+                        *addr,
+                        format!(
+                            "sibling links {:?}/{:?}, expected {prev:?}/{next:?}",
+                            node.left, node.right
+                        ),
+                    ));
+                }
+                prev = Some(*addr);
+            }
+        }
+        Ok(levels
+            .iter()
+            .rev()
+            .map(|l| l.iter().map(|(_, n)| n.children.len()).collect())
+            .collect())
+    }
+
+    fn collect(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+        levels: &mut [LevelNodes<C::Key>],
+        seen: &mut HashSet<Addr>,
+    ) -> Result<()> {
+        let node = self.read_once(addr, level, seen)?;
+        let below = node.level.checked_sub(1);
+        let children = if node.level > 0 {
+            node.children.clone()
+        } else {
+            Vec::new()
+        };
+        levels
+            .get_mut(usize::from(node.level))
+            .ok_or_else(|| Error::corrupt(addr, "level above the root"))?
+            .push((addr, node));
+        for c in children {
+            self.collect(c, below, levels, seen)?;
+        }
+        Ok(())
+    }
+
+    /// The bytes the tree's nodes occupy in the file (each node is allocated at full size).
+    pub fn node_bytes(&self) -> Result<u64> {
+        Ok(self.node_count()?.0.saturating_mul(self.node_len()))
+    }
+
+    /// Free every node, calling `f(left key, child)` for every leaf child first.
+    pub fn delete<F>(self, mut f: F) -> Result<()>
+    where
+        F: FnMut(&C::Key, Addr) -> Result<()>,
+    {
+        self.delete_node(self.root, None, &mut f, &mut HashSet::new())
+    }
+
+    fn delete_node<F>(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+        f: &mut F,
+        seen: &mut HashSet<Addr>,
+    ) -> Result<()>
+    where
+        F: FnMut(&C::Key, Addr) -> Result<()>,
+    {
+        let node = self.read_once(addr, level, seen)?;
+        if node.level > 0 {
+            let below = child_level(node.level, addr)?;
+            for &c in &node.children {
+                self.delete_node(c, Some(below), f, seen)?;
+            }
+        } else {
+            for (k, &c) in node.keys.iter().zip(&node.children) {
+                f(k, c)?;
+            }
+        }
+        self.free_node(addr)
+    }
+}
+
+/// Insert `child` left (`right == false`) or right of child `idx`, with `md` as the key
+/// between them, as libhdf5's `H5B__insert_child` does.
+fn insert_child<K: NodeKey>(
+    at: Addr,
+    node: &mut Node<K>,
+    idx: usize,
+    child: Addr,
+    right: bool,
+    md: &K,
+) -> Result<()> {
+    let key_pos = idx.saturating_add(1);
+    let child_pos = if right { key_pos } else { idx };
+    if key_pos > node.keys.len() || child_pos > node.children.len() {
+        return Err(Error::corrupt(at, "insertion index out of range"));
+    }
+    node.keys.insert(key_pos, md.clone());
+    node.children.insert(child_pos, child);
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use h5chunk_format::btree1::GroupKey;
+
+    #[test]
+    fn split_points_are_libhdf5s() {
+        // (2K × ratio) truncated, as libhdf5's cast of a double does.
+        let nleft = |two_k: usize, r: f64| (two_k as f64 * r) as usize;
+        assert_eq!(nleft(64, SPLIT_RATIOS[2]), 57);
+        assert_eq!(nleft(64, SPLIT_RATIOS[1]), 32);
+        assert_eq!(nleft(64, SPLIT_RATIOS[0]), 6);
+        assert_eq!(nleft(16, SPLIT_RATIOS[2]), 14);
+        assert_eq!(nleft(2, SPLIT_RATIOS[0]), 0);
+    }
+
+    #[test]
+    fn insert_child_places_key_and_child() {
+        let mut n: Node<GroupKey> = Node {
+            level: 0,
+            left: None,
+            right: None,
+            keys: vec![GroupKey(0), GroupKey(10)],
+            children: vec![Addr(100)],
+        };
+        insert_child(Addr(0), &mut n, 0, Addr(200), true, &GroupKey(5)).unwrap();
+        assert_eq!(n.keys, vec![GroupKey(0), GroupKey(5), GroupKey(10)]);
+        assert_eq!(n.children, vec![Addr(100), Addr(200)]);
+        insert_child(Addr(0), &mut n, 0, Addr(300), false, &GroupKey(1)).unwrap();
+        assert_eq!(
+            n.keys,
+            vec![GroupKey(0), GroupKey(1), GroupKey(5), GroupKey(10)]
+        );
+        assert_eq!(n.children, vec![Addr(300), Addr(100), Addr(200)]);
+        assert!(insert_child(Addr(0), &mut n, 9, Addr(1), true, &GroupKey(1)).is_err());
+    }
+}
