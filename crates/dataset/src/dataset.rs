@@ -517,9 +517,10 @@ impl Chunked {
         };
         let filtered = self.pipeline.is_some();
         let old = self.index.get(f, scaled)?.map(|mut r| {
-            // Unfiltered records carry no size: every chunk is `chunk_bytes` long.
+            // Unfiltered records carry no size or mask: every chunk is `chunk_bytes` long.
             if !filtered {
-                r.size = self.shape.chunk_bytes;
+                r.size = 0;
+                r.mask = 0;
             }
             r
         });
@@ -542,11 +543,7 @@ impl Chunked {
         f.write(addr, &stored)?;
         let rec = ChunkRecord {
             addr: Some(addr),
-            size: if filtered {
-                stored.len() as u64
-            } else {
-                self.shape.chunk_bytes
-            },
+            size: if filtered { stored.len() as u64 } else { 0 },
             mask,
         };
         if old != Some(rec) {
@@ -594,7 +591,7 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    fn from_state(file: &File, state: DatasetState) -> Dataset {
+    fn shared_from_state(state: DatasetState) -> Arc<DatasetShared> {
         let (dims, max) = match &state.storage {
             StorageState::Chunked(c) => (c.shape.dims.clone(), c.shape.max_dims.clone()),
             _ => (
@@ -602,11 +599,16 @@ impl Dataset {
                 state.dims_written.iter().map(|&d| Some(d)).collect(),
             ),
         };
-        let shared = Arc::new(DatasetShared {
+        Arc::new(DatasetShared {
             state: Mutex::new(state),
             dims: Mutex::new((dims, max)),
-        });
-        file.inner.register(&shared);
+        })
+    }
+
+    fn from_state(file: &File, state: DatasetState) -> Dataset {
+        let header = state.header;
+        let fresh = Dataset::shared_from_state(state);
+        let shared = file.inner.insert_dataset(header, fresh);
         Dataset {
             file: file.clone(),
             shared,
@@ -614,6 +616,18 @@ impl Dataset {
     }
 
     pub(crate) fn open(file: &File, header: Addr, path: String) -> Result<Dataset> {
+        let shared = file.inner.dataset_state(header, || {
+            Ok(Dataset::shared_from_state(Dataset::load(
+                file, header, path,
+            )?))
+        })?;
+        Ok(Dataset {
+            file: file.clone(),
+            shared,
+        })
+    }
+
+    fn load(file: &File, header: Addr, path: String) -> Result<DatasetState> {
         let f = &file.inner;
         let (mut space, mut dtype, mut layout, mut pipeline, mut fill) =
             (None, None, None, None, None);
@@ -700,16 +714,13 @@ impl Dataset {
                     return Err(Error::Unsupported("layout message versions 1 and 2"));
                 }
             };
-        Ok(Dataset::from_state(
-            file,
-            DatasetState {
-                path,
-                header,
-                dtype,
-                dims_written: dims,
-                storage,
-            },
-        ))
+        Ok(DatasetState {
+            path,
+            header,
+            dtype,
+            dims_written: dims,
+            storage,
+        })
     }
 
     /// The dataset's path.

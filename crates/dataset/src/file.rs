@@ -6,8 +6,9 @@
 //! point to the indexes, then the superblock with the end-of-file address. A file is readable by
 //! libhdf5 after every `flush`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use h5chunk_cache::{CacheConfig, FileStorage, MetadataCache, Storage};
 use h5chunk_format::message::Message;
@@ -65,7 +66,10 @@ pub(crate) struct FileInner {
     pub(crate) istore_k: u16,
     superblock: Mutex<Superblock>,
     headers: Mutex<Headers>,
-    datasets: Mutex<Vec<Weak<DatasetShared>>>,
+    /// Every dataset opened or created, by object header address: one shared state per
+    /// dataset, so every handle sees the same chunk cache and nothing cached is lost when a
+    /// handle is dropped before the file is flushed.
+    datasets: Mutex<HashMap<Addr, Arc<DatasetShared>>>,
 }
 
 impl FileInner {
@@ -151,10 +155,22 @@ impl FileInner {
         Ok(at)
     }
 
-    pub(crate) fn register(&self, d: &Arc<DatasetShared>) {
-        let mut list = self.datasets.lock();
-        list.retain(|w| w.strong_count() > 0);
-        list.push(Arc::downgrade(d));
+    /// Register a new dataset's state (the one already registered at `header` wins).
+    pub(crate) fn insert_dataset(&self, header: Addr, d: Arc<DatasetShared>) -> Arc<DatasetShared> {
+        Arc::clone(self.datasets.lock().entry(header).or_insert(d))
+    }
+
+    /// The shared state of the dataset at `header`, made by `make` the first time.
+    pub(crate) fn dataset_state(
+        &self,
+        header: Addr,
+        make: impl FnOnce() -> Result<Arc<DatasetShared>>,
+    ) -> Result<Arc<DatasetShared>> {
+        if let Some(d) = self.datasets.lock().get(&header) {
+            return Ok(Arc::clone(d));
+        }
+        let d = make()?;
+        Ok(Arc::clone(self.datasets.lock().entry(header).or_insert(d)))
     }
 
     pub(crate) fn root(&self) -> Result<Addr> {
@@ -170,12 +186,7 @@ impl FileInner {
         if !self.writable {
             return Ok(());
         }
-        let datasets: Vec<_> = self
-            .datasets
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
+        let datasets: Vec<_> = self.datasets.lock().values().cloned().collect();
         for d in datasets {
             d.flush(self)?;
         }
@@ -272,7 +283,7 @@ impl File {
             istore_k: superblock::DEFAULT_INDEXED_STORAGE_K,
             superblock: Mutex::new(placeholder),
             headers: Mutex::new(Headers::default()),
-            datasets: Mutex::new(Vec::new()),
+            datasets: Mutex::new(HashMap::new()),
         });
         let messages: Vec<(Message, u8)> = group::new_group_messages(&inner)?
             .into_iter()
@@ -390,7 +401,7 @@ impl File {
             istore_k: sb.indexed_storage_k(),
             superblock: Mutex::new(sb),
             headers: Mutex::new(Headers::default()),
-            datasets: Mutex::new(Vec::new()),
+            datasets: Mutex::new(HashMap::new()),
         });
         Ok(File { inner })
     }

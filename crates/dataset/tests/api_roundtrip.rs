@@ -275,3 +275,65 @@ fn errors_name_the_problem() {
     let e = File::open(&cut).unwrap_err();
     assert!(e.to_string().contains("truncated"), "{e}");
 }
+
+/// The skip list on request: appends, shrink, reopen; libhdf5 refuses the dataset with its
+/// own error instead of misreading it, and still reads the rest of the file.
+#[test]
+fn skip_list_on_request() {
+    let path = tmp("api_skiplist.h5");
+    let f = File::create_with(&path, latest()).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[0, 5])
+        .max_shape(&[None, Some(5)])
+        .chunk(&[2, 2])
+        .index(IndexKind::SkipList)
+        .create("sl")
+        .unwrap();
+    assert_eq!(d.index_kind(), Some(IndexKind::SkipList));
+    let mut expect = Vec::new();
+    for n in 0..300 {
+        let row: Vec<i32> = (0..5).map(|c| n * 5 + c).collect();
+        d.append(&row).unwrap();
+        expect.extend(row);
+    }
+    f.new_dataset::<u8>()
+        .shape(&[4])
+        .chunk(&[4])
+        .create("plain")
+        .unwrap()
+        .write(&[9u8; 4])
+        .unwrap();
+    f.flush().unwrap();
+    assert_eq!(d.read::<i32>().unwrap(), expect);
+    d.resize(&[101, 5]).unwrap();
+    expect.truncate(101 * 5);
+    f.close().unwrap();
+    drop(d);
+    let f = File::open(&path).unwrap();
+    let d = f.dataset("sl").unwrap();
+    assert_eq!(d.index_kind(), Some(IndexKind::SkipList));
+    assert_eq!(d.read::<i32>().unwrap(), expect);
+    assert_eq!(d.chunks().unwrap().len(), 51 * 3);
+    if let Some(python) = interop::python("skip_list_on_request") {
+        let out = interop::run_python(
+            &python,
+            r#"
+import sys, h5py
+f = h5py.File(sys.argv[1], 'r')
+print(list(f['plain'][()]))
+try:
+    f['sl']
+    print('opened')
+except Exception as e:
+    print('refused:', e)
+"#,
+            &[&path.to_string_lossy()],
+        );
+        assert!(
+            out.contains("[np.uint8(9)") || out.contains("[9, 9, 9, 9]"),
+            "{out}"
+        );
+        assert!(out.contains("refused"), "{out}");
+    }
+}

@@ -84,6 +84,11 @@ impl RecordCodec {
         self.size_width.is_some()
     }
 
+    /// The width of the size field of filtered records; `None` when unfiltered.
+    pub fn size_width(&self) -> Option<u8> {
+        self.size_width
+    }
+
     /// Bytes of one array element.
     pub fn element_size(&self) -> usize {
         usize::from(self.offsets).saturating_add(

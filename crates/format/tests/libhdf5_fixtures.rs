@@ -271,6 +271,7 @@ impl Walker<'_> {
                 "earray",
                 Some(c.address.map_or(0, |a| self.earray(a, p.into(), &codec))),
             ),
+            ChunkIndex::SkipList(_) => panic!("{}: libhdf5 never writes a skip list", self.name),
             ChunkIndex::BTreeV2(_) => {
                 let rank = c.rank();
                 (

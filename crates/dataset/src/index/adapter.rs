@@ -442,6 +442,172 @@ impl ChunkIndex for ExtensibleArray {
     }
 }
 
+/// h5chunk's skip list (h5chunk-skiplist): slot `step × G + j` for the chunk at step `step` of
+/// the unlimited dimension and position `j` among the `G` chunks of one step (the same
+/// swizzled linear index as the extensible array's).
+#[derive(Debug)]
+pub(crate) struct SkipList {
+    list: h5chunk_skiplist::SkipList,
+    linear: LinearIndex,
+    params: h5chunk_format::message::SkipListParams,
+    unlimited: usize,
+    chunk: Vec<u64>,
+}
+
+fn sl_err(e: h5chunk_skiplist::Error) -> Error {
+    Error::Index {
+        kind: "skip list",
+        source: Box::new(e),
+    }
+}
+
+impl SkipList {
+    fn group_len(shape: &Shape) -> Result<(usize, u32)> {
+        let k = shape
+            .max_dims
+            .iter()
+            .position(Option::is_none)
+            .ok_or(Error::Unsupported(
+                "a skip list without an unlimited dimension",
+            ))?;
+        let g: u64 = shape
+            .max_dims
+            .iter()
+            .zip(&shape.chunk)
+            .enumerate()
+            .filter(|&(u, _)| u != k)
+            .map(|(_, (m, c))| m.unwrap_or(1).div_ceil(*c))
+            .product();
+        let g = u32::try_from(g)
+            .map_err(|_| Error::Unsupported("more than 2^32 chunks per step of a skip list"))?;
+        Ok((k, g))
+    }
+
+    fn class(shape: &Shape) -> h5chunk_skiplist::ElementClass {
+        match shape.codec.size_width() {
+            Some(w) => h5chunk_skiplist::ElementClass::Filtered { size_width: w },
+            None => h5chunk_skiplist::ElementClass::Unfiltered,
+        }
+    }
+
+    pub fn create(
+        f: &FileInner,
+        shape: &Shape,
+        params: h5chunk_format::message::SkipListParams,
+    ) -> Result<SkipList> {
+        let (unlimited, group_len) = SkipList::group_len(shape)?;
+        let p = h5chunk_skiplist::Params {
+            class: SkipList::class(shape),
+            max_height: params.max_height,
+            steps_per_supernode: params.steps_per_supernode,
+            group_len,
+        };
+        let list = h5chunk_skiplist::SkipList::create(&f.cache, f.sizes, p).map_err(sl_err)?;
+        Ok(SkipList {
+            list,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+            params,
+            unlimited,
+            chunk: shape.chunk.clone(),
+        })
+    }
+
+    pub fn open(
+        f: &FileInner,
+        shape: &Shape,
+        addr: Addr,
+        params: h5chunk_format::message::SkipListParams,
+    ) -> Result<SkipList> {
+        let (unlimited, group_len) = SkipList::group_len(shape)?;
+        let list = h5chunk_skiplist::SkipList::open(&f.cache, f.sizes, addr).map_err(sl_err)?;
+        let p = list.params();
+        if p.group_len != group_len
+            || p.max_height != params.max_height
+            || p.steps_per_supernode != params.steps_per_supernode
+        {
+            return Err(Error::Index {
+                kind: "skip list",
+                source: format!("tail parameters {p:?} differ from the layout's").into(),
+            });
+        }
+        Ok(SkipList {
+            list,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+            params,
+            unlimited,
+            chunk: shape.chunk.clone(),
+        })
+    }
+
+    fn index(&self, scaled: &[u64]) -> Result<u64> {
+        self.linear.index(scaled).ok_or_else(|| {
+            Error::InvalidArgument(format!("chunk {scaled:?} outside the chunk grid"))
+        })
+    }
+}
+
+impl ChunkIndex for SkipList {
+    fn kind(&self) -> IndexKind {
+        IndexKind::SkipList
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        (LayoutIndex::SkipList(self.params), Some(self.list.addr()))
+    }
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let i = self.index(scaled)?;
+        if i >= self.list.len(&f.cache).map_err(sl_err)? {
+            return Ok(None);
+        }
+        let r = self.list.get(&f.cache, i).map_err(sl_err)?;
+        Ok(r.addr.is_some().then_some(r))
+    }
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        let i = self.index(scaled)?;
+        let step = scaled[self.unlimited] + 1;
+        if step > self.list.steps(&f.cache).map_err(sl_err)? {
+            self.list.extend(&f.cache, step).map_err(sl_err)?;
+        }
+        self.list.set(&f.cache, i, rec).map_err(sl_err)?;
+        Ok(())
+    }
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let old = self.get(f, scaled)?;
+        if old.is_some() {
+            let i = self.index(scaled)?;
+            self.list
+                .set(&f.cache, i, ChunkRecord::default())
+                .map_err(sl_err)?;
+        }
+        Ok(old)
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        let linear = &self.linear;
+        self.list
+            .for_each_forward(&f.cache, |i, r| {
+                if r.addr.is_some() {
+                    visit(&linear.scaled(i), r);
+                }
+            })
+            .map_err(sl_err)
+    }
+    fn set_dims(&mut self, f: &FileInner, dims: &[u64]) -> Result<()> {
+        // Shrinking drops whole steps beyond the new extent (their chunks were freed by the
+        // dataset already); growing needs nothing until a chunk is written there.
+        let steps = dims[self.unlimited].div_ceil(self.chunk[self.unlimited]);
+        if steps < self.list.steps(&f.cache).map_err(sl_err)? {
+            self.list.shrink(&f.cache, steps).map_err(sl_err)?;
+        }
+        Ok(())
+    }
+    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+        self.list.bytes_used(&f.cache).map_err(sl_err)
+    }
+}
+
 /// An index structure not created yet: libhdf5 leaves the layout's index address undefined
 /// until the first chunk is written, and so does h5chunk.
 #[derive(Debug)]
@@ -531,6 +697,7 @@ fn create_structure(
             max_dblk_page_nelmts_bits,
         } => Box::new(FixedArray::create(f, shape, *max_dblk_page_nelmts_bits)?),
         LayoutIndex::ExtensibleArray(p) => Box::new(ExtensibleArray::create(f, shape, *p)?),
+        LayoutIndex::SkipList(p) => Box::new(SkipList::create(f, shape, *p)?),
         LayoutIndex::BTreeV1 => {
             return Err(Error::Unsupported(
                 "version 1 B-tree chunk index (h5chunk-btree1 adapter)",
@@ -569,6 +736,7 @@ pub(crate) fn open(
         (LayoutIndex::ExtensibleArray(p), Some(a)) => {
             Box::new(ExtensibleArray::open(f, shape, a, *p)?)
         }
+        (LayoutIndex::SkipList(p), Some(a)) => Box::new(SkipList::open(f, shape, a, *p)?),
         (LayoutIndex::BTreeV1, Some(_)) => {
             return Err(Error::Unsupported(
                 "version 1 B-tree chunk index (h5chunk-btree1 adapter)",
@@ -595,9 +763,6 @@ pub(crate) fn create(
             idx.allocate(f)?;
             Ok(Box::new(idx))
         }
-        (IndexKind::SkipList, _) => Err(Error::Unsupported(
-            "skip list chunk index (h5chunk-skiplist adapter)",
-        )),
         (_, Some(i)) => open(f, shape, &i, None),
         (_, None) => Err(Error::Unsupported("an index without a layout form")),
     }

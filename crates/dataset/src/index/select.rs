@@ -11,7 +11,7 @@
 //! | no filters and early allocation                        | implicit           |
 //! | otherwise                                              | fixed array        |
 
-use h5chunk_format::message::{Btree2Params, ChunkIndex, EarrayParams};
+use h5chunk_format::message::{Btree2Params, ChunkIndex, EarrayParams, SkipListParams};
 
 use crate::error::{Error, Result};
 use crate::libver::LibverBounds;
@@ -70,6 +70,7 @@ impl IndexKind {
             ChunkIndex::FixedArray { .. } => IndexKind::FixedArray,
             ChunkIndex::ExtensibleArray(_) => IndexKind::ExtensibleArray,
             ChunkIndex::BTreeV2(_) => IndexKind::BTree2,
+            ChunkIndex::SkipList(_) => IndexKind::SkipList,
         }
     }
 }
@@ -102,8 +103,8 @@ pub struct Selection {
     pub layout_version: u8,
     /// The index kind.
     pub kind: IndexKind,
-    /// The index as the layout message stores it (`None` for the skip list, which libhdf5 has
-    /// no number for).
+    /// The index as the layout message stores it (the skip list under h5chunk's own type
+    /// number, which libhdf5 refuses).
     pub index: Option<ChunkIndex>,
 }
 
@@ -115,7 +116,10 @@ fn index_of(kind: IndexKind) -> Option<ChunkIndex> {
         IndexKind::FixedArray => Some(ChunkIndex::FIXED_ARRAY_DEFAULT),
         IndexKind::ExtensibleArray => Some(ChunkIndex::ExtensibleArray(EarrayParams::DEFAULT)),
         IndexKind::BTree2 => Some(ChunkIndex::BTreeV2(Btree2Params::DEFAULT)),
-        IndexKind::SkipList => None,
+        IndexKind::SkipList => Some(ChunkIndex::SkipList(SkipListParams {
+            max_height: 32,
+            steps_per_supernode: 64,
+        })),
     }
 }
 
@@ -310,7 +314,8 @@ mod tests {
             force: Some(force),
         };
         let s = choose(&req(IndexKind::SkipList, &[None])).unwrap();
-        assert_eq!((s.layout_version, s.index), (4, None));
+        assert_eq!(s.layout_version, 4);
+        assert!(matches!(s.index, Some(ChunkIndex::SkipList(_))));
         let s = choose(&req(IndexKind::BTree1, &[None])).unwrap();
         assert_eq!(s.layout_version, 3);
         assert!(matches!(

@@ -149,6 +149,23 @@ pub enum ChunkIndex {
     ExtensibleArray(EarrayParams),
     /// Type 5: version 2 B-tree.
     BTreeV2(Btree2Params),
+    /// Type [`SKIP_LIST_INDEX_TYPE`]: h5chunk's deterministic skip list (`docs/format/skiplist.md`).
+    /// libhdf5 does not know this type and refuses the dataset ("unknown chunk index type")
+    /// rather than misreading it.
+    SkipList(SkipListParams),
+}
+
+/// The layout index type number of h5chunk's skip list: far above libhdf5's 1 to 5.
+pub const SKIP_LIST_INDEX_TYPE: u8 = 64;
+
+/// Skip list creation parameters, stored after the index type: max height (u8), then steps of
+/// the unlimited dimension per supernode (u32).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct SkipListParams {
+    /// The greatest supernode height (1 to 63).
+    pub max_height: u8,
+    /// Steps of the unlimited dimension per supernode.
+    pub steps_per_supernode: u32,
 }
 
 impl ChunkIndex {
@@ -165,6 +182,7 @@ impl ChunkIndex {
             ChunkIndex::FixedArray { .. } => 3,
             ChunkIndex::ExtensibleArray(_) => 4,
             ChunkIndex::BTreeV2(_) => 5,
+            ChunkIndex::SkipList(_) => SKIP_LIST_INDEX_TYPE,
         }
     }
 }
@@ -421,6 +439,7 @@ impl DataLayout {
                         ChunkIndex::FixedArray { .. } => 1,
                         ChunkIndex::ExtensibleArray(_) => 5,
                         ChunkIndex::BTreeV2(_) => 6,
+                        ChunkIndex::SkipList(_) => 5,
                     };
                     c.dims
                         .len()
@@ -511,6 +530,10 @@ fn decode_chunked_v4(d: &mut Decoder<'_>, version: LayoutVersion) -> Result<Chun
             node_size: d.u32()?,
             split_percent: d.u8()?,
             merge_percent: d.u8()?,
+        }),
+        SKIP_LIST_INDEX_TYPE => ChunkIndex::SkipList(SkipListParams {
+            max_height: nonzero_param(d, "skip list max height")?,
+            steps_per_supernode: d.u32()?,
         }),
         t => return Err(d.bad_value(at, "chunk index type", u64::from(t))),
     };
@@ -603,6 +626,10 @@ fn encode_chunked(c: &ChunkedLayout, e: &mut Encoder<'_>) -> Result<()> {
             e.u8(p.split_percent);
             e.u8(p.merge_percent);
         }
+        ChunkIndex::SkipList(p) => {
+            e.u8(p.max_height);
+            e.u32(p.steps_per_supernode);
+        }
     }
     e.offset(c.address, "chunk index address")
 }
@@ -661,6 +688,31 @@ fn unencodable(reason: String) -> Error {
     clippy::arithmetic_side_effects
 )]
 mod tests {
+    #[test]
+    fn roundtrip_skip_list_layout() {
+        let l = DataLayout::Chunked(ChunkedLayout::new(
+            LayoutVersion::V4,
+            &[16],
+            4,
+            ChunkIndex::SkipList(SkipListParams {
+                max_height: 32,
+                steps_per_supernode: 64,
+            }),
+            Some(Addr(0x800)),
+        ));
+        let mut out = Vec::new();
+        l.encode(&mut crate::cursor::Encoder::new(
+            &mut out,
+            crate::Sizes::DEFAULT,
+            "t",
+        ))
+        .unwrap();
+        assert_eq!(out[7], SKIP_LIST_INDEX_TYPE); // after version, class, flags, nd, enc, 2 dims
+        let mut d = Decoder::new(&out, Addr(0), crate::Sizes::DEFAULT, "t");
+        assert_eq!(DataLayout::decode(&mut d).unwrap(), l);
+        assert_eq!(l.encoded_len(crate::Sizes::DEFAULT), out.len());
+    }
+
     use super::*;
 
     fn decode(body: &[u8]) -> Result<DataLayout> {

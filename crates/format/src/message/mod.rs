@@ -51,7 +51,7 @@ pub use filter_pipeline::{Filter, FilterPipeline, PipelineVersion};
 pub use group_info::{EntryEstimates, GroupInfo, LinkPhaseChange};
 pub use layout::{
     Btree2Params, ChunkIndex, ChunkedFlags, ChunkedLayout, DataLayout, EarrayParams, FilteredChunk,
-    LayoutVersion, LegacyClass, LegacyLayout,
+    LayoutVersion, LegacyClass, LegacyLayout, SKIP_LIST_INDEX_TYPE, SkipListParams,
 };
 pub use link::{CharacterSet, Link, LinkTarget};
 pub use link_info::LinkInfo;
