@@ -380,8 +380,15 @@ struct Chunked {
 #[derive(Debug)]
 enum StorageState {
     Chunked(Box<Chunked>),
-    Contiguous { addr: Option<Addr>, size: u64 },
-    Compact { data: Vec<u8> },
+    Contiguous {
+        addr: Option<Addr>,
+        size: u64,
+        /// One element of fill value (file byte order), for storage never allocated.
+        fill: Vec<u8>,
+    },
+    Compact {
+        data: Vec<u8>,
+    },
 }
 
 #[derive(Debug)]
@@ -708,6 +715,7 @@ impl Dataset {
                 DataLayout::Contiguous { address, size, .. } => StorageState::Contiguous {
                     addr: address,
                     size,
+                    fill: fill_bytes,
                 },
                 DataLayout::Compact { data, .. } => StorageState::Compact { data },
                 DataLayout::Legacy(_) => {
@@ -826,11 +834,11 @@ impl Dataset {
                     h.runs(&chunk, &scaled, |r| copy_out(&mut out, data, r, elem));
                 }
             }
-            StorageState::Contiguous { addr, size } => {
+            StorageState::Contiguous { addr, size, fill } => {
                 let dims = self.shared.dims.lock().0.clone();
                 let whole = match addr {
                     Some(a) => f.read(*a, *size)?,
-                    None => vec![0u8; *size as usize],
+                    None => fill.repeat((*size as usize) / elem.max(1)),
                 };
                 copy_from_contiguous(h, &dims, &whole, &mut out, elem);
             }

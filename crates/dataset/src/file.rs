@@ -61,8 +61,7 @@ pub(crate) struct FileInner {
     pub(crate) writable: bool,
     pub(crate) group_internal_k: u16,
     pub(crate) group_leaf_k: u16,
-    /// The indexed-storage K of version 1 B-tree chunk indexes (the btree1 adapter's).
-    #[allow(dead_code)]
+    /// The indexed-storage K of version 1 B-tree chunk indexes.
     pub(crate) istore_k: u16,
     superblock: Mutex<Superblock>,
     headers: Mutex<Headers>,

@@ -80,9 +80,10 @@ impl TypeDesc {
         }
     }
 
-    /// numpy's name for it (`<i4`, `>f8`, ...).
+    /// numpy's name for it (`<i4`, `>f8`, `|u1`: one-byte types have no byte order).
     pub fn numpy(self) -> String {
         let o = match self.order {
+            _ if self.size == 1 => '|',
             ByteOrder::LittleEndian => '<',
             ByteOrder::BigEndian => '>',
         };
@@ -97,7 +98,7 @@ impl TypeDesc {
     /// Parse numpy's name (`i4`, `<u2`, `>f8`; no order prefix means little-endian).
     pub fn from_numpy(s: &str) -> Result<TypeDesc> {
         let (order, rest) = match s.as_bytes().first() {
-            Some(b'<') | Some(b'=') => (ByteOrder::LittleEndian, &s[1..]),
+            Some(b'<') | Some(b'=') | Some(b'|') => (ByteOrder::LittleEndian, &s[1..]),
             Some(b'>') => (ByteOrder::BigEndian, &s[1..]),
             _ => (ByteOrder::LittleEndian, s),
         };

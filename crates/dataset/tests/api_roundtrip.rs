@@ -337,3 +337,116 @@ except Exception as e:
         assert!(out.contains("refused"), "{out}");
     }
 }
+
+/// h5py's default format (earliest bounds): version 1 B-tree indexes in old-style groups, with
+/// and without filters, ranks 1 to 3; libhdf5 reads everything and appends to our trees.
+#[test]
+fn default_format_btree1_roundtrip() {
+    let path = tmp("api_earliest.h5");
+    let f = File::create(&path).unwrap();
+    assert_eq!(f.superblock_version(), 0);
+    let g = f.create_group("data").unwrap();
+    let d1 = g
+        .new_dataset::<u16>()
+        .shape(&[0])
+        .max_shape(&[None])
+        .chunk(&[7])
+        .create("appended")
+        .unwrap();
+    assert_eq!(
+        (d1.index_kind(), d1.layout_version()),
+        (Some(IndexKind::BTree1), Some(3))
+    );
+    let mut expect1: Vec<u16> = Vec::new();
+    for n in 0..2000u16 {
+        d1.append(&[n.wrapping_mul(3)]).unwrap();
+        expect1.push(n.wrapping_mul(3));
+    }
+    let d2 = f
+        .new_dataset::<f32>()
+        .shape(&[20, 30])
+        .chunk(&[6, 7])
+        .filter(FilterSpec::Shuffle)
+        .filter(FilterSpec::Deflate(5))
+        .filter(FilterSpec::Fletcher32)
+        .create("/data/filtered2d")
+        .unwrap();
+    let v2: Vec<f32> = (0..600).map(|i| i as f32 / 4.0).collect();
+    d2.write(&v2).unwrap();
+    let d3 = f
+        .new_dataset::<i8>()
+        .shape(&[5, 6, 7])
+        .max_shape(&[None, Some(6), None])
+        .chunk(&[2, 3, 4])
+        .filter(FilterSpec::Lzf)
+        .create("/cube")
+        .unwrap();
+    let v3: Vec<i8> = (0..210).map(|i| (i % 100) as i8 - 50).collect();
+    d3.write(&v3).unwrap();
+    f.close().unwrap();
+    drop((d1, d2, d3, g));
+
+    let f = File::open(&path).unwrap();
+    let d1 = f.dataset("/data/appended").unwrap();
+    assert_eq!(d1.read::<u16>().unwrap(), expect1);
+    assert_eq!(d1.chunks().unwrap().len(), 2000usize.div_ceil(7));
+    assert_eq!(
+        f.dataset("/data/filtered2d")
+            .unwrap()
+            .read::<f32>()
+            .unwrap(),
+        v2
+    );
+    assert_eq!(f.dataset("/cube").unwrap().read::<i8>().unwrap(), v3);
+    drop(f);
+    let Some(python) = interop::python("default_format_btree1_roundtrip") else {
+        return;
+    };
+    let le16: Vec<u8> = expect1.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(h5py::values_le(&python, &path, "/data/appended"), le16);
+    let le32: Vec<u8> = v2.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(h5py::values_le(&python, &path, "/data/filtered2d"), le32);
+    assert_eq!(
+        h5py::values_le(&python, &path, "/cube"),
+        v3.iter().map(|&x| x as u8).collect::<Vec<_>>()
+    );
+    if let Some(h5dump) = interop::h5dump("default_format_btree1_roundtrip") {
+        // Debian's h5dump has no LZF: dump the rest.
+        for ds in ["/data/appended", "/data/filtered2d"] {
+            let out = std::process::Command::new(&h5dump)
+                .args(["-d", ds])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "h5dump -d {ds}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    interop::run_python(
+        &python,
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'r+') as f:
+    d = f['data/appended']
+    n = d.shape[0]
+    d.resize((n + 100,))
+    d[n:] = np.arange(100, dtype='<u2') + 7
+    f.create_dataset('data/by_h5py', data=np.arange(10, dtype='<i4'), chunks=(3,))
+"#,
+        &[&path.to_string_lossy()],
+    );
+    let f = File::open(&path).unwrap();
+    let mut more = expect1.clone();
+    more.extend((0..100).map(|i| i + 7));
+    assert_eq!(
+        f.dataset("/data/appended").unwrap().read::<u16>().unwrap(),
+        more
+    );
+    assert_eq!(
+        f.dataset("/data/by_h5py").unwrap().read::<i32>().unwrap(),
+        (0..10).collect::<Vec<i32>>()
+    );
+}

@@ -608,6 +608,135 @@ impl ChunkIndex for SkipList {
     }
 }
 
+/// The version 1 B-tree index (h5chunk-btree1), keyed by element offsets. The tree borrows
+/// the cache, so each call opens it from its root (a cached node: no I/O on a hot cache).
+#[derive(Debug)]
+pub(crate) struct BTree1 {
+    root: Addr,
+    /// The layout's `nd` dims: chunk dims, then the element size.
+    dims: Vec<u64>,
+    chunk: Vec<u64>,
+    chunk_bytes: u64,
+    filtered: bool,
+}
+
+fn bt1_err(e: h5chunk_btree1::Error) -> Error {
+    Error::Index {
+        kind: "version 1 B-tree",
+        source: Box::new(e),
+    }
+}
+
+impl BTree1 {
+    fn layout_dims(shape: &Shape) -> Vec<u64> {
+        let mut d = shape.chunk.clone();
+        d.push(shape.chunk_bytes / shape.chunk.iter().product::<u64>().max(1));
+        d
+    }
+
+    pub fn create(f: &FileInner, shape: &Shape) -> Result<BTree1> {
+        let dims = BTree1::layout_dims(shape);
+        let tree = h5chunk_btree1::ChunkTree::create(&f.cache, f.sizes, f.istore_k, &dims)
+            .map_err(bt1_err)?;
+        Ok(BTree1 {
+            root: tree.root(),
+            dims,
+            chunk: shape.chunk.clone(),
+            chunk_bytes: shape.chunk_bytes,
+            filtered: shape.codec.is_filtered(),
+        })
+    }
+
+    pub fn open(f: &FileInner, shape: &Shape, root: Addr) -> Result<BTree1> {
+        let dims = BTree1::layout_dims(shape);
+        h5chunk_btree1::ChunkTree::open(&f.cache, root, f.sizes, f.istore_k, &dims)
+            .map_err(bt1_err)?;
+        Ok(BTree1 {
+            root,
+            dims,
+            chunk: shape.chunk.clone(),
+            chunk_bytes: shape.chunk_bytes,
+            filtered: shape.codec.is_filtered(),
+        })
+    }
+
+    fn tree<'c>(&self, f: &'c FileInner) -> Result<h5chunk_btree1::ChunkTree<'c>> {
+        h5chunk_btree1::ChunkTree::open(&f.cache, self.root, f.sizes, f.istore_k, &self.dims)
+            .map_err(bt1_err)
+    }
+
+    fn offsets(&self, scaled: &[u64]) -> Vec<u64> {
+        scaled.iter().zip(&self.chunk).map(|(s, c)| s * c).collect()
+    }
+
+    fn record(&self, c: &h5chunk_btree1::Chunk) -> ChunkRecord {
+        ChunkRecord {
+            addr: Some(c.addr),
+            // Unfiltered datasets carry the chunk size in the key too; records say 0.
+            size: if self.filtered { u64::from(c.size) } else { 0 },
+            mask: c.filter_mask,
+        }
+    }
+}
+
+impl ChunkIndex for BTree1 {
+    fn kind(&self) -> IndexKind {
+        IndexKind::BTree1
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        (LayoutIndex::BTreeV1, Some(self.root))
+    }
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let c = self.tree(f)?.get(&self.offsets(scaled)).map_err(bt1_err)?;
+        Ok(c.map(|c| self.record(&c)))
+    }
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        let addr = rec
+            .addr
+            .ok_or(Error::Unsupported("recording an unallocated chunk"))?;
+        let size = if self.filtered {
+            rec.size
+        } else {
+            self.chunk_bytes
+        };
+        let chunk = h5chunk_btree1::Chunk {
+            offsets: self.offsets(scaled),
+            size: u32::try_from(size)
+                .map_err(|_| Error::InvalidArgument("a chunk of 4 GiB or more".into()))?,
+            filter_mask: rec.mask,
+            addr,
+        };
+        self.tree(f)?.insert(&chunk, None).map_err(bt1_err)
+    }
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let c = self
+            .tree(f)?
+            .remove(&self.offsets(scaled))
+            .map_err(bt1_err)?;
+        Ok(c.map(|c| self.record(&c)))
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        let chunks = self.tree(f)?.chunks().map_err(bt1_err)?;
+        for c in chunks {
+            let scaled: Vec<u64> = c
+                .offsets
+                .iter()
+                .zip(&self.chunk)
+                .map(|(o, ch)| o / ch)
+                .collect();
+            visit(&scaled, self.record(&c));
+        }
+        Ok(())
+    }
+    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+        self.tree(f)?.index_bytes().map_err(bt1_err)
+    }
+}
+
 /// An index structure not created yet: libhdf5 leaves the layout's index address undefined
 /// until the first chunk is written, and so does h5chunk.
 #[derive(Debug)]
@@ -698,11 +827,7 @@ fn create_structure(
         } => Box::new(FixedArray::create(f, shape, *max_dblk_page_nelmts_bits)?),
         LayoutIndex::ExtensibleArray(p) => Box::new(ExtensibleArray::create(f, shape, *p)?),
         LayoutIndex::SkipList(p) => Box::new(SkipList::create(f, shape, *p)?),
-        LayoutIndex::BTreeV1 => {
-            return Err(Error::Unsupported(
-                "version 1 B-tree chunk index (h5chunk-btree1 adapter)",
-            ));
-        }
+        LayoutIndex::BTreeV1 => Box::new(BTree1::create(f, shape)?),
         LayoutIndex::BTreeV2(_) => {
             return Err(Error::Unsupported(
                 "version 2 B-tree chunk index (h5chunk-btree2 adapter)",
@@ -737,11 +862,7 @@ pub(crate) fn open(
             Box::new(ExtensibleArray::open(f, shape, a, *p)?)
         }
         (LayoutIndex::SkipList(p), Some(a)) => Box::new(SkipList::open(f, shape, a, *p)?),
-        (LayoutIndex::BTreeV1, Some(_)) => {
-            return Err(Error::Unsupported(
-                "version 1 B-tree chunk index (h5chunk-btree1 adapter)",
-            ));
-        }
+        (LayoutIndex::BTreeV1, Some(a)) => Box::new(BTree1::open(f, shape, a)?),
         (LayoutIndex::BTreeV2(_), Some(_)) => {
             return Err(Error::Unsupported(
                 "version 2 B-tree chunk index (h5chunk-btree2 adapter)",
