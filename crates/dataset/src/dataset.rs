@@ -1098,6 +1098,103 @@ impl Dataset {
         Ok(out)
     }
 
+    /// Write a chunk's stored bytes as they are (already filtered, with `filter_mask` saying
+    /// which filters were skipped), like h5py's `write_direct_chunk`. `offset` is the chunk's
+    /// first element and must lie on the chunk grid within the current extent.
+    pub fn write_direct_chunk(
+        &self,
+        offset: &[u64],
+        stored: &[u8],
+        filter_mask: u32,
+    ) -> Result<()> {
+        let f = &self.file.inner;
+        f.check_writable()?;
+        let mut st = self.shared.state.lock();
+        let dims = self.shared.dims.lock().0.clone();
+        let DatasetState { storage, .. } = &mut *st;
+        let StorageState::Chunked(c) = storage else {
+            return Err(Error::Unsupported(
+                "direct chunk writes to contiguous or compact datasets",
+            ));
+        };
+        let scaled = grid_position(offset, &c.shape.chunk, &dims)?;
+        let filtered = c.pipeline.is_some();
+        if !filtered && stored.len() as u64 != c.shape.chunk_bytes {
+            return Err(Error::InvalidArgument(format!(
+                "an unfiltered chunk holds {} bytes, not {}",
+                c.shape.chunk_bytes,
+                stored.len()
+            )));
+        }
+        // A cached copy would overwrite what is written here.
+        c.cache.remove(&scaled);
+        let old = c.index.get(f, &scaled)?;
+        let addr = match old {
+            Some(ChunkRecord {
+                addr: Some(a),
+                size,
+                ..
+            }) if !filtered || size == stored.len() as u64 => a,
+            Some(ChunkRecord {
+                addr: Some(a),
+                size,
+                ..
+            }) => {
+                f.free(a, size)?;
+                f.allocate(stored.len() as u64)?
+            }
+            _ => f.allocate(stored.len() as u64)?,
+        };
+        f.write(addr, stored)?;
+        c.index.insert(
+            f,
+            &scaled,
+            ChunkRecord {
+                addr: Some(addr),
+                size: if filtered { stored.len() as u64 } else { 0 },
+                mask: if filtered { filter_mask } else { 0 },
+            },
+        )
+    }
+
+    /// A chunk's stored bytes and filter mask, without decoding (h5py's `read_direct_chunk`);
+    /// `None` if the chunk is not allocated. Cached changes are written first.
+    pub fn read_direct_chunk(&self, offset: &[u64]) -> Result<Option<(Vec<u8>, u32)>> {
+        let f = &self.file.inner;
+        let mut st = self.shared.state.lock();
+        let dims = self.shared.dims.lock().0.clone();
+        let DatasetState { path, storage, .. } = &mut *st;
+        let StorageState::Chunked(c) = storage else {
+            return Err(Error::Unsupported(
+                "direct chunk reads of contiguous or compact datasets",
+            ));
+        };
+        let scaled = grid_position(offset, &c.shape.chunk, &dims)?;
+        if let Some(e) = c.cache.get_mut(&scaled)
+            && e.dirty
+        {
+            e.dirty = false;
+            let data = e.data.clone();
+            c.write_chunk(f, path, &scaled, data)?;
+        }
+        let filtered = c.pipeline.is_some();
+        match c.index.get(f, &scaled)? {
+            Some(ChunkRecord {
+                addr: Some(a),
+                size,
+                mask,
+            }) => {
+                let len = if filtered && !c.skips_filters(&scaled) {
+                    size
+                } else {
+                    c.shape.chunk_bytes
+                };
+                Ok(Some((f.read(a, len)?, mask)))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Bytes of index metadata in the file.
     pub fn index_metadata_bytes(&self) -> Result<u64> {
         let f = &self.file.inner;
@@ -1107,6 +1204,22 @@ impl Dataset {
             _ => Ok(0),
         }
     }
+}
+
+/// The scaled coordinates of the chunk whose first element is at `offset`.
+fn grid_position(offset: &[u64], chunk: &[u64], dims: &[u64]) -> Result<Vec<u64>> {
+    if offset.len() != chunk.len()
+        || offset
+            .iter()
+            .zip(chunk)
+            .zip(dims)
+            .any(|((&o, &c), &d)| o % c != 0 || o >= d)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{offset:?} is not the first element of a chunk (chunk {chunk:?}) inside {dims:?}"
+        )));
+    }
+    Ok(offset.iter().zip(chunk).map(|(o, c)| o / c).collect())
 }
 
 /// Copy run `r` from a chunk buffer into the selection buffer.

@@ -451,6 +451,25 @@ impl File {
         DatasetBuilder::new(self.clone(), dtype)
     }
 
+    /// The metadata cache's counters by entry type (hits, misses, reads, writes, ...): what the
+    /// benchmarks report as metadata accesses per lookup.
+    pub fn cache_stats(&self) -> h5chunk_cache::CacheStats {
+        self.inner.cache.stats()
+    }
+
+    /// Zero the metadata cache's counters.
+    pub fn reset_cache_stats(&self) {
+        self.inner.cache.reset_stats();
+    }
+
+    /// Write what is dirty, then drop every clean metadata entry from the cache, so the next
+    /// lookups start cold (for measurements).
+    pub fn evict_metadata(&self) -> Result<()> {
+        self.flush()?;
+        self.inner.cache.evict_clean();
+        Ok(())
+    }
+
     /// Write everything that changed, children first; the file is then complete on disk.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush()

@@ -450,3 +450,45 @@ with h5py.File(sys.argv[1], 'r+') as f:
         (0..10).collect::<Vec<i32>>()
     );
 }
+
+/// Direct chunk I/O: pre-filtered chunks written as they are, with a mask that skips a
+/// filter, and read back without decoding; h5py decodes them.
+#[test]
+fn direct_chunk_io() {
+    let path = tmp("api_direct.h5");
+    let f = File::create_with(&path, latest()).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[8])
+        .max_shape(&[None])
+        .chunk(&[4])
+        .filter(FilterSpec::Deflate(4))
+        .create("d")
+        .unwrap();
+    let raw: Vec<u8> = (10..14i32).flat_map(|x| x.to_le_bytes()).collect();
+    // Chunk 0 stored raw with the deflate filter skipped (mask bit 0).
+    d.write_direct_chunk(&[0], &raw, 1).unwrap();
+    // Chunk 1 compressed by us through the normal path.
+    d.write_slice(&[20i32, 21, 22, 23], &[4], &[4], None)
+        .unwrap();
+    assert_eq!(d.read_direct_chunk(&[0]).unwrap(), Some((raw.clone(), 1)));
+    let (stored, mask) = d.read_direct_chunk(&[4]).unwrap().unwrap();
+    assert_eq!(mask, 0);
+    assert_ne!(stored.len(), 16, "chunk 1 went through deflate");
+    assert!(d.write_direct_chunk(&[1], &raw, 0).is_err());
+    assert!(d.write_direct_chunk(&[8], &raw, 0).is_err());
+    f.close().unwrap();
+    drop(d);
+    let f = File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("d").unwrap().read::<i32>().unwrap(),
+        vec![10, 11, 12, 13, 20, 21, 22, 23]
+    );
+    if let Some(python) = interop::python("direct_chunk_io") {
+        let want: Vec<u8> = [10, 11, 12, 13, 20, 21, 22, 23i32]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        assert_eq!(h5py::values_le(&python, &path, "d"), want);
+    }
+}
