@@ -1,0 +1,140 @@
+//! Record classes: what a tree's records mean, how they are encoded and how they are ordered.
+//!
+//! The tree code treats records as values of [`RecordClass::Record`] ordered by a key that each
+//! record carries. A class gives the tree type byte stored in the header and every node, the
+//! fixed record size, the record codec and the order. Chunk records of types 10 and 11 are
+//! [`ChunkClass`]; libhdf5's other clients (links by name hash, attributes, fractal-heap huge
+//! objects) are further classes of their own, with no change to the tree.
+
+use core::cmp::Ordering;
+use core::fmt;
+
+use h5chunk_format::chunk_record::{ChunkRecord, MAX_RANK, RecordCodec, Scaled};
+use h5chunk_format::{Addr, Error as FormatError};
+
+/// The meaning of a tree's records.
+pub trait RecordClass: fmt::Debug + Send + Sync + 'static {
+    /// A decoded record.
+    type Record: Clone + fmt::Debug + Send + Sync + 'static;
+    /// What records are ordered by (a record's key is borrowed from it).
+    type Key: ?Sized + fmt::Debug;
+
+    /// The tree type stored in the header and in every node (10, 11, 5, ...).
+    fn tree_type(&self) -> u8;
+
+    /// Bytes of one encoded record.
+    fn record_size(&self) -> usize;
+
+    /// Decode one record of [`record_size`](Self::record_size) bytes found at file address `at`.
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<Self::Record>;
+
+    /// Append one encoded record (exactly [`record_size`](Self::record_size) bytes).
+    fn encode(&self, record: &Self::Record, out: &mut Vec<u8>) -> h5chunk_format::Result<()>;
+
+    /// The key a record is ordered by.
+    fn key<'r>(&self, record: &'r Self::Record) -> &'r Self::Key;
+
+    /// How `key` compares with the key of `record`. Must be a total order consistent over all
+    /// records of a tree.
+    fn compare(&self, key: &Self::Key, record: &Self::Record) -> Ordering;
+}
+
+/// One chunk in a v2 B-tree chunk index: its scaled coordinates and its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkEntry {
+    /// Scaled chunk coordinates (chunk grid indices), dim 0 first.
+    pub scaled: Scaled,
+    /// Address, and for filtered chunks stored size and filter mask.
+    pub record: ChunkRecord,
+}
+
+/// Chunk records of tree type 10 (unfiltered: address and scaled coordinates) or 11 (filtered:
+/// address, stored size, filter mask and scaled coordinates), of one rank up to 32, ordered
+/// lexicographically by the scaled coordinates with dim 0 most significant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkClass {
+    codec: RecordCodec,
+    rank: usize,
+}
+
+/// `H5B2_CDSET_ID`: unfiltered chunk records.
+pub const CHUNK_UNFILTERED: u8 = 10;
+/// `H5B2_CDSET_FILT_ID`: filtered chunk records.
+pub const CHUNK_FILTERED: u8 = 11;
+
+impl ChunkClass {
+    /// The class of a dataset of `rank` dimensions (the dataspace's rank, without the element
+    /// size the layout message appends), with records as `codec` encodes them.
+    pub fn new(codec: RecordCodec, rank: usize) -> Result<ChunkClass, crate::Error> {
+        if rank == 0 || rank > MAX_RANK {
+            return Err(crate::Error::InvalidParams(format!(
+                "chunk record rank {rank} not in 1..={MAX_RANK}"
+            )));
+        }
+        Ok(ChunkClass { codec, rank })
+    }
+
+    /// The rank of the records.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The record codec.
+    pub fn codec(&self) -> RecordCodec {
+        self.codec
+    }
+}
+
+impl RecordClass for ChunkClass {
+    type Record = ChunkEntry;
+    type Key = [u64];
+
+    fn tree_type(&self) -> u8 {
+        if self.codec.is_filtered() {
+            CHUNK_FILTERED
+        } else {
+            CHUNK_UNFILTERED
+        }
+    }
+
+    fn record_size(&self) -> usize {
+        self.codec.bt2_record_size(self.rank)
+    }
+
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<ChunkEntry> {
+        let (record, scaled) = self.codec.decode_bt2(raw, at, self.rank)?;
+        if record.addr.is_none() {
+            // libhdf5 removes the record of a chunk that is not allocated; an undefined address
+            // here can only come from damage.
+            return Err(FormatError::Invalid {
+                structure: "v2 B-tree chunk record",
+                at,
+                reason: "undefined chunk address".into(),
+            });
+        }
+        Ok(ChunkEntry { scaled, record })
+    }
+
+    fn encode(&self, r: &ChunkEntry, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        if r.scaled.len() != self.rank || r.record.addr.is_none() {
+            return Err(FormatError::Unencodable {
+                structure: "v2 B-tree chunk record",
+                reason: format!(
+                    "{} coordinates for rank {}, address {:?}",
+                    r.scaled.len(),
+                    self.rank,
+                    r.record.addr
+                ),
+            });
+        }
+        self.codec.encode_bt2(&r.record, &r.scaled, out)
+    }
+
+    fn key<'r>(&self, r: &'r ChunkEntry) -> &'r [u64] {
+        &r.scaled
+    }
+
+    fn compare(&self, key: &[u64], r: &ChunkEntry) -> Ordering {
+        key.cmp(&r.scaled[..])
+    }
+}

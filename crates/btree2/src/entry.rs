@@ -1,0 +1,196 @@
+//! The tree's metadata-cache entry classes: the header (`BTHD`), internal nodes (`BTIN`) and
+//! leaves (`BTLF`), holding decoded records of the tree's record class.
+
+use core::fmt;
+use core::marker::PhantomData;
+use std::sync::Arc;
+
+use h5chunk_cache::CacheEntry;
+use h5chunk_format::btree2::{ChildPointer, Geometry, Header, Node};
+use h5chunk_format::{Addr, Error as FormatError, Sizes};
+
+use crate::class::RecordClass;
+
+/// The cached header.
+#[derive(Debug)]
+pub(crate) struct HeaderEntry {
+    pub(crate) header: Header,
+    pub(crate) sizes: Sizes,
+}
+
+impl CacheEntry for HeaderEntry {
+    type Context = Sizes;
+    const TYPE_NAME: &'static str = "BTHD";
+    const CHECKSUMMED: bool = true;
+
+    fn initial_load_len(sizes: &Sizes) -> usize {
+        Header::encoded_len(*sizes)
+    }
+
+    fn decode(image: &[u8], at: Addr, sizes: &Sizes) -> h5chunk_format::Result<Self> {
+        Ok(HeaderEntry {
+            header: Header::decode(image, at, *sizes)?,
+            sizes: *sizes,
+        })
+    }
+
+    fn image_len(&self) -> usize {
+        Header::encoded_len(self.sizes)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        self.header.encode(self.sizes, out)
+    }
+}
+
+/// What decoding a node needs: the class, the geometry, and what the parent says of the node
+/// (its depth and record count, which the node itself does not store).
+pub(crate) struct NodeCtx<C: RecordClass> {
+    pub(crate) class: Arc<C>,
+    pub(crate) sizes: Sizes,
+    pub(crate) geom: Arc<Geometry>,
+    pub(crate) depth: u16,
+    pub(crate) nrec: u64,
+}
+
+/// A decoded node, leaf or internal.
+pub(crate) struct NodeData<C: RecordClass> {
+    pub(crate) class: Arc<C>,
+    pub(crate) sizes: Sizes,
+    pub(crate) geom: Arc<Geometry>,
+    pub(crate) depth: u16,
+    pub(crate) records: Vec<C::Record>,
+    /// `records.len() + 1` pointers in an internal node; empty in a leaf.
+    pub(crate) children: Vec<ChildPointer>,
+}
+
+impl<C: RecordClass> fmt::Debug for NodeData<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeData")
+            .field("depth", &self.depth)
+            .field("nrec", &self.records.len())
+            .field("children", &self.children.len())
+            .finish()
+    }
+}
+
+impl<C: RecordClass> NodeData<C> {
+    fn decode(image: &[u8], at: Addr, ctx: &NodeCtx<C>) -> h5chunk_format::Result<Self> {
+        let node = Node::decode(image, at, ctx.sizes, &ctx.geom, ctx.depth, ctx.nrec)?;
+        if node.tree_type != ctx.class.tree_type() {
+            return Err(FormatError::BadValue {
+                structure: if ctx.depth == 0 { "BTLF" } else { "BTIN" },
+                at: Addr(at.get().saturating_add(5)),
+                field: "tree type",
+                value: node.tree_type.into(),
+            });
+        }
+        let rs = ctx.geom.record_size();
+        let mut records = Vec::with_capacity(node.records.len().checked_div(rs).unwrap_or(0));
+        for (i, raw) in node.records.chunks_exact(rs).enumerate() {
+            let off = 6u64.saturating_add((i as u64).saturating_mul(rs as u64));
+            records.push(ctx.class.decode(raw, Addr(at.get().saturating_add(off)))?);
+        }
+        Ok(NodeData {
+            class: ctx.class.clone(),
+            sizes: ctx.sizes,
+            geom: ctx.geom.clone(),
+            depth: ctx.depth,
+            records,
+            children: node.children,
+        })
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        let mut raw =
+            Vec::with_capacity(self.records.len().saturating_mul(self.geom.record_size()));
+        for r in &self.records {
+            let before = raw.len();
+            self.class.encode(r, &mut raw)?;
+            let written = raw.len().saturating_sub(before);
+            if written != self.geom.record_size() {
+                return Err(FormatError::Unencodable {
+                    structure: "v2 B-tree record",
+                    reason: format!(
+                        "record class wrote {} bytes, record size is {}",
+                        written,
+                        self.geom.record_size()
+                    ),
+                });
+            }
+        }
+        let node = Node {
+            tree_type: self.class.tree_type(),
+            records: raw,
+            children: self.children.clone(),
+        };
+        node.encode(self.sizes, &self.geom, self.depth, out)
+    }
+}
+
+/// Which of the two node classes an entry is.
+pub(crate) trait Kind: Send + Sync + 'static {
+    const NAME: &'static str;
+}
+
+/// Leaves (`BTLF`).
+#[derive(Debug)]
+pub(crate) struct LeafKind;
+impl Kind for LeafKind {
+    const NAME: &'static str = "BTLF";
+}
+
+/// Internal nodes (`BTIN`).
+#[derive(Debug)]
+pub(crate) struct InternalKind;
+impl Kind for InternalKind {
+    const NAME: &'static str = "BTIN";
+}
+
+/// A node as the cache holds it.
+pub(crate) struct NodeEntry<C: RecordClass, K: Kind> {
+    pub(crate) data: NodeData<C>,
+    kind: PhantomData<K>,
+}
+
+impl<C: RecordClass, K: Kind> NodeEntry<C, K> {
+    pub(crate) fn new(data: NodeData<C>) -> Self {
+        NodeEntry {
+            data,
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<C: RecordClass, K: Kind> fmt::Debug for NodeEntry<C, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{:?}", K::NAME, self.data)
+    }
+}
+
+impl<C: RecordClass, K: Kind> CacheEntry for NodeEntry<C, K> {
+    type Context = NodeCtx<C>;
+    const TYPE_NAME: &'static str = K::NAME;
+    const CHECKSUMMED: bool = true;
+
+    fn initial_load_len(ctx: &NodeCtx<C>) -> usize {
+        // Nodes are allocated at their full size; reading the used part only would save little
+        // and need a second read when the count is unknown.
+        ctx.geom.node_size()
+    }
+
+    fn decode(image: &[u8], at: Addr, ctx: &NodeCtx<C>) -> h5chunk_format::Result<Self> {
+        Ok(NodeEntry::new(NodeData::decode(image, at, ctx)?))
+    }
+
+    fn image_len(&self) -> usize {
+        self.data.geom.node_size()
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        self.data.encode(out)
+    }
+}
+
+pub(crate) type LeafEntry<C> = NodeEntry<C, LeafKind>;
+pub(crate) type InternalEntry<C> = NodeEntry<C, InternalKind>;

@@ -1,0 +1,1440 @@
+//! The tree: create, open, find, insert (redistributing to siblings before splitting), update,
+//! remove (merging and redistributing), in-order iteration, nth record, delete, bytes used;
+//! flush dependencies and SWMR shadowing.
+
+use core::cmp::Ordering;
+use core::ops::{ControlFlow, Deref, DerefMut};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use h5chunk_cache::{EntryMut, Error as CacheError, Key, MetadataCache, ProxyId};
+use h5chunk_format::btree2::{ChildPointer, Geometry, Header, MAX_DEPTH};
+use h5chunk_format::{Addr, Sizes};
+
+use crate::class::RecordClass;
+use crate::entry::{HeaderEntry, InternalEntry, LeafEntry, NodeCtx, NodeData};
+use crate::error::{Error, Result};
+
+/// Creation parameters of a tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Size of every node in bytes.
+    pub node_size: u32,
+    /// A node splits (or redistributes) when it holds this percentage of its capacity.
+    pub split_percent: u8,
+    /// A node merges (or redistributes) when it falls to this percentage of its capacity.
+    pub merge_percent: u8,
+}
+
+impl Params {
+    /// What libhdf5 uses for chunk indexes (`H5D_BT2_NODE_SIZE`, split 100 %, merge 40 %).
+    pub const CHUNK_INDEX: Params = Params {
+        node_size: 2048,
+        split_percent: 100,
+        merge_percent: 40,
+    };
+}
+
+/// Shape figures of a tree, from a full walk ([`BTree2::validate`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TreeStats {
+    /// Depth (0: the root is a leaf).
+    pub depth: u16,
+    /// Records counted in the nodes.
+    pub records: u64,
+    /// Nodes per depth, index 0 = leaves.
+    pub nodes: Vec<u64>,
+    /// Fewest records in a non-root node, per depth (`u64::MAX` when the depth has only the root).
+    pub min_fill: Vec<u64>,
+    /// Most records in a node, per depth.
+    pub max_fill: Vec<u64>,
+}
+
+/// Where a key leads in one node.
+enum Pos {
+    Found(usize),
+    Child(usize),
+}
+
+/// How an insert may skip comparisons, thanks to the cached minimum and maximum records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hint {
+    Search,
+    /// The key is below the tree's minimum: always the left-most child.
+    Left,
+    /// The key is above the tree's maximum: always the right-most child.
+    Right,
+}
+
+/// The state of one modifying operation.
+struct Op {
+    swmr: bool,
+    /// Nodes allocated by this operation: no reader can reach them yet, so they are modified in
+    /// place even in SWMR-write mode.
+    fresh: HashSet<Addr>,
+    /// A split or rebalance shadowed nodes below: the ancestors must be shadowed too.
+    shadowed: bool,
+}
+
+/// Exclusive access to a node, leaf or internal.
+enum Guard<'c, C: RecordClass> {
+    Leaf(EntryMut<'c, LeafEntry<C>>),
+    Internal(EntryMut<'c, InternalEntry<C>>),
+}
+
+impl<C: RecordClass> Deref for Guard<'_, C> {
+    type Target = NodeData<C>;
+    fn deref(&self) -> &NodeData<C> {
+        match self {
+            Guard::Leaf(g) => &g.data,
+            Guard::Internal(g) => &g.data,
+        }
+    }
+}
+
+impl<C: RecordClass> DerefMut for Guard<'_, C> {
+    fn deref_mut(&mut self) -> &mut NodeData<C> {
+        match self {
+            Guard::Leaf(g) => &mut g.data,
+            Guard::Internal(g) => &mut g.data,
+        }
+    }
+}
+
+/// A version 2 B-tree over a metadata cache, with records of class `C`.
+///
+/// One handle per tree writes it (the single writer); readers open their own handle over their
+/// own cache and call [`refresh`](Self::refresh) to see the writer's flushed changes.
+pub struct BTree2<'c, C: RecordClass> {
+    cache: &'c MetadataCache,
+    class: Arc<C>,
+    sizes: Sizes,
+    addr: Addr,
+    hdr: Header,
+    geom: Arc<Geometry>,
+    /// The smallest and largest records, when known (the chunk-index paper's append fast path).
+    minmax: Option<(C::Record, C::Record)>,
+}
+
+impl<C: RecordClass> core::fmt::Debug for BTree2<'_, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BTree2")
+            .field("addr", &self.addr)
+            .field("header", &self.hdr)
+            .field("class", &self.class)
+            .finish()
+    }
+}
+
+fn header_len(sizes: Sizes) -> u64 {
+    Header::encoded_len(sizes) as u64
+}
+
+impl<'c, C: RecordClass> BTree2<'c, C> {
+    // ----- creation and opening ---------------------------------------------------------
+
+    /// Create an empty tree (header only, no root node) in `cache`'s file.
+    pub fn create(
+        cache: &'c MetadataCache,
+        sizes: Sizes,
+        class: C,
+        params: Params,
+    ) -> Result<Self> {
+        if !(1..=100).contains(&params.split_percent)
+            || params.merge_percent > params.split_percent / 2
+        {
+            return Err(Error::InvalidParams(format!(
+                "split {} % must be in 1..=100 and merge {} % at most half of it",
+                params.split_percent, params.merge_percent
+            )));
+        }
+        let record_size = u16::try_from(class.record_size())
+            .ok()
+            .filter(|&r| r > 0)
+            .ok_or_else(|| Error::InvalidParams(format!("record size {}", class.record_size())))?;
+        let hdr = Header {
+            tree_type: class.tree_type(),
+            node_size: params.node_size,
+            record_size,
+            depth: 0,
+            split_percent: params.split_percent,
+            merge_percent: params.merge_percent,
+            root: None,
+            root_nrec: 0,
+            total_records: 0,
+        };
+        let geom = Geometry::new(&hdr, sizes)
+            .map_err(|e| Error::InvalidParams(format!("node size: {e}")))?;
+        let addr = cache.allocator().allocate(header_len(sizes))?;
+        let tree = BTree2 {
+            cache,
+            class: Arc::new(class),
+            sizes,
+            addr,
+            hdr,
+            geom: Arc::new(geom),
+            minmax: None,
+        };
+        // Refuse node sizes too small for the merge and split rules from the start.
+        tree.thresholds(0)?;
+        cache.insert(
+            addr,
+            HeaderEntry {
+                header: tree.hdr.clone(),
+                sizes,
+            },
+        )?;
+        Ok(tree)
+    }
+
+    /// Open the tree whose header is at `addr`.
+    pub fn open(cache: &'c MetadataCache, sizes: Sizes, addr: Addr, class: C) -> Result<Self> {
+        let hdr = cache
+            .get::<HeaderEntry>(addr, &sizes)?
+            .read()
+            .header
+            .clone();
+        if hdr.tree_type != class.tree_type() {
+            return Err(Error::ClassMismatch {
+                header: addr,
+                what: "tree type",
+                found: hdr.tree_type.into(),
+                expected: class.tree_type().into(),
+            });
+        }
+        if usize::from(hdr.record_size) != class.record_size() {
+            return Err(Error::ClassMismatch {
+                header: addr,
+                what: "record size",
+                found: hdr.record_size.into(),
+                expected: class.record_size() as u64,
+            });
+        }
+        let geom = Geometry::new(&hdr, sizes)?;
+        Ok(BTree2 {
+            cache,
+            class: Arc::new(class),
+            sizes,
+            addr,
+            hdr,
+            geom: Arc::new(geom),
+            minmax: None,
+        })
+    }
+
+    /// Re-read the header (a reader following a writer): forget the cached minimum and maximum.
+    pub fn refresh(&mut self) -> Result<()> {
+        let hdr = self
+            .cache
+            .get::<HeaderEntry>(self.addr, &self.sizes)?
+            .read()
+            .header
+            .clone();
+        self.geom = Arc::new(Geometry::new(&hdr, self.sizes)?);
+        self.hdr = hdr;
+        self.minmax = None;
+        Ok(())
+    }
+
+    /// The header's address.
+    pub fn addr(&self) -> Addr {
+        self.addr
+    }
+
+    /// The header as this handle knows it.
+    pub fn header(&self) -> &Header {
+        &self.hdr
+    }
+
+    /// The record class.
+    pub fn class(&self) -> &C {
+        &self.class
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        self.hdr.total_records
+    }
+
+    /// Whether the tree holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.hdr.total_records == 0
+    }
+
+    /// Depth (0: the root is a leaf).
+    pub fn depth(&self) -> u16 {
+        self.hdr.depth
+    }
+
+    // ----- helpers ------------------------------------------------------------------------
+
+    fn corrupt(&self, at: Addr, reason: impl Into<String>) -> Error {
+        Error::Corrupt {
+            header: self.addr,
+            at,
+            reason: reason.into(),
+        }
+    }
+
+    fn root_ptr(&self) -> Option<ChildPointer> {
+        self.hdr.root.map(|addr| ChildPointer {
+            addr,
+            nrec: self.hdr.root_nrec.into(),
+            total: self.hdr.total_records,
+        })
+    }
+
+    fn ctx(&self, depth: u16, nrec: u64) -> NodeCtx<C> {
+        NodeCtx {
+            class: self.class.clone(),
+            sizes: self.sizes,
+            geom: self.geom.clone(),
+            depth,
+            nrec,
+        }
+    }
+
+    /// A cached node must be the node its parent describes: a node reached at two depths or
+    /// with two counts means a corrupt (possibly cyclic) tree.
+    fn check_node(&self, ptr: &ChildPointer, depth: u16, data: &NodeData<C>) -> Result<()> {
+        if data.depth != depth || data.records.len() as u64 != ptr.nrec {
+            return Err(self.corrupt(
+                ptr.addr,
+                format!(
+                    "node reached at depth {depth} with {} records was loaded at depth {} with {}",
+                    ptr.nrec,
+                    data.depth,
+                    data.records.len()
+                ),
+            ));
+        }
+        if depth > 0 && data.children.len() != data.records.len().saturating_add(1) {
+            return Err(self.corrupt(ptr.addr, "internal node without nrec + 1 children"));
+        }
+        Ok(())
+    }
+
+    fn read_node<R>(
+        &self,
+        ptr: &ChildPointer,
+        depth: u16,
+        f: impl FnOnce(&NodeData<C>) -> Result<R>,
+    ) -> Result<R> {
+        let ctx = self.ctx(depth, ptr.nrec);
+        if depth == 0 {
+            let e = self.cache.get::<LeafEntry<C>>(ptr.addr, &ctx)?;
+            let g = e.read();
+            self.check_node(ptr, depth, &g.data)?;
+            f(&g.data)
+        } else {
+            let e = self.cache.get::<InternalEntry<C>>(ptr.addr, &ctx)?;
+            let g = e.read();
+            self.check_node(ptr, depth, &g.data)?;
+            f(&g.data)
+        }
+    }
+
+    fn node_mut(&self, ptr: &ChildPointer, depth: u16) -> Result<Guard<'c, C>> {
+        let ctx = self.ctx(depth, ptr.nrec);
+        let g = if depth == 0 {
+            Guard::Leaf(self.cache.protect::<LeafEntry<C>>(ptr.addr, &ctx)?)
+        } else {
+            Guard::Internal(self.cache.protect::<InternalEntry<C>>(ptr.addr, &ctx)?)
+        };
+        self.check_node(ptr, depth, &g)?;
+        Ok(g)
+    }
+
+    fn insert_node(&self, addr: Addr, data: NodeData<C>) -> Result<()> {
+        if data.depth == 0 {
+            self.cache.insert(addr, LeafEntry::new(data))?;
+        } else {
+            self.cache.insert(addr, InternalEntry::new(data))?;
+        }
+        Ok(())
+    }
+
+    fn new_data(
+        &self,
+        depth: u16,
+        records: Vec<C::Record>,
+        children: Vec<ChildPointer>,
+    ) -> NodeData<C> {
+        NodeData {
+            class: self.class.clone(),
+            sizes: self.sizes,
+            geom: self.geom.clone(),
+            depth,
+            records,
+            children,
+        }
+    }
+
+    fn alloc_node(&self, op: &mut Op) -> Result<Addr> {
+        let addr = self
+            .cache
+            .allocator()
+            .allocate(self.geom.node_size() as u64)?;
+        op.fresh.insert(addr);
+        Ok(addr)
+    }
+
+    fn free_node(&self, addr: Addr, op: &mut Op) -> Result<()> {
+        self.cache.remove(addr)?;
+        self.cache
+            .allocator()
+            .free(addr, self.geom.node_size() as u64)?;
+        op.fresh.remove(&addr);
+        Ok(())
+    }
+
+    /// Make `child` depend on `parent` alone (header -> root, internal -> child).
+    fn link(&self, parent: Addr, child: Addr) -> Result<()> {
+        let mut present = false;
+        for p in self.cache.flush_parents(child) {
+            if p == Key::Entry(parent) {
+                present = true;
+            } else if let Key::Entry(_) = p {
+                match self.cache.remove_flush_dependency(p, child) {
+                    Ok(()) | Err(CacheError::NoSuchDependency { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        if !present {
+            self.cache.add_flush_dependency(parent, child)?;
+        }
+        Ok(())
+    }
+
+    fn add_proxy(&self, node: Addr, proxy: ProxyId) -> Result<()> {
+        match self.cache.add_flush_dependency(node, proxy) {
+            Ok(()) | Err(CacheError::DependencyExists { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn store_header(&self) -> Result<()> {
+        let mut e = self.cache.protect::<HeaderEntry>(self.addr, &self.sizes)?;
+        if e.header != self.hdr {
+            e.header = self.hdr.clone();
+        }
+        Ok(())
+    }
+
+    /// (split threshold, lower bound) of nodes at depth `d`: a node holding the threshold is
+    /// split or rebalanced before an insert descends into it; a node holding at most the lower
+    /// bound is merged or rebalanced before a removal descends into it.
+    fn thresholds(&self, d: u16) -> Result<(usize, usize)> {
+        let max = self
+            .geom
+            .level(d)
+            .map(|l| l.max_nrec)
+            .ok_or_else(|| self.corrupt(self.addr, format!("no geometry for depth {d}")))?;
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        let split = max.saturating_mul(usize::from(self.hdr.split_percent)) / 100;
+        let merge = max.saturating_mul(usize::from(self.hdr.merge_percent)) / 100;
+        let low = merge.max(1);
+        // Two nodes at the lower bound and their separator must fit one node below the split
+        // threshold, so a merge never produces a node that must split at once.
+        if split > max || low.saturating_mul(2).saturating_add(2) > split {
+            return Err(Error::Unsupported(
+                "writing a v2 B-tree whose nodes are too small for its split and merge percentages",
+            ));
+        }
+        Ok((split, low))
+    }
+
+    fn locate(&self, data: &NodeData<C>, key: &C::Key) -> Pos {
+        match data
+            .records
+            .binary_search_by(|r| self.class.compare(key, r).reverse())
+        {
+            Ok(i) => Pos::Found(i),
+            Err(i) => Pos::Child(i),
+        }
+    }
+
+    fn hint(&self, key: &C::Key) -> Hint {
+        match &self.minmax {
+            Some((min, _)) if self.class.compare(key, min) == Ordering::Less => Hint::Left,
+            Some((_, max)) if self.class.compare(key, max) == Ordering::Greater => Hint::Right,
+            _ => Hint::Search,
+        }
+    }
+
+    fn new_op(&self) -> Op {
+        Op {
+            swmr: self.cache.allocator().is_swmr_write(),
+            fresh: HashSet::new(),
+            shadowed: false,
+        }
+    }
+
+    /// Move a node modified in place to new space (SWMR shadowing): its old image stays intact
+    /// in the file for readers until the space is reused, which the allocator defers.
+    fn relocate(&self, ptr: &ChildPointer, depth: u16, op: &mut Op) -> Result<Addr> {
+        if op.fresh.contains(&ptr.addr) {
+            return Ok(ptr.addr);
+        }
+        if !self.cache.is_resident(ptr.addr) {
+            self.read_node(ptr, depth, |_| Ok(()))?;
+        }
+        let new = self.alloc_node(op)?;
+        self.cache.move_entry(ptr.addr, new)?;
+        self.cache
+            .allocator()
+            .free(ptr.addr, self.geom.node_size() as u64)?;
+        Ok(new)
+    }
+
+    fn subtree_total(&self, at: Addr, nrec: usize, children: &[ChildPointer]) -> Result<u64> {
+        children.iter().try_fold(nrec as u64, |acc, c| {
+            acc.checked_add(c.total)
+                .ok_or_else(|| self.corrupt(at, "record count overflow"))
+        })
+    }
+
+    /// Pool children `first .. first + k` of `node` (at `node_addr`) with the separators between
+    /// them and deal the records into `m` nodes as evenly as possible (earlier nodes take the
+    /// remainder): redistribution (`m == k`), split (`m == k + 1`) or merge (`m == k - 1`).
+    fn rebalance(
+        &self,
+        node: &mut NodeData<C>,
+        node_addr: Addr,
+        first: usize,
+        k: usize,
+        m: usize,
+        op: &mut Op,
+    ) -> Result<()> {
+        let cd = node
+            .depth
+            .checked_sub(1)
+            .ok_or_else(|| self.corrupt(node_addr, "rebalancing below a leaf"))?;
+        let olds: Vec<ChildPointer> = node
+            .children
+            .get(first..first.saturating_add(k))
+            .ok_or_else(|| self.corrupt(node_addr, "child index out of range"))?
+            .to_vec();
+        if k == 0 || m == 0 || node.records.len() < first.saturating_add(k).saturating_sub(1) {
+            return Err(self.corrupt(node_addr, "separator index out of range"));
+        }
+        let proxies: Vec<ProxyId> = olds
+            .iter()
+            .flat_map(|p| self.cache.flush_children(p.addr))
+            .filter_map(|key| match key {
+                Key::Proxy(p) if self.cache.is_dirty(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let mut seps = node
+            .records
+            .drain(first..first.saturating_add(k).saturating_sub(1));
+        let mut recs = Vec::new();
+        let mut kids = Vec::new();
+        let mut guards: Vec<Option<Guard<'c, C>>> = Vec::with_capacity(k);
+        let mut load = || -> Result<()> {
+            for (j, p) in olds.iter().enumerate() {
+                let mut g = self.node_mut(p, cd)?;
+                if op.swmr && !op.fresh.contains(&p.addr) {
+                    // Shadowed: read without dirtying; the old image stays as readers know it.
+                    recs.extend(g.records.iter().cloned());
+                    kids.extend(g.children.iter().copied());
+                    guards.push(None);
+                } else {
+                    let d = &mut *g;
+                    recs.append(&mut d.records);
+                    kids.append(&mut d.children);
+                    guards.push(Some(g));
+                }
+                if j.saturating_add(1) < k {
+                    let s = seps
+                        .next()
+                        .ok_or_else(|| self.corrupt(node_addr, "missing separator"))?;
+                    recs.push(s);
+                }
+            }
+            Ok(())
+        };
+        let loaded = load();
+        drop(seps);
+        loaded?;
+        let body = recs
+            .len()
+            .checked_sub(m.saturating_sub(1))
+            .ok_or_else(|| self.corrupt(node_addr, "too few records to rebalance"))?;
+        let (base, rem) = (
+            body.checked_div(m).unwrap_or(0),
+            body.checked_rem(m).unwrap_or(0),
+        );
+        let mut recs = recs.into_iter();
+        let mut kids = kids.into_iter();
+        let mut new_seps = Vec::with_capacity(m.saturating_sub(1));
+        let mut ptrs = Vec::with_capacity(m);
+        for j in 0..m {
+            let s = base.saturating_add(usize::from(j < rem));
+            let r: Vec<C::Record> = recs.by_ref().take(s).collect();
+            let c: Vec<ChildPointer> = if cd > 0 {
+                kids.by_ref().take(s.saturating_add(1)).collect()
+            } else {
+                Vec::new()
+            };
+            if r.len() != s || (cd > 0 && c.len() != s.saturating_add(1)) {
+                return Err(self.corrupt(node_addr, "children and records out of step"));
+            }
+            let reuse = guards.get_mut(j).and_then(Option::take);
+            let addr = match &reuse {
+                Some(_) => olds.get(j).map(|p| p.addr).unwrap_or(node_addr),
+                None => self.alloc_node(op)?,
+            };
+            let total = self.subtree_total(addr, s, &c)?;
+            let children_addrs: Vec<Addr> = c.iter().map(|p| p.addr).collect();
+            match reuse {
+                Some(mut g) => {
+                    g.records = r;
+                    g.children = c;
+                }
+                None => self.insert_node(addr, self.new_data(cd, r, c))?,
+            }
+            ptrs.push((
+                ChildPointer {
+                    addr,
+                    nrec: s as u64,
+                    total,
+                },
+                children_addrs,
+            ));
+            if j.saturating_add(1) < m {
+                new_seps.push(
+                    recs.next()
+                        .ok_or_else(|| self.corrupt(node_addr, "missing separator"))?,
+                );
+            }
+        }
+        // Nodes not reused (merged away, or shadowed) leave the cache unwritten.
+        let kept: HashSet<Addr> = ptrs.iter().map(|(p, _)| p.addr).collect();
+        drop(guards);
+        for p in &olds {
+            if !kept.contains(&p.addr) {
+                self.free_node(p.addr, op)?;
+            }
+        }
+        let _ = node.records.splice(first..first, new_seps);
+        let _ = node
+            .children
+            .splice(first..first.saturating_add(k), ptrs.iter().map(|(p, _)| *p));
+        for (p, grandchildren) in &ptrs {
+            self.link(node_addr, p.addr)?;
+            for &g in grandchildren {
+                self.link(p.addr, g)?;
+            }
+            for &x in &proxies {
+                self.add_proxy(p.addr, x)?;
+            }
+        }
+        if op.swmr {
+            op.shadowed = true;
+        }
+        Ok(())
+    }
+
+    // ----- reading ------------------------------------------------------------------------
+
+    /// The record whose key is `key`.
+    pub fn find(&self, key: &C::Key) -> Result<Option<C::Record>> {
+        if let Some((min, max)) = &self.minmax
+            && (self.class.compare(key, min) == Ordering::Less
+                || self.class.compare(key, max) == Ordering::Greater)
+        {
+            return Ok(None);
+        }
+        let Some(mut ptr) = self.root_ptr() else {
+            return Ok(None);
+        };
+        let mut depth = self.hdr.depth;
+        // Each step goes one level down from the header's depth (at most MAX_DEPTH), so a
+        // cyclic corrupt tree ends in an error, never a loop.
+        loop {
+            let step = self.read_node(&ptr, depth, |n| {
+                Ok(match self.locate(n, key) {
+                    Pos::Found(i) => Err(n.records.get(i).cloned()),
+                    Pos::Child(i) => Ok(n.children.get(i).copied()),
+                })
+            })?;
+            match step {
+                Err(found) => return Ok(found),
+                Ok(None) => return Ok(None),
+                Ok(Some(child)) => {
+                    ptr = child;
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| self.corrupt(ptr.addr, "descent below a leaf"))?;
+                }
+            }
+        }
+    }
+
+    /// The `n`th record in key order (0-based), found through the subtree counts in O(depth).
+    pub fn nth(&self, n: u64) -> Result<Option<C::Record>> {
+        let Some(mut ptr) = self.root_ptr() else {
+            return Ok(None);
+        };
+        if n >= self.hdr.total_records {
+            return Ok(None);
+        }
+        let mut n = n;
+        let mut depth = self.hdr.depth;
+        for _ in 0..=MAX_DEPTH {
+            let step = self.read_node(&ptr, depth, |node| {
+                if depth == 0 {
+                    return Ok(Err(node.records.get(n as usize).cloned()));
+                }
+                let mut left = n;
+                for (i, c) in node.children.iter().enumerate() {
+                    if left < c.total {
+                        return Ok(Ok((*c, left)));
+                    }
+                    left = left.saturating_sub(c.total);
+                    if left == 0 {
+                        return Ok(Err(node.records.get(i).cloned()));
+                    }
+                    left = left.saturating_sub(1);
+                }
+                Err(self.corrupt(ptr.addr, "subtree counts below the parent's total"))
+            })?;
+            match step {
+                Err(found) => {
+                    return found
+                        .map(Some)
+                        .ok_or_else(|| self.corrupt(ptr.addr, "record index beyond the node"));
+                }
+                Ok((child, left)) => {
+                    ptr = child;
+                    n = left;
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| self.corrupt(ptr.addr, "descent below a leaf"))?;
+                }
+            }
+        }
+        Err(self.corrupt(self.addr, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// Call `f` on every record in key order until it breaks; returns whether it broke.
+    ///
+    /// `f` runs while the node holding the record is read-locked in the cache: it must not
+    /// modify this tree.
+    pub fn iterate(
+        &self,
+        mut f: impl FnMut(&C::Record) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>> {
+        let Some(root) = self.root_ptr() else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        let mut count = 0u64;
+        let flow = self.iter_node(&root, self.hdr.depth, &mut f, &mut count)?;
+        if flow.is_continue() && count != self.hdr.total_records {
+            return Err(self.corrupt(
+                self.addr,
+                format!(
+                    "header counts {} records, nodes hold {count}",
+                    self.hdr.total_records
+                ),
+            ));
+        }
+        Ok(flow)
+    }
+
+    fn iter_node(
+        &self,
+        ptr: &ChildPointer,
+        depth: u16,
+        f: &mut impl FnMut(&C::Record) -> ControlFlow<()>,
+        count: &mut u64,
+    ) -> Result<ControlFlow<()>> {
+        // Recursion depth is the header's depth, at most MAX_DEPTH.
+        self.read_node(ptr, depth, |node| {
+            let start = *count;
+            for (i, r) in node.records.iter().enumerate() {
+                if depth > 0 {
+                    let c = node
+                        .children
+                        .get(i)
+                        .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
+                    if self
+                        .iter_node(c, depth.saturating_sub(1), f, count)?
+                        .is_break()
+                    {
+                        return Ok(ControlFlow::Break(()));
+                    }
+                }
+                *count = count.saturating_add(1);
+                if f(r).is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+            if depth > 0 {
+                let c = node
+                    .children
+                    .last()
+                    .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
+                if self
+                    .iter_node(c, depth.saturating_sub(1), f, count)?
+                    .is_break()
+                {
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+            if count.saturating_sub(start) != ptr.total {
+                return Err(self.corrupt(
+                    ptr.addr,
+                    format!(
+                        "parent counts {} records in the subtree, found {}",
+                        ptr.total,
+                        count.saturating_sub(start)
+                    ),
+                ));
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+    }
+
+    /// Every record in key order.
+    pub fn records(&self) -> Result<Vec<C::Record>> {
+        let mut out =
+            Vec::with_capacity(usize::try_from(self.hdr.total_records.min(1 << 24)).unwrap_or(0));
+        let _ = self.iterate(|r| {
+            out.push(r.clone());
+            ControlFlow::Continue(())
+        })?;
+        Ok(out)
+    }
+
+    fn node_addrs(&self, ptr: &ChildPointer, depth: u16, out: &mut Vec<(Addr, u16)>) -> Result<()> {
+        out.push((ptr.addr, depth));
+        if depth == 0 {
+            return Ok(());
+        }
+        let children = self.read_node(ptr, depth, |n| Ok(n.children.clone()))?;
+        for c in &children {
+            self.node_addrs(c, depth.saturating_sub(1), out)?;
+        }
+        Ok(())
+    }
+
+    /// The address and depth of every node, in pre-order.
+    pub fn nodes(&self) -> Result<Vec<(Addr, u16)>> {
+        let mut nodes = Vec::new();
+        if let Some(root) = self.root_ptr() {
+            self.node_addrs(&root, self.hdr.depth, &mut nodes)?;
+        }
+        Ok(nodes)
+    }
+
+    /// File space the tree occupies: the header and every node at its full size.
+    pub fn bytes_used(&self) -> Result<u64> {
+        let mut nodes = Vec::new();
+        if let Some(root) = self.root_ptr() {
+            self.node_addrs(&root, self.hdr.depth, &mut nodes)?;
+        }
+        (nodes.len() as u64)
+            .checked_mul(u64::from(self.hdr.node_size))
+            .and_then(|b| b.checked_add(header_len(self.sizes)))
+            .ok_or_else(|| self.corrupt(self.addr, "size overflow"))
+    }
+
+    /// Walk the whole tree and check it: record order (within and across nodes), counts in
+    /// every pointer and in the header, uniform depth. Returns its shape.
+    pub fn validate(&self) -> Result<TreeStats> {
+        let d = usize::from(self.hdr.depth);
+        let mut st = TreeStats {
+            depth: self.hdr.depth,
+            records: 0,
+            nodes: vec![0; d + 1],
+            min_fill: vec![u64::MAX; d + 1],
+            max_fill: vec![0; d + 1],
+        };
+        if let Some(root) = self.root_ptr() {
+            let mut last: Option<C::Record> = None;
+            self.validate_node(&root, self.hdr.depth, true, &mut last, &mut st)?;
+        }
+        if st.records != self.hdr.total_records {
+            return Err(self.corrupt(self.addr, "header total differs from the records found"));
+        }
+        Ok(st)
+    }
+
+    fn validate_node(
+        &self,
+        ptr: &ChildPointer,
+        depth: u16,
+        is_root: bool,
+        last: &mut Option<C::Record>,
+        st: &mut TreeStats,
+    ) -> Result<u64> {
+        let (records, children) =
+            self.read_node(ptr, depth, |n| Ok((n.records.clone(), n.children.clone())))?;
+        let di = usize::from(depth);
+        let max = self.geom.level(depth).map_or(0, |l| l.max_nrec);
+        let n = records.len() as u64;
+        if n > max || (n == 0 && (depth > 0 || !is_root)) {
+            return Err(self.corrupt(ptr.addr, format!("{n} records in a node of {max}")));
+        }
+        if let (Some(c), Some(x)) = (st.nodes.get_mut(di), st.max_fill.get_mut(di)) {
+            *c = c.saturating_add(1);
+            *x = (*x).max(n);
+        }
+        if !is_root && let Some(m) = st.min_fill.get_mut(di) {
+            *m = (*m).min(n);
+        }
+        let mut total = 0u64;
+        let check = |r: &C::Record, last: &mut Option<C::Record>| -> Result<()> {
+            if let Some(prev) = last.as_ref()
+                && self.class.compare(self.class.key(r), prev) != Ordering::Greater
+            {
+                return Err(self.corrupt(ptr.addr, "records out of order"));
+            }
+            *last = Some(r.clone());
+            Ok(())
+        };
+        for (i, r) in records.iter().enumerate() {
+            if depth > 0 {
+                let c = children
+                    .get(i)
+                    .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
+                total = total.saturating_add(self.validate_node(
+                    c,
+                    depth.saturating_sub(1),
+                    false,
+                    last,
+                    st,
+                )?);
+            }
+            check(r, last)?;
+            total = total.saturating_add(1);
+        }
+        if depth > 0 {
+            let c = children
+                .last()
+                .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
+            total = total.saturating_add(self.validate_node(
+                c,
+                depth.saturating_sub(1),
+                false,
+                last,
+                st,
+            )?);
+        }
+        if total != ptr.total {
+            return Err(self.corrupt(
+                ptr.addr,
+                format!("counted {} records, found {total}", ptr.total),
+            ));
+        }
+        st.records = st.records.saturating_add(n);
+        Ok(total)
+    }
+
+    fn extreme(&self, right: bool) -> Result<Option<C::Record>> {
+        let Some(mut ptr) = self.root_ptr() else {
+            return Ok(None);
+        };
+        let mut depth = self.hdr.depth;
+        for _ in 0..=MAX_DEPTH {
+            let step = self.read_node(&ptr, depth, |n| {
+                Ok(if depth == 0 {
+                    Err(if right {
+                        n.records.last()
+                    } else {
+                        n.records.first()
+                    }
+                    .cloned())
+                } else {
+                    Ok(if right {
+                        n.children.last()
+                    } else {
+                        n.children.first()
+                    }
+                    .copied())
+                })
+            })?;
+            match step {
+                Err(r) => return Ok(r),
+                Ok(Some(c)) => {
+                    ptr = c;
+                    depth = depth.saturating_sub(1);
+                }
+                Ok(None) => return Err(self.corrupt(ptr.addr, "internal node without children")),
+            }
+        }
+        Err(self.corrupt(self.addr, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// The smallest and largest records (cached after the first call, kept up to date by
+    /// inserts; the chunk-index paper's fast path for appends).
+    pub fn min_max(&mut self) -> Result<Option<(C::Record, C::Record)>> {
+        if self.minmax.is_none()
+            && let (Some(a), Some(b)) = (self.extreme(false)?, self.extreme(true)?)
+        {
+            self.minmax = Some((a, b));
+        }
+        Ok(self.minmax.clone())
+    }
+}
+
+// ----- modification -------------------------------------------------------------------------
+
+/// What a removal descends for.
+#[derive(Clone, Copy)]
+enum Target<'k, K: ?Sized> {
+    Key(&'k K),
+    Min,
+}
+
+impl<'c, C: RecordClass> BTree2<'c, C> {
+    /// Insert `record`; an error if a record with its key is there already.
+    pub fn insert(&mut self, record: C::Record) -> Result<()> {
+        self.insert_with_proxy(record, None)
+    }
+
+    /// Insert `record` for a chunk whose data the chunk proxy `proxy` stands for: the node that
+    /// holds the record is not written before the chunk is.
+    pub fn insert_with_proxy(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<()> {
+        if self.minmax.is_none() && !self.is_empty() {
+            self.min_max()?;
+        }
+        let mut op = self.new_op();
+        let Some(root) = self.root_ptr() else {
+            let addr = self.alloc_node(&mut op)?;
+            self.insert_node(addr, self.new_data(0, vec![record.clone()], Vec::new()))?;
+            self.link(self.addr, addr)?;
+            if let Some(p) = proxy {
+                self.add_proxy(addr, p)?;
+            }
+            self.hdr.root = Some(addr);
+            self.hdr.root_nrec = 1;
+            self.hdr.total_records = 1;
+            self.hdr.depth = 0;
+            self.minmax = Some((record.clone(), record));
+            return self.store_header();
+        };
+        let hint = self.hint(self.class.key(&record));
+        // Look before restructuring anything: a duplicate must leave the tree untouched. A key
+        // beyond the minimum or maximum cannot be in the tree, so appends skip this search.
+        if hint == Hint::Search && self.find(self.class.key(&record))?.is_some() {
+            return Err(Error::Duplicate { header: self.addr });
+        }
+        let mut root = root;
+        let (split, _) = self.thresholds(self.hdr.depth)?;
+        if usize::from(self.hdr.root_nrec) >= split {
+            root = self.split_root(root, &mut op)?;
+        }
+        let new_root = self.insert_rec(root, self.hdr.depth, &record, hint, proxy, &mut op)?;
+        self.set_root(new_root)?;
+        if let Some((min, max)) = &mut self.minmax {
+            match hint {
+                Hint::Left => *min = record,
+                Hint::Right => *max = record,
+                Hint::Search => {}
+            }
+        }
+        self.store_header()
+    }
+
+    fn set_root(&mut self, root: ChildPointer) -> Result<()> {
+        self.hdr.root = Some(root.addr);
+        self.hdr.root_nrec = u16::try_from(root.nrec)
+            .map_err(|_| self.corrupt(root.addr, "root record count beyond u16"))?;
+        self.hdr.total_records = root.total;
+        self.link(self.addr, root.addr)
+    }
+
+    /// A full root: a new root above it, then the old root split in two under it.
+    fn split_root(&mut self, root: ChildPointer, op: &mut Op) -> Result<ChildPointer> {
+        let depth = self
+            .hdr
+            .depth
+            .checked_add(1)
+            .filter(|&d| d <= MAX_DEPTH)
+            .ok_or(Error::Unsupported("a v2 B-tree deeper than MAX_DEPTH"))?;
+        let deeper = Header {
+            depth,
+            ..self.hdr.clone()
+        };
+        let geom = Geometry::new(&deeper, self.sizes).map_err(|_| {
+            Error::Unsupported("a v2 B-tree level whose internal nodes hold no record")
+        })?;
+        let old_geom = std::mem::replace(&mut self.geom, Arc::new(geom));
+        if let Err(e) = self.thresholds(depth) {
+            self.geom = old_geom;
+            return Err(e);
+        }
+        let addr = self.alloc_node(op)?;
+        let mut data = self.new_data(depth, Vec::new(), vec![root]);
+        self.rebalance(&mut data, addr, 0, 1, 2, op)?;
+        let total = self.subtree_total(addr, data.records.len(), &data.children)?;
+        let ptr = ChildPointer {
+            addr,
+            nrec: data.records.len() as u64,
+            total,
+        };
+        self.insert_node(addr, data)?;
+        self.hdr.depth = depth;
+        self.set_root(ptr)?;
+        Ok(ptr)
+    }
+
+    fn insert_rec(
+        &self,
+        ptr: ChildPointer,
+        depth: u16,
+        record: &C::Record,
+        hint: Hint,
+        proxy: Option<ProxyId>,
+        op: &mut Op,
+    ) -> Result<ChildPointer> {
+        let key = self.class.key(record);
+        let mut node = self.node_mut(&ptr, depth)?;
+        let pos = |node: &NodeData<C>| match hint {
+            Hint::Left => Pos::Child(0),
+            Hint::Right => Pos::Child(node.records.len()),
+            Hint::Search => self.locate(node, key),
+        };
+        if depth == 0 {
+            let Pos::Child(i) = pos(&node) else {
+                return Err(Error::Duplicate { header: self.addr });
+            };
+            node.records.insert(i, record.clone());
+            if let Some(p) = proxy {
+                self.add_proxy(ptr.addr, p)?;
+            }
+            let n = node.records.len() as u64;
+            return Ok(ChildPointer {
+                addr: ptr.addr,
+                nrec: n,
+                total: n,
+            });
+        }
+        let (split, _) = self.thresholds(depth.saturating_sub(1))?;
+        // libhdf5 tries twice to make room by moving records to siblings before it splits.
+        let mut retries = 2u32;
+        let idx = loop {
+            let idx = match pos(&node) {
+                Pos::Found(_) => return Err(Error::Duplicate { header: self.addr }),
+                Pos::Child(i) => i,
+            };
+            let n = node.records.len();
+            let nrec_of = |i: usize| node.children.get(i).map_or(0, |c| c.nrec as usize);
+            if nrec_of(idx) < split {
+                break idx;
+            }
+            let room = |i: usize| nrec_of(i) < split;
+            let (first, k, m) = if idx == 0 {
+                if retries > 0 && n >= 1 && room(1) {
+                    (0, 2, 2)
+                } else {
+                    (0, 1, 2)
+                }
+            } else if idx == n {
+                if retries > 0 && room(idx.saturating_sub(1)) {
+                    (idx.saturating_sub(1), 2, 2)
+                } else {
+                    (idx, 1, 2)
+                }
+            } else if retries > 0 && (room(idx.saturating_sub(1)) || room(idx.saturating_add(1))) {
+                (idx.saturating_sub(1), 3, 3)
+            } else {
+                (idx, 1, 2)
+            };
+            self.rebalance(&mut node, ptr.addr, first, k, m, op)?;
+            retries = retries.saturating_sub(1);
+        };
+        let child = *node
+            .children
+            .get(idx)
+            .ok_or_else(|| self.corrupt(ptr.addr, "child index out of range"))?;
+        self.link(ptr.addr, child.addr)?;
+        let new_child = self.insert_rec(child, depth.saturating_sub(1), record, hint, proxy, op)?;
+        if let Some(c) = node.children.get_mut(idx) {
+            *c = new_child;
+        }
+        let total = self.subtree_total(ptr.addr, node.records.len(), &node.children)?;
+        let mut out = ChildPointer {
+            addr: ptr.addr,
+            nrec: node.records.len() as u64,
+            total,
+        };
+        drop(node);
+        if op.shadowed {
+            out.addr = self.relocate(&out, depth, op)?;
+        }
+        Ok(out)
+    }
+
+    /// Replace the record with `record`'s key, or insert it (libhdf5's `H5B2_update`). A key
+    /// above the maximum (an append) goes straight to the insert without a search.
+    pub fn upsert(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<bool> {
+        if self.minmax.is_none() && !self.is_empty() {
+            self.min_max()?;
+        }
+        if self.hint(self.class.key(&record)) == Hint::Search {
+            let replacement = record.clone();
+            let key_of = self.class.clone();
+            let done = self.modify_with_proxy(key_of.key(&record), proxy, move |r| {
+                *r = replacement;
+            })?;
+            if done {
+                return Ok(false);
+            }
+        }
+        self.insert_with_proxy(record, proxy)?;
+        Ok(true)
+    }
+
+    /// Modify the record with key `key` in place (its key must not change); returns whether it
+    /// was found.
+    pub fn modify(&mut self, key: &C::Key, f: impl FnOnce(&mut C::Record)) -> Result<bool> {
+        self.modify_with_proxy(key, None, f)
+    }
+
+    /// [`modify`](Self::modify), making the node that holds the record wait for `proxy`.
+    pub fn modify_with_proxy(
+        &mut self,
+        key: &C::Key,
+        proxy: Option<ProxyId>,
+        f: impl FnOnce(&mut C::Record),
+    ) -> Result<bool> {
+        let Some(mut ptr) = self.root_ptr() else {
+            return Ok(false);
+        };
+        let mut depth = self.hdr.depth;
+        self.link(self.addr, ptr.addr)?;
+        for _ in 0..=MAX_DEPTH {
+            // Look without dirtying; protect only the node that holds the record.
+            let step = self.read_node(&ptr, depth, |n| {
+                Ok(match self.locate(n, key) {
+                    Pos::Found(_) => None,
+                    Pos::Child(i) => Some(n.children.get(i).copied()),
+                })
+            })?;
+            match step {
+                None => {
+                    let mut node = self.node_mut(&ptr, depth)?;
+                    let Pos::Found(i) = self.locate(&node, key) else {
+                        return Err(self.corrupt(ptr.addr, "record vanished"));
+                    };
+                    let class = self.class.clone();
+                    let rec = node
+                        .records
+                        .get_mut(i)
+                        .ok_or_else(|| self.corrupt(ptr.addr, "record index"))?;
+                    let mut copy = rec.clone();
+                    f(&mut copy);
+                    if class.compare(key, &copy) != Ordering::Equal {
+                        return Err(Error::KeyChanged { header: self.addr });
+                    }
+                    *rec = copy.clone();
+                    drop(node);
+                    if let Some(p) = proxy {
+                        self.add_proxy(ptr.addr, p)?;
+                    }
+                    if let Some((min, max)) = &mut self.minmax {
+                        if class.compare(key, min) == Ordering::Equal {
+                            *min = copy.clone();
+                        }
+                        if class.compare(key, max) == Ordering::Equal {
+                            *max = copy;
+                        }
+                    }
+                    return Ok(true);
+                }
+                Some(None) => return Ok(false),
+                Some(Some(child)) => {
+                    self.link(ptr.addr, child.addr)?;
+                    ptr = child;
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| self.corrupt(ptr.addr, "descent below a leaf"))?;
+                }
+            }
+        }
+        Err(self.corrupt(self.addr, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// Remove the record with key `key`; returns it, or `None` when absent.
+    pub fn remove(&mut self, key: &C::Key) -> Result<Option<C::Record>> {
+        if self.minmax.is_none() && !self.is_empty() {
+            self.min_max()?;
+        }
+        if self.hint(key) != Hint::Search {
+            return Ok(None);
+        }
+        let Some(mut root) = self.root_ptr() else {
+            return Ok(None);
+        };
+        let mut op = self.new_op();
+        // A root with one record whose two children would merge: merge them into the root's
+        // place, which lowers the tree by one level.
+        while self.hdr.depth > 0 && root.nrec == 1 {
+            let (_, low) = self.thresholds(self.hdr.depth.saturating_sub(1))?;
+            let mut node = self.node_mut(&root, self.hdr.depth)?;
+            let sum: usize = node.children.iter().map(|c| c.nrec as usize).sum();
+            if sum >= low.saturating_add(1).saturating_mul(2) {
+                break;
+            }
+            self.rebalance(&mut node, root.addr, 0, 2, 1, &mut op)?;
+            let child = *node
+                .children
+                .first()
+                .ok_or_else(|| self.corrupt(root.addr, "collapsed root without child"))?;
+            drop(node);
+            self.free_node(root.addr, &mut op)?;
+            self.hdr.depth = self.hdr.depth.saturating_sub(1);
+            self.set_root(child)?;
+            root = child;
+        }
+        let (removed, new_root) =
+            self.remove_rec(root, self.hdr.depth, Target::Key(key), &mut op)?;
+        if new_root.nrec == 0 {
+            // The root leaf lost its last record: the tree is empty again.
+            self.free_node(new_root.addr, &mut op)?;
+            self.hdr.root = None;
+            self.hdr.root_nrec = 0;
+            self.hdr.total_records = 0;
+            self.hdr.depth = 0;
+        } else {
+            self.set_root(new_root)?;
+        }
+        if let (Some(r), Some((min, max))) = (&removed, &self.minmax) {
+            let k = self.class.key(r);
+            if self.class.compare(k, min) == Ordering::Equal
+                || self.class.compare(k, max) == Ordering::Equal
+            {
+                self.minmax = None;
+            }
+        }
+        if self.is_empty() {
+            self.minmax = None;
+        }
+        self.store_header()?;
+        Ok(removed)
+    }
+
+    fn remove_rec(
+        &self,
+        ptr: ChildPointer,
+        depth: u16,
+        target: Target<'_, C::Key>,
+        op: &mut Op,
+    ) -> Result<(Option<C::Record>, ChildPointer)> {
+        let mut node = self.node_mut(&ptr, depth)?;
+        if depth == 0 {
+            let i = match target {
+                Target::Min => Some(0).filter(|_| !node.records.is_empty()),
+                Target::Key(k) => match self.locate(&node, k) {
+                    Pos::Found(i) => Some(i),
+                    Pos::Child(_) => None,
+                },
+            };
+            let removed = match i {
+                Some(i) => Some(node.records.remove(i)),
+                None => None,
+            };
+            let n = node.records.len() as u64;
+            return Ok((
+                removed,
+                ChildPointer {
+                    addr: ptr.addr,
+                    nrec: n,
+                    total: n,
+                },
+            ));
+        }
+        let (_, low) = self.thresholds(depth.saturating_sub(1))?;
+        // Each fix merges (one separator fewer) or leaves the target above the bound, so the
+        // loop ends within nrec + 2 rounds; the bound guards against a corrupt node.
+        let mut rounds = node.records.len().saturating_add(2);
+        let (idx, found) = loop {
+            let (idx, found) = match target {
+                Target::Min => (0, None),
+                Target::Key(k) => match self.locate(&node, k) {
+                    Pos::Found(i) => (i.saturating_add(1), Some(i)),
+                    Pos::Child(i) => (i, None),
+                },
+            };
+            let c = node.children.get(idx).map_or(0, |c| c.nrec as usize);
+            if c > low {
+                break (idx, found);
+            }
+            rounds = rounds
+                .checked_sub(1)
+                .ok_or_else(|| self.corrupt(ptr.addr, "underflow could not be fixed"))?;
+            let n = node.records.len();
+            let (first, sib) = match (idx < n, idx.checked_sub(1)) {
+                (true, _) => (idx, idx.saturating_add(1)),
+                (false, Some(left)) => (left, left),
+                (false, None) => {
+                    return Err(self.corrupt(ptr.addr, "internal node without records"));
+                }
+            };
+            let s = node.children.get(sib).map_or(0, |c| c.nrec as usize);
+            let m = if c.saturating_add(s) >= low.saturating_add(1).saturating_mul(2) {
+                2
+            } else {
+                1
+            };
+            self.rebalance(&mut node, ptr.addr, first, 2, m, op)?;
+        };
+        let child = *node
+            .children
+            .get(idx)
+            .ok_or_else(|| self.corrupt(ptr.addr, "child index out of range"))?;
+        self.link(ptr.addr, child.addr)?;
+        let sub_target = if found.is_some() { Target::Min } else { target };
+        let (mut removed, new_child) =
+            self.remove_rec(child, depth.saturating_sub(1), sub_target, op)?;
+        if let Some(c) = node.children.get_mut(idx) {
+            *c = new_child;
+        }
+        if let Some(i) = found {
+            // The record sits in this node: its successor (the minimum of the right subtree,
+            // just removed) takes its place.
+            let succ = removed
+                .take()
+                .ok_or_else(|| self.corrupt(child.addr, "empty subtree"))?;
+            let slot = node
+                .records
+                .get_mut(i)
+                .ok_or_else(|| self.corrupt(ptr.addr, "record index"))?;
+            removed = Some(std::mem::replace(slot, succ));
+        }
+        let total = self.subtree_total(ptr.addr, node.records.len(), &node.children)?;
+        let mut out = ChildPointer {
+            addr: ptr.addr,
+            nrec: node.records.len() as u64,
+            total,
+        };
+        drop(node);
+        if op.shadowed {
+            out.addr = self.relocate(&out, depth, op)?;
+        }
+        Ok((removed, out))
+    }
+
+    /// Remove every node and the header from the cache and free their space.
+    pub fn delete(self) -> Result<()> {
+        let mut nodes = Vec::new();
+        if let Some(root) = self.root_ptr() {
+            self.node_addrs(&root, self.hdr.depth, &mut nodes)?;
+        }
+        let mut op = self.new_op();
+        for (addr, _) in nodes.into_iter().rev() {
+            self.free_node(addr, &mut op)?;
+        }
+        self.cache.remove(self.addr)?;
+        self.cache
+            .allocator()
+            .free(self.addr, header_len(self.sizes))?;
+        Ok(())
+    }
+}

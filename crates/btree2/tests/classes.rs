@@ -1,0 +1,159 @@
+//! The record-class design fits libhdf5's other record types without changes to the tree: a
+//! class for links indexed by name hash (type 5: 4-byte hash, 7-byte fractal-heap ID), and
+//! filtered chunk records (type 11) with sizes and masks.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod common;
+
+use core::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use common::*;
+use h5chunk_btree2::{BTree2, Params, RecordClass};
+use h5chunk_cache::MemStorage;
+use h5chunk_format::Addr;
+
+/// libhdf5's `H5G_DENSE_BT2_NAME_REC`-shaped record: the name's hash, then the heap ID.
+#[derive(Debug)]
+struct LinkNameClass;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LinkRec {
+    hash: u32,
+    heap_id: [u8; 7],
+}
+
+impl RecordClass for LinkNameClass {
+    type Record = LinkRec;
+    type Key = u32;
+    fn tree_type(&self) -> u8 {
+        5
+    }
+    fn record_size(&self) -> usize {
+        11
+    }
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<LinkRec> {
+        let (Some(h), Some(id)) = (raw.get(..4), raw.get(4..11)) else {
+            return Err(h5chunk_format::Error::Truncated {
+                structure: "link name record",
+                at,
+                needed: 11,
+                available: raw.len() as u64,
+            });
+        };
+        Ok(LinkRec {
+            hash: u32::from_le_bytes(h.try_into().unwrap()),
+            heap_id: id.try_into().unwrap(),
+        })
+    }
+    fn encode(&self, r: &LinkRec, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        out.extend_from_slice(&r.hash.to_le_bytes());
+        out.extend_from_slice(&r.heap_id);
+        Ok(())
+    }
+    fn key<'r>(&self, r: &'r LinkRec) -> &'r u32 {
+        &r.hash
+    }
+    fn compare(&self, key: &u32, r: &LinkRec) -> Ordering {
+        key.cmp(&r.hash)
+    }
+}
+
+#[test]
+fn link_name_hash_records() {
+    let storage = MemStorage::new();
+    let cache = mem_cache(&storage, false);
+    // Dense link storage uses 512-byte nodes, split 100 %, merge 40 %.
+    let params = Params {
+        node_size: 512,
+        ..Params::CHUNK_INDEX
+    };
+    let mut t = BTree2::create(&cache, S, LinkNameClass, params).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..5000u32 {
+        let hash = i.wrapping_mul(0x9e37_79b9);
+        let rec = LinkRec {
+            hash,
+            heap_id: [i as u8, (i >> 8) as u8, 0, 0, 0, 0, 1],
+        };
+        t.insert(rec.clone()).unwrap();
+        model.insert(hash, rec);
+    }
+    for i in (0..5000u32).step_by(3) {
+        let hash = i.wrapping_mul(0x9e37_79b9);
+        assert_eq!(t.remove(&hash).unwrap(), model.remove(&hash));
+    }
+    let st = t.validate().unwrap();
+    assert!(st.depth >= 2, "{st:?}");
+    let header = t.addr();
+    assert!(cache.flush().unwrap().is_complete());
+    let eoa = cache.allocator().eoa();
+    let reader = mem_cache(&storage, false);
+    reader.allocator().set_eoa(eoa);
+    let t = BTree2::open(&reader, S, header, LinkNameClass).unwrap();
+    assert_eq!(t.header().tree_type, 5);
+    let got: Vec<LinkRec> = t.records().unwrap();
+    assert_eq!(got, model.into_values().collect::<Vec<_>>());
+}
+
+#[test]
+fn filtered_chunk_records_round_trip() {
+    let storage = MemStorage::new();
+    let cache = mem_cache(&storage, false);
+    let mut t = BTree2::create(&cache, S, class2f(), Params::CHUNK_INDEX).unwrap();
+    assert_eq!(t.header().tree_type, 11);
+    assert_eq!(t.header().record_size, 30);
+    for i in 0..3000u64 {
+        t.insert(fentry(
+            i % 60,
+            i / 60,
+            0x4000 + i,
+            100 + i % 900,
+            (i % 3) as u32,
+        ))
+        .unwrap();
+    }
+    // Update (insert-or-replace): an existing key is replaced, a key above the maximum appended
+    // without a search.
+    assert!(!t.upsert(fentry(7, 7, 0x7777, 77, 1), None).unwrap());
+    assert!(t.upsert(fentry(60, 0, 0x8888, 88, 0), None).unwrap());
+    let e = t.find(&[7, 7]).unwrap().unwrap();
+    assert_eq!(
+        (e.record.addr, e.record.size, e.record.mask),
+        (Some(Addr(0x7777)), 77, 1)
+    );
+    assert_eq!(t.len(), 3001);
+    let (min, max) = t.min_max().unwrap().unwrap();
+    assert_eq!(
+        (&min.scaled[..], &max.scaled[..]),
+        (&[0u64, 0][..], &[60u64, 0][..])
+    );
+    // A size too wide for the 2-byte field is refused at encode time, by the flush.
+    t.insert(fentry(61, 0, 0x9999, 1 << 20, 0)).unwrap();
+    assert!(cache.flush().is_err());
+}
+
+#[test]
+fn delete_frees_everything_and_bytes_used_counts_nodes() {
+    let storage = MemStorage::new();
+    let cache = mem_cache(&storage, false);
+    let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
+    for i in 0..500u64 {
+        t.insert(entry(i, 0, 0x1000 + i)).unwrap();
+    }
+    let nodes = t.nodes().unwrap().len() as u64;
+    assert_eq!(
+        t.bytes_used().unwrap(),
+        38 + nodes * u64::from(SMALL.node_size)
+    );
+    let used = t.bytes_used().unwrap();
+    let free0 = cache.allocator().free_space();
+    let eoa0 = cache.allocator().eoa();
+    t.delete().unwrap();
+    let free1 = cache.allocator().free_space();
+    let eoa1 = cache.allocator().eoa();
+    // Every byte comes back: to the free list, or off the end of the file.
+    assert_eq!(free1 - free0 + (eoa0.get() - eoa1.get()), used);
+    assert!(cache.resident().is_empty());
+}
