@@ -492,3 +492,84 @@ fn direct_chunk_io() {
         assert_eq!(h5py::values_le(&python, &path, "d"), want);
     }
 }
+
+/// Two unlimited dimensions: a version 2 B-tree, grown along X, along Y and alternately;
+/// libhdf5 reads it and extends it, and we read its additions.
+#[test]
+fn btree2_grows_in_both_dimensions() {
+    let path = tmp("api_btree2.h5");
+    let f = File::create_with(&path, latest()).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[0, 0])
+        .max_shape(&[None, None])
+        .chunk(&[2, 3])
+        .create("grid")
+        .unwrap();
+    assert_eq!(d.index_kind(), Some(IndexKind::BTree2));
+    let value = |r: u64, c: u64| (r * 1000 + c) as i32;
+    let (mut rows, mut cols) = (0u64, 0u64);
+    for step in 0..60 {
+        let (nr, nc) = match step % 3 {
+            0 => (rows + 1, cols.max(1)),
+            1 => (rows.max(1), cols + 2),
+            _ => (rows + 1, cols + 1),
+        };
+        d.resize(&[nr, nc]).unwrap();
+        let all: Vec<i32> = (0..nr)
+            .flat_map(|r| (0..nc).map(move |c| value(r, c)))
+            .collect();
+        d.write(&all).unwrap();
+        (rows, cols) = (nr, nc);
+    }
+    f.close().unwrap();
+    drop(d);
+    let expect: Vec<i32> = (0..rows)
+        .flat_map(|r| (0..cols).map(move |c| value(r, c)))
+        .collect();
+    let f = File::open(&path).unwrap();
+    let d = f.dataset("grid").unwrap();
+    assert_eq!(d.shape(), vec![rows, cols]);
+    assert_eq!(d.read::<i32>().unwrap(), expect);
+    assert_eq!(
+        d.chunks().unwrap().len() as u64,
+        rows.div_ceil(2) * cols.div_ceil(3)
+    );
+    drop((d, f));
+    if let Some(h5dump) = interop::h5dump("btree2_grows_in_both_dimensions") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    let Some(python) = interop::python("btree2_grows_in_both_dimensions") else {
+        return;
+    };
+    assert_eq!(h5py::values_le(&python, &path, "grid"), le_i32(&expect));
+    interop::run_python(
+        &python,
+        r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'r+') as f:
+    d = f['grid']
+    r, c = d.shape
+    d.resize((r + 3, c + 4))
+    d[r:, :] = -1
+    d[:, c:] = -2
+"#,
+        &[&path.to_string_lossy()],
+    );
+    let f = File::open(&path).unwrap();
+    let d = f.dataset("grid").unwrap();
+    let (r2, c2) = (rows + 3, cols + 4);
+    let got = d.read::<i32>().unwrap();
+    for r in 0..r2 {
+        for c in 0..c2 {
+            let want = if c >= cols {
+                -2
+            } else if r >= rows {
+                -1
+            } else {
+                value(r, c)
+            };
+            assert_eq!(got[(r * c2 + c) as usize], want, "({r}, {c})");
+        }
+    }
+}

@@ -62,10 +62,6 @@ fn every_fixture_dataset_reads_back() {
                 skipped.push(what);
                 continue;
             }
-            Err(h5chunk::Error::Unsupported(w)) if w.contains("version 2 B-tree") => {
-                skipped.push(format!("{what} ({w})"));
-                continue;
-            }
             Err(e) => panic!("{what}: {e}"),
         };
         let dtype = fx.object["dtype"].as_str().unwrap();

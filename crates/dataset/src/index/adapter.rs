@@ -62,6 +62,10 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
     fn metadata_bytes(&mut self, _f: &FileInner) -> Result<u64> {
         Ok(0)
     }
+    /// Levels of a tree-shaped index (1 for a lone leaf), if it is one.
+    fn depth(&mut self, _f: &FileInner) -> Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// The single-chunk index: the layout message holds the chunk's address (and, filtered, its
@@ -735,6 +739,118 @@ impl ChunkIndex for BTree1 {
     fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
         self.tree(f)?.index_bytes().map_err(bt1_err)
     }
+    fn depth(&mut self, f: &FileInner) -> Result<Option<u64>> {
+        Ok(Some(u64::from(self.tree(f)?.depth().map_err(bt1_err)?)))
+    }
+}
+
+/// The version 2 B-tree index (h5chunk-btree2), records of type 10/11 keyed by scaled
+/// coordinates. The tree borrows the cache, so each call opens it from its header (a cached
+/// entry).
+#[derive(Debug)]
+pub(crate) struct BTree2 {
+    header: Addr,
+    class: h5chunk_btree2::ChunkClass,
+    params: h5chunk_format::message::Btree2Params,
+}
+
+fn bt2_err(e: h5chunk_btree2::Error) -> Error {
+    Error::Index {
+        kind: "version 2 B-tree",
+        source: Box::new(e),
+    }
+}
+
+impl BTree2 {
+    fn class(shape: &Shape) -> Result<h5chunk_btree2::ChunkClass> {
+        h5chunk_btree2::ChunkClass::new(shape.codec, shape.dims.len()).map_err(bt2_err)
+    }
+
+    pub fn create(
+        f: &FileInner,
+        shape: &Shape,
+        params: h5chunk_format::message::Btree2Params,
+    ) -> Result<BTree2> {
+        let class = BTree2::class(shape)?;
+        let p = h5chunk_btree2::Params {
+            node_size: params.node_size,
+            split_percent: params.split_percent,
+            merge_percent: params.merge_percent,
+        };
+        let tree = h5chunk_btree2::BTree2::create(&f.cache, f.sizes, class, p).map_err(bt2_err)?;
+        Ok(BTree2 {
+            header: tree.addr(),
+            class,
+            params,
+        })
+    }
+
+    pub fn open(
+        f: &FileInner,
+        shape: &Shape,
+        header: Addr,
+        params: h5chunk_format::message::Btree2Params,
+    ) -> Result<BTree2> {
+        let class = BTree2::class(shape)?;
+        h5chunk_btree2::BTree2::open(&f.cache, f.sizes, header, class).map_err(bt2_err)?;
+        Ok(BTree2 {
+            header,
+            class,
+            params,
+        })
+    }
+
+    fn tree<'c>(
+        &self,
+        f: &'c FileInner,
+    ) -> Result<h5chunk_btree2::BTree2<'c, h5chunk_btree2::ChunkClass>> {
+        h5chunk_btree2::BTree2::open(&f.cache, f.sizes, self.header, self.class).map_err(bt2_err)
+    }
+}
+
+impl ChunkIndex for BTree2 {
+    fn kind(&self) -> IndexKind {
+        IndexKind::BTree2
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        (LayoutIndex::BTreeV2(self.params), Some(self.header))
+    }
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        Ok(self
+            .tree(f)?
+            .find(scaled)
+            .map_err(bt2_err)?
+            .map(|e| e.record))
+    }
+    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+        let entry = h5chunk_btree2::ChunkEntry {
+            scaled: scaled.iter().copied().collect(),
+            record: rec,
+        };
+        self.tree(f)?.upsert(entry, None).map_err(bt2_err)?;
+        Ok(())
+    }
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        Ok(self
+            .tree(f)?
+            .remove(scaled)
+            .map_err(bt2_err)?
+            .map(|e| e.record))
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        let records = self.tree(f)?.records().map_err(bt2_err)?;
+        for e in records {
+            visit(&e.scaled, e.record);
+        }
+        Ok(())
+    }
+    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+        self.tree(f)?.bytes_used().map_err(bt2_err)
+    }
 }
 
 /// An index structure not created yet: libhdf5 leaves the layout's index address undefined
@@ -813,6 +929,12 @@ impl ChunkIndex for Lazy {
             None => Ok(0),
         }
     }
+    fn depth(&mut self, f: &FileInner) -> Result<Option<u64>> {
+        match &mut self.inner {
+            Some(i) => i.depth(f),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Create the structure of an index with a structure (fixed array, extensible array, B-trees).
@@ -828,11 +950,7 @@ fn create_structure(
         LayoutIndex::ExtensibleArray(p) => Box::new(ExtensibleArray::create(f, shape, *p)?),
         LayoutIndex::SkipList(p) => Box::new(SkipList::create(f, shape, *p)?),
         LayoutIndex::BTreeV1 => Box::new(BTree1::create(f, shape)?),
-        LayoutIndex::BTreeV2(_) => {
-            return Err(Error::Unsupported(
-                "version 2 B-tree chunk index (h5chunk-btree2 adapter)",
-            ));
-        }
+        LayoutIndex::BTreeV2(p) => Box::new(BTree2::create(f, shape, *p)?),
         LayoutIndex::Single(_) | LayoutIndex::Implicit => {
             return Err(Error::Unsupported("a structure for an index that has none"));
         }
@@ -863,11 +981,7 @@ pub(crate) fn open(
         }
         (LayoutIndex::SkipList(p), Some(a)) => Box::new(SkipList::open(f, shape, a, *p)?),
         (LayoutIndex::BTreeV1, Some(a)) => Box::new(BTree1::open(f, shape, a)?),
-        (LayoutIndex::BTreeV2(_), Some(_)) => {
-            return Err(Error::Unsupported(
-                "version 2 B-tree chunk index (h5chunk-btree2 adapter)",
-            ));
-        }
+        (LayoutIndex::BTreeV2(p), Some(a)) => Box::new(BTree2::open(f, shape, a, *p)?),
     })
 }
 
