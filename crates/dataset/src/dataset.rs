@@ -22,6 +22,8 @@ use crate::index::select::{AllocTime, IndexKind, IndexRequest, choose};
 use crate::select::Hyperslab;
 use crate::types::{H5Type, TypeDesc, from_le_bytes, to_le_bytes};
 
+pub(crate) mod inspect;
+
 /// A filter to apply when creating a dataset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterSpec {
@@ -421,9 +423,8 @@ impl DatasetShared {
             ..
         } = &mut *st;
         if let StorageState::Chunked(c) = storage {
-            for (scaled, data) in c.cache.take_dirty() {
-                c.write_chunk(f, path, &scaled, data)?;
-            }
+            let dirty = c.cache.take_dirty();
+            c.write_chunks(f, path, dirty)?;
             let now = c.index.layout();
             if now != c.layout_written {
                 c.layout.index = now.0;
@@ -514,47 +515,84 @@ impl Chunked {
         scaled: &[u64],
         data: Vec<u8>,
     ) -> Result<()> {
-        let (stored, mask) = match (&self.pipeline, self.skips_filters(scaled)) {
-            (Some(p), false) => p.encode(data).map_err(|source| Error::Filter {
-                dataset: path.to_owned(),
-                chunk: scaled.to_vec(),
-                source,
-            })?,
-            _ => (data, 0),
-        };
+        self.write_chunks(f, path, vec![(scaled.to_vec(), data)])
+    }
+
+    /// Filter and write chunks, then record them in the index. Chunks that keep their place
+    /// are written there; all the others get one new block, written in one call (adjacent
+    /// chunks land next to each other in the file).
+    fn write_chunks(
+        &mut self,
+        f: &FileInner,
+        path: &str,
+        chunks: Vec<(Vec<u64>, Vec<u8>)>,
+    ) -> Result<()> {
         let filtered = self.pipeline.is_some();
-        let old = self.index.get(f, scaled)?.map(|mut r| {
-            // Unfiltered records carry no size or mask: every chunk is `chunk_bytes` long.
-            if !filtered {
-                r.size = 0;
-                r.mask = 0;
+        let mut fresh: Vec<(Vec<u64>, Vec<u8>, u32)> = Vec::new();
+        for (scaled, data) in chunks {
+            let (stored, mask) = match (&self.pipeline, self.skips_filters(&scaled)) {
+                (Some(p), false) => p.encode(data).map_err(|source| Error::Filter {
+                    dataset: path.to_owned(),
+                    chunk: scaled.clone(),
+                    source,
+                })?,
+                _ => (data, 0),
+            };
+            let old = self.index.get(f, &scaled)?.map(|mut r| {
+                // Unfiltered records carry no size or mask: every chunk is `chunk_bytes` long.
+                if !filtered {
+                    r.size = 0;
+                    r.mask = 0;
+                }
+                r
+            });
+            match old {
+                Some(ChunkRecord {
+                    addr: Some(a),
+                    size,
+                    ..
+                }) if !filtered || size == stored.len() as u64 => {
+                    f.write(a, &stored)?;
+                    let rec = ChunkRecord {
+                        addr: Some(a),
+                        size: if filtered { stored.len() as u64 } else { 0 },
+                        mask,
+                    };
+                    if old != Some(rec) {
+                        self.index.insert(f, &scaled, rec)?;
+                    }
+                }
+                Some(ChunkRecord {
+                    addr: Some(a),
+                    size,
+                    ..
+                }) => {
+                    f.free(a, size)?;
+                    fresh.push((scaled, stored, mask));
+                }
+                _ => fresh.push((scaled, stored, mask)),
             }
-            r
-        });
-        let addr = match old {
-            Some(ChunkRecord {
-                addr: Some(a),
-                size,
-                ..
-            }) if !filtered || size == stored.len() as u64 => a,
-            Some(ChunkRecord {
-                addr: Some(a),
-                size,
-                ..
-            }) => {
-                f.free(a, size)?;
-                f.allocate(stored.len() as u64)?
-            }
-            _ => f.allocate(stored.len() as u64)?,
-        };
-        f.write(addr, &stored)?;
-        let rec = ChunkRecord {
-            addr: Some(addr),
-            size: if filtered { stored.len() as u64 } else { 0 },
-            mask,
-        };
-        if old != Some(rec) {
-            self.index.insert(f, scaled, rec)?;
+        }
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let total: u64 = fresh.iter().map(|(_, b, _)| b.len() as u64).sum();
+        let base = f.allocate(total)?;
+        let mut block = Vec::with_capacity(total as usize);
+        for (_, b, _) in &fresh {
+            block.extend_from_slice(b);
+        }
+        // The chunks' bytes reach the file before any index record points to them.
+        f.write(base, &block)?;
+        let mut at = base.get();
+        for (scaled, stored, mask) in fresh {
+            let rec = ChunkRecord {
+                addr: Some(Addr(at)),
+                size: if filtered { stored.len() as u64 } else { 0 },
+                mask,
+            };
+            at += stored.len() as u64;
+            self.index.insert(f, &scaled, rec)?;
         }
         Ok(())
     }
@@ -943,9 +981,8 @@ impl Dataset {
         let shrinks = dims.iter().zip(&old).any(|(n, o)| n < o);
         if shrinks {
             // Write what is cached so the index knows every chunk, then prune.
-            for (scaled, data) in c.cache.take_dirty() {
-                c.write_chunk(f, path, &scaled, data)?;
-            }
+            let dirty = c.cache.take_dirty();
+            c.write_chunks(f, path, dirty)?;
             let mut chunks = Vec::new();
             c.index
                 .for_each(f, &mut |s, r| chunks.push((s.to_vec(), r)))?;
@@ -1078,9 +1115,8 @@ impl Dataset {
         let StorageState::Chunked(c) = storage else {
             return Ok(Vec::new());
         };
-        for (scaled, data) in c.cache.take_dirty() {
-            c.write_chunk(f, path, &scaled, data)?;
-        }
+        let dirty = c.cache.take_dirty();
+        c.write_chunks(f, path, dirty)?;
         let chunk = c.shape.chunk.clone();
         let chunk_bytes = c.shape.chunk_bytes;
         let filtered = c.pipeline.is_some();

@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn numpy_names_roundtrip_through_datatypes() {
         for name in [
-            "<i1", "<u1", "<i2", ">u2", "<i4", ">i8", "<u8", "<f4", ">f8",
+            "|i1", "|u1", "<i2", ">u2", "<i4", ">i8", "<u8", "<f4", ">f8",
         ] {
             let t = TypeDesc::from_numpy(name).unwrap();
             assert_eq!(t.numpy(), name);

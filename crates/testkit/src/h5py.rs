@@ -76,3 +76,30 @@ pub fn values_le(python: &Path, path: &Path, dataset: &str) -> Vec<u8> {
     let _ = std::fs::remove_file(&tmp);
     bytes
 }
+
+const VALUES_MANY: &str = r#"
+import sys, h5py
+with h5py.File(sys.argv[1], 'r') as f:
+    for i, name in enumerate(sys.argv[3:]):
+        a = f[name][()]
+        with open('%s.%d' % (sys.argv[2], i), 'wb') as out:
+            out.write(a.astype(a.dtype.newbyteorder('<')).tobytes())
+"#;
+
+/// [`values_le`] for several datasets of one file, in one Python process.
+pub fn values_le_many(python: &Path, path: &Path, datasets: &[&str]) -> Vec<Vec<u8>> {
+    let stem = path.with_extension(format!("values-{}", std::process::id()));
+    let stem_s = stem.to_string_lossy().into_owned();
+    let path_s = path.to_string_lossy().into_owned();
+    let mut args: Vec<&str> = vec![&path_s, &stem_s];
+    args.extend_from_slice(datasets);
+    run_python(python, VALUES_MANY, &args);
+    (0..datasets.len())
+        .map(|i| {
+            let p = format!("{stem_s}.{i}");
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+            let _ = std::fs::remove_file(&p);
+            bytes
+        })
+        .collect()
+}
