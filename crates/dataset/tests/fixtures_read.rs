@@ -91,12 +91,11 @@ fn every_fixture_dataset_reads_back() {
         if let Some(values) = fx.object["values"].as_array() {
             assert_eq!(ours, expected(dtype, values), "{what}");
         }
-        if let Some(python) = &python {
-            assert_eq!(
-                ours,
-                h5py::values_le(python, &fx.file, fx.path()),
-                "{what}: against h5py"
-            );
+        if python.is_some() {
+            by_file
+                .entry(fx.file.clone())
+                .or_default()
+                .push((fx.path().to_owned(), ours));
         }
         *checked
             .entry(
