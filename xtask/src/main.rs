@@ -3,8 +3,9 @@
 //! A table of tasks, each a function with a one-line help; `cargo xtask help` lists them. CI
 //! calls the same tasks a developer calls (`.ci/run` is `cargo xtask test` plus the system
 //! packages it needs), so the two never drift. xtask depends on no workspace crate: it only
-//! runs cargo, Python and h5dump as processes.
+//! runs cargo, Python, h5dump and the benchmark programs as processes.
 
+mod bench;
 mod deps;
 mod fixtures;
 #[cfg(test)]
@@ -57,8 +58,8 @@ const TASKS: &[Task] = &[
     },
     Task {
         name: "bench",
-        usage: "bench",
-        help: "not available yet: the benchmark arrives with its own issue",
+        usage: "bench [--full] [--n N] [--chunk-bytes B] [--scenario S,..] [--index I,..]",
+        help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/)",
         run: bench,
     },
 ];
@@ -123,6 +124,16 @@ fn test(args: &[String]) -> TaskResult {
     });
     if !picks_packages {
         cmd.arg("--workspace");
+    }
+    // Every optional feature is tested (ndarray support, the cache's fault injection) unless
+    // the caller chose features.
+    if !args.iter().any(|a| {
+        a.starts_with("--features")
+            || a == "-F"
+            || a.starts_with("--all-features")
+            || a == "--no-default-features"
+    }) {
+        cmd.arg("--all-features");
     }
     cmd.args(args)
         .env("H5CHUNK_REQUIRE_INTEROP", "1")
@@ -245,18 +256,15 @@ fn lint(args: &[String]) -> TaskResult {
         "clippy",
         "--workspace",
         "--all-targets",
+        "--all-features",
         "--",
         "-D",
         "warnings",
     ]))
 }
 
-fn bench(_args: &[String]) -> TaskResult {
-    Err(
-        "no benchmark yet: the append benchmark arrives with its own issue; \
-         nothing was run"
-            .to_string(),
-    )
+fn bench(args: &[String]) -> TaskResult {
+    bench::run(&workspace_root(), args)
 }
 
 fn no_args(args: &[String]) -> TaskResult {

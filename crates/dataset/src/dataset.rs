@@ -1231,6 +1231,26 @@ impl Dataset {
         }
     }
 
+    /// Read everything into an n-dimensional array of the dataset's shape.
+    #[cfg(feature = "ndarray")]
+    pub fn read_array<T: H5Type>(&self) -> Result<ndarray::ArrayD<T>> {
+        let shape: Vec<usize> = self.shape().iter().map(|&d| d as usize).collect();
+        ndarray::ArrayD::from_shape_vec(shape, self.read::<T>()?)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))
+    }
+
+    /// Write an n-dimensional array at `start` (its shape is the selection's count).
+    #[cfg(feature = "ndarray")]
+    pub fn write_array<T: H5Type>(
+        &self,
+        a: ndarray::ArrayViewD<'_, T>,
+        start: &[u64],
+    ) -> Result<()> {
+        let count: Vec<u64> = a.shape().iter().map(|&n| n as u64).collect();
+        let data: Vec<T> = a.iter().copied().collect();
+        self.write_slice(&data, start, &count, None)
+    }
+
     /// Bytes of index metadata in the file.
     pub fn index_metadata_bytes(&self) -> Result<u64> {
         let f = &self.file.inner;

@@ -25,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+mod check;
 mod chunk_cache;
 mod dataset;
 pub mod error;
@@ -37,6 +38,8 @@ mod object;
 pub mod select;
 pub mod types;
 
+pub use check::{CheckReport, Problem};
+pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec};
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, Group, MemberKind};

@@ -66,6 +66,11 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
     fn depth(&mut self, _f: &FileInner) -> Result<Option<u64>> {
         Ok(None)
     }
+    /// Check the structure's invariants beyond what iterating it checks (key order, counts,
+    /// uniform depth), where the structure's crate can.
+    fn validate(&mut self, _f: &FileInner) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The single-chunk index: the layout message holds the chunk's address (and, filtered, its
@@ -851,6 +856,14 @@ impl ChunkIndex for BTree2 {
     fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
         self.tree(f)?.bytes_used().map_err(bt2_err)
     }
+    fn depth(&mut self, f: &FileInner) -> Result<Option<u64>> {
+        // The header counts levels below the root; a lone leaf is one level.
+        Ok(Some(u64::from(self.tree(f)?.depth()) + 1))
+    }
+    fn validate(&mut self, f: &FileInner) -> Result<()> {
+        self.tree(f)?.validate().map_err(bt2_err)?;
+        Ok(())
+    }
 }
 
 /// An index structure not created yet: libhdf5 leaves the layout's index address undefined
@@ -933,6 +946,12 @@ impl ChunkIndex for Lazy {
         match &mut self.inner {
             Some(i) => i.depth(f),
             None => Ok(None),
+        }
+    }
+    fn validate(&mut self, f: &FileInner) -> Result<()> {
+        match &mut self.inner {
+            Some(i) => i.validate(f),
+            None => Ok(()),
         }
     }
 }
