@@ -1,9 +1,734 @@
-//! The `h5chunk` command-line tool. Its commands (`ls`, `inspect`, `cat`, `import`, `check`)
-//! arrive with their own issue; until then it says so and exits non-zero.
+//! The `h5chunk` command-line tool: list a file's tree, inspect a dataset's chunk index, dump
+//! values, import values into a new dataset, and check every structure of a file.
+//!
+//! Errors are one line on stderr (`h5chunk: error: ...`) and a non-zero exit status; `check`
+//! exits with status 1 when it finds a problem.
 
+mod npy;
+mod progress;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand, ValueEnum};
+use h5chunk::index::AllocTime;
+use h5chunk::libver::{Libver, LibverBounds};
+use h5chunk::types::{TypeClass, TypeDesc};
+use h5chunk::{
+    CreateMode, Dataset, File, FileOptions, FilterSpec, Group, IndexKind, MemberKind, StorageKind,
+};
+
+use crate::progress::Progress;
+
+/// Look inside HDF5 files' chunked datasets, and write new ones.
+#[derive(Debug, Parser)]
+#[command(name = "h5chunk", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the tree: one group or dataset per line, datasets with their type, shape, maximum
+    /// shape (`inf`: unlimited), chunk shape, chunk index and filters.
+    Ls {
+        /// The HDF5 file.
+        file: PathBuf,
+        /// The group to list (default: the root group).
+        group: Option<String>,
+    },
+    /// Show a dataset's layout and chunk index: kind, layout version, allocated chunks, index
+    /// depth or levels, blocks or nodes by type, and index metadata bytes.
+    Inspect {
+        /// The HDF5 file.
+        file: PathBuf,
+        /// The dataset's path.
+        dataset: String,
+    },
+    /// Write every value of a dataset to stdout, in C order, little-endian, with the width and
+    /// kind of the dataset's type.
+    Cat {
+        /// The HDF5 file.
+        file: PathBuf,
+        /// The dataset's path.
+        dataset: String,
+        /// Write a `.npy` file (header and values) instead of bare values.
+        #[arg(long)]
+        npy: bool,
+    },
+    /// Create a chunked dataset (and the file, if needed) from little-endian C-order values or
+    /// a `.npy` file.
+    Import(ImportArgs),
+    /// Walk every structure reachable from the superblock, verify every checksum and index
+    /// invariant, decode every chunk, and print each problem with its address; exit status 1
+    /// if there is any.
+    Check {
+        /// The HDF5 file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct ImportArgs {
+    /// The HDF5 file (created if it does not exist).
+    file: PathBuf,
+    /// The new dataset's path (missing parent groups are created).
+    dataset: String,
+    /// Element type: i1 u1 i2 u2 i4 u4 i8 u8 f4 f8; a `>` prefix stores it big-endian (the
+    /// input is little-endian regardless). Taken from a `.npy` input if omitted.
+    #[arg(long, allow_hyphen_values = true)]
+    dtype: Option<String>,
+    /// Dimensions, comma-separated (taken from a `.npy` input if omitted).
+    #[arg(long)]
+    shape: Option<String>,
+    /// Chunk dimensions, comma-separated.
+    #[arg(long)]
+    chunks: String,
+    /// Maximum dimensions, comma-separated; `inf` for an unlimited one (default: the shape).
+    #[arg(long)]
+    maxshape: Option<String>,
+    /// Library version bounds of a new file, as h5py's `libver` (default: earliest). Refused
+    /// for an existing file, whose new datasets follow the file's own superblock.
+    #[arg(long, value_enum)]
+    libver: Option<LibverArg>,
+    /// gzip compression at level N (0-9).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=9))]
+    deflate: Option<u32>,
+    /// Byte shuffle before compression.
+    #[arg(long)]
+    shuffle: bool,
+    /// Fletcher32 checksum of each chunk.
+    #[arg(long)]
+    fletcher32: bool,
+    /// LZF compression (h5py's filter 32000).
+    #[arg(long)]
+    lzf: bool,
+    /// Fill value of unwritten elements.
+    #[arg(long, value_name = "V", allow_hyphen_values = true)]
+    fill: Option<String>,
+    /// Space allocation time (default: incremental, each chunk when first written).
+    #[arg(long, value_enum)]
+    alloc: Option<AllocArg>,
+    /// Chunk index, instead of libhdf5's choice.
+    #[arg(long, value_enum)]
+    index: Option<IndexArg>,
+    /// The values: raw little-endian C-order, or a `.npy` file (default: stdin).
+    #[arg(long, value_name = "PATH")]
+    input: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LibverArg {
+    Earliest,
+    V108,
+    V110,
+    V112,
+    V114,
+    V200,
+    Latest,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum AllocArg {
+    Early,
+    Late,
+    Incremental,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum IndexArg {
+    Btree1,
+    Btree2,
+    Earray,
+    Farray,
+    Single,
+    Implicit,
+    Skiplist,
+}
+
+/// A command's failure: one line for stderr.
+type CliResult<T> = Result<T, String>;
+
+/// What a command asks the process to exit with.
+enum Outcome {
+    Ok,
+    /// `check` found problems.
+    Problems,
+}
+
 fn main() -> ExitCode {
-    eprintln!("h5chunk: no commands are implemented yet (unsupported: command-line tool)");
-    ExitCode::FAILURE
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Ls { file, group } => ls(&file, group.as_deref()),
+        Command::Inspect { file, dataset } => inspect(&file, &dataset),
+        Command::Cat { file, dataset, npy } => cat(&file, &dataset, npy),
+        Command::Import(args) => import(&args),
+        Command::Check { file } => check(&file),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Problems) => ExitCode::FAILURE,
+        Err(e) => {
+            // One line, whatever the error's text holds.
+            eprintln!("h5chunk: error: {}", e.replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open(file: &Path) -> CliResult<File> {
+    File::open(file).map_err(|e| e.to_string())
+}
+
+fn in_file<T>(file: &Path, r: h5chunk::Result<T>) -> CliResult<T> {
+    r.map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// `(3, 4)`, with `inf` for unlimited dimensions.
+fn dims_text(dims: impl IntoIterator<Item = Option<u64>>) -> String {
+    let parts: Vec<String> = dims
+        .into_iter()
+        .map(|d| d.map_or("inf".to_owned(), |d| d.to_string()))
+        .collect();
+    match parts.as_slice() {
+        [one] => format!("({one},)"),
+        _ => format!("({})", parts.join(", ")),
+    }
+}
+
+/// `<i4`: the type numpy would name (`|u1` for one-byte types).
+fn type_text(d: &Dataset) -> String {
+    d.dtype().numpy()
+}
+
+fn dataset_line(d: &Dataset) -> CliResult<String> {
+    let mut line = format!(
+        "{} {} shape={} max={}",
+        d.path(),
+        type_text(d),
+        dims_text(d.shape().into_iter().map(Some)),
+        dims_text(d.max_shape()),
+    );
+    match (d.storage_kind(), d.chunk(), d.index_kind()) {
+        (StorageKind::Chunked, Some(chunk), Some(kind)) => {
+            line.push_str(&format!(
+                " chunks={} index={}",
+                dims_text(chunk.into_iter().map(Some)),
+                kind.name()
+            ));
+        }
+        (StorageKind::Compact, ..) => line.push_str(" layout=compact"),
+        _ => line.push_str(" layout=contiguous"),
+    }
+    let filters = d.filters().map_err(|e| e.to_string())?;
+    if filters.is_empty() {
+        line.push_str(" filters=none");
+    } else {
+        let names: Vec<String> = filters.iter().map(ToString::to_string).collect();
+        line.push_str(&format!(" filters={}", names.join(",")));
+    }
+    Ok(line)
+}
+
+fn ls(file: &Path, group: Option<&str>) -> CliResult<Outcome> {
+    let f = open(file)?;
+    let g = in_file(file, f.group(group.unwrap_or("/")))?;
+    let mut out = std::io::stdout().lock();
+    let mut lines = Vec::new();
+    let path = g.path().to_owned();
+    lines.push(if path == "/" {
+        path
+    } else {
+        format!("{path}/")
+    });
+    walk(&g, &mut lines);
+    for l in lines {
+        if writeln!(out, "{l}").is_err() {
+            break;
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Members of `g`, depth-first, sorted by name. A member that cannot be opened is listed with
+/// the reason instead of stopping the listing.
+fn walk(g: &Group, lines: &mut Vec<String>) {
+    let child = |name: &str| {
+        if g.path() == "/" {
+            format!("/{name}")
+        } else {
+            format!("{}/{name}", g.path())
+        }
+    };
+    let members = match g.members() {
+        Ok(m) => m,
+        Err(e) => {
+            lines.push(format!("{}/ (members not listed: {e})", g.path()));
+            return;
+        }
+    };
+    for (name, kind) in members {
+        let path = child(&name);
+        match kind {
+            MemberKind::Group => match g.group(&name) {
+                Ok(sub) => {
+                    lines.push(format!("{path}/"));
+                    walk(&sub, lines);
+                }
+                Err(e) => lines.push(format!("{path}/ (cannot open: {e})")),
+            },
+            MemberKind::Dataset => {
+                match g
+                    .dataset(&name)
+                    .map_err(|e| e.to_string())
+                    .and_then(|d| dataset_line(&d))
+                {
+                    Ok(l) => lines.push(l),
+                    Err(e) => lines.push(format!("{path} (cannot open: {e})")),
+                }
+            }
+            _ => lines.push(format!("{path} (other object)")),
+        }
+    }
+}
+
+fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
+    let f = open(file)?;
+    let d = in_file(file, f.dataset(path))?;
+    let mut lines = vec![
+        format!("dataset: {}", d.path()),
+        format!("type: {}", type_text(&d)),
+        format!("shape: {}", dims_text(d.shape().into_iter().map(Some))),
+        format!("max shape: {}", dims_text(d.max_shape())),
+    ];
+    let filters = in_file(file, d.filters())?;
+    let names: Vec<String> = filters.iter().map(ToString::to_string).collect();
+    let report = in_file(file, d.inspect())?;
+    match (report, d.chunk()) {
+        (Some(r), Some(chunk)) => {
+            lines.push("layout: chunked".into());
+            lines.push(format!(
+                "chunk shape: {}",
+                dims_text(chunk.into_iter().map(Some))
+            ));
+            lines.push(format!(
+                "filters: {}",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(",")
+                }
+            ));
+            lines.push(format!("layout version: {}", r.layout_version));
+            lines.push(format!("index: {}", r.kind.name()));
+            let grid: u64 = r.grid.iter().product();
+            lines.push(format!(
+                "allocated chunks: {} (of {grid} in the current grid {})",
+                r.chunks,
+                dims_text(r.grid.iter().map(|&g| Some(g)))
+            ));
+            let depth_name = match r.kind {
+                IndexKind::BTree1 | IndexKind::BTree2 => "index depth",
+                _ => "index levels",
+            };
+            lines.push(match r.depth {
+                Some(n) => format!("{depth_name}: {n}"),
+                None => format!("{depth_name}: 0 (no index structure)"),
+            });
+            let blocks: Vec<String> = r
+                .blocks_by_type
+                .iter()
+                .map(|(t, n)| format!("{t}={n}"))
+                .collect();
+            lines.push(format!(
+                "index blocks: {}",
+                if blocks.is_empty() {
+                    "none".to_owned()
+                } else {
+                    blocks.join(" ")
+                }
+            ));
+            lines.push(format!("index metadata bytes: {}", r.metadata_bytes));
+            lines.push(match r.metadata_bytes_per_chunk() {
+                Some(b) => format!("index bytes per allocated chunk: {b:.1}"),
+                None => "index bytes per allocated chunk: - (no chunk allocated)".into(),
+            });
+            lines.push(format!("stored chunk bytes: {}", r.stored_bytes));
+        }
+        _ => {
+            let kind = match d.storage_kind() {
+                StorageKind::Compact => "compact",
+                _ => "contiguous",
+            };
+            lines.push(format!("layout: {kind} (no chunk index)"));
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        if writeln!(out, "{l}").is_err() {
+            break;
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
+    let f = open(file)?;
+    let d = in_file(file, f.dataset(path))?;
+    let values = in_file(file, d.read_raw())?;
+    let mut out = std::io::stdout().lock();
+    let written = (|| {
+        if as_npy {
+            let descr = type_text(&d).replace('>', "<");
+            out.write_all(&npy::encode_header(&descr, &d.shape()))?;
+        }
+        out.write_all(&values)?;
+        out.flush()
+    })();
+    match written {
+        Ok(()) => Ok(Outcome::Ok),
+        // A closed pipe (`h5chunk cat ... | head -c 16`) is the reader's choice.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Ok),
+        Err(e) => Err(format!("writing to stdout: {e}")),
+    }
+}
+
+fn parse_dims(what: &str, text: &str) -> CliResult<Vec<Option<u64>>> {
+    text.split(',')
+        .map(|s| match s.trim() {
+            "inf" | "None" | "none" => Ok(None),
+            t => t
+                .parse::<u64>()
+                .map(Some)
+                .map_err(|_| format!("--{what} {text:?}: {t:?} is not a dimension")),
+        })
+        .collect()
+}
+
+fn parse_fixed(what: &str, text: &str) -> CliResult<Vec<u64>> {
+    parse_dims(what, text)?
+        .into_iter()
+        .map(|d| d.ok_or_else(|| format!("--{what} {text:?}: only --maxshape takes inf")))
+        .collect()
+}
+
+fn parse_dtype(text: &str) -> CliResult<TypeDesc> {
+    let bare = text.trim_start_matches(['<', '>', '|', '=']);
+    if !matches!(
+        bare,
+        "i1" | "u1" | "i2" | "u2" | "i4" | "u4" | "i8" | "u8" | "f4" | "f8"
+    ) {
+        return Err(format!(
+            "--dtype {text:?}: expected one of i1 u1 i2 u2 i4 u4 i8 u8 f4 f8, optionally with > \
+             for big-endian storage"
+        ));
+    }
+    TypeDesc::from_numpy(text).map_err(|e| format!("--dtype {text:?}: {e}"))
+}
+
+/// One element of `dtype` from text, as little-endian bytes.
+fn parse_value(dtype: TypeDesc, text: &str) -> CliResult<Vec<u8>> {
+    let bad = || format!("--fill {text:?} is not a {} value", dtype.numpy());
+    let n = dtype.size;
+    let bytes = match dtype.class {
+        TypeClass::Float if n == 4 => text
+            .parse::<f32>()
+            .map_err(|_| bad())?
+            .to_le_bytes()
+            .to_vec(),
+        TypeClass::Float => text
+            .parse::<f64>()
+            .map_err(|_| bad())?
+            .to_le_bytes()
+            .to_vec(),
+        TypeClass::Int => {
+            let v = text.parse::<i64>().map_err(|_| bad())?;
+            let bits = 8 * n as u32;
+            if bits < 64 && (v < -(1i64 << (bits - 1)) || v >= 1i64 << (bits - 1)) {
+                return Err(bad());
+            }
+            v.to_le_bytes()[..n].to_vec()
+        }
+        TypeClass::Uint => {
+            let v = text.parse::<u64>().map_err(|_| bad())?;
+            if n < 8 && v >= 1u64 << (8 * n) {
+                return Err(bad());
+            }
+            v.to_le_bytes()[..n].to_vec()
+        }
+    };
+    Ok(bytes)
+}
+
+fn libver(v: LibverArg) -> Libver {
+    match v {
+        LibverArg::Earliest => Libver::Earliest,
+        LibverArg::V108 => Libver::V18,
+        LibverArg::V110 => Libver::V110,
+        LibverArg::V112 => Libver::V112,
+        LibverArg::V114 => Libver::V114,
+        LibverArg::V200 => Libver::V200,
+        LibverArg::Latest => Libver::Latest,
+    }
+}
+
+fn index_kind(i: IndexArg) -> IndexKind {
+    match i {
+        IndexArg::Btree1 => IndexKind::BTree1,
+        IndexArg::Btree2 => IndexKind::BTree2,
+        IndexArg::Earray => IndexKind::ExtensibleArray,
+        IndexArg::Farray => IndexKind::FixedArray,
+        IndexArg::Single => IndexKind::Single,
+        IndexArg::Implicit => IndexKind::Implicit,
+        IndexArg::Skiplist => IndexKind::SkipList,
+    }
+}
+
+/// The input's values as little-endian bytes, with the type and shape a `.npy` gives.
+struct Input {
+    values: Vec<u8>,
+    npy: Option<(TypeDesc, Vec<u64>)>,
+}
+
+fn read_input(path: Option<&Path>) -> CliResult<Input> {
+    let mut bytes = Vec::new();
+    match path {
+        Some(p) => {
+            bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        None => {
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("reading stdin: {e}"))?;
+        }
+    }
+    if !bytes.starts_with(npy::MAGIC) {
+        return Ok(Input {
+            values: bytes,
+            npy: None,
+        });
+    }
+    let what = path.map_or("stdin".to_owned(), |p| p.display().to_string());
+    let n = npy::decode(&bytes).map_err(|e| format!("{what}: {e}"))?;
+    let dtype = TypeDesc::from_numpy(&n.descr).map_err(|e| format!("{what}: {e}"))?;
+    let mut values = n.data.to_vec();
+    dtype.to_from_le(&mut values);
+    Ok(Input {
+        values,
+        npy: Some((dtype, n.shape)),
+    })
+}
+
+/// Create the groups on the way to `path` that do not exist yet.
+fn make_parents(f: &File, path: &str) -> CliResult<()> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut at = String::new();
+    for name in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push('/');
+        at.push_str(name);
+        if f.group(&at).is_err() {
+            f.create_group(&at)
+                .map_err(|e| format!("creating group {at}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn import(a: &ImportArgs) -> CliResult<Outcome> {
+    let input = read_input(a.input.as_deref())?;
+    let dtype = match (&a.dtype, &input.npy) {
+        (Some(t), Some((n, _))) => {
+            let t = parse_dtype(t)?;
+            if (t.class, t.size) != (n.class, n.size) {
+                return Err(format!(
+                    "--dtype {} does not match the .npy input's {}",
+                    t.numpy(),
+                    n.numpy()
+                ));
+            }
+            t
+        }
+        (Some(t), None) => parse_dtype(t)?,
+        (None, Some((n, _))) => *n,
+        (None, None) => return Err("--dtype is required for raw input".into()),
+    };
+    let shape = match (&a.shape, &input.npy) {
+        (Some(s), Some((_, n))) => {
+            let s = parse_fixed("shape", s)?;
+            if &s != n {
+                return Err(format!(
+                    "--shape {} does not match the .npy input's {}",
+                    dims_text(s.iter().map(|&d| Some(d))),
+                    dims_text(n.iter().map(|&d| Some(d)))
+                ));
+            }
+            s
+        }
+        (Some(s), None) => parse_fixed("shape", s)?,
+        (None, Some((_, n))) => n.clone(),
+        (None, None) => return Err("--shape is required for raw input".into()),
+    };
+    let chunks = parse_fixed("chunks", &a.chunks)?;
+    let elems = shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .ok_or("--shape: too many elements")?;
+    let expected = elems
+        .checked_mul(dtype.size as u64)
+        .ok_or("--shape: too many bytes")?;
+    if input.values.len() as u64 != expected {
+        return Err(format!(
+            "the input holds {} bytes; shape {} of {} needs {expected}",
+            input.values.len(),
+            dims_text(shape.iter().map(|&d| Some(d))),
+            dtype.numpy()
+        ));
+    }
+    let f = if a.file.exists() {
+        if a.libver.is_some() {
+            return Err(format!(
+                "{}: --libver applies to new files only, and this one exists",
+                a.file.display()
+            ));
+        }
+        File::open_rw(&a.file)
+    } else {
+        LibverBounds::new(
+            libver(a.libver.unwrap_or(LibverArg::Earliest)),
+            Libver::Latest,
+        )
+        .and_then(|bounds| {
+            File::create_with(
+                &a.file,
+                FileOptions {
+                    bounds,
+                    mode: CreateMode::Exclusive,
+                },
+            )
+        })
+    };
+    let f = f.map_err(|e| e.to_string())?;
+    make_parents(&f, &a.dataset)?;
+    let mut b = f.new_dataset_of(dtype).shape(&shape).chunk(&chunks);
+    if let Some(m) = &a.maxshape {
+        b = b.max_shape(&parse_dims("maxshape", m)?);
+    }
+    // h5py's order: shuffle, then compression, then the checksum.
+    if a.shuffle {
+        b = b.filter(FilterSpec::Shuffle);
+    }
+    if let Some(level) = a.deflate {
+        b = b.filter(FilterSpec::Deflate(level));
+    }
+    if a.lzf {
+        b = b.filter(FilterSpec::Lzf);
+    }
+    if a.fletcher32 {
+        b = b.filter(FilterSpec::Fletcher32);
+    }
+    if let Some(v) = &a.fill {
+        b = b.fill_value_bytes(&parse_value(dtype, v)?);
+    }
+    if let Some(t) = a.alloc {
+        b = b.alloc_time(match t {
+            AllocArg::Early => AllocTime::Early,
+            AllocArg::Late => AllocTime::Late,
+            AllocArg::Incremental => AllocTime::Incremental,
+        });
+    }
+    if let Some(i) = a.index {
+        b = b.index(index_kind(i));
+    }
+    let d = b
+        .create(&a.dataset)
+        .map_err(|e| format!("{}: creating {}: {e}", a.file.display(), a.dataset))?;
+    if let Err(e) = write_values(&d, &shape, &chunks, &input.values) {
+        fail_now(&format!("{}: writing {}: {e}", a.file.display(), a.dataset));
+    }
+    drop(d);
+    if let Err(e) = f.close() {
+        fail_now(&format!("{}: {e}", a.file.display()));
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Report `message` and exit at once. Used once a file may hold unflushed changes: dropping it
+/// would try to flush again and print a second error line.
+fn fail_now(message: &str) -> ! {
+    eprintln!("h5chunk: error: {}", message.replace('\n', " "));
+    std::process::exit(1)
+}
+
+/// Write `values` in slabs of whole chunk rows along the first dimension (about 64 MiB each),
+/// with a progress bar.
+fn write_values(d: &Dataset, shape: &[u64], chunks: &[u64], values: &[u8]) -> h5chunk::Result<()> {
+    let Some((&rows, rest)) = shape.split_first() else {
+        return Ok(());
+    };
+    if rows == 0 || values.is_empty() {
+        return Ok(());
+    }
+    let row_bytes = values.len() as u64 / rows;
+    let step_rows = chunks.first().copied().unwrap_or(1).max(1);
+    let per_slab = ((64 << 20) / row_bytes.max(1) / step_rows).max(1) * step_rows;
+    let mut bar = Progress::new("import");
+    let mut start = 0u64;
+    while start < rows {
+        let count = per_slab.min(rows - start);
+        let (from, to) = (start * row_bytes, (start + count) * row_bytes);
+        let mut s = vec![start];
+        s.extend(rest.iter().map(|_| 0));
+        let mut c = vec![count];
+        c.extend_from_slice(rest);
+        d.write_slice_raw(&values[from as usize..to as usize], &s, &c, None)?;
+        start += count;
+        bar.set(start, rows);
+    }
+    bar.finish();
+    Ok(())
+}
+
+fn check(file: &Path) -> CliResult<Outcome> {
+    let f = match File::open(file) {
+        Ok(f) => f,
+        Err(e @ h5chunk::Error::Io { .. }) => return Err(e.to_string()),
+        // A file that does not open because it is damaged is a problem found, not a failure
+        // to run the check.
+        Err(e) => {
+            println!("problem: 0x0: /: {e}");
+            println!("1 problem");
+            return Ok(Outcome::Problems);
+        }
+    };
+    let mut bar = Progress::new("check");
+    let report = f.check_with(&mut |done, total| bar.set(done, total));
+    bar.finish();
+    let mut out = std::io::stdout().lock();
+    let mut lines: Vec<String> = report
+        .problems
+        .iter()
+        .map(|p| format!("problem: {p}"))
+        .collect();
+    lines.extend(report.skipped.iter().map(|s| format!("skipped: {s}")));
+    let n = report.problems.len();
+    lines.push(format!(
+        "checked {} groups, {} datasets, {} chunks: {n} problem{}",
+        report.groups,
+        report.datasets,
+        report.chunks,
+        if n == 1 { "" } else { "s" }
+    ));
+    for l in lines {
+        if writeln!(out, "{l}").is_err() {
+            break;
+        }
+    }
+    Ok(if report.is_clean() {
+        Outcome::Ok
+    } else {
+        Outcome::Problems
+    })
 }

@@ -1,0 +1,408 @@
+//! `h5chunk check`: zero problems on every fixture and every file h5chunk writes; one problem
+//! or more (exit status 1, never a panic) on damaged copies: a flipped checksum byte in each
+//! block type, a damaged signature of the unchecksummed v1 B-tree nodes, truncated files, and
+//! an index address past the end of the file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{ok, ok_text, run, s, tmp};
+use h5chunk_format::checksum::lookup3;
+use h5chunk_testkit::fixtures;
+
+/// `(exit code, stdout, stderr)` of `h5chunk check FILE`, which must not panic.
+fn check(file: &Path) -> (Option<i32>, String, String) {
+    let out = run(&["check", s(file)]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stderr.contains("panicked") && out.status.code() != Some(101),
+        "check {} panicked: {stderr}",
+        file.display()
+    );
+    (out.status.code(), stdout, stderr)
+}
+
+#[test]
+fn check_is_clean_on_every_fixture() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures::dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "h5"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in files {
+        let report = ok_text(&["check", s(&file)]);
+        assert!(
+            report.ends_with(": 0 problems\n"),
+            "{}: {report}",
+            file.display()
+        );
+        // What cannot be checked yet is said, not hidden.
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "dense_groups_latest.h5" {
+            assert!(
+                report.contains("skipped: /many: unsupported: dense"),
+                "{report}"
+            );
+        }
+        for line in report.lines().filter(|l| l.starts_with("skipped: ")) {
+            println!("{name}: {line}");
+        }
+    }
+}
+
+/// Files written by `h5chunk import` with every structure: a latest-format file (object
+/// header v2, extensible array with index, super and data blocks, a paged fixed array, a skip
+/// list, implicit and single-chunk indexes, a filtered dataset) and an earliest-format one
+/// (v1 B-tree chunk index and old-style groups).
+fn written_files(dir: &Path) -> (PathBuf, PathBuf) {
+    let latest = dir.join("latest.h5");
+    let earliest = dir.join("earliest.h5");
+    let bytes = |n: usize| -> PathBuf {
+        let p = dir.join(format!("in{n}.bin"));
+        std::fs::write(&p, (0..n).map(|i| (i * 7 % 251) as u8).collect::<Vec<u8>>()).unwrap();
+        p
+    };
+    let (b2000, b2244, b160, b120) = (bytes(2000), bytes(2244), bytes(160), bytes(120));
+    let imports: [&[&str]; 7] = [
+        &[
+            "/b2",
+            "--dtype",
+            "u1",
+            "--shape",
+            "40,50",
+            "--chunks",
+            "2,2",
+            "--maxshape",
+            "inf,inf",
+            "--index",
+            "btree2",
+            "--libver",
+            "latest",
+            "--input",
+            s(&b2000),
+        ],
+        &[
+            "/ea",
+            "--dtype",
+            "u1",
+            "--shape",
+            "2000",
+            "--chunks",
+            "1",
+            "--maxshape",
+            "inf",
+            "--index",
+            "earray",
+            "--input",
+            s(&b2000),
+        ],
+        &[
+            "/g/fa",
+            "--dtype",
+            "i2",
+            "--shape",
+            "33,34",
+            "--chunks",
+            "1,1",
+            "--index",
+            "farray",
+            "--input",
+            s(&b2244),
+        ],
+        &[
+            "/sl",
+            "--dtype",
+            "i4",
+            "--shape",
+            "40",
+            "--chunks",
+            "4",
+            "--maxshape",
+            "inf",
+            "--index",
+            "skiplist",
+            "--input",
+            s(&b160),
+        ],
+        &[
+            "/imp",
+            "--dtype",
+            "u2",
+            "--shape",
+            "6,10",
+            "--chunks",
+            "2,5",
+            "--alloc",
+            "early",
+            "--index",
+            "implicit",
+            "--input",
+            s(&b120),
+        ],
+        &[
+            "/one",
+            "--dtype",
+            "u2",
+            "--shape",
+            "60",
+            "--chunks",
+            "60",
+            "--index",
+            "single",
+            "--input",
+            s(&b120),
+        ],
+        &[
+            "/gz",
+            "--dtype",
+            "i4",
+            "--shape",
+            "40",
+            "--chunks",
+            "3",
+            "--maxshape",
+            "inf",
+            "--shuffle",
+            "--deflate",
+            "5",
+            "--fletcher32",
+            "--index",
+            "earray",
+            "--input",
+            s(&b160),
+        ],
+    ];
+    for args in imports {
+        let mut full = vec!["import", s(&latest)];
+        full.extend_from_slice(args);
+        ok(&full);
+    }
+    // The indexes asked for are the ones written.
+    for (path, kind) in [
+        ("/b2", "btree2"),
+        ("/ea", "earray"),
+        ("/g/fa", "farray"),
+        ("/imp", "implicit"),
+        ("/one", "single"),
+    ] {
+        let text = ok_text(&["inspect", s(&latest), path]);
+        assert!(text.contains(&format!("\nindex: {kind}\n")), "{text}");
+    }
+    ok(&[
+        "import",
+        s(&earliest),
+        "/g/bt",
+        "--dtype",
+        "u1",
+        "--shape",
+        "2000",
+        "--chunks",
+        "4",
+        "--input",
+        s(&b2000),
+    ]);
+    ok(&[
+        "import",
+        s(&earliest),
+        "/gz",
+        "--dtype",
+        "i4",
+        "--shape",
+        "40",
+        "--chunks",
+        "3",
+        "--deflate",
+        "5",
+        "--fletcher32",
+        "--input",
+        s(&b160),
+    ]);
+    (latest, earliest)
+}
+
+#[test]
+fn check_is_clean_on_written_files() {
+    let dir = tmp("check_written");
+    let (latest, earliest) = written_files(&dir);
+    for file in [latest, earliest] {
+        let report = ok_text(&["check", s(&file)]);
+        assert!(report.ends_with(": 0 problems\n"), "{report}");
+        assert!(!report.contains("skipped"), "{report}");
+    }
+}
+
+/// Where `sig` first occurs in `bytes`.
+fn find(bytes: &[u8], sig: &[u8]) -> Option<usize> {
+    bytes.windows(sig.len()).position(|w| w == sig)
+}
+
+/// The length (checksum included) of the checksummed block starting at `at`: the first `n`
+/// whose last four bytes are the lookup3 checksum of the bytes before them.
+fn block_len(bytes: &[u8], at: usize) -> Option<usize> {
+    let rest = &bytes[at..];
+    (12..=rest.len().min(1 << 15)).find(|&n| {
+        let (body, sum) = rest[..n].split_at(n - 4);
+        lookup3(body) == u32::from_le_bytes(sum.try_into().unwrap())
+    })
+}
+
+/// `check` must report at least one problem in `file`, one line per problem.
+fn assert_reports(file: &Path, what: &str) -> String {
+    let (code, stdout, stderr) = check(file);
+    assert_eq!(code, Some(1), "{what}: {stdout}{stderr}");
+    let problems: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("problem: "))
+        .collect();
+    assert!(
+        !problems.is_empty(),
+        "{what}: no problem reported: {stdout}{stderr}"
+    );
+    // Every problem names an address.
+    for p in &problems {
+        assert!(p.starts_with("problem: 0x"), "{what}: {p}");
+    }
+    stdout
+}
+
+#[test]
+fn check_reports_each_damaged_copy() {
+    let dir = tmp("check_damaged");
+    let (latest, earliest) = written_files(&dir);
+    let index_fixture = fixtures::dir().join("index_latest.h5");
+    // Checksummed blocks: flip the last byte of the block's checksum.
+    let mut cases: Vec<(&Path, &str)> = vec![
+        (&latest, "OHDR"),
+        (&latest, "EAHD"),
+        (&latest, "EAIB"),
+        (&latest, "EASB"),
+        (&latest, "EADB"),
+        (&latest, "FAHD"),
+        (&latest, "FADB"),
+        (&latest, "SKLT"),
+        (&latest, "SKLS"),
+        (&latest, "BTHD"),
+        (&latest, "BTIN"),
+        (&latest, "BTLF"),
+        (&index_fixture, "EAHD"),
+        (&index_fixture, "EAIB"),
+        (&index_fixture, "EADB"),
+        (&index_fixture, "FAHD"),
+        (&index_fixture, "FADB"),
+    ];
+    // The v2 B-tree blocks are checked once its chunk-index adapter can open them.
+    let fixture_report = ok_text(&["check", s(&index_fixture)]);
+    if fixture_report.contains("unsupported: version 2 B-tree") {
+        println!("BTHD/BTLF damage not checked: the v2 B-tree chunk index is unsupported yet");
+    } else {
+        cases.extend([
+            (index_fixture.as_path(), "BTHD"),
+            (index_fixture.as_path(), "BTLF"),
+        ]);
+    }
+    for (i, (source, sig)) in cases.iter().enumerate() {
+        let mut bytes = std::fs::read(source).unwrap();
+        let what = format!("{} {sig}", source.display());
+        let at = find(&bytes, sig.as_bytes()).unwrap_or_else(|| panic!("{what}: not found"));
+        let len = block_len(&bytes, at).unwrap_or_else(|| panic!("{what}: no checksum found"));
+        bytes[at + len - 1] ^= 0x5a;
+        let damaged = dir.join(format!("flip{i}_{sig}.h5"));
+        std::fs::write(&damaged, &bytes).unwrap();
+        let report = assert_reports(&damaged, &what);
+        assert!(report.contains("checksum"), "{what}: {report}");
+        println!("{what} @ {at:#x}: {}", report.lines().next().unwrap_or(""));
+    }
+    // A stored chunk whose fletcher32 checksum no longer matches, in each file.
+    for file in [&latest, &earliest] {
+        let chunk = h5chunk::File::open(file)
+            .and_then(|f| f.dataset("/gz"))
+            .and_then(|d| d.chunks())
+            .unwrap()
+            .into_iter()
+            .nth(2)
+            .unwrap();
+        let mut bytes = std::fs::read(file).unwrap();
+        bytes[(chunk.addr.get() + chunk.size - 1) as usize] ^= 0x01;
+        let damaged = dir.join("fletcher32.h5");
+        std::fs::write(&damaged, &bytes).unwrap();
+        let report = assert_reports(&damaged, "fletcher32");
+        assert!(
+            report.contains(&format!(
+                "problem: {:#x}: /gz: chunk [2]: ",
+                chunk.addr.get()
+            )) && report.contains("fletcher32 checksum mismatch"),
+            "{report}"
+        );
+    }
+    // Unchecksummed v1 B-tree nodes, symbol table nodes and local heaps: a damaged signature.
+    for sig in ["TREE", "SNOD", "HEAP"] {
+        let mut bytes = std::fs::read(&earliest).unwrap();
+        let at = find(&bytes, sig.as_bytes()).unwrap_or_else(|| panic!("{sig}: not found"));
+        bytes[at + 3] ^= 0x20;
+        let damaged = dir.join(format!("sig_{sig}.h5"));
+        std::fs::write(&damaged, &bytes).unwrap();
+        assert_reports(&damaged, sig);
+    }
+    // Truncated files: the superblock's end of file is past the file's end.
+    for file in [&latest, &earliest, &index_fixture] {
+        let bytes = std::fs::read(file).unwrap();
+        for cut in [bytes.len() - 1, bytes.len() / 2, 600, 40, 0] {
+            let damaged = dir.join(format!("cut{cut}.h5"));
+            std::fs::write(&damaged, &bytes[..cut]).unwrap();
+            assert_reports(&damaged, &format!("{} cut at {cut}", file.display()));
+        }
+    }
+}
+
+#[test]
+fn check_reports_an_index_address_past_the_end_of_the_file() {
+    let dir = tmp("check_past_eof");
+    let (latest, earliest) = written_files(&dir);
+    // The v1 B-tree root of a chunk index (node type 1), named by a version 1 object header
+    // (no checksum): every copy of its address is moved past the end of the file.
+    let mut bytes = std::fs::read(&earliest).unwrap();
+    let past = (bytes.len() as u64 + 4096).to_le_bytes();
+    let root = (0..bytes.len() - 5)
+        .find(|&i| &bytes[i..i + 4] == b"TREE" && bytes[i + 4] == 1)
+        .expect("a chunk B-tree node");
+    let addr = (root as u64).to_le_bytes();
+    let mut patched = 0;
+    while let Some(at) = find(&bytes, &addr) {
+        bytes[at..at + 8].copy_from_slice(&past);
+        patched += 1;
+    }
+    assert!(patched > 0);
+    let damaged = dir.join("btree1_past_eof.h5");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let report = assert_reports(&damaged, "v1 B-tree root past EOF");
+    assert!(report.contains("/g/bt"), "{report}");
+
+    // The extensible array header named by a version 2 object header, whose checksum is
+    // recomputed so that only the address is wrong.
+    let mut bytes = std::fs::read(&latest).unwrap();
+    let past = (bytes.len() as u64 + 4096).to_le_bytes();
+    let header = find(&bytes, b"EAHD").unwrap();
+    let addr = (header as u64).to_le_bytes();
+    let at = find(&bytes, &addr).expect("the layout message's address");
+    let ohdr = bytes[..at]
+        .windows(4)
+        .rposition(|w| w == b"OHDR")
+        .expect("an object header before it");
+    let len = block_len(&bytes, ohdr).unwrap();
+    assert!(
+        ohdr + len > at,
+        "the address lies in that header's first chunk"
+    );
+    bytes[at..at + 8].copy_from_slice(&past);
+    let sum = lookup3(&bytes[ohdr..ohdr + len - 4]).to_le_bytes();
+    bytes[ohdr + len - 4..ohdr + len].copy_from_slice(&sum);
+    let damaged = dir.join("earray_past_eof.h5");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let report = assert_reports(&damaged, "extensible array header past EOF");
+    assert!(report.contains("/ea"), "{report}");
+    assert!(!report.contains("checksum"), "{report}");
+}

@@ -1,0 +1,646 @@
+//! `h5chunk ls`, `inspect`, `cat` and `import`, run as a program on the libhdf5-written
+//! fixtures and on files it writes, checked against the manifest and against h5py.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{dims_text, fails, ok, ok_text, run, s, tmp};
+use h5chunk::File;
+use h5chunk_testkit::{fixtures, interop};
+use serde_json::Value;
+
+/// Every fixture dataset the `h5chunk` API reads, with its values (little-endian, C order).
+/// Members of dense groups and v2 B-tree datasets are out of the API's reach for now.
+fn readable_fixtures() -> Vec<(fixtures::Fixture, Vec<u8>)> {
+    let mut out = Vec::new();
+    for fx in fixtures::datasets(|_, _| true) {
+        let Ok(f) = File::open(&fx.file) else {
+            continue;
+        };
+        let Ok(d) = f.dataset(fx.path()) else {
+            continue;
+        };
+        if let Ok(values) = d.read_raw() {
+            out.push((fx, values));
+        }
+    }
+    assert!(out.len() > 100, "only {} fixture datasets", out.len());
+    out
+}
+
+fn manifest_dims(v: &Value) -> Vec<Option<u64>> {
+    v.as_array()
+        .map(|a| a.iter().map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn help_for_every_command() {
+    let top = ok_text(&["--help"]);
+    for cmd in ["ls", "inspect", "cat", "import", "check"] {
+        assert!(top.contains(cmd), "{top}");
+        let help = ok_text(&[cmd, "--help"]);
+        assert!(help.contains(&format!("Usage: h5chunk {cmd}")), "{help}");
+    }
+    let import = ok_text(&["import", "--help"]);
+    for flag in [
+        "--dtype",
+        "--shape",
+        "--chunks",
+        "--maxshape",
+        "--libver",
+        "--deflate",
+        "--shuffle",
+        "--fletcher32",
+        "--lzf",
+        "--fill",
+        "--alloc",
+        "--index",
+        "--input",
+    ] {
+        assert!(import.contains(flag), "{flag}: {import}");
+    }
+    // Usage errors come from clap: a non-zero status and a message, never a panic.
+    let out = run(&["frobnicate"]);
+    assert!(!out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+#[test]
+fn ls_lists_every_fixture_dataset() {
+    let mut listings = BTreeMap::new();
+    for (fx, _) in readable_fixtures() {
+        let listing = listings
+            .entry(fx.file.clone())
+            .or_insert_with(|| ok_text(&["ls", s(&fx.file)]));
+        let dtype = fx.object["dtype"].as_str().unwrap();
+        let shape = dims_text(&manifest_dims(&fx.object["shape"]));
+        let max = match fx.object["maxshape"].as_array() {
+            Some(_) => dims_text(&manifest_dims(&fx.object["maxshape"])),
+            None => shape.clone(),
+        };
+        let prefix = format!("{} {dtype} shape={shape} max={max}", fx.path());
+        let line = listing
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", fx.path())))
+            .unwrap_or_else(|| panic!("{}: {prefix} not in\n{listing}", fx.file.display()));
+        assert!(line.starts_with(&prefix), "{line} vs {prefix}");
+        match fx.object["index_type"].as_str() {
+            Some(kind) => {
+                let chunks = dims_text(&manifest_dims(&fx.object["chunks"]));
+                assert!(
+                    line.contains(&format!(" chunks={chunks} index={kind} ")),
+                    "{line}"
+                );
+            }
+            None => assert!(line.contains(" layout="), "{line}"),
+        }
+        let filters: Vec<&str> = fx.object["filters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| match f["id"].as_u64() {
+                Some(1) => "deflate",
+                Some(2) => "shuffle",
+                Some(3) => "fletcher32",
+                Some(32000) => "lzf",
+                _ => "filter ",
+            })
+            .collect();
+        let listed = line
+            .rsplit_once(" filters=")
+            .map(|(_, f)| f)
+            .unwrap_or_else(|| panic!("{line}"));
+        if filters.is_empty() {
+            assert_eq!(listed, "none", "{line}");
+        } else {
+            let ours: Vec<&str> = listed.split(',').collect();
+            assert_eq!(ours.len(), filters.len(), "{line}");
+            for (ours, name) in ours.iter().zip(&filters) {
+                assert!(ours.starts_with(name), "{name}: {line}");
+            }
+        }
+    }
+    // A group argument lists that group only.
+    let file = fixtures::dir().join("index_latest.h5");
+    let farray = ok_text(&["ls", s(&file), "/farray"]);
+    assert!(farray.lines().all(|l| l.starts_with("/farray")), "{farray}");
+    assert!(farray.contains("/farray/farray "), "{farray}");
+    assert!(fails(&["ls", s(&file), "/nope"]).contains("nope"));
+}
+
+#[test]
+fn inspect_reports_each_index() {
+    let mut kinds = BTreeMap::<String, usize>::new();
+    for (fx, _) in readable_fixtures() {
+        let Some(kind) = fx.object["index_type"].as_str() else {
+            continue;
+        };
+        let text = ok_text(&["inspect", s(&fx.file), fx.path()]);
+        let what = format!("{}:{}\n{text}", fx.file.display(), fx.path());
+        assert!(
+            text.lines().any(|l| l == format!("index: {kind}")),
+            "{what}"
+        );
+        let lv = fx.object["layout_version"].as_u64().unwrap();
+        assert!(
+            text.lines().any(|l| l == format!("layout version: {lv}")),
+            "{what}"
+        );
+        if let Some(n) = fx.object["chunks_allocated"].as_u64() {
+            assert!(
+                text.contains(&format!("\nallocated chunks: {n} ")),
+                "{what}"
+            );
+        }
+        let blocks = text
+            .lines()
+            .find_map(|l| l.strip_prefix("index blocks: "))
+            .unwrap_or_else(|| panic!("{what}"));
+        let allocated = fx.object["chunks_allocated"].as_u64().unwrap_or(0) > 0;
+        match kind {
+            "earray" if allocated => assert!(blocks.contains("EAHD=1"), "{what}"),
+            "farray" if allocated => {
+                assert!(
+                    blocks.contains("FAHD=1") && blocks.contains("FADB"),
+                    "{what}"
+                )
+            }
+            "btree1" if allocated => assert!(blocks.contains("TREE="), "{what}"),
+            "btree2" if allocated => assert!(blocks.contains("BTHD=1"), "{what}"),
+            "single" | "implicit" => assert_eq!(blocks, "none", "{what}"),
+            _ => {}
+        }
+        for key in [
+            "index metadata bytes: ",
+            "index bytes per allocated chunk: ",
+        ] {
+            assert!(text.contains(key), "{what}");
+        }
+        let depth: u64 = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("index depth: ")
+                    .or_else(|| l.strip_prefix("index levels: "))
+            })
+            .and_then(|d| d.split(' ').next())
+            .and_then(|d| d.parse().ok())
+            .unwrap_or_else(|| panic!("{what}"));
+        match kind {
+            "single" | "implicit" => assert_eq!(depth, 0, "{what}"),
+            _ if allocated => assert!(depth >= 1, "{what}"),
+            _ => {}
+        }
+        if fx.path() == "/btree2/btree2_deep" {
+            assert!(
+                text.contains("\nindex depth: 2\n") && text.contains("BTIN=1"),
+                "{what}"
+            );
+        }
+        *kinds.entry(kind.to_owned()).or_default() += 1;
+    }
+    for kind in ["btree1", "btree2", "earray", "farray", "single", "implicit"] {
+        assert!(kinds.contains_key(kind), "no {kind} inspected: {kinds:?}");
+    }
+    // The paged extensible array has every level, pages included.
+    let paged = fixtures::dir().join("ea_paged.h5");
+    if paged.exists() {
+        let text = ok_text(&["inspect", s(&paged), "/earray_paged"]);
+        assert!(text.contains("EADB page="), "{text}");
+        assert!(text.contains("\nindex levels: 5\n"), "{text}");
+    }
+    // A contiguous dataset has no index, and says so.
+    let text = ok_text(&[
+        "inspect",
+        s(&fixtures::dir().join("dtypes_earliest.h5")),
+        "/le/int/int32",
+    ]);
+    assert!(
+        text.contains("layout: contiguous (no chunk index)"),
+        "{text}"
+    );
+    assert!(!text.contains("index:"), "{text}");
+}
+
+#[test]
+fn cat_is_byte_identical_to_h5py() {
+    let python = interop::python("cat_is_byte_identical_to_h5py");
+    let fixtures = readable_fixtures();
+    let files: Vec<&Path> = {
+        let mut f: Vec<&Path> = fixtures.iter().map(|(fx, _)| fx.file.as_path()).collect();
+        f.sort();
+        f.dedup();
+        f
+    };
+    let dir = tmp("cat_h5py");
+    // One h5py run reads every fixture dataset.
+    let h5py = python.as_ref().map(|p| h5py_all(p, &files, &dir));
+    let mut checked = 0;
+    for (fx, api) in &fixtures {
+        let what = format!("{}:{}", fx.file.display(), fx.path());
+        let ours = ok(&["cat", s(&fx.file), fx.path()]);
+        assert_eq!(&ours, api, "{what}: against the API");
+        if let Some(h5py) = &h5py {
+            let i = files.iter().position(|f| *f == fx.file).unwrap();
+            let name = fx.path().trim_start_matches('/').to_owned();
+            let read = h5py
+                .get(&(i, name))
+                .unwrap_or_else(|| panic!("{what}: h5py did not read it"));
+            assert_eq!(ours, read.values, "{what}: against h5py");
+            checked += 1;
+        }
+    }
+    println!(
+        "cat checked {} fixture datasets, {checked} against h5py",
+        fixtures.len()
+    );
+}
+
+const NPY_CHECK: &str = r#"
+import sys, h5py, numpy as np
+a = np.load(sys.argv[1])
+with h5py.File(sys.argv[2], 'r') as f:
+    b = f[sys.argv[3]][()]
+assert a.shape == b.shape, (a.shape, b.shape)
+assert a.dtype.kind == b.dtype.kind and a.dtype.itemsize == b.dtype.itemsize, (a.dtype, b.dtype)
+assert a.dtype.byteorder in '<|=', a.dtype
+assert np.array_equal(a, b, equal_nan=a.dtype.kind == 'f'), 'values differ'
+print('ok')
+"#;
+
+#[test]
+fn cat_npy_loads_in_numpy() {
+    let python = interop::python("cat_npy_loads_in_numpy");
+    let dir = tmp("cat_npy");
+    let cases = [
+        ("index_latest.h5", "/farray/farray"),
+        ("index_latest.h5", "/earray/earray_dim1"),
+        ("dtypes_latest.h5", "/be/float/float64"),
+        ("dtypes_latest.h5", "/le/uint/uint8"),
+        ("filters_v1.h5", "/combo/shuffle_gzip_be_i8"),
+    ];
+    for (file, path) in cases {
+        let file = fixtures::dir().join(file);
+        let npy = ok(&["cat", "--npy", s(&file), path]);
+        let raw = ok(&["cat", s(&file), path]);
+        assert_eq!(&npy[..6], b"\x93NUMPY");
+        let header_len = usize::from(u16::from_le_bytes([npy[8], npy[9]]));
+        assert_eq!((10 + header_len) % 64, 0);
+        assert_eq!(&npy[10 + header_len..], &raw[..], "{path}");
+        let out = dir.join(format!("{}.npy", path.replace('/', "_")));
+        std::fs::write(&out, &npy).unwrap();
+        if let Some(python) = &python {
+            let said = interop::run_python(python, NPY_CHECK, &[s(&out), s(&file), path]);
+            assert_eq!(said.trim(), "ok", "{path}");
+        }
+        // The .npy goes back in through `import`, shape and type from its header.
+        let back = dir.join("back.h5");
+        let text = ok_text(&["inspect", s(&file), path]);
+        let rank = text
+            .lines()
+            .find_map(|l| l.strip_prefix("shape: "))
+            .map(|s| {
+                s.trim_matches(['(', ')'])
+                    .split(',')
+                    .filter(|d| !d.trim().is_empty())
+                    .count()
+            })
+            .unwrap();
+        let chunks = vec!["1"; rank].join(",");
+        let name = format!("/n{}", path.replace('/', "_"));
+        ok(&[
+            "import",
+            s(&back),
+            &name,
+            "--chunks",
+            &chunks,
+            "--input",
+            s(&out),
+        ]);
+        assert_eq!(ok(&["cat", s(&back), &name]), raw, "{path} via .npy");
+    }
+}
+
+/// Deterministic little-endian values for `dtype` (`i4`, `>f8`, ...): integers spread over
+/// the whole range, finite floats.
+fn values(dtype: &str, n: usize) -> Vec<u8> {
+    let bare = dtype.trim_start_matches('>');
+    let size: usize = bare[1..].parse().unwrap();
+    let mut out = Vec::with_capacity(n * size);
+    for i in 0..n as u64 {
+        let x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17) ^ i;
+        match (&bare[..1], size) {
+            ("f", 4) => out.extend_from_slice(&((i as f32) * 0.75 - 10.5).to_le_bytes()),
+            ("f", 8) => out.extend_from_slice(&((x % 100_000) as f64 / 7.0 - 3e3).to_le_bytes()),
+            _ => out.extend_from_slice(&x.to_le_bytes()[..size]),
+        }
+    }
+    out
+}
+
+const DTYPES: [&str; 10] = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"];
+
+const DUMP_ALL: &str = r#"
+import sys, os, h5py
+for i, path in enumerate(sys.argv[2:]):
+    with h5py.File(path, 'r') as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset) and obj.dtype.kind in 'iuf':
+                a = obj[()]
+                key = '%d_%s' % (i, name.replace('/', '_'))
+                with open(os.path.join(sys.argv[1], key + '.bin'), 'wb') as out:
+                    out.write(a.astype(a.dtype.newbyteorder('<')).tobytes())
+                print(key, i, name, obj.dtype.str, ','.join(map(str, obj.shape)))
+        f.visititems(visit)
+"#;
+
+/// One dataset as h5py reads it.
+#[derive(Debug)]
+struct Read {
+    dtype: String,
+    shape: String,
+    values: Vec<u8>,
+}
+
+/// What h5py reads of every dataset of `files`, by (index in `files`, dataset name).
+fn h5py_all(python: &Path, files: &[&Path], dir: &Path) -> BTreeMap<(usize, String), Read> {
+    let out_dir = dir.join("h5py-out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut args = vec![s(&out_dir)];
+    args.extend(files.iter().map(|f| s(f)));
+    let listing = interop::run_python(python, DUMP_ALL, &args);
+    listing
+        .lines()
+        .map(|l| {
+            let p: Vec<&str> = l.split(' ').collect();
+            let values = std::fs::read(out_dir.join(format!("{}.bin", p[0]))).unwrap();
+            let read = Read {
+                dtype: p[3].to_owned(),
+                shape: p.get(4).copied().unwrap_or("").to_owned(),
+                values,
+            };
+            ((p[1].parse().unwrap(), p[2].to_owned()), read)
+        })
+        .collect()
+}
+
+/// Shapes and chunks of ranks 1 to 3, with partial edge chunks.
+const SHAPES: [(&str, &str); 3] = [("13", "4"), ("5,7", "2,3"), ("3,4,5", "2,2,3")];
+
+#[test]
+fn import_reads_back_in_h5py_for_every_dtype_rank_and_index() {
+    let python = interop::python("import_reads_back_in_h5py_for_every_dtype_rank_and_index");
+    let dir = tmp("import_all");
+    // (index, libver, extra arguments by rank: maxshape/alloc), as libhdf5 1.10+ reads them.
+    let kinds: [(&str, &str); 6] = [
+        ("btree1", "earliest"),
+        ("btree2", "latest"),
+        ("earray", "latest"),
+        ("farray", "latest"),
+        ("single", "latest"),
+        ("implicit", "latest"),
+    ];
+    for (kind, libver) in kinds {
+        let file = dir.join(format!("{kind}.h5"));
+        let mut expected = BTreeMap::new();
+        for dtype in DTYPES.iter().flat_map(|t| [t.to_string(), format!(">{t}")]) {
+            for (shape, chunks) in SHAPES {
+                let n: usize = shape
+                    .split(',')
+                    .map(|d| d.parse::<usize>().unwrap())
+                    .product();
+                let data = values(&dtype, n);
+                let input = dir.join("input.bin");
+                std::fs::write(&input, &data).unwrap();
+                let rank = shape.split(',').count();
+                let name = format!("{}_r{rank}", dtype.replace('>', "be_"));
+                let maxshape = match kind {
+                    "btree2" => vec!["inf"; rank].join(","),
+                    "earray" => {
+                        let mut m = vec!["inf".to_owned()];
+                        m.extend(shape.split(',').skip(1).map(str::to_owned));
+                        m.join(",")
+                    }
+                    _ => shape.to_owned(),
+                };
+                let chunks = if kind == "single" { shape } else { chunks };
+                let mut args = vec![
+                    "import",
+                    s(&file),
+                    &name,
+                    "--dtype",
+                    &dtype,
+                    "--shape",
+                    shape,
+                    "--chunks",
+                    chunks,
+                    "--maxshape",
+                    &maxshape,
+                    "--index",
+                    kind,
+                    "--input",
+                    s(&input),
+                ];
+                // The file's bounds are chosen when it is created.
+                if !file.exists() {
+                    args.extend(["--libver", libver]);
+                }
+                if kind == "implicit" {
+                    args.extend(["--alloc", "early"]);
+                }
+                ok(&args);
+                let text = ok_text(&["inspect", s(&file), &name]);
+                assert!(
+                    text.contains(&format!("\nindex: {kind}\n")),
+                    "{name}: {text}"
+                );
+                assert_eq!(ok(&["cat", s(&file), &name]), data, "{kind} {name}");
+                expected.insert(name, (dtype.clone(), shape.to_owned(), data));
+            }
+        }
+        // Everything h5chunk wrote passes its own check.
+        let report = ok_text(&["check", s(&file)]);
+        assert!(report.ends_with(": 0 problems\n"), "{kind}: {report}");
+        let Some(python) = &python else { continue };
+        let read = h5py_all(python, &[&file], &dir);
+        assert_eq!(read.len(), expected.len(), "{kind}");
+        for (name, (dtype, shape, data)) in expected {
+            let r = &read[&(0, name.clone())];
+            let bare = dtype.trim_start_matches('>');
+            let want = match (bare.ends_with('1'), dtype.starts_with('>')) {
+                (true, _) => format!("|{bare}"),
+                (false, true) => dtype.clone(),
+                (false, false) => format!("<{bare}"),
+            };
+            assert_eq!(r.dtype, want, "{kind} {name}");
+            assert_eq!(r.shape, shape, "{kind} {name}");
+            assert_eq!(r.values, data, "{kind} {name}: values");
+        }
+    }
+}
+
+#[test]
+fn import_btree2_index() {
+    let dir = tmp("import_btree2");
+    let file = dir.join("b.h5");
+    let input = dir.join("in.bin");
+    std::fs::write(&input, values("i4", 35)).unwrap();
+    let args = [
+        "import",
+        s(&file),
+        "/x",
+        "--dtype",
+        "i4",
+        "--shape",
+        "5,7",
+        "--chunks",
+        "2,3",
+        "--maxshape",
+        "inf,inf",
+        "--libver",
+        "latest",
+        "--index",
+        "btree2",
+        "--input",
+        s(&input),
+    ];
+    let out = run(&args);
+    if out.status.success() {
+        // The v2 B-tree adapter has landed: the values come back.
+        let text = ok_text(&["inspect", s(&file), "/x"]);
+        assert!(text.contains("\nindex: btree2\n"), "{text}");
+        assert_eq!(ok(&["cat", s(&file), "/x"]), values("i4", 35));
+    } else {
+        let err = fails(&args);
+        assert!(err.contains("version 2 B-tree"), "{err}");
+    }
+}
+
+#[test]
+fn import_filters_read_back_in_h5py_and_h5dump() {
+    let test = "import_filters_read_back_in_h5py_and_h5dump";
+    let python = interop::python(test);
+    let h5dump = interop::h5dump(test);
+    let dir = tmp("import_filters");
+    let combos: [&[&str]; 7] = [
+        &["--deflate", "4"],
+        &["--shuffle", "--deflate", "6"],
+        &["--fletcher32"],
+        &["--lzf"],
+        &["--shuffle", "--lzf", "--fletcher32"],
+        &["--deflate", "1", "--fletcher32"],
+        &[
+            "--shuffle",
+            "--deflate",
+            "9",
+            "--fletcher32",
+            "--fill",
+            "-7",
+        ],
+    ];
+    let data = values("i4", 37 * 23);
+    let input = dir.join("in.bin");
+    std::fs::write(&input, &data).unwrap();
+    // earliest: layout v3 (v1 B-tree); v110: layout v4 (array indexes); latest: layout v5,
+    // which libhdf5 1.10's h5dump cannot read.
+    // `--libver` applies to a new file, so each dataset gets its own.
+    let mut files = Vec::new();
+    for (libver, layout) in [("earliest", 3), ("v110", 4), ("latest", 5)] {
+        for (i, combo) in combos.iter().enumerate() {
+            for (maxshape, tag) in [("37,23", "fixed"), ("inf,23", "unlimited")] {
+                let file = dir.join(format!("{libver}_c{i}_{tag}.h5"));
+                let mut args = vec![
+                    "import",
+                    s(&file),
+                    "/x",
+                    "--dtype",
+                    ">i4",
+                    "--shape",
+                    "37,23",
+                    "--chunks",
+                    "8,5",
+                    "--maxshape",
+                    maxshape,
+                    "--libver",
+                    libver,
+                    "--input",
+                    s(&input),
+                ];
+                args.extend_from_slice(combo);
+                ok(&args);
+                let text = ok_text(&["inspect", s(&file), "/x"]);
+                assert!(
+                    text.contains(&format!("\nlayout version: {layout}\n")),
+                    "{text}"
+                );
+                assert_eq!(ok(&["cat", s(&file), "/x"]), data, "{}", file.display());
+                let report = ok_text(&["check", s(&file)]);
+                assert!(report.ends_with(": 0 problems\n"), "{report}");
+                // Debian's h5dump has no LZF plugin.
+                if let Some(h5dump) = &h5dump
+                    && layout < 5
+                    && !combo.contains(&"--lzf")
+                {
+                    interop::h5dump_ok(h5dump, &file);
+                }
+                files.push(file);
+            }
+        }
+    }
+    if let Some(python) = &python {
+        let paths: Vec<&Path> = files.iter().map(|f| f.as_path()).collect();
+        let read = h5py_all(python, &paths, &dir);
+        assert_eq!(read.len(), files.len());
+        for ((i, _), r) in read {
+            assert_eq!(r.dtype, ">i4", "{}", files[i].display());
+            assert_eq!(r.values, data, "{}", files[i].display());
+        }
+    }
+}
+
+#[test]
+fn import_rejects_bad_arguments_in_one_line() {
+    let dir = tmp("import_bad");
+    let file = dir.join("x.h5");
+    let input = dir.join("in.bin");
+    std::fs::write(&input, values("u2", 12)).unwrap();
+    let base = |extra: &[&'static str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "import",
+            s(&file),
+            "/x",
+            "--input",
+            s(&input),
+            "--chunks",
+            "2",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        v.extend(extra.iter().map(|a| a.to_string()));
+        v
+    };
+    for (extra, says) in [
+        (&["--dtype", "f2", "--shape", "12"][..], "--dtype"),
+        (&["--dtype", "u2", "--shape", "13"][..], "needs 26"),
+        (&["--dtype", "u2", "--shape", "x"][..], "--shape"),
+        (&["--dtype", "u2"][..], "--shape is required"),
+        (
+            &["--dtype", "u1", "--shape", "24", "--fill", "300"][..],
+            "--fill",
+        ),
+        (
+            &["--dtype", "u2", "--shape", "12", "--maxshape", "6"][..],
+            "x.h5",
+        ),
+    ] {
+        let args = base(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let err = fails(&args);
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
+    assert!(fails(&["cat", s(&dir.join("missing.h5")), "/x"]).contains("missing.h5"));
+}
