@@ -559,7 +559,8 @@ impl Chunked {
                         mask,
                     };
                     if old != Some(rec) {
-                        self.index.insert(f, &scaled, rec)?;
+                        // The chunk is written already: nothing for the index to wait for.
+                        self.index.insert(f, &scaled, rec, None)?;
                     }
                 }
                 Some(ChunkRecord {
@@ -582,8 +583,10 @@ impl Chunked {
         for (_, b, _) in &fresh {
             block.extend_from_slice(b);
         }
-        // The chunks' bytes reach the file before any index record points to them.
-        f.write(base, &block)?;
+        // Each new record goes into the index with a chunk proxy: the index block holding it
+        // cannot reach the file until the proxy says the chunk is written, whatever the
+        // metadata cache flushes or evicts in between.
+        let mut proxies = Vec::with_capacity(fresh.len());
         let mut at = base.get();
         for (scaled, stored, mask) in fresh {
             let rec = ChunkRecord {
@@ -592,7 +595,14 @@ impl Chunked {
                 mask,
             };
             at += stored.len() as u64;
-            self.index.insert(f, &scaled, rec)?;
+            let proxy = f.cache.create_proxy();
+            proxies.push(proxy);
+            self.index.insert(f, &scaled, rec, Some(proxy))?;
+        }
+        f.write(base, &block)?;
+        for p in proxies {
+            f.cache.chunk_written(p)?;
+            f.cache.remove_proxy(p)?;
         }
         Ok(())
     }
@@ -1190,6 +1200,8 @@ impl Dataset {
                 size: if filtered { stored.len() as u64 } else { 0 },
                 mask: if filtered { filter_mask } else { 0 },
             },
+            // Written just above: nothing for the index to wait for.
+            None,
         )
     }
 

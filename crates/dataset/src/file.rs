@@ -250,6 +250,16 @@ impl File {
 
     /// Create `path` with `options`.
     pub fn create_with(path: impl AsRef<Path>, options: FileOptions) -> Result<File> {
+        File::create_inner(path, options, false)
+    }
+
+    /// Create `path` with `options`, recording every metadata write, dependency and eviction
+    /// (see [`File::take_write_trace`]); for tests and diagnostics.
+    pub fn create_traced(path: impl AsRef<Path>, options: FileOptions) -> Result<File> {
+        File::create_inner(path, options, true)
+    }
+
+    fn create_inner(path: impl AsRef<Path>, options: FileOptions, trace: bool) -> Result<File> {
         let path = path.as_ref().to_path_buf();
         let mut open = std::fs::OpenOptions::new();
         open.read(true).write(true);
@@ -266,7 +276,11 @@ impl File {
         let version = bounds.superblock_version(false, false);
         let sizes = Sizes::DEFAULT;
         let sb_len: u64 = if version >= 2 { 48 } else { 96 };
-        let cache = MetadataCache::new(Arc::clone(&storage), CacheConfig::default())?;
+        let config = CacheConfig {
+            record_trace: trace,
+            ..CacheConfig::default()
+        };
+        let cache = MetadataCache::new(Arc::clone(&storage), config)?;
         cache.allocator().set_eoa(Addr(sb_len));
         // The root group's address is not known yet: a placeholder superblock until it is.
         let placeholder = Superblock::new_v3(sizes, sb_len, Addr(0));
@@ -455,6 +469,13 @@ impl File {
     /// benchmarks report as metadata accesses per lookup.
     pub fn cache_stats(&self) -> h5chunk_cache::CacheStats {
         self.inner.cache.stats()
+    }
+
+    /// The metadata writes, flush dependencies (chunk proxies included) and evictions recorded
+    /// since the last call, for `h5chunk_cache::check_write_order` (empty unless the file was
+    /// created with [`File::create_traced`]).
+    pub fn take_write_trace(&self) -> h5chunk_cache::WriteTrace {
+        self.inner.cache.take_trace()
     }
 
     /// Zero the metadata cache's counters.

@@ -573,3 +573,63 @@ with h5py.File(sys.argv[1], 'r+') as f:
         }
     }
 }
+
+/// Index blocks wait for the chunks they point to: every new chunk record goes in with a chunk
+/// proxy, and the recorded metadata writes respect every dependency.
+#[test]
+fn index_blocks_wait_for_their_chunks() {
+    for kind in [
+        IndexKind::ExtensibleArray,
+        IndexKind::BTree1,
+        IndexKind::SkipList,
+        IndexKind::BTree2,
+    ] {
+        let path = tmp(&format!("api_proxies_{}.h5", kind.name()));
+        let f = File::create_traced(&path, latest()).unwrap();
+        let max = if kind == IndexKind::BTree2 {
+            vec![None, None]
+        } else {
+            vec![None, Some(4)]
+        };
+        let d = f
+            .new_dataset::<i16>()
+            .shape(&[0, 4])
+            .max_shape(&max)
+            .chunk(&[3, 2])
+            .index(kind)
+            .create("d")
+            .unwrap();
+        for n in 0..400i16 {
+            d.append(&[n, n, n, n]).unwrap();
+            if n % 97 == 0 {
+                f.flush().unwrap();
+            }
+        }
+        f.flush().unwrap();
+        let trace = f.take_write_trace();
+        h5chunk_cache::check_write_order(&trace)
+            .unwrap_or_else(|v| panic!("{}: {v:?}", kind.name()));
+        let proxy_deps = trace
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    h5chunk_cache::TraceEvent::DependencyAdded {
+                        child: h5chunk_cache::Key::Proxy(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert!(
+            proxy_deps >= 400 * 2 / 3 / 2,
+            "{}: {proxy_deps} chunk-proxy dependencies",
+            kind.name()
+        );
+        f.close().unwrap();
+        drop(d);
+        let f = File::open(&path).unwrap();
+        assert_eq!(f.dataset("d").unwrap().read::<i16>().unwrap().len(), 1600);
+    }
+}

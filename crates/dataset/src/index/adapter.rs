@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use h5chunk_cache::ProxyId;
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::{ChunkRecord, RecordCodec};
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, FilteredChunk};
@@ -47,8 +48,15 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
     fn layout(&self) -> (LayoutIndex, Option<Addr>);
     /// The record of the chunk at `scaled`, if allocated.
     fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
-    /// Record (insert or replace) the chunk at `scaled`.
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()>;
+    /// Record (insert or replace) the chunk at `scaled`. With `proxy`, the index block that
+    /// holds the record waits for that chunk proxy: it is not written before the chunk.
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()>;
     /// Forget the chunk at `scaled`, returning its record.
     fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
     /// Every allocated chunk, in the index's order.
@@ -131,7 +139,13 @@ impl ChunkIndex for Single {
         only_chunk(scaled)?;
         Ok(self.record)
     }
-    fn insert(&mut self, _f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        _f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        _proxy: Option<ProxyId>,
+    ) -> Result<()> {
         only_chunk(scaled)?;
         self.record = Some(rec);
         Ok(())
@@ -203,7 +217,13 @@ impl ChunkIndex for Implicit {
             mask: 0,
         }))
     }
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        _proxy: Option<ProxyId>,
+    ) -> Result<()> {
         match self.get(f, scaled)? {
             Some(r) if r.addr == rec.addr => Ok(()),
             _ => Err(Error::Unsupported("moving a chunk of an implicit index")),
@@ -306,9 +326,17 @@ impl ChunkIndex for FixedArray {
         let r = self.array.get(&f.cache, i).map_err(fa_err)?;
         Ok(r.addr.is_some().then_some(r))
     }
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         let i = self.index(scaled)?;
-        self.array.set(&f.cache, i, &rec).map_err(fa_err)
+        self.array
+            .set_with_proxy(&f.cache, i, &rec, proxy)
+            .map_err(fa_err)
     }
     fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let old = self.get(f, scaled)?;
@@ -419,9 +447,18 @@ impl ChunkIndex for ExtensibleArray {
         let r = self.array.get(&f.cache, i).map_err(ea_err)?;
         Ok(r.addr.is_some().then_some(r))
     }
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         let i = self.index(scaled)?;
-        self.array.set(&f.cache, i, &rec).map_err(ea_err)
+        match proxy {
+            Some(p) => self.array.set_chunk(&f.cache, i, &rec, p).map_err(ea_err),
+            None => self.array.set(&f.cache, i, &rec).map_err(ea_err),
+        }
     }
     fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let old = self.get(f, scaled)?;
@@ -570,13 +607,22 @@ impl ChunkIndex for SkipList {
         let r = self.list.get(&f.cache, i).map_err(sl_err)?;
         Ok(r.addr.is_some().then_some(r))
     }
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         let i = self.index(scaled)?;
         let step = scaled[self.unlimited] + 1;
         if step > self.list.steps(&f.cache).map_err(sl_err)? {
             self.list.extend(&f.cache, step).map_err(sl_err)?;
         }
-        self.list.set(&f.cache, i, rec).map_err(sl_err)?;
+        let supernode = self.list.set(&f.cache, i, rec).map_err(sl_err)?;
+        if let Some(p) = proxy {
+            f.cache.add_flush_dependency(supernode, p)?;
+        }
         Ok(())
     }
     fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
@@ -699,7 +745,13 @@ impl ChunkIndex for BTree1 {
         let c = self.tree(f)?.get(&self.offsets(scaled)).map_err(bt1_err)?;
         Ok(c.map(|c| self.record(&c)))
     }
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         let addr = rec
             .addr
             .ok_or(Error::Unsupported("recording an unallocated chunk"))?;
@@ -715,7 +767,7 @@ impl ChunkIndex for BTree1 {
             filter_mask: rec.mask,
             addr,
         };
-        self.tree(f)?.insert(&chunk, None).map_err(bt1_err)
+        self.tree(f)?.insert(&chunk, proxy).map_err(bt1_err)
     }
     fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
@@ -827,12 +879,18 @@ impl ChunkIndex for BTree2 {
             .map_err(bt2_err)?
             .map(|e| e.record))
     }
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         let entry = h5chunk_btree2::ChunkEntry {
             scaled: scaled.iter().copied().collect(),
             record: rec,
         };
-        self.tree(f)?.upsert(entry, None).map_err(bt2_err)?;
+        self.tree(f)?.upsert(entry, proxy).map_err(bt2_err)?;
         Ok(())
     }
     fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
@@ -904,12 +962,18 @@ impl ChunkIndex for Lazy {
             None => Ok(None),
         }
     }
-    fn insert(&mut self, f: &FileInner, scaled: &[u64], rec: ChunkRecord) -> Result<()> {
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         if self.inner.is_none() {
             self.inner = Some(create_structure(f, &self.shape, &self.index)?);
         }
         match &mut self.inner {
-            Some(i) => i.insert(f, scaled, rec),
+            Some(i) => i.insert(f, scaled, rec, proxy),
             None => Err(Error::Unsupported("an index that could not be created")),
         }
     }
