@@ -1161,12 +1161,20 @@ impl MetadataCache {
                 return Err(Error::UnknownProxy(p));
             }
         }
-        if parent == child || inner.reaches(child, parent) {
-            return Err(Error::DependencyCycle { parent, child });
-        }
-        if !inner.children.entry(parent).or_default().insert(child) {
+        // An existing edge is found in O(1); only a new one pays for the cycle search (index
+        // crates re-add the edges of a path on every descent).
+        if inner
+            .children
+            .get(&parent)
+            .is_some_and(|c| c.contains(&child))
+        {
             return Err(Error::DependencyExists { parent, child });
         }
+        // A proxy has no children, so an edge to one cannot close a cycle.
+        if parent == child || (!matches!(child, Key::Proxy(_)) && inner.reaches(child, parent)) {
+            return Err(Error::DependencyCycle { parent, child });
+        }
+        inner.children.entry(parent).or_default().insert(child);
         inner.parents.entry(child).or_default().insert(parent);
         inner.record(TraceEvent::DependencyAdded { parent, child });
         Ok(())

@@ -10,6 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 /// libhdf5 2.0's default chunk cache size per dataset.
 pub const DEFAULT_BUDGET: usize = 8 << 20;
 
+/// Bytes each cached chunk costs besides its data (key, coordinates, LRU and map entries), so
+/// that a cache of tiny chunks is bounded by its real memory, not only by chunk bytes.
+const ENTRY_OVERHEAD: usize = 256;
+
 /// Packs scaled coordinates into one integer with `bits[u]` bits for dimension `u`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct KeyPacker {
@@ -140,10 +144,10 @@ impl ChunkCache {
             self.misses_unpacked += 1;
             return vec![c];
         };
-        self.bytes += c.data.len();
+        self.bytes += c.data.len() + ENTRY_OVERHEAD;
         self.lru.insert(c.tick, k);
         if let Some(old) = self.map.insert(k, c) {
-            self.bytes -= old.data.len();
+            self.bytes -= old.data.len() + ENTRY_OVERHEAD;
             self.lru.remove(&old.tick);
         }
         let mut evicted = Vec::new();
@@ -153,7 +157,7 @@ impl ChunkCache {
             };
             self.lru.remove(&t);
             if let Some(c) = self.map.remove(&key) {
-                self.bytes -= c.data.len();
+                self.bytes -= c.data.len() + ENTRY_OVERHEAD;
                 evicted.push(c);
             }
         }
@@ -164,7 +168,7 @@ impl ChunkCache {
         let k = self.packer.pack(scaled)?;
         let c = self.map.remove(&k)?;
         self.lru.remove(&c.tick);
-        self.bytes -= c.data.len();
+        self.bytes -= c.data.len() + ENTRY_OVERHEAD;
         Some(c)
     }
 
@@ -212,7 +216,8 @@ mod tests {
 
     #[test]
     fn evicts_least_recently_used_within_the_budget() {
-        let mut c = ChunkCache::new(&[10], 10);
+        // Room for two 4-byte chunks with their per-entry overhead.
+        let mut c = ChunkCache::new(&[10], 2 * (4 + ENTRY_OVERHEAD) + 1);
         assert!(c.insert(vec![0], vec![0; 4], true).is_empty());
         assert!(c.insert(vec![1], vec![1; 4], false).is_empty());
         c.get_mut(&[0]);

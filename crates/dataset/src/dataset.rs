@@ -24,6 +24,9 @@ use crate::types::{H5Type, TypeDesc, from_le_bytes, to_le_bytes};
 
 pub(crate) mod inspect;
 
+/// New chunks written (and chunk proxies dirty) at once when a dataset flushes.
+const PROXY_BATCH: usize = 256;
+
 /// A filter to apply when creating a dataset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterSpec {
@@ -577,32 +580,36 @@ impl Chunked {
         if fresh.is_empty() {
             return Ok(());
         }
-        let total: u64 = fresh.iter().map(|(_, b, _)| b.len() as u64).sum();
-        let base = f.allocate(total)?;
-        let mut block = Vec::with_capacity(total as usize);
-        for (_, b, _) in &fresh {
-            block.extend_from_slice(b);
-        }
-        // Each new record goes into the index with a chunk proxy: the index block holding it
-        // cannot reach the file until the proxy says the chunk is written, whatever the
-        // metadata cache flushes or evicts in between.
-        let mut proxies = Vec::with_capacity(fresh.len());
-        let mut at = base.get();
-        for (scaled, stored, mask) in fresh {
-            let rec = ChunkRecord {
-                addr: Some(Addr(at)),
-                size: if filtered { stored.len() as u64 } else { 0 },
-                mask,
-            };
-            at += stored.len() as u64;
-            let proxy = f.cache.create_proxy();
-            proxies.push(proxy);
-            self.index.insert(f, &scaled, rec, Some(proxy))?;
-        }
-        f.write(base, &block)?;
-        for p in proxies {
-            f.cache.chunk_written(p)?;
-            f.cache.remove_proxy(p)?;
+        // In batches, so that few chunk proxies are dirty at once (a B-tree split attaches
+        // every dirty proxy of the nodes it touches to the new nodes).
+        for batch in fresh.chunks(PROXY_BATCH) {
+            let total: u64 = batch.iter().map(|(_, b, _)| b.len() as u64).sum();
+            let base = f.allocate(total)?;
+            let mut block = Vec::with_capacity(total as usize);
+            for (_, b, _) in batch {
+                block.extend_from_slice(b);
+            }
+            // Each new record goes into the index with a chunk proxy: the index block holding
+            // it cannot reach the file until the proxy says the chunk is written, whatever the
+            // metadata cache flushes or evicts in between.
+            let mut proxies = Vec::with_capacity(batch.len());
+            let mut at = base.get();
+            for (scaled, stored, mask) in batch {
+                let rec = ChunkRecord {
+                    addr: Some(Addr(at)),
+                    size: if filtered { stored.len() as u64 } else { 0 },
+                    mask: *mask,
+                };
+                at += stored.len() as u64;
+                let proxy = f.cache.create_proxy();
+                proxies.push(proxy);
+                self.index.insert(f, scaled, rec, Some(proxy))?;
+            }
+            f.write(base, &block)?;
+            for p in proxies {
+                f.cache.chunk_written(p)?;
+                f.cache.remove_proxy(p)?;
+            }
         }
         Ok(())
     }
