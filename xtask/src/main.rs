@@ -58,8 +58,9 @@ const TASKS: &[Task] = &[
     },
     Task {
         name: "bench",
-        usage: "bench [--full] [--n N] [--chunk-bytes B] [--scenario S,..] [--index I,..]",
-        help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/)",
+        usage: "bench [--full] [--n N] [--scenario S,..] [--index I,..]",
+        help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
+               also --repeat R, --chunk-bytes B",
         run: bench,
     },
 ];
@@ -125,6 +126,8 @@ fn test(args: &[String]) -> TaskResult {
     if !picks_packages {
         cmd.arg("--workspace");
     }
+    // Every test binary runs even when one fails, so the summary covers the whole suite.
+    cmd.arg("--no-fail-fast");
     // Every optional feature is tested (ndarray support, the cache's fault injection) unless
     // the caller chose features.
     if !args.iter().any(|a| {
