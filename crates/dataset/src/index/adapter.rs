@@ -250,12 +250,109 @@ impl ChunkIndex for Implicit {
     }
 }
 
-/// The fixed array index (h5chunk-farray), element `i` for the chunk of linear index `i` in
-/// the maximum grid.
+/// The slot arrays of the array-like indexes: a chunk's record is slot `i`, `i` being its
+/// linear index (`LinearIndex`: row-major over the maximum grid, the unlimited dimension
+/// swizzled to the front). [`Linear`] turns one into a chunk index.
+pub(crate) trait Slots: Send + fmt::Debug {
+    /// The index kind.
+    const KIND: IndexKind;
+    /// The layout message's form of the index and its address.
+    fn layout(&self) -> (LayoutIndex, Option<Addr>);
+    /// Slot `i` (undefined address: unset).
+    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord>;
+    /// Set slot `i`; with `proxy`, the block holding it waits for that chunk.
+    fn set_slot(
+        &mut self,
+        f: &FileInner,
+        i: u64,
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()>;
+    /// Every set slot, in slot order.
+    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()>;
+    /// Bytes of metadata in the file.
+    fn bytes(&self, f: &FileInner) -> Result<u64>;
+    /// The dataset's current dimensions changed.
+    fn set_dims(&mut self, _f: &FileInner, _dims: &[u64]) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A chunk index over slots addressed by the linear chunk index.
+#[derive(Debug)]
+pub(crate) struct Linear<S: Slots> {
+    slots: S,
+    linear: LinearIndex,
+}
+
+impl<S: Slots> Linear<S> {
+    fn new(slots: S, shape: &Shape) -> Result<Linear<S>> {
+        Ok(Linear {
+            slots,
+            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
+        })
+    }
+
+    fn index(&self, scaled: &[u64]) -> Result<u64> {
+        self.linear.index(scaled).ok_or_else(|| {
+            Error::InvalidArgument(format!("chunk {scaled:?} outside the chunk grid"))
+        })
+    }
+}
+
+impl<S: Slots> ChunkIndex for Linear<S> {
+    fn kind(&self) -> IndexKind {
+        S::KIND
+    }
+    fn layout(&self) -> (LayoutIndex, Option<Addr>) {
+        self.slots.layout()
+    }
+    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let r = self.slots.slot(f, self.index(scaled)?)?;
+        Ok(r.addr.is_some().then_some(r))
+    }
+    fn insert(
+        &mut self,
+        f: &FileInner,
+        scaled: &[u64],
+        rec: ChunkRecord,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
+        let i = self.index(scaled)?;
+        self.slots.set_slot(f, i, rec, proxy)
+    }
+    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        let old = self.get(f, scaled)?;
+        if old.is_some() {
+            let i = self.index(scaled)?;
+            self.slots.set_slot(f, i, ChunkRecord::default(), None)?;
+        }
+        Ok(old)
+    }
+    fn for_each(
+        &mut self,
+        f: &FileInner,
+        visit: &mut dyn FnMut(&[u64], ChunkRecord),
+    ) -> Result<()> {
+        let linear = &self.linear;
+        self.slots.each_slot(f, &mut |i, r| {
+            if r.addr.is_some() {
+                visit(&linear.scaled(i), r);
+            }
+        })
+    }
+    fn set_dims(&mut self, f: &FileInner, dims: &[u64]) -> Result<()> {
+        self.slots.set_dims(f, dims)
+    }
+    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+        self.slots.bytes(f)
+    }
+}
+
+/// The fixed array (h5chunk-farray), one element per chunk of the maximum grid.
 #[derive(Debug)]
 pub(crate) struct FixedArray {
     array: h5chunk_farray::FixedArray<RecordCodec>,
-    linear: LinearIndex,
     page_bits: u8,
 }
 
@@ -280,98 +377,65 @@ impl FixedArray {
         h5chunk_farray::Params::for_chunks(&max, &shape.chunk, page_bits).map_err(fa_err)
     }
 
-    pub fn create(f: &FileInner, shape: &Shape, page_bits: u8) -> Result<FixedArray> {
+    pub fn create(f: &FileInner, shape: &Shape, page_bits: u8) -> Result<Linear<FixedArray>> {
         let params = FixedArray::params(shape, page_bits)?;
         let array = h5chunk_farray::FixedArray::create(&f.cache, f.sizes, shape.codec, params)
             .map_err(fa_err)?;
-        Ok(FixedArray {
-            array,
-            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
-            page_bits,
-        })
+        Linear::new(FixedArray { array, page_bits }, shape)
     }
 
-    pub fn open(f: &FileInner, shape: &Shape, addr: Addr, page_bits: u8) -> Result<FixedArray> {
+    pub fn open(
+        f: &FileInner,
+        shape: &Shape,
+        addr: Addr,
+        page_bits: u8,
+    ) -> Result<Linear<FixedArray>> {
         let params = FixedArray::params(shape, page_bits)?;
         let array = h5chunk_farray::FixedArray::open(&f.cache, addr, f.sizes, shape.codec, params)
             .map_err(fa_err)?;
-        Ok(FixedArray {
-            array,
-            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
-            page_bits,
-        })
-    }
-
-    fn index(&self, scaled: &[u64]) -> Result<u64> {
-        self.linear.index(scaled).ok_or_else(|| {
-            Error::InvalidArgument(format!("chunk {scaled:?} outside the maximum grid"))
-        })
+        Linear::new(FixedArray { array, page_bits }, shape)
     }
 }
 
-impl ChunkIndex for FixedArray {
-    fn kind(&self) -> IndexKind {
-        IndexKind::FixedArray
-    }
+impl Slots for FixedArray {
+    const KIND: IndexKind = IndexKind::FixedArray;
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
-        (
-            LayoutIndex::FixedArray {
-                max_dblk_page_nelmts_bits: self.page_bits,
-            },
-            Some(self.array.addr()),
-        )
+        let index = LayoutIndex::FixedArray {
+            max_dblk_page_nelmts_bits: self.page_bits,
+        };
+        (index, Some(self.array.addr()))
     }
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let i = self.index(scaled)?;
-        let r = self.array.get(&f.cache, i).map_err(fa_err)?;
-        Ok(r.addr.is_some().then_some(r))
+    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord> {
+        self.array.get(&f.cache, i).map_err(fa_err)
     }
-    fn insert(
+    fn set_slot(
         &mut self,
         f: &FileInner,
-        scaled: &[u64],
+        i: u64,
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        let i = self.index(scaled)?;
         self.array
             .set_with_proxy(&f.cache, i, &rec, proxy)
             .map_err(fa_err)
     }
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let old = self.get(f, scaled)?;
-        if old.is_some() {
-            let i = self.index(scaled)?;
-            self.array
-                .set(&f.cache, i, &ChunkRecord::default())
-                .map_err(fa_err)?;
-        }
-        Ok(old)
-    }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
-        let linear = &self.linear;
+    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
             .iterate(&f.cache, |i, r| {
-                visit(&linear.scaled(i), r);
+                visit(i, r);
                 std::ops::ControlFlow::Continue(())
             })
             .map_err(fa_err)
     }
-    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+    fn bytes(&self, f: &FileInner) -> Result<u64> {
         self.array.bytes_used(&f.cache).map_err(fa_err)
     }
 }
 
-/// The extensible array index (h5chunk-earray): element `i` for the chunk of linear index `i`
-/// with the unlimited dimension swizzled to the front.
+/// The extensible array (h5chunk-earray), one element per chunk, the unlimited dimension first.
 #[derive(Debug)]
 pub(crate) struct ExtensibleArray {
     array: h5chunk_earray::ExtensibleArray<h5chunk_earray::ChunkRecords>,
-    linear: LinearIndex,
     params: h5chunk_format::message::EarrayParams,
 }
 
@@ -387,16 +451,12 @@ impl ExtensibleArray {
         f: &FileInner,
         shape: &Shape,
         params: h5chunk_format::message::EarrayParams,
-    ) -> Result<ExtensibleArray> {
+    ) -> Result<Linear<ExtensibleArray>> {
         let class = h5chunk_earray::ChunkRecords::new(shape.codec);
         let array =
             h5chunk_earray::ExtensibleArray::create(&f.cache, f.sizes, class, params.into())
                 .map_err(ea_err)?;
-        Ok(ExtensibleArray {
-            array,
-            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
-            params,
-        })
+        Linear::new(ExtensibleArray { array, params }, shape)
     }
 
     pub fn open(
@@ -404,7 +464,7 @@ impl ExtensibleArray {
         shape: &Shape,
         addr: Addr,
         params: h5chunk_format::message::EarrayParams,
-    ) -> Result<ExtensibleArray> {
+    ) -> Result<Linear<ExtensibleArray>> {
         let class = h5chunk_earray::ChunkRecords::new(shape.codec);
         let array = h5chunk_earray::ExtensibleArray::open(&f.cache, addr, f.sizes, class)
             .map_err(ea_err)?;
@@ -418,72 +478,43 @@ impl ExtensibleArray {
                 .into(),
             });
         }
-        Ok(ExtensibleArray {
-            array,
-            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
-            params,
-        })
-    }
-
-    fn index(&self, scaled: &[u64]) -> Result<u64> {
-        self.linear.index(scaled).ok_or_else(|| {
-            Error::InvalidArgument(format!("chunk {scaled:?} outside the chunk grid"))
-        })
+        Linear::new(ExtensibleArray { array, params }, shape)
     }
 }
 
-impl ChunkIndex for ExtensibleArray {
-    fn kind(&self) -> IndexKind {
-        IndexKind::ExtensibleArray
-    }
+impl Slots for ExtensibleArray {
+    const KIND: IndexKind = IndexKind::ExtensibleArray;
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (
             LayoutIndex::ExtensibleArray(self.params),
             Some(self.array.addr()),
         )
     }
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let i = self.index(scaled)?;
-        let r = self.array.get(&f.cache, i).map_err(ea_err)?;
-        Ok(r.addr.is_some().then_some(r))
+    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord> {
+        self.array.get(&f.cache, i).map_err(ea_err)
     }
-    fn insert(
+    fn set_slot(
         &mut self,
         f: &FileInner,
-        scaled: &[u64],
+        i: u64,
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        let i = self.index(scaled)?;
         match proxy {
-            Some(p) => self.array.set_chunk(&f.cache, i, &rec, p).map_err(ea_err),
-            None => self.array.set(&f.cache, i, &rec).map_err(ea_err),
+            Some(p) => self.array.set_chunk(&f.cache, i, &rec, p),
+            None => self.array.set(&f.cache, i, &rec),
         }
+        .map_err(ea_err)
     }
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let old = self.get(f, scaled)?;
-        if old.is_some() {
-            let i = self.index(scaled)?;
-            self.array
-                .set(&f.cache, i, &ChunkRecord::default())
-                .map_err(ea_err)?;
-        }
-        Ok(old)
-    }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
-        let linear = &self.linear;
+    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
             .for_each_set(&f.cache, |i, r| {
-                visit(&linear.scaled(i), r);
+                visit(i, r);
                 std::ops::ControlFlow::Continue(())
             })
             .map_err(ea_err)
     }
-    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+    fn bytes(&self, f: &FileInner) -> Result<u64> {
         self.array.bytes_used(&f.cache).map_err(ea_err)
     }
 }
@@ -494,10 +525,11 @@ impl ChunkIndex for ExtensibleArray {
 #[derive(Debug)]
 pub(crate) struct SkipList {
     list: h5chunk_skiplist::SkipList,
-    linear: LinearIndex,
     params: h5chunk_format::message::SkipListParams,
     unlimited: usize,
     chunk: Vec<u64>,
+    /// Slots per step of the unlimited dimension (`G`).
+    group_len: u64,
 }
 
 fn sl_err(e: h5chunk_skiplist::Error) -> Error {
@@ -540,7 +572,7 @@ impl SkipList {
         f: &FileInner,
         shape: &Shape,
         params: h5chunk_format::message::SkipListParams,
-    ) -> Result<SkipList> {
+    ) -> Result<Linear<SkipList>> {
         let (unlimited, group_len) = SkipList::group_len(shape)?;
         let p = h5chunk_skiplist::Params {
             class: SkipList::class(shape),
@@ -549,13 +581,14 @@ impl SkipList {
             group_len,
         };
         let list = h5chunk_skiplist::SkipList::create(&f.cache, f.sizes, p).map_err(sl_err)?;
-        Ok(SkipList {
+        let slots = SkipList {
             list,
-            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
             params,
             unlimited,
             chunk: shape.chunk.clone(),
-        })
+            group_len: u64::from(group_len),
+        };
+        Linear::new(slots, shape)
     }
 
     pub fn open(
@@ -563,7 +596,7 @@ impl SkipList {
         shape: &Shape,
         addr: Addr,
         params: h5chunk_format::message::SkipListParams,
-    ) -> Result<SkipList> {
+    ) -> Result<Linear<SkipList>> {
         let (unlimited, group_len) = SkipList::group_len(shape)?;
         let list = h5chunk_skiplist::SkipList::open(&f.cache, f.sizes, addr).map_err(sl_err)?;
         let p = list.params();
@@ -576,46 +609,37 @@ impl SkipList {
                 source: format!("tail parameters {p:?} differ from the layout's").into(),
             });
         }
-        Ok(SkipList {
+        let slots = SkipList {
             list,
-            linear: LinearIndex::for_dataset(&shape.max_dims, &shape.chunk)?,
             params,
             unlimited,
             chunk: shape.chunk.clone(),
-        })
-    }
-
-    fn index(&self, scaled: &[u64]) -> Result<u64> {
-        self.linear.index(scaled).ok_or_else(|| {
-            Error::InvalidArgument(format!("chunk {scaled:?} outside the chunk grid"))
-        })
+            group_len: u64::from(group_len),
+        };
+        Linear::new(slots, shape)
     }
 }
 
-impl ChunkIndex for SkipList {
-    fn kind(&self) -> IndexKind {
-        IndexKind::SkipList
-    }
+impl Slots for SkipList {
+    const KIND: IndexKind = IndexKind::SkipList;
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::SkipList(self.params), Some(self.list.addr()))
     }
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let i = self.index(scaled)?;
+    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord> {
         if i >= self.list.len(&f.cache).map_err(sl_err)? {
-            return Ok(None);
+            return Ok(ChunkRecord::default());
         }
-        let r = self.list.get(&f.cache, i).map_err(sl_err)?;
-        Ok(r.addr.is_some().then_some(r))
+        self.list.get(&f.cache, i).map_err(sl_err)
     }
-    fn insert(
+    fn set_slot(
         &mut self,
         f: &FileInner,
-        scaled: &[u64],
+        i: u64,
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        let i = self.index(scaled)?;
-        let step = scaled[self.unlimited] + 1;
+        // The list covers whole steps: extend it to the step holding slot `i` first.
+        let step = i / self.group_len.max(1) + 1;
         if step > self.list.steps(&f.cache).map_err(sl_err)? {
             self.list.extend(&f.cache, step).map_err(sl_err)?;
         }
@@ -625,29 +649,8 @@ impl ChunkIndex for SkipList {
         }
         Ok(())
     }
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let old = self.get(f, scaled)?;
-        if old.is_some() {
-            let i = self.index(scaled)?;
-            self.list
-                .set(&f.cache, i, ChunkRecord::default())
-                .map_err(sl_err)?;
-        }
-        Ok(old)
-    }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
-        let linear = &self.linear;
-        self.list
-            .for_each_forward(&f.cache, |i, r| {
-                if r.addr.is_some() {
-                    visit(&linear.scaled(i), r);
-                }
-            })
-            .map_err(sl_err)
+    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
+        self.list.for_each_forward(&f.cache, visit).map_err(sl_err)
     }
     fn set_dims(&mut self, f: &FileInner, dims: &[u64]) -> Result<()> {
         // Shrinking drops whole steps beyond the new extent (their chunks were freed by the
@@ -658,7 +661,7 @@ impl ChunkIndex for SkipList {
         }
         Ok(())
     }
-    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+    fn bytes(&self, f: &FileInner) -> Result<u64> {
         self.list.bytes_used(&f.cache).map_err(sl_err)
     }
 }
