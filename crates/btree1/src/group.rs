@@ -464,6 +464,12 @@ impl<'c> Group<'c> {
         self.tree.class().ctx.sizes
     }
 
+    /// The local heap's data segment: the names, and the values of soft links (a soft link's
+    /// symbol table entry holds the offset of its value).
+    pub fn names(&self) -> Result<LocalHeapData> {
+        Ok(self.load_heap()?.1)
+    }
+
     fn load_heap(&self) -> Result<(LocalHeap, LocalHeapData)> {
         let cache = self.tree.cache();
         let header = cache

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 
 use crate::dataset::{Dataset, DatasetBuilder, DatasetShared};
 use crate::error::{Error, Result};
-use crate::group::{self, GROUP_INTERNAL_K, GROUP_LEAF_K, LinkValue};
+use crate::group::{self, LinkValue};
 use crate::libver::LibverBounds;
 use crate::object::{Headers, create_header, raw};
 use crate::types::H5Type;
@@ -291,8 +291,8 @@ impl File {
             sizes,
             bounds,
             writable: true,
-            group_internal_k: GROUP_INTERNAL_K,
-            group_leaf_k: GROUP_LEAF_K,
+            group_internal_k: h5chunk_btree1::DEFAULT_GROUP_INTERNAL_K,
+            group_leaf_k: h5chunk_btree1::DEFAULT_GROUP_LEAF_K,
             istore_k: superblock::DEFAULT_INDEXED_STORAGE_K,
             superblock: Mutex::new(placeholder),
             headers: Mutex::new(Headers::default()),

@@ -3,22 +3,12 @@
 //! heap) is reported as unsupported.
 
 use h5chunk_format::Addr;
-use h5chunk_format::btree1::{GroupKey, GroupNode, MAX_DEPTH};
-use h5chunk_format::local_heap::{LocalHeap, LocalHeapData};
 use h5chunk_format::message::{GroupInfo, Link, LinkInfo, LinkTarget, Message, SymbolTable};
-use h5chunk_format::symbol_table_entry::{Cache, SymbolTableEntry};
-use h5chunk_format::symbol_table_node::SymbolTableNode;
+use h5chunk_format::symbol_table_entry::Cache;
 
 use crate::error::{Error, Result};
 use crate::file::FileInner;
 use crate::object::raw;
-
-/// The group B-tree's K (`group internal node K`, libhdf5's default 16) used for new groups.
-pub(crate) const GROUP_INTERNAL_K: u16 = 16;
-/// The symbol table nodes' K (`group leaf node K`, default 4: 8 entries per node).
-pub(crate) const GROUP_LEAF_K: u16 = 4;
-/// The local heap data segment libhdf5 gives a new group.
-const NEW_HEAP_SIZE: usize = 88;
 
 /// What a link points to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,11 +78,10 @@ pub(crate) fn links(f: &FileInner, group: Addr) -> Result<Vec<(String, LinkValue
             }
         }
         Storage::SymbolTable { btree, heap } => {
-            let (_, names) = read_heap(f, heap)?;
-            let mut entries = Vec::new();
-            collect_entries(f, btree, 0, &mut entries)?;
-            for e in entries {
-                let name = String::from_utf8_lossy(names.name(e.link_name_offset)?).into_owned();
+            let g = symbol_table(f, btree, heap)?;
+            let names = g.names().map_err(bt1_err)?;
+            for link in g.links().map_err(bt1_err)? {
+                let e = link.entry;
                 let value = match (e.cache(), e.object_header) {
                     (Cache::SoftLink { link_value_offset }, _) => LinkValue::Soft(
                         String::from_utf8_lossy(names.name(u64::from(link_value_offset))?)
@@ -101,7 +90,7 @@ pub(crate) fn links(f: &FileInner, group: Addr) -> Result<Vec<(String, LinkValue
                     (_, Some(a)) => LinkValue::Hard(a),
                     (_, None) => continue,
                 };
-                out.push((name, value));
+                out.push((String::from_utf8_lossy(&link.name).into_owned(), value));
             }
         }
     }
@@ -109,55 +98,25 @@ pub(crate) fn links(f: &FileInner, group: Addr) -> Result<Vec<(String, LinkValue
     Ok(out)
 }
 
-fn read_heap(f: &FileInner, heap: Addr) -> Result<(LocalHeap, LocalHeapData)> {
-    let s = f.sizes;
-    let h = LocalHeap::decode(&f.read(heap, LocalHeap::encoded_len(s) as u64)?, heap, s)?;
-    let data = f.read(h.data_segment_address, h.data_segment_size)?;
-    let names = LocalHeapData::decode(&data, h.data_segment_address, s, h.free_list_head)?;
-    Ok((h, names))
-}
-
-fn read_tree(f: &FileInner, at: Addr) -> Result<GroupNode> {
-    let (s, k) = (f.sizes, f.group_internal_k);
-    Ok(GroupNode::decode(
-        &f.read(at, GroupNode::encoded_len(s, k, ()) as u64)?,
-        at,
-        s,
-        k,
-        (),
-    )?)
-}
-
-fn read_snod(f: &FileInner, at: Addr) -> Result<SymbolTableNode> {
-    let (s, k) = (f.sizes, f.group_leaf_k);
-    Ok(SymbolTableNode::decode(
-        &f.read(at, SymbolTableNode::encoded_len(k, s) as u64)?,
-        at,
-        s,
-        k,
-    )?)
-}
-
-fn collect_entries(
-    f: &FileInner,
-    node: Addr,
-    depth: u8,
-    out: &mut Vec<SymbolTableEntry>,
-) -> Result<()> {
-    if depth > MAX_DEPTH {
-        return Err(Error::InvalidArgument(format!(
-            "group B-tree @ {node} is deeper than {MAX_DEPTH}"
-        )));
+fn bt1_err(e: h5chunk_btree1::Error) -> Error {
+    Error::Index {
+        kind: "old-style group",
+        source: Box::new(e),
     }
-    let tree = read_tree(f, node)?;
-    for &child in &tree.children {
-        if tree.level > 0 {
-            collect_entries(f, child, depth + 1, out)?;
-        } else {
-            out.extend(read_snod(f, child)?.entries);
-        }
-    }
-    Ok(())
+}
+
+/// The old-style group (h5chunk-btree1) whose symbol table is `btree` + `heap`: its nodes and
+/// heap live in the metadata cache, written at flush before the object headers.
+fn symbol_table(f: &FileInner, btree: Addr, heap: Addr) -> Result<h5chunk_btree1::Group<'_>> {
+    h5chunk_btree1::Group::open(
+        &f.cache,
+        f.sizes,
+        f.group_internal_k,
+        f.group_leaf_k,
+        btree,
+        heap,
+    )
+    .map_err(bt1_err)
 }
 
 /// The messages of a new group's object header.
@@ -178,44 +137,20 @@ pub(crate) fn new_group_messages(f: &FileInner) -> Result<Vec<Message>> {
         ]);
     }
     // An old-style group: an empty local heap (the empty name at offset 0) and an empty group
-    // B-tree leaf, written now.
-    let s = f.sizes;
-    let mut names = LocalHeapData::new(NEW_HEAP_SIZE, Addr(0), s);
-    names.insert_name(b"")?;
-    let heap_at = f.allocate(LocalHeap::encoded_len(s) as u64)?;
-    let data_at = f.allocate(names.len())?;
-    f.write(data_at, names.bytes())?;
-    write_heap_header(f, heap_at, &names, data_at)?;
-    let tree = GroupNode::new_leaf();
-    let tree_at = f.allocate(GroupNode::encoded_len(s, GROUP_INTERNAL_K, ()) as u64)?;
-    write_tree(f, tree_at, &tree)?;
+    // B-tree leaf.
+    f.check_writable()?;
+    let g = h5chunk_btree1::Group::create(
+        &f.cache,
+        f.sizes,
+        f.group_internal_k,
+        f.group_leaf_k,
+        h5chunk_btree1::DEFAULT_HEAP_SIZE,
+    )
+    .map_err(bt1_err)?;
     Ok(vec![Message::SymbolTable(SymbolTable {
-        btree_address: tree_at,
-        local_heap_address: heap_at,
+        btree_address: g.btree_address(),
+        local_heap_address: g.heap_address(),
     })])
-}
-
-fn write_heap_header(f: &FileInner, at: Addr, names: &LocalHeapData, data_at: Addr) -> Result<()> {
-    let h = LocalHeap {
-        data_segment_size: names.len(),
-        free_list_head: names.free_list_head(),
-        data_segment_address: data_at,
-    };
-    let mut out = Vec::new();
-    h.encode(f.sizes, &mut out)?;
-    f.write(at, &out)
-}
-
-fn write_tree(f: &FileInner, at: Addr, tree: &GroupNode) -> Result<()> {
-    let mut out = Vec::new();
-    tree.encode(f.sizes, f.group_internal_k, (), &mut out)?;
-    f.write(at, &out)
-}
-
-fn write_snod(f: &FileInner, at: Addr, node: &SymbolTableNode) -> Result<()> {
-    let mut out = Vec::new();
-    node.encode(f.sizes, &mut out)?;
-    f.write(at, &out)
 }
 
 /// Add a hard link `name` → `target` to the group whose header is at `group`. `cache` is the
@@ -246,109 +181,8 @@ pub(crate) fn add_link(
             )?;
             f.add_message(group, m)
         }
-        Storage::SymbolTable { btree, heap } => add_symbol(f, btree, heap, name, target, cache),
+        Storage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
+            .insert(name.as_bytes(), target, cache)
+            .map_err(bt1_err),
     }
-}
-
-/// Insert into an old-style group whose B-tree is a single leaf (what h5chunk creates and what
-/// libhdf5 has for groups of up to 256 members). Deeper trees need the btree1 crate's group
-/// support.
-fn add_symbol(
-    f: &FileInner,
-    btree: Addr,
-    heap: Addr,
-    name: &str,
-    target: Addr,
-    cache: Cache,
-) -> Result<()> {
-    let s = f.sizes;
-    let mut tree = read_tree(f, btree)?;
-    if tree.level != 0 {
-        return Err(Error::Unsupported(
-            "adding links to an old-style group with a multi-level B-tree",
-        ));
-    }
-    let (_, mut names) = read_heap(f, heap)?;
-    let old_len = names.len();
-    let offset = names.insert_name(name.as_bytes())?;
-    // The heap's data segment moves when it grows (the old space is abandoned).
-    let (h, _) = read_heap(f, heap)?;
-    let data_at = if names.len() == old_len {
-        h.data_segment_address
-    } else {
-        f.allocate(names.len())?
-    };
-    f.write(data_at, names.bytes())?;
-    write_heap_header(f, heap, &names, data_at)?;
-    let entry = SymbolTableEntry::new(offset, Some(target), cache, s)?;
-    let name_of =
-        |e: &SymbolTableEntry| -> Result<Vec<u8>> { Ok(names.name(e.link_name_offset)?.to_vec()) };
-    // The symbol table node whose range holds the name: the first whose last name is greater,
-    // else the last one.
-    let mut pos = tree.children.len().saturating_sub(1);
-    for (i, &child) in tree.children.iter().enumerate() {
-        let node = read_snod(f, child)?;
-        if let Some(last) = node.entries.last()
-            && name_of(last)?.as_slice() > name.as_bytes()
-        {
-            pos = i;
-            break;
-        }
-    }
-    let capacity = usize::from(2 * f.group_leaf_k);
-    let mut node = match tree.children.get(pos) {
-        Some(&a) => read_snod(f, a)?,
-        None => SymbolTableNode::new(f.group_leaf_k),
-    };
-    let at = node
-        .entries
-        .iter()
-        .map(name_of)
-        .collect::<Result<Vec<_>>>()?
-        .iter()
-        .position(|n| n.as_slice() > name.as_bytes())
-        .unwrap_or(node.entries.len());
-    node.entries.insert(at, entry);
-    let mut nodes = vec![node];
-    if nodes[0].entries.len() > capacity {
-        // Split in two halves, as libhdf5 does.
-        let half = nodes[0].entries.len() / 2;
-        let right = nodes[0].entries.split_off(half);
-        let mut r = SymbolTableNode::new(f.group_leaf_k);
-        r.entries = right;
-        nodes.push(r);
-    }
-    if tree.children.len() + nodes.len() - usize::from(!tree.children.is_empty())
-        > usize::from(2 * f.group_internal_k)
-    {
-        return Err(Error::Unsupported(
-            "an old-style group B-tree leaf that must split",
-        ));
-    }
-    let snod_len = SymbolTableNode::encoded_len(f.group_leaf_k, s) as u64;
-    let mut addrs = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        let a = match (i, tree.children.get(pos)) {
-            (0, Some(&a)) => a,
-            _ => f.allocate(snod_len)?,
-        };
-        write_snod(f, a, n)?;
-        addrs.push(a);
-    }
-    // Rebuild the leaf's children and keys: key[0] is the empty name, key[i + 1] the last
-    // name of child i.
-    let mut children = tree.children.clone();
-    if children.is_empty() {
-        children = addrs.clone();
-    } else {
-        children.splice(pos..=pos, addrs.iter().copied());
-    }
-    let mut keys = vec![GroupKey(0)];
-    for &c in &children {
-        let n = read_snod(f, c)?;
-        keys.push(GroupKey(n.entries.last().map_or(0, |e| e.link_name_offset)));
-    }
-    tree.children = children;
-    tree.keys = keys;
-    write_tree(f, btree, &tree)
 }
