@@ -10,6 +10,7 @@ mod deps;
 mod fixtures;
 #[cfg(test)]
 mod interop;
+mod modules;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -47,7 +48,8 @@ const TASKS: &[Task] = &[
     Task {
         name: "deps",
         usage: "deps",
-        help: "fail if a workspace dependency breaks the layering of STYLE.md section 1",
+        help: "fail if a workspace dependency breaks the layering of STYLE.md section 1, or a \
+               module import circle appears inside crates/dataset",
         run: deps,
     },
     Task {
@@ -235,17 +237,28 @@ fn gen_fixtures(args: &[String]) -> TaskResult {
 
 fn deps(args: &[String]) -> TaskResult {
     no_args(args)?;
-    let violations = deps::check_workspace(&workspace_root())?;
-    if violations.is_empty() {
-        println!("xtask deps: workspace dependencies follow the layering of STYLE.md section 1");
+    let root = workspace_root();
+    let violations = deps::check_workspace(&root)?;
+    let circles = modules::check_workspace(&root)?;
+    if violations.is_empty() && circles.is_empty() {
+        println!(
+            "xtask deps: workspace dependencies follow the layering of STYLE.md section 1; \
+             no module import circle in {}",
+            modules::CHECKED.join(", ")
+        );
         return Ok(());
     }
     for violation in &violations {
         eprintln!("  {violation}");
     }
+    for circle in &circles {
+        eprintln!("  {circle}");
+    }
     Err(format!(
-        "{} dependency edge(s) break the layering of STYLE.md section 1",
-        violations.len()
+        "{} dependency edge(s) break the layering of STYLE.md section 1, {} module import \
+         circle(s)",
+        violations.len(),
+        circles.len()
     ))
 }
 

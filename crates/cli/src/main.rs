@@ -606,6 +606,7 @@ fn import(a: &ImportArgs) -> CliResult<Outcome> {
                 FileOptions {
                     bounds,
                     mode: CreateMode::Exclusive,
+                    ..FileOptions::default()
                 },
             )
         })

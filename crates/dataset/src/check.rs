@@ -16,7 +16,7 @@ use h5chunk_format::message::Message;
 use crate::dataset::Dataset;
 use crate::error::Error;
 use crate::file::File;
-use crate::group::{self, LinkValue};
+use crate::link::{self, LinkValue};
 
 /// One problem `check` found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl File {
         let mut stack = vec![("/".to_owned(), root)];
         while let Some((path, addr)) = stack.pop() {
             report.groups += 1;
-            let links = match group::links(f, addr) {
+            let links = match link::links(&f.store, addr) {
                 Ok(l) => l,
                 Err(Error::Unsupported(what)) => {
                     report.skipped.push(format!("{path}: unsupported: {what}"));
@@ -111,7 +111,7 @@ impl File {
                 if !seen.insert(a) {
                     continue;
                 }
-                match f.messages(a) {
+                match f.store.messages(a) {
                     Ok(ms) => {
                         if ms.iter().any(|m| matches!(m, Message::DataLayout(_))) {
                             datasets.push((child, a));
@@ -155,7 +155,16 @@ impl File {
                 done += 1;
                 progress(done, total);
             };
-            if let Err(e) = d.verify_chunks(records, &mut report.problems, &mut step) {
+            let object = d.path();
+            let problems = &mut report.problems;
+            let mut found = |addr: Option<Addr>, what: String| {
+                problems.push(Problem {
+                    addr: addr.map(Addr::get),
+                    object: object.clone(),
+                    what,
+                })
+            };
+            if let Err(e) = d.verify_chunks(records, &mut found, &mut step) {
                 report
                     .problems
                     .push(problem(d.header_addr(), &d.path(), &e));

@@ -1,4 +1,15 @@
 //! The errors of the `h5chunk` crate.
+//!
+//! Each variant says what kind of thing went wrong, so callers match on variants rather than
+//! on message text: a file that is not HDF5 ([`Error::NotHdf5`]), shorter than its superblock
+//! says ([`Error::Truncated`]), a member that does not exist ([`Error::NotFound`]), an object
+//! of the wrong kind ([`Error::WrongKind`]), a bad argument named by its parameter
+//! ([`Error::InvalidArgument`]), a feature h5chunk does not implement
+//! ([`Error::Unsupported`]), and a broken invariant, in the file ([`Error::Corrupt`]) or in
+//! h5chunk itself ([`Error::Internal`]). Errors of the layers below keep their own types and
+//! are reachable through [`std::error::Error::source`].
+
+use crate::index_kind::IndexKind;
 
 /// An `h5chunk` result.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
@@ -7,20 +18,85 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An argument is out of range or inconsistent (a shape, bounds, a selection).
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
-    /// The file uses a feature h5chunk does not implement yet.
+    /// The storage holds no HDF5 superblock signature at any place one may stand.
+    #[error("{file}: not an HDF5 file (no superblock signature)")]
+    NotHdf5 {
+        /// The file (its path, or the storage's name).
+        file: String,
+    },
+    /// The file is shorter than its superblock's end-of-file address.
+    #[error("{file}: truncated file: {len} bytes, the superblock says {eof}")]
+    Truncated {
+        /// The file.
+        file: String,
+        /// Its length in bytes.
+        len: u64,
+        /// The end of file the superblock records.
+        eof: u64,
+    },
+    /// A group has no member of that name.
+    #[error("{group}: no member named {name:?}")]
+    NotFound {
+        /// The group's path.
+        group: String,
+        /// The missing member's name.
+        name: String,
+    },
+    /// A link of that name exists already.
+    #[error("{group}: a member named {name:?} exists already")]
+    Exists {
+        /// The group's path.
+        group: String,
+        /// The name taken.
+        name: String,
+    },
+    /// An object is not of the kind asked for (a dataset where a group was expected, ...).
+    #[error("{path}: not a {expected}")]
+    WrongKind {
+        /// The object's path.
+        path: String,
+        /// What was expected: "group", "dataset", ...
+        expected: &'static str,
+    },
+    /// An argument is out of range or inconsistent with the others or with the dataset.
+    #[error("invalid {name}: {reason}")]
+    InvalidArgument {
+        /// The argument (parameter) it concerns: "shape", "chunk", "selection", ...
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The file was opened read-only and a change was asked for.
+    #[error("{file} is open read-only")]
+    ReadOnly {
+        /// The file.
+        file: String,
+    },
+    /// The file uses a feature h5chunk does not implement.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),
+    /// The file breaks an invariant of the format that no decoder caught on its own (a
+    /// message missing from an object header, a value outside its structure's bounds).
+    #[error("corrupt {structure}{}: {what}", at.map(|a| format!(" @ {a}")).unwrap_or_default())]
+    Corrupt {
+        /// The structure: "object header", "dataset", "group", ...
+        structure: &'static str,
+        /// Its file address, where known.
+        at: Option<h5chunk_format::Addr>,
+        /// What is wrong.
+        what: String,
+    },
+    /// h5chunk broke one of its own invariants: a bug, whatever the file holds.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// A structure in the file failed to decode.
     #[error(transparent)]
     Format(#[from] h5chunk_format::Error),
     /// A file could not be opened, created or accessed.
-    #[error("{}: {source}", path.display())]
+    #[error("{file}: {source}")]
     Io {
         /// The file.
-        path: std::path::PathBuf,
+        file: String,
         /// What the operating system said.
         source: std::io::Error,
     },
@@ -43,14 +119,56 @@ pub enum Error {
         source: crate::filters::FilterError,
     },
     /// A chunk index structure failed.
-    #[error("{kind} chunk index: {source}")]
+    #[error("{} chunk index: {source}", kind.describe())]
     Index {
         /// Which index.
-        kind: &'static str,
+        kind: IndexKind,
         /// What its crate said.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The B-tree or local heap of an old-style group failed.
+    #[error("old-style group: {0}")]
+    SymbolTable(#[source] h5chunk_btree1::Error),
     /// The metadata cache or storage failed.
     #[error(transparent)]
     Cache(#[from] h5chunk_cache::Error),
+}
+
+impl Error {
+    /// An [`Error::InvalidArgument`] about parameter `name`.
+    pub(crate) fn arg(name: &'static str, reason: impl Into<String>) -> Error {
+        Error::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
+    }
+
+    /// An [`Error::Corrupt`] in `structure` at `at`.
+    pub(crate) fn corrupt(
+        structure: &'static str,
+        at: impl Into<Option<h5chunk_format::Addr>>,
+        what: impl Into<String>,
+    ) -> Error {
+        Error::Corrupt {
+            structure,
+            at: at.into(),
+            what: what.into(),
+        }
+    }
+
+    /// An [`Error::Index`] of index `kind`.
+    pub(crate) fn index(
+        kind: IndexKind,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Index {
+            kind,
+            source: Box::new(source),
+        }
+    }
+
+    /// Whether the error says h5chunk lacks a feature (rather than that something is wrong).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, Error::Unsupported(_))
+    }
 }

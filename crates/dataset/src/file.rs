@@ -1,224 +1,164 @@
-//! Files: create and open with library version bounds, flush, close.
+//! Files: create and open with library version bounds on any storage backend, flush, close.
 //!
-//! Everything h5chunk changes reaches the file at `flush` (or `close`, or when the `File` is
-//! dropped), children first: dirty raw-data chunks, then the chunk-index blocks through the
-//! metadata cache (which orders them by their flush dependencies), then the object headers that
-//! point to the indexes, then the superblock with the end-of-file address. A file is readable by
-//! libhdf5 after every `flush`.
+//! A file is a [`Store`] (storage, metadata cache, object headers) plus what only the file as a
+//! whole has: the superblock and the registry of open objects. Everything h5chunk changes
+//! reaches the storage at `flush` (or `close`, or when the last handle is dropped), children
+//! first: each open dataset's dirty raw-data chunks and index changes, then the chunk-index
+//! blocks through the metadata cache (which orders them by their flush dependencies), then the
+//! object headers that point to the indexes, then the superblock with the end-of-file address.
+//! A file is readable by libhdf5 after every `flush`.
 
+use std::any::Any;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use h5chunk_cache::{CacheConfig, FileStorage, MetadataCache, Storage};
 use h5chunk_format::message::Message;
-use h5chunk_format::object_header::RawMessage;
+use h5chunk_format::object_header::MessageFlags;
 use h5chunk_format::superblock::{self, Superblock};
 use h5chunk_format::symbol_table_entry::{Cache, SymbolTableEntry};
 use h5chunk_format::{Addr, Sizes};
 use parking_lot::Mutex;
 
-use crate::dataset::{Dataset, DatasetBuilder, DatasetShared};
 use crate::error::{Error, Result};
-use crate::group::{self, LinkValue};
-use crate::libver::LibverBounds;
-use crate::object::{Headers, create_header, raw};
-use crate::types::H5Type;
+use crate::libver::{Libver, LibverBounds};
+use crate::link;
+use crate::store::{BTreeK, HeaderPad, Store};
+
+/// Bytes of a version 0/1 superblock with 8-byte offsets and lengths (and its root group's
+/// symbol table entry), and of a version 2/3 one.
+const SUPERBLOCK_V0_LEN: u64 = 96;
+const SUPERBLOCK_V2_LEN: u64 = 48;
+
+/// The name errors give a file on a storage backend (the backend may hold gigabytes: its
+/// `Debug` form is no name).
+const BACKEND: &str = "(storage backend)";
 
 /// Storage seen from the superblock's base address (a file with a userblock).
 #[derive(Debug)]
 struct BaseStorage {
-    inner: FileStorage,
+    inner: Arc<dyn Storage>,
     base: u64,
+}
+
+impl BaseStorage {
+    fn shifted(&self, addr: Addr) -> std::io::Result<Addr> {
+        addr.get()
+            .checked_add(self.base)
+            .map(Addr)
+            .ok_or_else(|| std::io::Error::other("address past 2^64 after the userblock"))
+    }
 }
 
 impl Storage for BaseStorage {
     fn read_at(&self, addr: Addr, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(Addr(addr.get() + self.base), buf)
+        self.inner.read_at(self.shifted(addr)?, buf)
     }
     fn write_at(&self, addr: Addr, data: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(Addr(addr.get() + self.base), data)
+        self.inner.write_at(self.shifted(addr)?, data)
     }
     fn len(&self) -> std::io::Result<u64> {
         Ok(self.inner.len()?.saturating_sub(self.base))
     }
     fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.inner.set_len(len + self.base)
+        self.inner.set_len(self.shifted(Addr(len))?.get())
     }
     fn sync(&self) -> std::io::Result<()> {
         self.inner.sync()
     }
 }
 
+/// An object that stays open with the file and is written by its flush (a dataset's chunk
+/// cache and index state). One shared state per object header, whichever handle opened it.
+pub(crate) trait OpenObject: Any + Send + Sync + fmt::Debug {
+    /// Write what changed (children before the object header that points to them).
+    fn flush(&self, store: &Store) -> Result<()>;
+}
+
 /// The state shared by every handle on one open file.
 #[derive(Debug)]
 pub(crate) struct FileInner {
-    path: PathBuf,
-    pub(crate) storage: Arc<dyn Storage>,
-    pub(crate) cache: MetadataCache,
-    pub(crate) sizes: Sizes,
-    pub(crate) bounds: LibverBounds,
-    pub(crate) writable: bool,
-    pub(crate) group_internal_k: u16,
-    pub(crate) group_leaf_k: u16,
-    /// The indexed-storage K of version 1 B-tree chunk indexes.
-    pub(crate) istore_k: u16,
+    pub(crate) store: Store,
     superblock: Mutex<Superblock>,
-    headers: Mutex<Headers>,
-    /// Every dataset opened or created, by object header address: one shared state per
-    /// dataset, so every handle sees the same chunk cache and nothing cached is lost when a
+    /// Every object opened or created, by object header address: one shared state per
+    /// object, so every handle sees the same chunk cache and nothing cached is lost when a
     /// handle is dropped before the file is flushed.
-    datasets: Mutex<HashMap<Addr, Arc<DatasetShared>>>,
+    open: Mutex<HashMap<Addr, Arc<dyn OpenObject>>>,
 }
 
 impl FileInner {
-    /// `len` bytes at `at`. Space allocated but never written (past the file's current end,
-    /// within the end of allocation) reads as zeros, as it will once the file is extended.
-    pub(crate) fn read(&self, at: Addr, len: u64) -> Result<Vec<u8>> {
-        let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
-        let mut buf = vec![0u8; size];
-        // The common case, every chunk read: the bytes are in the file. Only a read that runs
-        // past the file's end asks for its length (one system call less per read).
-        if self.storage.read_at(at, &mut buf).is_ok() {
-            return Ok(buf);
-        }
-        let end = self.storage.len().map_err(h5chunk_cache::Error::from)?;
-        let eoa = self.cache.allocator().eoa().get().max(end);
-        let wanted = at.get().checked_add(len);
-        if wanted.is_none_or(|w| w > eoa) {
-            return Err(Error::Format(h5chunk_format::Error::Truncated {
-                structure: "file",
-                at,
-                needed: len,
-                available: eoa.saturating_sub(at.get()),
-            }));
-        }
-        let n = len.min(end.saturating_sub(at.get()));
-        buf.fill(0);
-        self.storage
-            .read_at(at, &mut buf[..n as usize])
-            .map_err(h5chunk_cache::Error::from)?;
-        Ok(buf)
-    }
-
-    pub(crate) fn write(&self, at: Addr, bytes: &[u8]) -> Result<()> {
-        self.check_writable()?;
-        self.storage
-            .write_at(at, bytes)
-            .map_err(h5chunk_cache::Error::from)?;
-        Ok(())
-    }
-
-    pub(crate) fn allocate(&self, len: u64) -> Result<Addr> {
-        self.check_writable()?;
-        Ok(self.cache.allocator().allocate(len)?)
-    }
-
-    pub(crate) fn free(&self, at: Addr, len: u64) -> Result<()> {
-        Ok(self.cache.allocator().free(at, len)?)
-    }
-
-    pub(crate) fn check_writable(&self) -> Result<()> {
-        if self.writable {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "{} is open read-only",
-                self.path.display()
-            )))
-        }
-    }
-
-    pub(crate) fn messages(&self, at: Addr) -> Result<Vec<Message>> {
-        self.headers.lock().messages(&*self.storage, self.sizes, at)
-    }
-
-    pub(crate) fn add_message(&self, at: Addr, m: RawMessage) -> Result<()> {
-        self.check_writable()?;
-        self.headers
-            .lock()
-            .add(&*self.storage, &self.cache, self.sizes, at, m)
-    }
-
-    pub(crate) fn replace_message(&self, at: Addr, m: &Message) -> Result<()> {
-        self.check_writable()?;
-        self.headers
-            .lock()
-            .replace(&*self.storage, self.sizes, at, m)
-    }
-
-    /// Create an object header holding `messages` (chunk 0 padded to `pad` bytes); its address.
-    pub(crate) fn create_object(&self, messages: &[(Message, u8)], pad: usize) -> Result<Addr> {
-        self.check_writable()?;
-        let raws = messages
-            .iter()
-            .map(|(m, flags)| raw(m, *flags, self.sizes))
-            .collect::<Result<Vec<_>>>()?;
-        let h = create_header(&self.cache, self.sizes, self.bounds.new_style(), raws, pad)?;
-        let at = h.addr();
-        self.headers.lock().insert_new(h);
-        Ok(at)
-    }
-
-    /// Register a new dataset's state (the one already registered at `header` wins).
-    pub(crate) fn insert_dataset(&self, header: Addr, d: Arc<DatasetShared>) -> Arc<DatasetShared> {
-        Arc::clone(self.datasets.lock().entry(header).or_insert(d))
-    }
-
-    /// The shared state of the dataset at `header`, made by `make` the first time.
-    pub(crate) fn dataset_state(
+    /// The shared state of the object at `header`, made by `make` the first time.
+    pub(crate) fn open_object<T: OpenObject>(
         &self,
         header: Addr,
-        make: impl FnOnce() -> Result<Arc<DatasetShared>>,
-    ) -> Result<Arc<DatasetShared>> {
-        if let Some(d) = self.datasets.lock().get(&header) {
-            return Ok(Arc::clone(d));
-        }
-        let d = make()?;
-        Ok(Arc::clone(self.datasets.lock().entry(header).or_insert(d)))
+        make: impl FnOnce() -> Result<Arc<T>>,
+    ) -> Result<Arc<T>> {
+        let existing = self.open.lock().get(&header).cloned();
+        let shared = match existing {
+            Some(o) => o,
+            None => {
+                let fresh: Arc<dyn OpenObject> = make()?;
+                // Another handle may have opened it meanwhile: the first one registered wins.
+                Arc::clone(self.open.lock().entry(header).or_insert(fresh))
+            }
+        };
+        let any: Arc<dyn Any + Send + Sync> = shared;
+        any.downcast::<T>()
+            .map_err(|_| Error::Internal("an object header opened as two kinds of object"))
     }
 
+    /// The root group's object header.
     pub(crate) fn root(&self) -> Result<Addr> {
         self.superblock
             .lock()
             .root_object_header()
-            .ok_or(Error::Unsupported("a superblock without a root group"))
+            .ok_or_else(|| Error::corrupt("superblock", Addr(0), "no root group address"))
     }
 
-    /// Children first: datasets (chunks, then their index and header messages), the metadata
-    /// cache, object headers, then the superblock.
+    /// Children first: open objects (chunks, then their index and header messages), the
+    /// metadata cache, object headers, then the superblock.
     pub(crate) fn flush(&self) -> Result<()> {
-        if !self.writable {
+        let s = &self.store;
+        if !s.writable {
             return Ok(());
         }
-        let datasets: Vec<_> = self.datasets.lock().values().cloned().collect();
-        for d in datasets {
-            d.flush(self)?;
+        let open: Vec<_> = self.open.lock().values().cloned().collect();
+        for o in open {
+            o.flush(s)?;
         }
-        let report = self.cache.flush()?;
+        let report = s.cache.flush()?;
         if !report.is_complete() {
-            return Err(Error::Unsupported(
-                "a metadata flush blocked by unwritten chunks",
+            return Err(Error::Internal(
+                "a metadata flush blocked by chunks not yet written",
             ));
         }
-        self.headers.lock().flush(&*self.storage)?;
-        let eoa = self.cache.allocator().eoa().get();
+        s.flush_headers()?;
+        let eoa = s.cache.allocator().eoa().get();
         let mut sb = self.superblock.lock();
-        sb.eof_address = eoa + sb.base_address;
+        sb.eof_address = eoa
+            .checked_add(sb.base_address)
+            .ok_or(Error::Internal("end of allocation past 2^64"))?;
         let mut out = Vec::new();
         sb.encode(&mut out)?;
         // The superblock sits at the base address, which is storage address 0.
-        self.storage
-            .write_at(Addr(0), &out)
-            .map_err(h5chunk_cache::Error::from)?;
-        let len = self.storage.len().map_err(h5chunk_cache::Error::from)?;
+        s.storage.write_at(Addr(0), &out).map_err(|e| s.io(e))?;
+        let len = s.storage.len().map_err(|e| s.io(e))?;
         if len != eoa {
-            self.storage
-                .set_len(eoa)
-                .map_err(h5chunk_cache::Error::from)?;
+            s.storage.set_len(eoa).map_err(|e| s.io(e))?;
         }
-        self.storage.sync().map_err(h5chunk_cache::Error::from)?;
+        s.storage.sync().map_err(|e| s.io(e))?;
         Ok(())
+    }
+}
+
+impl Drop for FileInner {
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            // Drop cannot fail: report it instead (call `close` to handle the error).
+            eprintln!("h5chunk: flushing {} on drop failed: {e}", self.store.name);
+        }
     }
 }
 
@@ -228,7 +168,7 @@ pub enum CreateMode {
     /// Replace it (h5py's `'w'`).
     #[default]
     Truncate,
-    /// Fail if it exists (h5py's `'x'`).
+    /// Fail if it exists (h5py's `'x'`); on a storage backend, if it holds any byte.
     Exclusive,
 }
 
@@ -239,9 +179,32 @@ pub struct FileOptions {
     pub bounds: LibverBounds,
     /// What to do with an existing file.
     pub mode: CreateMode,
+    /// Record every metadata write, dependency and eviction (see
+    /// [`File::take_write_trace`]); for tests and diagnostics.
+    pub trace: bool,
 }
 
-/// An open HDF5 file. Cloning gives another handle on the same file.
+/// Options for opening an existing file.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenOptions {
+    /// Open for reading and writing (h5py's `'r+'`) rather than read-only (`'r'`).
+    pub writable: bool,
+}
+
+impl OpenOptions {
+    /// Read-only (h5py's `'r'`).
+    pub fn read_only() -> OpenOptions {
+        OpenOptions { writable: false }
+    }
+
+    /// Read and write (h5py's `'r+'`).
+    pub fn read_write() -> OpenOptions {
+        OpenOptions { writable: true }
+    }
+}
+
+/// An open HDF5 file. Cloning gives another handle on the same file; the file is flushed when
+/// the last handle on it (or on any of its groups and datasets) is dropped.
 #[derive(Clone, Debug)]
 pub struct File {
     pub(crate) inner: Arc<FileInner>,
@@ -256,80 +219,95 @@ impl File {
 
     /// Create `path` with `options`.
     pub fn create_with(path: impl AsRef<Path>, options: FileOptions) -> Result<File> {
-        File::create_inner(path, options, false)
-    }
-
-    /// Create `path` with `options`, recording every metadata write, dependency and eviction
-    /// (see [`File::take_write_trace`]); for tests and diagnostics.
-    pub fn create_traced(path: impl AsRef<Path>, options: FileOptions) -> Result<File> {
-        File::create_inner(path, options, true)
-    }
-
-    fn create_inner(path: impl AsRef<Path>, options: FileOptions, trace: bool) -> Result<File> {
-        let path = path.as_ref().to_path_buf();
+        let path = path.as_ref();
         let mut open = std::fs::OpenOptions::new();
         open.read(true).write(true);
         match options.mode {
             CreateMode::Truncate => open.create(true).truncate(true),
             CreateMode::Exclusive => open.create_new(true),
         };
-        let file = open.open(&path).map_err(|e| io_error(&path, e))?;
-        let storage: Arc<dyn Storage> = Arc::new(BaseStorage {
-            inner: FileStorage::new(file),
-            base: 0,
-        });
+        let file = open.open(path).map_err(|e| io_error(path, e))?;
+        File::create_named(
+            path.display().to_string(),
+            Arc::new(FileStorage::new(file)),
+            options,
+        )
+    }
+
+    /// Create `path` with `options`, recording every metadata write, dependency and eviction
+    /// (see [`File::take_write_trace`]); for tests and diagnostics.
+    pub fn create_traced(path: impl AsRef<Path>, options: FileOptions) -> Result<File> {
+        File::create_with(
+            path,
+            FileOptions {
+                trace: true,
+                ..options
+            },
+        )
+    }
+
+    /// Create a file on any storage backend (memory, a fault-injecting wrapper, a remote
+    /// object): as [`File::create_with`], with the storage in place of a path. `Truncate`
+    /// empties the storage first; `Exclusive` refuses storage that holds any byte.
+    pub fn create_on(storage: Arc<dyn Storage>, options: FileOptions) -> Result<File> {
+        File::create_named(BACKEND.into(), storage, options)
+    }
+
+    fn create_named(name: String, storage: Arc<dyn Storage>, options: FileOptions) -> Result<File> {
+        let io = |e| Error::Io {
+            file: name.clone(),
+            source: e,
+        };
+        match options.mode {
+            CreateMode::Truncate => storage.set_len(0).map_err(io)?,
+            CreateMode::Exclusive => {
+                if !storage.is_empty().map_err(io)? {
+                    return Err(Error::arg(
+                        "storage",
+                        format!("{name} holds data already (CreateMode::Exclusive)"),
+                    ));
+                }
+            }
+        }
         let bounds = options.bounds;
         let version = bounds.superblock_version(false, false);
         let sizes = Sizes::DEFAULT;
-        let sb_len: u64 = if version >= 2 { 48 } else { 96 };
+        let sb_len = if version >= 2 {
+            SUPERBLOCK_V2_LEN
+        } else {
+            SUPERBLOCK_V0_LEN
+        };
         let config = CacheConfig {
-            record_trace: trace,
+            record_trace: options.trace,
             ..CacheConfig::default()
         };
+        let storage: Arc<dyn Storage> = Arc::new(BaseStorage {
+            inner: storage,
+            base: 0,
+        });
         let cache = MetadataCache::new(Arc::clone(&storage), config)?;
         cache.allocator().set_eoa(Addr(sb_len));
+        let store = Store::new(name, storage, cache, sizes, bounds, true, BTreeK::default());
         // The root group's address is not known yet: a placeholder superblock until it is.
         let placeholder = Superblock::new_v3(sizes, sb_len, Addr(0));
         let inner = Arc::new(FileInner {
-            path,
-            storage,
-            cache,
-            sizes,
-            bounds,
-            writable: true,
-            group_internal_k: h5chunk_btree1::DEFAULT_GROUP_INTERNAL_K,
-            group_leaf_k: h5chunk_btree1::DEFAULT_GROUP_LEAF_K,
-            istore_k: superblock::DEFAULT_INDEXED_STORAGE_K,
+            store,
             superblock: Mutex::new(placeholder),
-            headers: Mutex::new(Headers::default()),
-            datasets: Mutex::new(HashMap::new()),
+            open: Mutex::new(HashMap::new()),
         });
-        let messages: Vec<(Message, u8)> = group::new_group_messages(&inner)?
-            .into_iter()
-            .map(|m| {
-                let flags = if matches!(m, Message::GroupInfo(_)) {
-                    1
-                } else {
-                    0
-                };
-                (m, flags)
-            })
-            .collect();
-        let pad = if bounds.new_style() { 120 } else { 24 };
-        let root = inner.create_object(&messages, pad)?;
+        let messages = link::new_group_messages(&inner.store)?;
+        let pad = if bounds.new_style() {
+            HeaderPad::NewGroup
+        } else {
+            HeaderPad::OldGroup
+        };
+        let root = inner.store.create_object(&group_flags(&messages), pad)?;
         let sb = if version >= 2 {
             let mut sb = Superblock::new_v3(sizes, sb_len, root);
             sb.version = version;
             sb
         } else {
-            let cache = match &messages[0].0 {
-                Message::SymbolTable(st) => Cache::SymbolTable {
-                    btree: Some(st.btree_address),
-                    heap: Some(st.local_heap_address),
-                },
-                _ => Cache::Nothing,
-            };
-            let entry = SymbolTableEntry::new(0, Some(root), cache, sizes)?;
+            let entry = SymbolTableEntry::new(0, Some(root), symbol_cache(&messages), sizes)?;
             Superblock::new_v0(sizes, sb_len, entry)
         };
         *inner.superblock.lock() = sb;
@@ -340,28 +318,45 @@ impl File {
 
     /// Open `path` read-only.
     pub fn open(path: impl AsRef<Path>) -> Result<File> {
-        File::open_with(path, false)
+        File::open_with(path, OpenOptions::read_only())
     }
 
     /// Open `path` for reading and writing (h5py's `'r+'`).
     pub fn open_rw(path: impl AsRef<Path>) -> Result<File> {
-        File::open_with(path, true)
+        File::open_with(path, OpenOptions::read_write())
     }
 
-    fn open_with(path: impl AsRef<Path>, writable: bool) -> Result<File> {
-        let path = path.as_ref().to_path_buf();
+    /// Open `path` with `options`.
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<File> {
+        let path = path.as_ref();
         let file = std::fs::OpenOptions::new()
             .read(true)
-            .write(writable)
-            .open(&path)
-            .map_err(|e| io_error(&path, e))?;
-        let raw = FileStorage::new(file);
-        let len = raw.len().map_err(|e| io_error(&path, e))?;
+            .write(options.writable)
+            .open(path)
+            .map_err(|e| io_error(path, e))?;
+        File::open_named(
+            path.display().to_string(),
+            Arc::new(FileStorage::new(file)),
+            options,
+        )
+    }
+
+    /// Open a file held by any storage backend, as [`File::open_with`] opens a path.
+    pub fn open_on(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<File> {
+        File::open_named(BACKEND.into(), storage, options)
+    }
+
+    fn open_named(name: String, raw: Arc<dyn Storage>, options: OpenOptions) -> Result<File> {
+        let io = |e| Error::Io {
+            file: name.clone(),
+            source: e,
+        };
+        let len = raw.len().map_err(io)?;
         let read = |at: u64, n: u64| -> Result<Vec<u8>> {
             let n = n.min(len.saturating_sub(at));
-            let mut buf = vec![0u8; n as usize];
-            raw.read_at(Addr(at), &mut buf)
-                .map_err(|e| io_error(&path, e))?;
+            // `n` is at most a superblock's length here (the callers ask for fixed sizes).
+            let mut buf = vec![0u8; usize::try_from(n).map_err(|_| Error::Internal("read"))?];
+            raw.read_at(Addr(at), &mut buf).map_err(io)?;
             Ok(buf)
         };
         let mut at = None;
@@ -371,12 +366,7 @@ impl File {
                 break;
             }
         }
-        let at = at.ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{}: not an HDF5 file (no superblock signature)",
-                path.display()
-            ))
-        })?;
+        let at = at.ok_or_else(|| Error::NotHdf5 { file: name.clone() })?;
         let prefix = read(at, superblock::PREFIX_LEN as u64)?;
         let sb_len = Superblock::len_from_prefix(&prefix, Addr(at))?;
         let sb = Superblock::decode(&read(at, sb_len as u64)?, Addr(at))?;
@@ -386,11 +376,11 @@ impl File {
             ));
         }
         if sb.eof_address > len {
-            return Err(Error::InvalidArgument(format!(
-                "{}: truncated file: {len} bytes, the superblock says {}",
-                path.display(),
-                sb.eof_address
-            )));
+            return Err(Error::Truncated {
+                file: name,
+                len,
+                eof: sb.eof_address,
+            });
         }
         if sb.extension_address.is_some() {
             return Err(Error::Unsupported("superblock extensions"));
@@ -400,27 +390,27 @@ impl File {
             base: at,
         });
         let cache = MetadataCache::new(Arc::clone(&storage), CacheConfig::default())?;
-        cache.allocator().set_eoa(Addr(sb.eof_address - at));
+        // `eof_address <= len` and `base_address == at <= len`: no underflow past the check.
+        cache
+            .allocator()
+            .set_eoa(Addr(sb.eof_address.saturating_sub(at)));
         // New objects follow h5py's default bounds, but never an older group style than the
         // file's root uses.
         let bounds = if sb.version >= 2 {
-            LibverBounds::new(crate::libver::Libver::V18, crate::libver::Libver::Latest)?
+            LibverBounds::new(Libver::V18, Libver::Latest)?
         } else {
             LibverBounds::default()
         };
+        let k = BTreeK {
+            group_internal: sb.group_internal_k(),
+            group_leaf: sb.group_leaf_k(),
+            istore: sb.indexed_storage_k(),
+        };
+        let store = Store::new(name, storage, cache, sb.sizes, bounds, options.writable, k);
         let inner = Arc::new(FileInner {
-            path,
-            storage,
-            cache,
-            sizes: sb.sizes,
-            bounds,
-            writable,
-            group_internal_k: sb.group_internal_k(),
-            group_leaf_k: sb.group_leaf_k(),
-            istore_k: sb.indexed_storage_k(),
+            store,
             superblock: Mutex::new(sb),
-            headers: Mutex::new(Headers::default()),
-            datasets: Mutex::new(HashMap::new()),
+            open: Mutex::new(HashMap::new()),
         });
         Ok(File { inner })
     }
@@ -432,68 +422,37 @@ impl File {
 
     /// The library version bounds new objects follow.
     pub fn bounds(&self) -> LibverBounds {
-        self.inner.bounds
+        self.inner.store.bounds
     }
 
-    /// The root group.
-    pub fn root(&self) -> Result<Group> {
-        Ok(Group {
-            file: self.clone(),
-            addr: self.inner.root()?,
-            path: "/".into(),
-        })
-    }
-
-    /// The group at `path`.
-    pub fn group(&self, path: &str) -> Result<Group> {
-        self.root()?.group(path)
-    }
-
-    /// Create the group at `path` (its parent must exist).
-    pub fn create_group(&self, path: &str) -> Result<Group> {
-        let (parent, name) = split_path(path)?;
-        self.group(parent)?.create_group(name)
-    }
-
-    /// The dataset at `path`.
-    pub fn dataset(&self, path: &str) -> Result<Dataset> {
-        let (parent, name) = split_path(path)?;
-        self.group(parent)?.dataset(name)
-    }
-
-    /// Start building a dataset of `T` elements.
-    pub fn new_dataset<T: H5Type>(&self) -> DatasetBuilder {
-        DatasetBuilder::new(self.clone(), T::DESC)
-    }
-
-    /// Start building a dataset of a runtime-chosen element type.
-    pub fn new_dataset_of(&self, dtype: crate::types::TypeDesc) -> DatasetBuilder {
-        DatasetBuilder::new(self.clone(), dtype)
+    /// Whether the file was opened for writing.
+    pub fn is_writable(&self) -> bool {
+        self.inner.store.writable
     }
 
     /// The metadata cache's counters by entry type (hits, misses, reads, writes, ...): what the
     /// benchmarks report as metadata accesses per lookup.
     pub fn cache_stats(&self) -> h5chunk_cache::CacheStats {
-        self.inner.cache.stats()
+        self.inner.store.cache.stats()
     }
 
     /// The metadata writes, flush dependencies (chunk proxies included) and evictions recorded
     /// since the last call, for `h5chunk_cache::check_write_order` (empty unless the file was
-    /// created with [`File::create_traced`]).
+    /// created with [`FileOptions::trace`]).
     pub fn take_write_trace(&self) -> h5chunk_cache::WriteTrace {
-        self.inner.cache.take_trace()
+        self.inner.store.cache.take_trace()
     }
 
     /// Zero the metadata cache's counters.
     pub fn reset_cache_stats(&self) {
-        self.inner.cache.reset_stats();
+        self.inner.store.cache.reset_stats();
     }
 
     /// Write what is dirty, then drop every clean metadata entry from the cache, so the next
     /// lookups start cold (for measurements).
     pub fn evict_metadata(&self) -> Result<()> {
         self.flush()?;
-        self.inner.cache.evict_clean();
+        self.inner.store.cache.evict_clean();
         Ok(())
     }
 
@@ -508,204 +467,36 @@ impl File {
     }
 }
 
-impl Drop for FileInner {
-    fn drop(&mut self) {
-        if let Err(e) = self.flush() {
-            // Drop cannot fail: report it instead (call `close` to handle the error).
-            eprintln!(
-                "h5chunk: flushing {} on drop failed: {e}",
-                self.path.display()
-            );
-        }
+/// The messages of a new group with their flags: the group info message is constant.
+pub(crate) fn group_flags(messages: &[Message]) -> Vec<(Message, MessageFlags)> {
+    messages
+        .iter()
+        .map(|m| {
+            let flags = if matches!(m, Message::GroupInfo(_)) {
+                MessageFlags::CONSTANT
+            } else {
+                MessageFlags::empty()
+            };
+            (m.clone(), flags)
+        })
+        .collect()
+}
+
+/// The symbol table entry's scratch pad of a new group: an old-style group caches its B-tree
+/// and heap addresses there.
+pub(crate) fn symbol_cache(messages: &[Message]) -> Cache {
+    match messages.first() {
+        Some(Message::SymbolTable(st)) => Cache::SymbolTable {
+            btree: Some(st.btree_address),
+            heap: Some(st.local_heap_address),
+        },
+        _ => Cache::Nothing,
     }
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> Error {
     Error::Io {
-        path: path.to_path_buf(),
+        file: path.display().to_string(),
         source: e,
-    }
-}
-
-/// `("/a/b", "c")` from `"/a/b/c"`.
-fn split_path(path: &str) -> Result<(&str, &str)> {
-    let trimmed = path.trim_end_matches('/');
-    match trimmed.rsplit_once('/') {
-        Some((parent, name)) if !name.is_empty() => {
-            Ok((if parent.is_empty() { "/" } else { parent }, name))
-        }
-        None if !trimmed.is_empty() => Ok(("/", trimmed)),
-        _ => Err(Error::InvalidArgument(format!("invalid path {path:?}"))),
-    }
-}
-
-/// What a group member is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemberKind {
-    /// A group.
-    Group,
-    /// A dataset.
-    Dataset,
-    /// A soft or external link, or an object of another kind.
-    Other,
-}
-
-/// A group of an open file.
-#[derive(Clone, Debug)]
-pub struct Group {
-    file: File,
-    addr: Addr,
-    path: String,
-}
-
-impl Group {
-    /// The group's path.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    fn child_path(&self, name: &str) -> String {
-        if self.path == "/" {
-            format!("/{name}")
-        } else {
-            format!("{}/{name}", self.path)
-        }
-    }
-
-    /// Every member: name and kind, sorted by name.
-    pub fn members(&self) -> Result<Vec<(String, MemberKind)>> {
-        let f = &self.file.inner;
-        let mut out = Vec::new();
-        for (name, v) in group::links(f, self.addr)? {
-            let kind = match v {
-                LinkValue::Hard(a) => kind_of(f, a)?,
-                _ => MemberKind::Other,
-            };
-            out.push((name, kind));
-        }
-        Ok(out)
-    }
-
-    fn child(&self, name: &str) -> Result<Addr> {
-        for (n, v) in group::links(&self.file.inner, self.addr)? {
-            if n == name {
-                return match v {
-                    LinkValue::Hard(a) => Ok(a),
-                    LinkValue::Soft(p) => {
-                        let p = if p.starts_with('/') {
-                            p
-                        } else {
-                            self.child_path(&p)
-                        };
-                        let (parent, leaf) = split_path(&p)?;
-                        self.file.group(parent)?.child(leaf)
-                    }
-                    LinkValue::External { .. } => {
-                        Err(Error::Unsupported("following external links"))
-                    }
-                };
-            }
-        }
-        Err(Error::InvalidArgument(format!(
-            "{}: no member named {name:?}",
-            self.path
-        )))
-    }
-
-    /// The group at `path`, relative to this one (or absolute).
-    pub fn group(&self, path: &str) -> Result<Group> {
-        let mut g = if path.starts_with('/') {
-            self.file.root()?
-        } else {
-            self.clone()
-        };
-        for name in path.split('/').filter(|n| !n.is_empty() && *n != ".") {
-            let addr = g.child(name)?;
-            if kind_of(&self.file.inner, addr)? != MemberKind::Group {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: not a group",
-                    g.child_path(name)
-                )));
-            }
-            g = Group {
-                file: self.file.clone(),
-                addr,
-                path: g.child_path(name),
-            };
-        }
-        Ok(g)
-    }
-
-    /// The dataset `name` in this group.
-    pub fn dataset(&self, name: &str) -> Result<Dataset> {
-        let addr = self.child(name)?;
-        Dataset::open(&self.file, addr, self.child_path(name))
-    }
-
-    /// Create a group `name` in this group.
-    pub fn create_group(&self, name: &str) -> Result<Group> {
-        let f = &self.file.inner;
-        let messages: Vec<(Message, u8)> = group::new_group_messages(f)?
-            .into_iter()
-            .map(|m| {
-                let flags = if matches!(m, Message::GroupInfo(_)) {
-                    1
-                } else {
-                    0
-                };
-                (m, flags)
-            })
-            .collect();
-        let cache = match &messages[0].0 {
-            Message::SymbolTable(st) => Cache::SymbolTable {
-                btree: Some(st.btree_address),
-                heap: Some(st.local_heap_address),
-            },
-            _ => Cache::Nothing,
-        };
-        let pad = if f.bounds.new_style() { 120 } else { 24 };
-        let addr = f.create_object(&messages, pad)?;
-        group::add_link(f, self.addr, name, addr, cache)?;
-        Ok(Group {
-            file: self.file.clone(),
-            addr,
-            path: self.child_path(name),
-        })
-    }
-
-    /// Link an existing object into this group.
-    pub(crate) fn link(&self, name: &str, target: Addr) -> Result<()> {
-        group::add_link(&self.file.inner, self.addr, name, target, Cache::Nothing)
-    }
-
-    /// Start building a dataset of `T` elements in this group (its `create` takes a path
-    /// relative to this group).
-    pub fn new_dataset<T: H5Type>(&self) -> DatasetBuilder {
-        DatasetBuilder::new(self.file.clone(), T::DESC).in_group(self.clone())
-    }
-}
-
-fn kind_of(f: &FileInner, addr: Addr) -> Result<MemberKind> {
-    let mut kind = MemberKind::Other;
-    for m in f.messages(addr)? {
-        match m {
-            Message::DataLayout(_) => return Ok(MemberKind::Dataset),
-            Message::SymbolTable(_) | Message::LinkInfo(_) => kind = MemberKind::Group,
-            _ => {}
-        }
-    }
-    Ok(kind)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_path;
-
-    #[test]
-    fn paths() {
-        assert_eq!(split_path("/a/b/c").unwrap(), ("/a/b", "c"));
-        assert_eq!(split_path("/c").unwrap(), ("/", "c"));
-        assert_eq!(split_path("c").unwrap(), ("/", "c"));
-        assert!(split_path("/").is_err());
     }
 }

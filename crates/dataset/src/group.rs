@@ -1,188 +1,152 @@
-//! Groups: new-style (links in the object header, "compact" storage) and old-style (a symbol
-//! table: local heap of names, group B-tree, symbol table nodes). Dense link storage (fractal
-//! heap) is reported as unsupported.
+//! Groups: navigate by path, list members, create groups and datasets. The links themselves
+//! (compact or symbol-table storage) are [`crate::link`]'s.
 
-use h5chunk_format::Addr;
-use h5chunk_format::message::{GroupInfo, Link, LinkInfo, LinkTarget, Message, SymbolTable};
-use h5chunk_format::symbol_table_entry::Cache;
+use crate::dataset::{Dataset, DatasetBuilder};
+use crate::error::Result;
+use crate::file::{File, group_flags, symbol_cache};
+use crate::link::{self, At, LinkValue, MemberKind, Resolver};
+use crate::store::HeaderPad;
+use crate::types::{H5Type, TypeDesc};
 
-use crate::error::{Error, Result};
-use crate::file::FileInner;
-use crate::object::raw;
-
-/// What a link points to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LinkValue {
-    /// An object in this file.
-    Hard(Addr),
-    /// A path in this file.
-    Soft(String),
-    /// An object in another file.
-    External {
-        /// The other file.
-        file: String,
-        /// The object's path there.
-        path: String,
-    },
+/// A group of an open file.
+#[derive(Clone, Debug)]
+pub struct Group {
+    file: File,
+    at: At,
 }
 
-/// How a group stores its links.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Storage {
-    Compact,
-    SymbolTable { btree: Addr, heap: Addr },
-}
+impl Group {
+    /// The group's path.
+    pub fn path(&self) -> &str {
+        &self.at.path
+    }
 
-pub(crate) fn storage_of(f: &FileInner, group: Addr) -> Result<Storage> {
-    let mut found = None;
-    for m in f.messages(group)? {
-        match m {
-            Message::SymbolTable(st) => {
-                return Ok(Storage::SymbolTable {
-                    btree: st.btree_address,
-                    heap: st.local_heap_address,
-                });
-            }
-            Message::LinkInfo(li) => {
-                if li.fractal_heap_address.is_some() {
-                    return Err(Error::Unsupported("dense link storage (fractal heap)"));
-                }
-                found = Some(Storage::Compact);
-            }
-            _ => {}
+    /// The file the group belongs to.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    fn resolver(&self) -> Result<Resolver<'_>> {
+        Ok(Resolver {
+            store: &self.file.inner.store,
+            root: self.file.inner.root()?,
+        })
+    }
+
+    /// Every member: name and kind, sorted by name.
+    pub fn members(&self) -> Result<Vec<(String, MemberKind)>> {
+        let s = &self.file.inner.store;
+        let mut out = Vec::new();
+        for (name, v) in link::links(s, self.at.addr)? {
+            let kind = match v {
+                LinkValue::Hard(a) => link::kind_of(s, a)?,
+                _ => MemberKind::Other,
+            };
+            out.push((name, kind));
         }
+        Ok(out)
     }
-    found.ok_or_else(|| Error::InvalidArgument(format!("object @ {group} is not a group")))
+
+    /// Every link: name and target, sorted by name.
+    pub fn links(&self) -> Result<Vec<(String, LinkValue)>> {
+        link::links(&self.file.inner.store, self.at.addr)
+    }
+
+    /// Whether a member `name` exists (as a link; its target is not checked).
+    pub fn contains(&self, name: &str) -> Result<bool> {
+        Ok(link::lookup(&self.file.inner.store, self.at.addr, name)?.is_some())
+    }
+
+    /// The group at `path`, relative to this one (or absolute).
+    pub fn group(&self, path: &str) -> Result<Group> {
+        let at = self.resolver()?.group(&self.at, path)?;
+        Ok(Group {
+            file: self.file.clone(),
+            at,
+        })
+    }
+
+    /// The dataset at `path`, relative to this group (or absolute).
+    pub fn dataset(&self, path: &str) -> Result<Dataset> {
+        let at = self.resolver()?.dataset(&self.at, path)?;
+        Dataset::open(&self.file, at.addr, at.path)
+    }
+
+    /// Create a group `name` in this group.
+    pub fn create_group(&self, name: &str) -> Result<Group> {
+        let s = &self.file.inner.store;
+        s.check_writable()?;
+        let messages = link::new_group_messages(s)?;
+        let pad = if s.bounds.new_style() {
+            HeaderPad::NewGroup
+        } else {
+            HeaderPad::OldGroup
+        };
+        let addr = s.create_object(&group_flags(&messages), pad)?;
+        link::add_link(
+            s,
+            self.at.addr,
+            &self.at.path,
+            name,
+            addr,
+            symbol_cache(&messages),
+        )?;
+        Ok(Group {
+            file: self.file.clone(),
+            at: At {
+                addr,
+                path: link::child_path(&self.at.path, name),
+            },
+        })
+    }
+
+    /// Start building a dataset of `T` elements in this group (its `create` takes a path
+    /// relative to this group).
+    pub fn new_dataset<T: H5Type>(&self) -> DatasetBuilder {
+        self.new_dataset_of(T::DESC)
+    }
+
+    /// Start building a dataset of a runtime-chosen element type in this group.
+    pub fn new_dataset_of(&self, dtype: TypeDesc) -> DatasetBuilder {
+        DatasetBuilder::new(self.file.clone(), dtype).in_group(self.at.clone())
+    }
 }
 
-/// Every link of the group whose header is at `group`, sorted by name.
-pub(crate) fn links(f: &FileInner, group: Addr) -> Result<Vec<(String, LinkValue)>> {
-    let mut out = Vec::new();
-    match storage_of(f, group)? {
-        Storage::Compact => {
-            for m in f.messages(group)? {
-                if let Message::Link(l) = m {
-                    let value = match l.target {
-                        LinkTarget::Hard(a) => LinkValue::Hard(a),
-                        LinkTarget::Soft(p) => {
-                            LinkValue::Soft(String::from_utf8_lossy(&p).into_owned())
-                        }
-                        LinkTarget::External { file, path, .. } => LinkValue::External {
-                            file: String::from_utf8_lossy(&file).into_owned(),
-                            path: String::from_utf8_lossy(&path).into_owned(),
-                        },
-                        LinkTarget::UserDefined { .. } => continue,
-                    };
-                    out.push((String::from_utf8_lossy(&l.name).into_owned(), value));
-                }
-            }
-        }
-        Storage::SymbolTable { btree, heap } => {
-            let g = symbol_table(f, btree, heap)?;
-            let names = g.names().map_err(bt1_err)?;
-            for link in g.links().map_err(bt1_err)? {
-                let e = link.entry;
-                let value = match (e.cache(), e.object_header) {
-                    (Cache::SoftLink { link_value_offset }, _) => LinkValue::Soft(
-                        String::from_utf8_lossy(names.name(u64::from(link_value_offset))?)
-                            .into_owned(),
-                    ),
-                    (_, Some(a)) => LinkValue::Hard(a),
-                    (_, None) => continue,
-                };
-                out.push((String::from_utf8_lossy(&link.name).into_owned(), value));
-            }
-        }
+impl File {
+    /// The root group.
+    pub fn root(&self) -> Result<Group> {
+        Ok(Group {
+            file: self.clone(),
+            at: At {
+                addr: self.inner.root()?,
+                path: "/".into(),
+            },
+        })
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
-}
 
-fn bt1_err(e: h5chunk_btree1::Error) -> Error {
-    Error::Index {
-        kind: "old-style group",
-        source: Box::new(e),
+    /// The group at `path`.
+    pub fn group(&self, path: &str) -> Result<Group> {
+        self.root()?.group(path)
     }
-}
 
-/// The old-style group (h5chunk-btree1) whose symbol table is `btree` + `heap`: its nodes and
-/// heap live in the metadata cache, written at flush before the object headers.
-fn symbol_table(f: &FileInner, btree: Addr, heap: Addr) -> Result<h5chunk_btree1::Group<'_>> {
-    h5chunk_btree1::Group::open(
-        &f.cache,
-        f.sizes,
-        f.group_internal_k,
-        f.group_leaf_k,
-        btree,
-        heap,
-    )
-    .map_err(bt1_err)
-}
+    /// Create the group at `path` (its parent must exist).
+    pub fn create_group(&self, path: &str) -> Result<Group> {
+        let (parent, name) = link::split_path(path)?;
+        self.group(parent)?.create_group(name)
+    }
 
-/// The messages of a new group's object header.
-pub(crate) fn new_group_messages(f: &FileInner) -> Result<Vec<Message>> {
-    if f.bounds.new_style() {
-        return Ok(vec![
-            Message::LinkInfo(LinkInfo {
-                max_creation_index: None,
-                fractal_heap_address: None,
-                name_index_address: None,
-                creation_order_indexed: false,
-                creation_order_index_address: None,
-            }),
-            Message::GroupInfo(GroupInfo {
-                link_phase_change: None,
-                estimates: None,
-            }),
-        ]);
+    /// The dataset at `path`.
+    pub fn dataset(&self, path: &str) -> Result<Dataset> {
+        self.root()?.dataset(path)
     }
-    // An old-style group: an empty local heap (the empty name at offset 0) and an empty group
-    // B-tree leaf.
-    f.check_writable()?;
-    let g = h5chunk_btree1::Group::create(
-        &f.cache,
-        f.sizes,
-        f.group_internal_k,
-        f.group_leaf_k,
-        h5chunk_btree1::DEFAULT_HEAP_SIZE,
-    )
-    .map_err(bt1_err)?;
-    Ok(vec![Message::SymbolTable(SymbolTable {
-        btree_address: g.btree_address(),
-        local_heap_address: g.heap_address(),
-    })])
-}
 
-/// Add a hard link `name` → `target` to the group whose header is at `group`. `cache` is the
-/// cache entry type for old-style groups (a group member caches its symbol table).
-pub(crate) fn add_link(
-    f: &FileInner,
-    group: Addr,
-    name: &str,
-    target: Addr,
-    cache: Cache,
-) -> Result<()> {
-    if name.is_empty() || name.contains('/') || name.contains('\0') {
-        return Err(Error::InvalidArgument(format!(
-            "invalid link name {name:?}"
-        )));
+    /// Start building a dataset of `T` elements.
+    pub fn new_dataset<T: H5Type>(&self) -> DatasetBuilder {
+        DatasetBuilder::new(self.clone(), T::DESC)
     }
-    if links(f, group)?.iter().any(|(n, _)| n == name) {
-        return Err(Error::InvalidArgument(format!(
-            "a link named {name:?} exists already"
-        )));
-    }
-    match storage_of(f, group)? {
-        Storage::Compact => {
-            let m = raw(
-                &Message::Link(Link::hard(name.as_bytes(), target)),
-                0,
-                f.sizes,
-            )?;
-            f.add_message(group, m)
-        }
-        Storage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
-            .insert(name.as_bytes(), target, cache)
-            .map_err(bt1_err),
+
+    /// Start building a dataset of a runtime-chosen element type.
+    pub fn new_dataset_of(&self, dtype: TypeDesc) -> DatasetBuilder {
+        DatasetBuilder::new(self.clone(), dtype)
     }
 }

@@ -28,20 +28,32 @@
 mod check;
 mod chunk_cache;
 mod dataset;
-pub mod error;
+mod error;
 mod file;
 pub mod filters;
 mod group;
 pub mod index;
+mod index_kind;
 pub mod libver;
+mod link;
 mod object;
-pub mod select;
+mod select;
+mod store;
 pub mod types;
 
 pub use check::{CheckReport, Problem};
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec};
 pub use error::{Error, Result};
-pub use file::{CreateMode, File, FileOptions, Group, MemberKind};
-pub use group::LinkValue;
-pub use index::IndexKind;
+pub use file::{CreateMode, File, FileOptions, OpenOptions};
+pub use group::Group;
+pub use index::{AllocTime, IndexKind};
+pub use libver::{Libver, LibverBounds};
+pub use link::{LinkValue, MemberKind};
+pub use types::{H5Type, TypeClass, TypeDesc};
+
+/// Storage backends a [`File`] can live on ([`File::create_on`], [`File::open_on`]): the
+/// metadata cache's positioned-I/O trait and its file and memory implementations.
+pub mod storage {
+    pub use h5chunk_cache::{FileStorage, MemStorage, Storage};
+}

@@ -73,9 +73,10 @@ impl LibverBounds {
     /// `Earliest`.
     pub fn new(low: Libver, high: Libver) -> Result<LibverBounds> {
         if high == Libver::Earliest || low.resolved() > high.resolved() {
-            return Err(Error::InvalidArgument(format!(
-                "library version bounds ({low:?}, {high:?}) are not valid"
-            )));
+            return Err(Error::arg(
+                "bounds",
+                format!("library version bounds ({low:?}, {high:?}) are not valid"),
+            ));
         }
         Ok(LibverBounds { low, high })
     }
@@ -130,10 +131,13 @@ impl LibverBounds {
             _ => 5,
         };
         if version > ceiling {
-            return Err(Error::InvalidArgument(format!(
-                "layout version {version} is above the high library version bound {:?}",
-                self.high
-            )));
+            return Err(Error::arg(
+                "bounds",
+                format!(
+                    "layout version {version} is above the high library version bound {:?}",
+                    self.high
+                ),
+            ));
         }
         Ok(version)
     }

@@ -24,14 +24,10 @@ pub(crate) struct Headers {
 }
 
 /// Encode a typed message into a raw one with message flags `flags`.
-pub(crate) fn raw(m: &Message, flags: u8, sizes: Sizes) -> Result<RawMessage> {
+pub(crate) fn raw(m: &Message, flags: MessageFlags, sizes: Sizes) -> Result<RawMessage> {
     let mut data = Vec::new();
     m.encode(sizes, &mut data)?;
-    Ok(RawMessage::new(
-        m.kind(),
-        MessageFlags::from_bits_retain(flags),
-        data,
-    ))
+    Ok(RawMessage::new(m.kind(), flags, data))
 }
 
 impl Headers {
@@ -105,11 +101,11 @@ impl Headers {
         let slot = h
             .messages_mut()
             .find(|r| r.kind == m.kind())
-            .ok_or(Error::Unsupported(
+            .ok_or(Error::Internal(
                 "replacing a message the object header lacks",
             ))?;
         if data.len() > slot.data.len() {
-            return Err(Error::Unsupported("a rewritten message that grew"));
+            return Err(Error::Internal("a rewritten message that grew"));
         }
         // Version 1 headers pad to 8 bytes; version 2 sizes are exact and unchanged here.
         data.resize(slot.data.len(), 0);
@@ -163,7 +159,7 @@ impl Headers {
             offset: block,
             length: chunk_len as u64,
         });
-        let cont = raw(&cont, 0, sizes)?;
+        let cont = raw(&cont, MessageFlags::empty(), sizes)?;
         replace_nil(h, ci, mi, cont, header_len);
         let mut chunk = Chunk {
             addr: block,

@@ -40,26 +40,35 @@ impl Hyperslab {
         let rank = dims.len();
         let stride = stride.map_or_else(|| vec![1; rank], <[u64]>::to_vec);
         if start.len() != rank || count.len() != rank || stride.len() != rank {
-            return Err(Error::InvalidArgument(format!(
-                "selection of rank {}/{}/{} on a dataset of rank {rank}",
-                start.len(),
-                count.len(),
-                stride.len()
-            )));
+            return Err(Error::arg(
+                "selection",
+                format!(
+                    "selection of rank {}/{}/{} on a dataset of rank {rank}",
+                    start.len(),
+                    count.len(),
+                    stride.len()
+                ),
+            ));
         }
         for u in 0..rank {
             if stride[u] == 0 {
-                return Err(Error::InvalidArgument(format!("stride 0 in dimension {u}")));
+                return Err(Error::arg(
+                    "selection",
+                    format!("stride 0 in dimension {u}"),
+                ));
             }
             if count[u] > 0 {
                 let last = (count[u] - 1)
                     .checked_mul(stride[u])
                     .and_then(|x| x.checked_add(start[u]));
                 if last.is_none_or(|l| l >= dims[u]) {
-                    return Err(Error::InvalidArgument(format!(
-                        "selection start {} count {} stride {} leaves dimension {u} of size {}",
-                        start[u], count[u], stride[u], dims[u]
-                    )));
+                    return Err(Error::arg(
+                        "selection",
+                        format!(
+                            "selection start {} count {} stride {} leaves dimension {u} of size {}",
+                            start[u], count[u], stride[u], dims[u]
+                        ),
+                    ));
                 }
             }
         }
@@ -77,11 +86,6 @@ impl Hyperslab {
             count: dims.to_vec(),
             stride: vec![1; dims.len()],
         }
-    }
-
-    /// Selected elements per dimension.
-    pub fn count(&self) -> &[u64] {
-        &self.count
     }
 
     /// Number of selected elements.

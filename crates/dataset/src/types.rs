@@ -102,7 +102,7 @@ impl TypeDesc {
             Some(b'>') => (ByteOrder::BigEndian, &s[1..]),
             _ => (ByteOrder::LittleEndian, s),
         };
-        let bad = || Error::InvalidArgument(format!("unknown element type {s:?}"));
+        let bad = || Error::arg("element type", format!("unknown element type {s:?}"));
         let class = match rest.as_bytes().first() {
             Some(b'i') => TypeClass::Int,
             Some(b'u') => TypeClass::Uint,

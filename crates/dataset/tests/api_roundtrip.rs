@@ -255,6 +255,7 @@ fn errors_name_the_problem() {
     let path = tmp("not_hdf5.h5");
     std::fs::write(&path, b"definitely not an HDF5 file, just text").unwrap();
     let e = File::open(&path).unwrap_err();
+    assert!(matches!(e, h5chunk::Error::NotHdf5 { .. }), "{e}");
     assert!(e.to_string().contains("not an HDF5 file"), "{e}");
     let e = File::open(tmp("does_not_exist.h5")).unwrap_err();
     assert!(matches!(e, h5chunk::Error::Io { .. }));
@@ -273,7 +274,75 @@ fn errors_name_the_problem() {
     let cut = tmp("truncated.h5");
     std::fs::write(&cut, &bytes[..bytes.len() - 20]).unwrap();
     let e = File::open(&cut).unwrap_err();
-    assert!(e.to_string().contains("truncated"), "{e}");
+    assert!(
+        matches!(e, h5chunk::Error::Truncated { len, eof, .. } if len + 20 == eof),
+        "{e}"
+    );
+
+    // Members that are missing or of the wrong kind, bad arguments, writes to a read-only file.
+    let f = File::open(&good).unwrap();
+    let e = f.dataset("nope").unwrap_err();
+    assert!(
+        matches!(&e, h5chunk::Error::NotFound { group, name } if group == "/" && name == "nope"),
+        "{e}"
+    );
+    let e = f.group("d").unwrap_err();
+    assert!(
+        matches!(&e, h5chunk::Error::WrongKind { path, expected: "group" } if path == "/d"),
+        "{e}"
+    );
+    let e = f.dataset("/").unwrap_err();
+    assert!(
+        matches!(e, h5chunk::Error::InvalidArgument { name: "path", .. }),
+        "{e}"
+    );
+    let d = f.dataset("d").unwrap();
+    let e = d.write(&[2u8; 100]).unwrap_err();
+    assert!(matches!(e, h5chunk::Error::ReadOnly { .. }), "{e}");
+    let e = d.read::<f64>().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            h5chunk::Error::InvalidArgument {
+                name: "element type",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = d.read_slice::<u8>(&[95], &[10], None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            h5chunk::Error::InvalidArgument {
+                name: "selection",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    drop(d);
+    drop(f);
+    let f = File::open_rw(&good).unwrap();
+    let e = f
+        .new_dataset::<u8>()
+        .shape(&[4])
+        .create("no_chunk")
+        .unwrap_err();
+    assert!(
+        matches!(e, h5chunk::Error::InvalidArgument { name: "chunk", .. }),
+        "{e}"
+    );
+    let e = f
+        .new_dataset::<u8>()
+        .shape(&[4])
+        .chunk(&[2])
+        .create("d")
+        .unwrap_err();
+    assert!(
+        matches!(&e, h5chunk::Error::Exists { name, .. } if name == "d"),
+        "{e}"
+    );
 }
 
 /// The skip list on request: appends, shrink, reopen; libhdf5 refuses the dataset with its

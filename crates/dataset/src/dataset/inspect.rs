@@ -9,7 +9,6 @@ use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{Filter, Message, filter_pipeline::id};
 
 use super::{Dataset, DatasetState, StorageState};
-use crate::check::Problem;
 use crate::error::Result;
 use crate::index::IndexKind;
 
@@ -119,7 +118,7 @@ impl Dataset {
     /// The filter pipeline, in the order filters apply when writing (empty if unfiltered).
     pub fn filters(&self) -> Result<Vec<FilterInfo>> {
         let header = self.header_addr();
-        for m in self.file.inner.messages(header)? {
+        for m in self.file.inner.store.messages(header)? {
             if let Message::FilterPipeline(p) = m {
                 return Ok(p.filters.iter().map(FilterInfo::of).collect());
             }
@@ -158,7 +157,7 @@ impl Dataset {
         if let (Some(t), Some((_, Some(_)))) = (header_type, self.layout_full()) {
             blocks_by_type.entry(t).or_insert(1);
         }
-        let f = &self.file.inner;
+        let f = &self.file.inner.store;
         let mut st = self.shared.state.lock();
         let (grid, depth) = match &mut st.storage {
             StorageState::Chunked(c) => (c.shape.grid(), c.index.depth(f)?),
@@ -211,7 +210,7 @@ impl Dataset {
     ///
     /// [`verify_chunks`]: Dataset::verify_chunks
     pub(crate) fn chunk_records(&self) -> Result<Vec<(Vec<u64>, ChunkRecord)>> {
-        let f = &self.file.inner;
+        let f = &self.file.inner.store;
         let mut st = self.shared.state.lock();
         let StorageState::Chunked(c) = &mut st.storage else {
             return Ok(Vec::new());
@@ -234,28 +233,20 @@ impl Dataset {
     }
 
     /// Check the invariants of the chunk records and decode every chunk (which verifies
-    /// fletcher32 checksums and compressed streams), adding what is wrong to `problems` and
-    /// calling `progress` once per chunk.
+    /// fletcher32 checksums and compressed streams), reporting what is wrong to `problem`
+    /// (with the address of the chunk concerned) and calling `progress` once per chunk.
     pub(crate) fn verify_chunks(
         &self,
         records: &[(Vec<u64>, ChunkRecord)],
-        problems: &mut Vec<Problem>,
+        problem: &mut dyn FnMut(Option<Addr>, String),
         progress: &mut dyn FnMut(),
     ) -> Result<()> {
-        let f = &self.file.inner;
+        let f = &self.file.inner.store;
         let eof = f.storage.len().map_err(h5chunk_cache::Error::from)?;
         let mut st = self.shared.state.lock();
         let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Ok(());
-        };
-        let object = path.clone();
-        let mut problem = |addr: Option<Addr>, what: String| {
-            problems.push(Problem {
-                addr: addr.map(Addr::get),
-                object: object.clone(),
-                what,
-            })
         };
         let max_grid: Vec<Option<u64>> = c
             .shape

@@ -4,7 +4,7 @@
 
 mod deflate;
 mod fletcher32;
-pub mod lzf;
+mod lzf;
 mod shuffle;
 
 use h5chunk_format::message::{FilterPipeline, filter_pipeline::id};
@@ -69,7 +69,9 @@ impl Stage {
     }
 }
 
-/// A dataset's filter pipeline.
+/// A dataset's filter pipeline (an internal of the read and write paths, public for the
+/// crate's tests and benchmarks).
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pipeline {
     stages: Vec<(Stage, bool)>,

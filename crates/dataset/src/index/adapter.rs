@@ -10,9 +10,9 @@ use h5chunk_format::chunk_record::{ChunkRecord, RecordCodec};
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, FilteredChunk};
 
 use crate::error::{Error, Result};
-use crate::file::FileInner;
 use crate::index::linear::LinearIndex;
 use crate::index::select::IndexKind;
+use crate::store::Store;
 
 /// What an index needs to know about its dataset.
 #[derive(Clone, Debug)]
@@ -47,36 +47,35 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
     /// What the layout message stores: the index type with its parameters, and its address.
     fn layout(&self) -> (LayoutIndex, Option<Addr>);
     /// The record of the chunk at `scaled`, if allocated.
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
+    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
     /// Record (insert or replace) the chunk at `scaled`. With `proxy`, the index block that
     /// holds the record waits for that chunk proxy: it is not written before the chunk.
     fn insert(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         scaled: &[u64],
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()>;
     /// Forget the chunk at `scaled`, returning its record.
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
+    fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
     /// Every allocated chunk, in the index's order.
-    fn for_each(&mut self, f: &FileInner, visit: &mut dyn FnMut(&[u64], ChunkRecord))
-    -> Result<()>;
+    fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()>;
     /// The dataset's current dimensions changed.
-    fn set_dims(&mut self, _f: &FileInner, _dims: &[u64]) -> Result<()> {
+    fn set_dims(&mut self, _f: &Store, _dims: &[u64]) -> Result<()> {
         Ok(())
     }
     /// Bytes of metadata the index occupies in the file.
-    fn metadata_bytes(&mut self, _f: &FileInner) -> Result<u64> {
+    fn metadata_bytes(&mut self, _f: &Store) -> Result<u64> {
         Ok(0)
     }
     /// Levels of a tree-shaped index (1 for a lone leaf), if it is one.
-    fn depth(&mut self, _f: &FileInner) -> Result<Option<u64>> {
+    fn depth(&mut self, _f: &Store) -> Result<Option<u64>> {
         Ok(None)
     }
     /// Check the structure's invariants beyond what iterating it checks (key order, counts,
     /// uniform depth), where the structure's crate can.
-    fn validate(&mut self, _f: &FileInner) -> Result<()> {
+    fn validate(&mut self, _f: &Store) -> Result<()> {
         Ok(())
     }
 }
@@ -112,9 +111,10 @@ fn only_chunk(scaled: &[u64]) -> Result<()> {
     if scaled.iter().all(|&s| s == 0) {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "chunk {scaled:?} of a single-chunk dataset"
-        )))
+        Err(Error::arg(
+            "chunk coordinates",
+            format!("chunk {scaled:?} of a single-chunk dataset"),
+        ))
     }
 }
 
@@ -135,13 +135,13 @@ impl ChunkIndex for Single {
             self.record.and_then(|r| r.addr),
         )
     }
-    fn get(&mut self, _f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&mut self, _f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         only_chunk(scaled)?;
         Ok(self.record)
     }
     fn insert(
         &mut self,
-        _f: &FileInner,
+        _f: &Store,
         scaled: &[u64],
         rec: ChunkRecord,
         _proxy: Option<ProxyId>,
@@ -150,15 +150,11 @@ impl ChunkIndex for Single {
         self.record = Some(rec);
         Ok(())
     }
-    fn remove(&mut self, _f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn remove(&mut self, _f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         only_chunk(scaled)?;
         Ok(self.record.take())
     }
-    fn for_each(
-        &mut self,
-        _f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
+    fn for_each(&mut self, _f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
         if let Some(r) = self.record {
             visit(&vec![0; 0][..], r);
         }
@@ -187,13 +183,17 @@ impl Implicit {
     }
 
     /// Allocate the whole run (implicit indexes are always allocated early).
-    pub fn allocate(&mut self, f: &FileInner) -> Result<Addr> {
-        let n = self.linear.len().ok_or(Error::Unsupported(
-            "implicit index with an unlimited dimension",
-        ))?;
-        let total = n.checked_mul(self.chunk_bytes).ok_or_else(|| {
-            Error::InvalidArgument("implicit storage larger than 2^64 bytes".into())
+    pub fn allocate(&mut self, f: &Store) -> Result<Addr> {
+        let n = self.linear.chunk_count().ok_or_else(|| {
+            Error::corrupt(
+                "layout",
+                None,
+                "an implicit index with an unlimited dimension",
+            )
         })?;
+        let total = n
+            .checked_mul(self.chunk_bytes)
+            .ok_or_else(|| Error::arg("shape", "implicit storage larger than 2^64 bytes"))?;
         let at = f.allocate(total)?;
         self.address = Some(at);
         Ok(at)
@@ -207,7 +207,7 @@ impl ChunkIndex for Implicit {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::Implicit, self.address)
     }
-    fn get(&mut self, _f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&mut self, _f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let (Some(base), Some(i)) = (self.address, self.linear.index(scaled)) else {
             return Ok(None);
         };
@@ -219,26 +219,22 @@ impl ChunkIndex for Implicit {
     }
     fn insert(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         scaled: &[u64],
         rec: ChunkRecord,
         _proxy: Option<ProxyId>,
     ) -> Result<()> {
         match self.get(f, scaled)? {
             Some(r) if r.addr == rec.addr => Ok(()),
-            _ => Err(Error::Unsupported("moving a chunk of an implicit index")),
+            _ => Err(Error::Internal("moving a chunk of an implicit index")),
         }
     }
-    fn remove(&mut self, _f: &FileInner, _scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn remove(&mut self, _f: &Store, _scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         // Implicit storage is never freed chunk by chunk.
         Ok(None)
     }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
-        let n = self.linear.len().unwrap_or(0);
+    fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
+        let n = self.linear.chunk_count().unwrap_or(0);
         for i in 0..n {
             let scaled = self.linear.scaled(i);
             debug_assert_eq!(scaled.len(), self.rank);
@@ -259,21 +255,21 @@ pub(crate) trait Slots: Send + fmt::Debug {
     /// The layout message's form of the index and its address.
     fn layout(&self) -> (LayoutIndex, Option<Addr>);
     /// Slot `i` (undefined address: unset).
-    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord>;
+    fn slot(&self, f: &Store, i: u64) -> Result<ChunkRecord>;
     /// Set slot `i`; with `proxy`, the block holding it waits for that chunk.
     fn set_slot(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         i: u64,
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()>;
     /// Every set slot, in slot order.
-    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()>;
+    fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()>;
     /// Bytes of metadata in the file.
-    fn bytes(&self, f: &FileInner) -> Result<u64>;
+    fn bytes(&self, f: &Store) -> Result<u64>;
     /// The dataset's current dimensions changed.
-    fn set_dims(&mut self, _f: &FileInner, _dims: &[u64]) -> Result<()> {
+    fn set_dims(&mut self, _f: &Store, _dims: &[u64]) -> Result<()> {
         Ok(())
     }
 }
@@ -295,7 +291,10 @@ impl<S: Slots> Linear<S> {
 
     fn index(&self, scaled: &[u64]) -> Result<u64> {
         self.linear.index(scaled).ok_or_else(|| {
-            Error::InvalidArgument(format!("chunk {scaled:?} outside the chunk grid"))
+            Error::arg(
+                "chunk coordinates",
+                format!("chunk {scaled:?} outside the chunk grid"),
+            )
         })
     }
 }
@@ -307,13 +306,13 @@ impl<S: Slots> ChunkIndex for Linear<S> {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         self.slots.layout()
     }
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let r = self.slots.slot(f, self.index(scaled)?)?;
         Ok(r.addr.is_some().then_some(r))
     }
     fn insert(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         scaled: &[u64],
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
@@ -321,7 +320,7 @@ impl<S: Slots> ChunkIndex for Linear<S> {
         let i = self.index(scaled)?;
         self.slots.set_slot(f, i, rec, proxy)
     }
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let old = self.get(f, scaled)?;
         if old.is_some() {
             let i = self.index(scaled)?;
@@ -329,11 +328,7 @@ impl<S: Slots> ChunkIndex for Linear<S> {
         }
         Ok(old)
     }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
+    fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
         let linear = &self.linear;
         self.slots.each_slot(f, &mut |i, r| {
             if r.addr.is_some() {
@@ -341,10 +336,10 @@ impl<S: Slots> ChunkIndex for Linear<S> {
             }
         })
     }
-    fn set_dims(&mut self, f: &FileInner, dims: &[u64]) -> Result<()> {
+    fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
         self.slots.set_dims(f, dims)
     }
-    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+    fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
         self.slots.bytes(f)
     }
 }
@@ -357,10 +352,7 @@ pub(crate) struct FixedArray {
 }
 
 fn fa_err(e: h5chunk_farray::Error) -> Error {
-    Error::Index {
-        kind: "fixed array",
-        source: Box::new(e),
-    }
+    Error::index(IndexKind::FixedArray, e)
 }
 
 impl FixedArray {
@@ -369,27 +361,22 @@ impl FixedArray {
             .max_dims
             .iter()
             .map(|m| {
-                m.ok_or(Error::Unsupported(
-                    "a fixed array with an unlimited dimension",
-                ))
+                m.ok_or_else(|| {
+                    Error::corrupt("layout", None, "a fixed array with an unlimited dimension")
+                })
             })
             .collect::<Result<_>>()?;
         h5chunk_farray::Params::for_chunks(&max, &shape.chunk, page_bits).map_err(fa_err)
     }
 
-    pub fn create(f: &FileInner, shape: &Shape, page_bits: u8) -> Result<Linear<FixedArray>> {
+    pub fn create(f: &Store, shape: &Shape, page_bits: u8) -> Result<Linear<FixedArray>> {
         let params = FixedArray::params(shape, page_bits)?;
         let array = h5chunk_farray::FixedArray::create(&f.cache, f.sizes, shape.codec, params)
             .map_err(fa_err)?;
         Linear::new(FixedArray { array, page_bits }, shape)
     }
 
-    pub fn open(
-        f: &FileInner,
-        shape: &Shape,
-        addr: Addr,
-        page_bits: u8,
-    ) -> Result<Linear<FixedArray>> {
+    pub fn open(f: &Store, shape: &Shape, addr: Addr, page_bits: u8) -> Result<Linear<FixedArray>> {
         let params = FixedArray::params(shape, page_bits)?;
         let array = h5chunk_farray::FixedArray::open(&f.cache, addr, f.sizes, shape.codec, params)
             .map_err(fa_err)?;
@@ -405,12 +392,12 @@ impl Slots for FixedArray {
         };
         (index, Some(self.array.addr()))
     }
-    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord> {
+    fn slot(&self, f: &Store, i: u64) -> Result<ChunkRecord> {
         self.array.get(&f.cache, i).map_err(fa_err)
     }
     fn set_slot(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         i: u64,
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
@@ -419,7 +406,7 @@ impl Slots for FixedArray {
             .set_with_proxy(&f.cache, i, &rec, proxy)
             .map_err(fa_err)
     }
-    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
+    fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
             .iterate(&f.cache, |i, r| {
                 visit(i, r);
@@ -427,7 +414,7 @@ impl Slots for FixedArray {
             })
             .map_err(fa_err)
     }
-    fn bytes(&self, f: &FileInner) -> Result<u64> {
+    fn bytes(&self, f: &Store) -> Result<u64> {
         self.array.bytes_used(&f.cache).map_err(fa_err)
     }
 }
@@ -440,15 +427,12 @@ pub(crate) struct ExtensibleArray {
 }
 
 fn ea_err(e: h5chunk_earray::Error) -> Error {
-    Error::Index {
-        kind: "extensible array",
-        source: Box::new(e),
-    }
+    Error::index(IndexKind::ExtensibleArray, e)
 }
 
 impl ExtensibleArray {
     pub fn create(
-        f: &FileInner,
+        f: &Store,
         shape: &Shape,
         params: h5chunk_format::message::EarrayParams,
     ) -> Result<Linear<ExtensibleArray>> {
@@ -460,7 +444,7 @@ impl ExtensibleArray {
     }
 
     pub fn open(
-        f: &FileInner,
+        f: &Store,
         shape: &Shape,
         addr: Addr,
         params: h5chunk_format::message::EarrayParams,
@@ -470,7 +454,7 @@ impl ExtensibleArray {
             .map_err(ea_err)?;
         if array.params() != params.into() {
             return Err(Error::Index {
-                kind: "extensible array",
+                kind: IndexKind::ExtensibleArray,
                 source: format!(
                     "header parameters {:?} differ from the layout's {params:?}",
                     array.params()
@@ -490,12 +474,12 @@ impl Slots for ExtensibleArray {
             Some(self.array.addr()),
         )
     }
-    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord> {
+    fn slot(&self, f: &Store, i: u64) -> Result<ChunkRecord> {
         self.array.get(&f.cache, i).map_err(ea_err)
     }
     fn set_slot(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         i: u64,
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
@@ -506,7 +490,7 @@ impl Slots for ExtensibleArray {
         }
         .map_err(ea_err)
     }
-    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
+    fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
             .for_each_set(&f.cache, |i, r| {
                 visit(i, r);
@@ -514,7 +498,7 @@ impl Slots for ExtensibleArray {
             })
             .map_err(ea_err)
     }
-    fn bytes(&self, f: &FileInner) -> Result<u64> {
+    fn bytes(&self, f: &Store) -> Result<u64> {
         self.array.bytes_used(&f.cache).map_err(ea_err)
     }
 }
@@ -533,10 +517,7 @@ pub(crate) struct SkipList {
 }
 
 fn sl_err(e: h5chunk_skiplist::Error) -> Error {
-    Error::Index {
-        kind: "skip list",
-        source: Box::new(e),
-    }
+    Error::index(IndexKind::SkipList, e)
 }
 
 impl SkipList {
@@ -545,9 +526,9 @@ impl SkipList {
             .max_dims
             .iter()
             .position(Option::is_none)
-            .ok_or(Error::Unsupported(
-                "a skip list without an unlimited dimension",
-            ))?;
+            .ok_or_else(|| {
+                Error::corrupt("layout", None, "a skip list without an unlimited dimension")
+            })?;
         let g: u64 = shape
             .max_dims
             .iter()
@@ -569,7 +550,7 @@ impl SkipList {
     }
 
     pub fn create(
-        f: &FileInner,
+        f: &Store,
         shape: &Shape,
         params: h5chunk_format::message::SkipListParams,
     ) -> Result<Linear<SkipList>> {
@@ -592,7 +573,7 @@ impl SkipList {
     }
 
     pub fn open(
-        f: &FileInner,
+        f: &Store,
         shape: &Shape,
         addr: Addr,
         params: h5chunk_format::message::SkipListParams,
@@ -605,7 +586,7 @@ impl SkipList {
             || p.steps_per_supernode != params.steps_per_supernode
         {
             return Err(Error::Index {
-                kind: "skip list",
+                kind: IndexKind::SkipList,
                 source: format!("tail parameters {p:?} differ from the layout's").into(),
             });
         }
@@ -625,7 +606,7 @@ impl Slots for SkipList {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::SkipList(self.params), Some(self.list.addr()))
     }
-    fn slot(&self, f: &FileInner, i: u64) -> Result<ChunkRecord> {
+    fn slot(&self, f: &Store, i: u64) -> Result<ChunkRecord> {
         if i >= self.list.len(&f.cache).map_err(sl_err)? {
             return Ok(ChunkRecord::default());
         }
@@ -633,7 +614,7 @@ impl Slots for SkipList {
     }
     fn set_slot(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         i: u64,
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
@@ -649,10 +630,10 @@ impl Slots for SkipList {
         }
         Ok(())
     }
-    fn each_slot(&self, f: &FileInner, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
+    fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.list.for_each_forward(&f.cache, visit).map_err(sl_err)
     }
-    fn set_dims(&mut self, f: &FileInner, dims: &[u64]) -> Result<()> {
+    fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
         // Shrinking drops whole steps beyond the new extent (their chunks were freed by the
         // dataset already); growing needs nothing until a chunk is written there.
         let steps = dims[self.unlimited].div_ceil(self.chunk[self.unlimited]);
@@ -661,7 +642,7 @@ impl Slots for SkipList {
         }
         Ok(())
     }
-    fn bytes(&self, f: &FileInner) -> Result<u64> {
+    fn bytes(&self, f: &Store) -> Result<u64> {
         self.list.bytes_used(&f.cache).map_err(sl_err)
     }
 }
@@ -679,10 +660,7 @@ pub(crate) struct BTree1 {
 }
 
 fn bt1_err(e: h5chunk_btree1::Error) -> Error {
-    Error::Index {
-        kind: "version 1 B-tree",
-        source: Box::new(e),
-    }
+    Error::index(IndexKind::BTree1, e)
 }
 
 impl BTree1 {
@@ -692,9 +670,9 @@ impl BTree1 {
         d
     }
 
-    pub fn create(f: &FileInner, shape: &Shape) -> Result<BTree1> {
+    pub fn create(f: &Store, shape: &Shape) -> Result<BTree1> {
         let dims = BTree1::layout_dims(shape);
-        let tree = h5chunk_btree1::ChunkTree::create(&f.cache, f.sizes, f.istore_k, &dims)
+        let tree = h5chunk_btree1::ChunkTree::create(&f.cache, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
             root: tree.root(),
@@ -705,9 +683,9 @@ impl BTree1 {
         })
     }
 
-    pub fn open(f: &FileInner, shape: &Shape, root: Addr) -> Result<BTree1> {
+    pub fn open(f: &Store, shape: &Shape, root: Addr) -> Result<BTree1> {
         let dims = BTree1::layout_dims(shape);
-        h5chunk_btree1::ChunkTree::open(&f.cache, root, f.sizes, f.istore_k, &dims)
+        h5chunk_btree1::ChunkTree::open(&f.cache, root, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
             root,
@@ -718,8 +696,8 @@ impl BTree1 {
         })
     }
 
-    fn tree<'c>(&self, f: &'c FileInner) -> Result<h5chunk_btree1::ChunkTree<'c>> {
-        h5chunk_btree1::ChunkTree::open(&f.cache, self.root, f.sizes, f.istore_k, &self.dims)
+    fn tree<'c>(&self, f: &'c Store) -> Result<h5chunk_btree1::ChunkTree<'c>> {
+        h5chunk_btree1::ChunkTree::open(&f.cache, self.root, f.sizes, f.k.istore, &self.dims)
             .map_err(bt1_err)
     }
 
@@ -744,20 +722,20 @@ impl ChunkIndex for BTree1 {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::BTreeV1, Some(self.root))
     }
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self.tree(f)?.get(&self.offsets(scaled)).map_err(bt1_err)?;
         Ok(c.map(|c| self.record(&c)))
     }
     fn insert(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         scaled: &[u64],
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         let addr = rec
             .addr
-            .ok_or(Error::Unsupported("recording an unallocated chunk"))?;
+            .ok_or(Error::Internal("recording an unallocated chunk"))?;
         let size = if self.filtered {
             rec.size
         } else {
@@ -766,24 +744,20 @@ impl ChunkIndex for BTree1 {
         let chunk = h5chunk_btree1::Chunk {
             offsets: self.offsets(scaled),
             size: u32::try_from(size)
-                .map_err(|_| Error::InvalidArgument("a chunk of 4 GiB or more".into()))?,
+                .map_err(|_| Error::arg("chunk size", "a chunk of 4 GiB or more"))?,
             filter_mask: rec.mask,
             addr,
         };
         self.tree(f)?.insert(&chunk, proxy).map_err(bt1_err)
     }
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
             .tree(f)?
             .remove(&self.offsets(scaled))
             .map_err(bt1_err)?;
         Ok(c.map(|c| self.record(&c)))
     }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
+    fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
         let chunks = self.tree(f)?.chunks().map_err(bt1_err)?;
         for c in chunks {
             let scaled: Vec<u64> = c
@@ -796,10 +770,10 @@ impl ChunkIndex for BTree1 {
         }
         Ok(())
     }
-    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+    fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
         self.tree(f)?.index_bytes().map_err(bt1_err)
     }
-    fn depth(&mut self, f: &FileInner) -> Result<Option<u64>> {
+    fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
         Ok(Some(u64::from(self.tree(f)?.depth().map_err(bt1_err)?)))
     }
 }
@@ -815,10 +789,7 @@ pub(crate) struct BTree2 {
 }
 
 fn bt2_err(e: h5chunk_btree2::Error) -> Error {
-    Error::Index {
-        kind: "version 2 B-tree",
-        source: Box::new(e),
-    }
+    Error::index(IndexKind::BTree2, e)
 }
 
 impl BTree2 {
@@ -827,7 +798,7 @@ impl BTree2 {
     }
 
     pub fn create(
-        f: &FileInner,
+        f: &Store,
         shape: &Shape,
         params: h5chunk_format::message::Btree2Params,
     ) -> Result<BTree2> {
@@ -846,7 +817,7 @@ impl BTree2 {
     }
 
     pub fn open(
-        f: &FileInner,
+        f: &Store,
         shape: &Shape,
         header: Addr,
         params: h5chunk_format::message::Btree2Params,
@@ -862,7 +833,7 @@ impl BTree2 {
 
     fn tree<'c>(
         &self,
-        f: &'c FileInner,
+        f: &'c Store,
     ) -> Result<h5chunk_btree2::BTree2<'c, h5chunk_btree2::ChunkClass>> {
         h5chunk_btree2::BTree2::open(&f.cache, f.sizes, self.header, self.class).map_err(bt2_err)
     }
@@ -875,7 +846,7 @@ impl ChunkIndex for BTree2 {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::BTreeV2(self.params), Some(self.header))
     }
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         Ok(self
             .tree(f)?
             .find(scaled)
@@ -884,7 +855,7 @@ impl ChunkIndex for BTree2 {
     }
     fn insert(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         scaled: &[u64],
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
@@ -896,32 +867,28 @@ impl ChunkIndex for BTree2 {
         self.tree(f)?.upsert(entry, proxy).map_err(bt2_err)?;
         Ok(())
     }
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         Ok(self
             .tree(f)?
             .remove(scaled)
             .map_err(bt2_err)?
             .map(|e| e.record))
     }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
+    fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
         let records = self.tree(f)?.records().map_err(bt2_err)?;
         for e in records {
             visit(&e.scaled, e.record);
         }
         Ok(())
     }
-    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+    fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
         self.tree(f)?.bytes_used().map_err(bt2_err)
     }
-    fn depth(&mut self, f: &FileInner) -> Result<Option<u64>> {
+    fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
         // The header counts levels below the root; a lone leaf is one level.
         Ok(Some(u64::from(self.tree(f)?.depth()) + 1))
     }
-    fn validate(&mut self, f: &FileInner) -> Result<()> {
+    fn validate(&mut self, f: &Store) -> Result<()> {
         self.tree(f)?.validate().map_err(bt2_err)?;
         Ok(())
     }
@@ -959,7 +926,7 @@ impl ChunkIndex for Lazy {
             None => (self.index, None),
         }
     }
-    fn get(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         match &mut self.inner {
             Some(i) => i.get(f, scaled),
             None => Ok(None),
@@ -967,7 +934,7 @@ impl ChunkIndex for Lazy {
     }
     fn insert(
         &mut self,
-        f: &FileInner,
+        f: &Store,
         scaled: &[u64],
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
@@ -977,45 +944,41 @@ impl ChunkIndex for Lazy {
         }
         match &mut self.inner {
             Some(i) => i.insert(f, scaled, rec, proxy),
-            None => Err(Error::Unsupported("an index that could not be created")),
+            None => Err(Error::Internal("an index that could not be created")),
         }
     }
-    fn remove(&mut self, f: &FileInner, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         match &mut self.inner {
             Some(i) => i.remove(f, scaled),
             None => Ok(None),
         }
     }
-    fn for_each(
-        &mut self,
-        f: &FileInner,
-        visit: &mut dyn FnMut(&[u64], ChunkRecord),
-    ) -> Result<()> {
+    fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
         match &mut self.inner {
             Some(i) => i.for_each(f, visit),
             None => Ok(()),
         }
     }
-    fn set_dims(&mut self, f: &FileInner, dims: &[u64]) -> Result<()> {
+    fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
         self.shape.dims = dims.to_vec();
         match &mut self.inner {
             Some(i) => i.set_dims(f, dims),
             None => Ok(()),
         }
     }
-    fn metadata_bytes(&mut self, f: &FileInner) -> Result<u64> {
+    fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
         match &mut self.inner {
             Some(i) => i.metadata_bytes(f),
             None => Ok(0),
         }
     }
-    fn depth(&mut self, f: &FileInner) -> Result<Option<u64>> {
+    fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
         match &mut self.inner {
             Some(i) => i.depth(f),
             None => Ok(None),
         }
     }
-    fn validate(&mut self, f: &FileInner) -> Result<()> {
+    fn validate(&mut self, f: &Store) -> Result<()> {
         match &mut self.inner {
             Some(i) => i.validate(f),
             None => Ok(()),
@@ -1024,11 +987,7 @@ impl ChunkIndex for Lazy {
 }
 
 /// Create the structure of an index with a structure (fixed array, extensible array, B-trees).
-fn create_structure(
-    f: &FileInner,
-    shape: &Shape,
-    index: &LayoutIndex,
-) -> Result<Box<dyn ChunkIndex>> {
+fn create_structure(f: &Store, shape: &Shape, index: &LayoutIndex) -> Result<Box<dyn ChunkIndex>> {
     Ok(match index {
         LayoutIndex::FixedArray {
             max_dblk_page_nelmts_bits,
@@ -1038,14 +997,14 @@ fn create_structure(
         LayoutIndex::BTreeV1 => Box::new(BTree1::create(f, shape)?),
         LayoutIndex::BTreeV2(p) => Box::new(BTree2::create(f, shape, *p)?),
         LayoutIndex::Single(_) | LayoutIndex::Implicit => {
-            return Err(Error::Unsupported("a structure for an index that has none"));
+            return Err(Error::Internal("a structure for an index that has none"));
         }
     })
 }
 
 /// Open the index a layout message describes.
 pub(crate) fn open(
-    f: &FileInner,
+    f: &Store,
     shape: &Shape,
     index: &LayoutIndex,
     address: Option<Addr>,
@@ -1073,7 +1032,7 @@ pub(crate) fn open(
 
 /// Create a new index of `kind` for a dataset of `shape` (`index`: its layout form).
 pub(crate) fn create(
-    f: &FileInner,
+    f: &Store,
     shape: &Shape,
     index: Option<LayoutIndex>,
     kind: IndexKind,
@@ -1085,6 +1044,6 @@ pub(crate) fn create(
             Ok(Box::new(idx))
         }
         (_, Some(i)) => open(f, shape, &i, None),
-        (_, None) => Err(Error::Unsupported("an index without a layout form")),
+        (_, None) => Err(Error::Internal("an index without a layout form")),
     }
 }

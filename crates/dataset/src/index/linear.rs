@@ -27,8 +27,9 @@ impl LinearIndex {
             .filter(|&u| max_chunks[u].is_none())
             .collect();
         if unlimited.len() > 1 {
-            return Err(Error::InvalidArgument(
-                "a linear chunk index allows at most one unlimited dimension".into(),
+            return Err(Error::arg(
+                "shape",
+                "a linear chunk index allows at most one unlimited dimension",
             ));
         }
         let mut order: Vec<usize> = unlimited.clone();
@@ -39,14 +40,14 @@ impl LinearIndex {
             .collect();
         let mut down = vec![1u64; order.len()];
         for p in (0..order.len().saturating_sub(1)).rev() {
-            down[p] = down[p + 1].checked_mul(counts[p + 1]).ok_or_else(|| {
-                Error::InvalidArgument("the chunk grid has more than 2^64 chunks".into())
-            })?;
+            down[p] = down[p + 1]
+                .checked_mul(counts[p + 1])
+                .ok_or_else(|| Error::arg("shape", "the chunk grid has more than 2^64 chunks"))?;
         }
         if let Some(&first) = counts.first().filter(|&&c| c != u64::MAX) {
-            down[0].checked_mul(first).ok_or_else(|| {
-                Error::InvalidArgument("the chunk grid has more than 2^64 chunks".into())
-            })?;
+            down[0]
+                .checked_mul(first)
+                .ok_or_else(|| Error::arg("shape", "the chunk grid has more than 2^64 chunks"))?;
         }
         Ok(LinearIndex {
             order,
@@ -59,8 +60,9 @@ impl LinearIndex {
     /// `chunk`: `ceil(max / chunk)` chunks per dimension.
     pub fn for_dataset(max_dims: &[Option<u64>], chunk: &[u64]) -> Result<LinearIndex> {
         if max_dims.len() != chunk.len() || chunk.contains(&0) {
-            return Err(Error::InvalidArgument(
-                "max dims and non-zero chunk dims must have the same rank".into(),
+            return Err(Error::arg(
+                "shape",
+                "max dims and non-zero chunk dims must have the same rank",
             ));
         }
         let counts: Vec<Option<u64>> = max_dims
@@ -72,15 +74,10 @@ impl LinearIndex {
     }
 
     /// Total number of chunks, or `None` when a dimension is unlimited.
-    pub fn len(&self) -> Option<u64> {
+    pub fn chunk_count(&self) -> Option<u64> {
         self.counts.iter().try_fold(1u64, |acc, &c| {
             (c != u64::MAX).then(|| acc.checked_mul(c)).flatten()
         })
-    }
-
-    /// Whether the grid holds no chunk.
-    pub fn is_empty(&self) -> bool {
-        self.len() == Some(0)
     }
 
     /// The linear index of `scaled` (one coordinate per dataset dimension), or `None` when it
@@ -119,7 +116,7 @@ mod tests {
     fn row_major_over_the_max_grid() {
         // 2-D (10, 15) with chunk (3, 5): max chunks (4, 3).
         let li = LinearIndex::for_dataset(&[Some(10), Some(15)], &[3, 5]).unwrap();
-        assert_eq!(li.len(), Some(12));
+        assert_eq!(li.chunk_count(), Some(12));
         assert_eq!(li.index(&[0, 0]), Some(0));
         assert_eq!(li.index(&[1, 2]), Some(5));
         assert_eq!(li.index(&[3, 2]), Some(11));
@@ -133,7 +130,7 @@ mod tests {
     fn swizzles_the_unlimited_dimension_first() {
         // Shape (3, inf) with chunk (2, 3): idx = scaled[1] * 2 + scaled[0] (reference §3).
         let li = LinearIndex::for_dataset(&[Some(3), None], &[2, 3]).unwrap();
-        assert_eq!(li.len(), None);
+        assert_eq!(li.chunk_count(), None);
         assert_eq!(li.index(&[0, 0]), Some(0));
         assert_eq!(li.index(&[1, 0]), Some(1));
         assert_eq!(li.index(&[0, 1]), Some(2));

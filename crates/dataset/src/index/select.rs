@@ -14,6 +14,7 @@
 use h5chunk_format::message::{Btree2Params, ChunkIndex, EarrayParams, SkipListParams};
 
 use crate::error::{Error, Result};
+pub use crate::index_kind::IndexKind;
 use crate::libver::LibverBounds;
 
 /// When a dataset's chunks are allocated (the fill value message's "space allocation time").
@@ -26,53 +27,6 @@ pub enum AllocTime {
     /// Each chunk when it is first written: the default for chunked datasets.
     #[default]
     Incremental,
-}
-
-/// The kinds of chunk index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum IndexKind {
-    /// Version 1 B-tree (the only index of layout version 3).
-    BTree1,
-    /// A single chunk, no index structure.
-    Single,
-    /// All chunks allocated contiguously, no index structure.
-    Implicit,
-    /// Fixed array.
-    FixedArray,
-    /// Extensible array.
-    ExtensibleArray,
-    /// Version 2 B-tree.
-    BTree2,
-    /// h5chunk's deterministic skip list; libhdf5 cannot read it. Only on explicit request.
-    SkipList,
-}
-
-impl IndexKind {
-    /// The name `h5chunk inspect` and the fixtures' manifest use.
-    pub fn name(self) -> &'static str {
-        match self {
-            IndexKind::BTree1 => "btree1",
-            IndexKind::Single => "single",
-            IndexKind::Implicit => "implicit",
-            IndexKind::FixedArray => "farray",
-            IndexKind::ExtensibleArray => "earray",
-            IndexKind::BTree2 => "btree2",
-            IndexKind::SkipList => "skiplist",
-        }
-    }
-
-    /// The kind of a layout message's index.
-    pub fn of(index: &ChunkIndex) -> IndexKind {
-        match index {
-            ChunkIndex::BTreeV1 => IndexKind::BTree1,
-            ChunkIndex::Single(_) => IndexKind::Single,
-            ChunkIndex::Implicit => IndexKind::Implicit,
-            ChunkIndex::FixedArray { .. } => IndexKind::FixedArray,
-            ChunkIndex::ExtensibleArray(_) => IndexKind::ExtensibleArray,
-            ChunkIndex::BTreeV2(_) => IndexKind::BTree2,
-            ChunkIndex::SkipList(_) => IndexKind::SkipList,
-        }
-    }
 }
 
 /// What decides a new chunked dataset's index.
@@ -127,13 +81,16 @@ fn index_of(kind: IndexKind) -> Option<ChunkIndex> {
 pub fn choose(r: &IndexRequest<'_>) -> Result<Selection> {
     let rank = r.dims.len();
     if rank == 0 || r.max_dims.len() != rank || r.chunk.len() != rank {
-        return Err(Error::InvalidArgument(format!(
-            "a chunked dataset needs rank >= 1 and as many max and chunk dims as dims \
+        return Err(Error::arg(
+            "shape",
+            format!(
+                "a chunked dataset needs rank >= 1 and as many max and chunk dims as dims \
              ({} dims, {} max dims, {} chunk dims)",
-            rank,
-            r.max_dims.len(),
-            r.chunk.len()
-        )));
+                rank,
+                r.max_dims.len(),
+                r.chunk.len()
+            ),
+        ));
     }
     let n_unlim = r.max_dims.iter().filter(|m| m.is_none()).count();
     let auto = {
@@ -179,11 +136,14 @@ pub fn choose(r: &IndexRequest<'_>) -> Result<Selection> {
                 IndexKind::BTree1 => true,
             };
             if !fits {
-                return Err(Error::InvalidArgument(format!(
-                    "a {} index cannot hold a dataset with {n_unlim} unlimited dimension(s){}",
-                    k.name(),
-                    if r.filtered { " and filters" } else { "" }
-                )));
+                return Err(Error::arg(
+                    "index",
+                    format!(
+                        "a {} index cannot hold a dataset with {n_unlim} unlimited dimension(s){}",
+                        k.name(),
+                        if r.filtered { " and filters" } else { "" }
+                    ),
+                ));
             }
             (version, k)
         }
@@ -320,7 +280,7 @@ mod tests {
         assert_eq!(s.layout_version, 3);
         assert!(matches!(
             choose(&req(IndexKind::FixedArray, &[None])),
-            Err(Error::InvalidArgument(_))
+            Err(Error::InvalidArgument { .. })
         ));
         assert!(choose(&req(IndexKind::SkipList, &[Some(10)])).is_err());
     }

@@ -1,0 +1,375 @@
+//! Creating a dataset: the builder (as h5py's `create_dataset` or hdf5-metno's builder), which
+//! chooses the chunk index as libhdf5 does and writes the dataset's object header.
+
+use std::sync::Arc;
+
+use h5chunk_format::chunk_record::{RecordCodec, chunk_size_len};
+use h5chunk_format::message::fill_value::AllocTime as FillAlloc;
+use h5chunk_format::message::{
+    ChunkedFlags, ChunkedLayout, DataLayout, Dataspace, DataspaceKind, DataspaceVersion, Extent,
+    FillDefinition, FillTime, FillValue, FillValueOld, FillValueVersion, Filter, FilterPipeline,
+    LayoutVersion, Message, PipelineVersion, filter_pipeline::id,
+};
+use h5chunk_format::object_header::MessageFlags;
+
+use crate::chunk_cache::{ChunkCache, DEFAULT_BUDGET};
+use crate::dataset::chunked::Chunked;
+use crate::dataset::{Dataset, DatasetState, StorageState};
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::filters::Pipeline;
+use crate::index::adapter::{self, Shape};
+use crate::index::select::{AllocTime, IndexKind, IndexRequest, choose};
+use crate::link::{self, At, Resolver};
+use crate::store::{HeaderPad, Store};
+use crate::types::{H5Type, TypeDesc};
+
+/// A filter to apply when creating a dataset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterSpec {
+    /// gzip at a level 0..=9.
+    Deflate(u32),
+    /// Byte shuffle.
+    Shuffle,
+    /// Fletcher32 checksum.
+    Fletcher32,
+    /// LZF (h5py's filter 32000).
+    Lzf,
+}
+
+/// Builds a new chunked dataset.
+#[derive(Debug)]
+pub struct DatasetBuilder {
+    file: File,
+    group: Option<At>,
+    dtype: TypeDesc,
+    shape: Vec<u64>,
+    max_shape: Option<Vec<Option<u64>>>,
+    chunk: Option<Vec<u64>>,
+    fill: Option<Vec<u8>>,
+    alloc_time: AllocTime,
+    filters: Vec<FilterSpec>,
+    index: Option<IndexKind>,
+    dont_filter_partial: bool,
+    cache_bytes: usize,
+}
+
+impl DatasetBuilder {
+    pub(crate) fn new(file: File, dtype: TypeDesc) -> DatasetBuilder {
+        DatasetBuilder {
+            file,
+            group: None,
+            dtype,
+            shape: Vec::new(),
+            max_shape: None,
+            chunk: None,
+            fill: None,
+            alloc_time: AllocTime::Incremental,
+            filters: Vec::new(),
+            index: None,
+            dont_filter_partial: false,
+            cache_bytes: DEFAULT_BUDGET,
+        }
+    }
+
+    pub(crate) fn in_group(mut self, g: At) -> Self {
+        self.group = Some(g);
+        self
+    }
+
+    /// Current dimensions.
+    pub fn shape(mut self, shape: &[u64]) -> Self {
+        self.shape = shape.to_vec();
+        self
+    }
+
+    /// Maximum dimensions; `None` is unlimited (default: the current dimensions).
+    pub fn max_shape(mut self, max: &[Option<u64>]) -> Self {
+        self.max_shape = Some(max.to_vec());
+        self
+    }
+
+    /// Chunk dimensions.
+    pub fn chunk(mut self, chunk: &[u64]) -> Self {
+        self.chunk = Some(chunk.to_vec());
+        self
+    }
+
+    /// The fill value of unwritten elements (default: zero).
+    pub fn fill_value<T: H5Type>(mut self, v: T) -> Self {
+        let mut b = vec![0u8; T::DESC.size];
+        v.write_le(&mut b);
+        self.fill = Some(b);
+        self
+    }
+
+    /// The fill value as little-endian bytes of one element of the dataset's type.
+    pub fn fill_value_bytes(mut self, le: &[u8]) -> Self {
+        self.fill = Some(le.to_vec());
+        self
+    }
+
+    /// When chunks are allocated (default: incrementally).
+    pub fn alloc_time(mut self, t: AllocTime) -> Self {
+        self.alloc_time = t;
+        self
+    }
+
+    /// Add a filter (applied in the order added when writing).
+    pub fn filter(mut self, f: FilterSpec) -> Self {
+        self.filters.push(f);
+        self
+    }
+
+    /// Use this index instead of libhdf5's choice.
+    pub fn index(mut self, kind: IndexKind) -> Self {
+        self.index = Some(kind);
+        self
+    }
+
+    /// Store partial edge chunks unfiltered (`H5Pset_chunk_opts`; forces layout version 4).
+    pub fn dont_filter_partial_chunks(mut self) -> Self {
+        self.dont_filter_partial = true;
+        self
+    }
+
+    /// The chunk cache's byte budget (default 8 MiB).
+    pub fn chunk_cache_bytes(mut self, n: usize) -> Self {
+        self.cache_bytes = n;
+        self
+    }
+
+    /// Create the dataset at `path` (relative to the builder's group, or absolute).
+    pub fn create(self, path: &str) -> Result<Dataset> {
+        let file = Arc::clone(&self.file.inner);
+        let f = &file.store;
+        f.check_writable()?;
+        let (parent_path, name) = link::split_relative(path)?;
+        let resolver = Resolver {
+            store: f,
+            root: file.root()?,
+        };
+        let start = self.group.clone().unwrap_or_else(|| At {
+            addr: resolver.root,
+            path: "/".into(),
+        });
+        let parent = resolver.group(&start, parent_path)?;
+        let rank = self.shape.len();
+        let max_dims = self
+            .max_shape
+            .clone()
+            .unwrap_or_else(|| self.shape.iter().map(|&d| Some(d)).collect());
+        let chunk = self
+            .chunk
+            .clone()
+            .ok_or_else(|| Error::arg("chunk", "a chunked dataset needs chunk dimensions"))?;
+        if rank == 0 || max_dims.len() != rank || chunk.len() != rank || chunk.contains(&0) {
+            return Err(Error::arg(
+                "chunk",
+                format!(
+                    "shape {:?}, max shape {max_dims:?} and chunk {chunk:?} must have one non-zero chunk dimension per dimension",
+                    self.shape
+                ),
+            ));
+        }
+        for (u, (&d, m)) in self.shape.iter().zip(&max_dims).enumerate() {
+            if m.is_some_and(|m| d > m) {
+                return Err(Error::arg(
+                    "shape",
+                    format!("dimension {u}: size {d} above its maximum"),
+                ));
+            }
+        }
+        let elem = self.dtype.size as u64;
+        let chunk_bytes = chunk
+            .iter()
+            .try_fold(elem, |acc, &c| acc.checked_mul(c))
+            .filter(|&b| b < (1 << 32))
+            .ok_or_else(|| Error::arg("chunk", "chunks must hold less than 4 GiB"))?;
+        let filtered = !self.filters.is_empty();
+        let sel = choose(&IndexRequest {
+            dims: &self.shape,
+            max_dims: &max_dims,
+            chunk: &chunk,
+            filtered,
+            alloc_time: self.alloc_time,
+            dont_filter_partial_chunks: self.dont_filter_partial,
+            bounds: f.bounds,
+            force: self.index,
+        })?;
+        let version = match sel.layout_version {
+            3 => LayoutVersion::V3,
+            4 => LayoutVersion::V4,
+            _ => LayoutVersion::V5,
+        };
+        let pipeline_version = if f.bounds.new_style() {
+            PipelineVersion::V2
+        } else {
+            PipelineVersion::V1
+        };
+        let pipeline_msg = filtered.then(|| FilterPipeline {
+            version: pipeline_version,
+            filters: self
+                .filters
+                .iter()
+                .map(|spec| match *spec {
+                    FilterSpec::Deflate(level) => {
+                        Filter::new(pipeline_version, id::DEFLATE, 1, vec![level])
+                    }
+                    FilterSpec::Shuffle => {
+                        Filter::new(pipeline_version, id::SHUFFLE, 1, vec![elem as u32])
+                    }
+                    FilterSpec::Fletcher32 => {
+                        Filter::new(pipeline_version, id::FLETCHER32, 0, vec![])
+                    }
+                    FilterSpec::Lzf => Filter::new(
+                        pipeline_version,
+                        id::LZF,
+                        1,
+                        vec![4, 261, chunk_bytes as u32],
+                    ),
+                })
+                .collect(),
+        });
+        let codec = record_codec(f, filtered, version, chunk_bytes)?;
+        let shape = Shape {
+            dims: self.shape.clone(),
+            max_dims: max_dims.clone(),
+            chunk: chunk.clone(),
+            chunk_bytes,
+            codec,
+        };
+        let index = adapter::create(f, &shape, sel.index, sel.kind)?;
+        // The fill value, one element in the file's byte order.
+        let mut fill = self.fill.clone().unwrap_or_else(|| vec![0; elem as usize]);
+        if fill.len() != elem as usize {
+            return Err(Error::arg(
+                "fill value",
+                format!("{} bytes for {elem}-byte elements", fill.len()),
+            ));
+        }
+        self.dtype.to_from_le(&mut fill);
+        let (layout_index, address) = index.layout();
+        let mut layout = ChunkedLayout::new(version, &chunk, elem, layout_index, address);
+        if self.dont_filter_partial {
+            layout.flags |= ChunkedFlags::DONT_FILTER_PARTIAL_BOUND_CHUNKS;
+        }
+        let new_style = f.bounds.new_style();
+        let fill_msg = FillValue {
+            version: if new_style {
+                FillValueVersion::V3
+            } else {
+                FillValueVersion::V2
+            },
+            alloc_time: match self.alloc_time {
+                AllocTime::Early => FillAlloc::Early,
+                AllocTime::Late => FillAlloc::Late,
+                AllocTime::Incremental => FillAlloc::Incremental,
+            },
+            fill_time: FillTime::IfSet,
+            value: match &self.fill {
+                Some(_) => FillDefinition::User(fill.clone()),
+                None => FillDefinition::Default,
+            },
+        };
+        let mut messages = vec![
+            (
+                Message::Dataspace(dataspace(new_style, &self.shape, &max_dims)),
+                MessageFlags::empty(),
+            ),
+            (
+                Message::Datatype(self.dtype.to_datatype()),
+                MessageFlags::CONSTANT,
+            ),
+            (Message::FillValue(fill_msg), MessageFlags::CONSTANT),
+        ];
+        if !new_style && self.fill.is_some() {
+            messages.push((
+                Message::FillValueOld(FillValueOld {
+                    value: fill.clone(),
+                }),
+                MessageFlags::CONSTANT,
+            ));
+        }
+        if let Some(p) = &pipeline_msg {
+            messages.push((Message::FilterPipeline(p.clone()), MessageFlags::CONSTANT));
+        }
+        messages.push((
+            Message::DataLayout(DataLayout::Chunked(layout.clone())),
+            MessageFlags::empty(),
+        ));
+        let header = f.create_object(&messages, HeaderPad::Dataset)?;
+        link::add_link(
+            f,
+            parent.addr,
+            &parent.path,
+            name,
+            header,
+            h5chunk_format::symbol_table_entry::Cache::Nothing,
+        )?;
+        let pipeline = pipeline_msg
+            .as_ref()
+            .map(|p| Pipeline::new(p, elem as usize))
+            .transpose()
+            .map_err(|source| Error::Pipeline {
+                dataset: path.to_owned(),
+                source,
+            })?;
+        let grid = shape.grid();
+        let state = DatasetState {
+            path: link::child_path(&parent.path, name),
+            header,
+            dtype: self.dtype,
+            dims_written: self.shape.clone(),
+            storage: StorageState::Chunked(Box::new(Chunked {
+                layout_written: (index.layout()),
+                layout,
+                index,
+                shape,
+                pipeline,
+                fill,
+                cache: ChunkCache::new(&grid, self.cache_bytes),
+                alloc_early: self.alloc_time == AllocTime::Early,
+            })),
+        };
+        let d = Dataset::from_state(&self.file, state)?;
+        if self.alloc_time == AllocTime::Early {
+            d.allocate_all()?;
+        }
+        Ok(d)
+    }
+}
+
+pub(crate) fn record_codec(
+    f: &Store,
+    filtered: bool,
+    version: LayoutVersion,
+    chunk_bytes: u64,
+) -> Result<RecordCodec> {
+    if !filtered {
+        return Ok(RecordCodec::unfiltered(f.sizes));
+    }
+    let width = match version {
+        LayoutVersion::V5 => f.sizes.lengths(),
+        _ => chunk_size_len(chunk_bytes),
+    };
+    Ok(RecordCodec::filtered(f.sizes, width)?)
+}
+
+pub(crate) fn dataspace(new_style: bool, dims: &[u64], max: &[Option<u64>]) -> Dataspace {
+    let max: Vec<Extent> = max
+        .iter()
+        .map(|m| m.map_or(Extent::Unlimited, Extent::Fixed))
+        .collect();
+    let differs = max.iter().zip(dims).any(|(m, &d)| *m != Extent::Fixed(d));
+    Dataspace {
+        version: if new_style {
+            DataspaceVersion::V2
+        } else {
+            DataspaceVersion::V1
+        },
+        kind: DataspaceKind::Simple,
+        dims: dims.to_vec(),
+        max_dims: differs.then_some(max),
+    }
+}

@@ -1,0 +1,426 @@
+//! Link storage of groups: new-style (links in the object header, "compact" storage) and
+//! old-style (a symbol table: local heap of names, group B-tree, symbol table nodes). Dense
+//! link storage (fractal heap) is reported as unsupported. [`crate::Group`] is built on this.
+
+use h5chunk_format::Addr;
+use h5chunk_format::message::{GroupInfo, Link, LinkInfo, LinkTarget, Message, SymbolTable};
+use h5chunk_format::symbol_table_entry::Cache;
+
+use h5chunk_format::object_header::MessageFlags;
+
+use crate::error::{Error, Result};
+use crate::object::raw;
+use crate::store::Store;
+
+/// What a link points to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkValue {
+    /// An object in this file.
+    Hard(Addr),
+    /// A path in this file.
+    Soft(String),
+    /// An object in another file.
+    External {
+        /// The other file.
+        file: String,
+        /// The object's path there.
+        path: String,
+    },
+}
+
+/// How a group stores its links.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LinkStorage {
+    Compact,
+    SymbolTable { btree: Addr, heap: Addr },
+}
+
+pub(crate) fn storage_of(f: &Store, group: Addr) -> Result<LinkStorage> {
+    let mut found = None;
+    for m in f.messages(group)? {
+        match m {
+            Message::SymbolTable(st) => {
+                return Ok(LinkStorage::SymbolTable {
+                    btree: st.btree_address,
+                    heap: st.local_heap_address,
+                });
+            }
+            Message::LinkInfo(li) => {
+                if li.fractal_heap_address.is_some() {
+                    return Err(Error::Unsupported("dense link storage (fractal heap)"));
+                }
+                found = Some(LinkStorage::Compact);
+            }
+            _ => {}
+        }
+    }
+    found.ok_or_else(|| Error::WrongKind {
+        path: format!("object @ {group}"),
+        expected: "group",
+    })
+}
+
+/// What a compact link message points to (`None` for user-defined links, which h5chunk does
+/// not follow).
+fn compact_value(target: LinkTarget) -> Option<LinkValue> {
+    Some(match target {
+        LinkTarget::Hard(a) => LinkValue::Hard(a),
+        LinkTarget::Soft(p) => LinkValue::Soft(String::from_utf8_lossy(&p).into_owned()),
+        LinkTarget::External { file, path, .. } => LinkValue::External {
+            file: String::from_utf8_lossy(&file).into_owned(),
+            path: String::from_utf8_lossy(&path).into_owned(),
+        },
+        LinkTarget::UserDefined { .. } => return None,
+    })
+}
+
+/// What a symbol table entry points to: a soft link's value is in the group's local heap.
+fn entry_value(
+    entry: &h5chunk_format::symbol_table_entry::SymbolTableEntry,
+    heap: &h5chunk_format::local_heap::LocalHeapData,
+) -> Result<Option<LinkValue>> {
+    Ok(match (entry.cache(), entry.object_header) {
+        (Cache::SoftLink { link_value_offset }, _) => Some(LinkValue::Soft(
+            String::from_utf8_lossy(heap.name(u64::from(link_value_offset))?).into_owned(),
+        )),
+        (_, Some(a)) => Some(LinkValue::Hard(a)),
+        (_, None) => None,
+    })
+}
+
+/// Every link of the group whose header is at `group`, sorted by name.
+pub(crate) fn links(f: &Store, group: Addr) -> Result<Vec<(String, LinkValue)>> {
+    let mut out = Vec::new();
+    match storage_of(f, group)? {
+        LinkStorage::Compact => {
+            for m in f.messages(group)? {
+                if let Message::Link(l) = m
+                    && let Some(value) = compact_value(l.target)
+                {
+                    out.push((String::from_utf8_lossy(&l.name).into_owned(), value));
+                }
+            }
+        }
+        LinkStorage::SymbolTable { btree, heap } => {
+            let g = symbol_table(f, btree, heap)?;
+            let names = g.names().map_err(bt1_err)?;
+            for link in g.links().map_err(bt1_err)? {
+                if let Some(value) = entry_value(&link.entry, &names)? {
+                    out.push((String::from_utf8_lossy(&link.name).into_owned(), value));
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The link `name` of the group whose header is at `group`, found without listing the others:
+/// a scan of the header's link messages, or one descent of the group B-tree.
+pub(crate) fn lookup(f: &Store, group: Addr, name: &str) -> Result<Option<LinkValue>> {
+    match storage_of(f, group)? {
+        LinkStorage::Compact => {
+            for m in f.messages(group)? {
+                if let Message::Link(l) = m
+                    && l.name == name.as_bytes()
+                {
+                    return Ok(compact_value(l.target));
+                }
+            }
+            Ok(None)
+        }
+        LinkStorage::SymbolTable { btree, heap } => {
+            let g = symbol_table(f, btree, heap)?;
+            match g.lookup(name.as_bytes()).map_err(bt1_err)? {
+                Some(entry) => entry_value(&entry, &g.names().map_err(bt1_err)?),
+                None => Ok(None),
+            }
+        }
+    }
+}
+
+fn bt1_err(e: h5chunk_btree1::Error) -> Error {
+    Error::SymbolTable(e)
+}
+
+/// The old-style group (h5chunk-btree1) whose symbol table is `btree` + `heap`: its nodes and
+/// heap live in the metadata cache, written at flush before the object headers.
+fn symbol_table(f: &Store, btree: Addr, heap: Addr) -> Result<h5chunk_btree1::Group<'_>> {
+    h5chunk_btree1::Group::open(
+        &f.cache,
+        f.sizes,
+        f.k.group_internal,
+        f.k.group_leaf,
+        btree,
+        heap,
+    )
+    .map_err(bt1_err)
+}
+
+/// The messages of a new group's object header.
+pub(crate) fn new_group_messages(f: &Store) -> Result<Vec<Message>> {
+    if f.bounds.new_style() {
+        return Ok(vec![
+            Message::LinkInfo(LinkInfo {
+                max_creation_index: None,
+                fractal_heap_address: None,
+                name_index_address: None,
+                creation_order_indexed: false,
+                creation_order_index_address: None,
+            }),
+            Message::GroupInfo(GroupInfo {
+                link_phase_change: None,
+                estimates: None,
+            }),
+        ]);
+    }
+    // An old-style group: an empty local heap (the empty name at offset 0) and an empty group
+    // B-tree leaf.
+    f.check_writable()?;
+    let g = h5chunk_btree1::Group::create(
+        &f.cache,
+        f.sizes,
+        f.k.group_internal,
+        f.k.group_leaf,
+        h5chunk_btree1::DEFAULT_HEAP_SIZE,
+    )
+    .map_err(bt1_err)?;
+    Ok(vec![Message::SymbolTable(SymbolTable {
+        btree_address: g.btree_address(),
+        local_heap_address: g.heap_address(),
+    })])
+}
+
+/// Add a hard link `name` → `target` to the group whose header is at `group`. `cache` is the
+/// cache entry type for old-style groups (a group member caches its symbol table).
+pub(crate) fn add_link(
+    f: &Store,
+    group: Addr,
+    group_path: &str,
+    name: &str,
+    target: Addr,
+    cache: Cache,
+) -> Result<()> {
+    if name.is_empty() || name.contains('/') || name.contains('\0') {
+        return Err(Error::arg(
+            "name",
+            format!("{name:?} is not a link name (empty, or holding '/' or NUL)"),
+        ));
+    }
+    if lookup(f, group, name)?.is_some() {
+        return Err(Error::Exists {
+            group: group_path.to_owned(),
+            name: name.to_owned(),
+        });
+    }
+    match storage_of(f, group)? {
+        LinkStorage::Compact => {
+            let m = raw(
+                &Message::Link(Link::hard(name.as_bytes(), target)),
+                MessageFlags::empty(),
+                f.sizes,
+            )?;
+            f.add_message(group, m)
+        }
+        LinkStorage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
+            .insert(name.as_bytes(), target, cache)
+            .map_err(bt1_err),
+    }
+}
+
+/// Soft links followed while resolving one path before giving up (libhdf5's default limit,
+/// `H5L_NUM_LINKS`): a link that points to itself is an error, not a stack overflow.
+const MAX_SOFT_LINK_HOPS: u32 = 16;
+
+/// What a group member is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberKind {
+    /// A group.
+    Group,
+    /// A dataset.
+    Dataset,
+    /// A soft or external link, or an object of another kind.
+    Other,
+}
+
+impl MemberKind {
+    fn name(self) -> &'static str {
+        match self {
+            MemberKind::Group => "group",
+            MemberKind::Dataset => "dataset",
+            MemberKind::Other => "object",
+        }
+    }
+}
+
+/// The kind of the object whose header is at `addr`.
+pub(crate) fn kind_of(f: &Store, addr: Addr) -> Result<MemberKind> {
+    let mut kind = MemberKind::Other;
+    for m in f.messages(addr)? {
+        match m {
+            Message::DataLayout(_) => return Ok(MemberKind::Dataset),
+            Message::SymbolTable(_) | Message::LinkInfo(_) => kind = MemberKind::Group,
+            _ => {}
+        }
+    }
+    Ok(kind)
+}
+
+/// The path of member `name` of the group at `parent`.
+pub(crate) fn child_path(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// `("/a/b", "c")` from `"/a/b/c"`; a name alone is in the root group.
+pub(crate) fn split_path(path: &str) -> Result<(&str, &str)> {
+    let trimmed = path.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((parent, name)) if !name.is_empty() => {
+            Ok((if parent.is_empty() { "/" } else { parent }, name))
+        }
+        None if !trimmed.is_empty() => Ok(("/", trimmed)),
+        _ => Err(Error::arg(
+            "path",
+            format!("{path:?} names no member of a group"),
+        )),
+    }
+}
+
+/// `("a/b", "c")` from `"a/b/c"`, `(".", "c")` from `"c"` and `("/", "c")` from `"/c"`: the
+/// group a path's last member is in (relative paths stay relative) and that member's name.
+pub(crate) fn split_relative(path: &str) -> Result<(&str, &str)> {
+    let trimmed = path.trim_end_matches('/');
+    let (parent, name) = match trimmed.rsplit_once('/') {
+        Some((p, n)) => (if p.is_empty() { "/" } else { p }, n),
+        None => (".", trimmed),
+    };
+    if name.is_empty() || name == "." {
+        return Err(Error::arg(
+            "path",
+            format!("{path:?} names no member of a group"),
+        ));
+    }
+    Ok((parent, name))
+}
+
+/// A group's header address and path: where a path is resolved from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct At {
+    pub addr: Addr,
+    pub path: String,
+}
+
+/// Resolves paths from a file's root group.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Resolver<'s> {
+    pub store: &'s Store,
+    pub root: Addr,
+}
+
+impl Resolver<'_> {
+    fn root_at(&self) -> At {
+        At {
+            addr: self.root,
+            path: "/".into(),
+        }
+    }
+
+    /// The object header of member `name` of group `g`, following soft links.
+    pub fn child(&self, g: &At, name: &str) -> Result<Addr> {
+        self.child_hops(g, name, &mut 0)
+    }
+
+    fn child_hops(&self, g: &At, name: &str, hops: &mut u32) -> Result<Addr> {
+        match lookup(self.store, g.addr, name)? {
+            Some(LinkValue::Hard(a)) => Ok(a),
+            Some(LinkValue::Soft(p)) => {
+                *hops = hops.saturating_add(1);
+                if *hops > MAX_SOFT_LINK_HOPS {
+                    return Err(Error::corrupt(
+                        "group",
+                        g.addr,
+                        format!(
+                            "{}: more than {MAX_SOFT_LINK_HOPS} soft links in a row (a cycle?)",
+                            child_path(&g.path, name)
+                        ),
+                    ));
+                }
+                let p = if p.starts_with('/') {
+                    p
+                } else {
+                    child_path(&g.path, &p)
+                };
+                let (parent, leaf) = split_path(&p)?;
+                let parent = self.group_hops(g, parent, hops)?;
+                self.child_hops(&parent, leaf, hops)
+            }
+            Some(LinkValue::External { .. }) => Err(Error::Unsupported("following external links")),
+            None => Err(Error::NotFound {
+                group: g.path.clone(),
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    /// The group at `path`, relative to `from` (or absolute).
+    pub fn group(&self, from: &At, path: &str) -> Result<At> {
+        self.group_hops(from, path, &mut 0)
+    }
+
+    fn group_hops(&self, from: &At, path: &str, hops: &mut u32) -> Result<At> {
+        let mut g = if path.starts_with('/') {
+            self.root_at()
+        } else {
+            from.clone()
+        };
+        for name in path.split('/').filter(|n| !n.is_empty() && *n != ".") {
+            let addr = self.child_hops(&g, name, hops)?;
+            let path = child_path(&g.path, name);
+            if kind_of(self.store, addr)? != MemberKind::Group {
+                return Err(Error::WrongKind {
+                    path,
+                    expected: MemberKind::Group.name(),
+                });
+            }
+            g = At { addr, path };
+        }
+        Ok(g)
+    }
+
+    /// The dataset at `path` relative to `from`: its header and path.
+    pub fn dataset(&self, from: &At, path: &str) -> Result<At> {
+        let (parent, name) = split_relative(path)?;
+        let parent = self.group(from, parent)?;
+        let addr = self.child(&parent, name)?;
+        let path = child_path(&parent.path, name);
+        if kind_of(self.store, addr)? != MemberKind::Dataset {
+            return Err(Error::WrongKind {
+                path,
+                expected: MemberKind::Dataset.name(),
+            });
+        }
+        Ok(At { addr, path })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{split_path, split_relative};
+
+    #[test]
+    fn paths() {
+        assert_eq!(split_path("/a/b/c").unwrap(), ("/a/b", "c"));
+        assert_eq!(split_path("/c").unwrap(), ("/", "c"));
+        assert_eq!(split_path("c").unwrap(), ("/", "c"));
+        assert!(split_path("/").is_err());
+        assert_eq!(split_relative("a/b/c").unwrap(), ("a/b", "c"));
+        assert_eq!(split_relative("c").unwrap(), (".", "c"));
+        assert_eq!(split_relative("/c/").unwrap(), ("/", "c"));
+        assert!(split_relative("/").is_err());
+        assert!(split_relative("").is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! The store: what every structure of one open file reaches the bytes through.
+//!
+//! A [`Store`] holds the storage backend, the metadata cache (with its space allocator), the
+//! file's sizes of offsets and lengths, the library version bounds new objects follow, whether
+//! the file may be changed, the B-tree K values of the superblock, and the object headers read
+//! or changed so far. Index adapters, groups and object headers take a `&Store`; nothing here
+//! knows files, groups or datasets, so each of them can be tested over a [`MemStorage`]
+//! without a file on disk.
+//!
+//! [`MemStorage`]: h5chunk_cache::MemStorage
+
+use std::sync::Arc;
+
+use h5chunk_cache::{MetadataCache, Storage};
+use h5chunk_format::message::Message;
+use h5chunk_format::object_header::{MessageFlags, RawMessage};
+use h5chunk_format::{Addr, Sizes};
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::libver::LibverBounds;
+use crate::object::{Headers, create_header, raw};
+
+/// The B-tree K values a file's superblock sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BTreeK {
+    /// Group B-tree internal node K.
+    pub group_internal: u16,
+    /// Group B-tree leaf node K.
+    pub group_leaf: u16,
+    /// The indexed-storage K of version 1 B-tree chunk indexes.
+    pub istore: u16,
+}
+
+impl Default for BTreeK {
+    fn default() -> BTreeK {
+        BTreeK {
+            group_internal: h5chunk_btree1::DEFAULT_GROUP_INTERNAL_K,
+            group_leaf: h5chunk_btree1::DEFAULT_GROUP_LEAF_K,
+            istore: h5chunk_format::superblock::DEFAULT_INDEXED_STORAGE_K,
+        }
+    }
+}
+
+/// The padding libhdf5 gives chunk 0 of a new object header's messages, by kind of object:
+/// room for later messages without a continuation chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderPad {
+    /// A group under the earliest format (a version 1 header holding a symbol table message).
+    OldGroup,
+    /// A group under the 1.8+ format (a version 2 header holding link info and group info).
+    NewGroup,
+    /// A dataset, under either format.
+    Dataset,
+}
+
+impl HeaderPad {
+    /// Bytes of message area chunk 0 is padded to.
+    pub fn bytes(self) -> usize {
+        match self {
+            HeaderPad::OldGroup => 24,
+            HeaderPad::NewGroup => 120,
+            HeaderPad::Dataset => 256,
+        }
+    }
+}
+
+/// Everything below groups and datasets of one open file.
+#[derive(Debug)]
+pub(crate) struct Store {
+    /// The file's name in errors: its path, or the backend's description.
+    pub name: String,
+    pub storage: Arc<dyn Storage>,
+    pub cache: MetadataCache,
+    pub sizes: Sizes,
+    pub bounds: LibverBounds,
+    pub writable: bool,
+    pub k: BTreeK,
+    headers: Mutex<Headers>,
+}
+
+impl Store {
+    pub fn new(
+        name: String,
+        storage: Arc<dyn Storage>,
+        cache: MetadataCache,
+        sizes: Sizes,
+        bounds: LibverBounds,
+        writable: bool,
+        k: BTreeK,
+    ) -> Store {
+        Store {
+            name,
+            storage,
+            cache,
+            sizes,
+            bounds,
+            writable,
+            k,
+            headers: Mutex::new(Headers::default()),
+        }
+    }
+
+    /// An I/O error of this file.
+    pub fn io(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            file: self.name.clone(),
+            source,
+        }
+    }
+
+    /// `len` bytes at `at`. Space allocated but never written (past the file's current end,
+    /// within the end of allocation) reads as zeros, as it will once the file is extended.
+    /// The length is checked against the end of allocation before any buffer is sized.
+    pub fn read(&self, at: Addr, len: u64) -> Result<Vec<u8>> {
+        let eoa = self.cache.allocator().eoa().get();
+        let wanted = at.get().checked_add(len);
+        if wanted.is_none_or(|w| w > eoa) {
+            // Past the end of allocation; the file may still be longer (a file some other
+            // writer extended), so only its real length can refuse the read.
+            let end = self.storage.len().map_err(|e| self.io(e))?;
+            if wanted.is_none_or(|w| w > eoa.max(end)) {
+                return Err(Error::Format(h5chunk_format::Error::Truncated {
+                    structure: "file",
+                    at,
+                    needed: len,
+                    available: eoa.max(end).saturating_sub(at.get()),
+                }));
+            }
+        }
+        let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
+        let mut buf = vec![0u8; size];
+        // The common case, every chunk read: the bytes are in the file. Only a read that runs
+        // past the file's end asks for its length (one system call less per read).
+        if self.storage.read_at(at, &mut buf).is_ok() {
+            return Ok(buf);
+        }
+        let end = self.storage.len().map_err(|e| self.io(e))?;
+        let n = len.min(end.saturating_sub(at.get()));
+        buf.fill(0);
+        let head = buf
+            .get_mut(..usize::try_from(n).map_err(|_| Error::Internal("read length"))?)
+            .ok_or(Error::Internal("read length"))?;
+        self.storage.read_at(at, head).map_err(|e| self.io(e))?;
+        Ok(buf)
+    }
+
+    /// Write `bytes` at `at`.
+    pub fn write(&self, at: Addr, bytes: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        self.storage.write_at(at, bytes).map_err(|e| self.io(e))
+    }
+
+    /// Allocate `len` bytes of file space.
+    pub fn allocate(&self, len: u64) -> Result<Addr> {
+        self.check_writable()?;
+        Ok(self.cache.allocator().allocate(len)?)
+    }
+
+    /// Give back `len` bytes at `at`.
+    pub fn free(&self, at: Addr, len: u64) -> Result<()> {
+        Ok(self.cache.allocator().free(at, len)?)
+    }
+
+    pub fn check_writable(&self) -> Result<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::ReadOnly {
+                file: self.name.clone(),
+            })
+        }
+    }
+
+    /// The typed messages of the object header at `at`, in stored order.
+    pub fn messages(&self, at: Addr) -> Result<Vec<Message>> {
+        self.headers.lock().messages(&*self.storage, self.sizes, at)
+    }
+
+    /// Add `m` to the object header at `at`.
+    pub fn add_message(&self, at: Addr, m: RawMessage) -> Result<()> {
+        self.check_writable()?;
+        self.headers
+            .lock()
+            .add(&*self.storage, &self.cache, self.sizes, at, m)
+    }
+
+    /// Replace the first message of `m`'s kind in the object header at `at`.
+    pub fn replace_message(&self, at: Addr, m: &Message) -> Result<()> {
+        self.check_writable()?;
+        self.headers
+            .lock()
+            .replace(&*self.storage, self.sizes, at, m)
+    }
+
+    /// Create an object header holding `messages` (chunk 0 padded as `pad` says); its address.
+    pub fn create_object(
+        &self,
+        messages: &[(Message, MessageFlags)],
+        pad: HeaderPad,
+    ) -> Result<Addr> {
+        self.check_writable()?;
+        let raws = messages
+            .iter()
+            .map(|(m, flags)| raw(m, *flags, self.sizes))
+            .collect::<Result<Vec<_>>>()?;
+        let h = create_header(
+            &self.cache,
+            self.sizes,
+            self.bounds.new_style(),
+            raws,
+            pad.bytes(),
+        )?;
+        let at = h.addr();
+        self.headers.lock().insert_new(h);
+        Ok(at)
+    }
+
+    /// Write every changed object header.
+    pub fn flush_headers(&self) -> Result<()> {
+        self.headers.lock().flush(&*self.storage)
+    }
+}
