@@ -3,7 +3,11 @@
  * benches/src/bin/h5chunk-bench.rs, through the HDF5 C API, printing the same CURVE and
  * RESULT lines (impl=libhdf5). Scenario geometry: see the table in benches/src/lib.rs.
  *
- *   append_bench SCENARIO INDEX N CHUNK_BYTES DIR
+ *   append_bench SCENARIO INDEX N CHUNK_BYTES DIR [STOP_AFTER]
+ *
+ * STOP_AFTER (`append` or `lookup`) ends the run after that phase, printing an APPEND or
+ * LOOKUP line; the phases are the functions bench_append_phase and bench_lookup_phase, which
+ * `cargo xtask bench --instructions` counts under callgrind (--toggle-collect).
  *
  * Per append: H5Dset_extent by one chunk, then H5Dwrite of the new chunk through a
  * hyperslab; H5Fclose is inside the timed region. Then reopen, read one element from each of
@@ -115,11 +119,58 @@ static void read_one(hid_t dset, hid_t type, uint64_t i, size_t elem) {
     }
 }
 
+/* 1. Append n chunks, then close the file: the timed region, and what
+ * `xtask bench --instructions` counts per append. */
+static __attribute__((noinline)) double bench_append_phase(hid_t file, hid_t dset, hid_t type,
+                                                           uint64_t n, uint64_t chunk_bytes,
+                                                           hsize_t *dims, uint64_t *curve_i,
+                                                           double *curve_t, int *points) {
+    unsigned char *data = malloc(chunk_bytes);
+    hsize_t count[2] = {chunk[0], chunk[1]};
+    hid_t mem = H5Screate_simple(rank, count, NULL);
+    uint64_t every = n / CURVE_POINTS ? n / CURVE_POINTS : 1;
+    double t0 = now();
+    for (uint64_t i = 0; i < n; i++) {
+        int d = grows(i);
+        if (d >= 0) {
+            dims[d] += chunk[d];
+            CHECK(H5Dset_extent(dset, dims));
+        }
+        hsize_t start[2];
+        start_of(i, start);
+        hid_t fs = H5Dget_space(dset);
+        CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
+        memset(data, marker(i), chunk_bytes);
+        CHECK(H5Dwrite(dset, type, mem, fs, H5P_DEFAULT, data));
+        H5Sclose(fs);
+        if ((i + 1) % every == 0 && i + 1 < n && *points < CURVE_POINTS + 1) {
+            curve_i[*points] = i + 1;
+            curve_t[(*points)++] = now() - t0;
+        }
+    }
+    H5Sclose(mem);
+    H5Dclose(dset);
+    CHECK(H5Fclose(file));
+    free(data);
+    return now() - t0;
+}
+
+/* 2. Warm lookups: one element of each of k chunks, what `--instructions` counts per lookup. */
+static __attribute__((noinline)) double bench_lookup_phase(hid_t dset, hid_t type,
+                                                           const uint64_t *order, uint64_t k,
+                                                           size_t elem) {
+    double t1 = now();
+    for (uint64_t j = 0; j < k; j++)
+        read_one(dset, type, order[j], elem);
+    return now() - t1;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: append_bench SCENARIO INDEX N CHUNK_BYTES DIR\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: append_bench SCENARIO INDEX N CHUNK_BYTES DIR [append|lookup]\n");
         return 2;
     }
+    const char *stop_after = argc == 7 ? argv[6] : "";
     scenario = argv[1];
     index_name = argv[2];
     uint64_t n = strtoull(argv[3], NULL, 10);
@@ -192,38 +243,19 @@ int main(int argc, char **argv) {
     }
 
     /* 1. Append, close included. */
-    unsigned char *data = malloc(chunk_bytes);
-    hsize_t count[2] = {chunk[0], chunk[1]};
-    hid_t mem = H5Screate_simple(rank, count, NULL);
-    uint64_t every = n / CURVE_POINTS ? n / CURVE_POINTS : 1;
     uint64_t *curve_i = malloc(sizeof(uint64_t) * (CURVE_POINTS + 2));
     double *curve_t = malloc(sizeof(double) * (CURVE_POINTS + 2));
     int points = 0;
-    double t0 = now();
-    for (uint64_t i = 0; i < n; i++) {
-        int d = grows(i);
-        if (d >= 0) {
-            dims[d] += chunk[d];
-            CHECK(H5Dset_extent(dset, dims));
-        }
-        hsize_t start[2];
-        start_of(i, start);
-        hid_t fs = H5Dget_space(dset);
-        CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
-        memset(data, marker(i), chunk_bytes);
-        CHECK(H5Dwrite(dset, type, mem, fs, H5P_DEFAULT, data));
-        H5Sclose(fs);
-        if ((i + 1) % every == 0 && i + 1 < n && points < CURVE_POINTS + 1) {
-            curve_i[points] = i + 1;
-            curve_t[points++] = now() - t0;
-        }
-    }
-    H5Sclose(mem);
-    H5Dclose(dset);
-    CHECK(H5Fclose(file));
-    double append_s = now() - t0;
+    double append_s =
+        bench_append_phase(file, dset, type, n, chunk_bytes, dims, curve_i, curve_t, &points);
     curve_i[points] = n;
     curve_t[points++] = append_s;
+    if (is(stop_after, "append")) {
+        printf("APPEND impl=libhdf5 scenario=%s index=%s n=%llu append_s=%.6f\n", scenario,
+               index_name, (unsigned long long)n, append_s);
+        remove(path);
+        return 0;
+    }
 
     FILE *fp = fopen(path, "rb");
     if (!fp)
@@ -249,10 +281,15 @@ int main(int argc, char **argv) {
     CHECK(file);
     dset = H5Dopen2(file, DATASET, H5P_DEFAULT);
     CHECK(dset);
-    double t1 = now();
-    for (uint64_t j = 0; j < k; j++)
-        read_one(dset, type, order[j], elem);
-    double lookup_s = now() - t1;
+    double lookup_s = bench_lookup_phase(dset, type, order, k, elem);
+    if (is(stop_after, "lookup")) {
+        printf("LOOKUP impl=libhdf5 scenario=%s index=%s n=%llu k=%llu lookup_s=%.6f\n",
+               scenario, index_name, (unsigned long long)n, (unsigned long long)k, lookup_s);
+        H5Dclose(dset);
+        H5Fclose(file);
+        remove(path);
+        return 0;
+    }
 
     H5O_info_t info;
     CHECK(H5Oget_info2(dset, &info, H5O_INFO_META_SIZE));
@@ -308,7 +345,6 @@ int main(int argc, char **argv) {
            (double)meta / (double)n);
     remove(path);
     free(order);
-    free(data);
     free(curve_i);
     free(curve_t);
     return 0;

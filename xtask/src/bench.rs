@@ -43,6 +43,10 @@ pub const IMPLS: [&str; 2] = ["h5chunk", "libhdf5"];
 #[derive(Debug, PartialEq)]
 struct Options {
     n: u64,
+    /// `--n` was given (else `--instructions` runs its own smaller default).
+    n_given: bool,
+    /// `--instructions`: count instructions under callgrind instead of timing.
+    instructions: bool,
     repeat: u32,
     chunk_bytes: u64,
     scenarios: Vec<String>,
@@ -52,6 +56,8 @@ struct Options {
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         n: DEFAULT_N,
+        n_given: false,
+        instructions: false,
         repeat: DEFAULT_REPEAT,
         chunk_bytes: 1,
         scenarios: PLAN.iter().map(|(s, _)| s.to_string()).collect(),
@@ -63,8 +69,10 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         match arg.as_str() {
             "--full" => {
                 o.n = FULL_N;
+                o.n_given = true;
                 o.repeat = 1;
             }
+            "--instructions" => o.instructions = true,
             "--n" => {
                 o.n = value()?
                     .replace('_', "")
@@ -73,6 +81,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                 if o.n < 2 {
                     return Err("--n must be at least 2".into());
                 }
+                o.n_given = true;
             }
             "--repeat" => {
                 o.repeat = value()?.parse().map_err(|e| format!("--repeat: {e}"))?;
@@ -155,11 +164,15 @@ pub type Curve = Vec<(u64, f64)>;
 /// Run outcomes by (scenario, index, implementation).
 pub type Results = BTreeMap<(String, String, String), Outcome>;
 
-/// The `key=value` fields of a `RESULT` or `CURVE` line (`None` for any other line).
+/// The `key=value` fields of a `RESULT`, `CURVE`, `APPEND` or `LOOKUP` line (`None` for any
+/// other line).
 /// Values hold no spaces, except the reason of an `UNAVAILABLE` line, which runs to the end.
 pub fn parse_line(line: &str) -> Option<(&str, BTreeMap<String, String>)> {
     let (kind, rest) = line.split_once(' ')?;
-    if !matches!(kind, "RESULT" | "CURVE" | "UNAVAILABLE") {
+    if !matches!(
+        kind,
+        "RESULT" | "CURVE" | "UNAVAILABLE" | "APPEND" | "LOOKUP"
+    ) {
         return None;
     }
     let mut fields = BTreeMap::new();
@@ -230,10 +243,26 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
 
     eprintln!("xtask bench: building h5chunk-bench (release)");
     let ours = build_h5chunk_bench(root)?;
-    let theirs = build_libhdf5_bench(root, &out_dir);
+    // The comparison needs libhdf5's C library: installed here as .ci/run installs h5dump
+    // (where we may), else the table says which command would.
+    let theirs = crate::install::ensure(crate::install::LIBHDF5)
+        .and_then(|()| build_libhdf5_bench(root, &out_dir));
     match &theirs {
         Ok(p) => eprintln!("xtask bench: libhdf5 side: {}", p.display()),
         Err(why) => eprintln!("xtask bench: libhdf5 side unavailable: {why}"),
+    }
+
+    if o.instructions {
+        crate::install::ensure(crate::install::VALGRIND)?;
+        let n = if o.n_given {
+            o.n
+        } else {
+            crate::instructions::DEFAULT_N
+        };
+        let counts = crate::instructions::run(&cases, n, o.chunk_bytes, &ours, &theirs, &files);
+        println!();
+        print!("{}", crate::instructions::table(&cases, &counts, n));
+        return Ok(());
     }
 
     let started = Instant::now();
@@ -498,6 +527,14 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+/// Microseconds per operation at `rate` operations per second.
+fn micros(rate: Option<f64>) -> String {
+    match rate {
+        Some(r) if r > 0.0 => format!("{:.2}", 1e6 / r),
+        _ => "n/a".into(),
+    }
+}
+
 /// The table: per scenario and index, appends/s of both and their ratio (h5chunk / libhdf5),
 /// lookups/s and ratio, h5chunk's metadata reads per cold lookup, file bytes and index
 /// metadata bytes per chunk of both; then the reasons for missing cells.
@@ -515,9 +552,13 @@ pub fn table(
         "append/s h5c",
         "append/s hdf5",
         "ratio",
+        "us/app h5c",
+        "us/app hdf5",
         "lookup/s h5c",
         "lookup/s hdf5",
         "ratio",
+        "us/lkp h5c",
+        "us/lkp hdf5",
         "reads/cold",
         "file B h5c",
         "file B hdf5",
@@ -544,9 +585,13 @@ pub fn table(
             cell(ours, "appends_per_s"),
             cell(theirs, "appends_per_s"),
             ratio(get(ours, "appends_per_s"), get(theirs, "appends_per_s")),
+            micros(get(ours, "appends_per_s")),
+            micros(get(theirs, "appends_per_s")),
             cell(ours, "lookup_per_s"),
             cell(theirs, "lookup_per_s"),
             ratio(get(ours, "lookup_per_s"), get(theirs, "lookup_per_s")),
+            micros(get(ours, "lookup_per_s")),
+            micros(get(theirs, "lookup_per_s")),
             ours.and_then(|f| f.get("reads_per_lookup").cloned())
                 .unwrap_or_else(|| "n/a".into()),
             cell(ours, "file_bytes"),
@@ -812,8 +857,10 @@ mod tests {
             .expect("a row for s1");
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells[..5], ["s1", "earray", "2,000", "1,000", "2.00x"]);
-        assert_eq!(cells[7], "1.00x");
-        assert_eq!(cells[8], "4.00");
+        // Microseconds per append of both, next to the rates.
+        assert_eq!(cells[5..7], ["500.00", "1000.00"]);
+        assert_eq!(cells[9], "1.00x");
+        assert_eq!(cells[12], "4.00");
 
         r.insert(
             ("s1".into(), "earray".into(), "libhdf5".into()),

@@ -8,6 +8,8 @@
 mod bench;
 mod deps;
 mod fixtures;
+mod install;
+mod instructions;
 #[cfg(test)]
 mod interop;
 mod modules;
@@ -60,9 +62,10 @@ const TASKS: &[Task] = &[
     },
     Task {
         name: "bench",
-        usage: "bench [--full] [--n N] [--scenario S,..] [--index I,..]",
+        usage: "bench [--full] [--instructions] [--n N] [--scenario S,..] [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
-               also --repeat R, --chunk-bytes B",
+               --instructions counts instructions per append and per lookup under callgrind \
+               instead; also --repeat R, --chunk-bytes B",
         run: bench,
     },
 ];

@@ -17,7 +17,11 @@
 //!    unwritten fill);
 //! 5. file size and index metadata bytes per chunk.
 //!
-//! `--append-only` stops after phase 1 (to profile the append path alone).
+//! `--stop-after append` (or `--append-only`) stops after phase 1, printing an `APPEND` line;
+//! `--stop-after lookup` after phase 2, printing a `LOOKUP` line with the lookup count. The two
+//! phases are the functions `bench_append_phase` and `bench_lookup_phase`, which
+//! `cargo xtask bench --instructions` counts under callgrind (`--toggle-collect`), as it counts
+//! their twins in `benches/libhdf5/append_bench.c`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,8 +46,8 @@ struct Args {
     n: u64,
     chunk_bytes: u64,
     dir: PathBuf,
-    /// Stop after the append phase (for profiling it alone).
-    append_only: bool,
+    /// Stop after this phase: "append" or "lookup" (for profiling one alone).
+    stop_after: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -52,7 +56,7 @@ fn parse_args() -> Result<Args, String> {
     let mut n = 20_000u64;
     let mut chunk_bytes = 1u64;
     let mut dir = std::env::temp_dir();
-    let mut append_only = false;
+    let mut stop_after = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(format!("{a} needs a value"));
@@ -72,7 +76,14 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|e| format!("--chunk-bytes: {e}"))?
             }
             "--dir" => dir = PathBuf::from(value()?),
-            "--append-only" => append_only = true,
+            "--append-only" => stop_after = Some("append".to_string()),
+            "--stop-after" => {
+                let v = value()?;
+                if v != "append" && v != "lookup" {
+                    return Err(format!("--stop-after takes append or lookup, not {v}"));
+                }
+                stop_after = Some(v);
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -85,7 +96,7 @@ fn parse_args() -> Result<Args, String> {
         n,
         chunk_bytes,
         dir,
-        append_only,
+        stop_after,
     })
 }
 
@@ -119,22 +130,12 @@ fn run(a: &Args) -> Result<(), String> {
 
     // 1. Append, close included.
     let (file, ds) = create(&path, &g, a.index)?;
-    let every = (a.n / CURVE_POINTS).max(1);
     let mut curve = Vec::with_capacity(CURVE_POINTS as usize + 1);
-    let mut dims = g.initial_dims();
-    let t0 = Instant::now();
-    for i in 0..a.n {
-        append(&ds, &g, i, &mut dims)?;
-        if (i + 1) % every == 0 && i + 1 < a.n {
-            curve.push((i + 1, t0.elapsed().as_secs_f64()));
-        }
-    }
-    drop(ds);
-    file.close().map_err(|e| format!("close: {e}"))?;
-    let append_s = t0.elapsed().as_secs_f64();
+    let append_s = bench_append_phase(file, ds, &g, a.n, &mut curve)?;
     curve.push((a.n, append_s));
-    if a.append_only {
+    if a.stop_after.as_deref() == Some("append") {
         println!("APPEND {tag} append_s={append_s:.6}");
+        std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         return Ok(());
     }
     let file_bytes = std::fs::metadata(&path)
@@ -149,11 +150,14 @@ fn run(a: &Args) -> Result<(), String> {
     let ds = file
         .dataset(DATASET)
         .map_err(|e| format!("reopen {DATASET}: {e}"))?;
-    let t1 = Instant::now();
-    for &i in &order[..k as usize] {
-        read_one(&ds, &g, i)?;
+    let lookup_s = bench_lookup_phase(&ds, &g, &order[..k as usize])?;
+    if a.stop_after.as_deref() == Some("lookup") {
+        println!("LOOKUP {tag} k={k} lookup_s={lookup_s:.6}");
+        drop(ds);
+        drop(file);
+        std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(());
     }
-    let lookup_s = t1.elapsed().as_secs_f64();
     let mut reads = 0u64;
     for &i in &order[k as usize..] {
         file.evict_metadata().map_err(|e| format!("evict: {e}"))?;
@@ -204,4 +208,39 @@ fn run(a: &Args) -> Result<(), String> {
     );
     std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
+}
+
+/// Phase 1: `n` appends, then close the file; returns the seconds taken and records the
+/// append-time curve. Never inlined: `xtask bench --instructions` counts what runs inside.
+#[inline(never)]
+fn bench_append_phase(
+    file: File,
+    ds: h5chunk::Dataset,
+    g: &Geometry,
+    n: u64,
+    curve: &mut Vec<(u64, f64)>,
+) -> Result<f64, String> {
+    let every = (n / CURVE_POINTS).max(1);
+    let mut dims = g.initial_dims();
+    let t0 = Instant::now();
+    for i in 0..n {
+        append(&ds, g, i, &mut dims)?;
+        if (i + 1) % every == 0 && i + 1 < n {
+            curve.push((i + 1, t0.elapsed().as_secs_f64()));
+        }
+    }
+    drop(ds);
+    file.close().map_err(|e| format!("close: {e}"))?;
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// Phase 2: one element of each chunk of `order`, on an open handle; the seconds taken. Never
+/// inlined, for the same reason.
+#[inline(never)]
+fn bench_lookup_phase(ds: &h5chunk::Dataset, g: &Geometry, order: &[u64]) -> Result<f64, String> {
+    let t1 = Instant::now();
+    for &i in order {
+        read_one(ds, g, i)?;
+    }
+    Ok(t1.elapsed().as_secs_f64())
 }
