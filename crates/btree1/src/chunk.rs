@@ -5,7 +5,7 @@
 //! offsets `key[i] ≤ x < key[i + 1]` (lexicographic, dimension 0 most significant). A new
 //! right-most child gets the right key "chunk + chunk dims in every dimension, element-size
 //! slot included", size 0 and mask 0, as libhdf5 writes it; later appends often leave it
-//! alone, so the last key is not a tight bound (chunk-index-format.md §4.3).
+//! alone, so the last key is not a tight bound (docs/format/chunk-index-format.md §4.3).
 
 use core::cmp::Ordering;
 use core::ops::ControlFlow;

@@ -24,7 +24,7 @@ use crate::tree::{BTree, Class, Keys, LeafIns, NewNode};
 pub const DEFAULT_GROUP_INTERNAL_K: u16 = 16;
 /// libhdf5's default "group leaf node K": up to 8 entries a symbol table node.
 pub const DEFAULT_GROUP_LEAF_K: u16 = 4;
-/// The data segment size libhdf5 gives a new group's local heap (file-format.md §5.2.3).
+/// The data segment size libhdf5 gives a new group's local heap (docs/format/file-format.md §5.2.3).
 pub const DEFAULT_HEAP_SIZE: usize = 88;
 
 /// A symbol table node in the cache.

@@ -2,6 +2,12 @@
 //! index of node type 1 decodes through [`ChunkTree`], with the chunk count the manifest states
 //! and every record equal to the manifest's `chunk_records` and to what h5py reports; every
 //! old-style group decodes through [`Group`] with the links the manifest lists.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -3,6 +3,12 @@
 //! node: level, keys (size, mask, offsets, the non-tight right keys included) and children.
 //! Plus the documented split figures: 200 sequential 1-D chunks give leaves of 57, 57, 57, 29
 //! with K = 32 (a 57/7 split), and 14/2 with K = 8.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::sync::Arc;
 

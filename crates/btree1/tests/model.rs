@@ -2,6 +2,12 @@
 //! 4 and for old-style groups, with small K values so that trees grow several levels, with
 //! close-and-reopen from the bytes in storage, the tree's structure (levels, sibling links)
 //! checked, and the write order checked on every flush.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;

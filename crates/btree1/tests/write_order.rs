@@ -3,6 +3,12 @@
 //! two ways: the dependency graph equals the tree's structure exactly after splits, root moves
 //! and removals, and the cache's write-order checker accepts every flush (and fires when the
 //! cache is deliberately broken).
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,7 +1,11 @@
 //! Interop with libhdf5 (through h5py): trees libhdf5 writes are read back exactly; trees we
 //! write are read by libhdf5 value by value, extended by libhdf5, and read back by us.
-
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! File-space allocation over the end-of-allocation address (EOA).
 //!
 //! The EOA is the address just past the last allocated byte; it is what the superblock's
-//! "End of File Address" field must hold (file-format.md §6). The allocator keeps it in memory;
+//! "End of File Address" field must hold (docs/format/file-format.md §6). The allocator keeps it in memory;
 //! the caller sets it from the superblock at open ([`Allocator::set_eoa`]) and writes it back
 //! into the superblock whenever it flushes that.
 //!
@@ -108,16 +108,19 @@ impl Allocator {
         let fit = self.free.iter().find_map(|(&start, &flen)| {
             let at = align_up(start, align)?;
             let end = at.checked_add(len)?;
-            (end <= start.checked_add(flen)?).then_some((start, flen, at, end))
+            // `None` (does not fit) when the aligned request ends past the block.
+            let tail = start.checked_add(flen)?.checked_sub(end)?;
+            // `align_up` never rounds down, so this is the (possibly empty) alignment gap.
+            let head = at.checked_sub(start)?;
+            Some((start, head, at, end, tail))
         });
-        if let Some((start, flen, at, end)) = fit {
+        if let Some((start, head, at, end, tail)) = fit {
             self.free.remove(&start);
-            if at > start {
-                self.free.insert(start, at - start);
+            if head > 0 {
+                self.free.insert(start, head);
             }
-            let block_end = start + flen;
-            if end < block_end {
-                self.free.insert(end, block_end - end);
+            if tail > 0 {
+                self.free.insert(end, tail);
             }
             return Ok(Addr(at));
         }
@@ -130,13 +133,14 @@ impl Allocator {
             addr: Addr(at),
             len,
         })?;
-        if at > self.eoa {
-            // The alignment gap was never handed out, so it is reusable even under SWMR.
-            let gap = (self.eoa, at - self.eoa);
-            self.eoa = end;
-            self.insert_free(gap.0, gap.1);
-        } else {
-            self.eoa = end;
+        let gap_start = self.eoa;
+        self.eoa = end;
+        // `align_up` never rounds down, so `at >= gap_start`. The alignment gap was never handed
+        // out, so it is reusable even under SWMR.
+        if let Some(gap) = at.checked_sub(gap_start)
+            && gap > 0
+        {
+            self.insert_free(gap_start, gap);
         }
         Ok(Addr(at))
     }
@@ -189,17 +193,20 @@ impl Allocator {
     }
 
     /// Insert a block into the free list, merging it with its neighbours.
+    ///
+    /// The block and its neighbours lie below the EOA (module invariant; callers check it), so
+    /// the merged block does too and the saturating sums below never actually saturate.
     fn insert_free(&mut self, mut start: u64, mut len: u64) {
         if let Some((&ps, &pl)) = self.free.range(..start).next_back()
-            && ps + pl == start
+            && ps.checked_add(pl) == Some(start)
         {
             self.free.remove(&ps);
             start = ps;
-            len += pl;
+            len = len.saturating_add(pl);
         }
-        let end = start + len;
+        let end = start.saturating_add(len);
         if let Some(nl) = self.free.remove(&end) {
-            len += nl;
+            len = len.saturating_add(nl);
         }
         self.free.insert(start, len);
     }
@@ -210,7 +217,7 @@ impl Allocator {
             return;
         }
         while let Some((&start, &len)) = self.free.iter().next_back() {
-            if start + len != self.eoa {
+            if start.checked_add(len) != Some(self.eoa) {
                 break;
             }
             self.free.remove(&start);
@@ -221,11 +228,12 @@ impl Allocator {
 
 /// `v` rounded up to a multiple of `align` (at least 1), or `None` on overflow.
 fn align_up(v: u64, align: u64) -> Option<u64> {
-    let rem = v % align;
+    // `set_alignment` rejects 0, so `checked_rem` only guards the invariant; `rem < align`.
+    let rem = v.checked_rem(align)?;
     if rem == 0 {
         Some(v)
     } else {
-        v.checked_add(align - rem)
+        v.checked_add(align.checked_sub(rem)?)
     }
 }
 
@@ -236,10 +244,16 @@ fn overlaps(map: &BTreeMap<u64, u64>, start: u64, end: u64) -> bool {
     }
     map.range(..start)
         .next_back()
-        .is_some_and(|(&s, &l)| s + l > start)
+        // A block whose end would overflow certainly reaches past `start`.
+        .is_some_and(|(&s, &l)| s.checked_add(l).is_none_or(|e| e > start))
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::unwrap_used
+)]
 mod tests {
     use super::*;
 

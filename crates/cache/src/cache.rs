@@ -144,8 +144,9 @@ struct Slot {
     pinned: bool,
     /// Held by an [`EntryMut`]: never locked, written or evicted by the cache meanwhile.
     protected: bool,
-    /// Position in the LRU order (key of `Inner::lru`).
-    tick: u64,
+    /// The CLOCK reference bit: set by every access, cleared when the eviction hand passes.
+    /// An entry is evicted when the hand finds it clear (accessed less recently than one sweep).
+    referenced: bool,
 }
 
 /// I/O counted during one load.
@@ -166,9 +167,9 @@ enum AttemptError {
 #[derive(Default)]
 struct Inner {
     entries: BTreeMap<Addr, Slot>,
-    /// tick → address, oldest first.
-    lru: BTreeMap<u64, Addr>,
-    tick: u64,
+    /// The CLOCK hand: the address eviction looks at next (entries in address order, wrapping).
+    /// Accesses only set a bit, so the bookkeeping of a hit is O(1) with no allocation.
+    hand: Addr,
     bytes: usize,
     /// Bumped whenever the cache writes an image or inserts, moves or removes an entry, so a
     /// load that read the storage without the lock can tell that what it read may be stale.
@@ -180,7 +181,9 @@ struct Inner {
     /// reloaded without losing its dependencies; `remove` drops them.
     children: BTreeMap<Key, BTreeSet<Key>>,
     parents: BTreeMap<Key, BTreeSet<Key>>,
-    stats: BTreeMap<&'static str, TypeStats>,
+    /// Per-type statistics, a handful of types: a linear scan comparing the `&'static str`
+    /// pointers first is cheaper than an ordered map on every access.
+    stats: Vec<(&'static str, TypeStats)>,
     trace: Option<Vec<TraceEvent>>,
     swmr_write: bool,
     break_flush_order: bool,
@@ -193,18 +196,38 @@ impl Inner {
         }
     }
 
-    fn stat(&mut self, type_name: &'static str) -> &mut TypeStats {
-        self.stats.entry(type_name).or_default()
+    /// Update the statistics of `type_name` with `f`.
+    fn count(&mut self, type_name: &'static str, f: impl FnOnce(&mut TypeStats)) {
+        let found = self
+            .stats
+            .iter_mut()
+            .find(|(n, _)| std::ptr::eq(*n, type_name) || *n == type_name);
+        match found {
+            Some((_, st)) => f(st),
+            None => {
+                let mut st = TypeStats::default();
+                f(&mut st);
+                self.stats.push((type_name, st));
+            }
+        }
     }
 
     fn touch(&mut self, addr: Addr) {
-        self.tick += 1;
-        let tick = self.tick;
         if let Some(slot) = self.entries.get_mut(&addr) {
-            self.lru.remove(&slot.tick);
-            slot.tick = tick;
-            self.lru.insert(tick, addr);
+            slot.referenced = true;
         }
+    }
+
+    /// Note a write, insert, move or remove. Only equality of epochs matters, and 2^64 changes
+    /// cannot happen, so wrapping never makes two different moments compare equal.
+    fn bump_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// Account `len` more resident bytes. The sum is a budget estimate that `take_slot` lowers
+    /// with `saturating_sub`; saturating here keeps it monotone instead of wrapping to small.
+    fn add_bytes(&mut self, len: usize) {
+        self.bytes = self.bytes.saturating_add(len);
     }
 
     fn slot(&self, addr: Addr) -> Result<&Slot> {
@@ -304,14 +327,15 @@ impl Inner {
     /// Drop a resident entry from memory (it must be clean, or being removed).
     fn take_slot(&mut self, addr: Addr) -> Option<Slot> {
         let slot = self.entries.remove(&addr)?;
-        self.lru.remove(&slot.tick);
         self.bytes = self.bytes.saturating_sub(slot.len);
         Some(slot)
     }
 
     fn evict_slot(&mut self, addr: Addr) {
         if let Some(slot) = self.take_slot(addr) {
-            self.stat(slot.type_name).evictions += 1;
+            self.count(slot.type_name, |st| {
+                st.evictions = st.evictions.saturating_add(1);
+            });
             self.record(TraceEvent::Evicted(Key::Entry(addr)));
         }
     }
@@ -349,7 +373,7 @@ impl Inner {
                 op: "writing",
                 source,
             })?;
-        self.epoch += 1;
+        self.bump_epoch();
         let key = Key::Entry(addr);
         let dirty_children: Vec<Key> = self
             .children_of(key)
@@ -359,9 +383,10 @@ impl Inner {
         if let Some(slot) = self.entries.get_mut(&addr) {
             slot.dirty = false;
         }
-        let st = self.stat(type_name);
-        st.writes += 1;
-        st.bytes_written += len as u64;
+        self.count(type_name, |st| {
+            st.writes = st.writes.saturating_add(1);
+            st.bytes_written = st.bytes_written.saturating_add(len as u64);
+        });
         self.record(TraceEvent::Written {
             key,
             type_name,
@@ -386,8 +411,7 @@ impl Inner {
     ) -> Result<bool> {
         struct Frame {
             key: Key,
-            children: Vec<Key>,
-            next: usize,
+            children: std::vec::IntoIter<Key>,
             ok: bool,
         }
         if let Some(&done) = settled.get(&root) {
@@ -395,22 +419,19 @@ impl Inner {
         }
         let mut stack = vec![Frame {
             key: root,
-            children: self.children_of(root),
-            next: 0,
+            children: self.children_of(root).into_iter(),
             ok: true,
         }];
         while let Some(top) = stack.last_mut() {
-            if let Some(&child) = top.children.get(top.next) {
-                top.next += 1;
+            if let Some(child) = top.children.next() {
                 match settled.get(&child) {
                     Some(true) => {}
                     Some(false) => top.ok = false,
                     None => {
-                        let children = self.children_of(child);
+                        let children = self.children_of(child).into_iter();
                         stack.push(Frame {
                             key: child,
                             children,
-                            next: 0,
                             ok: true,
                         });
                     }
@@ -493,7 +514,7 @@ impl Inner {
                 .filter(|k| !self.parents.contains_key(k)),
         );
         let mut seen = BTreeSet::new();
-        let mut written = 0;
+        let mut written = 0usize;
         let mut stack: Vec<Key> = roots.into_iter().rev().collect();
         while let Some(k) = stack.pop() {
             if !seen.insert(k) {
@@ -506,7 +527,8 @@ impl Inner {
                     .is_some_and(|s| s.dirty && !s.protected)
             {
                 self.write_entry(storage, a)?;
-                written += 1;
+                // At most one write per dirty entry, so this cannot saturate.
+                written = written.saturating_add(1);
             }
             stack.extend(self.children_of(k).into_iter().rev());
         }
@@ -518,41 +540,52 @@ impl Inner {
                 .is_some_and(|s| s.dirty && !s.protected)
             {
                 self.write_entry(storage, a)?;
-                written += 1;
+                // At most one write per dirty entry, so this cannot saturate.
+                written = written.saturating_add(1);
             }
         }
         Ok(written)
     }
 
-    /// Evict least recently used entries until the budget holds or nothing more can go. Pinned,
-    /// protected and blocked entries stay; a dirty entry is written first. `keep` is the entry
-    /// whose access triggered this and is not evicted by it.
+    /// Evict entries until the budget holds or nothing more can go, by CLOCK: the hand walks
+    /// the entries in address order (wrapping), clears the reference bit of an entry accessed
+    /// since its last pass and evicts one found clear. Pinned, protected and blocked entries
+    /// stay; a dirty entry is written first. `keep` is the entry whose access triggered this and
+    /// is not evicted by it. Two full sweeps without an eviction mean nothing can go.
     fn make_space(&mut self, storage: &dyn Storage, max: usize, keep: Option<Addr>) -> Result<()> {
-        while self.bytes > max {
-            let candidates: Vec<Addr> = self.lru.values().copied().collect();
-            let mut progress = false;
-            for addr in candidates {
-                if self.bytes <= max {
-                    break;
-                }
-                if Some(addr) == keep {
-                    continue;
-                }
-                let Some(slot) = self.entries.get(&addr) else {
-                    continue;
-                };
-                if slot.pinned || slot.protected || self.is_blocked(Key::Entry(addr)) {
-                    continue;
-                }
-                if slot.dirty {
-                    self.write_entry(storage, addr)?;
-                }
-                self.evict_slot(addr);
-                progress = true;
+        let mut idle: usize = 0;
+        while self.bytes > max && idle <= self.entries.len().saturating_mul(2) {
+            let next = self
+                .entries
+                .range(self.hand..)
+                .next()
+                .or_else(|| self.entries.iter().next())
+                .map(|(&a, _)| a);
+            let Some(addr) = next else { break };
+            self.hand = Addr(addr.get().wrapping_add(1));
+            idle = idle.saturating_add(1);
+            if Some(addr) == keep {
+                continue;
             }
-            if !progress {
-                break;
+            let Some(slot) = self.entries.get_mut(&addr) else {
+                continue;
+            };
+            if slot.pinned || slot.protected {
+                continue;
             }
+            if slot.referenced {
+                slot.referenced = false;
+                continue;
+            }
+            let dirty = slot.dirty;
+            if self.is_blocked(Key::Entry(addr)) {
+                continue;
+            }
+            if dirty {
+                self.write_entry(storage, addr)?;
+            }
+            self.evict_slot(addr);
+            idle = 0;
         }
         Ok(())
     }
@@ -804,7 +837,7 @@ impl MetadataCache {
                 let value = downcast::<T>(addr, slot)?;
                 on_resident(slot)?;
                 inner.touch(addr);
-                inner.stat(T::TYPE_NAME).hits += 1;
+                inner.count(T::TYPE_NAME, |st| st.hits = st.hits.saturating_add(1));
                 return Ok(value);
             }
             inner.epoch
@@ -840,11 +873,11 @@ impl MetadataCache {
                     dirty: false,
                     pinned: false,
                     protected: false,
-                    tick: 0,
+                    referenced: true,
                 };
                 on_resident(&mut slot)?;
                 inner.entries.insert(addr, slot);
-                inner.bytes += len;
+                inner.add_bytes(len);
                 value
             }
         };
@@ -854,14 +887,16 @@ impl MetadataCache {
     }
 
     fn count_load(inner: &mut Inner, type_name: &'static str, io: &LoadIo, ok: bool, miss: bool) {
-        let st = inner.stat(type_name);
-        st.misses += u64::from(miss);
-        st.reads += io.reads;
-        st.bytes_read += io.bytes;
-        st.retries += io.retries;
-        if !ok {
-            st.read_failures += 1;
-        }
+        // Statistics: saturate rather than overflow.
+        inner.count(type_name, |st| {
+            st.misses = st.misses.saturating_add(u64::from(miss));
+            st.reads = st.reads.saturating_add(io.reads);
+            st.bytes_read = st.bytes_read.saturating_add(io.bytes);
+            st.retries = st.retries.saturating_add(io.retries);
+            if !ok {
+                st.read_failures = st.read_failures.saturating_add(1);
+            }
+        });
     }
 
     /// Read and verify the entry at `addr`, retrying verification failures of checksummed types
@@ -874,7 +909,8 @@ impl MetadataCache {
         let mut io = LoadIo::default();
         let mut attempt = 0u32;
         loop {
-            attempt += 1;
+            // The loop returns once `attempt >= max_attempts` (a `u32`), so this cannot saturate.
+            attempt = attempt.saturating_add(1);
             let source = match self.load_once::<T>(addr, ctx, &mut io) {
                 Ok(v) => return (Ok(v), io),
                 Err(AttemptError::Io(source)) => {
@@ -900,7 +936,7 @@ impl MetadataCache {
                 };
                 return (Err(err), io);
             }
-            io.retries += 1;
+            io.retries = io.retries.saturating_add(1);
             std::thread::sleep(backoff.min(cfg.retry_max_total.saturating_sub(elapsed)));
             backoff = backoff.saturating_mul(2).min(cfg.retry_max_backoff);
         }
@@ -922,7 +958,7 @@ impl MetadataCache {
             })
         };
         let file_len = self.storage.len().map_err(AttemptError::Io)?;
-        // A SWMR reader reads past the superblock's EOA (file-format.md §7.4), so the bound is
+        // A SWMR reader reads past the superblock's EOA (docs/format/file-format.md §7.4), so the bound is
         // the storage's length. Lengths read from the image are checked against it before they
         // size a buffer.
         let avail = usize::try_from(file_len.saturating_sub(addr.get())).unwrap_or(usize::MAX);
@@ -935,8 +971,9 @@ impl MetadataCache {
         self.storage
             .read_at(addr, &mut buf)
             .map_err(AttemptError::Io)?;
-        io.reads += 1;
-        io.bytes += initial as u64;
+        // I/O statistics: saturate rather than overflow.
+        io.reads = io.reads.saturating_add(1);
+        io.bytes = io.bytes.saturating_add(initial as u64);
         let full = T::final_load_len(&buf, addr, ctx).map_err(AttemptError::Format)?;
         if full == 0 || full > avail {
             return Err(truncated(full.max(1), avail));
@@ -947,8 +984,8 @@ impl MetadataCache {
             self.storage
                 .read_at(addr, &mut buf)
                 .map_err(AttemptError::Io)?;
-            io.reads += 1;
-            io.bytes += full as u64;
+            io.reads = io.reads.saturating_add(1);
+            io.bytes = io.bytes.saturating_add(full as u64);
         } else {
             buf.truncate(full);
         }
@@ -980,13 +1017,13 @@ impl MetadataCache {
                 dirty: true,
                 pinned: false,
                 protected: false,
-                tick: 0,
+                referenced: true,
             },
         );
-        inner.bytes += len;
-        inner.epoch += 1;
+        inner.add_bytes(len);
+        inner.bump_epoch();
         inner.touch(addr);
-        inner.stat(T::TYPE_NAME).inserts += 1;
+        inner.count(T::TYPE_NAME, |st| st.inserts = st.inserts.saturating_add(1));
         inner.record(TraceEvent::Dirtied(Key::Entry(addr)));
         inner.make_space(&*self.storage, self.config.max_bytes, Some(addr))
     }
@@ -1002,7 +1039,8 @@ impl MetadataCache {
         let mut inner = self.inner.lock();
         let slot = inner.slot_mut(addr)?;
         let old = std::mem::replace(&mut slot.len, new_len);
-        inner.bytes = inner.bytes.saturating_sub(old) + new_len;
+        inner.bytes = inner.bytes.saturating_sub(old);
+        inner.add_bytes(new_len);
         inner.set_dirty(addr)?;
         inner.make_space(&*self.storage, self.config.max_bytes, Some(addr))
     }
@@ -1035,10 +1073,10 @@ impl MetadataCache {
                 key: Key::Entry(from),
             });
         };
-        inner.bytes += slot.len;
+        inner.add_bytes(slot.len);
         inner.entries.insert(to, slot);
         inner.move_edges(Key::Entry(from), Key::Entry(to));
-        inner.epoch += 1;
+        inner.bump_epoch();
         inner.touch(to);
         inner.record(TraceEvent::Moved { from, to });
         inner.set_dirty(to)
@@ -1059,7 +1097,7 @@ impl MetadataCache {
         }
         inner.take_slot(addr);
         inner.drop_edges(Key::Entry(addr));
-        inner.epoch += 1;
+        inner.bump_epoch();
         inner.record(TraceEvent::Removed(Key::Entry(addr)));
         Ok(())
     }
@@ -1129,11 +1167,12 @@ impl MetadataCache {
             .filter(|(_, s)| !s.dirty && !s.pinned && !s.protected)
             .map(|(&a, _)| a)
             .collect();
-        let mut n = 0;
+        let mut n = 0usize;
         for a in addrs {
             if !inner.is_blocked(Key::Entry(a)) {
                 inner.evict_slot(a);
-                n += 1;
+                // At most `addrs.len()`, so this cannot saturate.
+                n = n.saturating_add(1);
             }
         }
         n
@@ -1227,7 +1266,8 @@ impl MetadataCache {
     pub fn create_proxy(&self) -> ProxyId {
         let mut inner = self.inner.lock();
         let id = ProxyId(inner.next_proxy);
-        inner.next_proxy += 1;
+        // One id per call: 2^64 proxies cannot be created, so this never actually wraps.
+        inner.next_proxy = inner.next_proxy.wrapping_add(1);
         inner.proxies.insert(id, true);
         inner.record(TraceEvent::Dirtied(Key::Proxy(id)));
         id
@@ -1355,7 +1395,7 @@ impl MetadataCache {
     /// A snapshot of the per-type statistics.
     pub fn stats(&self) -> CacheStats {
         CacheStats {
-            by_type: self.inner.lock().stats.clone(),
+            by_type: self.inner.lock().stats.iter().copied().collect(),
         }
     }
 

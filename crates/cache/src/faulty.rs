@@ -58,7 +58,8 @@ struct State {
 impl State {
     /// Count one operation; an error if it is the one armed to fail.
     fn op(&mut self, what: &str) -> io::Result<()> {
-        self.ops += 1;
+        // A test counter: it saturates rather than overflow (never reached in practice).
+        self.ops = self.ops.saturating_add(1);
         if self.fail_at_op == Some(self.ops) {
             self.fail_at_op = None;
             return Err(io::Error::other(format!(
@@ -160,17 +161,22 @@ impl<S: Storage> Storage for FaultyStorage<S> {
             if lo >= hi {
                 continue;
             }
-            tear.remaining -= 1;
+            // The filter above keeps only tears with `remaining > 0`.
+            tear.remaining = tear.remaining.saturating_sub(1);
             torn = true;
-            // Offsets into `buf`; both are within it because lo..hi lies within start..end.
-            let from = (lo - start + (hi - lo) / 2) as usize;
-            let to = (hi - start) as usize;
+            // Offsets into `buf`; both are within it because lo..hi lies within start..end, so
+            // the subtractions cannot fail and the sums stay at most `hi - start`.
+            let (Some(off), Some(span)) = (lo.checked_sub(start), hi.checked_sub(lo)) else {
+                continue;
+            };
+            let from = off.saturating_add(span / 2) as usize;
+            let to = off.saturating_add(span) as usize;
             for b in buf.get_mut(from..to).into_iter().flatten() {
                 *b ^= 0x5a;
             }
         }
         if torn {
-            st.torn_reads += 1;
+            st.torn_reads = st.torn_reads.saturating_add(1);
         }
         Ok(())
     }
@@ -178,8 +184,9 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
         let mut st = self.state.lock();
         st.op("write")?;
-        st.writes += 1;
-        let seq = st.writes - 1;
+        let seq = st.writes;
+        // Write counter (a test facility): saturates rather than overflow.
+        st.writes = st.writes.saturating_add(1);
         let persisted = if st.crashed {
             0
         } else if let Some((n, keep)) = st.crash_at_write.filter(|(n, _)| *n == st.writes) {

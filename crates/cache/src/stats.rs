@@ -31,7 +31,8 @@ pub struct TypeStats {
 impl TypeStats {
     /// Storage reads per lookup (hits and misses), the benchmarks' "I/O accesses per lookup".
     pub fn reads_per_lookup(&self) -> f64 {
-        let lookups = self.hits + self.misses;
+        // Statistics counters saturate rather than wrap: a pinned maximum is still "very many".
+        let lookups = self.hits.saturating_add(self.misses);
         if lookups == 0 {
             0.0
         } else {
@@ -39,17 +40,18 @@ impl TypeStats {
         }
     }
 
+    /// Sums counters; they saturate (statistics only, never used for sizes or offsets).
     fn add(&mut self, o: &TypeStats) {
-        self.hits += o.hits;
-        self.misses += o.misses;
-        self.reads += o.reads;
-        self.bytes_read += o.bytes_read;
-        self.retries += o.retries;
-        self.read_failures += o.read_failures;
-        self.writes += o.writes;
-        self.bytes_written += o.bytes_written;
-        self.inserts += o.inserts;
-        self.evictions += o.evictions;
+        self.hits = self.hits.saturating_add(o.hits);
+        self.misses = self.misses.saturating_add(o.misses);
+        self.reads = self.reads.saturating_add(o.reads);
+        self.bytes_read = self.bytes_read.saturating_add(o.bytes_read);
+        self.retries = self.retries.saturating_add(o.retries);
+        self.read_failures = self.read_failures.saturating_add(o.read_failures);
+        self.writes = self.writes.saturating_add(o.writes);
+        self.bytes_written = self.bytes_written.saturating_add(o.bytes_written);
+        self.inserts = self.inserts.saturating_add(o.inserts);
+        self.evictions = self.evictions.saturating_add(o.evictions);
     }
 }
 

@@ -3,6 +3,12 @@
 //! fire, pinned and blocked entries must never be evicted (the checker verifies every eviction
 //! in the trace), and every value must survive eviction, flush and reopening. A deliberately
 //! broken flush order must make the checker fire.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 mod common;
 

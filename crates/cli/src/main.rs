@@ -8,6 +8,7 @@ mod npy;
 mod progress;
 
 use std::io::{Read, Write};
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -445,18 +446,33 @@ fn parse_value(dtype: TypeDesc, text: &str) -> CliResult<Vec<u8>> {
             .to_vec(),
         TypeClass::Int => {
             let v = text.parse::<i64>().map_err(|_| bad())?;
-            let bits = 8 * n as u32;
-            if bits < 64 && (v < -(1i64 << (bits - 1)) || v >= 1i64 << (bits - 1)) {
+            let fits = match n {
+                1 => i8::try_from(v).is_ok(),
+                2 => i16::try_from(v).is_ok(),
+                4 => i32::try_from(v).is_ok(),
+                8 => true,
+                // `TypeDesc::from_numpy` allows no other integer size.
+                _ => false,
+            };
+            if !fits {
                 return Err(bad());
             }
-            v.to_le_bytes()[..n].to_vec()
+            v.to_le_bytes().get(..n).ok_or_else(bad)?.to_vec()
         }
         TypeClass::Uint => {
             let v = text.parse::<u64>().map_err(|_| bad())?;
-            if n < 8 && v >= 1u64 << (8 * n) {
+            let fits = match n {
+                1 => u8::try_from(v).is_ok(),
+                2 => u16::try_from(v).is_ok(),
+                4 => u32::try_from(v).is_ok(),
+                8 => true,
+                // `TypeDesc::from_numpy` allows no other integer size.
+                _ => false,
+            };
+            if !fits {
                 return Err(bad());
             }
-            v.to_le_bytes()[..n].to_vec()
+            v.to_le_bytes().get(..n).ok_or_else(bad)?.to_vec()
         }
     };
     Ok(bytes)
@@ -665,27 +681,52 @@ fn fail_now(message: &str) -> ! {
 
 /// Write `values` in slabs of whole chunk rows along the first dimension (about 64 MiB each),
 /// with a progress bar.
-fn write_values(d: &Dataset, shape: &[u64], chunks: &[u64], values: &[u8]) -> h5chunk::Result<()> {
+fn write_values(d: &Dataset, shape: &[u64], chunks: &[u64], values: &[u8]) -> CliResult<()> {
+    /// The size a slab aims at.
+    const SLAB_BYTES: u64 = 64 << 20;
     let Some((&rows, rest)) = shape.split_first() else {
         return Ok(());
     };
-    if rows == 0 || values.is_empty() {
+    let Some(nz_rows) = NonZeroU64::new(rows) else {
+        return Ok(());
+    };
+    if values.is_empty() {
         return Ok(());
     }
-    let row_bytes = values.len() as u64 / rows;
-    let step_rows = chunks.first().copied().unwrap_or(1).max(1);
-    let per_slab = ((64 << 20) / row_bytes.max(1) / step_rows).max(1) * step_rows;
+    let row_bytes = values.len() as u64 / nz_rows;
+    let step_rows =
+        NonZeroU64::new(chunks.first().copied().unwrap_or(1)).unwrap_or(NonZeroU64::MIN);
+    let row_divisor = NonZeroU64::new(row_bytes).unwrap_or(NonZeroU64::MIN);
+    // Either at most `SLAB_BYTES` (the quotient times `step_rows`) or exactly `step_rows` (when
+    // one chunk row is larger), so the product never saturates.
+    let per_slab = (SLAB_BYTES / row_divisor / step_rows)
+        .max(1)
+        .saturating_mul(step_rows.get());
+    // `rows * row_bytes <= values.len()` and `start + count <= rows`, so the checked offsets
+    // below never fail; they only turn a broken invariant into an error instead of a panic.
+    let out_of_range = |start: u64| format!("rows from {start} lie outside the input values");
     let mut bar = Progress::new("import");
     let mut start = 0u64;
     while start < rows {
-        let count = per_slab.min(rows - start);
-        let (from, to) = (start * row_bytes, (start + count) * row_bytes);
+        // `start < rows`, so the subtraction is exact.
+        let count = per_slab.min(rows.saturating_sub(start));
+        let end = start
+            .checked_add(count)
+            .ok_or_else(|| out_of_range(start))?;
+        let byte_range = start
+            .checked_mul(row_bytes)
+            .zip(end.checked_mul(row_bytes))
+            .and_then(|(from, to)| Some(usize::try_from(from).ok()?..usize::try_from(to).ok()?));
+        let slab = byte_range
+            .and_then(|r| values.get(r))
+            .ok_or_else(|| out_of_range(start))?;
         let mut s = vec![start];
         s.extend(rest.iter().map(|_| 0));
         let mut c = vec![count];
         c.extend_from_slice(rest);
-        d.write_slice_raw(&values[from as usize..to as usize], &s, &c, None)?;
-        start += count;
+        d.write_slice_raw(slab, &s, &c, None)
+            .map_err(|e| e.to_string())?;
+        start = end;
         bar.set(start, rows);
     }
     bar.finish();

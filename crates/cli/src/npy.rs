@@ -39,10 +39,12 @@ pub fn encode_header(descr: &str, shape: &[u64]) -> Vec<u8> {
     };
     let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
     // Magic (6), version (2), length (2), the dict and a newline: a multiple of 64.
-    let unpadded = 10 + dict.len() + 1;
-    dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    // A `String` is far shorter than `usize::MAX`, so none of these sizes saturates or fails.
+    let unpadded = dict.len().saturating_add(10 + 1);
+    let padded = unpadded.checked_next_multiple_of(64).unwrap_or(unpadded);
+    dict.push_str(&" ".repeat(padded.saturating_sub(unpadded)));
     dict.push('\n');
-    let mut out = Vec::with_capacity(10 + dict.len());
+    let mut out = Vec::with_capacity(dict.len().saturating_add(10));
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     // The padded header of a version 1.0 file is at most a few hundred bytes for any rank
@@ -98,22 +100,29 @@ pub fn decode(bytes: &[u8]) -> Result<Npy<'_>, String> {
 /// The value text of `'key': value` in a dict literal (a tuple value up to its `)`).
 fn field<'h>(header: &'h str, key: &str) -> Result<&'h str, String> {
     let missing = || format!(".npy header has no {key:?}: {header:?}");
-    let at = header
-        .find(&format!("'{key}'"))
-        .or_else(|| header.find(&format!("\"{key}\"")))
+    // The text after the first `'key'` (or, failing that, the first `"key"`).
+    let (_, after) = header
+        .split_once(&format!("'{key}'"))
+        .or_else(|| header.split_once(&format!("\"{key}\"")))
         .ok_or_else(missing)?;
-    let after = header[at + key.len() + 2..].trim_start();
+    let after = after.trim_start();
     let after = after.strip_prefix(':').ok_or_else(missing)?.trim_start();
-    let end = if after.starts_with('(') {
-        after.find(')').map(|i| i + 1)
+    let value = if after.starts_with('(') {
+        // A tuple, up to and including its `)`.
+        after.find(')').and_then(|i| after.get(..=i))
     } else {
-        after.find([',', '}'])
+        after.find([',', '}']).and_then(|i| after.get(..i))
     }
     .ok_or_else(missing)?;
-    Ok(after[..end].trim())
+    Ok(value.trim())
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::unwrap_used
+)]
 mod tests {
     use super::*;
 

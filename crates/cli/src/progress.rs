@@ -33,10 +33,8 @@ impl Progress {
             return;
         }
         self.last = Some(Instant::now());
-        let filled = (done.min(total) * WIDTH)
-            .checked_div(total)
-            .unwrap_or(WIDTH);
-        let percent = (done.min(total) * 100).checked_div(total).unwrap_or(100);
+        let filled = scaled(done, total, WIDTH);
+        let percent = scaled(done, total, 100);
         let bar: String = (0..WIDTH)
             .map(|i| if i < filled { '#' } else { ' ' })
             .collect();
@@ -64,4 +62,14 @@ impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// `done` of `total` scaled to `0..=scale` (rounded down; `scale` when `total` is 0). The
+/// product is formed in `u128`, where two `u64`s cannot overflow, so the saturating multiply is
+/// exact and the quotient, at most `scale`, fits back into a `u64`.
+fn scaled(done: u64, total: u64, scale: u64) -> u64 {
+    u128::from(done.min(total))
+        .saturating_mul(u128::from(scale))
+        .checked_div(u128::from(total))
+        .map_or(scale, |v| u64::try_from(v).unwrap_or(scale))
 }

@@ -1,5 +1,11 @@
 //! `h5chunk ls`, `inspect`, `cat` and `import`, run as a program on the libhdf5-written
 //! fixtures and on files it writes, checked against the manifest and against h5py.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 mod common;
 

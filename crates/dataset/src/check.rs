@@ -89,7 +89,7 @@ impl File {
         let mut seen = HashSet::from([root]);
         let mut stack = vec![("/".to_owned(), root)];
         while let Some((path, addr)) = stack.pop() {
-            report.groups += 1;
+            report.groups = report.groups.saturating_add(1);
             let links = match link::links(&f.store, addr) {
                 Ok(l) => l,
                 Err(Error::Unsupported(what)) => {
@@ -141,7 +141,7 @@ impl File {
                     continue;
                 }
             };
-            report.datasets += 1;
+            report.datasets = report.datasets.saturating_add(1);
             match d.chunk_records() {
                 Ok(records) => opened.push((d, records)),
                 Err(e) => report.problems.push(problem(addr, &path, &e)),
@@ -152,7 +152,7 @@ impl File {
         progress(0, total);
         for (d, records) in &opened {
             let mut step = || {
-                done += 1;
+                done = done.saturating_add(1);
                 progress(done, total);
             };
             let object = d.path();
@@ -169,7 +169,7 @@ impl File {
                     .problems
                     .push(problem(d.header_addr(), &d.path(), &e));
             }
-            report.chunks += records.len() as u64;
+            report.chunks = report.chunks.saturating_add(records.len() as u64);
         }
         report
     }

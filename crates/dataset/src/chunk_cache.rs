@@ -44,10 +44,7 @@ impl KeyPacker {
             if b < 64 && s >> b != 0 {
                 return None;
             }
-            used += b;
-            if used > 128 {
-                return None;
-            }
+            used = used.checked_add(b).filter(|&u| u <= 128)?;
             key = key.checked_shl(b).unwrap_or(0) | u128::from(s);
         }
         Some(key)
@@ -56,7 +53,16 @@ impl KeyPacker {
 
 /// Bits for coordinates `0..n`: `ceil(log2(n))`, at least 1.
 fn bits_for(n: u64) -> u32 {
-    (64 - n.saturating_sub(1).leading_zeros()).max(1)
+    // `leading_zeros` is at most 64: the subtraction is exact.
+    u64::BITS
+        .saturating_sub(n.saturating_sub(1).leading_zeros())
+        .max(1)
+}
+
+/// The access counter after `tick`. One access per nanosecond would take five centuries to
+/// reach `u64::MAX`; saturating there keeps it panic-free.
+fn next_tick(tick: u64) -> u64 {
+    tick.saturating_add(1)
 }
 
 /// One cached chunk.
@@ -67,6 +73,14 @@ pub(crate) struct Cached {
     pub data: Vec<u8>,
     pub dirty: bool,
     tick: u64,
+}
+
+impl Cached {
+    /// What the entry counts against the budget.
+    fn cost(&self) -> usize {
+        // The data is in memory, so its length is far below `usize::MAX`.
+        self.data.len().saturating_add(ENTRY_OVERHEAD)
+    }
 }
 
 /// The cache.
@@ -123,7 +137,7 @@ impl ChunkCache {
     pub fn get_mut(&mut self, scaled: &[u64]) -> Option<&mut Cached> {
         let k = self.packer.pack(scaled)?;
         let c = self.map.get_mut(&k)?;
-        self.tick += 1;
+        self.tick = next_tick(self.tick);
         self.lru.remove(&c.tick);
         c.tick = self.tick;
         self.lru.insert(c.tick, k);
@@ -133,7 +147,7 @@ impl ChunkCache {
     /// Insert a chunk; returns the chunks evicted to stay within the budget (dirty ones must
     /// be written by the caller), or the chunk itself back if it cannot be cached.
     pub fn insert(&mut self, scaled: Vec<u64>, data: Vec<u8>, dirty: bool) -> Vec<Cached> {
-        self.tick += 1;
+        self.tick = next_tick(self.tick);
         let c = Cached {
             scaled,
             data,
@@ -141,13 +155,13 @@ impl ChunkCache {
             tick: self.tick,
         };
         let Some(k) = self.packer.pack(&c.scaled) else {
-            self.misses_unpacked += 1;
+            self.misses_unpacked = self.misses_unpacked.saturating_add(1);
             return vec![c];
         };
-        self.bytes += c.data.len() + ENTRY_OVERHEAD;
+        self.bytes = self.bytes.saturating_add(c.cost());
         self.lru.insert(c.tick, k);
         if let Some(old) = self.map.insert(k, c) {
-            self.bytes -= old.data.len() + ENTRY_OVERHEAD;
+            self.bytes = self.bytes.saturating_sub(old.cost());
             self.lru.remove(&old.tick);
         }
         let mut evicted = Vec::new();
@@ -157,7 +171,7 @@ impl ChunkCache {
             };
             self.lru.remove(&t);
             if let Some(c) = self.map.remove(&key) {
-                self.bytes -= c.data.len() + ENTRY_OVERHEAD;
+                self.bytes = self.bytes.saturating_sub(c.cost());
                 evicted.push(c);
             }
         }
@@ -168,7 +182,7 @@ impl ChunkCache {
         let k = self.packer.pack(scaled)?;
         let c = self.map.remove(&k)?;
         self.lru.remove(&c.tick);
-        self.bytes -= c.data.len() + ENTRY_OVERHEAD;
+        self.bytes = self.bytes.saturating_sub(c.cost());
         Some(c)
     }
 

@@ -1,27 +1,65 @@
-//! h5chunk: files, groups and chunked datasets, with the chunk index chosen as libhdf5 chooses.
+//! h5chunk: HDF5 chunked datasets in pure Rust, byte-compatible with libhdf5 and h5py.
 //!
-//! Work in progress (its issue is open): so far the library version bounds and the format
-//! versions they imply ([`libver`]), the chunk-index choice ([`index::choose`]) and the linear
-//! chunk index of the array indexes ([`index::linear`]).
+//! Create, append to, read and reopen the same `.h5` files that h5py, `h5dump`, netCDF4 and
+//! xarray open, with every chunk index libhdf5 writes (version 1 and 2 B-trees, extensible and
+//! fixed arrays, single chunk, implicit), chosen as libhdf5 chooses it. No C library, no global
+//! lock.
 //!
 //! ```
-//! use h5chunk::index::{AllocTime, IndexKind, IndexRequest, choose};
-//! use h5chunk::libver::{Libver, LibverBounds};
+//! use h5chunk::{File, FilterSpec};
 //!
-//! // One unlimited dimension under the latest format: an extensible array, layout version 4.
-//! let s = choose(&IndexRequest {
-//!     dims: &[0],
-//!     max_dims: &[None],
-//!     chunk: &[4],
-//!     filtered: false,
-//!     alloc_time: AllocTime::Incremental,
-//!     dont_filter_partial_chunks: false,
-//!     bounds: LibverBounds::new(Libver::Latest, Libver::Latest)?,
-//!     force: None,
-//! })?;
-//! assert_eq!((s.layout_version, s.kind), (4, IndexKind::ExtensibleArray));
-//! # Ok::<(), h5chunk::Error>(())
+//! # let dir = std::env::temp_dir().join(format!("h5chunk-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! let path = dir.join("log.h5");
+//!
+//! // Create a file and a 1-D dataset that can grow without limit (h5py:
+//! // `f.create_dataset("temperature", shape=(0,), maxshape=(None,), chunks=(1024,),
+//! //  dtype="f8", compression="gzip")`).
+//! let file = File::create(&path)?;
+//! let temps = file
+//!     .new_dataset::<f64>()
+//!     .shape(&[0])
+//!     .max_shape(&[None])
+//!     .chunk(&[1024])
+//!     .filter(FilterSpec::Shuffle)
+//!     .filter(FilterSpec::Deflate(4))
+//!     .create("temperature")?;
+//!
+//! // Append records as they come; `flush` makes them durable and readable by libhdf5.
+//! temps.append(&[20.5, 20.7, 21.0])?;
+//! temps.append(&[21.2])?;
+//! file.flush()?;
+//! assert_eq!(temps.shape(), vec![4]);
+//!
+//! // Read all of it, or a slice (start, count, stride).
+//! assert_eq!(temps.read::<f64>()?, vec![20.5, 20.7, 21.0, 21.2]);
+//! assert_eq!(temps.read_slice::<f64>(&[1], &[2], None)?, vec![20.7, 21.0]);
+//! file.close()?;
+//!
+//! // Reopen: read-only with `File::open`, or read-write with `File::open_rw` to append more.
+//! let file = File::open_rw(&path)?;
+//! let temps = file.dataset("temperature")?;
+//! temps.append(&[21.4])?;
+//! assert_eq!(temps.read::<f64>()?, vec![20.5, 20.7, 21.0, 21.2, 21.4]);
+//! assert_eq!(temps.index_kind(), Some(h5chunk::IndexKind::BTree1)); // h5py's default bounds
+//! file.close()?;
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Where to go next
+//!
+//! - [`guide::files`]: creating and opening files, library version bounds, storage backends,
+//!   when data reaches the disk.
+//! - [`guide::datasets`]: shapes, chunks, fill values, typed and raw reads and writes,
+//!   slices, appends, resizing, direct chunk I/O.
+//! - [`guide::indexes`]: which chunk index a dataset gets and why, and who can read it.
+//! - [`guide::filters`]: compression and checksums, and which readers know them.
+//! - [`guide::errors`]: the error type, what each variant means, and checking a damaged file.
+//!
+//! The `examples/` folder of this crate holds programs to copy: `append_logger` (a growing
+//! log), `print_dataset` (a reader) and `to_npy` (a converter to NumPy's `.npy`). The byte
+//! layouts the code relies on are in the repository's `docs/format/`.
 
 #![forbid(unsafe_code)]
 
@@ -51,6 +89,21 @@ pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};
 pub use types::{H5Type, TypeClass, TypeDesc};
+
+/// Guides, one page per concern. Documentation only: every example in them is a tested
+/// doctest.
+pub mod guide {
+    #[doc = include_str!("guide/files.md")]
+    pub mod files {}
+    #[doc = include_str!("guide/datasets.md")]
+    pub mod datasets {}
+    #[doc = include_str!("guide/indexes.md")]
+    pub mod indexes {}
+    #[doc = include_str!("guide/filters.md")]
+    pub mod filters {}
+    #[doc = include_str!("guide/errors.md")]
+    pub mod errors {}
+}
 
 /// Storage backends a [`File`] can live on ([`File::create_on`], [`File::open_on`]): the
 /// metadata cache's positioned-I/O trait and its file and memory implementations.

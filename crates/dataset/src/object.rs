@@ -135,10 +135,11 @@ impl Headers {
         let need = m.data.len();
         // A NIL that holds the message and still leaves room for a continuation message, so
         // the header can always grow later.
-        let cont_len = usize::from(sizes.offsets()) + usize::from(sizes.lengths());
-        let reserve = header_len + cont_len;
-        if let Some((ci, mi)) = find_nil(h, |len| len >= need + header_len + reserve) {
-            replace_nil(h, ci, mi, m, header_len);
+        let cont_len = header_sum(&[usize::from(sizes.offsets()), usize::from(sizes.lengths())])?;
+        let reserve = header_sum(&[header_len, cont_len])?;
+        let nil_need = header_sum(&[need, header_len, reserve])?;
+        if let Some((ci, mi)) = find_nil(h, |len| len >= nil_need) {
+            replace_nil(h, ci, mi, m, header_len)?;
             if v1 {
                 h.update_message_count()?;
             }
@@ -146,31 +147,36 @@ impl Headers {
             return Ok(());
         }
         // Otherwise a continuation message in a NIL, pointing to a new chunk.
-        let Some((ci, mi)) = find_nil(h, |len| len == cont_len || len >= cont_len + header_len)
-        else {
+        let cont_nil = header_sum(&[cont_len, header_len])?;
+        let Some((ci, mi)) = find_nil(h, |len| len == cont_len || len >= cont_nil) else {
             return Err(Error::Unsupported(
                 "growing an object header that has no free space left",
             ));
         };
-        let area = CONTINUATION_CHUNK.max(need + 2 * header_len + reserve + 8);
-        let chunk_len = if v1 { area } else { area + 8 }; // OCHK signature and checksum
+        let area = CONTINUATION_CHUNK.max(header_sum(&[need, header_len, header_len, reserve, 8])?);
+        // OCHK signature and checksum
+        let chunk_len = if v1 { area } else { header_sum(&[area, 8])? };
         let block = cache.allocator().allocate(chunk_len as u64)?;
         let cont = Message::Continuation(Continuation {
             offset: block,
             length: chunk_len as u64,
         });
         let cont = raw(&cont, MessageFlags::empty(), sizes)?;
-        replace_nil(h, ci, mi, cont, header_len);
+        replace_nil(h, ci, mi, cont, header_len)?;
         let mut chunk = Chunk {
             addr: block,
             messages: vec![],
             gap: vec![],
         };
-        let used = need + header_len;
+        // The rest of the area, after the message and two message headers, is a NIL: `area`
+        // was sized above to leave at least `reserve + 8` bytes for it.
+        let rest = area
+            .checked_sub(header_sum(&[need, header_len, header_len])?)
+            .ok_or(Error::Internal(
+                "a continuation chunk too small for its message",
+            ))?;
         chunk.messages.push(m);
-        chunk
-            .messages
-            .push(RawMessage::nil(area - used - header_len));
+        chunk.messages.push(RawMessage::nil(rest));
         h.push_chunk(chunk)?;
         if v1 {
             h.update_message_count()?;
@@ -207,17 +213,35 @@ fn find_nil(h: &ObjectHeader, fits: impl Fn(usize) -> bool) -> Option<(usize, us
 }
 
 /// Put `m` where NIL `mi` of chunk `ci` was, keeping the rest of the NIL's space as a NIL.
-fn replace_nil(h: &mut ObjectHeader, ci: usize, mi: usize, m: RawMessage, header_len: usize) {
-    if let Some(chunk) = h.chunk_mut(ci) {
-        let nil_len = chunk.messages[mi].data.len();
-        let rest = nil_len - m.data.len();
-        chunk.messages[mi] = m;
-        if rest > 0 {
-            chunk
-                .messages
-                .insert(mi + 1, RawMessage::nil(rest - header_len));
-        }
+/// [`find_nil`] found the NIL large enough; an error if it is not there or too small.
+fn replace_nil(
+    h: &mut ObjectHeader,
+    ci: usize,
+    mi: usize,
+    m: RawMessage,
+    header_len: usize,
+) -> Result<()> {
+    let lost = || Error::Internal("replacing a NIL message that is missing or too small");
+    let chunk = h.chunk_mut(ci).ok_or_else(lost)?;
+    let slot = chunk.messages.get_mut(mi).ok_or_else(lost)?;
+    let rest = slot.data.len().checked_sub(m.data.len()).ok_or_else(lost)?;
+    *slot = m;
+    if rest > 0 {
+        let nil = rest.checked_sub(header_len).ok_or_else(lost)?;
+        // `mi` indexes the messages, so `mi + 1` is at most their count.
+        let after = mi.checked_add(1).ok_or_else(lost)?;
+        chunk.messages.insert(after, RawMessage::nil(nil));
     }
+    Ok(())
+}
+
+/// The sum of object header sizes: small numbers (sizes of offsets and lengths, message
+/// headers) and a message's length.
+fn header_sum(parts: &[usize]) -> Result<usize> {
+    parts
+        .iter()
+        .try_fold(0usize, |acc, &p| acc.checked_add(p))
+        .ok_or(Error::Unsupported("object header messages of 2^64 bytes"))
 }
 
 /// A new object header at an address allocated from `cache`, holding `messages`, chunk 0

@@ -4,6 +4,14 @@
 //! `k < count[u]` (h5py's `start:stop:step`). Reading or writing it touches only the chunks
 //! that hold a selected element; within each chunk the copy is a sequence of runs, contiguous
 //! along the last dimension when its stride is 1.
+//!
+//! A [`Hyperslab`] fits its dataspace (checked by [`Hyperslab::new`], true by construction for
+//! [`Hyperslab::all`]): every selected index is below its dimension's size, so computing one
+//! never overflows. Chunk shapes and coordinates come from the file and are not trusted: a
+//! zero-sized chunk, or one lying beyond the `u64` index space, holds no selected element, and
+//! a chunk shape of the wrong rank selects nothing.
+
+use core::num::NonZeroU64;
 
 use crate::error::{Error, Result};
 
@@ -12,7 +20,7 @@ use crate::error::{Error, Result};
 pub struct Hyperslab {
     start: Vec<u64>,
     count: Vec<u64>,
-    stride: Vec<u64>,
+    stride: Vec<NonZeroU64>,
 }
 
 /// One copy between a chunk buffer and a selection buffer (both C order), in elements.
@@ -26,6 +34,91 @@ pub struct Run {
     pub len: u64,
     /// Distance between consecutive elements in the chunk buffer (1: contiguous).
     pub chunk_step: u64,
+}
+
+/// One dimension of a selection: the indices `start + k·stride` for `k < count`.
+#[derive(Clone, Copy, Debug)]
+struct Axis {
+    start: u64,
+    count: u64,
+    stride: NonZeroU64,
+}
+
+impl Axis {
+    /// The last selected index, or `None` when nothing is selected.
+    fn last(self) -> Option<u64> {
+        self.count
+            .checked_sub(1)?
+            .checked_mul(self.stride.get())?
+            .checked_add(self.start)
+    }
+
+    /// The `k` range `[lo, hi)` that falls in chunk `s` of size `c`.
+    fn k_range(self, s: u64, c: u64) -> (u64, u64) {
+        // The chunk covers the indices `[s·c, s·c + c)`. One starting beyond `u64` holds no
+        // index; every selected index is below a dimension size, so below `u64::MAX`, and an
+        // end saturated at `u64::MAX` still bounds them all.
+        let Some(lo_idx) = s.checked_mul(c) else {
+            return (0, 0);
+        };
+        let hi_idx = lo_idx.saturating_add(c);
+        // The first `k` with `start + k·stride >= lo_idx`, and the first with
+        // `start + k·stride >= hi_idx` (0 when the bound is at or before `start`).
+        let lo = lo_idx
+            .saturating_sub(self.start)
+            .div_ceil(self.stride.get());
+        let hi = hi_idx
+            .saturating_sub(self.start)
+            .div_ceil(self.stride.get())
+            .min(self.count);
+        (lo, hi.max(lo))
+    }
+}
+
+/// The walk of one dimension over the selected `k` of one chunk: `k` goes over `[lo, hi)`.
+#[derive(Debug)]
+struct Walk {
+    axis: Axis,
+    /// The chunk's size along the dimension.
+    size: u64,
+    /// The chunk's first index along the dimension.
+    base: u64,
+    lo: u64,
+    hi: u64,
+    k: u64,
+}
+
+impl Walk {
+    /// Step `k` on, or back to `lo` (returning false) past the end.
+    fn advance(&mut self) -> bool {
+        match self.k.checked_add(1) {
+            Some(k) if k < self.hi => {
+                self.k = k;
+                true
+            }
+            _ => {
+                self.k = self.lo;
+                false
+            }
+        }
+    }
+}
+
+/// The chunk-buffer and selection-buffer offsets of the elements at the walks' current `k`.
+///
+/// `None` (overflow) cannot happen for a selection that fits its dataspace and a chunk whose
+/// element count fits `u64`: the local index is below the chunk size and `k` below `count`.
+fn offsets(walks: &[Walk]) -> Option<(u64, u64)> {
+    walks.iter().try_fold((0u64, 0u64), |(c_off, m_off), w| {
+        let local =
+            w.k.checked_mul(w.axis.stride.get())?
+                .checked_add(w.axis.start)?
+                .checked_sub(w.base)?;
+        Some((
+            c_off.checked_mul(w.size)?.checked_add(local)?,
+            m_off.checked_mul(w.axis.count)?.checked_add(w.k)?,
+        ))
+    })
 }
 
 impl Hyperslab {
@@ -50,32 +143,34 @@ impl Hyperslab {
                 ),
             ));
         }
-        for u in 0..rank {
-            if stride[u] == 0 {
+        let mut strides = Vec::with_capacity(rank);
+        let dims_iter = start.iter().zip(count).zip(&stride).zip(dims);
+        for (u, (((&s, &n), &st), &d)) in dims_iter.enumerate() {
+            let Some(st) = NonZeroU64::new(st) else {
                 return Err(Error::arg(
                     "selection",
                     format!("stride 0 in dimension {u}"),
                 ));
-            }
-            if count[u] > 0 {
-                let last = (count[u] - 1)
-                    .checked_mul(stride[u])
-                    .and_then(|x| x.checked_add(start[u]));
-                if last.is_none_or(|l| l >= dims[u]) {
-                    return Err(Error::arg(
-                        "selection",
-                        format!(
-                            "selection start {} count {} stride {} leaves dimension {u} of size {}",
-                            start[u], count[u], stride[u], dims[u]
-                        ),
-                    ));
-                }
+            };
+            strides.push(st);
+            let axis = Axis {
+                start: s,
+                count: n,
+                stride: st,
+            };
+            if n > 0 && axis.last().is_none_or(|l| l >= d) {
+                return Err(Error::arg(
+                    "selection",
+                    format!(
+                        "selection start {s} count {n} stride {st} leaves dimension {u} of size {d}"
+                    ),
+                ));
             }
         }
         Ok(Hyperslab {
             start: start.to_vec(),
             count: count.to_vec(),
-            stride,
+            stride: strides,
         })
     }
 
@@ -84,13 +179,19 @@ impl Hyperslab {
         Hyperslab {
             start: vec![0; dims.len()],
             count: dims.to_vec(),
-            stride: vec![1; dims.len()],
+            stride: vec![NonZeroU64::MIN; dims.len()],
         }
     }
 
-    /// Number of selected elements.
+    /// Number of selected elements (`u64::MAX` if that overflows: more than any buffer holds).
     pub fn len(&self) -> u64 {
-        self.count.iter().product()
+        if self.count.contains(&0) {
+            return 0;
+        }
+        self.count
+            .iter()
+            .try_fold(1u64, |acc, &n| acc.checked_mul(n))
+            .unwrap_or(u64::MAX)
     }
 
     /// Whether nothing is selected.
@@ -98,103 +199,131 @@ impl Hyperslab {
         self.len() == 0
     }
 
-    /// The `k` range `[lo, hi)` of dimension `u` that falls in chunk `s` of size `c`.
-    fn k_range(&self, u: usize, s: u64, c: u64) -> (u64, u64) {
-        let (start, stride, count) = (self.start[u], self.stride[u], self.count[u]);
-        let lo_idx = s * c;
-        let hi_idx = lo_idx + c; // exclusive
-        let lo = if lo_idx <= start {
-            0
-        } else {
-            (lo_idx - start).div_ceil(stride)
-        };
-        let hi = if hi_idx <= start {
-            0
-        } else {
-            ((hi_idx - 1 - start) / stride + 1).min(count)
-        };
-        (lo, hi.max(lo))
+    /// The selection's dimensions.
+    fn axes(&self) -> impl Iterator<Item = Axis> + '_ {
+        self.start
+            .iter()
+            .zip(&self.count)
+            .zip(&self.stride)
+            .map(|((&start, &count), &stride)| Axis {
+                start,
+                count,
+                stride,
+            })
     }
 
     /// The scaled coordinates of every chunk (of dims `chunk`) holding a selected element, in
     /// C order.
     pub fn chunks(&self, chunk: &[u64]) -> Vec<Vec<u64>> {
-        if self.is_empty() {
+        if self.is_empty() || chunk.len() != self.count.len() {
             return Vec::new();
         }
-        let rank = chunk.len();
-        let per_dim: Vec<Vec<u64>> = (0..rank)
-            .map(|u| {
-                let first = self.start[u] / chunk[u];
-                let last = (self.start[u] + (self.count[u] - 1) * self.stride[u]) / chunk[u];
+        let mut per_dim: Vec<Vec<u64>> = Vec::with_capacity(chunk.len());
+        for (axis, &c) in self.axes().zip(chunk) {
+            // `last` is `Some`: the selection is not empty and fits the dataspace. A zero chunk
+            // size holds nothing.
+            let (Some(first), Some(last)) = (
+                axis.start.checked_div(c),
+                axis.last().and_then(|l| l.checked_div(c)),
+            ) else {
+                return Vec::new();
+            };
+            per_dim.push(
                 (first..=last)
                     .filter(|&s| {
-                        let (lo, hi) = self.k_range(u, s, chunk[u]);
+                        let (lo, hi) = axis.k_range(s, c);
                         hi > lo
                     })
-                    .collect()
-            })
-            .collect();
+                    .collect(),
+            );
+        }
         let mut out = Vec::new();
-        let mut idx = vec![0usize; rank];
+        // `idx[u]` is a position in `per_dim[u]`; none is empty (the chunk holding `start`
+        // holds a selected element), so every position stays in bounds.
+        let mut idx = vec![0usize; per_dim.len()];
         loop {
-            out.push((0..rank).map(|u| per_dim[u][idx[u]]).collect());
-            let mut u = rank;
-            loop {
-                if u == 0 {
-                    return out;
-                }
-                u -= 1;
-                idx[u] += 1;
-                if idx[u] < per_dim[u].len() {
-                    break;
-                }
-                idx[u] = 0;
+            let mut scaled = Vec::with_capacity(per_dim.len());
+            scaled.extend(
+                per_dim
+                    .iter()
+                    .zip(&idx)
+                    .filter_map(|(v, &i)| v.get(i).copied()),
+            );
+            out.push(scaled);
+            let advanced =
+                idx.iter_mut()
+                    .zip(&per_dim)
+                    .rev()
+                    .any(|(i, v)| match i.checked_add(1) {
+                        Some(next) if next < v.len() => {
+                            *i = next;
+                            true
+                        }
+                        _ => {
+                            *i = 0;
+                            false
+                        }
+                    });
+            if !advanced {
+                return out;
             }
         }
     }
 
     /// The copies between the chunk at `scaled` (dims `chunk`) and the selection's buffer.
     pub fn runs(&self, chunk: &[u64], scaled: &[u64], mut f: impl FnMut(Run)) {
-        let rank = chunk.len();
-        let ranges: Vec<(u64, u64)> = (0..rank)
-            .map(|u| self.k_range(u, scaled[u], chunk[u]))
-            .collect();
-        if ranges.iter().any(|(lo, hi)| hi <= lo) {
+        let rank = self.count.len();
+        if chunk.len() != rank || scaled.len() != rank {
             return;
         }
-        let last = rank - 1;
-        let mut k: Vec<u64> = ranges.iter().map(|r| r.0).collect();
-        loop {
-            let (mut c_off, mut m_off) = (0u64, 0u64);
-            for u in 0..rank {
-                let local = self.start[u] + k[u] * self.stride[u] - scaled[u] * chunk[u];
-                c_off = c_off * chunk[u] + local;
-                m_off = m_off * self.count[u] + k[u];
-            }
-            f(Run {
-                chunk: c_off,
-                memory: m_off,
-                len: ranges[last].1 - ranges[last].0,
-                chunk_step: self.stride[last],
+        let mut walks: Vec<Walk> = Vec::with_capacity(rank);
+        for ((axis, &size), &s) in self.axes().zip(chunk).zip(scaled) {
+            let (lo, hi) = axis.k_range(s, size);
+            // A non-empty range means the chunk's first index fits `u64`.
+            let base = match s.checked_mul(size) {
+                Some(base) if hi > lo => base,
+                _ => return,
+            };
+            walks.push(Walk {
+                axis,
+                size,
+                base,
+                lo,
+                hi,
+                k: lo,
             });
-            let mut u = last;
-            loop {
-                if u == 0 {
-                    return;
-                }
-                u -= 1;
-                k[u] += 1;
-                if k[u] < ranges[u].1 {
-                    break;
-                }
-                k[u] = ranges[u].0;
+        }
+        // The last dimension's `k` stays at `lo`: each run covers its whole range.
+        let Some(inner) = walks.last() else {
+            // Rank 0: the one element of a scalar.
+            f(Run {
+                chunk: 0,
+                memory: 0,
+                len: 1,
+                chunk_step: 1,
+            });
+            return;
+        };
+        let (len, chunk_step) = (inner.hi.saturating_sub(inner.lo), inner.axis.stride.get());
+        loop {
+            let Some((chunk, memory)) = offsets(&walks) else {
+                return;
+            };
+            f(Run {
+                chunk,
+                memory,
+                len,
+                chunk_step,
+            });
+            if !walks.iter_mut().rev().skip(1).any(Walk::advance) {
+                return;
             }
         }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)] // clippy.toml already lets tests index and unwrap
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -242,6 +371,60 @@ mod tests {
         assert!(Hyperslab::new(&[5], &[6], None, &[10]).is_err());
         assert!(Hyperslab::new(&[0], &[2], Some(&[0]), &[10]).is_err());
         assert!(Hyperslab::new(&[0], &[u64::MAX], Some(&[2]), &[10]).is_err());
+    }
+
+    #[test]
+    fn hostile_shapes_select_nothing_rather_than_panic() {
+        let h = Hyperslab::new(&[0, 0], &[4, 4], None, &[4, 4]).unwrap();
+        let mut n = 0;
+        // A zero chunk size, a chunk shape of the wrong rank, a chunk beyond u64.
+        assert!(h.chunks(&[0, 2]).is_empty());
+        assert!(h.chunks(&[2]).is_empty());
+        h.runs(&[0, 2], &[0, 0], |_| n += 1);
+        h.runs(&[2], &[0], |_| n += 1);
+        h.runs(&[2, 2], &[0], |_| n += 1);
+        h.runs(&[2, 2], &[u64::MAX, 0], |_| n += 1);
+        assert_eq!(n, 0);
+        // Counts whose product overflows.
+        assert_eq!(Hyperslab::all(&[u64::MAX, u64::MAX]).len(), u64::MAX);
+        assert_eq!(Hyperslab::all(&[u64::MAX, u64::MAX, 0]).len(), 0);
+    }
+
+    #[test]
+    fn the_top_of_the_index_space() {
+        // The last chunk's end, 2^64, does not fit u64.
+        let h = Hyperslab::new(&[u64::MAX - 2], &[2], None, &[u64::MAX]).unwrap();
+        let c = 1u64 << 63;
+        assert_eq!(h.chunks(&[c]), vec![vec![1]]);
+        let mut runs = Vec::new();
+        h.runs(&[c], &[1], |r| runs.push(r));
+        assert_eq!(
+            runs,
+            vec![Run {
+                chunk: c - 3,
+                memory: 0,
+                len: 2,
+                chunk_step: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn a_scalar_is_one_element() {
+        let h = Hyperslab::all(&[]);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h.chunks(&[]), vec![Vec::<u64>::new()]);
+        let mut runs = Vec::new();
+        h.runs(&[], &[], |r| runs.push(r));
+        assert_eq!(
+            runs,
+            vec![Run {
+                chunk: 0,
+                memory: 0,
+                len: 1,
+                chunk_step: 1
+            }]
+        );
     }
 
     proptest! {

@@ -35,7 +35,7 @@ impl TypeDesc {
         let size = t.size as usize;
         let desc = match &t.class {
             DatatypeClass::FixedPoint(f) => {
-                if f.bit_offset != 0 || usize::from(f.bit_precision) != size * 8 {
+                if f.bit_offset != 0 || size.checked_mul(8) != Some(usize::from(f.bit_precision)) {
                     return Err(Error::Unsupported("integer types with padding bits"));
                 }
                 TypeDesc {
@@ -168,7 +168,9 @@ h5type! {
 
 /// Little-endian bytes of `values`.
 pub fn to_le_bytes<T: H5Type>(values: &[T]) -> Vec<u8> {
-    let mut out = vec![0u8; values.len() * T::DESC.size];
+    // For the crate's types `DESC.size` is the type's own size, so the product is the byte
+    // length of `values`, which is in memory.
+    let mut out = vec![0u8; values.len().saturating_mul(T::DESC.size)];
     for (v, o) in values.iter().zip(out.chunks_exact_mut(T::DESC.size)) {
         v.write_le(o);
     }

@@ -1,5 +1,11 @@
 //! Files written through the `h5chunk` API, for each index kind available, read back by
 //! h5chunk after reopening and by libhdf5 (h5py and h5dump), and appended to by h5py.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use h5chunk::libver::{Libver, LibverBounds};
 use h5chunk::{File, FileOptions, FilterSpec, IndexKind};

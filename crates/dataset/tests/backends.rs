@@ -1,5 +1,11 @@
 //! A `File` on storage backends other than a path: memory (`MemStorage`) and the
 //! fault-injecting wrapper (`FaultyStorage`), including a crash at every write of a flush.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::sync::Arc;
 
@@ -165,8 +171,11 @@ struct Outcome {
     lost: u32,
 }
 
-/// The dataset of each index kind, as `(kind, low bound, max shape, chunk)`.
-fn kinds() -> Vec<(IndexKind, Libver, Vec<Option<u64>>, Vec<u64>)> {
+/// A dataset to crash: `(kind, low bound, max shape, chunk)`.
+type Case = (IndexKind, Libver, Vec<Option<u64>>, Vec<u64>);
+
+/// The dataset of each index kind.
+fn kinds() -> Vec<Case> {
     vec![
         (
             IndexKind::ExtensibleArray,

@@ -5,6 +5,12 @@
 //! the file (h5py values, h5dump), appends where the dataset is extendable, and h5chunk reads
 //! libhdf5's result back. The skip list is h5chunk's own format: libhdf5 refuses it, so its
 //! cases stop at h5chunk's own checks.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use h5chunk::index::AllocTime;
 use h5chunk::libver::{Libver, LibverBounds};

@@ -1,6 +1,12 @@
 //! Every dataset of every libhdf5-written fixture reads back through the `h5chunk` API equal to
 //! what libhdf5 wrote: value by value against the manifest (datasets of up to 4096 elements),
 //! and against h5py's own reading of the whole dataset under `cargo xtask test`.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use h5chunk::{File, IndexKind};
 use h5chunk_testkit::{fixtures, h5py, interop};

@@ -650,7 +650,7 @@ mod tests {
 
     use super::*;
 
-    /// The header libhdf5 1.14.6 wrote for a 12-chunk array (chunk-index-format.md §7.1).
+    /// The header libhdf5 1.14.6 wrote for a 12-chunk array (docs/format/chunk-index-format.md §7.1).
     #[rustfmt::skip]
     const FAHD: [u8; 28] = [
         b'F', b'A', b'H', b'D',

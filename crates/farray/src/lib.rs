@@ -68,11 +68,6 @@
 //! array's size is fixed by the dataset's maximum dimensions.
 
 #![forbid(unsafe_code)]
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
 
 mod array;
 mod class;

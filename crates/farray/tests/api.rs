@@ -1,6 +1,12 @@
 //! The fixed array's operations one by one: creation parameters, the data block and pages
 //! created on first use, the shorter last page, bytes used, iteration, delete, filtered
 //! records, and a reader following a writer.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 mod common;
 
@@ -130,7 +136,7 @@ fn pages_created_on_first_use_and_untouched_pages_never_read() {
 
 #[test]
 fn shorter_last_page_as_libhdf5_lays_it_out() {
-    // chunk-index-format.md §7.2: 2,500 elements, three pages, the last holding 452; the
+    // docs/format/chunk-index-format.md §7.2: 2,500 elements, three pages, the last holding 452; the
     // prefix is 15 bytes + checksum, so page 0 starts 19 bytes into the block.
     let storage = MemStorage::new();
     let cache = common::cache(&storage);

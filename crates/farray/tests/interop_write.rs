@@ -2,6 +2,12 @@
 //! a shorter last page), unfiltered and filtered, in files libhdf5 reads element by element:
 //! h5py's values and `chunk_iter` records, and h5dump, under `cargo xtask test`. Without the
 //! tools, the files are still read back through the testkit's reader and our own array.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 mod common;
 

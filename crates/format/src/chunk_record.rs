@@ -11,12 +11,7 @@
 //! `size_width` is `chunk_size_len` for layout version 4 (see [`chunk_size_len`]) and the size
 //! of lengths for layout version 5.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use smallvec::SmallVec;
 

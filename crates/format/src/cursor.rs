@@ -154,7 +154,9 @@ impl<'a> Decoder<'a> {
         }
         let raw = self.bytes(usize::from(width))?;
         let mut le = [0u8; 8];
-        le[..raw.len()].copy_from_slice(raw);
+        for (l, r) in le.iter_mut().zip(raw) {
+            *l = *r;
+        }
         Ok(u64::from_le_bytes(le))
     }
 
@@ -326,17 +328,17 @@ impl<'a> Encoder<'a> {
 
     /// Bytes written by this encoder so far.
     pub fn position(&self) -> usize {
-        self.out.len() - self.start
+        self.out.len().saturating_sub(self.start)
     }
 
     /// The bytes written by this encoder so far.
     pub fn written(&self) -> &[u8] {
-        &self.out[self.start..]
+        self.out.get(self.start..).unwrap_or_default()
     }
 
     /// Mutable access to the bytes written so far (for back-patching a size field).
     pub fn written_mut(&mut self) -> &mut [u8] {
-        &mut self.out[self.start..]
+        self.out.get_mut(self.start..).unwrap_or_default()
     }
 
     /// Append raw bytes.
@@ -346,7 +348,7 @@ impl<'a> Encoder<'a> {
 
     /// Append `n` zero bytes.
     pub fn zeros(&mut self, n: usize) {
-        self.out.resize(self.out.len() + n, 0);
+        self.out.resize(self.out.len().saturating_add(n), 0);
     }
 
     /// Append a `u8`.
@@ -379,7 +381,8 @@ impl<'a> Encoder<'a> {
                 width,
             });
         }
-        self.bytes(&v.to_le_bytes()[..usize::from(width)]);
+        let le = v.to_le_bytes();
+        self.bytes(le.get(..usize::from(width)).unwrap_or(&le));
         Ok(())
     }
 
@@ -426,7 +429,7 @@ impl<'a> Encoder<'a> {
     /// Append the lookup3 checksum of the bytes written since `from` (an earlier
     /// [`Encoder::position`]).
     pub fn checksum_from(&mut self, from: usize) {
-        let c = lookup3(&self.written()[from..]);
+        let c = lookup3(self.written().get(from..).unwrap_or_default());
         self.u32(c);
     }
 }

@@ -33,12 +33,7 @@
 //! elements and a checksum over the whole block, or (paged) a checksum over the prefix alone,
 //! followed by the pages, each `page_nelmts` elements plus a checksum.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
@@ -729,7 +724,7 @@ mod tests {
             .collect()
     }
 
-    /// A header written by libhdf5 1.14.6 for 13 000 chunks (chunk-index-format.md §6.2).
+    /// A header written by libhdf5 1.14.6 for 13 000 chunks (docs/format/chunk-index-format.md §6.2).
     fn eahd() -> Vec<u8> {
         hex(
             "45414844 00 00 08 20 04 10 04 0a  0600000000000000 4402000000000000 \

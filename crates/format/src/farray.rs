@@ -32,12 +32,7 @@
 //! A paged block is followed by its pages: each holds `page_nelmts` elements (the last one the
 //! remainder) and its own checksum, with no signature.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use crate::addr::{Addr, Sizes};
 use crate::checksum::lookup3;
@@ -399,7 +394,7 @@ mod tests {
 
     const S: Sizes = Sizes::DEFAULT;
 
-    /// A header written by libhdf5 1.14.6 (chunk-index-format.md §7.1).
+    /// A header written by libhdf5 1.14.6 (docs/format/chunk-index-format.md §7.1).
     #[rustfmt::skip]
     const FAHD: [u8; 28] = [
         b'F', b'A', b'H', b'D',

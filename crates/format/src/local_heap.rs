@@ -21,12 +21,7 @@
 //!
 //! No checksum. Reserved bytes are ignored when decoding and written as zero.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};

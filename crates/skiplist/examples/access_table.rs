@@ -7,6 +7,12 @@
 //! cargo run -p h5chunk-skiplist --example access_table -- --heights 3-12
 //! cargo run -p h5chunk-skiplist --example access_table -- --supernodes 1000
 //! ```
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::process::ExitCode;
 

@@ -30,12 +30,6 @@
 //! | 6+O+L+2hO  | S·G·E     | slots                                               |
 //! | end-4      | 4         | lookup3 checksum                                    |
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use h5chunk_cache::CacheEntry;
 use h5chunk_format::chunk_record::{ChunkRecord, RecordCodec};
 use h5chunk_format::cursor::{Decoder, Encoder};

@@ -1,12 +1,6 @@
 //! The skip list over the metadata cache: create, open, get, set, extend, shrink, iterate,
 //! delete, bytes used. The update order is that of `docs/format/skiplist.md` §7.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use std::collections::BTreeMap;
 
 use h5chunk_cache::{Error as CacheError, MetadataCache};

@@ -2,6 +2,7 @@
 //! look every supernode up from the tail along each variant's route with every supernode
 //! evicted beforehand, and count the supernode reads through the cache's statistics.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use h5chunk_cache::{CacheConfig, CacheEntry, MemStorage, MetadataCache};
@@ -28,7 +29,8 @@ impl AccessCounts {
     pub fn fraction(&self, lookup: Lookup) -> (u64, u64) {
         let i = Lookup::ALL.iter().position(|&l| l == lookup).unwrap_or(0);
         let num = self.reads.get(i).copied().unwrap_or(0);
-        let g = gcd(num, self.supernodes).max(1);
+        // The gcd is 0 only when both are 0; dividing by 1 then leaves (0, 0) as before.
+        let g = NonZeroU64::new(gcd(num, self.supernodes)).unwrap_or(NonZeroU64::MIN);
         (num / g, self.supernodes / g)
     }
 
@@ -39,8 +41,13 @@ impl AccessCounts {
     }
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    // Euclid's algorithm; `checked_rem` is `None` exactly when `b == 0`, where it stops.
+    while let Some(r) = a.checked_rem(b) {
+        a = b;
+        b = r;
+    }
+    a
 }
 
 /// Build a list of `supernodes` supernodes (one step each) in memory, then count the
@@ -50,7 +57,9 @@ pub fn access_counts(supernodes: u64) -> Result<AccessCounts> {
     if supernodes == 0 {
         return Err(Error::InvalidParams("at least one supernode"));
     }
-    let max_height = u8::try_from(64 - supernodes.leading_zeros()).unwrap_or(63);
+    // The bit length of `supernodes`: `leading_zeros` is at most 64, so this never saturates.
+    let bits = u64::BITS.saturating_sub(supernodes.leading_zeros());
+    let max_height = u8::try_from(bits).unwrap_or(63);
     let params = Params {
         steps_per_supernode: 1,
         max_height: max_height.max(1),
@@ -69,13 +78,14 @@ pub fn access_counts(supernodes: u64) -> Result<AccessCounts> {
     let list = SkipList::open(&reader, Sizes::DEFAULT, list.addr())?;
     let mut reads = [0u64; 4];
     for (total, lookup) in reads.iter_mut().zip(Lookup::ALL) {
-        for k in 1..=supernodes {
+        // Slot `slot` is the only slot of supernode `slot + 1`.
+        for slot in 0..supernodes {
             reader.evict_clean();
             let before = reader.stats().of(Supernode::TYPE_NAME).reads;
-            // Slot k - 1 is the only slot of supernode k.
-            list.get_with(&reader, lookup, k - 1)?;
+            list.get_with(&reader, lookup, slot)?;
             let after = reader.stats().of(Supernode::TYPE_NAME).reads;
-            *total += after - before;
+            // Read counts only grow (nothing resets the statistics here); they saturate.
+            *total = total.saturating_add(after.saturating_sub(before));
         }
     }
     Ok(AccessCounts { supernodes, reads })

@@ -5,12 +5,6 @@
 //! Supernode indices are 1-based; a supernode `k` has height `tz(k) + 1`; a step from `c`
 //! moves to `c ± 2^j` with `j < height(c)` (a back or forward pointer at level `j + 1`).
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 /// The height of supernode `k` (`k >= 1`): one more than its number of trailing zero bits, so
 /// that heights form a balanced binary tree (paper §VIII).
 pub fn height(k: u64) -> u32 {

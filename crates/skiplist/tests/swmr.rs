@@ -2,6 +2,12 @@
 //! (docs/format/skiplist.md §7): supernodes reach the file before the tail that makes them
 //! visible, a written supernode is never rewritten to gain a forward pointer, and a crash
 //! after any write leaves a file whose reader sees a consistent prefix.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

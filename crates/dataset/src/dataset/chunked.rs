@@ -37,7 +37,12 @@ impl Chunked {
             .iter()
             .zip(&self.shape.chunk)
             .zip(&self.shape.dims)
-            .any(|((&s, &c), &d)| (s + 1) * c > d)
+            // A chunk ending past 2^64 ends past `d` too.
+            .any(|((&s, &c), &d)| {
+                s.checked_add(1)
+                    .and_then(|end| end.checked_mul(c))
+                    .is_none_or(|end| end > d)
+            })
     }
 
     pub(crate) fn skips_filters(&self, scaled: &[u64]) -> bool {
@@ -167,7 +172,10 @@ impl Chunked {
                     size: if filtered { stored.len() as u64 } else { 0 },
                     mask: *mask,
                 };
-                at += stored.len() as u64;
+                // Within the block of `total` bytes just allocated at `base`.
+                at = at
+                    .checked_add(stored.len() as u64)
+                    .ok_or(Error::Internal("a chunk batch past 2^64"))?;
                 let proxy = f.cache.create_proxy();
                 proxies.push(proxy);
                 self.index.insert(f, scaled, rec, Some(proxy))?;

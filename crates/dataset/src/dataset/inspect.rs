@@ -168,7 +168,11 @@ impl Dataset {
             (_, Some(d)) => Some(d),
             (IndexKind::ExtensibleArray | IndexKind::FixedArray, None) => ARRAY_LEVELS
                 .iter()
-                .find(|levels| blocks_by_type.contains_key(levels[0]))
+                .find(|levels| {
+                    levels
+                        .first()
+                        .is_some_and(|t| blocks_by_type.contains_key(t))
+                })
                 .map(|levels| {
                     levels
                         .iter()
@@ -316,7 +320,8 @@ impl Dataset {
                     format!(
                         "chunk {s1:?} overlaps chunk {s0:?} (at {:#x}, {} bytes)",
                         a0,
-                        e0 - a0
+                        // Extents end where they start or after.
+                        e0.saturating_sub(*a0)
                     ),
                 );
             }

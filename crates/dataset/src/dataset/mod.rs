@@ -16,7 +16,7 @@ use crate::file::{File, OpenObject};
 use crate::filters::Pipeline;
 use crate::index::adapter::{self, Shape};
 use crate::index::select::IndexKind;
-use crate::select::Hyperslab;
+use crate::select::{Hyperslab, Run};
 use crate::store::Store;
 use crate::types::{H5Type, TypeDesc, from_le_bytes, to_le_bytes};
 
@@ -371,26 +371,42 @@ impl Dataset {
                     .ok_or_else(|| Error::arg("selection", "more bytes than memory can address"))?
             ];
         let dtype = st.dtype;
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut *st;
         match storage {
             StorageState::Chunked(c) => {
                 let chunk = c.shape.chunk.clone();
                 for scaled in h.chunks(&chunk) {
                     let data = c.cached(f, path, &scaled, false)?;
-                    h.runs(&chunk, &scaled, |r| copy_out(&mut out, data, r, elem));
+                    if !copy_runs(h, &chunk, &scaled, |r| copy_out(&mut out, data, r, elem)) {
+                        return Err(short_chunk(path, *header, &scaled));
+                    }
                 }
             }
             StorageState::Contiguous { addr, size, fill } => {
                 let dims = self.shared.dims.lock().0.clone();
                 let whole = match addr {
                     Some(a) => f.read(*a, *size)?,
-                    None => fill.repeat((*size as usize) / elem.max(1)),
+                    None => {
+                        let size = usize::try_from(*size)
+                            .map_err(|_| Error::Unsupported("storage larger than memory"))?;
+                        // One fill value per element (none when elements have no bytes).
+                        fill.repeat(size.checked_div(elem).unwrap_or(0))
+                    }
                 };
-                copy_from_contiguous(h, &dims, &whole, &mut out, elem);
+                if !copy_from_contiguous(h, &dims, &whole, &mut out, elem) {
+                    return Err(short_storage(path, *header, whole.len()));
+                }
             }
             StorageState::Compact { data } => {
                 let dims = self.shared.dims.lock().0.clone();
-                copy_from_contiguous(h, &dims, data, &mut out, elem);
+                if !copy_from_contiguous(h, &dims, data, &mut out, elem) {
+                    return Err(short_storage(path, *header, data.len()));
+                }
             }
         }
         dtype.to_from_le(&mut out);
@@ -440,7 +456,7 @@ impl Dataset {
         f.check_writable()?;
         let mut st = self.shared.state.lock();
         let elem = st.dtype.size;
-        if data.len() as u64 != h.len() * elem as u64 {
+        if h.len().checked_mul(elem as u64) != Some(data.len() as u64) {
             return Err(Error::arg(
                 "data",
                 format!(
@@ -451,18 +467,27 @@ impl Dataset {
             ));
         }
         st.dtype.to_from_le(&mut data);
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported("writing contiguous or compact datasets"));
         };
         let chunk = c.shape.chunk.clone();
         let chunk_elems = c.chunk_elems();
         for scaled in h.chunks(&chunk) {
+            // The runs of one chunk are disjoint and inside it: their lengths sum to at most
+            // the chunk's elements, so the sum does not saturate.
             let mut covered = 0u64;
-            h.runs(&chunk, &scaled, |r| covered += r.len);
+            h.runs(&chunk, &scaled, |r| covered = covered.saturating_add(r.len));
             let whole = covered == chunk_elems;
             let buf = c.cached(f, path, &scaled, whole)?;
-            h.runs(&chunk, &scaled, |r| copy_in(buf, &data, r, elem));
+            if !copy_runs(h, &chunk, &scaled, |r| copy_in(buf, &data, r, elem)) {
+                return Err(short_chunk(path, *header, &scaled));
+            }
             if let Some(entry) = c.cache.get_mut(&scaled) {
                 entry.dirty = true;
             }
@@ -510,7 +535,8 @@ impl Dataset {
                     .iter()
                     .zip(&chunk)
                     .zip(dims)
-                    .any(|((&s, &cd), &d)| s * cd >= d);
+                    // A chunk starting past 2^64 starts past `d` too.
+                    .any(|((&s, &cd), &d)| s.checked_mul(cd).is_none_or(|start| start >= d));
                 if outside {
                     c.index.remove(f, &scaled)?;
                     c.cache.remove(&scaled);
@@ -524,11 +550,12 @@ impl Dataset {
                     }
                     continue;
                 }
-                let cut = scaled
-                    .iter()
-                    .zip(&chunk)
-                    .zip(dims.iter().zip(&old))
-                    .any(|((&s, &cd), (&n, &o))| (s + 1) * cd > n && n < o);
+                let cut = scaled.iter().zip(&chunk).zip(dims.iter().zip(&old)).any(
+                    |((&s, &cd), (&n, &o))| {
+                        let end = s.checked_add(1).and_then(|e| e.checked_mul(cd));
+                        end.is_none_or(|end| end > n) && n < o
+                    },
+                );
                 if cut {
                     let elem = c.fill.len();
                     let fill = c.fill.clone();
@@ -565,23 +592,31 @@ impl Dataset {
             .filter(|&(u, _)| u != k)
             .map(|(_, &d)| d)
             .product();
-        if others == 0 || !(data.len() as u64).is_multiple_of(others) {
-            return Err(Error::arg(
-                "data",
-                format!(
-                    "{} values do not fill whole slices of {others} elements",
-                    data.len()
-                ),
-            ));
-        }
-        let grow = data.len() as u64 / others;
+        let values = data.len() as u64;
+        let grow = match values.checked_div(others) {
+            Some(grow) if values.is_multiple_of(others) => grow,
+            _ => {
+                return Err(Error::arg(
+                    "data",
+                    format!(
+                        "{} values do not fill whole slices of {others} elements",
+                        data.len()
+                    ),
+                ));
+            }
+        };
+        let past_rank = || Error::Internal("an unlimited dimension past the rank");
         let mut new = dims.clone();
-        new[k] += grow;
+        let len = new.get_mut(k).ok_or_else(past_rank)?;
+        let old_len = *len;
+        *len = old_len
+            .checked_add(grow)
+            .ok_or_else(|| Error::arg("data", "appending past 2^64 elements"))?;
         self.resize(&new)?;
         let mut start = vec![0u64; dims.len()];
-        start[k] = dims[k];
+        *start.get_mut(k).ok_or_else(past_rank)? = old_len;
         let mut count = new.clone();
-        count[k] = grow;
+        *count.get_mut(k).ok_or_else(past_rank)? = grow;
         self.write_slice(data, &start, &count, None)
     }
 
@@ -611,7 +646,13 @@ impl Dataset {
                 .unwrap_or(0);
                 let chunk = c.fill.repeat(c.chunk_elems() as usize);
                 for i in 0..n {
-                    f.write(Addr(base.get() + i * c.shape.chunk_bytes), &chunk)?;
+                    let at = i
+                        .checked_mul(c.shape.chunk_bytes)
+                        .and_then(|off| base.get().checked_add(off))
+                        .ok_or_else(|| {
+                            Error::corrupt("layout", base, format!("implicit chunk {i} past 2^64"))
+                        })?;
+                    f.write(Addr(at), &chunk)?;
                 }
             }
             return Ok(());
@@ -642,16 +683,35 @@ impl Dataset {
         let chunk_bytes = c.shape.chunk_bytes;
         let filtered = c.pipeline.is_some();
         let mut out = Vec::new();
+        // The first chunk whose offset does not fit `u64`.
+        let mut past = None;
         c.index.for_each(f, &mut |s, r| {
             if let Some(addr) = r.addr {
-                out.push(ChunkInfo {
-                    offset: s.iter().zip(&chunk).map(|(a, b)| a * b).collect(),
-                    addr,
-                    size: if filtered { r.size } else { chunk_bytes },
-                    filter_mask: r.mask,
-                });
+                let offset = s
+                    .iter()
+                    .zip(&chunk)
+                    .map(|(a, b)| a.checked_mul(*b))
+                    .collect();
+                match offset {
+                    Some(offset) => out.push(ChunkInfo {
+                        offset,
+                        addr,
+                        size: if filtered { r.size } else { chunk_bytes },
+                        filter_mask: r.mask,
+                    }),
+                    None => {
+                        past.get_or_insert_with(|| s.to_vec());
+                    }
+                }
             }
         })?;
+        if let Some(s) = past {
+            return Err(Error::corrupt(
+                "chunk index",
+                None,
+                format!("{path}: chunk {s:?} starts past 2^64"),
+            ));
+        }
         Ok(out)
     }
 
@@ -790,67 +850,163 @@ impl Dataset {
 
 /// The scaled coordinates of the chunk whose first element is at `offset`.
 fn grid_position(offset: &[u64], chunk: &[u64], dims: &[u64]) -> Result<Vec<u64>> {
+    let bad = || {
+        Error::arg(
+            "offset",
+            format!(
+                "{offset:?} is not the first element of a chunk (chunk {chunk:?}) inside {dims:?}"
+            ),
+        )
+    };
     if offset.len() != chunk.len()
         || offset
             .iter()
             .zip(chunk)
             .zip(dims)
-            .any(|((&o, &c), &d)| o % c != 0 || o >= d)
+            .any(|((&o, &c), &d)| o.checked_rem(c) != Some(0) || o >= d)
     {
-        return Err(Error::arg(
-            "offset",
-            format!(
-                "{offset:?} is not the first element of a chunk (chunk {chunk:?}) inside {dims:?}"
-            ),
-        ));
+        return Err(bad());
     }
-    Ok(offset.iter().zip(chunk).map(|(o, c)| o / c).collect())
+    offset
+        .iter()
+        .zip(chunk)
+        .map(|(o, c)| o.checked_div(*c))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)
 }
 
-/// Copy run `r` from a chunk buffer into the selection buffer.
-fn copy_out(out: &mut [u8], chunk: &[u8], r: crate::select::Run, elem: usize) {
-    let (c, m) = (r.chunk as usize * elem, r.memory as usize * elem);
-    if r.chunk_step == 1 {
-        let n = r.len as usize * elem;
-        out[m..m + n].copy_from_slice(&chunk[c..c + n]);
-    } else {
-        let step = r.chunk_step as usize * elem;
-        for i in 0..r.len as usize {
-            out[m + i * elem..m + (i + 1) * elem]
-                .copy_from_slice(&chunk[c + i * step..c + i * step + elem]);
+/// Chunk `scaled`'s buffer is too short for the selection's runs: its layout's element size
+/// disagrees with the datatype's.
+fn short_chunk(path: &str, header: Addr, scaled: &[u64]) -> Error {
+    Error::corrupt(
+        "dataset",
+        header,
+        format!("{path}: chunk {scaled:?} is shorter than its elements"),
+    )
+}
+
+/// Contiguous or compact storage of `len` bytes is too short for the dataspace.
+fn short_storage(path: &str, header: Addr, len: usize) -> Error {
+    Error::corrupt(
+        "dataset",
+        header,
+        format!("{path}: storage of {len} bytes is shorter than its dataspace"),
+    )
+}
+
+/// Call `copy` on each run of `h` in chunk `scaled` (dims `chunk`) until one does not fit its
+/// buffers; whether all fit.
+fn copy_runs(
+    h: &Hyperslab,
+    chunk: &[u64],
+    scaled: &[u64],
+    mut copy: impl FnMut(Run) -> Option<()>,
+) -> bool {
+    let mut fits = true;
+    h.runs(chunk, scaled, |r| {
+        if fits {
+            fits = copy(r).is_some();
         }
+    });
+    fits
+}
+
+/// A run in bytes: its range in the chunk buffer (from its first element to the end of its
+/// last), its range in the selection buffer, and the distance between its elements in the
+/// chunk buffer.
+struct ByteRun {
+    chunk: std::ops::Range<usize>,
+    memory: std::ops::Range<usize>,
+    step: usize,
+}
+
+impl ByteRun {
+    /// Run `r` of `elem`-byte elements; `None` if a bound overflows, or for a step of 0 (runs
+    /// step by at least 1).
+    fn new(r: Run, elem: usize) -> Option<ByteRun> {
+        let bytes = |n: u64| usize::try_from(n).ok()?.checked_mul(elem);
+        let (c, m, n, step) = (
+            bytes(r.chunk)?,
+            bytes(r.memory)?,
+            bytes(r.len)?,
+            bytes(r.chunk_step)?,
+        );
+        if r.chunk_step == 0 {
+            return None;
+        }
+        let span = match r.len.checked_sub(1) {
+            None => 0,
+            Some(k) => usize::try_from(k)
+                .ok()?
+                .checked_mul(step)?
+                .checked_add(elem)?,
+        };
+        Some(ByteRun {
+            chunk: c..c.checked_add(span)?,
+            memory: m..m.checked_add(n)?,
+            step,
+        })
     }
 }
 
-/// Copy run `r` from the selection buffer into a chunk buffer.
-fn copy_in(chunk: &mut [u8], data: &[u8], r: crate::select::Run, elem: usize) {
-    let (c, m) = (r.chunk as usize * elem, r.memory as usize * elem);
+/// Copy run `r` from a chunk buffer into the selection buffer; `None` if it does not fit them.
+fn copy_out(out: &mut [u8], chunk: &[u8], r: Run, elem: usize) -> Option<()> {
+    if elem == 0 {
+        return Some(());
+    }
+    let b = ByteRun::new(r, elem)?;
+    let (dst, src) = (out.get_mut(b.memory)?, chunk.get(b.chunk)?);
     if r.chunk_step == 1 {
-        let n = r.len as usize * elem;
-        chunk[c..c + n].copy_from_slice(&data[m..m + n]);
+        dst.copy_from_slice(src);
     } else {
-        let step = r.chunk_step as usize * elem;
-        for i in 0..r.len as usize {
-            chunk[c + i * step..c + i * step + elem]
-                .copy_from_slice(&data[m + i * elem..m + (i + 1) * elem]);
+        // `step >= elem`: each piece of `src` starts with one element, the last is one.
+        for (d, s) in dst.chunks_exact_mut(elem).zip(src.chunks(b.step)) {
+            d.copy_from_slice(s.get(..elem)?);
         }
     }
+    Some(())
+}
+
+/// Copy run `r` from the selection buffer into a chunk buffer; `None` if it does not fit them.
+fn copy_in(chunk: &mut [u8], data: &[u8], r: Run, elem: usize) -> Option<()> {
+    if elem == 0 {
+        return Some(());
+    }
+    let b = ByteRun::new(r, elem)?;
+    let (dst, src) = (chunk.get_mut(b.chunk)?, data.get(b.memory)?);
+    if r.chunk_step == 1 {
+        dst.copy_from_slice(src);
+    } else {
+        // `step >= elem`: each piece of `dst` starts with one element, the last is one.
+        for (d, s) in dst.chunks_mut(b.step).zip(src.chunks_exact(elem)) {
+            d.get_mut(..elem)?.copy_from_slice(s);
+        }
+    }
+    Some(())
 }
 
 /// Copy a hyperslab out of a whole C-order array (contiguous and compact layouts): the array
-/// is one chunk the size of the dataset.
-fn copy_from_contiguous(h: &Hyperslab, dims: &[u64], whole: &[u8], out: &mut [u8], elem: usize) {
+/// is one chunk the size of the dataset. Whether `whole` held every element selected.
+fn copy_from_contiguous(
+    h: &Hyperslab,
+    dims: &[u64],
+    whole: &[u8],
+    out: &mut [u8],
+    elem: usize,
+) -> bool {
     if dims.is_empty() {
         let n = out.len().min(whole.len());
-        out[..n].copy_from_slice(&whole[..n]);
-        return;
+        if let (Some(dst), Some(src)) = (out.get_mut(..n), whole.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        return true;
     }
     let chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
     let zero = vec![0u64; dims.len()];
-    h.runs(&chunk, &zero, |r| copy_out(out, whole, r, elem));
+    copy_runs(h, &chunk, &zero, |r| copy_out(out, whole, r, elem))
 }
 
-/// Reset the elements of chunk `scaled` that lie outside `dims` to `fill`.
+/// Reset the elements of chunk `scaled` that lie outside `dims` to `fill` (`elem` bytes).
 fn reset_outside(
     buf: &mut [u8],
     scaled: &[u64],
@@ -859,21 +1015,28 @@ fn reset_outside(
     fill: &[u8],
     elem: usize,
 ) {
-    let rank = chunk.len();
+    if elem == 0 {
+        return;
+    }
+    // Along each dimension, the chunk's local indices below `inside` lie within `dims` (none
+    // when the chunk starts past the end, or past 2^64).
+    let inside: Vec<u64> = scaled
+        .iter()
+        .zip(chunk)
+        .zip(dims)
+        .map(|((&s, &c), &d)| s.checked_mul(c).map_or(0, |start| d.saturating_sub(start)))
+        .collect();
     let n: u64 = chunk.iter().product();
-    for i in 0..n {
+    for (i, slot) in (0..n).zip(buf.chunks_exact_mut(elem)) {
+        // Element `i` in C order; every chunk dimension is at least 1, or `n` would be 0.
         let mut rest = i;
         let mut outside = false;
-        for u in (0..rank).rev() {
-            let local = rest % chunk[u];
-            rest /= chunk[u];
-            if scaled[u] * chunk[u] + local >= dims[u] {
-                outside = true;
-            }
+        for (&c, &lim) in chunk.iter().zip(&inside).rev() {
+            outside |= rest.checked_rem(c).unwrap_or(0) >= lim;
+            rest = rest.checked_div(c).unwrap_or(0);
         }
         if outside {
-            let o = i as usize * elem;
-            buf[o..o + elem].copy_from_slice(fill);
+            slot.copy_from_slice(fill);
         }
     }
 }

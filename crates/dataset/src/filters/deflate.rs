@@ -11,7 +11,7 @@ use super::FilterError;
 /// Compress at `level` (0..=9).
 pub fn compress(data: &[u8], level: u32) -> Result<Vec<u8>, FilterError> {
     let mut e = ZlibEncoder::new(
-        Vec::with_capacity(data.len() / 2 + 64),
+        Vec::with_capacity((data.len() / 2).saturating_add(64)),
         Compression::new(level),
     );
     e.write_all(data)
@@ -26,7 +26,7 @@ pub fn compress(data: &[u8], level: u32) -> Result<Vec<u8>, FilterError> {
 pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
     let mut out = Vec::with_capacity(limit.min(1 << 24));
     ZlibDecoder::new(data)
-        .take(limit as u64 + 1)
+        .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
         .read_to_end(&mut out)
         .map_err(|err| FilterError::Corrupt {
             filter: "deflate",

@@ -6,24 +6,27 @@ use super::FilterError;
 /// HDF5's Fletcher-32: 16-bit words taken big-endian (a trailing odd byte is the high byte of
 /// a last word), both sums folded to 16 bits at least every 360 words.
 pub fn fletcher32(data: &[u8]) -> u32 {
+    // The sums are 32-bit and wrap as libhdf5's `uint32_t` ones do; folding every 360 words is
+    // libhdf5's bound for keeping them from wrapping in practice.
+    let fold = |s: u32| (s & 0xffff).wrapping_add(s >> 16);
     let (mut sum1, mut sum2) = (0u32, 0u32);
-    let mut words = data.chunks_exact(2);
-    for block in words.by_ref().collect::<Vec<_>>().chunks(360) {
-        for w in block {
-            sum1 += u32::from(w[0]) << 8 | u32::from(w[1]);
-            sum2 += sum1;
+    let (words, rest) = data.as_chunks::<2>();
+    for block in words.chunks(360) {
+        for &[hi, lo] in block {
+            sum1 = sum1.wrapping_add(u32::from(hi) << 8 | u32::from(lo));
+            sum2 = sum2.wrapping_add(sum1);
         }
-        sum1 = (sum1 & 0xffff) + (sum1 >> 16);
-        sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+        sum1 = fold(sum1);
+        sum2 = fold(sum2);
     }
-    if let [last] = words.remainder() {
-        sum1 += u32::from(*last) << 8;
-        sum2 += sum1;
-        sum1 = (sum1 & 0xffff) + (sum1 >> 16);
-        sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+    if let [last] = rest {
+        sum1 = sum1.wrapping_add(u32::from(*last) << 8);
+        sum2 = sum2.wrapping_add(sum1);
+        sum1 = fold(sum1);
+        sum2 = fold(sum2);
     }
-    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
-    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+    sum1 = fold(sum1);
+    sum2 = fold(sum2);
     (sum2 << 16) | sum1
 }
 
@@ -37,15 +40,13 @@ pub fn append(mut data: Vec<u8>) -> Vec<u8> {
 /// Verify and remove the trailing checksum. libhdf5 also accepts the checksum byte-swapped, as
 /// some old releases stored it.
 pub fn verify_and_strip(mut data: Vec<u8>) -> Result<Vec<u8>, FilterError> {
-    let Some(body) = data.len().checked_sub(4) else {
+    let Some((body, &stored)) = data.split_last_chunk::<4>() else {
         return Err(FilterError::Corrupt {
             filter: "fletcher32",
             reason: format!("chunk of {} bytes has no checksum", data.len()),
         });
     };
-    let mut stored = [0u8; 4];
-    stored.copy_from_slice(&data[body..]);
-    let stored = u32::from_le_bytes(stored);
+    let (body, stored) = (body.len(), u32::from_le_bytes(stored));
     data.truncate(body);
     let computed = fletcher32(&data);
     if stored != computed && stored.swap_bytes() != computed {

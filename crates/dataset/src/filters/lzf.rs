@@ -19,51 +19,73 @@ pub fn compress(data: &[u8]) -> Option<Vec<u8>> {
     }
     let mut out = Vec::with_capacity(n);
     let mut table = vec![usize::MAX; 1 << HASH_BITS];
+    // The hash of the three bytes at `i`; `None` when fewer than three remain.
     let hash = |i: usize| {
-        let v = u32::from(data[i]) << 16 | u32::from(data[i + 1]) << 8 | u32::from(data[i + 2]);
-        (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
+        let &[a, b, c] = data.get(i..)?.first_chunk::<3>()?;
+        let v = u32::from(a) << 16 | u32::from(b) << 8 | u32::from(c);
+        Some((v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize)
     };
-    let mut lit_start = 0usize;
-    let mut i = 0usize;
-    let flush_literals = |out: &mut Vec<u8>, from: usize, to: usize| {
-        for run in data[from..to].chunks(MAX_LITERAL) {
-            out.push((run.len() - 1) as u8);
+    let flush_literals = |out: &mut Vec<u8>, run: &[u8]| {
+        for run in run.chunks(MAX_LITERAL) {
+            // `chunks` yields no empty run, so the length minus one does not saturate.
+            out.push(run.len().saturating_sub(1) as u8);
             out.extend_from_slice(run);
         }
     };
-    while i + 2 < n {
-        let h = hash(i);
-        let cand = table[h];
-        table[h] = i;
-        if cand != usize::MAX && i - cand <= MAX_OFFSET && data[cand..cand + 3] == data[i..i + 3] {
-            let max = (n - i).min(MAX_REF);
-            let mut len = 3;
-            while len < max && data[cand + len] == data[i + len] {
-                len += 1;
-            }
-            flush_literals(&mut out, lit_start, i);
-            let off = i - cand - 1;
-            let l = len - 2;
-            if l < 7 {
-                out.push(((l as u8) << 5) | (off >> 8) as u8);
-            } else {
-                out.push((7 << 5) | (off >> 8) as u8);
-                out.push((l - 7) as u8);
+    // Positions stay at most `n` (a match never runs past the end), so the saturating
+    // additions on them below never saturate; `lit_start <= i` throughout.
+    let mut lit_start = 0usize;
+    let mut i = 0usize;
+    while let Some(h) = hash(i) {
+        let cand = table
+            .get_mut(h)
+            .map_or(usize::MAX, |slot| core::mem::replace(slot, i));
+        // The stored distance minus one of an earlier position in reach (`usize::MAX`, the
+        // empty slot, is never below `i`).
+        let off = i
+            .checked_sub(cand)
+            .and_then(|d| d.checked_sub(1))
+            .filter(|&off| off < MAX_OFFSET);
+        // The match length, capped at the end of the data and at MAX_REF.
+        let len = match (off, data.get(cand..), data.get(i..)) {
+            (Some(_), Some(prev), Some(here)) => prev
+                .iter()
+                .zip(here)
+                .take(MAX_REF)
+                .take_while(|(a, b)| a == b)
+                .count(),
+            _ => 0,
+        };
+        if let Some(off) = off
+            && len >= 3
+        {
+            flush_literals(&mut out, data.get(lit_start..i).unwrap_or_default());
+            // `len >= 3`: the stored length minus 2 does not saturate.
+            let l = len.saturating_sub(2);
+            match l.checked_sub(7) {
+                None => out.push(((l as u8) << 5) | (off >> 8) as u8),
+                Some(extra) => {
+                    out.push((7 << 5) | (off >> 8) as u8);
+                    out.push(extra as u8);
+                }
             }
             out.push(off as u8);
-            for j in i + 1..(i + len).min(n - 2) {
-                table[hash(j)] = j;
+            for j in (i..).take(len).skip(1) {
+                let Some(h) = hash(j) else { break };
+                if let Some(slot) = table.get_mut(h) {
+                    *slot = j;
+                }
             }
-            i += len;
+            i = i.saturating_add(len);
             lit_start = i;
         } else {
-            i += 1;
+            i = i.saturating_add(1);
         }
         if out.len() >= n {
             return None;
         }
     }
-    flush_literals(&mut out, lit_start, n);
+    flush_literals(&mut out, data.get(lit_start..).unwrap_or_default());
     (out.len() < n).then_some(out)
 }
 
@@ -73,48 +95,53 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
         filter: "lzf",
         reason: reason.to_owned(),
     };
+    // Whether `len` more bytes fit under `limit`.
+    let fits = |have: usize, len: usize| have.checked_add(len).is_some_and(|end| end <= limit);
     let mut out: Vec<u8> = Vec::with_capacity(limit.min(1 << 24));
-    let mut ip = 0usize;
-    while ip < data.len() {
-        let ctrl = usize::from(data[ip]);
-        ip += 1;
+    let mut rest = data;
+    while let Some((&ctrl, tail)) = rest.split_first() {
+        rest = tail;
+        let ctrl = usize::from(ctrl);
         if ctrl < 32 {
-            let len = ctrl + 1;
-            let lit = data
-                .get(ip..ip + len)
+            // A run of `ctrl + 1` literal bytes.
+            let lit = rest
+                .get(..=ctrl)
                 .ok_or_else(|| corrupt("literal run past the end"))?;
-            if out.len() + len > limit {
+            if !fits(out.len(), lit.len()) {
                 return Err(corrupt("output too long"));
             }
             out.extend_from_slice(lit);
-            ip += len;
+            rest = rest.get(lit.len()..).unwrap_or_default();
         } else {
-            let mut len = ctrl >> 5;
-            if len == 7 {
-                len += usize::from(
-                    *data
-                        .get(ip)
-                        .ok_or_else(|| corrupt("truncated back reference"))?,
-                );
-                ip += 1;
-            }
-            let low = usize::from(
-                *data
-                    .get(ip)
-                    .ok_or_else(|| corrupt("truncated back reference"))?,
-            );
-            ip += 1;
-            let dist = ((ctrl & 0x1f) << 8) + low + 1;
+            let mut next = || -> Result<usize, FilterError> {
+                let (&b, tail) = rest
+                    .split_first()
+                    .ok_or_else(|| corrupt("truncated back reference"))?;
+                rest = tail;
+                Ok(usize::from(b))
+            };
+            // The length is 2 more than the top three bits, or than 7 plus the next byte: at
+            // most 264, so the additions cannot overflow.
+            let len = match ctrl >> 5 {
+                7 => next()?.wrapping_add(9),
+                code => code.wrapping_add(2),
+            };
+            // The distance minus one: the low five bits, then the next byte.
+            let off = (ctrl & 0x1f) << 8 | next()?;
             let start = out
                 .len()
-                .checked_sub(dist)
+                .checked_sub(off)
+                .and_then(|s| s.checked_sub(1))
                 .ok_or_else(|| corrupt("back reference before the start"))?;
-            let len = len + 2;
-            if out.len() + len > limit {
+            if !fits(out.len(), len) {
                 return Err(corrupt("output too long"));
             }
-            for k in 0..len {
-                let b = out[start + k];
+            // Byte by byte: the reference may overlap the bytes it produces.
+            for k in (start..).take(len) {
+                // `k` is below the output's length: `start` was, and each step adds a byte.
+                let b = *out
+                    .get(k)
+                    .ok_or_else(|| corrupt("back reference past the output"))?;
                 out.push(b);
             }
         }

@@ -130,7 +130,7 @@ impl Pipeline {
         // no filter here makes data grow by more than a few bytes when encoding.
         let limit = chunk_bytes
             .saturating_add(64)
-            .saturating_add(8 * self.stages.len());
+            .saturating_add(self.stages.len().saturating_mul(8));
         for (i, (stage, _)) in self.stages.iter().enumerate().rev() {
             if i < 32 && mask & (1 << i) != 0 {
                 continue;

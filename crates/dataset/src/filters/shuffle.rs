@@ -6,15 +6,22 @@ pub fn shuffle(data: &[u8], element_size: usize) -> Vec<u8> {
     if element_size <= 1 || data.len() < element_size {
         return data.to_vec();
     }
-    let n = data.len() / element_size;
+    let elements = data.chunks_exact(element_size);
+    let (n, tail) = (elements.len(), elements.remainder());
     let mut out = vec![0u8; data.len()];
-    for (b, plane) in out.chunks_mut(n).take(element_size).enumerate() {
-        for (e, dst) in plane.iter_mut().enumerate() {
-            *dst = data[e * element_size + b];
+    // `n >= 1`: `data` holds at least one element.
+    for (b, plane) in out.chunks_exact_mut(n).take(element_size).enumerate() {
+        // Plane `b` is byte `b` of every element.
+        for (dst, &src) in plane
+            .iter_mut()
+            .zip(data.iter().skip(b).step_by(element_size))
+        {
+            *dst = src;
         }
     }
-    let tail = n * element_size;
-    out[tail..].copy_from_slice(&data[tail..]);
+    out.chunks_exact_mut(element_size)
+        .into_remainder()
+        .copy_from_slice(tail);
     out
 }
 
@@ -23,15 +30,18 @@ pub fn unshuffle(data: &[u8], element_size: usize) -> Vec<u8> {
     if element_size <= 1 || data.len() < element_size {
         return data.to_vec();
     }
-    let n = data.len() / element_size;
+    let elements = data.chunks_exact(element_size);
+    let (n, tail) = (elements.len(), elements.remainder());
     let mut out = vec![0u8; data.len()];
-    for (b, plane) in data.chunks(n).take(element_size).enumerate() {
-        for (e, &src) in plane.iter().enumerate() {
-            out[e * element_size + b] = src;
+    // `n >= 1`: `data` holds at least one element.
+    for (b, plane) in data.chunks_exact(n).take(element_size).enumerate() {
+        for (dst, &src) in out.iter_mut().skip(b).step_by(element_size).zip(plane) {
+            *dst = src;
         }
     }
-    let tail = n * element_size;
-    out[tail..].copy_from_slice(&data[tail..]);
+    out.chunks_exact_mut(element_size)
+        .into_remainder()
+        .copy_from_slice(tail);
     out
 }
 

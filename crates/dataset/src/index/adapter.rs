@@ -3,6 +3,7 @@
 //! chunk records. Single-chunk and implicit indexes have no structure and live here whole.
 
 use std::fmt;
+use std::num::NonZeroU64;
 
 use h5chunk_cache::ProxyId;
 use h5chunk_format::Addr;
@@ -211,8 +212,14 @@ impl ChunkIndex for Implicit {
         let (Some(base), Some(i)) = (self.address, self.linear.index(scaled)) else {
             return Ok(None);
         };
+        let addr = i
+            .checked_mul(self.chunk_bytes)
+            .and_then(|off| base.get().checked_add(off))
+            .ok_or_else(|| {
+                Error::corrupt("layout", base, format!("implicit chunk {i} lies past 2^64"))
+            })?;
         Ok(Some(ChunkRecord {
-            addr: Some(Addr(base.get() + i * self.chunk_bytes)),
+            addr: Some(Addr(addr)),
             size: self.chunk_bytes,
             mask: 0,
         }))
@@ -620,7 +627,10 @@ impl Slots for SkipList {
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         // The list covers whole steps: extend it to the step holding slot `i` first.
-        let step = i / self.group_len.max(1) + 1;
+        let step = i
+            .checked_div(self.group_len.max(1))
+            .and_then(|s| s.checked_add(1))
+            .ok_or(Error::Internal("a skip list slot past 2^64"))?;
         if step > self.list.steps(&f.cache).map_err(sl_err)? {
             self.list.extend(&f.cache, step).map_err(sl_err)?;
         }
@@ -636,7 +646,13 @@ impl Slots for SkipList {
     fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
         // Shrinking drops whole steps beyond the new extent (their chunks were freed by the
         // dataset already); growing needs nothing until a chunk is written there.
-        let steps = dims[self.unlimited].div_ceil(self.chunk[self.unlimited]);
+        let (Some(&d), Some(&c)) = (dims.get(self.unlimited), self.chunk.get(self.unlimited))
+        else {
+            return Err(Error::Internal(
+                "a skip list's unlimited dimension past the rank",
+            ));
+        };
+        let steps = d.div_ceil(c);
         if steps < self.list.steps(&f.cache).map_err(sl_err)? {
             self.list.shrink(&f.cache, steps).map_err(sl_err)?;
         }
@@ -666,7 +682,8 @@ fn bt1_err(e: h5chunk_btree1::Error) -> Error {
 impl BTree1 {
     fn layout_dims(shape: &Shape) -> Vec<u64> {
         let mut d = shape.chunk.clone();
-        d.push(shape.chunk_bytes / shape.chunk.iter().product::<u64>().max(1));
+        let elems = NonZeroU64::new(shape.chunk.iter().product()).unwrap_or(NonZeroU64::MIN);
+        d.push(shape.chunk_bytes / elems);
         d
     }
 
@@ -701,8 +718,19 @@ impl BTree1 {
             .map_err(bt1_err)
     }
 
-    fn offsets(&self, scaled: &[u64]) -> Vec<u64> {
-        scaled.iter().zip(&self.chunk).map(|(s, c)| s * c).collect()
+    /// The element offsets of the chunk at `scaled`.
+    fn offsets(&self, scaled: &[u64]) -> Result<Vec<u64>> {
+        scaled
+            .iter()
+            .zip(&self.chunk)
+            .map(|(s, c)| s.checked_mul(*c))
+            .collect::<Option<Vec<u64>>>()
+            .ok_or_else(|| {
+                Error::arg(
+                    "chunk coordinates",
+                    format!("chunk {scaled:?} starts past 2^64"),
+                )
+            })
     }
 
     fn record(&self, c: &h5chunk_btree1::Chunk) -> ChunkRecord {
@@ -723,7 +751,7 @@ impl ChunkIndex for BTree1 {
         (LayoutIndex::BTreeV1, Some(self.root))
     }
     fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let c = self.tree(f)?.get(&self.offsets(scaled)).map_err(bt1_err)?;
+        let c = self.tree(f)?.get(&self.offsets(scaled)?).map_err(bt1_err)?;
         Ok(c.map(|c| self.record(&c)))
     }
     fn insert(
@@ -742,7 +770,7 @@ impl ChunkIndex for BTree1 {
             self.chunk_bytes
         };
         let chunk = h5chunk_btree1::Chunk {
-            offsets: self.offsets(scaled),
+            offsets: self.offsets(scaled)?,
             size: u32::try_from(size)
                 .map_err(|_| Error::arg("chunk size", "a chunk of 4 GiB or more"))?,
             filter_mask: rec.mask,
@@ -753,7 +781,7 @@ impl ChunkIndex for BTree1 {
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
             .tree(f)?
-            .remove(&self.offsets(scaled))
+            .remove(&self.offsets(scaled)?)
             .map_err(bt1_err)?;
         Ok(c.map(|c| self.record(&c)))
     }
@@ -764,8 +792,9 @@ impl ChunkIndex for BTree1 {
                 .offsets
                 .iter()
                 .zip(&self.chunk)
-                .map(|(o, ch)| o / ch)
-                .collect();
+                .map(|(o, ch)| o.checked_div(*ch))
+                .collect::<Option<_>>()
+                .ok_or_else(|| Error::corrupt("layout", None, "a chunk dimension of 0"))?;
             visit(&scaled, self.record(&c));
         }
         Ok(())

@@ -23,31 +23,43 @@ impl LinearIndex {
     /// The index over a grid of `max_chunks[u]` chunks per dimension (`None`: unlimited), with
     /// the unlimited dimension (at most one) moved to the front.
     pub fn new(max_chunks: &[Option<u64>]) -> Result<LinearIndex> {
-        let unlimited: Vec<usize> = (0..max_chunks.len())
-            .filter(|&u| max_chunks[u].is_none())
-            .collect();
-        if unlimited.len() > 1 {
+        let mut unlimited = max_chunks
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_none())
+            .map(|(u, _)| u);
+        let first_unlimited = unlimited.next();
+        if unlimited.next().is_some() {
             return Err(Error::arg(
                 "shape",
                 "a linear chunk index allows at most one unlimited dimension",
             ));
         }
-        let mut order: Vec<usize> = unlimited.clone();
-        order.extend((0..max_chunks.len()).filter(|u| !unlimited.contains(u)));
-        let counts: Vec<u64> = order
-            .iter()
-            .map(|&u| max_chunks[u].unwrap_or(u64::MAX))
-            .collect();
+        let mut order: Vec<usize> = Vec::with_capacity(max_chunks.len());
+        let mut counts: Vec<u64> = Vec::with_capacity(max_chunks.len());
+        if let Some(u) = first_unlimited {
+            order.push(u);
+            counts.push(u64::MAX);
+        }
+        for (u, m) in max_chunks.iter().enumerate() {
+            if let Some(c) = *m {
+                order.push(u);
+                counts.push(c);
+            }
+        }
+        let too_many = || Error::arg("shape", "the chunk grid has more than 2^64 chunks");
+        // `down[p]` is the product of `counts[p + 1..]`.
         let mut down = vec![1u64; order.len()];
-        for p in (0..order.len().saturating_sub(1)).rev() {
-            down[p] = down[p + 1]
-                .checked_mul(counts[p + 1])
-                .ok_or_else(|| Error::arg("shape", "the chunk grid has more than 2^64 chunks"))?;
+        let mut acc = 1u64;
+        for (d, &c) in down.iter_mut().zip(&counts).skip(1).rev() {
+            *d = acc;
+            acc = acc.checked_mul(c).ok_or_else(too_many)?;
+        }
+        if let Some(d) = down.first_mut() {
+            *d = acc;
         }
         if let Some(&first) = counts.first().filter(|&&c| c != u64::MAX) {
-            down[0]
-                .checked_mul(first)
-                .ok_or_else(|| Error::arg("shape", "the chunk grid has more than 2^64 chunks"))?;
+            acc.checked_mul(first).ok_or_else(too_many)?;
         }
         Ok(LinearIndex {
             order,
@@ -87,12 +99,12 @@ impl LinearIndex {
             return None;
         }
         let mut idx = 0u64;
-        for (p, &u) in self.order.iter().enumerate() {
+        for ((&u, &count), &down) in self.order.iter().zip(&self.counts).zip(&self.down) {
             let s = *scaled.get(u)?;
-            if s >= self.counts[p] {
+            if s >= count {
                 return None;
             }
-            idx = idx.checked_add(s.checked_mul(self.down[p])?)?;
+            idx = idx.checked_add(s.checked_mul(down)?)?;
         }
         Some(idx)
     }
@@ -100,9 +112,15 @@ impl LinearIndex {
     /// The scaled coordinates of linear index `idx`.
     pub fn scaled(&self, mut idx: u64) -> Vec<u64> {
         let mut out = vec![0u64; self.order.len()];
-        for (p, &u) in self.order.iter().enumerate() {
-            out[u] = idx / self.down[p];
-            idx %= self.down[p];
+        for (&u, &down) in self.order.iter().zip(&self.down) {
+            // `order` is a permutation of the dimensions, so `u` is in bounds. A zero
+            // multiplier (a grid with no chunks along a later dimension) leaves `idx` whole.
+            if let (Some(o), Some(q), Some(r)) =
+                (out.get_mut(u), idx.checked_div(down), idx.checked_rem(down))
+            {
+                *o = q;
+                idx = r;
+            }
         }
         out
     }
@@ -145,5 +163,13 @@ mod tests {
     fn rejects_two_unlimited_dims_and_overflow() {
         assert!(LinearIndex::new(&[None, None]).is_err());
         assert!(LinearIndex::new(&[Some(1 << 63), Some(3)]).is_err());
+    }
+
+    #[test]
+    fn an_empty_grid_does_not_divide_by_zero() {
+        let li = LinearIndex::new(&[Some(3), Some(0)]).unwrap();
+        assert_eq!(li.chunk_count(), Some(0));
+        assert_eq!(li.index(&[0, 0]), None);
+        assert_eq!(li.scaled(5).len(), 2);
     }
 }

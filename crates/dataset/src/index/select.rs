@@ -1,5 +1,5 @@
 //! Which chunk index and layout version a new chunked dataset gets, decided exactly as libhdf5
-//! decides (`H5D__layout_set_latest_indexing`; chunk-index-format.md §2).
+//! decides (`H5D__layout_set_latest_indexing`; docs/format/chunk-index-format.md §2).
 //!
 //! Layout version 3 always means a version 1 B-tree. From version 4 on:
 //!

@@ -40,7 +40,7 @@ pub fn grid(max: &[u64], chunk: &[u64]) -> Vec<u64> {
 }
 
 /// The fixed array index of the chunk at element `offset`: row-major over the maximum chunk
-/// grid (chunk-index-format.md §3).
+/// grid (docs/format/chunk-index-format.md §3).
 pub fn linear(offset: &[u64], chunk: &[u64], max: &[u64]) -> u64 {
     let g = grid(max, chunk);
     offset

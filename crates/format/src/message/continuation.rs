@@ -34,7 +34,7 @@ impl Continuation {
 
     /// The body's encoded length.
     pub fn encoded_len(sizes: crate::Sizes) -> usize {
-        usize::from(sizes.offsets()) + usize::from(sizes.lengths())
+        usize::from(sizes.offsets().saturating_add(sizes.lengths()))
     }
 }
 

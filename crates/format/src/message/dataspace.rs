@@ -26,12 +26,6 @@
 //! The permutation index (version 1 flag bit 1) was never written by libhdf5, which also
 //! ignores it on read; h5chunk reports it as unsupported rather than guess its layout.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::Sizes;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};

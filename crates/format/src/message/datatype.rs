@@ -21,12 +21,6 @@
 //! Any other class decodes to [`Error::UnsupportedDatatypeClass`]. Bit-field bits a class does
 //! not define are rejected, so every decoded value re-encodes to its exact bytes.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 
@@ -567,7 +561,7 @@ mod tests {
         out
     }
 
-    /// Every row of file-format.md §4.2, with the constructor that must produce it.
+    /// Every row of docs/format/file-format.md §4.2, with the constructor that must produce it.
     #[rustfmt::skip]
     fn table() -> Vec<(&'static str, Vec<u8>, Datatype)> {
         vec![

@@ -26,12 +26,6 @@
 //! A "defined" fill value of size 0 (version 2) or neither flag (version 3) is the library
 //! default: zeros.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 
@@ -372,7 +366,7 @@ mod tests {
         }
     }
 
-    /// Every case of file-format.md §4.3 (message bodies without v1-header padding).
+    /// Every case of docs/format/file-format.md §4.3 (message bodies without v1-header padding).
     #[rustfmt::skip]
     fn cases() -> Vec<(&'static str, Vec<u8>, FillValue)> {
         use FillDefinition::{Default as D, Undefined as U, User};

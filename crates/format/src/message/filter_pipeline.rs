@@ -23,12 +23,6 @@
 //! Names are kept as the stored bytes of the name field (terminator and padding included), so
 //! a decoded pipeline re-encodes to its exact bytes.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 
@@ -353,7 +347,7 @@ mod tests {
         }
     }
 
-    /// Every pipeline of file-format.md §4.4.
+    /// Every pipeline of docs/format/file-format.md §4.4.
     #[rustfmt::skip]
     fn cases() -> Vec<(&'static str, Vec<u8>, FilterPipeline)> {
         let mut earliest_sgf = vec![

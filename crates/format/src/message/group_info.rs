@@ -9,12 +9,6 @@
 //! | 2    | estimated number of entries (flag bit 1; default 4)                     |
 //! | 2    | estimated link name length of entries (flag bit 1; default 8)           |
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;
 

@@ -28,12 +28,6 @@
 //! contiguous and chunked only), dims (u32 each), and for compact storage a u32 size and the
 //! raw data. Virtual layouts are not supported.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
@@ -748,7 +742,7 @@ mod tests {
         ))
     }
 
-    /// Every example of chunk-index-format.md §1 and file-format.md §4.5 / §9.1.
+    /// Every example of docs/format/chunk-index-format.md §1 and docs/format/file-format.md §4.5 / §9.1.
     #[rustfmt::skip]
     fn cases() -> Vec<(&'static str, Vec<u8>, DataLayout)> {
         use LayoutVersion::*;

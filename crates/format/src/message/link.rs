@@ -20,12 +20,6 @@
 //!
 //! Which optional fields are present and the width of the name length are kept as stored.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};

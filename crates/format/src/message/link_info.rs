@@ -9,12 +9,6 @@
 //! | O    | address of the v2 B-tree indexing names                               |
 //! | O    | address of the v2 B-tree indexing creation order (flag bit 1)         |
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;

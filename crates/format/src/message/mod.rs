@@ -320,7 +320,7 @@ mod tests {
         parts.concat()
     }
 
-    /// The messages of the files of file-format.md §9.1 (latest, v2 object headers, exact
+    /// The messages of the files of docs/format/file-format.md §9.1 (latest, v2 object headers, exact
     /// sizes) and §9.5 (earliest, v1 object headers, bodies padded to 8): (type, address,
     /// stored size, body without padding).
     fn h5py_messages() -> Vec<(MessageType, u64, usize, Vec<u8>)> {

@@ -15,12 +15,6 @@
 //! | 14   | ASCII digits `YYYYMMDDhhmmss` (UTC)             |
 //! | 2    | reserved (zero)                                 |
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 

@@ -7,12 +7,6 @@
 //! Only the length is kept. [`super::Message::decode`] hands a NIL body with non-zero bytes to
 //! [`super::Message::Unknown`] instead, so that rewriting a header never changes its bytes.
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;
 

@@ -5,12 +5,6 @@
 //! | O    | v1 B-tree address (node type 0, group)  |
 //! | O    | local heap address                      |
 
-#![deny(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::arithmetic_side_effects
-)]
-
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;

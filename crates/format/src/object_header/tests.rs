@@ -11,7 +11,7 @@ use crate::checksum::lookup3;
 
 const S: Sizes = Sizes::DEFAULT;
 
-/// Root group `OHDR` at 0x30 of the 447-byte latest-format file (file-format.md §9.1).
+/// Root group `OHDR` at 0x30 of the 447-byte latest-format file (docs/format/file-format.md §9.1).
 #[rustfmt::skip]
 const LATEST_ROOT_HEAD: [u8; 55] = [
     b'O', b'H', b'D', b'R',             // signature
@@ -336,7 +336,7 @@ fn roundtrip_builder_gap_and_compact() {
     let bytes = h.encode_chunks().unwrap().remove(0).1;
     let back = ObjectHeader::decode_chunk0(&bytes, Addr(0x30), S).unwrap();
     assert_eq!(back, h);
-    // No padding target: chunk 0 holds exactly the messages (file-format.md §9.3).
+    // No padding target: chunk 0 holds exactly the messages (docs/format/file-format.md §9.3).
     let h = ObjectHeader::new_v2(Addr(0x30), S, v2::Prefix::default(), msgs, None).unwrap();
     assert_eq!(h.chunk_extent(0).unwrap().len, 7 + 6 + 4);
     // Creation order tracking and times; a 300-byte chunk needs a 2-byte size.
