@@ -49,6 +49,14 @@ enum Slot {
     Page(Addr, u64),
 }
 
+/// The block an element lives in: the index block, or data block `dblk` of super block row
+/// `sblk` (and its page, when the data block is paged).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BlockKey {
+    Index,
+    Data(usize, u64, Option<u64>),
+}
+
 /// Changes to the header's statistics made while creating blocks.
 #[derive(Default)]
 struct Delta {
@@ -394,6 +402,148 @@ impl<C: ElementClass> ExtensibleArray<C> {
         self.set_inner(cache, i, value, Some(chunk))
     }
 
+    /// Set many elements at once, each with the proxy of the chunk it points to (if any): the
+    /// elements that share a block are written under one protect of that block, and the
+    /// header's statistics are updated once. Equivalent to [`set_chunk`](Self::set_chunk) (or
+    /// [`set`](Self::set)) on each item in order; a flush of appended chunks is one call.
+    pub fn set_many(
+        &mut self,
+        cache: &MetadataCache,
+        items: &[(u64, C::Element, Option<ProxyId>)],
+    ) -> Result<()> {
+        let mut delta = Delta::default();
+        let mut top: Option<u64> = None;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut rest = items;
+        let result = (|| -> Result<()> {
+            while let Some(((first, _, _), _)) = rest.split_first() {
+                let loc = self.locate(*first)?;
+                let (key, _) = self.block_of(loc)?;
+                let mut n = 1usize;
+                while let Some((i, _, _)) = rest.get(n) {
+                    if self.block_of(self.locate(*i)?)?.0 != key {
+                        break;
+                    }
+                    n = n.saturating_add(1);
+                }
+                let (group, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
+                rest = tail;
+                let target = self.make_path(cache, loc, &mut delta)?;
+                let addr = self.write_group(cache, target, group, &mut scratch)?;
+                for (i, _, chunk) in group {
+                    if let Some(p) = chunk {
+                        match cache.add_flush_dependency(addr, *p) {
+                            Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    let end = i.checked_add(1);
+                    top = top.max(end);
+                }
+                // The header learns of new blocks before the next group looks for them (a new
+                // index block is found through it).
+                if !delta.is_empty() {
+                    self.update_header(cache, &delta, None)?;
+                    delta = Delta::default();
+                }
+            }
+            Ok(())
+        })();
+        self.scratch = scratch;
+        result?;
+        self.update_header(cache, &delta, top)
+    }
+
+    /// Which block element location `loc` lives in (the index block, a data block, or a page of
+    /// one), and the element's position in that block.
+    fn block_of(&self, loc: Location) -> Result<(BlockKey, u64)> {
+        Ok(match loc {
+            Location::IndexBlock(k) => (BlockKey::Index, k as u64),
+            Location::DataBlock { sblk, dblk, elmt } => {
+                if self.row(sblk)?.npages == 0 {
+                    (BlockKey::Data(sblk, dblk, None), elmt)
+                } else {
+                    let (p, k) = self.split_page(elmt);
+                    (BlockKey::Data(sblk, dblk, Some(p)), k)
+                }
+            }
+        })
+    }
+
+    /// Encode and store every element of `group` (all in the block `target` names) under one
+    /// protect; returns the block's address.
+    fn write_group(
+        &self,
+        cache: &MetadataCache,
+        target: Slot,
+        group: &[(u64, C::Element, Option<ProxyId>)],
+        scratch: &mut Vec<u8>,
+    ) -> Result<Addr> {
+        let esz = self.shape.element_size;
+        let mut put = |elements: &mut [u8], structure: &'static str, at: Addr| -> Result<()> {
+            for (i, value, _) in group {
+                let (_, k) = self.block_of(self.locate(*i)?)?;
+                scratch.clear();
+                self.class.encode(value, scratch)?;
+                if scratch.len() != usize::from(esz) {
+                    return Err(corrupt(
+                        "EAHD",
+                        self.shape.header,
+                        "the element class encoded an element of the wrong size",
+                    ));
+                }
+                write_element(elements, k, esz, scratch, structure, at)?;
+            }
+            Ok(())
+        };
+        Ok(match target {
+            Slot::IndexBlock(a, _) => {
+                let mut e = cache.protect::<IndexBlockEntry>(a, &self.shape)?;
+                put(&mut e.block.elements, "EAIB", a)?;
+                a
+            }
+            Slot::DataBlock(a, u, _) => {
+                let mut e = cache.protect::<DataBlockEntry>(a, &self.row_ctx(u))?;
+                put(&mut e.block.elements, "EADB", a)?;
+                a
+            }
+            Slot::Page(a, _) => {
+                let mut e = cache.protect::<PageEntry>(a, &self.shape)?;
+                put(&mut e.elements, "EADB page", a)?;
+                a
+            }
+        })
+    }
+
+    /// Fold the statistics of new blocks and a new highest index (`top` = index + 1) into the
+    /// header, protecting it only if something changed.
+    fn update_header(&self, cache: &MetadataCache, delta: &Delta, top: Option<u64>) -> Result<()> {
+        let max_idx_set = {
+            let h = cache.get::<HeaderEntry>(self.shape.header, &self.shape.sizes)?;
+            let g = h.read();
+            g.header.stats.max_idx_set
+        };
+        let new_max = top.filter(|&m| m > max_idx_set);
+        if delta.is_empty() && new_max.is_none() {
+            return Ok(());
+        }
+        let mut h = cache.protect::<HeaderEntry>(self.shape.header, &self.shape.sizes)?;
+        let hdr = &mut h.header;
+        if let Some(ib) = delta.index_block {
+            hdr.index_block = Some(ib);
+        }
+        let s = &mut hdr.stats;
+        s.nsuper_blks = s.nsuper_blks.saturating_add(delta.nsuper_blks);
+        s.super_blk_size = s.super_blk_size.saturating_add(delta.super_blk_size);
+        s.ndata_blks = s.ndata_blks.saturating_add(delta.ndata_blks);
+        s.data_blk_size = s.data_blk_size.saturating_add(delta.data_blk_size);
+        s.nelmts = s.nelmts.saturating_add(delta.nelmts);
+        if let Some(m) = new_max {
+            s.max_idx_set = m;
+        }
+        Ok(())
+    }
+
     /// Set the element after the highest one set (index `max_idx_set`) and return its index.
     pub fn append(&mut self, cache: &MetadataCache, value: &C::Element) -> Result<u64> {
         let i = self.len(cache)?;
@@ -478,28 +628,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
                 Err(e) => return Err(e.into()),
             }
         }
-        let (max_idx_set, stats_changed) = {
-            let h = cache.get::<HeaderEntry>(self.shape.header, &self.shape.sizes)?;
-            let g = h.read();
-            (g.header.stats.max_idx_set, !delta.is_empty())
-        };
-        let new_max = i.checked_add(1).filter(|&m| m > max_idx_set);
-        if stats_changed || new_max.is_some() {
-            let mut h = cache.protect::<HeaderEntry>(self.shape.header, &self.shape.sizes)?;
-            let hdr = &mut h.header;
-            if let Some(ib) = delta.index_block {
-                hdr.index_block = Some(ib);
-            }
-            let s = &mut hdr.stats;
-            s.nsuper_blks = s.nsuper_blks.saturating_add(delta.nsuper_blks);
-            s.super_blk_size = s.super_blk_size.saturating_add(delta.super_blk_size);
-            s.ndata_blks = s.ndata_blks.saturating_add(delta.ndata_blks);
-            s.data_blk_size = s.data_blk_size.saturating_add(delta.data_blk_size);
-            s.nelmts = s.nelmts.saturating_add(delta.nelmts);
-            if let Some(m) = new_max {
-                s.max_idx_set = m;
-            }
-        }
+        self.update_header(cache, &delta, i.checked_add(1))?;
         Ok(())
     }
 

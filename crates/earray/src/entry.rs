@@ -216,7 +216,7 @@ impl CacheEntry for DataBlockEntry {
         let s = &c.shape;
         let block = DataBlock::decode(image, at, s.sizes, &s.geometry, c.u, s.element_size)?;
         // The block offset is not checked: libhdf5 stores a wrong one for data blocks reached
-        // from the index block (chunk-index-format.md §11 Q1) and never reads it.
+        // from the index block (docs/format/chunk-index-format.md §11 Q1) and never reads it.
         s.check_owner("EADB", at, block.header, block.client_id)?;
         Ok(DataBlockEntry {
             shape: Arc::clone(s),

@@ -45,7 +45,7 @@
 //! Element `i < idx_blk_elmts` lives in the index block; the others in data blocks of super
 //! block row `u`, whose pointers sit in the index block for the first rows and in a super block
 //! otherwise; data blocks larger than a page are split into pages, each written only once one
-//! of its elements is set (chunk-index-format.md §6). [`Geometry`](h5chunk_format::earray::Geometry)
+//! of its elements is set (docs/format/chunk-index-format.md §6). [`Geometry`](h5chunk_format::earray::Geometry)
 //! is computed once per array, so a lookup is O(1): at most header → index block → super block
 //! → data block or page, with no allocation when the cache holds them.
 //!

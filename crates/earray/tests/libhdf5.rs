@@ -24,7 +24,7 @@ use h5chunk_format::message::{
 use h5chunk_format::{Addr, Sizes};
 use h5chunk_testkit::{DatasetSpec, FileWriter, Format, H5File, fixtures, h5py, interop};
 
-/// The extensible array's element index of a chunk at element `offset` (chunk-index-format.md
+/// The extensible array's element index of a chunk at element `offset` (docs/format/chunk-index-format.md
 /// §3): row-major over the maximum chunk grid, the unlimited dimension moved first.
 fn linear_index(offset: &[u64], chunk: &[u64], max_dims: &[Option<u64>]) -> u64 {
     let k = max_dims.iter().position(Option::is_none).unwrap();
@@ -284,7 +284,7 @@ fn h5py_reads_our_filtered_array() {
 
 #[test]
 fn linear_index_swizzles_the_unlimited_dimension() {
-    // chunk-index-format.md §3: shape (3, ∞), chunk (2, 3) gives idx = scaled[1]·2 + scaled[0].
+    // docs/format/chunk-index-format.md §3: shape (3, ∞), chunk (2, 3) gives idx = scaled[1]·2 + scaled[0].
     assert_eq!(linear_index(&[2, 9], &[2, 3], &[Some(3), None]), 3 * 2 + 1);
     assert_eq!(linear_index(&[40], &[4], &[None]), 10);
 }

@@ -132,3 +132,39 @@ proptest! {
         run(addrs(), &ops, |v| value(v).addr)?;
     }
 }
+
+/// Sorted, distinct indices in runs (appends) and scattered (random sets), with values.
+fn batch() -> impl Strategy<Value = Vec<(u64, u64)>> {
+    prop::collection::btree_map(
+        prop_oneof![3 => 0..3_000u64, 1 => 131_000..134_000u64],
+        any::<u64>(),
+        1..400,
+    )
+    .prop_map(|m| m.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// `set_many` is `set` on each item: the same bytes reach the storage, in an order the
+    /// write-order checker accepts, and the array reads back the same.
+    #[test]
+    fn set_many_writes_what_set_writes(batches in prop::collection::vec(batch(), 1..4)) {
+        let (one_storage, one) = new_cache();
+        let (many_storage, many) = new_cache();
+        let mut a = ExtensibleArray::create(&one, S, filtered(), Params::CHUNK_INDEX).unwrap();
+        let mut b = ExtensibleArray::create(&many, S, filtered(), Params::CHUNK_INDEX).unwrap();
+        for items in &batches {
+            for &(i, v) in items {
+                a.set(&one, i, &value(v)).unwrap();
+            }
+            let items: Vec<_> = items.iter().map(|&(i, v)| (i, value(v), None)).collect();
+            b.set_many(&many, &items).unwrap();
+            prop_assert!(one.flush().unwrap().is_complete());
+            prop_assert!(many.flush().unwrap().is_complete());
+            check_write_order(&many.take_trace()).unwrap();
+            prop_assert_eq!(one_storage.to_vec(), many_storage.to_vec());
+        }
+        prop_assert_eq!(a.collect_set(&one).unwrap(), b.collect_set(&many).unwrap());
+    }
+}

@@ -68,7 +68,7 @@ fn pages_touched(n: u64) -> u64 {
 
 #[test]
 fn statistics_match_libhdf5_after_13000_appends() {
-    // The header libhdf5 1.14.6 wrote for 13 000 chunks (chunk-index-format.md §6.2).
+    // The header libhdf5 1.14.6 wrote for 13 000 chunks (docs/format/chunk-index-format.md §6.2).
     let (_, cache) = new_cache();
     let mut ea = new_addr_array(&cache);
     for i in 0..13_000 {
