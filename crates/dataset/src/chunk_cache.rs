@@ -5,7 +5,8 @@
 //! power of two, so extending a dimension changes no key until its chunk count crosses a power
 //! of two; only then are the cached entries re-keyed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// libhdf5 2.0's default chunk cache size per dataset.
 pub const DEFAULT_BUDGET: usize = 8 << 20;
@@ -59,11 +60,35 @@ fn bits_for(n: u64) -> u32 {
         .max(1)
 }
 
-/// The access counter after `tick`. One access per nanosecond would take five centuries to
-/// reach `u64::MAX`; saturating there keeps it panic-free.
-fn next_tick(tick: u64) -> u64 {
-    tick.saturating_add(1)
+/// A hasher for packed keys: one multiply and a fold (keys are dense small integers, not
+/// attacker-chosen strings; SipHash's flooding resistance buys nothing here and cost a tenth of
+/// an append).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let m = u128::from(self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.write_u64(v as u64);
+        self.write_u64((v >> 64) as u64);
+    }
 }
+
+type KeyMap<V> = HashMap<u128, V, BuildHasherDefault<KeyHasher>>;
+
+/// No slot: the end of the LRU list.
+const NIL: usize = usize::MAX;
 
 /// One cached chunk.
 #[derive(Debug)]
@@ -72,7 +97,6 @@ pub(crate) struct Cached {
     /// The whole chunk, unfiltered, in the file's byte order.
     pub data: Vec<u8>,
     pub dirty: bool,
-    tick: u64,
 }
 
 impl Cached {
@@ -83,13 +107,26 @@ impl Cached {
     }
 }
 
-/// The cache.
+/// A slab slot: a chunk and its neighbours in the LRU list (most recent at the head).
+#[derive(Debug)]
+struct Node {
+    key: u128,
+    chunk: Cached,
+    prev: usize,
+    next: usize,
+}
+
+/// The cache: a hash map from packed key to slab slot, and an intrusive doubly linked LRU list
+/// through the slab, so that a hit, an insert and an eviction are O(1) with no allocation
+/// besides the chunk's own.
 #[derive(Debug)]
 pub(crate) struct ChunkCache {
     packer: KeyPacker,
-    map: HashMap<u128, Cached>,
-    lru: BTreeMap<u64, u128>,
-    tick: u64,
+    map: KeyMap<usize>,
+    slab: Vec<Option<Node>>,
+    free: Vec<usize>,
+    head: usize,
+    tail: usize,
     bytes: usize,
     budget: usize,
     /// Chunks whose coordinates do not fit a packed key (grids of more than 2^128 chunks)
@@ -101,13 +138,62 @@ impl ChunkCache {
     pub fn new(extent: &[u64], budget: usize) -> ChunkCache {
         ChunkCache {
             packer: KeyPacker::new(extent),
-            map: HashMap::new(),
-            lru: BTreeMap::new(),
-            tick: 0,
+            map: KeyMap::default(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
             bytes: 0,
             budget,
             misses_unpacked: 0,
         }
+    }
+
+    fn node(&self, i: usize) -> Option<&Node> {
+        self.slab.get(i).and_then(Option::as_ref)
+    }
+
+    fn node_mut(&mut self, i: usize) -> Option<&mut Node> {
+        self.slab.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// Take slot `i` out of the LRU list.
+    fn unlink(&mut self, i: usize) {
+        let Some((prev, next)) = self.node(i).map(|n| (n.prev, n.next)) else {
+            return;
+        };
+        match self.node_mut(prev) {
+            Some(p) => p.next = next,
+            None => self.head = next,
+        }
+        match self.node_mut(next) {
+            Some(n) => n.prev = prev,
+            None => self.tail = prev,
+        }
+    }
+
+    /// Put slot `i` at the head of the LRU list (most recently used).
+    fn push_front(&mut self, i: usize) {
+        let head = self.head;
+        if let Some(n) = self.node_mut(i) {
+            n.prev = NIL;
+            n.next = head;
+        }
+        match self.node_mut(head) {
+            Some(h) => h.prev = i,
+            None => self.tail = i,
+        }
+        self.head = i;
+    }
+
+    /// Remove slot `i` entirely, returning its chunk.
+    fn take_slot(&mut self, i: usize) -> Option<Cached> {
+        self.unlink(i);
+        let node = self.slab.get_mut(i)?.take()?;
+        self.map.remove(&node.key);
+        self.free.push(i);
+        self.bytes = self.bytes.saturating_sub(node.chunk.cost());
+        Some(node.chunk)
     }
 
     /// The grid grew or shrank to `extent` chunks per dimension: re-key only if a field
@@ -123,56 +209,84 @@ impl ChunkCache {
                 .map(|(&n, &b)| n.max(1u64 << b.min(63)))
                 .collect::<Vec<_>>(),
         );
-        let old = std::mem::take(&mut self.map);
-        self.lru.clear();
-        for (_, c) in old {
-            if let Some(k) = packer.pack(&c.scaled) {
-                self.lru.insert(c.tick, k);
-                self.map.insert(k, c);
+        self.map.clear();
+        let mut lost = Vec::new();
+        for (i, slot) in self.slab.iter_mut().enumerate() {
+            if let Some(node) = slot {
+                match packer.pack(&node.chunk.scaled) {
+                    Some(k) => {
+                        node.key = k;
+                        self.map.insert(k, i);
+                    }
+                    None => lost.push(i),
+                }
             }
         }
         self.packer = packer;
+        // Wider fields keep every key that fitted before; a chunk that no longer fits can only
+        // come from a shrink and is outside the extent.
+        for i in lost {
+            self.unlink(i);
+            if let Some(Some(node)) = self.slab.get_mut(i).map(Option::take) {
+                self.bytes = self.bytes.saturating_sub(node.chunk.cost());
+            }
+            self.free.push(i);
+        }
     }
 
     pub fn get_mut(&mut self, scaled: &[u64]) -> Option<&mut Cached> {
         let k = self.packer.pack(scaled)?;
-        let c = self.map.get_mut(&k)?;
-        self.tick = next_tick(self.tick);
-        self.lru.remove(&c.tick);
-        c.tick = self.tick;
-        self.lru.insert(c.tick, k);
-        Some(c)
+        let i = *self.map.get(&k)?;
+        if self.head != i {
+            self.unlink(i);
+            self.push_front(i);
+        }
+        self.node_mut(i).map(|n| &mut n.chunk)
     }
 
     /// Insert a chunk; returns the chunks evicted to stay within the budget (dirty ones must
     /// be written by the caller), or the chunk itself back if it cannot be cached.
     pub fn insert(&mut self, scaled: Vec<u64>, data: Vec<u8>, dirty: bool) -> Vec<Cached> {
-        self.tick = next_tick(self.tick);
-        let c = Cached {
+        let chunk = Cached {
             scaled,
             data,
             dirty,
-            tick: self.tick,
         };
-        let Some(k) = self.packer.pack(&c.scaled) else {
+        let Some(key) = self.packer.pack(&chunk.scaled) else {
             self.misses_unpacked = self.misses_unpacked.saturating_add(1);
-            return vec![c];
+            return vec![chunk];
         };
-        self.bytes = self.bytes.saturating_add(c.cost());
-        self.lru.insert(c.tick, k);
-        if let Some(old) = self.map.insert(k, c) {
-            self.bytes = self.bytes.saturating_sub(old.cost());
-            self.lru.remove(&old.tick);
-        }
         let mut evicted = Vec::new();
+        if let Some(&old) = self.map.get(&key) {
+            // Replaced by the new chunk: nothing to write back.
+            let _replaced = self.take_slot(old);
+        }
+        self.bytes = self.bytes.saturating_add(chunk.cost());
+        let node = Node {
+            key,
+            chunk,
+            prev: NIL,
+            next: NIL,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                if let Some(slot) = self.slab.get_mut(i) {
+                    *slot = Some(node);
+                }
+                i
+            }
+            None => {
+                self.slab.push(Some(node));
+                self.slab.len().saturating_sub(1)
+            }
+        };
+        self.map.insert(key, i);
+        self.push_front(i);
         while self.bytes > self.budget && self.map.len() > 1 {
-            let Some((&t, &key)) = self.lru.iter().next() else {
-                break;
-            };
-            self.lru.remove(&t);
-            if let Some(c) = self.map.remove(&key) {
-                self.bytes = self.bytes.saturating_sub(c.cost());
-                evicted.push(c);
+            let lru = self.tail;
+            match self.take_slot(lru) {
+                Some(c) => evicted.push(c),
+                None => break,
             }
         }
         evicted
@@ -180,28 +294,47 @@ impl ChunkCache {
 
     pub fn remove(&mut self, scaled: &[u64]) -> Option<Cached> {
         let k = self.packer.pack(scaled)?;
-        let c = self.map.remove(&k)?;
-        self.lru.remove(&c.tick);
-        self.bytes = self.bytes.saturating_sub(c.cost());
-        Some(c)
+        let i = *self.map.get(&k)?;
+        self.take_slot(i)
     }
 
-    /// Every dirty chunk, marked clean, in key order (adjacent chunks first to last).
+    /// Every dirty chunk, in key order (adjacent chunks first to last), with its data moved
+    /// out (the entry keeps its place, empty): give each back with [`restore`](Self::restore)
+    /// once written, so that a flush copies no chunk.
     pub fn take_dirty(&mut self) -> Vec<(Vec<u64>, Vec<u8>)> {
-        let mut keys: Vec<u128> = self
+        let mut dirty: Vec<(u128, usize)> = self
             .map
             .iter()
-            .filter(|(_, c)| c.dirty)
-            .map(|(&k, _)| k)
+            .filter(|&(_, &i)| self.node(i).is_some_and(|n| n.chunk.dirty))
+            .map(|(&k, &i)| (k, i))
             .collect();
-        keys.sort_unstable();
-        keys.into_iter()
-            .filter_map(|k| {
-                let c = self.map.get_mut(&k)?;
-                c.dirty = false;
-                Some((c.scaled.clone(), c.data.clone()))
+        dirty.sort_unstable_by_key(|&(k, _)| k);
+        dirty
+            .into_iter()
+            .filter_map(|(_, i)| {
+                let n = self.node_mut(i)?;
+                n.chunk.dirty = false;
+                Some((n.chunk.scaled.clone(), std::mem::take(&mut n.chunk.data)))
             })
             .collect()
+    }
+
+    /// Give back the data [`take_dirty`](Self::take_dirty) moved out, clean if it was written,
+    /// dirty again if not (a failed flush loses nothing from the cache).
+    pub fn restore(&mut self, scaled: &[u64], data: Vec<u8>, written: bool) {
+        let Some(i) = self
+            .packer
+            .pack(scaled)
+            .and_then(|k| self.map.get(&k).copied())
+        else {
+            return;
+        };
+        if let Some(n) = self.node_mut(i) {
+            if n.chunk.data.is_empty() {
+                n.chunk.data = data;
+            }
+            n.chunk.dirty |= !written;
+        }
     }
 }
 
@@ -224,8 +357,14 @@ mod tests {
         c.set_extent(&[100, 3]);
         assert_eq!(c.get_mut(&[1, 2]).map(|x| x.data.clone()), Some(vec![7; 4]));
         c.insert(vec![99, 0], vec![1; 4], false);
-        assert_eq!(c.take_dirty(), vec![(vec![1, 2], vec![7; 4])]);
+        let dirty = c.take_dirty();
+        assert_eq!(dirty, vec![(vec![1, 2], vec![7; 4])]);
         assert!(c.take_dirty().is_empty());
+        // Given back after a failed write: dirty again, nothing lost.
+        for (s, d) in dirty {
+            c.restore(&s, d, false);
+        }
+        assert_eq!(c.take_dirty(), vec![(vec![1, 2], vec![7; 4])]);
     }
 
     #[test]

@@ -182,6 +182,9 @@ pub struct FileOptions {
     /// Record every metadata write, dependency and eviction (see
     /// [`File::take_write_trace`]); for tests and diagnostics.
     pub trace: bool,
+    /// The metadata cache's byte budget (`None`: libhdf5's default initial size, 2 MiB).
+    /// Index blocks beyond it are written and evicted while the file is open.
+    pub metadata_cache_bytes: Option<usize>,
 }
 
 /// Options for opening an existing file.
@@ -277,9 +280,11 @@ impl File {
         } else {
             SUPERBLOCK_V0_LEN
         };
+        let defaults = CacheConfig::default();
         let config = CacheConfig {
             record_trace: options.trace,
-            ..CacheConfig::default()
+            max_bytes: options.metadata_cache_bytes.unwrap_or(defaults.max_bytes),
+            ..defaults
         };
         let storage: Arc<dyn Storage> = Arc::new(BaseStorage {
             inner: storage,

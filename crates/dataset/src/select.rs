@@ -13,14 +13,16 @@
 
 use core::num::NonZeroU64;
 
+use smallvec::SmallVec;
+
 use crate::error::{Error, Result};
 
 /// A regular hyperslab: `count` indices per dimension from `start`, `stride` apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hyperslab {
-    start: Vec<u64>,
-    count: Vec<u64>,
-    stride: Vec<NonZeroU64>,
+    start: SmallVec<[u64; 4]>,
+    count: SmallVec<[u64; 4]>,
+    stride: SmallVec<[NonZeroU64; 4]>,
 }
 
 /// One copy between a chunk buffer and a selection buffer (both C order), in elements.
@@ -131,7 +133,10 @@ impl Hyperslab {
         dims: &[u64],
     ) -> Result<Hyperslab> {
         let rank = dims.len();
-        let stride = stride.map_or_else(|| vec![1; rank], <[u64]>::to_vec);
+        let stride: SmallVec<[u64; 4]> = match stride {
+            Some(s) => s.iter().copied().collect(),
+            None => smallvec::smallvec![1; rank],
+        };
         if start.len() != rank || count.len() != rank || stride.len() != rank {
             return Err(Error::arg(
                 "selection",
@@ -143,7 +148,7 @@ impl Hyperslab {
                 ),
             ));
         }
-        let mut strides = Vec::with_capacity(rank);
+        let mut strides = SmallVec::with_capacity(rank);
         let dims_iter = start.iter().zip(count).zip(&stride).zip(dims);
         for (u, (((&s, &n), &st), &d)) in dims_iter.enumerate() {
             let Some(st) = NonZeroU64::new(st) else {
@@ -168,8 +173,8 @@ impl Hyperslab {
             }
         }
         Ok(Hyperslab {
-            start: start.to_vec(),
-            count: count.to_vec(),
+            start: start.iter().copied().collect(),
+            count: count.iter().copied().collect(),
             stride: strides,
         })
     }
@@ -177,9 +182,9 @@ impl Hyperslab {
     /// The whole of a dataset of `dims`.
     pub fn all(dims: &[u64]) -> Hyperslab {
         Hyperslab {
-            start: vec![0; dims.len()],
-            count: dims.to_vec(),
-            stride: vec![NonZeroU64::MIN; dims.len()],
+            start: smallvec::smallvec![0; dims.len()],
+            count: dims.iter().copied().collect(),
+            stride: smallvec::smallvec![NonZeroU64::MIN; dims.len()],
         }
     }
 
@@ -215,10 +220,26 @@ impl Hyperslab {
     /// The scaled coordinates of every chunk (of dims `chunk`) holding a selected element, in
     /// C order.
     pub fn chunks(&self, chunk: &[u64]) -> Vec<Vec<u64>> {
+        let mut out = Vec::new();
+        let _ = self.try_for_each_chunk(chunk, |scaled| {
+            out.push(scaled.to_vec());
+            Ok::<(), ()>(())
+        });
+        out
+    }
+
+    /// Call `f` with the scaled coordinates of every chunk (of dims `chunk`) holding a selected
+    /// element, in C order, stopping at the first error. One coordinate buffer serves every
+    /// chunk: no allocation per chunk.
+    pub fn try_for_each_chunk<E>(
+        &self,
+        chunk: &[u64],
+        mut f: impl FnMut(&[u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
         if self.is_empty() || chunk.len() != self.count.len() {
-            return Vec::new();
+            return Ok(());
         }
-        let mut per_dim: Vec<Vec<u64>> = Vec::with_capacity(chunk.len());
+        let mut per_dim: SmallVec<[Vec<u64>; 4]> = SmallVec::with_capacity(chunk.len());
         for (axis, &c) in self.axes().zip(chunk) {
             // `last` is `Some`: the selection is not empty and fits the dataspace. A zero chunk
             // size holds nothing.
@@ -226,7 +247,7 @@ impl Hyperslab {
                 axis.start.checked_div(c),
                 axis.last().and_then(|l| l.checked_div(c)),
             ) else {
-                return Vec::new();
+                return Ok(());
             };
             per_dim.push(
                 (first..=last)
@@ -237,37 +258,51 @@ impl Hyperslab {
                     .collect(),
             );
         }
-        let mut out = Vec::new();
         // `idx[u]` is a position in `per_dim[u]`; none is empty (the chunk holding `start`
         // holds a selected element), so every position stays in bounds.
-        let mut idx = vec![0usize; per_dim.len()];
+        let mut idx: SmallVec<[usize; 4]> = smallvec::smallvec![0usize; per_dim.len()];
+        let mut scaled: SmallVec<[u64; 4]> =
+            per_dim.iter().filter_map(|v| v.first().copied()).collect();
         loop {
-            let mut scaled = Vec::with_capacity(per_dim.len());
-            scaled.extend(
-                per_dim
-                    .iter()
-                    .zip(&idx)
-                    .filter_map(|(v, &i)| v.get(i).copied()),
-            );
-            out.push(scaled);
-            let advanced =
-                idx.iter_mut()
-                    .zip(&per_dim)
-                    .rev()
-                    .any(|(i, v)| match i.checked_add(1) {
-                        Some(next) if next < v.len() => {
-                            *i = next;
+            f(&scaled)?;
+            let advanced = idx
+                .iter_mut()
+                .zip(&per_dim)
+                .zip(scaled.iter_mut())
+                .rev()
+                .any(|((i, v), s)| {
+                    let next = i.checked_add(1).and_then(|n| v.get(n).map(|&x| (n, x)));
+                    match next {
+                        Some((n, x)) => {
+                            *i = n;
+                            *s = x;
                             true
                         }
-                        _ => {
+                        None => {
                             *i = 0;
+                            *s = v.first().copied().unwrap_or(0);
                             false
                         }
-                    });
+                    }
+                });
             if !advanced {
-                return out;
+                return Ok(());
             }
         }
+    }
+
+    /// How many selected elements the chunk at `scaled` (dims `chunk`) holds: the product of
+    /// the selected positions inside it along each dimension (what [`runs`](Self::runs) would
+    /// cover, without walking them).
+    pub fn covered(&self, chunk: &[u64], scaled: &[u64]) -> u64 {
+        self.axes()
+            .zip(chunk)
+            .zip(scaled)
+            .map(|((axis, &c), &s)| {
+                let (lo, hi) = axis.k_range(s, c);
+                hi.saturating_sub(lo)
+            })
+            .fold(1u64, u64::saturating_mul)
     }
 
     /// The copies between the chunk at `scaled` (dims `chunk`) and the selection's buffer.
@@ -276,7 +311,7 @@ impl Hyperslab {
         if chunk.len() != rank || scaled.len() != rank {
             return;
         }
-        let mut walks: Vec<Walk> = Vec::with_capacity(rank);
+        let mut walks: SmallVec<[Walk; 4]> = SmallVec::with_capacity(rank);
         for ((axis, &size), &s) in self.axes().zip(chunk).zip(scaled) {
             let (lo, hi) = axis.k_range(s, size);
             // A non-empty range means the chunk's first index fits `u64`.

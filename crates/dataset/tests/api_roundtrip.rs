@@ -649,10 +649,14 @@ with h5py.File(sys.argv[1], 'r+') as f:
     }
 }
 
-/// Index blocks wait for the chunks they point to: every new chunk record goes in with a chunk
-/// proxy, and the recorded metadata writes respect every dependency.
+/// Traced appends with flushes in between, for every index with a structure: the recorded
+/// metadata writes respect every flush dependency (children before parents), and the file
+/// reads back. That index blocks never reach the file before the chunks they point to is
+/// checked at every crash point in `tests/backends.rs`
+/// (`no_crash_leaves_a_record_of_an_unwritten_chunk`): chunks are written before their
+/// records go in, so no record needs a chunk proxy.
 #[test]
-fn index_blocks_wait_for_their_chunks() {
+fn traced_appends_keep_the_write_order() {
     for kind in [
         IndexKind::ExtensibleArray,
         IndexKind::BTree1,
@@ -684,24 +688,12 @@ fn index_blocks_wait_for_their_chunks() {
         let trace = f.take_write_trace();
         h5chunk_cache::check_write_order(&trace)
             .unwrap_or_else(|v| panic!("{}: {v:?}", kind.name()));
-        let proxy_deps = trace
+        let written = trace
             .events
             .iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    h5chunk_cache::TraceEvent::DependencyAdded {
-                        child: h5chunk_cache::Key::Proxy(_),
-                        ..
-                    }
-                )
-            })
+            .filter(|e| matches!(e, h5chunk_cache::TraceEvent::Written { .. }))
             .count();
-        assert!(
-            proxy_deps >= 400 * 2 / 3 / 2,
-            "{}: {proxy_deps} chunk-proxy dependencies",
-            kind.name()
-        );
+        assert!(written > 0, "{}: no metadata write traced", kind.name());
         f.close().unwrap();
         drop(d);
         let f = File::open(&path).unwrap();

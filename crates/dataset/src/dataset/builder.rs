@@ -330,6 +330,8 @@ impl DatasetBuilder {
                 fill,
                 cache: ChunkCache::new(&grid, self.cache_bytes),
                 alloc_early: self.alloc_time == AllocTime::Early,
+                // A new index holds no chunk.
+                known: vec![0; grid.len()],
             })),
         };
         let d = Dataset::from_state(&self.file, state)?;

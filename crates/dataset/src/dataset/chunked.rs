@@ -1,18 +1,24 @@
 //! A chunked dataset's storage state: its index, chunk cache and filter pipeline, and how
 //! chunks are loaded, filtered, written and recorded.
 
+use std::borrow::Cow;
+
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, ChunkedFlags, ChunkedLayout};
 
-use crate::chunk_cache::ChunkCache;
+use crate::chunk_cache::{Cached, ChunkCache};
 use crate::error::{Error, Result};
 use crate::filters::Pipeline;
 use crate::index::adapter::{ChunkIndex, Shape};
 use crate::store::Store;
 
-/// New chunks written (and chunk proxies dirty) at once when a dataset flushes.
-const PROXY_BATCH: usize = 256;
+/// New chunks are copied into one buffer and written with one call, up to this many bytes at a
+/// time (a flush of many small chunks is a few large writes, not one write per chunk).
+const WRITE_BATCH_BYTES: u64 = 4 << 20;
+
+/// A chunk that gets new space: its coordinates, its stored bytes and its filter mask.
+type Fresh<'a> = (&'a [u64], Cow<'a, [u8]>, u32);
 
 #[derive(Debug)]
 pub(crate) struct Chunked {
@@ -25,9 +31,29 @@ pub(crate) struct Chunked {
     pub(crate) fill: Vec<u8>,
     pub(crate) cache: ChunkCache,
     pub(crate) alloc_early: bool,
+    /// Chunks per dimension of the box outside which the index holds no chunk: the grid of
+    /// the extent the dataset was opened with (zero for a new dataset), grown to cover every
+    /// chunk written since. A chunk outside it (an appended one) is known to be new without
+    /// asking the index.
+    pub(crate) known: Vec<u64>,
 }
 
 impl Chunked {
+    /// Whether the index may hold a record for the chunk at `scaled` (see `known`). Indexes
+    /// without a structure answer for every chunk.
+    pub(crate) fn may_exist(&self, scaled: &[u64]) -> bool {
+        use crate::index::IndexKind;
+        matches!(self.index.kind(), IndexKind::Implicit | IndexKind::Single)
+            || scaled.iter().zip(&self.known).all(|(s, k)| s < k)
+    }
+
+    /// The index now holds the chunk at `scaled`: grow the box to cover it.
+    pub(crate) fn note_recorded(&mut self, scaled: &[u64]) {
+        for (k, &s) in self.known.iter_mut().zip(scaled) {
+            *k = (*k).max(s.saturating_add(1));
+        }
+    }
+
     pub(crate) fn chunk_elems(&self) -> u64 {
         self.shape.chunk.iter().product()
     }
@@ -55,7 +81,12 @@ impl Chunked {
     /// The chunk's unfiltered bytes from the file, or fill.
     pub(crate) fn load(&mut self, f: &Store, path: &str, scaled: &[u64]) -> Result<Vec<u8>> {
         let chunk_bytes = self.shape.chunk_bytes as usize;
-        match self.index.get(f, scaled)? {
+        let record = if self.may_exist(scaled) {
+            self.index.get(f, scaled)?
+        } else {
+            None
+        };
+        match record {
             Some(ChunkRecord {
                 addr: Some(addr),
                 size,
@@ -90,7 +121,19 @@ impl Chunked {
         scaled: &[u64],
         data: Vec<u8>,
     ) -> Result<()> {
-        self.write_chunks(f, path, vec![(scaled.to_vec(), data)])
+        self.write_chunks(f, path, &[(scaled.to_vec(), data)])
+    }
+
+    /// Write every dirty cached chunk (see [`write_chunks`](Self::write_chunks)). The chunks'
+    /// data is moved out of the cache and back, not copied; if writing fails they stay dirty.
+    pub(crate) fn flush_cache(&mut self, f: &Store, path: &str) -> Result<()> {
+        let dirty = self.cache.take_dirty();
+        let result = self.write_chunks(f, path, &dirty);
+        let written = result.is_ok();
+        for (scaled, data) in dirty {
+            self.cache.restore(&scaled, data, written);
+        }
+        result
     }
 
     /// Filter and write chunks, then record them in the index. Chunks that keep their place
@@ -100,20 +143,28 @@ impl Chunked {
         &mut self,
         f: &Store,
         path: &str,
-        chunks: Vec<(Vec<u64>, Vec<u8>)>,
+        chunks: &[(Vec<u64>, Vec<u8>)],
     ) -> Result<()> {
         let filtered = self.pipeline.is_some();
-        let mut fresh: Vec<(Vec<u64>, Vec<u8>, u32)> = Vec::new();
+        let mut fresh: Vec<Fresh<'_>> = Vec::new();
         for (scaled, data) in chunks {
-            let (stored, mask) = match (&self.pipeline, self.skips_filters(&scaled)) {
-                (Some(p), false) => p.encode(data).map_err(|source| Error::Filter {
-                    dataset: path.to_owned(),
-                    chunk: scaled.clone(),
-                    source,
-                })?,
-                _ => (data, 0),
+            let (stored, mask) = match (&self.pipeline, self.skips_filters(scaled)) {
+                (Some(p), false) => {
+                    let (out, mask) = p.encode(data.clone()).map_err(|source| Error::Filter {
+                        dataset: path.to_owned(),
+                        chunk: scaled.clone(),
+                        source,
+                    })?;
+                    (Cow::Owned(out), mask)
+                }
+                _ => (Cow::Borrowed(data.as_slice()), 0),
             };
-            let old = self.index.get(f, &scaled)?.map(|mut r| {
+            let recorded = if self.may_exist(scaled) {
+                self.index.get(f, scaled)?
+            } else {
+                None
+            };
+            let old = recorded.map(|mut r| {
                 // Unfiltered records carry no size or mask: every chunk is `chunk_bytes` long.
                 if !filtered {
                     r.size = 0;
@@ -135,7 +186,7 @@ impl Chunked {
                     };
                     if old != Some(rec) {
                         // The chunk is written already: nothing for the index to wait for.
-                        self.index.insert(f, &scaled, rec, None)?;
+                        self.index.insert(f, scaled, rec, None)?;
                     }
                 }
                 Some(ChunkRecord {
@@ -149,22 +200,33 @@ impl Chunked {
                 _ => fresh.push((scaled, stored, mask)),
             }
         }
-        if fresh.is_empty() {
-            return Ok(());
-        }
-        // In batches, so that few chunk proxies are dirty at once (a B-tree split attaches
-        // every dirty proxy of the nodes it touches to the new nodes).
-        for batch in fresh.chunks(PROXY_BATCH) {
-            let total: u64 = batch.iter().map(|(_, b, _)| b.len() as u64).sum();
+        // The bytes first, the records after: every new chunk is in the file before any index
+        // block can point at it, whatever the metadata cache flushes or evicts in between, so
+        // no record has to wait for its chunk (no chunk proxy) and a crash can leave only
+        // unreferenced bytes behind.
+        let mut rest = fresh.as_slice();
+        while !rest.is_empty() {
+            let mut n = 0usize;
+            let mut total = 0u64;
+            for (_, b, _) in rest {
+                let len = b.len() as u64;
+                if n > 0 && total.saturating_add(len) > WRITE_BATCH_BYTES {
+                    break;
+                }
+                total = total
+                    .checked_add(len)
+                    .ok_or(Error::Internal("a chunk batch past 2^64"))?;
+                n = n.saturating_add(1);
+            }
+            let (batch, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
+            rest = tail;
             let base = f.allocate(total)?;
-            let mut block = Vec::with_capacity(total as usize);
+            let mut block = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
             for (_, b, _) in batch {
                 block.extend_from_slice(b);
             }
-            // Each new record goes into the index with a chunk proxy: the index block holding
-            // it cannot reach the file until the proxy says the chunk is written, whatever the
-            // metadata cache flushes or evicts in between.
-            let mut proxies = Vec::with_capacity(batch.len());
+            f.write(base, &block)?;
+            let mut records = Vec::with_capacity(batch.len());
             let mut at = base.get();
             for (scaled, stored, mask) in batch {
                 let rec = ChunkRecord {
@@ -176,14 +238,11 @@ impl Chunked {
                 at = at
                     .checked_add(stored.len() as u64)
                     .ok_or(Error::Internal("a chunk batch past 2^64"))?;
-                let proxy = f.cache.create_proxy();
-                proxies.push(proxy);
-                self.index.insert(f, scaled, rec, Some(proxy))?;
+                records.push((scaled.to_vec(), rec));
             }
-            f.write(base, &block)?;
-            for p in proxies {
-                f.cache.chunk_written(p)?;
-                f.cache.remove_proxy(p)?;
+            self.index.insert_many(f, &records)?;
+            for (scaled, _) in &records {
+                self.note_recorded(scaled);
             }
         }
         Ok(())
@@ -198,8 +257,20 @@ impl Chunked {
         scaled: &[u64],
         whole: bool,
     ) -> Result<&mut Vec<u8>> {
+        Ok(&mut self.cached_entry(f, path, scaled, whole)?.data)
+    }
+
+    /// [`cached`](Self::cached), as the cache entry (to mark it dirty without a second lookup).
+    pub(crate) fn cached_entry(
+        &mut self,
+        f: &Store,
+        path: &str,
+        scaled: &[u64],
+        whole: bool,
+    ) -> Result<&mut Cached> {
         if self.cache.get_mut(scaled).is_none() {
-            let data = if whole {
+            let data = if whole || !self.may_exist(scaled) {
+                // Overwritten whole, or not in the file (an appended chunk): fill.
                 self.fill.repeat(self.chunk_elems() as usize)
             } else {
                 self.load(f, path, scaled)?
@@ -211,7 +282,7 @@ impl Chunked {
             }
         }
         match self.cache.get_mut(scaled) {
-            Some(c) => Ok(&mut c.data),
+            Some(c) => Ok(c),
             // The key did not fit the cache (a grid of more than 2^128 chunks).
             None => Err(Error::Unsupported(
                 "chunk grids too large for the chunk cache",

@@ -1,6 +1,7 @@
 //! Datasets: open, read and write hyperslabs, resize, append, and list allocated chunks.
 //! Creating one is [`builder`]'s; a chunked dataset's storage state is [`chunked`]'s.
 
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 use h5chunk_format::Addr;
@@ -86,8 +87,7 @@ impl OpenObject for DatasetShared {
             ..
         } = &mut *st;
         if let StorageState::Chunked(c) = storage {
-            let dirty = c.cache.take_dirty();
-            c.write_chunks(f, path, dirty)?;
+            c.flush_cache(f, path)?;
             let now = c.index.layout();
             if now != c.layout_written {
                 c.layout.index = now.0;
@@ -241,6 +241,9 @@ impl Dataset {
                     fill: fill_bytes,
                     cache: ChunkCache::new(&grid, DEFAULT_BUDGET),
                     alloc_early: false,
+                    // Chunks exist only inside the extent (libhdf5 removes those a shrink
+                    // leaves outside).
+                    known: grid,
                 }))
             }
             DataLayout::Contiguous { address, size, .. } => StorageState::Contiguous {
@@ -380,12 +383,13 @@ impl Dataset {
         match storage {
             StorageState::Chunked(c) => {
                 let chunk = c.shape.chunk.clone();
-                for scaled in h.chunks(&chunk) {
-                    let data = c.cached(f, path, &scaled, false)?;
-                    if !copy_runs(h, &chunk, &scaled, |r| copy_out(&mut out, data, r, elem)) {
-                        return Err(short_chunk(path, *header, &scaled));
+                h.try_for_each_chunk(&chunk, |scaled| {
+                    let data = c.cached(f, path, scaled, false)?;
+                    if !copy_runs(h, &chunk, scaled, |r| copy_out(&mut out, data, r, elem)) {
+                        return Err(short_chunk(path, *header, scaled));
                     }
-                }
+                    Ok(())
+                })?;
             }
             StorageState::Contiguous { addr, size, fill } => {
                 let dims = self.shared.dims.lock().0.clone();
@@ -478,21 +482,17 @@ impl Dataset {
         };
         let chunk = c.shape.chunk.clone();
         let chunk_elems = c.chunk_elems();
-        for scaled in h.chunks(&chunk) {
-            // The runs of one chunk are disjoint and inside it: their lengths sum to at most
-            // the chunk's elements, so the sum does not saturate.
-            let mut covered = 0u64;
-            h.runs(&chunk, &scaled, |r| covered = covered.saturating_add(r.len));
-            let whole = covered == chunk_elems;
-            let buf = c.cached(f, path, &scaled, whole)?;
-            if !copy_runs(h, &chunk, &scaled, |r| copy_in(buf, &data, r, elem)) {
-                return Err(short_chunk(path, *header, &scaled));
+        h.try_for_each_chunk(&chunk, |scaled| {
+            let whole = h.covered(&chunk, scaled) == chunk_elems;
+            let entry = c.cached_entry(f, path, scaled, whole)?;
+            if !copy_runs(h, &chunk, scaled, |r| {
+                copy_in(&mut entry.data, &data, r, elem)
+            }) {
+                return Err(short_chunk(path, *header, scaled));
             }
-            if let Some(entry) = c.cache.get_mut(&scaled) {
-                entry.dirty = true;
-            }
-        }
-        Ok(())
+            entry.dirty = true;
+            Ok(())
+        })
     }
 
     /// Change the current dimensions within the maximum ones. Shrinking drops the chunks wholly
@@ -501,19 +501,21 @@ impl Dataset {
     pub fn resize(&self, dims: &[u64]) -> Result<()> {
         let f = &self.file.inner.store;
         f.check_writable()?;
-        let max = self.max_shape();
-        if dims.len() != max.len()
-            || dims
-                .iter()
-                .zip(&max)
-                .any(|(&d, m)| m.is_some_and(|m| d > m))
-        {
-            return Err(Error::arg(
-                "dims",
-                format!("cannot resize to {dims:?} within {max:?}"),
-            ));
-        }
-        let old = self.shape();
+        let old = {
+            let g = self.shared.dims.lock();
+            let (cur, max) = (&g.0, &g.1);
+            if dims.len() != max.len()
+                || dims.iter().zip(max).any(|(&d, m)| m.is_some_and(|m| d > m))
+            {
+                return Err(Error::arg(
+                    "dims",
+                    format!("cannot resize to {dims:?} within {max:?}"),
+                ));
+            }
+            // The old extent matters only to a shrink; growing copies nothing.
+            let shrinks = dims.iter().zip(cur).any(|(n, o)| n < o);
+            shrinks.then(|| cur.clone())
+        };
         let mut st = self.shared.state.lock();
         let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
@@ -521,11 +523,9 @@ impl Dataset {
                 "resizing contiguous or compact datasets",
             ));
         };
-        let shrinks = dims.iter().zip(&old).any(|(n, o)| n < o);
-        if shrinks {
+        if let Some(old) = old {
             // Write what is cached so the index knows every chunk, then prune.
-            let dirty = c.cache.take_dirty();
-            c.write_chunks(f, path, dirty)?;
+            c.flush_cache(f, path)?;
             let mut chunks = Vec::new();
             c.index
                 .for_each(f, &mut |s, r| chunks.push((s.to_vec(), r)))?;
@@ -567,12 +567,21 @@ impl Dataset {
                 }
             }
         }
-        c.shape.dims = dims.to_vec();
+        c.shape.dims.clear();
+        c.shape.dims.extend_from_slice(dims);
         c.index.set_dims(f, dims)?;
-        let grid = c.shape.grid();
+        let grid: SmallVec<[u64; 4]> = c
+            .shape
+            .dims
+            .iter()
+            .zip(&c.shape.chunk)
+            .map(|(&d, &c)| d.div_ceil(c))
+            .collect();
         c.cache.set_extent(&grid);
         drop(st);
-        self.shared.dims.lock().0 = dims.to_vec();
+        let mut g = self.shared.dims.lock();
+        g.0.clear();
+        g.0.extend_from_slice(dims);
         Ok(())
     }
 
@@ -580,12 +589,14 @@ impl Dataset {
     /// `data.len()` divided by the product of the other dimensions.
     pub fn append<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
-        let dims = self.shape();
-        let max = self.max_shape();
-        let k = max
-            .iter()
-            .position(Option::is_none)
-            .ok_or_else(|| Error::arg("data", "append needs an unlimited dimension"))?;
+        let (dims, k): (SmallVec<[u64; 4]>, usize) = {
+            let g = self.shared.dims.lock();
+            let k =
+                g.1.iter()
+                    .position(Option::is_none)
+                    .ok_or_else(|| Error::arg("data", "append needs an unlimited dimension"))?;
+            (g.0.iter().copied().collect(), k)
+        };
         let others: u64 = dims
             .iter()
             .enumerate()
@@ -613,7 +624,7 @@ impl Dataset {
             .checked_add(grow)
             .ok_or_else(|| Error::arg("data", "appending past 2^64 elements"))?;
         self.resize(&new)?;
-        let mut start = vec![0u64; dims.len()];
+        let mut start: SmallVec<[u64; 4]> = smallvec::smallvec![0u64; dims.len()];
         *start.get_mut(k).ok_or_else(past_rank)? = old_len;
         let mut count = new.clone();
         *count.get_mut(k).ok_or_else(past_rank)? = grow;
@@ -677,8 +688,7 @@ impl Dataset {
         let StorageState::Chunked(c) = storage else {
             return Ok(Vec::new());
         };
-        let dirty = c.cache.take_dirty();
-        c.write_chunks(f, path, dirty)?;
+        c.flush_cache(f, path)?;
         let chunk = c.shape.chunk.clone();
         let chunk_bytes = c.shape.chunk_bytes;
         let filtered = c.pipeline.is_some();
@@ -776,7 +786,9 @@ impl Dataset {
             },
             // Written just above: nothing for the index to wait for.
             None,
-        )
+        )?;
+        c.note_recorded(&scaled);
+        Ok(())
     }
 
     /// A chunk's stored bytes and filter mask, without decoding (h5py's `read_direct_chunk`);

@@ -58,6 +58,15 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()>;
+    /// Record many chunks whose bytes are in the file already (so no index block has to wait
+    /// for them): [`insert`](Self::insert) without a proxy on each, in order. Indexes that can
+    /// update a block's records together (the extensible array) override it.
+    fn insert_many(&mut self, f: &Store, items: &[(Vec<u64>, ChunkRecord)]) -> Result<()> {
+        for (scaled, rec) in items {
+            self.insert(f, scaled, *rec, None)?;
+        }
+        Ok(())
+    }
     /// Forget the chunk at `scaled`, returning its record.
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
     /// Every allocated chunk, in the index's order.
@@ -271,6 +280,13 @@ pub(crate) trait Slots: Send + fmt::Debug {
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()>;
+    /// Set many slots, in order (records of chunks already written).
+    fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
+        for (i, rec) in items {
+            self.set_slot(f, *i, *rec, None)?;
+        }
+        Ok(())
+    }
     /// Every set slot, in slot order.
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()>;
     /// Bytes of metadata in the file.
@@ -326,6 +342,13 @@ impl<S: Slots> ChunkIndex for Linear<S> {
     ) -> Result<()> {
         let i = self.index(scaled)?;
         self.slots.set_slot(f, i, rec, proxy)
+    }
+    fn insert_many(&mut self, f: &Store, items: &[(Vec<u64>, ChunkRecord)]) -> Result<()> {
+        let slots = items
+            .iter()
+            .map(|(scaled, rec)| Ok((self.index(scaled)?, *rec)))
+            .collect::<Result<Vec<_>>>()?;
+        self.slots.set_slots(f, &slots)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let old = self.get(f, scaled)?;
@@ -496,6 +519,10 @@ impl Slots for ExtensibleArray {
             None => self.array.set(&f.cache, i, &rec),
         }
         .map_err(ea_err)
+    }
+    fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
+        let items: Vec<_> = items.iter().map(|&(i, rec)| (i, rec, None)).collect();
+        self.array.set_many(&f.cache, &items).map_err(ea_err)
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
@@ -976,6 +1003,18 @@ impl ChunkIndex for Lazy {
             None => Err(Error::Internal("an index that could not be created")),
         }
     }
+    fn insert_many(&mut self, f: &Store, items: &[(Vec<u64>, ChunkRecord)]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        if self.inner.is_none() {
+            self.inner = Some(create_structure(f, &self.shape, &self.index)?);
+        }
+        match &mut self.inner {
+            Some(i) => i.insert_many(f, items),
+            None => Err(Error::Internal("an index that could not be created")),
+        }
+    }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         match &mut self.inner {
             Some(i) => i.remove(f, scaled),
@@ -989,7 +1028,8 @@ impl ChunkIndex for Lazy {
         }
     }
     fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
-        self.shape.dims = dims.to_vec();
+        self.shape.dims.clear();
+        self.shape.dims.extend_from_slice(dims);
         match &mut self.inner {
             Some(i) => i.set_dims(f, dims),
             None => Ok(()),
