@@ -185,7 +185,8 @@ where
     pub fn open(cache: &'c MetadataCache, root: Addr, class: C) -> Result<Self> {
         Self::check_k(&class)?;
         let tree = BTree { cache, root, class };
-        tree.read(root, None)?;
+        // Load (and verify) the root; no copy of it is needed.
+        cache.get::<NodeEntry<C::Key>>(root, &tree.class.ctx())?;
         Ok(tree)
     }
 
@@ -241,6 +242,33 @@ where
             }
         }
         Ok(node)
+    }
+
+    /// The node at `addr` protected for modification in place, with the checks of
+    /// [`read`](Self::read).
+    fn protect_node(
+        &self,
+        addr: Addr,
+        level: Option<u8>,
+    ) -> Result<h5chunk_cache::EntryMut<'c, NodeEntry<C::Key>>> {
+        let entry = self
+            .cache
+            .protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
+        if let Some(l) = level {
+            if entry.node.level != l {
+                return Err(Error::corrupt(
+                    addr,
+                    format!("node level {} where {l} was expected", entry.node.level),
+                ));
+            }
+            if entry.node.children.is_empty() {
+                return Err(Error::corrupt(
+                    addr,
+                    "a node below the root has no children",
+                ));
+            }
+        }
+        Ok(entry)
     }
 
     /// [`read`](Self::read) for whole-tree walks: a node reached twice (children shared in a
@@ -462,10 +490,13 @@ where
         } = keys;
         *lt_changed = false;
         *rt_changed = false;
-        let mut bt = self.read(addr, level)?;
+        // The node is modified in place under protect (no copy of its keys): the cache neither
+        // writes nor evicts it meanwhile, and a cycle back to it (a corrupt file) is an error.
+        let mut guard = self.protect_node(addr, level)?;
+        let bt: &mut Node<C::Key> = &mut guard.node;
         let mut dirty = false;
         let n = bt.children.len();
-        let (mut idx, cmp) = self.search(addr, &bt, op)?;
+        let (mut idx, cmp) = self.search(addr, bt, op)?;
         let is_leaf = bt.level == 0;
 
         let my_ins = if n == 0 {
@@ -481,15 +512,15 @@ where
             dirty = true;
             idx = 0;
             if C::FOLLOW_MIN {
-                self.leaf_insert(addr, &mut bt, 0, lt_changed, md, rt_changed, op)?
+                self.leaf_insert(addr, bt, 0, lt_changed, md, rt_changed, op)?
             } else {
                 LeafIns::Noop
             }
         } else if cmp == Ordering::Less && idx == 0 {
             if !is_leaf {
-                self.descend_insert(addr, &mut bt, 0, lt_changed, md, rt_changed, op)?
+                self.descend_insert(addr, bt, 0, lt_changed, md, rt_changed, op)?
             } else if C::FOLLOW_MIN {
-                self.leaf_insert(addr, &mut bt, 0, lt_changed, md, rt_changed, op)?
+                self.leaf_insert(addr, bt, 0, lt_changed, md, rt_changed, op)?
             } else {
                 let k0 = bt
                     .keys
@@ -503,9 +534,9 @@ where
         } else if cmp == Ordering::Greater && idx.saturating_add(1) >= n {
             idx = n.saturating_sub(1);
             if !is_leaf {
-                self.descend_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+                self.descend_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
             } else if C::FOLLOW_MAX {
-                self.leaf_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+                self.leaf_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
             } else {
                 let last = bt
                     .keys
@@ -521,15 +552,15 @@ where
         } else if cmp != Ordering::Equal {
             return Err(Error::corrupt(addr, "keys are not in order"));
         } else if !is_leaf {
-            self.descend_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+            self.descend_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
         } else {
-            self.leaf_insert(addr, &mut bt, idx, lt_changed, md, rt_changed, op)?
+            self.leaf_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
         };
 
         // Propagate key changes to the caller's copies while the child is at our edge.
         if *lt_changed {
             dirty = true;
-            self.propagate_lt(addr, &bt, idx, lt, lt_changed, op)?;
+            self.propagate_lt(addr, bt, idx, lt, lt_changed, op)?;
         }
         if *rt_changed {
             dirty = true;
@@ -559,10 +590,10 @@ where
                 let right = matches!(my_ins, LeafIns::Right(_));
                 dirty = true;
                 if bt.children.len() >= self.two_k() {
-                    let (twin_addr, mut twin_node) = self.split(addr, &mut bt, idx)?;
+                    let (twin_addr, mut twin_node) = self.split(addr, bt, idx)?;
                     let nleft = bt.children.len();
                     if idx < nleft {
-                        insert_child(addr, &mut bt, idx, child, right, md)?;
+                        insert_child(addr, bt, idx, child, right, md)?;
                         self.link_child(addr, bt.level, child)?;
                     } else {
                         let i = idx.saturating_sub(nleft);
@@ -571,14 +602,15 @@ where
                     }
                     twin = Some((twin_addr, twin_node));
                 } else {
-                    insert_child(addr, &mut bt, idx, child, right, md)?;
+                    insert_child(addr, bt, idx, child, right, md)?;
                     self.link_child(addr, bt.level, child)?;
                 }
             }
         }
         if dirty {
-            self.write(addr, bt)?;
+            guard.mark_dirty();
         }
+        drop(guard);
         match twin {
             Some((twin_addr, twin_node)) => {
                 *md = key_at(&twin_node.keys, 0, twin_addr)?;

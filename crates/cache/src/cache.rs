@@ -144,6 +144,9 @@ struct Slot {
     pinned: bool,
     /// Held by an [`EntryMut`]: never locked, written or evicted by the cache meanwhile.
     protected: bool,
+    /// The thread holding the [`EntryMut`]: its own `get` of the entry would wait for itself
+    /// (a cyclic structure in a corrupt file leads there), so it is an error instead.
+    protector: Option<std::thread::ThreadId>,
     /// The CLOCK reference bit: set by every access, cleared when the eviction hand passes.
     /// An entry is evicted when the hand finds it clear (accessed less recently than one sweep).
     referenced: bool,
@@ -690,6 +693,7 @@ impl Drop for Unprotect<'_> {
         let mut inner = self.cache.inner.lock();
         if let Some(slot) = inner.entries.get_mut(&self.addr) {
             slot.protected = false;
+            slot.protector = None;
             if self.dirty {
                 slot.dirty = true;
                 inner.record(TraceEvent::Dirtied(Key::Entry(self.addr)));
@@ -796,7 +800,15 @@ impl MetadataCache {
 
     /// The entry of type `T` at `addr`, loaded and verified if not resident.
     pub fn get<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> Result<EntryRef<T>> {
-        let value = self.fetch::<T>(addr, ctx, |_| Ok(()))?;
+        let value = self.fetch::<T>(addr, ctx, |slot| {
+            if slot.protected && slot.protector == Some(std::thread::current().id()) {
+                return Err(Error::Protected {
+                    type_name: slot.type_name,
+                    addr,
+                });
+            }
+            Ok(())
+        })?;
         Ok(EntryRef { addr, value })
     }
 
@@ -810,6 +822,7 @@ impl MetadataCache {
                 });
             }
             slot.protected = true;
+            slot.protector = Some(std::thread::current().id());
             Ok(())
         })?;
         let guard = value.write_arc();
@@ -873,6 +886,7 @@ impl MetadataCache {
                     dirty: false,
                     pinned: false,
                     protected: false,
+                    protector: None,
                     referenced: true,
                 };
                 on_resident(&mut slot)?;
@@ -1017,6 +1031,7 @@ impl MetadataCache {
                 dirty: true,
                 pinned: false,
                 protected: false,
+                protector: None,
                 referenced: true,
             },
         );

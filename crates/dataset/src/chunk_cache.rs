@@ -8,6 +8,11 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use smallvec::SmallVec;
+
+/// Scaled chunk coordinates, inline up to rank 4 (no allocation per chunk).
+pub(crate) type Coords = SmallVec<[u64; 4]>;
+
 /// libhdf5 2.0's default chunk cache size per dataset.
 pub const DEFAULT_BUDGET: usize = 8 << 20;
 
@@ -93,7 +98,7 @@ const NIL: usize = usize::MAX;
 /// One cached chunk.
 #[derive(Debug)]
 pub(crate) struct Cached {
-    pub scaled: Vec<u64>,
+    pub scaled: Coords,
     /// The whole chunk, unfiltered, in the file's byte order.
     pub data: Vec<u8>,
     pub dirty: bool,
@@ -246,7 +251,7 @@ impl ChunkCache {
 
     /// Insert a chunk; returns the chunks evicted to stay within the budget (dirty ones must
     /// be written by the caller), or the chunk itself back if it cannot be cached.
-    pub fn insert(&mut self, scaled: Vec<u64>, data: Vec<u8>, dirty: bool) -> Vec<Cached> {
+    pub fn insert(&mut self, scaled: Coords, data: Vec<u8>, dirty: bool) -> Vec<Cached> {
         let chunk = Cached {
             scaled,
             data,
@@ -301,14 +306,18 @@ impl ChunkCache {
     /// Every dirty chunk, in key order (adjacent chunks first to last), with its data moved
     /// out (the entry keeps its place, empty): give each back with [`restore`](Self::restore)
     /// once written, so that a flush copies no chunk.
-    pub fn take_dirty(&mut self) -> Vec<(Vec<u64>, Vec<u8>)> {
+    pub fn take_dirty(&mut self) -> Vec<(Coords, Vec<u8>)> {
+        // Slab order is insertion order: appended chunks come out sorted already, and the
+        // sort is skipped.
         let mut dirty: Vec<(u128, usize)> = self
-            .map
+            .slab
             .iter()
-            .filter(|&(_, &i)| self.node(i).is_some_and(|n| n.chunk.dirty))
-            .map(|(&k, &i)| (k, i))
+            .enumerate()
+            .filter_map(|(i, n)| n.as_ref().filter(|n| n.chunk.dirty).map(|n| (n.key, i)))
             .collect();
-        dirty.sort_unstable_by_key(|&(k, _)| k);
+        if !dirty.is_sorted_by_key(|&(k, _)| k) {
+            dirty.sort_unstable_by_key(|&(k, _)| k);
+        }
         dirty
             .into_iter()
             .filter_map(|(_, i)| {
@@ -351,32 +360,41 @@ mod tests {
         assert_eq!(p.pack(&[1, 2]), Some((1 << 2) | 2));
         assert_eq!(p.pack(&[8, 0]), None);
         let mut c = ChunkCache::new(&[5, 3], 1 << 20);
-        c.insert(vec![1, 2], vec![7; 4], true);
+        c.insert(smallvec::smallvec![1, 2], vec![7; 4], true);
         c.set_extent(&[6, 3]); // still fits: no re-key
         assert!(c.get_mut(&[1, 2]).is_some());
         c.set_extent(&[100, 3]);
         assert_eq!(c.get_mut(&[1, 2]).map(|x| x.data.clone()), Some(vec![7; 4]));
-        c.insert(vec![99, 0], vec![1; 4], false);
+        c.insert(smallvec::smallvec![99, 0], vec![1; 4], false);
         let dirty = c.take_dirty();
-        assert_eq!(dirty, vec![(vec![1, 2], vec![7; 4])]);
+        assert_eq!(dirty, vec![(Coords::from_slice(&[1, 2]), vec![7; 4])]);
         assert!(c.take_dirty().is_empty());
         // Given back after a failed write: dirty again, nothing lost.
         for (s, d) in dirty {
             c.restore(&s, d, false);
         }
-        assert_eq!(c.take_dirty(), vec![(vec![1, 2], vec![7; 4])]);
+        assert_eq!(
+            c.take_dirty(),
+            vec![(Coords::from_slice(&[1, 2]), vec![7; 4])]
+        );
     }
 
     #[test]
     fn evicts_least_recently_used_within_the_budget() {
         // Room for two 4-byte chunks with their per-entry overhead.
         let mut c = ChunkCache::new(&[10], 2 * (4 + ENTRY_OVERHEAD) + 1);
-        assert!(c.insert(vec![0], vec![0; 4], true).is_empty());
-        assert!(c.insert(vec![1], vec![1; 4], false).is_empty());
+        assert!(
+            c.insert(smallvec::smallvec![0], vec![0; 4], true)
+                .is_empty()
+        );
+        assert!(
+            c.insert(smallvec::smallvec![1], vec![1; 4], false)
+                .is_empty()
+        );
         c.get_mut(&[0]);
-        let out = c.insert(vec![2], vec![2; 4], false);
+        let out = c.insert(smallvec::smallvec![2], vec![2; 4], false);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].scaled, vec![1]);
+        assert_eq!(out[0].scaled.as_slice(), &[1]);
         assert!(c.get_mut(&[0]).is_some_and(|x| x.dirty));
     }
 }

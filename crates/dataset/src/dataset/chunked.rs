@@ -7,7 +7,7 @@ use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, ChunkedFlags, ChunkedLayout};
 
-use crate::chunk_cache::{Cached, ChunkCache};
+use crate::chunk_cache::{Cached, ChunkCache, Coords};
 use crate::error::{Error, Result};
 use crate::filters::Pipeline;
 use crate::index::adapter::{ChunkIndex, Shape};
@@ -121,7 +121,7 @@ impl Chunked {
         scaled: &[u64],
         data: Vec<u8>,
     ) -> Result<()> {
-        self.write_chunks(f, path, &[(scaled.to_vec(), data)])
+        self.write_chunks(f, path, &[(Coords::from_slice(scaled), data)])
     }
 
     /// Write every dirty cached chunk (see [`write_chunks`](Self::write_chunks)). The chunks'
@@ -143,7 +143,7 @@ impl Chunked {
         &mut self,
         f: &Store,
         path: &str,
-        chunks: &[(Vec<u64>, Vec<u8>)],
+        chunks: &[(Coords, Vec<u8>)],
     ) -> Result<()> {
         let filtered = self.pipeline.is_some();
         let mut fresh: Vec<Fresh<'_>> = Vec::new();
@@ -152,7 +152,7 @@ impl Chunked {
                 (Some(p), false) => {
                     let (out, mask) = p.encode(data.clone()).map_err(|source| Error::Filter {
                         dataset: path.to_owned(),
-                        chunk: scaled.clone(),
+                        chunk: scaled.to_vec(),
                         source,
                     })?;
                     (Cow::Owned(out), mask)
@@ -238,10 +238,10 @@ impl Chunked {
                 at = at
                     .checked_add(stored.len() as u64)
                     .ok_or(Error::Internal("a chunk batch past 2^64"))?;
-                records.push((scaled.to_vec(), rec));
+                records.push((*scaled, rec));
             }
             self.index.insert_many(f, &records)?;
-            for (scaled, _) in &records {
+            for &(scaled, _) in &records {
                 self.note_recorded(scaled);
             }
         }
@@ -275,7 +275,7 @@ impl Chunked {
             } else {
                 self.load(f, path, scaled)?
             };
-            for evicted in self.cache.insert(scaled.to_vec(), data, false) {
+            for evicted in self.cache.insert(Coords::from_slice(scaled), data, false) {
                 if evicted.dirty {
                     self.write_chunk(f, path, &evicted.scaled, evicted.data)?;
                 }

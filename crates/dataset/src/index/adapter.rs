@@ -61,7 +61,7 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
     /// Record many chunks whose bytes are in the file already (so no index block has to wait
     /// for them): [`insert`](Self::insert) without a proxy on each, in order. Indexes that can
     /// update a block's records together (the extensible array) override it.
-    fn insert_many(&mut self, f: &Store, items: &[(Vec<u64>, ChunkRecord)]) -> Result<()> {
+    fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         for (scaled, rec) in items {
             self.insert(f, scaled, *rec, None)?;
         }
@@ -343,7 +343,7 @@ impl<S: Slots> ChunkIndex for Linear<S> {
         let i = self.index(scaled)?;
         self.slots.set_slot(f, i, rec, proxy)
     }
-    fn insert_many(&mut self, f: &Store, items: &[(Vec<u64>, ChunkRecord)]) -> Result<()> {
+    fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         let slots = items
             .iter()
             .map(|(scaled, rec)| Ok((self.index(scaled)?, *rec)))
@@ -1003,7 +1003,7 @@ impl ChunkIndex for Lazy {
             None => Err(Error::Internal("an index that could not be created")),
         }
     }
-    fn insert_many(&mut self, f: &Store, items: &[(Vec<u64>, ChunkRecord)]) -> Result<()> {
+    fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         if items.is_empty() {
             return Ok(());
         }
