@@ -227,20 +227,7 @@ where
             .cache
             .get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
         let node = entry.read().node.clone();
-        if let Some(l) = level {
-            if node.level != l {
-                return Err(Error::corrupt(
-                    addr,
-                    format!("node level {} where {l} was expected", node.level),
-                ));
-            }
-            if node.children.is_empty() {
-                return Err(Error::corrupt(
-                    addr,
-                    "a node below the root has no children",
-                ));
-            }
-        }
+        check_level(addr, &node, level)?;
         Ok(node)
     }
 
@@ -254,20 +241,7 @@ where
         let entry = self
             .cache
             .protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
-        if let Some(l) = level {
-            if entry.node.level != l {
-                return Err(Error::corrupt(
-                    addr,
-                    format!("node level {} where {l} was expected", entry.node.level),
-                ));
-            }
-            if entry.node.children.is_empty() {
-                return Err(Error::corrupt(
-                    addr,
-                    "a node below the root has no children",
-                ));
-            }
-        }
+        check_level(addr, &entry.node, level)?;
         Ok(entry)
     }
 
@@ -398,21 +372,34 @@ where
         // Each step goes one level down and levels are checked, so the loop ends; the bound
         // is a second guard.
         for _ in 0..=MAX_DEPTH {
-            let node = self.read(addr, level)?;
-            if node.children.is_empty() {
-                return Ok(false);
-            }
-            let (idx, cmp) = self.search(addr, &node, op)?;
-            if cmp != Ordering::Equal {
-                return Ok(false);
-            }
-            let child = child_at(&node.children, idx, addr)?;
-            if node.level > 0 {
-                level = Some(child_level(node.level, addr)?);
-                addr = child;
-            } else {
-                let lt = key_at(&node.keys, idx, addr)?;
-                return self.class.found(self.cache, child, &lt, op);
+            // Searched under the entry's read lock: no copy of the node.
+            let step = {
+                let entry = self
+                    .cache
+                    .get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
+                let guard = entry.read();
+                let node = &guard.node;
+                check_level(addr, node, level)?;
+                if node.children.is_empty() {
+                    return Ok(false);
+                }
+                let (idx, cmp) = self.search(addr, node, op)?;
+                if cmp != Ordering::Equal {
+                    return Ok(false);
+                }
+                let child = child_at(&node.children, idx, addr)?;
+                if node.level > 0 {
+                    Err((child, child_level(node.level, addr)?))
+                } else {
+                    Ok((child, key_at(&node.keys, idx, addr)?))
+                }
+            };
+            match step {
+                Err((child, l)) => {
+                    level = Some(l);
+                    addr = child;
+                }
+                Ok((child, lt)) => return self.class.found(self.cache, child, &lt, op),
             }
         }
         Err(Error::corrupt(addr, "descent deeper than MAX_DEPTH"))
@@ -1072,6 +1059,26 @@ fn insert_child<K: NodeKey>(
     }
     node.keys.insert(key_pos, md.clone());
     node.children.insert(child_pos, child);
+    Ok(())
+}
+
+/// A node reached from its parent must be at the level below it and hold children (`level`:
+/// the expected level, `None` for the root, which may be an empty leaf).
+fn check_level<K: NodeKey>(addr: Addr, node: &Node<K>, level: Option<u8>) -> Result<()> {
+    if let Some(l) = level {
+        if node.level != l {
+            return Err(Error::corrupt(
+                addr,
+                format!("node level {} where {l} was expected", node.level),
+            ));
+        }
+        if node.children.is_empty() {
+            return Err(Error::corrupt(
+                addr,
+                "a node below the root has no children",
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -99,4 +99,4 @@ mod tree;
 
 pub use class::{CHUNK_FILTERED, CHUNK_UNFILTERED, ChunkClass, ChunkEntry, RecordClass};
 pub use error::{Error, Result};
-pub use tree::{BTree2, Params, TreeStats};
+pub use tree::{BTree2, Params, TreeState, TreeStats};

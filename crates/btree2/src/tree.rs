@@ -116,6 +116,22 @@ pub struct BTree2<'c, C: RecordClass> {
     minmax: Option<(C::Record, C::Record)>,
 }
 
+/// What an open [`BTree2`] knows beyond its header's address; see [`BTree2::state`].
+pub struct TreeState<C: RecordClass> {
+    hdr: Header,
+    geom: Arc<Geometry>,
+    minmax: Option<(C::Record, C::Record)>,
+}
+
+impl<C: RecordClass> core::fmt::Debug for TreeState<C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TreeState")
+            .field("hdr", &self.hdr)
+            .field("minmax_known", &self.minmax.is_some())
+            .finish()
+    }
+}
+
 impl<C: RecordClass> core::fmt::Debug for BTree2<'_, C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("BTree2")
@@ -220,6 +236,45 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             geom: Arc::new(geom),
             minmax: None,
         })
+    }
+
+    /// What this handle knows beyond the header's address (the header, the node geometry
+    /// derived from it, the smallest and largest records when known), to hand to
+    /// [`resume`](Self::resume) at the next operation: a caller that opens the tree for each
+    /// operation (the dataset crate's adapter does) then does not re-derive them, and appends
+    /// keep the chunk-index paper's fast path.
+    pub fn state(&self) -> TreeState<C> {
+        TreeState {
+            hdr: self.hdr.clone(),
+            geom: Arc::clone(&self.geom),
+            minmax: self.minmax.clone(),
+        }
+    }
+
+    /// Open the tree at `addr` reusing `state` (from [`state`](Self::state)) when the header in
+    /// the cache is still the one it describes; otherwise as [`open`](Self::open).
+    pub fn resume(
+        cache: &'c MetadataCache,
+        sizes: Sizes,
+        addr: Addr,
+        class: C,
+        state: Option<TreeState<C>>,
+    ) -> Result<Self> {
+        if let Some(st) = state {
+            let same = cache.get::<HeaderEntry>(addr, &sizes)?.read().header == st.hdr;
+            if same {
+                return Ok(BTree2 {
+                    cache,
+                    class: Arc::new(class),
+                    sizes,
+                    addr,
+                    hdr: st.hdr,
+                    geom: st.geom,
+                    minmax: st.minmax,
+                });
+            }
+        }
+        Self::open(cache, sizes, addr, class)
     }
 
     /// Re-read the header (a reader following a writer): forget the cached minimum and maximum.

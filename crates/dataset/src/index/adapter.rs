@@ -842,6 +842,9 @@ pub(crate) struct BTree2 {
     header: Addr,
     class: h5chunk_btree2::ChunkClass,
     params: h5chunk_format::message::Btree2Params,
+    /// What the tree handle knew after the last operation (header, geometry, smallest and
+    /// largest record): the next operation resumes from it instead of re-deriving it.
+    state: Option<h5chunk_btree2::TreeState<h5chunk_btree2::ChunkClass>>,
 }
 
 fn bt2_err(e: h5chunk_btree2::Error) -> Error {
@@ -869,6 +872,7 @@ impl BTree2 {
             header: tree.addr(),
             class,
             params,
+            state: None,
         })
     }
 
@@ -884,14 +888,36 @@ impl BTree2 {
             header,
             class,
             params,
+            state: None,
         })
     }
 
     fn tree<'c>(
-        &self,
+        &mut self,
         f: &'c Store,
     ) -> Result<h5chunk_btree2::BTree2<'c, h5chunk_btree2::ChunkClass>> {
-        h5chunk_btree2::BTree2::open(&f.cache, f.sizes, self.header, self.class).map_err(bt2_err)
+        h5chunk_btree2::BTree2::resume(
+            &f.cache,
+            f.sizes,
+            self.header,
+            self.class,
+            self.state.take(),
+        )
+        .map_err(bt2_err)
+    }
+
+    /// Run `op` on the tree and keep what the handle learned for the next operation.
+    fn with_tree<T>(
+        &mut self,
+        f: &Store,
+        op: impl FnOnce(
+            &mut h5chunk_btree2::BTree2<'_, h5chunk_btree2::ChunkClass>,
+        ) -> std::result::Result<T, h5chunk_btree2::Error>,
+    ) -> Result<T> {
+        let mut tree = self.tree(f)?;
+        let out = op(&mut tree).map_err(bt2_err)?;
+        self.state = Some(tree.state());
+        Ok(out)
     }
 }
 
@@ -903,11 +929,7 @@ impl ChunkIndex for BTree2 {
         (LayoutIndex::BTreeV2(self.params), Some(self.header))
     }
     fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        Ok(self
-            .tree(f)?
-            .find(scaled)
-            .map_err(bt2_err)?
-            .map(|e| e.record))
+        Ok(self.with_tree(f, |t| t.find(scaled))?.map(|e| e.record))
     }
     fn insert(
         &mut self,
@@ -920,15 +942,11 @@ impl ChunkIndex for BTree2 {
             scaled: scaled.iter().copied().collect(),
             record: rec,
         };
-        self.tree(f)?.upsert(entry, proxy).map_err(bt2_err)?;
+        self.with_tree(f, |t| t.upsert(entry, proxy))?;
         Ok(())
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        Ok(self
-            .tree(f)?
-            .remove(scaled)
-            .map_err(bt2_err)?
-            .map(|e| e.record))
+        Ok(self.with_tree(f, |t| t.remove(scaled))?.map(|e| e.record))
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
         let records = self.tree(f)?.records().map_err(bt2_err)?;
