@@ -444,34 +444,25 @@ fn parse_value(dtype: TypeDesc, text: &str) -> CliResult<Vec<u8>> {
             .map_err(|_| bad())?
             .to_le_bytes()
             .to_vec(),
-        TypeClass::Int => {
-            let v = text.parse::<i64>().map_err(|_| bad())?;
-            let fits = match n {
-                1 => i8::try_from(v).is_ok(),
-                2 => i16::try_from(v).is_ok(),
-                4 => i32::try_from(v).is_ok(),
-                8 => true,
+        TypeClass::Int | TypeClass::Uint => {
+            // i128 holds every i64 and u64; the range check is the element type's.
+            let v = text.parse::<i128>().map_err(|_| bad())?;
+            let fits = match (dtype.class == TypeClass::Int, n) {
+                (true, 1) => i8::try_from(v).is_ok(),
+                (true, 2) => i16::try_from(v).is_ok(),
+                (true, 4) => i32::try_from(v).is_ok(),
+                (true, 8) => i64::try_from(v).is_ok(),
+                (false, 1) => u8::try_from(v).is_ok(),
+                (false, 2) => u16::try_from(v).is_ok(),
+                (false, 4) => u32::try_from(v).is_ok(),
+                (false, 8) => u64::try_from(v).is_ok(),
                 // `TypeDesc::from_numpy` allows no other integer size.
                 _ => false,
             };
             if !fits {
                 return Err(bad());
             }
-            v.to_le_bytes().get(..n).ok_or_else(bad)?.to_vec()
-        }
-        TypeClass::Uint => {
-            let v = text.parse::<u64>().map_err(|_| bad())?;
-            let fits = match n {
-                1 => u8::try_from(v).is_ok(),
-                2 => u16::try_from(v).is_ok(),
-                4 => u32::try_from(v).is_ok(),
-                8 => true,
-                // `TypeDesc::from_numpy` allows no other integer size.
-                _ => false,
-            };
-            if !fits {
-                return Err(bad());
-            }
+            // Two's complement: the low `n` bytes are the value in the element's width.
             v.to_le_bytes().get(..n).ok_or_else(bad)?.to_vec()
         }
     };

@@ -221,9 +221,9 @@ impl Hyperslab {
     /// C order.
     pub fn chunks(&self, chunk: &[u64]) -> Vec<Vec<u64>> {
         let mut out = Vec::new();
-        let _ = self.try_for_each_chunk(chunk, |scaled| {
+        let Ok(()) = self.try_for_each_chunk(chunk, |scaled| {
             out.push(scaled.to_vec());
-            Ok::<(), ()>(())
+            Ok::<(), std::convert::Infallible>(())
         });
         out
     }

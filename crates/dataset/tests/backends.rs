@@ -206,20 +206,9 @@ fn value(i: u64) -> u32 {
 
 /// Write the first flush (`first` elements), then a second flush of `more` elements, crashing
 /// at write `cut` of the second flush (keeping `keep` bytes of it); `None` if the second
-/// flush made fewer writes than `cut`. Returns the surviving bytes.
+/// flush made fewer writes than `cut`. Returns the surviving bytes and the write records.
+/// `metadata_cache_bytes` sets the metadata cache's budget (`None`: the default).
 fn crash_run(
-    kind: IndexKind,
-    low: Libver,
-    max: &[Option<u64>],
-    chunk: &[u64],
-    cut: u64,
-    keep: usize,
-) -> Option<(Vec<u8>, Vec<WriteRecord>)> {
-    crash_run_with(kind, low, max, chunk, cut, keep, None)
-}
-
-/// [`crash_run`] with a metadata cache budget.
-fn crash_run_with(
     kind: IndexKind,
     low: Libver,
     max: &[Option<u64>],
@@ -307,7 +296,7 @@ fn a_crash_inside_a_flush_at_the_file_level() {
         for cut in 1u64.. {
             let mut ran = false;
             for keep in [0usize, 7] {
-                let Some((bytes, _)) = crash_run(kind, low, &max, &chunk, cut, keep) else {
+                let Some((bytes, _)) = crash_run(kind, low, &max, &chunk, cut, keep, None) else {
                     continue;
                 };
                 ran = true;
@@ -327,7 +316,7 @@ fn a_crash_inside_a_flush_at_the_file_level() {
         );
         // A crash at the very first write of the flush, before anything reached the file,
         // always leaves the first flush whole.
-        let (untouched, _) = crash_run(kind, low, &max, &chunk, 1, 0).unwrap();
+        let (untouched, _) = crash_run(kind, low, &max, &chunk, 1, 0, None).unwrap();
         assert!(
             first_flush_intact(untouched, max.len()),
             "{kind:?}: a crash before the flush wrote anything lost flushed data"
@@ -368,7 +357,7 @@ fn no_crash_leaves_a_record_of_an_unwritten_chunk() {
     for (kind, low, max, chunk) in kinds() {
         let mut opened = 0;
         for cut in 1u64.. {
-            let Some((bytes, writes)) = crash_run_with(kind, low, &max, &chunk, cut, 0, Some(512))
+            let Some((bytes, writes)) = crash_run(kind, low, &max, &chunk, cut, 0, Some(512))
             else {
                 break;
             };

@@ -41,12 +41,14 @@ pub struct ExtensibleArray<C: ElementClass> {
     scratch: Vec<u8>,
 }
 
-/// Where an element's bytes live, once every block on its path exists.
+/// The block an element's bytes live in, once every block on its path exists (the element's
+/// position in it comes from [`ExtensibleArray::block_of`]).
 #[derive(Clone, Copy, Debug)]
 enum Slot {
-    IndexBlock(Addr, u64),
-    DataBlock(Addr, usize, u64),
-    Page(Addr, u64),
+    IndexBlock(Addr),
+    /// A data block of super block row `u`.
+    DataBlock(Addr, usize),
+    Page(Addr),
 }
 
 /// The block an element lives in: the index block, or data block `dblk` of super block row
@@ -414,22 +416,28 @@ impl<C: ElementClass> ExtensibleArray<C> {
         let mut delta = Delta::default();
         let mut top: Option<u64> = None;
         let mut scratch = std::mem::take(&mut self.scratch);
+        // Each item's position in its block, found while grouping and used when writing.
+        let mut positions: Vec<u64> = Vec::new();
         let mut rest = items;
         let result = (|| -> Result<()> {
             while let Some(((first, _, _), _)) = rest.split_first() {
                 let loc = self.locate(*first)?;
-                let (key, _) = self.block_of(loc)?;
-                let mut n = 1usize;
-                while let Some((i, _, _)) = rest.get(n) {
-                    if self.block_of(self.locate(*i)?)?.0 != key {
+                let (key, k) = self.block_of(loc)?;
+                positions.clear();
+                positions.push(k);
+                while let Some((i, _, _)) = rest.get(positions.len()) {
+                    let (next, k) = self.block_of(self.locate(*i)?)?;
+                    if next != key {
                         break;
                     }
-                    n = n.saturating_add(1);
+                    positions.push(k);
                 }
-                let (group, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
+                let (group, tail) = rest
+                    .split_at_checked(positions.len())
+                    .unwrap_or((rest, &[]));
                 rest = tail;
                 let target = self.make_path(cache, loc, &mut delta)?;
-                let addr = self.write_group(cache, target, group, &mut scratch)?;
+                let addr = self.write_group(cache, target, group, &positions, &mut scratch)?;
                 for (i, _, chunk) in group {
                     if let Some(p) = chunk {
                         match cache.add_flush_dependency(addr, *p) {
@@ -441,8 +449,8 @@ impl<C: ElementClass> ExtensibleArray<C> {
                     top = top.max(end);
                 }
                 // The header learns of new blocks before the next group looks for them (a new
-                // index block is found through it).
-                if !delta.is_empty() {
+                // index block is found through it); the last group's go in with the new top.
+                if !delta.is_empty() && !rest.is_empty() {
                     self.update_header(cache, &delta, None)?;
                     delta = Delta::default();
                 }
@@ -477,12 +485,12 @@ impl<C: ElementClass> ExtensibleArray<C> {
         cache: &MetadataCache,
         target: Slot,
         group: &[(u64, C::Element, Option<ProxyId>)],
+        positions: &[u64],
         scratch: &mut Vec<u8>,
     ) -> Result<Addr> {
         let esz = self.shape.element_size;
         let mut put = |elements: &mut [u8], structure: &'static str, at: Addr| -> Result<()> {
-            for (i, value, _) in group {
-                let (_, k) = self.block_of(self.locate(*i)?)?;
+            for ((_, value, _), &k) in group.iter().zip(positions) {
                 scratch.clear();
                 self.class.encode(value, scratch)?;
                 if scratch.len() != usize::from(esz) {
@@ -497,17 +505,17 @@ impl<C: ElementClass> ExtensibleArray<C> {
             Ok(())
         };
         Ok(match target {
-            Slot::IndexBlock(a, _) => {
+            Slot::IndexBlock(a) => {
                 let mut e = cache.protect::<IndexBlockEntry>(a, &self.shape)?;
                 put(&mut e.block.elements, "EAIB", a)?;
                 a
             }
-            Slot::DataBlock(a, u, _) => {
+            Slot::DataBlock(a, u) => {
                 let mut e = cache.protect::<DataBlockEntry>(a, &self.row_ctx(u))?;
                 put(&mut e.block.elements, "EADB", a)?;
                 a
             }
-            Slot::Page(a, _) => {
+            Slot::Page(a) => {
                 let mut e = cache.protect::<PageEntry>(a, &self.shape)?;
                 put(&mut e.elements, "EADB page", a)?;
                 a
@@ -576,60 +584,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
         value: &C::Element,
         chunk: Option<ProxyId>,
     ) -> Result<()> {
-        let loc = self.locate(i)?;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        self.class.encode(value, &mut scratch)?;
-        let result = self.set_bytes(cache, i, loc, &scratch, chunk);
-        self.scratch = scratch;
-        result
-    }
-
-    fn set_bytes(
-        &mut self,
-        cache: &MetadataCache,
-        i: u64,
-        loc: Location,
-        bytes: &[u8],
-        chunk: Option<ProxyId>,
-    ) -> Result<()> {
-        if bytes.len() != usize::from(self.shape.element_size) {
-            return Err(corrupt(
-                "EAHD",
-                self.shape.header,
-                "the element class encoded an element of the wrong size",
-            ));
-        }
-        let mut delta = Delta::default();
-        let slot = self.make_path(cache, loc, &mut delta)?;
-        // The element first, then the header: within this cache, the count never covers an
-        // element that is not there yet.
-        let esz = self.shape.element_size;
-        let target = match slot {
-            Slot::IndexBlock(a, k) => {
-                let mut e = cache.protect::<IndexBlockEntry>(a, &self.shape)?;
-                write_element(&mut e.block.elements, k, esz, bytes, "EAIB", a)?;
-                a
-            }
-            Slot::DataBlock(a, u, k) => {
-                let mut e = cache.protect::<DataBlockEntry>(a, &self.row_ctx(u))?;
-                write_element(&mut e.block.elements, k, esz, bytes, "EADB", a)?;
-                a
-            }
-            Slot::Page(a, k) => {
-                let mut e = cache.protect::<PageEntry>(a, &self.shape)?;
-                write_element(&mut e.elements, k, esz, bytes, "EADB page", a)?;
-                a
-            }
-        };
-        if let Some(p) = chunk {
-            match cache.add_flush_dependency(target, p) {
-                Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        self.update_header(cache, &delta, i.checked_add(1))?;
-        Ok(())
+        self.set_many(cache, &[(i, *value, chunk)])
     }
 
     /// Create every missing block on the path to `loc`, registering each new block's flush
@@ -652,7 +607,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
         };
         self.link(cache, header, ib)?;
         let (u, d, e) = match loc {
-            Location::IndexBlock(k) => return Ok(Slot::IndexBlock(ib, k as u64)),
+            Location::IndexBlock(_) => return Ok(Slot::IndexBlock(ib)),
             Location::DataBlock { sblk, dblk, elmt } => (sblk, dblk, elmt),
         };
         let row = self.row(u)?;
@@ -688,7 +643,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
                 }
             };
             self.link(cache, ib, db)?;
-            return Ok(Slot::DataBlock(db, u, e));
+            return Ok(Slot::DataBlock(db, u));
         }
         let sb_slot = u.saturating_sub(iblk_nsblks);
         let existing = {
@@ -739,10 +694,10 @@ impl<C: ElementClass> ExtensibleArray<C> {
         };
         self.link(cache, sb, db)?;
         if row.npages == 0 {
-            return Ok(Slot::DataBlock(db, u, e));
+            return Ok(Slot::DataBlock(db, u));
         }
         let page_nelmts = self.shape.geometry.page_nelmts();
-        let (p, k) = self.split_page(e);
+        let (p, _) = self.split_page(e);
         let page_addr = self.page_addr(db, p)?;
         let b = add(mul(d, row.npages, "EASB", sb)?, p, "EASB", sb)?;
         let initialised = {
@@ -757,7 +712,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
             set_bit(&mut w.block.page_init, b);
         }
         self.link(cache, sb, page_addr)?;
-        Ok(Slot::Page(page_addr, k))
+        Ok(Slot::Page(page_addr))
     }
 
     fn create_index_block(&mut self, cache: &MetadataCache) -> Result<Addr> {

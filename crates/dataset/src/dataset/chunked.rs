@@ -269,8 +269,8 @@ impl Chunked {
         whole: bool,
     ) -> Result<&mut Cached> {
         if self.cache.get_mut(scaled).is_none() {
-            let data = if whole || !self.may_exist(scaled) {
-                // Overwritten whole, or not in the file (an appended chunk): fill.
+            // `load` answers fill without asking the index for a chunk known to be new.
+            let data = if whole {
                 self.fill.repeat(self.chunk_elems() as usize)
             } else {
                 self.load(f, path, scaled)?
