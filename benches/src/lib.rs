@@ -119,6 +119,15 @@ impl Scenario {
         }
     }
 
+    /// Scaled coordinates of the chunk append `i` writes, padded with zeros to rank 2.
+    pub fn chunk_of_array(self, i: u64) -> [u64; 2] {
+        match self {
+            Scenario::S1 | Scenario::Fixed | Scenario::S2x | Scenario::S3x => [i, 0],
+            Scenario::S2y | Scenario::S3y => [0, i],
+            Scenario::S3alt => [i / 2, i.div_ceil(2)],
+        }
+    }
+
     /// Scaled coordinates of the chunk append `i` writes.
     pub fn chunk_of(self, i: u64) -> Vec<u64> {
         match self {
@@ -294,33 +303,54 @@ pub fn create(path: &Path, g: &Geometry, kind: IndexKind) -> Result<(File, Datas
 }
 
 /// Append `i`: extend the dataset by one chunk (unless it is fixed) and write that chunk.
-/// `dims` holds the current dimensions and is updated.
-pub fn append(ds: &Dataset, g: &Geometry, i: u64, dims: &mut Vec<u64>) -> Result<(), String> {
-    if g.scenario != Scenario::Fixed {
-        *dims = g.dims_after(i, dims);
+/// `dims` holds the current dimensions and is updated in place. Like `append_bench.c`, the loop
+/// itself allocates nothing: the coordinates live on the stack and the chunk's buffer is reused.
+pub fn append(ds: &Dataset, g: &Geometry, i: u64, dims: &mut [u64]) -> Result<(), String> {
+    if let Some(d) = g.scenario.grows(i) {
+        dims[d] += g.chunk[d];
         ds.resize(dims).map_err(|e| format!("append {i}: {e}"))?;
     }
-    let data = vec![marker(i); g.chunk_bytes()];
-    ds.write_slice_raw(&data, &g.start_of(i), &g.chunk, None)
-        .map_err(|e| format!("append {i}: {e}"))
+    let c = g.scenario.chunk_of_array(i);
+    let rank = g.chunk.len();
+    let mut start = [0u64; 2];
+    for ((s, &c), &k) in start.iter_mut().zip(&c).zip(&g.chunk) {
+        *s = c * k;
+    }
+    DATA.with_borrow_mut(|data| {
+        data.clear();
+        data.resize(g.chunk_bytes(), marker(i));
+        ds.write_slice_raw(data, &start[..rank], &g.chunk, None)
+    })
+    .map_err(|e| format!("append {i}: {e}"))
+}
+
+thread_local! {
+    /// The chunk buffer [`append`] fills and writes, kept between appends.
+    static DATA: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Reads the one element at the start of the chunk append `i` wrote and checks its marker.
 pub fn read_one(ds: &Dataset, g: &Geometry, i: u64) -> Result<(), String> {
-    let start = g.start_of(i);
-    let count = vec![1u64; start.len()];
+    let c = g.scenario.chunk_of_array(i);
+    let rank = g.chunk.len();
+    let mut start = [0u64; 2];
+    for ((s, &c), &k) in start.iter_mut().zip(&c).zip(&g.chunk) {
+        *s = c * k;
+    }
+    let start = &start[..rank];
+    let count = &[1u64; 2][..rank];
     let low = match g.elem {
         1 => ds
-            .read_slice::<u8>(&start, &count, None)
+            .read_slice::<u8>(start, count, None)
             .map(|v| v.first().map(|&x| x as u64)),
         2 => ds
-            .read_slice::<u16>(&start, &count, None)
+            .read_slice::<u16>(start, count, None)
             .map(|v| v.first().map(|&x| x as u64)),
         4 => ds
-            .read_slice::<u32>(&start, &count, None)
+            .read_slice::<u32>(start, count, None)
             .map(|v| v.first().map(|&x| x as u64)),
         _ => ds
-            .read_slice::<u64>(&start, &count, None)
+            .read_slice::<u64>(start, count, None)
             .map(|v| v.first().copied()),
     }
     .map_err(|e| format!("read chunk {i}: {e}"))?

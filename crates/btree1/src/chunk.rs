@@ -10,7 +10,7 @@
 use core::cmp::Ordering;
 use core::ops::ControlFlow;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use h5chunk_cache::{Key as DepKey, MetadataCache, ProxyId};
 use h5chunk_format::btree1::{ChunkKey, MAX_CHUNK_KEY_DIMS};
@@ -23,17 +23,71 @@ use crate::tree::{BTree, Class, Keys, LeafIns, NewNode};
 /// libhdf5's default K of chunk B-trees (`HDF5_BTREE_CHUNK_IK_DEF`): up to 64 children a node.
 pub const DEFAULT_CHUNK_K: u16 = 32;
 
+/// A chunk's element offsets.
+pub type Offsets = smallvec::SmallVec<[u64; 4]>;
+
 /// One chunk as the index records it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Chunk {
-    /// The chunk's element offsets, one per dataset dimension (multiples of the chunk dims).
-    pub offsets: Vec<u64>,
+    /// The chunk's element offsets, one per dataset dimension (multiples of the chunk dims);
+    /// inline up to rank 4, so a batch of appended chunks allocates nothing per chunk.
+    pub offsets: Offsets,
     /// Its size in the file (the filtered size for a filtered dataset).
     pub size: u32,
     /// Filter mask: bit i set means filter i was skipped.
     pub filter_mask: u32,
     /// Its address.
     pub addr: Addr,
+}
+
+/// Whether `ChunkTree::insert_op` accepts the chunk, for a tree of chunk dims `dims` (the
+/// layout's, with the element size last).
+#[inline]
+fn is_valid(chunk: &Chunk, dims: &[u64]) -> bool {
+    let on_grid = chunk
+        .offsets
+        .iter()
+        .zip(dims)
+        .all(|(&o, &d)| o.checked_rem(d) == Some(0));
+    chunk.size != 0 && chunk.offsets.len().saturating_add(1) == dims.len() && on_grid
+}
+
+/// How many offsets fit a key's inline buffer: those of a rank-3 dataset and its element-size
+/// slot. Keys are built for every insertion, so the common ranks fill that buffer at once
+/// rather than pushing offsets one by one.
+const INLINE_OFFSETS: usize = 4;
+
+/// A key of `nd` offsets, the first ones from `offsets` and the rest 0.
+#[inline(always)]
+fn make_key(chunk_size: u32, filter_mask: u32, nd: usize, offsets: &[u64]) -> ChunkKey {
+    if nd > INLINE_OFFSETS {
+        let tail = nd.saturating_sub(offsets.len());
+        let offsets = offsets.iter().copied().take(nd);
+        return ChunkKey {
+            chunk_size,
+            filter_mask,
+            offsets: offsets.chain(core::iter::repeat_n(0, tail)).collect(),
+        };
+    }
+    let at = |i: usize| offsets.get(i).copied().unwrap_or(0);
+    inline_key(chunk_size, filter_mask, nd, [at(0), at(1), at(2), at(3)])
+}
+
+/// A key of the first `nd` (at most `INLINE_OFFSETS`) offsets of `buf`.
+#[inline(always)]
+fn inline_key(
+    chunk_size: u32,
+    filter_mask: u32,
+    nd: usize,
+    buf: [u64; INLINE_OFFSETS],
+) -> ChunkKey {
+    let mut key = ChunkKey {
+        chunk_size,
+        filter_mask,
+        offsets: buf.into(),
+    };
+    key.offsets.truncate(nd);
+    key
 }
 
 /// The operation state of the chunk class.
@@ -68,6 +122,31 @@ impl ChunkClass {
     fn same_chunk(key: &ChunkKey, op: &ChunkOp) -> bool {
         key.offsets == op.key.offsets
     }
+
+    /// The right key libhdf5 gives a new right-most child for the chunk of `key`: the chunk
+    /// plus the chunk dims in every dimension (element-size slot included), size and mask 0.
+    #[inline(always)]
+    fn right_key(&self, key: &ChunkKey) -> Result<ChunkKey> {
+        let overflow = || Error::InvalidArgument("chunk offset overflows".into());
+        let pairs = key.offsets.iter().zip(&self.dims);
+        let nd = key.offsets.len().min(self.dims.len());
+        if nd > INLINE_OFFSETS {
+            let offsets = pairs
+                .map(|(&o, &d)| o.checked_add(d))
+                .collect::<Option<_>>()
+                .ok_or_else(overflow)?;
+            return Ok(ChunkKey {
+                chunk_size: 0,
+                filter_mask: 0,
+                offsets,
+            });
+        }
+        let mut buf = [0u64; INLINE_OFFSETS];
+        for (b, (&o, &d)) in buf.iter_mut().zip(pairs) {
+            *b = o.checked_add(d).ok_or_else(overflow)?;
+        }
+        Ok(inline_key(0, 0, nd, buf))
+    }
 }
 
 impl Class for ChunkClass {
@@ -81,11 +160,7 @@ impl Class for ChunkClass {
     }
 
     fn zero_key(&self) -> ChunkKey {
-        ChunkKey {
-            chunk_size: 0,
-            filter_mask: 0,
-            offsets: self.dims.iter().map(|_| 0).collect(),
-        }
+        make_key(0, 0, self.dims.len(), &[])
     }
 
     fn cmp3(&self, lt: &ChunkKey, op: &ChunkOp, rt: &ChunkKey) -> Result<Ordering> {
@@ -111,22 +186,10 @@ impl Class for ChunkClass {
         op: &mut ChunkOp,
         rt: &mut ChunkKey,
     ) -> Result<Addr> {
-        *lt = op.key.clone();
         if kind != NewNode::Left {
-            let offsets = op
-                .key
-                .offsets
-                .iter()
-                .zip(&self.dims)
-                .map(|(&o, &d)| o.checked_add(d))
-                .collect::<Option<_>>()
-                .ok_or_else(|| Error::InvalidArgument("chunk offset overflows".into()))?;
-            *rt = ChunkKey {
-                chunk_size: 0,
-                filter_mask: 0,
-                offsets,
-            };
+            *rt = self.right_key(&op.key)?;
         }
+        *lt = op.key.clone();
         Ok(op.addr)
     }
 
@@ -193,16 +256,26 @@ impl Class for ChunkClass {
             .and_then(|p| p.get(&child).copied())
             .map(DepKey::Proxy)
     }
+
+    fn has_leaf_deps(&self) -> bool {
+        self.proxies.lock().map_or(true, |p| !p.is_empty())
+    }
+
+    /// A chunk whose offsets come after `lt`'s: not the chunk of `lt`, so `insert` adds it as
+    /// a new child (it replaces a chunk only at equal offsets).
+    fn is_after(&self, lt: &ChunkKey, op: &ChunkOp) -> Result<bool> {
+        Ok(op.key.offsets.as_slice() > lt.offsets.as_slice())
+    }
 }
 
 /// The chunk index of one dataset: a v1 B-tree of node type 1.
 #[derive(Debug)]
 pub struct ChunkTree<'c> {
-    tree: BTree<'c, ChunkClass>,
+    tree: BTree<'c, Arc<ChunkClass>>,
 }
 
 impl<'c> ChunkTree<'c> {
-    fn class(sizes: Sizes, k: u16, dims: &[u64]) -> Result<ChunkClass> {
+    fn new_class(sizes: Sizes, k: u16, dims: &[u64]) -> Result<ChunkClass> {
         let nd = u8::try_from(dims.len())
             .ok()
             .filter(|&nd| (2..=MAX_CHUNK_KEY_DIMS).contains(&nd))
@@ -230,7 +303,7 @@ impl<'c> ChunkTree<'c> {
     /// ([`DEFAULT_CHUNK_K`] unless a v1 superblock or a superblock extension says otherwise);
     /// `dims` are the layout message's `nd` dims: the chunk dims, then the element size.
     pub fn create(cache: &'c MetadataCache, sizes: Sizes, k: u16, dims: &[u64]) -> Result<Self> {
-        let class = Self::class(sizes, k, dims)?;
+        let class = Arc::new(Self::new_class(sizes, k, dims)?);
         Ok(ChunkTree {
             tree: BTree::create(cache, class)?,
         })
@@ -244,10 +317,24 @@ impl<'c> ChunkTree<'c> {
         k: u16,
         dims: &[u64],
     ) -> Result<Self> {
-        let class = Self::class(sizes, k, dims)?;
+        let class = Arc::new(Self::new_class(sizes, k, dims)?);
         Ok(ChunkTree {
             tree: BTree::open(cache, root, class)?,
         })
+    }
+
+    /// The index this handle's [`shared_class`](Self::shared_class) came from, opened (and its root checked)
+    /// before: nothing is read, and the class keeps its chunk proxies between operations.
+    pub fn resume(cache: &'c MetadataCache, root: Addr, class: Arc<ChunkClass>) -> Self {
+        ChunkTree {
+            tree: BTree::resume(cache, root, class),
+        }
+    }
+
+    /// The class (sizes, K, chunk dims, chunk proxies) shared with later
+    /// [`resume`](Self::resume)s.
+    pub fn shared_class(&self) -> Arc<ChunkClass> {
+        Arc::clone(self.tree.class())
     }
 
     /// The root node's address, for the layout message; it never changes.
@@ -256,7 +343,7 @@ impl<'c> ChunkTree<'c> {
     }
 
     /// The generic tree under this index.
-    pub fn tree(&self) -> &BTree<'c, ChunkClass> {
+    pub fn tree(&self) -> &BTree<'c, Arc<ChunkClass>> {
         &self.tree
     }
 
@@ -280,14 +367,10 @@ impl<'c> ChunkTree<'c> {
                 )));
             }
         }
-        let mut key_offsets: Vec<u64> = offsets.to_vec();
-        key_offsets.push(0);
+        // The element-size slot of a real chunk is 0.
+        let key = make_key(size, filter_mask, dims.len(), offsets);
         Ok(ChunkOp {
-            key: ChunkKey {
-                chunk_size: size,
-                filter_mask,
-                offsets: key_offsets.into_iter().collect(),
-            },
+            key,
             addr,
             found: None,
         })
@@ -300,19 +383,69 @@ impl<'c> ChunkTree<'c> {
         Ok(op.found)
     }
 
-    /// Insert or replace a chunk. When `proxy` is given (the chunk cache's proxy for the
-    /// chunk's data), the leaf that points to the chunk is not written before the chunk.
-    pub fn insert(&self, chunk: &Chunk, proxy: Option<ProxyId>) -> Result<()> {
+    fn insert_op(&self, chunk: &Chunk) -> Result<ChunkOp> {
         if chunk.size == 0 {
             return Err(Error::InvalidArgument("a stored chunk has a size".into()));
         }
-        let mut op = self.op(&chunk.offsets, chunk.size, chunk.filter_mask, chunk.addr)?;
+        self.op(&chunk.offsets, chunk.size, chunk.filter_mask, chunk.addr)
+    }
+
+    /// Insert or replace a chunk. When `proxy` is given (the chunk cache's proxy for the
+    /// chunk's data), the leaf that points to the chunk is not written before the chunk.
+    pub fn insert(&self, chunk: &Chunk, proxy: Option<ProxyId>) -> Result<()> {
+        let mut op = self.insert_op(chunk)?;
         if let Some(p) = proxy
             && let Ok(mut map) = self.tree.class().proxies.lock()
         {
             map.insert(chunk.addr, p);
         }
         self.tree.insert(&mut op)
+    }
+
+    /// Insert or replace the chunks in order: exactly [`insert`](Self::insert)`(chunk, None)`
+    /// on each, giving the same nodes and, once flushed, the same bytes in the file. The first
+    /// invalid chunk stops the batch with an error, the chunks before it inserted.
+    ///
+    /// Chunks after every chunk of the index (a dataset growing along its first dimension)
+    /// are appended to the right-most leaf directly, with nodes split only when full and the
+    /// path of nodes to that leaf held for the run (see [`Batch`](crate::Batch)): a few hundred
+    /// instructions a chunk rather than thousands for a descent from the root. Other chunks
+    /// go through `insert`.
+    pub fn insert_many(&self, chunks: &[Chunk]) -> Result<()> {
+        let class = self.tree.class();
+        let mut batch = self.tree.batch();
+        let mut rest = chunks;
+        while let Some((first, tail)) = rest.split_first() {
+            batch.insert(&mut self.insert_op(first)?)?;
+            rest = tail;
+            // While that left the batch appending to a leaf with room, the next chunks that
+            // are appends go in directly, as `Batch::insert` would append them, without an op
+            // (an invalid chunk, or one that is no append, takes the general path above).
+            let Some(mut leaf) = batch.leaf_end() else {
+                continue;
+            };
+            let dims = class.dims.as_slice();
+            while leaf.has_room()
+                && let Some((c, tail)) = rest.split_first()
+                && let Some((lt, rt)) = leaf.last_keys()
+                && is_valid(c, dims)
+            {
+                let key = make_key(c.size, c.filter_mask, dims.len(), &c.offsets);
+                // Not after the last chunk (its offsets with the element-size slot 0 compare
+                // as the chunk's own): the general path decides.
+                if key.offsets.as_slice() <= lt.offsets.as_slice() {
+                    break;
+                }
+                if key.offsets.as_slice() < rt.offsets.as_slice() {
+                    leaf.push(c.addr, key);
+                } else {
+                    let rt = class.right_key(&key)?;
+                    leaf.push_right(c.addr, key, rt);
+                }
+                rest = tail;
+            }
+        }
+        batch.finish()
     }
 
     /// Remove the chunk at these offsets; returns it (its space is the caller's to free).

@@ -22,7 +22,7 @@
 //! let root = tree.root();
 //! for i in 0..200u64 {
 //!     let addr = cache.allocator().allocate(40)?;
-//!     tree.insert(&Chunk { offsets: vec![i * 10], size: 40, filter_mask: 0, addr }, None)?;
+//!     tree.insert(&Chunk { offsets: [i * 10].into_iter().collect(), size: 40, filter_mask: 0, addr }, None)?;
 //! }
 //! assert_eq!(tree.depth()?, 2); // leaves of 57, 57, 57 and 29 chunks, as libhdf5 splits
 //! assert_eq!(tree.get(&[150])?.map(|c| c.size), Some(40));
@@ -56,6 +56,8 @@
 //!   three-way search, the insertion paths, splits at 2K × {0.1, 0.5, 0.9} (sequential appends
 //!   split 57/7 with K = 32), the root kept at its address (its old contents move to a new
 //!   node), sibling links, removal without merging (an emptied tree is an empty leaf root).
+//!   A [`Batch`] inserts as `insert` does, appending runs of targets along the right-most
+//!   path without a descent per target (`ChunkTree::insert_many`).
 //! - [`chunk`]: node type 1 ([`ChunkTree`]).
 //! - [`group`]: node type 0 with the symbol table nodes and local heap ([`Group`]).
 //!
@@ -93,7 +95,7 @@ mod error;
 pub mod group;
 pub mod tree;
 
-pub use chunk::{Chunk, ChunkTree, DEFAULT_CHUNK_K};
+pub use chunk::{Chunk, ChunkTree, DEFAULT_CHUNK_K, Offsets};
 pub use error::{Error, Result};
 pub use group::{DEFAULT_GROUP_INTERNAL_K, DEFAULT_GROUP_LEAF_K, DEFAULT_HEAP_SIZE, Group, Link};
-pub use tree::{BTree, Class};
+pub use tree::{BTree, Batch, Class};

@@ -13,7 +13,7 @@ use core::cmp::Ordering;
 use core::ops::ControlFlow;
 use std::collections::HashSet;
 
-use h5chunk_cache::{Key as DepKey, MetadataCache};
+use h5chunk_cache::{EntryMut, Key as DepKey, MetadataCache};
 use h5chunk_format::Addr;
 use h5chunk_format::btree1::{MAX_DEPTH, Node, NodeKey};
 
@@ -122,6 +122,356 @@ pub trait Class {
     /// The flush-dependency child that a leaf pointing to `child` must wait for, if any (a
     /// chunk proxy, a symbol table node).
     fn leaf_dep(&self, child: Addr) -> Option<DepKey>;
+
+    /// Whether `leaf_dep` may return a dependency at all; `false` lets a batched insertion
+    /// skip asking for every child it adds.
+    fn has_leaf_deps(&self) -> bool {
+        true
+    }
+
+    /// Whether the operation's target lies after `lt` in the key order, and not at it. For the
+    /// left key of the last child of the right-most leaf, `true` promises that the target is
+    /// inserted as a new child right of that child: [`insert`](Class::insert) into it returns
+    /// [`LeafIns::Right`] without changing its left key (or, right of its range, `new_node`
+    /// makes the new right-most child). A [`Batch`] appends such targets along the right-most
+    /// path without descending from the root. Asked only of classes that do not follow the
+    /// maximum. The default, `false`, sends every target through [`BTree::insert`].
+    fn is_after(&self, _lt: &Self::Key, _op: &Self::Op) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+/// A batched insertion into a [`BTree`], from [`BTree::batch`]: each [`insert`](Batch::insert)
+/// is exactly [`BTree::insert`] (the same nodes, keys, splits, file space allocated in the same
+/// order, and flush dependencies), but appends (targets the class places
+/// [after](Class::is_after) the tree's last leaf child) go straight into the right-most leaf.
+/// The right-most path stays protected in the cache for a run of appends (the right halves of
+/// the nodes split meanwhile stay out of the cache until they leave the path), a node is split
+/// (as `insert` splits it) only when full, the ancestors' right keys are set once when the path
+/// is released rather than per target, and each flush dependency of the path is added once.
+/// Any other target releases the path and goes through `BTree::insert`. A class may also push
+/// appends into the right-most leaf itself, through [`leaf_end`](Batch::leaf_end).
+///
+/// [`finish`](Batch::finish) (or dropping the batch) releases the path; until then the tree
+/// is only to be changed through the batch (its right-most nodes are protected or not yet in
+/// the cache).
+pub struct Batch<'t, 'c, C>
+where
+    C: Class,
+    <C::Key as NodeKey>::Params: Send + Sync + 'static,
+{
+    tree: &'t BTree<'c, C>,
+    path: Option<RightPath<'c, C::Key>>,
+    /// Whether appends may take the right-most path.
+    fast: bool,
+    /// The last leaf child's left key when the path was last released. Only appends raise it
+    /// (any other insertion lands at or left of that child, or replaces it), so a target not
+    /// after it is no append and need not protect the path to find out.
+    floor: Option<C::Key>,
+}
+
+impl<C> core::fmt::Debug for Batch<'_, '_, C>
+where
+    C: Class,
+    <C::Key as NodeKey>::Params: Send + Sync + 'static,
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Batch")
+            .field("root", &self.tree.root)
+            .field("path_len", &self.path.as_ref().map(|p| p.nodes.len()))
+            .field("fast", &self.fast)
+            .finish()
+    }
+}
+
+impl<'c, C> Batch<'_, 'c, C>
+where
+    C: Class,
+    <C::Key as NodeKey>::Params: Send + Sync + 'static,
+{
+    /// Insert the operation's target, as [`BTree::insert`] does.
+    pub fn insert(&mut self, op: &mut C::Op) -> Result<()> {
+        let tree = self.tree;
+        if self.fast && self.path.is_none() {
+            let worth_it = match &self.floor {
+                Some(f) => tree.class.is_after(f, op)?,
+                None => true,
+            };
+            if worth_it {
+                // A path that cannot be appended to (an empty root, or a right-most path whose
+                // shape `insert` would not follow the way appends do: keys out of order, a
+                // right sibling, a bad level) turns the fast path off for the batch; `insert`
+                // then reports what is wrong when a target crosses it.
+                match tree.right_path(op) {
+                    Ok(p) => self.path = p,
+                    Err(_) => self.fast = false,
+                }
+            }
+        }
+        if let Some(p) = &mut self.path {
+            if tree.append(p, op)? {
+                return Ok(());
+            }
+            self.floor = Some(p.last_lt()?.clone());
+            tree.release(self.path.take())?;
+        }
+        tree.insert(op)
+    }
+
+    /// The end of the right-most leaf, when the last insertion left the batch appending there
+    /// (and the class's leaf children have no flush dependencies to add): a class may append
+    /// its next targets with [`LeafEnd::push`] directly, each exactly as [`Batch::insert`]
+    /// would append it, until the leaf is full.
+    pub fn leaf_end(&mut self) -> Option<LeafEnd<'_, C::Key>> {
+        let two_k = self.tree.two_k();
+        let path = self.path.as_mut().filter(|p| p.active && !p.leaf_deps)?;
+        let RightPath {
+            nodes, rt_pending, ..
+        } = path;
+        let Node { keys, children, .. } = nodes.last_mut()?.node_mut();
+        // The path's leaf has children and one key more (see `right_path`).
+        if children.is_empty() || keys.len() != children.len().saturating_add(1) {
+            return None;
+        }
+        let rt = keys.pop();
+        Some(LeafEnd {
+            room: two_k.saturating_sub(children.len()),
+            keys,
+            rt,
+            children,
+            rt_changed: rt_pending,
+        })
+    }
+
+    /// Release the right-most path: its nodes get their right keys and are unprotected.
+    pub fn finish(mut self) -> Result<()> {
+        self.tree.release(self.path.take())
+    }
+}
+
+/// The end of the right-most leaf of a [`Batch`], open for appends (see [`Batch::leaf_end`]).
+/// While it lives, the leaf's right key is held apart, so that an append pushes its separator
+/// where `insert_child` would insert it (before the right key) without moving the right key
+/// every time; dropping it puts the right key back.
+#[derive(Debug)]
+pub struct LeafEnd<'b, K> {
+    /// The leaf's keys but the right key: the last is the last child's left key.
+    keys: &'b mut Vec<K>,
+    /// The right key (`None` only while being dropped).
+    rt: Option<K>,
+    children: &'b mut Vec<Addr>,
+    /// How many more children the leaf holds before it is full (2K of them).
+    room: usize,
+    rt_changed: &'b mut bool,
+}
+
+impl<K> LeafEnd<'_, K> {
+    /// Whether the leaf has room for another child (else the next target goes through
+    /// [`Batch::insert`], which splits it).
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.room > 0
+    }
+
+    /// The last child's left key and the leaf's right key.
+    #[inline]
+    pub fn last_keys(&self) -> Option<(&K, &K)> {
+        Some((self.keys.last()?, self.rt.as_ref()?))
+    }
+
+    /// Add `child`, with left key `md`, right of the last child, as [`Batch::insert`] does
+    /// for a target after the last child's left key and left of the leaf's right key: the
+    /// caller vouches for that order (and that `md` is the key `Class::insert` would give).
+    /// Nothing happens when the leaf is full.
+    #[inline]
+    pub fn push(&mut self, child: Addr, md: K) {
+        if let Some(room) = self.room.checked_sub(1) {
+            self.room = room;
+            self.keys.push(md);
+            self.children.push(child);
+        }
+    }
+
+    /// [`push`](Self::push) for a target at or right of the leaf's right key, which becomes
+    /// `rt` (the right key `Class::new_node` gives a new right-most child).
+    #[inline]
+    pub fn push_right(&mut self, child: Addr, md: K, rt: K) {
+        if let Some(room) = self.room.checked_sub(1) {
+            self.room = room;
+            self.keys.push(md);
+            self.children.push(child);
+            self.rt = Some(rt);
+            *self.rt_changed = true;
+        }
+    }
+}
+
+impl<K> Drop for LeafEnd<'_, K> {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            self.keys.push(rt);
+        }
+    }
+}
+
+impl<C> Drop for Batch<'_, '_, C>
+where
+    C: Class,
+    <C::Key as NodeKey>::Params: Send + Sync + 'static,
+{
+    fn drop(&mut self) {
+        // What `finish` does, for a batch left early (an error, a panic); `finish` reports
+        // what could go wrong here: a missing key (which `right_path` rules out) or a new node
+        // the cache refuses.
+        let _ = self.tree.release(self.path.take());
+    }
+}
+
+/// The right-most path of a tree, root first, held by a batched insertion while its targets
+/// are appended: nodes of the tree protected in the cache, and right halves of splits not in
+/// the cache yet.
+struct RightPath<'c, K>
+where
+    K: NodeKey + Send + Sync + 'static,
+    K::Params: Send + Sync + 'static,
+{
+    /// The nodes from the root down to the right-most leaf; each is its parent's last child.
+    nodes: Vec<PathNode<'c, K>>,
+    /// The leaf's right key changed since the ancestors' right keys were last set to it. An
+    /// insertion propagates a changed right key up the whole path (every node on it is its
+    /// parent's last child); appends do it once, when the path is released. Until then only
+    /// the last key of each node of the path is stale, and nothing copies it off the path: a
+    /// split moves it into the new right half, which replaces the split node in the path, and
+    /// the new root of a root split takes it as its own right key.
+    rt_pending: bool,
+    /// Whether the first append has marked the nodes dirty, added the parent → child flush
+    /// dependencies along the path and made room for 2K children in each.
+    active: bool,
+    /// Whether the class's leaf children may have flush dependencies.
+    leaf_deps: bool,
+    /// The most children a node holds.
+    two_k: usize,
+}
+
+/// A node of a [`RightPath`].
+enum PathNode<'c, K>
+where
+    K: NodeKey + Send + Sync + 'static,
+    K::Params: Send + Sync + 'static,
+{
+    /// A node of the tree, protected in the cache.
+    Cached(EntryMut<'c, NodeEntry<K>>),
+    /// The right half of a split made while appending, not in the cache yet (so neither
+    /// protected nor unprotected for every split): it enters the cache, dirty, when a split
+    /// moves it off the path or the path is released. Its parent is on the path, protected or
+    /// new itself, so no parent of it can reach the file meanwhile.
+    New {
+        /// Its address (allocated by the split).
+        addr: Addr,
+        /// Its contents.
+        node: Node<K>,
+    },
+}
+
+impl<K> PathNode<'_, K>
+where
+    K: NodeKey + Send + Sync + 'static,
+    K::Params: Send + Sync + 'static,
+{
+    fn addr(&self) -> Addr {
+        match self {
+            PathNode::Cached(g) => g.addr(),
+            PathNode::New { addr, .. } => *addr,
+        }
+    }
+
+    fn node(&self) -> &Node<K> {
+        match self {
+            PathNode::Cached(g) => &g.node,
+            PathNode::New { node, .. } => node,
+        }
+    }
+
+    /// The node for modification (which marks a cached one dirty).
+    #[inline]
+    fn node_mut(&mut self) -> &mut Node<K> {
+        match self {
+            PathNode::Cached(g) => &mut g.node,
+            PathNode::New { node, .. } => node,
+        }
+    }
+}
+
+/// A shared class is the class: a handle that outlives one opening of the tree keeps its class
+/// (and whatever state the class holds, such as chunk proxies) in an `Arc`.
+impl<C: Class> Class for std::sync::Arc<C> {
+    type Key = C::Key;
+    type Op = C::Op;
+    const FOLLOW_MIN: bool = C::FOLLOW_MIN;
+    const FOLLOW_MAX: bool = C::FOLLOW_MAX;
+
+    #[inline]
+    fn ctx(&self) -> NodeCtx<<Self::Key as NodeKey>::Params> {
+        (**self).ctx()
+    }
+    fn zero_key(&self) -> Self::Key {
+        (**self).zero_key()
+    }
+    #[inline]
+    fn cmp3(&self, lt: &Self::Key, op: &Self::Op, rt: &Self::Key) -> Result<Ordering> {
+        (**self).cmp3(lt, op, rt)
+    }
+    #[inline]
+    fn key_cmp(&self, a: &Self::Key, b: &Self::Key, op: &Self::Op) -> Result<Ordering> {
+        (**self).key_cmp(a, b, op)
+    }
+    fn new_node(
+        &self,
+        cache: &MetadataCache,
+        kind: NewNode,
+        lt: &mut Self::Key,
+        op: &mut Self::Op,
+        rt: &mut Self::Key,
+    ) -> Result<Addr> {
+        (**self).new_node(cache, kind, lt, op, rt)
+    }
+    fn insert(
+        &self,
+        cache: &MetadataCache,
+        child: Addr,
+        keys: Keys<'_, Self::Key>,
+        op: &mut Self::Op,
+    ) -> Result<LeafIns> {
+        (**self).insert(cache, child, keys, op)
+    }
+    fn found(
+        &self,
+        cache: &MetadataCache,
+        child: Addr,
+        lt: &Self::Key,
+        op: &mut Self::Op,
+    ) -> Result<bool> {
+        (**self).found(cache, child, lt, op)
+    }
+    fn remove(
+        &self,
+        cache: &MetadataCache,
+        child: Addr,
+        keys: Keys<'_, Self::Key>,
+        op: &mut Self::Op,
+    ) -> Result<bool> {
+        (**self).remove(cache, child, keys, op)
+    }
+    fn leaf_dep(&self, child: Addr) -> Option<DepKey> {
+        (**self).leaf_dep(child)
+    }
+    fn has_leaf_deps(&self) -> bool {
+        (**self).has_leaf_deps()
+    }
+    #[inline]
+    fn is_after(&self, lt: &Self::Key, op: &Self::Op) -> Result<bool> {
+        (**self).is_after(lt, op)
+    }
 }
 
 /// The nodes of one level, left to right, with their addresses.
@@ -136,6 +486,7 @@ pub struct BTree<'c, C> {
 }
 
 /// `(keys[i], keys[i + 1])`, mutable.
+#[inline]
 fn pair_mut<K>(keys: &mut [K], i: usize, at: Addr) -> Result<(&mut K, &mut K)> {
     let (left, right) = keys
         .split_at_mut_checked(i.saturating_add(1))
@@ -152,6 +503,7 @@ fn key_at<K: Clone>(keys: &[K], i: usize, at: Addr) -> Result<K> {
         .ok_or_else(|| Error::corrupt(at, "key index out of range"))
 }
 
+#[inline]
 fn child_at(children: &[Addr], i: usize, at: Addr) -> Result<Addr> {
     children
         .get(i)
@@ -179,6 +531,13 @@ where
         };
         let root = tree.create_node(Node::new_leaf())?;
         Ok(BTree { root, ..tree })
+    }
+
+    /// The tree whose root node is at `root`, read and checked by an earlier
+    /// [`open`](Self::open) of the same tree (a handle kept between operations): nothing is
+    /// read now.
+    pub fn resume(cache: &'c MetadataCache, root: Addr, class: C) -> Self {
+        BTree { cache, root, class }
     }
 
     /// The tree whose root node is at `root` (read and checked now).
@@ -333,6 +692,9 @@ where
 
     /// Move the dependencies on `children` from node `from` to node `to`.
     fn rehome(&self, from: Addr, to: Addr, level: u8, children: &[Addr]) -> Result<()> {
+        if level == 0 && !self.class.has_leaf_deps() {
+            return Ok(());
+        }
         for &c in children {
             if let Some(k) = self.child_dep(level, c) {
                 self.drop_dep(from, k)?;
@@ -580,16 +942,16 @@ where
                     let (twin_addr, mut twin_node) = self.split(addr, bt, idx)?;
                     let nleft = bt.children.len();
                     if idx < nleft {
-                        insert_child(addr, bt, idx, child, right, md)?;
+                        insert_child(addr, bt, idx, child, right, md.clone())?;
                         self.link_child(addr, bt.level, child)?;
                     } else {
                         let i = idx.saturating_sub(nleft);
-                        insert_child(twin_addr, &mut twin_node, i, child, right, md)?;
+                        insert_child(twin_addr, &mut twin_node, i, child, right, md.clone())?;
                         self.link_child(twin_addr, twin_node.level, child)?;
                     }
                     twin = Some((twin_addr, twin_node));
                 } else {
-                    insert_child(addr, bt, idx, child, right, md)?;
+                    insert_child(addr, bt, idx, child, right, md.clone())?;
                     self.link_child(addr, bt.level, child)?;
                 }
             }
@@ -684,8 +1046,11 @@ where
             return Err(Error::corrupt(addr, "split of a node that is not full"));
         }
         let twin_addr = self.allocate()?;
-        let twin_keys = bt.keys.split_off(nleft);
-        let twin_children = bt.children.split_off(nleft);
+        // The new node gets room for 2K children at once: it fills up to a split of its own.
+        let mut twin_keys = Vec::with_capacity(two_k.saturating_add(1));
+        twin_keys.extend(bt.keys.drain(nleft..));
+        let mut twin_children = Vec::with_capacity(two_k);
+        twin_children.extend(bt.children.drain(nleft..));
         bt.keys.push(key_at(&twin_keys, 0, addr)?);
         let twin = Node {
             level: bt.level,
@@ -706,6 +1071,360 @@ where
         bt.right = Some(twin_addr);
         self.rehome(addr, twin_addr, twin.level, &twin.children)?;
         Ok((twin_addr, twin))
+    }
+
+    /// A batched insertion: [`Batch::insert`] is [`insert`](Self::insert), faster for runs of
+    /// appends.
+    pub fn batch(&self) -> Batch<'_, 'c, C> {
+        Batch {
+            tree: self,
+            path: None,
+            // Appending along the right-most path is only defined for classes whose leaves
+            // make a new child right of the maximum, as `insert_helper` does when `FOLLOW_MAX`
+            // is false.
+            fast: !C::FOLLOW_MAX,
+            floor: None,
+        }
+    }
+
+    /// Protect the right-most path from the root down and check that appending along it does
+    /// what `insert` does: every node holds its keys in order (so `search` picks the last
+    /// child for any target after the last left key), none has a right sibling (so splits use
+    /// the right-most ratio), and no node's last left key lies after the leaf's (so a target
+    /// after the leaf's is after all of them). `None` for an empty tree.
+    #[inline(never)]
+    fn right_path(&self, op: &C::Op) -> Result<Option<RightPath<'c, C::Key>>> {
+        let mut nodes: Vec<PathNode<'c, C::Key>> = Vec::new();
+        let (mut addr, mut level) = (self.root, None);
+        // Levels are checked on the way down (a child is at its parent's level minus one), so
+        // the loop ends; the bound is a second guard.
+        for _ in 0..=MAX_DEPTH {
+            let guard = self.protect_node(addr, level)?;
+            let node = &guard.node;
+            let Some(idx) = node.children.len().checked_sub(1) else {
+                if node.level == 0 && level.is_none() {
+                    return Ok(None);
+                }
+                return Err(Error::corrupt(addr, "an internal node has no children"));
+            };
+            if node.right.is_some() {
+                return Err(Error::corrupt(
+                    addr,
+                    "the right-most node has a right sibling",
+                ));
+            }
+            if node.keys.len() != node.children.len().saturating_add(1) {
+                return Err(Error::corrupt(addr, "keys and children do not match"));
+            }
+            for pair in node.keys.windows(2) {
+                if let [a, b] = pair
+                    && self.class.key_cmp(a, b, op)? == Ordering::Greater
+                {
+                    return Err(Error::corrupt(addr, "keys are not in order"));
+                }
+            }
+            let below = if node.level > 0 {
+                Some((
+                    child_at(&node.children, idx, addr)?,
+                    child_level(node.level, addr)?,
+                ))
+            } else {
+                None
+            };
+            nodes.push(PathNode::Cached(guard));
+            if let Some((child, l)) = below {
+                addr = child;
+                level = Some(l);
+                continue;
+            }
+            let path = RightPath {
+                nodes,
+                rt_pending: false,
+                active: false,
+                leaf_deps: self.class.has_leaf_deps(),
+                two_k: self.two_k(),
+            };
+            let leaf_lt = path.last_lt()?;
+            for g in &path.nodes {
+                let node = g.node();
+                let lt = node
+                    .children
+                    .len()
+                    .checked_sub(1)
+                    .and_then(|i| node.keys.get(i))
+                    .ok_or_else(|| Error::corrupt(g.addr(), "missing key"))?;
+                if self.class.key_cmp(lt, leaf_lt, op)? == Ordering::Greater {
+                    return Err(Error::corrupt(g.addr(), "keys are not in order"));
+                }
+            }
+            return Ok(Some(path));
+        }
+        Err(Error::corrupt(addr, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// Append the target of `op` if the class places it after the last leaf child, as
+    /// `insert_helper` inserts it at the last child of each node of the path; `false` (and
+    /// nothing changed) if it does not.
+    fn append(&self, path: &mut RightPath<'c, C::Key>, op: &mut C::Op) -> Result<bool> {
+        if !path.active {
+            if !self.class.is_after(path.last_lt()?, op)? {
+                return Ok(false);
+            }
+            self.activate(path)?;
+        }
+        let leaf = path
+            .nodes
+            .last_mut()
+            .ok_or_else(|| Error::corrupt(self.root, "empty right-most path"))?;
+        let addr = leaf.addr();
+        // The leaf is dirty already (see `activate`).
+        let bt = leaf.node_mut();
+        let n = bt.children.len();
+        let idx = n
+            .checked_sub(1)
+            .ok_or_else(|| Error::corrupt(addr, "a leaf of the path has no children"))?;
+        let (lt, rt) = pair_mut(&mut bt.keys, idx, addr)?;
+        if !self.class.is_after(lt, op)? {
+            return Ok(false);
+        }
+        let last = child_at(&bt.children, idx, addr)?;
+        // What `insert_helper` does at the leaf for a target after its last child: a new
+        // right-most child right of the right key, else an insertion into the last child,
+        // which the class promises (`is_after`) adds a child right of it.
+        let mut md = self.class.zero_key();
+        let (child, rt_changed) = if self.class.cmp3(lt, op, rt)? == Ordering::Greater {
+            let child = self
+                .class
+                .new_node(self.cache, NewNode::Right, &mut md, op, rt)?;
+            (child, true)
+        } else {
+            let (mut lt_changed, mut rt_changed) = (false, false);
+            let keys = Keys {
+                lt,
+                lt_changed: &mut lt_changed,
+                md: &mut md,
+                rt,
+                rt_changed: &mut rt_changed,
+            };
+            let ins = self.class.insert(self.cache, last, keys, op)?;
+            if path.leaf_deps {
+                self.link_child(addr, 0, last)?;
+            }
+            match ins {
+                LeafIns::Right(child) if !lt_changed => (child, rt_changed),
+                _ => {
+                    return Err(Error::corrupt(
+                        addr,
+                        "a target after the last child did not become a new child",
+                    ));
+                }
+            }
+        };
+        path.rt_pending |= rt_changed;
+        if n < path.two_k {
+            insert_last(addr, bt, child, md)?;
+            if path.leaf_deps {
+                self.link_child(addr, 0, child)?;
+            }
+            return Ok(true);
+        }
+        self.append_split(path, child, md)?;
+        Ok(true)
+    }
+
+    /// The first append along a freshly protected path: what `insert_helper` does to every
+    /// node of a descent (mark it dirty, make each node depend on the child it went through),
+    /// done once, and room for 2K children so appends do not reallocate.
+    #[inline(never)]
+    fn activate(&self, path: &mut RightPath<'c, C::Key>) -> Result<()> {
+        let two_k = self.two_k();
+        for pair in path.nodes.windows(2) {
+            if let [parent, child] = pair {
+                self.ensure_dep(parent.addr(), DepKey::Entry(child.addr()))?;
+            }
+        }
+        for g in &mut path.nodes {
+            // What a descent does to every node it passes (marking a cached node dirty).
+            reserve(g.node_mut(), two_k);
+        }
+        path.active = true;
+        Ok(())
+    }
+
+    /// Add `child` (with separator `md`) right of the last child of the full leaf of the path,
+    /// splitting up the path as `insert_helper` splits on the way back from a descent; the
+    /// split nodes' right halves take their place in the path.
+    #[inline(never)]
+    fn append_split(
+        &self,
+        path: &mut RightPath<'c, C::Key>,
+        mut child: Addr,
+        mut md: C::Key,
+    ) -> Result<()> {
+        // The ancestors' right keys may be stale here (see `RightPath::rt_pending`): a split
+        // moves a node's right key into its new right half, which takes its place in the path,
+        // so the stale keys stay on the path until `release` sets them.
+        let two_k = self.two_k();
+        let mut at = path.nodes.len();
+        while let Some(l) = at.checked_sub(1) {
+            at = l;
+            let slot = path
+                .nodes
+                .get_mut(l)
+                .ok_or_else(|| Error::corrupt(self.root, "empty right-most path"))?;
+            let addr = slot.addr();
+            let bt = slot.node_mut();
+            let level = bt.level;
+            let link = level > 0 || path.leaf_deps;
+            let n = bt.children.len();
+            let idx = n
+                .checked_sub(1)
+                .ok_or_else(|| Error::corrupt(addr, "a node of the path has no children"))?;
+            if n < two_k {
+                insert_last(addr, bt, child, md)?;
+                if link {
+                    self.link_child(addr, level, child)?;
+                }
+                return Ok(());
+            }
+            let (twin_addr, mut twin) = self.split(addr, bt, idx)?;
+            let nleft = bt.children.len();
+            if idx < nleft {
+                insert_child(addr, bt, idx, child, true, md)?;
+                if link {
+                    self.link_child(addr, level, child)?;
+                }
+            } else {
+                // The last child went to the twin.
+                insert_last(twin_addr, &mut twin, child, md)?;
+                if link {
+                    self.link_child(twin_addr, level, child)?;
+                }
+            }
+            let up = key_at(&twin.keys, 0, twin_addr)?;
+            if l == 0 {
+                return self.append_root_split(path, twin_addr, twin, up);
+            }
+            // The left half leaves the path: unprotected (dirty) if it is in the cache, else
+            // inserted; the right half takes its place.
+            let twin = PathNode::New {
+                addr: twin_addr,
+                node: twin,
+            };
+            if let PathNode::New { addr, node } = core::mem::replace(slot, twin) {
+                self.insert_entry(addr, node)?;
+            }
+            child = twin_addr;
+            md = up;
+        }
+        Ok(())
+    }
+
+    /// The root split into itself and `twin` (separator `md`): as [`insert`](Self::insert), its
+    /// old contents move to a new node and the root, kept at its address, gets the two halves
+    /// as children. `twin` joins the path below the root.
+    #[inline(never)]
+    fn append_root_split(
+        &self,
+        path: &mut RightPath<'c, C::Key>,
+        twin_addr: Addr,
+        twin: Node<C::Key>,
+        md: C::Key,
+    ) -> Result<()> {
+        let root = self.root;
+        let two_k = self.two_k();
+        let rt = key_at(&twin.keys, twin.children.len(), twin_addr)?;
+        let slot = path
+            .nodes
+            .first_mut()
+            .ok_or_else(|| Error::corrupt(root, "empty right-most path"))?;
+        let old_level = slot.node().level;
+        let lt = key_at(&slot.node().keys, 0, root)?;
+        let Some(level) = old_level.checked_add(1).filter(|&l| l <= MAX_DEPTH) else {
+            // `insert` has the right half in the cache by now.
+            self.insert_entry(twin_addr, twin)?;
+            return Err(Error::corrupt(
+                root,
+                "the tree would exceed MAX_DEPTH levels",
+            ));
+        };
+        let moved = self.allocate()?;
+        let mut twin = twin;
+        twin.left = Some(moved);
+        let mut new_root = Node {
+            level,
+            left: None,
+            right: None,
+            keys: vec![lt, md, rt],
+            children: vec![moved, twin_addr],
+        };
+        reserve(&mut new_root, two_k);
+        let old = core::mem::replace(slot.node_mut(), new_root);
+        let children = old.children.clone();
+        self.insert_entry(moved, old)?;
+        self.rehome(root, moved, old_level, &children)?;
+        self.drop_dep(root, DepKey::Entry(twin_addr))?;
+        self.ensure_dep(root, DepKey::Entry(moved))?;
+        self.ensure_dep(root, DepKey::Entry(twin_addr))?;
+        path.nodes.insert(
+            1,
+            PathNode::New {
+                addr: twin_addr,
+                node: twin,
+            },
+        );
+        Ok(())
+    }
+
+    /// Give every ancestor on the path the leaf's right key, if it changed.
+    fn sync_rt(&self, path: &mut RightPath<'c, C::Key>) -> Result<()> {
+        if !path.rt_pending {
+            return Ok(());
+        }
+        let (leaf, ancestors) = path
+            .nodes
+            .split_last_mut()
+            .ok_or_else(|| Error::corrupt(self.root, "empty right-most path"))?;
+        let rt = leaf
+            .node()
+            .keys
+            .last()
+            .ok_or_else(|| Error::corrupt(leaf.addr(), "missing key"))?;
+        for g in ancestors {
+            let addr = g.addr();
+            let slot = g
+                .node_mut()
+                .keys
+                .last_mut()
+                .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
+            slot.clone_from(rt);
+        }
+        path.rt_pending = false;
+        Ok(())
+    }
+
+    /// Finish with a path: the ancestors get their right keys, the new nodes enter the cache
+    /// (dirty, the leaf first), and only then are the protected ones released, so no parent on
+    /// the path can reach the file before its new child is in the cache.
+    #[inline(never)]
+    fn release(&self, path: Option<RightPath<'c, C::Key>>) -> Result<()> {
+        let Some(mut path) = path else {
+            return Ok(());
+        };
+        let synced = self.sync_rt(&mut path);
+        let mut inserted = Ok(());
+        let mut cached = Vec::with_capacity(path.nodes.len());
+        while let Some(n) = path.nodes.pop() {
+            match n {
+                PathNode::New { addr, node } => {
+                    // Every new node gets its chance, whatever happened to the others.
+                    inserted = inserted.and(self.insert_entry(addr, node));
+                }
+                PathNode::Cached(guard) => cached.push(guard),
+            }
+        }
+        drop(cached);
+        synced.and(inserted)
     }
 
     /// Remove the operation's target, which must be present (check with [`BTree::find`]).
@@ -1050,15 +1769,60 @@ fn insert_child<K: NodeKey>(
     idx: usize,
     child: Addr,
     right: bool,
-    md: &K,
+    md: K,
 ) -> Result<()> {
     let key_pos = idx.saturating_add(1);
     let child_pos = if right { key_pos } else { idx };
     if key_pos > node.keys.len() || child_pos > node.children.len() {
         return Err(Error::corrupt(at, "insertion index out of range"));
     }
-    node.keys.insert(key_pos, md.clone());
+    node.keys.insert(key_pos, md);
     node.children.insert(child_pos, child);
+    Ok(())
+}
+
+/// Make room in `node` for 2K children (and 2K + 1 keys), so that insertions up to a split do
+/// not reallocate.
+fn reserve<K: NodeKey>(node: &mut Node<K>, two_k: usize) {
+    node.keys
+        .reserve(two_k.saturating_add(1).saturating_sub(node.keys.len()));
+    node.children
+        .reserve(two_k.saturating_sub(node.children.len()));
+}
+
+impl<K> RightPath<'_, K>
+where
+    K: NodeKey + Send + Sync + 'static,
+    K::Params: Send + Sync + 'static,
+{
+    /// The left key of the leaf's last child.
+    fn last_lt(&self) -> Result<&K> {
+        let leaf = self
+            .nodes
+            .last()
+            .ok_or_else(|| Error::corrupt(Addr(0), "empty right-most path"))?;
+        let node = leaf.node();
+        node.children
+            .len()
+            .checked_sub(1)
+            .and_then(|i| node.keys.get(i))
+            .ok_or_else(|| Error::corrupt(leaf.addr(), "missing key"))
+    }
+}
+
+/// `insert_child(node, last child, child, right, md)`: `child` becomes the last child, with
+/// `md` as the key before the (unchanged) right key.
+fn insert_last<K: NodeKey>(at: Addr, node: &mut Node<K>, child: Addr, md: K) -> Result<()> {
+    if node.keys.len() != node.children.len().saturating_add(1) {
+        return Err(Error::corrupt(at, "keys and children do not match"));
+    }
+    let rt = node
+        .keys
+        .last_mut()
+        .ok_or_else(|| Error::corrupt(at, "missing key"))?;
+    let rt = core::mem::replace(rt, md);
+    node.keys.push(rt);
+    node.children.push(child);
     Ok(())
 }
 
@@ -1108,15 +1872,15 @@ mod tests {
             keys: vec![GroupKey(0), GroupKey(10)],
             children: vec![Addr(100)],
         };
-        insert_child(Addr(0), &mut n, 0, Addr(200), true, &GroupKey(5)).unwrap();
+        insert_child(Addr(0), &mut n, 0, Addr(200), true, GroupKey(5)).unwrap();
         assert_eq!(n.keys, vec![GroupKey(0), GroupKey(5), GroupKey(10)]);
         assert_eq!(n.children, vec![Addr(100), Addr(200)]);
-        insert_child(Addr(0), &mut n, 0, Addr(300), false, &GroupKey(1)).unwrap();
+        insert_child(Addr(0), &mut n, 0, Addr(300), false, GroupKey(1)).unwrap();
         assert_eq!(
             n.keys,
             vec![GroupKey(0), GroupKey(1), GroupKey(5), GroupKey(10)]
         );
         assert_eq!(n.children, vec![Addr(300), Addr(100), Addr(200)]);
-        assert!(insert_child(Addr(0), &mut n, 9, Addr(1), true, &GroupKey(1)).is_err());
+        assert!(insert_child(Addr(0), &mut n, 9, Addr(1), true, GroupKey(1)).is_err());
     }
 }

@@ -28,7 +28,7 @@ fn built() -> (Vec<u8>, Addr) {
     let tree = ChunkTree::create(&cache, S, K, &DIMS).unwrap();
     for i in 0..40u64 {
         let c = Chunk {
-            offsets: vec![i * 2],
+            offsets: vec![i * 2].into(),
             size: 8,
             filter_mask: 0,
             addr: Addr(0x10_0000 + i),
@@ -70,21 +70,21 @@ fn exercise(bytes: Vec<u8>, root: Addr) -> Option<Error> {
     note(tree.tree().shape().map(drop));
     note(tree.index_bytes().map(drop));
     let c = Chunk {
-        offsets: vec![41],
+        offsets: vec![41].into(),
         size: 8,
         filter_mask: 0,
         addr: Addr(0x20_0000),
     };
     note(tree.insert(
         &Chunk {
-            offsets: vec![40],
+            offsets: vec![40].into(),
             ..c.clone()
         },
         None,
     ));
     note(tree.insert(
         &Chunk {
-            offsets: vec![0],
+            offsets: vec![0].into(),
             ..c.clone()
         },
         None,

@@ -65,7 +65,7 @@ fn libhdf5_reads_and_extends_our_trees() {
             .collect();
         let addr = w.write_chunk(&bytes);
         let chunk = Chunk {
-            offsets: vec![r, c0],
+            offsets: vec![r, c0].into(),
             size: bytes.len() as u32,
             filter_mask: 0,
             addr,
@@ -98,7 +98,7 @@ fn libhdf5_reads_and_extends_our_trees() {
     for i in 0..500u64 {
         let addr = w.write_chunk(&[0xee; 40]);
         let c = Chunk {
-            offsets: vec![i * 10],
+            offsets: vec![i * 10].into(),
             size: 40,
             filter_mask: 0,
             addr,
@@ -236,7 +236,7 @@ fn libhdf5_reads_and_extends_our_trees() {
         assert_eq!(
             (&t.offset, t.addr, t.size, t.mask),
             (
-                &o.offsets,
+                &o.offsets.to_vec(),
                 Some(o.addr.get()),
                 u64::from(o.size),
                 o.filter_mask
@@ -248,7 +248,7 @@ fn libhdf5_reads_and_extends_our_trees() {
         .chunks()
         .unwrap()
         .into_iter()
-        .map(|c| c.offsets)
+        .map(|c| c.offsets.to_vec())
         .collect();
     assert_eq!(offsets, (10..20).map(|i| vec![i * 10]).collect::<Vec<_>>());
     let sb = f.superblock();
@@ -300,7 +300,7 @@ fn libhdf5_depth_three_tree_decodes() {
             assert_eq!(
                 (&t.offset, t.addr, t.size, t.mask),
                 (
-                    &c.offsets,
+                    &c.offsets.to_vec(),
                     Some(c.addr.get()),
                     u64::from(c.size),
                     c.filter_mask

@@ -104,7 +104,7 @@ fn sequential(k: u16, n: u64) -> Vec<Vec<usize>> {
     let tree = ChunkTree::create(&cache, Sizes::DEFAULT, k, &[1, 1]).unwrap();
     for i in 0..n {
         let c = Chunk {
-            offsets: vec![i],
+            offsets: vec![i].into(),
             size: 1,
             filter_mask: 0,
             addr: Addr(1 << 30 | i),

@@ -27,7 +27,7 @@ fn cache(storage: &MemStorage) -> MetadataCache {
 
 fn chunk(i: u64) -> Chunk {
     Chunk {
-        offsets: vec![i * 3, 0],
+        offsets: vec![i * 3, 0].into(),
         size: 24,
         filter_mask: 0,
         addr: Addr(1 << 40 | i),

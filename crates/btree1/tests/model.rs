@@ -77,7 +77,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
                 let offsets: Vec<u64> = c.iter().zip(chunk).map(|(a, b)| a * b).collect();
                 next_addr += 1;
                 let ch = Chunk {
-                    offsets: offsets.clone(),
+                    offsets: offsets.clone().into(),
                     size: *size,
                     filter_mask: *mask,
                     addr: Addr(next_addr),
@@ -89,7 +89,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
                 let offsets: Vec<u64> = c.iter().zip(chunk).map(|(a, b)| a * b).collect();
                 let got = tree.get(&offsets).unwrap();
                 let want = model.get(&offsets).map(|&(size, filter_mask, addr)| Chunk {
-                    offsets: offsets.clone(),
+                    offsets: offsets.clone().into(),
                     size,
                     filter_mask,
                     addr,
@@ -105,7 +105,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
                 let mut seen = Vec::new();
                 let flow = tree
                     .for_each(|c| {
-                        seen.push(c.offsets.clone());
+                        seen.push(c.offsets.to_vec());
                         if seen.len() == *stop {
                             ControlFlow::Break(())
                         } else {
@@ -129,7 +129,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
         .chunks()
         .unwrap()
         .into_iter()
-        .map(|c| (c.offsets, (c.size, c.filter_mask, c.addr)))
+        .map(|c| (c.offsets.to_vec(), (c.size, c.filter_mask, c.addr)))
         .collect();
     assert_eq!(all, model.into_iter().collect::<Vec<_>>());
     flush_checked(&cache);

@@ -60,7 +60,7 @@ where
 
 fn chunk_at(i: u64, addr: Addr) -> Chunk {
     Chunk {
-        offsets: vec![i * 2],
+        offsets: vec![i * 2].into(),
         size: 8,
         filter_mask: 0,
         addr,

@@ -70,6 +70,11 @@
 //!   smallest and largest records; a key outside them is known to be absent without a search,
 //!   so appends (and [`BTree2::upsert`] beyond the maximum) skip the duplicate search and go
 //!   straight down the right-most path.
+//! - **Batched upserts** ([`BTree2::upsert_many`]): the result of [`BTree2::upsert`] on each
+//!   record in turn, to the byte. A run of appends keeps the right-most path protected, fills
+//!   the right-most leaf directly and relieves it (left sibling, then split) as an insert
+//!   would, touching the counts above it and the header once per run; anything else takes
+//!   the per-record path.
 //! - **Flush dependencies** (the SWMR design, section 9): header -> root, internal node -> each
 //!   child, node -> the chunk proxy of each record inserted or modified with one
 //!   ([`BTree2::insert_with_proxy`]). When records move between nodes, the dirty proxies of the

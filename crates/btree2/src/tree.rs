@@ -101,6 +101,60 @@ impl<C: RecordClass> DerefMut for Guard<'_, C> {
     }
 }
 
+/// The right-most path of a tree, protected for a run of appends (`BTree2::append_run`): the
+/// internal nodes from the root down, and the right-most leaf, which holds `leaf.records`
+/// followed by `input[pending..taken]`. Appended records are cloned only when they reach the
+/// node that keeps them (or the left sibling they move to), so they are never moved twice;
+/// dropping the run (also on an error) stores those still pending in the leaf.
+struct Run<'c, 'r, C: RecordClass> {
+    path: Vec<EntryMut<'c, InternalEntry<C>>>,
+    leaf: EntryMut<'c, LeafEntry<C>>,
+    input: &'r [C::Record],
+    pending: usize,
+    taken: usize,
+    /// Leaves linked to the leaf's parent during this run and found without dirty proxies:
+    /// relieving the leaf again with them needs neither, as nothing else runs meanwhile.
+    settled: [Option<Addr>; 2],
+    /// The leaf's left sibling once records moved to it, kept protected for the next time.
+    left: Option<EntryMut<'c, LeafEntry<C>>>,
+}
+
+impl<C: RecordClass> Run<'_, '_, C> {
+    /// Records in the right-most leaf, stored or pending.
+    fn leaf_len(&self) -> usize {
+        self.leaf
+            .data
+            .records
+            .len()
+            .saturating_add(self.taken.saturating_sub(self.pending))
+    }
+
+    /// Store the first `n` pending records in the leaf.
+    fn store(&mut self, n: usize) {
+        let end = self.pending.saturating_add(n).min(self.taken);
+        if let Some(src) = self.input.get(self.pending..end)
+            && !src.is_empty()
+        {
+            self.leaf.data.records.extend_from_slice(src);
+            self.pending = end;
+        }
+    }
+
+    fn store_all(&mut self) {
+        self.store(self.taken.saturating_sub(self.pending));
+    }
+
+    fn is_settled(&self, addr: Addr) -> bool {
+        self.settled.contains(&Some(addr))
+    }
+}
+
+impl<C: RecordClass> Drop for Run<'_, '_, C> {
+    fn drop(&mut self) {
+        self.store_all();
+    }
+}
+
 /// A version 2 B-tree over a metadata cache, with records of class `C`.
 ///
 /// One handle per tree writes it (the single writer); readers open their own handle over their
@@ -118,6 +172,7 @@ pub struct BTree2<'c, C: RecordClass> {
 
 /// What an open [`BTree2`] knows beyond its header's address; see [`BTree2::state`].
 pub struct TreeState<C: RecordClass> {
+    class: Arc<C>,
     hdr: Header,
     geom: Arc<Geometry>,
     minmax: Option<(C::Record, C::Record)>,
@@ -245,14 +300,28 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// keep the chunk-index paper's fast path.
     pub fn state(&self) -> TreeState<C> {
         TreeState {
+            class: Arc::clone(&self.class),
             hdr: self.hdr.clone(),
             geom: Arc::clone(&self.geom),
             minmax: self.minmax.clone(),
         }
     }
 
-    /// Open the tree at `addr` reusing `state` (from [`state`](Self::state)) when the header in
-    /// the cache is still the one it describes; otherwise as [`open`](Self::open).
+    /// [`state`](Self::state), moving it out of the handle instead of copying it.
+    pub fn into_state(self) -> TreeState<C> {
+        TreeState {
+            class: self.class,
+            hdr: self.hdr,
+            geom: self.geom,
+            minmax: self.minmax,
+        }
+    }
+
+    /// Open the tree at `addr` reusing `state` (from [`state`](Self::state) of the handle that
+    /// last changed the tree), with no read at all; without one, as [`open`](Self::open). The
+    /// state is the caller's word that nothing else changed the tree since it was taken: the
+    /// single writer's own handle, or a reader that [`refresh`](Self::refresh)es when the
+    /// writer may have moved on.
     pub fn resume(
         cache: &'c MetadataCache,
         sizes: Sizes,
@@ -260,21 +329,18 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         class: C,
         state: Option<TreeState<C>>,
     ) -> Result<Self> {
-        if let Some(st) = state {
-            let same = cache.get::<HeaderEntry>(addr, &sizes)?.read().header == st.hdr;
-            if same {
-                return Ok(BTree2 {
-                    cache,
-                    class: Arc::new(class),
-                    sizes,
-                    addr,
-                    hdr: st.hdr,
-                    geom: st.geom,
-                    minmax: st.minmax,
-                });
-            }
+        match state {
+            Some(st) => Ok(BTree2 {
+                cache,
+                class: st.class,
+                sizes,
+                addr,
+                hdr: st.hdr,
+                geom: st.geom,
+                minmax: st.minmax,
+            }),
+            None => Self::open(cache, sizes, addr, class),
         }
-        Self::open(cache, sizes, addr, class)
     }
 
     /// Re-read the header (a reader following a writer): forget the cached minimum and maximum.
@@ -444,20 +510,43 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Make `child` depend on `parent` alone (header -> root, internal -> child).
+    ///
+    /// Tree nodes get entry parents only here, and each call leaves the child one: an edge
+    /// already there from `parent` is therefore the only one, and the common case costs one
+    /// lookup. A new edge is added before former parents are dropped; that cannot close a cycle
+    /// that dropping them first would avoid, since a node keeps its depth for life and every
+    /// edge goes one level down (or from the header to the root).
     fn link(&self, parent: Addr, child: Addr) -> Result<()> {
-        let mut present = false;
+        match self.cache.add_flush_dependency(parent, child) {
+            Err(CacheError::DependencyExists { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+            Ok(()) => {}
+        }
         for p in self.cache.flush_parents(child) {
-            if p == Key::Entry(parent) {
-                present = true;
-            } else if let Key::Entry(_) = p {
+            if p != Key::Entry(parent)
+                && let Key::Entry(_) = p
+            {
                 match self.cache.remove_flush_dependency(p, child) {
                     Ok(()) | Err(CacheError::NoSuchDependency { .. }) => {}
                     Err(e) => return Err(e.into()),
                 }
             }
         }
-        if !present {
-            self.cache.add_flush_dependency(parent, child)?;
+        Ok(())
+    }
+
+    /// [`link`](Self::link) `parent` to each of `children`, asking the cache once for the edges
+    /// already there (linking never removes an edge from `parent`, so the answer stays true).
+    fn link_all(&self, parent: Addr, children: &[Addr]) -> Result<()> {
+        if children.is_empty() {
+            return Ok(());
+        }
+        let mut present = self.cache.flush_children(parent);
+        present.sort_unstable();
+        for &c in children {
+            if present.binary_search(&Key::Entry(c)).is_err() {
+                self.link(parent, c)?;
+            }
         }
         Ok(())
     }
@@ -550,6 +639,19 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         })
     }
 
+    /// The dirty chunk proxies that the nodes at `nodes` wait for: when records move between
+    /// nodes, these follow them to every node of the result.
+    fn dirty_proxies(&self, nodes: impl IntoIterator<Item = Addr>) -> Vec<ProxyId> {
+        nodes
+            .into_iter()
+            .flat_map(|a| self.cache.flush_children(a))
+            .filter_map(|key| match key {
+                Key::Proxy(p) if self.cache.is_dirty(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Pool children `first .. first + k` of `node` (at `node_addr`) with the separators between
     /// them and deal the records into `m` nodes as evenly as possible (earlier nodes take the
     /// remainder): redistribution (`m == k`), split (`m == k + 1`) or merge (`m == k - 1`).
@@ -574,14 +676,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if k == 0 || m == 0 || node.records.len() < first.saturating_add(k).saturating_sub(1) {
             return Err(self.corrupt(node_addr, "separator index out of range"));
         }
-        let proxies: Vec<ProxyId> = olds
-            .iter()
-            .flat_map(|p| self.cache.flush_children(p.addr))
-            .filter_map(|key| match key {
-                Key::Proxy(p) if self.cache.is_dirty(p) => Some(p),
-                _ => None,
-            })
-            .collect();
+        let proxies = self.dirty_proxies(olds.iter().map(|p| p.addr));
         let mut seps = node
             .records
             .drain(first..first.saturating_add(k).saturating_sub(1));
@@ -680,9 +775,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .splice(first..first.saturating_add(k), ptrs.iter().map(|(p, _)| *p));
         for (p, grandchildren) in &ptrs {
             self.link(node_addr, p.addr)?;
-            for &g in grandchildren {
-                self.link(p.addr, g)?;
-            }
+            self.link_all(p.addr, grandchildren)?;
             for &x in &proxies {
                 self.add_proxy(p.addr, x)?;
             }
@@ -1244,6 +1337,410 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
         self.insert_with_proxy(record, proxy)?;
         Ok(true)
+    }
+
+    /// [`upsert`](Self::upsert) each of `records` in order (without proxies): the same tree,
+    /// the same header and, once flushed, the same bytes in the file as that loop, in a fraction
+    /// of its time when the records are appends.
+    ///
+    /// Appends (keys increasing from above the tree's maximum: the chunks of a dataset growing
+    /// along its slowest dimension) go into the right-most leaf while it and its path stay
+    /// protected, each record cloned once, into the node that keeps it; the counts above the
+    /// leaf, the header and the cached maximum are updated once per run. A full leaf is relieved
+    /// as [`insert`](Self::insert) relieves it (records moved to its left sibling, or a split).
+    /// What would restructure a level above the leaves, relieving a leaf in SWMR-write mode,
+    /// and every record that is not an append (a replacement, a key inside the tree's range)
+    /// take the per-record path. After an error, as after one of `insert`, the tree may be
+    /// left inconsistent.
+    pub fn upsert_many(&mut self, records: &[C::Record]) -> Result<()> {
+        let mut rest = records;
+        while let Some((first, tail)) = rest.split_first() {
+            if self.minmax.is_none() && !self.is_empty() {
+                self.min_max()?;
+            }
+            let taken = if self.hint(self.class.key(first)) == Hint::Right {
+                self.append_run(rest)?
+            } else {
+                0
+            };
+            if taken == 0 {
+                let _ = self.upsert(first.clone(), None)?;
+                rest = tail;
+            } else {
+                rest = rest.get(taken..).unwrap_or_default();
+            }
+        }
+        Ok(())
+    }
+
+    /// Append the leading run of `records` whose keys increase from above the maximum, through
+    /// the protected right-most path, doing for each record exactly what
+    /// [`insert_with_proxy`](Self::insert_with_proxy) would. Returns how many records it took:
+    /// 0 when the first one needs the per-record path (a level above the leaves must be split
+    /// or rebalanced first, the tree is empty, or its parameters are refused).
+    fn append_run(&mut self, records: &[C::Record]) -> Result<usize> {
+        let (Some(root), Some((_, max))) = (self.root_ptr(), &self.minmax) else {
+            return Ok(0);
+        };
+        let depth = self.hdr.depth;
+        // The split threshold of each depth; a refusal is the per-record path's to report.
+        let mut splits = Vec::with_capacity(usize::from(depth).saturating_add(1));
+        for d in 0..=depth {
+            match self.thresholds(d) {
+                Ok((split, _)) => splits.push(split),
+                Err(_) => return Ok(0),
+            }
+        }
+        let split_of = |d: u16| splits.get(usize::from(d)).copied().unwrap_or(0);
+        // `insert_with_proxy` splits a full root first, and `insert_rec` relieves a full child
+        // before entering it: while no internal node of the path is full, an append only adds
+        // a record to the right-most leaf (after relieving that leaf when it is full).
+        if usize::from(self.hdr.root_nrec) >= split_of(depth) {
+            return Ok(0);
+        }
+        let mut path = Vec::with_capacity(usize::from(depth));
+        let mut ptr = root;
+        for d in (1..=depth).rev() {
+            let node = self
+                .cache
+                .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
+            self.check_node(&ptr, d, &node.data)?;
+            let child = *node
+                .data
+                .children
+                .last()
+                .ok_or_else(|| self.corrupt(ptr.addr, "internal node without children"))?;
+            let cd = d.saturating_sub(1);
+            if cd > 0 && child.nrec >= split_of(cd) as u64 {
+                return Ok(0);
+            }
+            path.push(node);
+            ptr = child;
+        }
+        let leaf = self
+            .cache
+            .protect::<LeafEntry<C>>(ptr.addr, &self.ctx(0, ptr.nrec))?;
+        self.check_node(&ptr, 0, &leaf.data)?;
+        let mut run = Run {
+            path,
+            leaf,
+            input: records,
+            pending: 0,
+            taken: 0,
+            settled: [None; 2],
+            left: None,
+        };
+
+        let mut op = self.new_op();
+        let class = Arc::clone(&self.class);
+        let (split0, split1) = (split_of(0), split_of(1));
+        let mut bound = max;
+        loop {
+            // The records that fit in the leaf as it is, as long as their keys increase.
+            let room = split0.saturating_sub(run.leaf_len());
+            let fit = records
+                .get(run.taken..run.taken.saturating_add(room).min(records.len()))
+                .unwrap_or_default();
+            let mut took = 0usize;
+            for rec in fit {
+                if class.compare(class.key(rec), bound) != Ordering::Greater {
+                    break;
+                }
+                bound = rec;
+                took = took.saturating_add(1);
+            }
+            run.taken = run.taken.saturating_add(took);
+            if took < fit.len() {
+                break;
+            }
+            // The leaf is full: relieve it for the next record, if that one is an append too.
+            let Some(rec) = records.get(run.taken) else {
+                break;
+            };
+            if class.compare(class.key(rec), bound) != Ordering::Greater {
+                break;
+            }
+            // Relieving the leaf in SWMR-write mode shadows the whole path, and a full root
+            // leaf grows the tree: both are the per-record path's.
+            let Some(parent) = run.path.last() else {
+                break;
+            };
+            if op.swmr || parent.data.records.is_empty() {
+                break;
+            }
+            self.relieve_leaf(&mut run, split0, &mut op)?;
+            run.taken = run.taken.saturating_add(1);
+            bound = rec;
+            // A split may have filled the leaf's parent: the next insert would relieve the
+            // parent first, which is the per-record path's.
+            if run
+                .path
+                .last()
+                .is_some_and(|p| p.data.records.len() >= split1)
+            {
+                break;
+            }
+        }
+        let taken = run.taken;
+        if taken == 0 {
+            return Ok(0);
+        }
+        let max = bound.clone();
+
+        // The counts of the path, bottom up, as `insert_rec` leaves them.
+        run.store_all();
+        let n = run.leaf.data.records.len() as u64;
+        let mut child = ChildPointer {
+            addr: run.leaf.addr(),
+            nrec: n,
+            total: n,
+        };
+        while let Some(mut node) = run.path.pop() {
+            let addr = node.addr();
+            self.link(addr, child.addr)?;
+            let data = &mut node.data;
+            let slot = data
+                .children
+                .last_mut()
+                .ok_or_else(|| self.corrupt(addr, "internal node without children"))?;
+            *slot = child;
+            let total = self.subtree_total(addr, data.records.len(), &data.children)?;
+            child = ChildPointer {
+                addr,
+                nrec: data.records.len() as u64,
+                total,
+            };
+        }
+        drop(run);
+        self.set_root(child)?;
+        if let Some((_, m)) = &mut self.minmax {
+            *m = max;
+        }
+        self.store_header()?;
+        Ok(taken)
+    }
+
+    /// The right-most leaf of `run` is full and a record is to be appended: make room as
+    /// `insert_rec` does in the leaf's parent for its last child (two attempts to move records
+    /// to the left sibling, else a split), each step dealing the records as
+    /// [`rebalance`](Self::rebalance) deals them.
+    fn relieve_leaf(&self, run: &mut Run<'c, '_, C>, split: usize, op: &mut Op) -> Result<()> {
+        let mut retries = 2u32;
+        loop {
+            let len = run.leaf_len();
+            let addr = run.leaf.addr();
+            let parent = run
+                .path
+                .last_mut()
+                .ok_or_else(|| self.corrupt(addr, "leaf without parent"))?;
+            let p_addr = parent.addr();
+            let p = &mut parent.data;
+            let n = p.records.len();
+            let slot = p
+                .children
+                .get_mut(n)
+                .ok_or_else(|| self.corrupt(p_addr, "child index out of range"))?;
+            *slot = ChildPointer {
+                addr,
+                nrec: len as u64,
+                total: len as u64,
+            };
+            if len < split {
+                return Ok(());
+            }
+            let left = n
+                .checked_sub(1)
+                .ok_or_else(|| self.corrupt(p_addr, "internal node without records"))?;
+            let room = p
+                .children
+                .get(left)
+                .is_none_or(|c| (c.nrec as usize) < split);
+            if retries > 0 && room {
+                self.shift_left(run, left)?;
+            } else {
+                self.split_last(run, split, op)?;
+            }
+            retries = retries.saturating_sub(1);
+        }
+    }
+
+    /// `rebalance(parent, left, 2, 2)` for the last two leaves: the right-most leaf of `run`
+    /// (the fuller one) hands its first records, through the separator, to its left sibling.
+    fn shift_left(&self, run: &mut Run<'c, '_, C>, left: usize) -> Result<()> {
+        let r_addr = run.leaf.addr();
+        let parent = run
+            .path
+            .last()
+            .ok_or_else(|| self.corrupt(r_addr, "leaf without parent"))?;
+        let p_addr = parent.addr();
+        let lp = *parent
+            .data
+            .children
+            .get(left)
+            .ok_or_else(|| self.corrupt(p_addr, "child index out of range"))?;
+        let proxies = if run.is_settled(lp.addr) && run.is_settled(r_addr) {
+            Vec::new()
+        } else {
+            self.dirty_proxies([lp.addr, r_addr])
+        };
+        let mut l = match run.left.take() {
+            Some(l) if l.addr() == lp.addr => l,
+            other => {
+                drop(other);
+                let l = self
+                    .cache
+                    .protect::<LeafEntry<C>>(lp.addr, &self.ctx(0, lp.nrec))?;
+                self.check_node(&lp, 0, &l.data)?;
+                l
+            }
+        };
+        let (a, b) = (l.data.records.len(), run.leaf_len());
+        // Pooled: a + 1 + b records; the left leaf takes the larger half of the a + b that are
+        // not the new separator, then the separator, then the right leaf the rest.
+        let body = a
+            .checked_add(b)
+            .ok_or_else(|| self.corrupt(p_addr, "record count overflow"))?;
+        let s1 = body / 2;
+        let s0 = body.saturating_sub(s1);
+        // Records leaving the right leaf: those the left one takes beyond the old separator,
+        // then the new separator. The right leaf is the fuller, so there is at least one.
+        let moved = s0
+            .checked_sub(a)
+            .filter(|&m| m >= 1 && m <= b)
+            .ok_or_else(|| self.corrupt(p_addr, "no record to move left"))?;
+        run.store(moved.saturating_sub(run.leaf.data.records.len()));
+        let parent = run
+            .path
+            .last_mut()
+            .ok_or_else(|| self.corrupt(r_addr, "leaf without parent"))?;
+        let p = &mut parent.data;
+        let sep = p
+            .records
+            .get_mut(left)
+            .ok_or_else(|| self.corrupt(p_addr, "separator index out of range"))?;
+        let stored = &mut run.leaf.data.records;
+        let mut drained = stored.drain(..moved.min(stored.len()));
+        let new_sep = drained
+            .next_back()
+            .ok_or_else(|| self.corrupt(p_addr, "missing separator"))?;
+        let old_sep = std::mem::replace(sep, new_sep);
+        let lr = &mut l.data.records;
+        lr.reserve(moved);
+        lr.push(old_sep);
+        lr.extend(drained);
+        run.left = Some(l);
+        let ptrs = [
+            ChildPointer {
+                addr: lp.addr,
+                nrec: s0 as u64,
+                total: s0 as u64,
+            },
+            ChildPointer {
+                addr: r_addr,
+                nrec: s1 as u64,
+                total: s1 as u64,
+            },
+        ];
+        let slots = p
+            .children
+            .get_mut(left..left.saturating_add(2))
+            .ok_or_else(|| self.corrupt(p_addr, "child index out of range"))?;
+        slots.copy_from_slice(&ptrs);
+        self.settle(run, p_addr, ptrs, &proxies)
+    }
+
+    /// What `rebalance` does last for the two leaves `ptrs` it dealt records into, under the
+    /// leaf's parent at `p_addr`: link them to it and make them wait for `proxies`, the dirty
+    /// proxies of the leaves before. Links made earlier in the run are not made again.
+    fn settle(
+        &self,
+        run: &mut Run<'c, '_, C>,
+        p_addr: Addr,
+        ptrs: [ChildPointer; 2],
+        proxies: &[ProxyId],
+    ) -> Result<()> {
+        for ptr in ptrs {
+            if !run.is_settled(ptr.addr) {
+                self.link(p_addr, ptr.addr)?;
+            }
+            for &x in proxies {
+                self.add_proxy(ptr.addr, x)?;
+            }
+        }
+        run.settled = if proxies.is_empty() {
+            ptrs.map(|p| Some(p.addr))
+        } else {
+            [None; 2]
+        };
+        Ok(())
+    }
+
+    /// `rebalance(parent, last, 1, 2)` for the last leaf: the right-most leaf of `run` keeps
+    /// the larger half, the middle record moves up, and a new leaf (allocated where `rebalance`
+    /// allocates it) takes the rest and becomes the right-most leaf, with room for `split`.
+    fn split_last(&self, run: &mut Run<'c, '_, C>, split: usize, op: &mut Op) -> Result<()> {
+        let l_addr = run.leaf.addr();
+        let proxies = if run.is_settled(l_addr) {
+            Vec::new()
+        } else {
+            self.dirty_proxies([l_addr])
+        };
+        let body = run
+            .leaf_len()
+            .checked_sub(1)
+            .ok_or_else(|| self.corrupt(l_addr, "too few records to rebalance"))?;
+        let s1 = body / 2;
+        let s0 = body.saturating_sub(s1);
+        let r_addr = self.alloc_node(op)?;
+        // Every record of the leaf is stored now, the left half in it, the right half in the
+        // new leaf.
+        run.store(
+            s0.saturating_add(1)
+                .saturating_sub(run.leaf.data.records.len()),
+        );
+        let mut moved = Vec::with_capacity(split.max(s1));
+        let stored = &mut run.leaf.data.records;
+        moved.extend(stored.drain(s0.saturating_add(1).min(stored.len())..));
+        let sep = stored
+            .pop()
+            .ok_or_else(|| self.corrupt(l_addr, "missing separator"))?;
+        let rest = run.input.get(run.pending..run.taken).unwrap_or_default();
+        moved.extend_from_slice(rest);
+        run.pending = run.taken;
+        self.insert_node(r_addr, self.new_data(0, moved, Vec::new()))?;
+        let parent = run
+            .path
+            .last_mut()
+            .ok_or_else(|| self.corrupt(l_addr, "leaf without parent"))?;
+        let p_addr = parent.addr();
+        let p = &mut parent.data;
+        let ptrs = [
+            ChildPointer {
+                addr: l_addr,
+                nrec: s0 as u64,
+                total: s0 as u64,
+            },
+            ChildPointer {
+                addr: r_addr,
+                nrec: s1 as u64,
+                total: s1 as u64,
+            },
+        ];
+        let last = p
+            .children
+            .last_mut()
+            .ok_or_else(|| self.corrupt(p_addr, "internal node without children"))?;
+        *last = ptrs[0];
+        p.records.push(sep);
+        p.children.push(ptrs[1]);
+        self.settle(run, p_addr, ptrs, &proxies)?;
+        let right = self
+            .cache
+            .protect::<LeafEntry<C>>(r_addr, &self.ctx(0, ptrs[1].nrec))?;
+        self.check_node(&ptrs[1], 0, &right.data)?;
+        // The split leaf is the new leaf's left sibling: keep it for the next relief.
+        run.left = Some(std::mem::replace(&mut run.leaf, right));
+        Ok(())
     }
 
     /// Modify the record with key `key` in place (its key must not change); returns whether it

@@ -67,8 +67,10 @@ impl CacheConfig {
 impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
-            // libhdf5's default initial metadata cache size.
-            max_bytes: 2 << 20,
+            // libhdf5's default maximum metadata cache size. libhdf5 starts at 2 MiB and grows
+            // toward 32 MiB while its hit rate is low (adaptive resize); a budget is a cap, not
+            // an allocation, so this cache allows the maximum from the start.
+            max_bytes: 32 << 20,
             read_attempts: 1,
             retry_initial_backoff: Duration::from_micros(1),
             retry_max_backoff: Duration::from_millis(10),
@@ -849,7 +851,8 @@ impl MetadataCache {
             if let Some(slot) = inner.entries.get_mut(&addr) {
                 let value = downcast::<T>(addr, slot)?;
                 on_resident(slot)?;
-                inner.touch(addr);
+                // The CLOCK bit, on the slot just found (no second search).
+                slot.referenced = true;
                 inner.count(T::TYPE_NAME, |st| st.hits = st.hits.saturating_add(1));
                 return Ok(value);
             }

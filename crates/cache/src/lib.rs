@@ -141,6 +141,7 @@ mod entry;
 mod error;
 #[cfg(feature = "testing")]
 mod faulty;
+mod pages;
 mod stats;
 mod storage;
 mod trace;
@@ -151,6 +152,7 @@ pub use entry::{CacheEntry, Key, ProxyId};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use faulty::{FaultyStorage, WriteRecord};
+pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};
 pub use storage::{FileStorage, MemStorage, Storage};
 pub use trace::{OrderViolation, TraceEvent, ViolationKind, WriteTrace, check_write_order};

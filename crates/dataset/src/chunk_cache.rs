@@ -201,6 +201,16 @@ impl ChunkCache {
         Some(node.chunk)
     }
 
+    /// Chunks per dimension the current keys have room for: a grid within them needs no
+    /// re-keying (`u64::MAX` for a field of 64 bits or more).
+    pub fn key_room(&self) -> SmallVec<[u64; 4]> {
+        self.packer
+            .bits
+            .iter()
+            .map(|&b| 1u64.checked_shl(b).unwrap_or(u64::MAX))
+            .collect()
+    }
+
     /// The grid grew or shrank to `extent` chunks per dimension: re-key only if a field
     /// must widen.
     pub fn set_extent(&mut self, extent: &[u64]) {
@@ -239,7 +249,24 @@ impl ChunkCache {
         }
     }
 
+    /// The byte budget.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Whether the chunk at `scaled` is cached (without making it the most recent).
+    pub fn contains(&self, scaled: &[u64]) -> bool {
+        !self.map.is_empty()
+            && self
+                .packer
+                .pack(scaled)
+                .is_some_and(|k| self.map.contains_key(&k))
+    }
+
     pub fn get_mut(&mut self, scaled: &[u64]) -> Option<&mut Cached> {
+        if self.map.is_empty() {
+            return None;
+        }
         let k = self.packer.pack(scaled)?;
         let i = *self.map.get(&k)?;
         if self.head != i {

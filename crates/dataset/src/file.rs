@@ -143,9 +143,11 @@ impl FileInner {
         let mut out = Vec::new();
         sb.encode(&mut out)?;
         // The superblock sits at the base address, which is storage address 0.
+        s.pages.invalidate(Addr(0), out.len() as u64);
         s.storage.write_at(Addr(0), &out).map_err(|e| s.io(e))?;
         let len = s.storage.len().map_err(|e| s.io(e))?;
         if len != eoa {
+            s.pages.clear();
             s.storage.set_len(eoa).map_err(|e| s.io(e))?;
         }
         s.storage.sync().map_err(|e| s.io(e))?;
@@ -182,7 +184,7 @@ pub struct FileOptions {
     /// Record every metadata write, dependency and eviction (see
     /// [`File::take_write_trace`]); for tests and diagnostics.
     pub trace: bool,
-    /// The metadata cache's byte budget (`None`: libhdf5's default initial size, 2 MiB).
+    /// The metadata cache's byte budget (`None`: libhdf5's default maximum size, 32 MiB).
     /// Index blocks beyond it are written and evicted while the file is open.
     pub metadata_cache_bytes: Option<usize>,
 }

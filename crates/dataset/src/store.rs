@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use h5chunk_cache::{MetadataCache, Storage};
+use h5chunk_cache::{MetadataCache, PageCache, Storage};
 use h5chunk_format::message::Message;
 use h5chunk_format::object_header::{MessageFlags, RawMessage};
 use h5chunk_format::{Addr, Sizes};
@@ -76,8 +76,14 @@ pub(crate) struct Store {
     pub bounds: LibverBounds,
     pub writable: bool,
     pub k: BTreeK,
+    /// Recently read pages of raw data (see [`PageCache`]): the small chunks of random
+    /// lookups cost a memory copy once their page has been read.
+    pub pages: PageCache,
     headers: Mutex<Headers>,
 }
+
+/// Bytes of raw-data pages a file keeps.
+const RAW_PAGE_CACHE_BYTES: usize = 4 << 20;
 
 impl Store {
     pub fn new(
@@ -97,6 +103,7 @@ impl Store {
             bounds,
             writable,
             k,
+            pages: PageCache::new(RAW_PAGE_CACHE_BYTES),
             headers: Mutex::new(Headers::default()),
         }
     }
@@ -130,6 +137,13 @@ impl Store {
         }
         let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
         let mut buf = vec![0u8; size];
+        if self
+            .pages
+            .read(&*self.storage, at, &mut buf)
+            .map_err(|e| self.io(e))?
+        {
+            return Ok(buf);
+        }
         // The common case, every chunk read: the bytes are in the file. Only a read that runs
         // past the file's end asks for its length (one system call less per read).
         if self.storage.read_at(at, &mut buf).is_ok() {
@@ -148,6 +162,7 @@ impl Store {
     /// Write `bytes` at `at`.
     pub fn write(&self, at: Addr, bytes: &[u8]) -> Result<()> {
         self.check_writable()?;
+        self.pages.invalidate(at, bytes.len() as u64);
         self.storage.write_at(at, bytes).map_err(|e| self.io(e))
     }
 

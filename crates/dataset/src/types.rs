@@ -121,6 +121,14 @@ impl TypeDesc {
     }
 
     /// Swap `buf`'s elements between this type's byte order and little-endian.
+    /// Whether elements are stored as their little-endian bytes ([`to_from_le`] changes
+    /// nothing).
+    ///
+    /// [`to_from_le`]: TypeDesc::to_from_le
+    pub(crate) fn stored_le(self) -> bool {
+        self.order != ByteOrder::BigEndian || self.size <= 1
+    }
+
     pub fn to_from_le(self, buf: &mut [u8]) {
         if self.order == ByteOrder::BigEndian && self.size > 1 {
             for e in buf.chunks_exact_mut(self.size) {

@@ -37,8 +37,8 @@ pub struct ExtensibleArray<C: ElementClass> {
     /// Blocks whose flush dependency on their parent this handle has registered (each block
     /// has exactly one parent; a chunk proxy may have several parents and is not listed).
     linked: HashSet<Addr>,
-    /// Encoding buffer for `set`.
-    scratch: Vec<u8>,
+    /// The index block's address, once known (see `index_block_addr`).
+    index_block: std::sync::OnceLock<Addr>,
 }
 
 /// The block an element's bytes live in, once every block on its path exists (the element's
@@ -171,7 +171,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
             class,
             shape: Arc::new(shape),
             linked: HashSet::new(),
-            scratch: Vec::new(),
+            index_block: std::sync::OnceLock::new(),
         })
     }
 
@@ -266,10 +266,19 @@ impl<C: ElementClass> ExtensibleArray<C> {
         }
     }
 
+    /// The index block's address, once the array has one. It never moves once created (only
+    /// deleting the array frees it), so the handle remembers it: a lookup does not visit the
+    /// header.
     fn index_block_addr(&self, cache: &MetadataCache) -> Result<Option<Addr>> {
+        if let Some(&ib) = self.index_block.get() {
+            return Ok(Some(ib));
+        }
         let h = cache.get::<HeaderEntry>(self.shape.header, &self.shape.sizes)?;
-        let g = h.read();
-        Ok(g.header.index_block)
+        let ib = h.read().header.index_block;
+        if let Some(a) = ib {
+            let _already = self.index_block.set(a);
+        }
+        Ok(ib)
     }
 
     fn decode_at(
@@ -404,49 +413,61 @@ impl<C: ElementClass> ExtensibleArray<C> {
         self.set_inner(cache, i, value, Some(chunk))
     }
 
-    /// Set many elements at once, each with the proxy of the chunk it points to (if any): the
-    /// elements that share a block are written under one protect of that block, and the
-    /// header's statistics are updated once. Equivalent to [`set_chunk`](Self::set_chunk) (or
-    /// [`set`](Self::set)) on each item in order; a flush of appended chunks is one call.
+    /// Set many elements at once (with `chunk`, every block holding one of them waits for that
+    /// chunk proxy): the elements that share a block are written under one protect of that
+    /// block, and the header's statistics are updated once. Equivalent to
+    /// [`set_chunk`](Self::set_chunk) (or [`set`](Self::set)) on each item in order; a flush of
+    /// appended chunks is one call.
     pub fn set_many(
         &mut self,
         cache: &MetadataCache,
-        items: &[(u64, C::Element, Option<ProxyId>)],
+        items: &[(u64, C::Element)],
+        chunk: Option<ProxyId>,
     ) -> Result<()> {
         let mut delta = Delta::default();
         let mut top: Option<u64> = None;
-        let mut scratch = std::mem::take(&mut self.scratch);
         // Each item's position in its block, found while grouping and used when writing.
         let mut positions: Vec<u64> = Vec::new();
         let mut rest = items;
         let result = (|| -> Result<()> {
-            while let Some(((first, _, _), _)) = rest.split_first() {
+            while let Some(((first, _), _)) = rest.split_first() {
                 let loc = self.locate(*first)?;
                 let (key, k) = self.block_of(loc)?;
+                // Elements the block (or page) holds: the next index lands at the next
+                // position while it stays below this (the append case, with no `locate`).
+                let capacity = self.capacity_of(key)?;
                 positions.clear();
                 positions.push(k);
-                while let Some((i, _, _)) = rest.get(positions.len()) {
-                    let (next, k) = self.block_of(self.locate(*i)?)?;
-                    if next != key {
-                        break;
-                    }
+                let (mut prev_i, mut prev_k) = (*first, k);
+                while let Some((i, _)) = rest.get(positions.len()) {
+                    let next_k = prev_k.checked_add(1).filter(|&n| n < capacity);
+                    let k = match next_k {
+                        Some(n) if prev_i.checked_add(1) == Some(*i) => n,
+                        _ => {
+                            let (next, k) = self.block_of(self.locate(*i)?)?;
+                            if next != key {
+                                break;
+                            }
+                            k
+                        }
+                    };
                     positions.push(k);
+                    (prev_i, prev_k) = (*i, k);
                 }
                 let (group, tail) = rest
                     .split_at_checked(positions.len())
                     .unwrap_or((rest, &[]));
                 rest = tail;
                 let target = self.make_path(cache, loc, &mut delta)?;
-                let addr = self.write_group(cache, target, group, &positions, &mut scratch)?;
-                for (i, _, chunk) in group {
-                    if let Some(p) = chunk {
-                        match cache.add_flush_dependency(addr, *p) {
-                            Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => {}
-                            Err(e) => return Err(e.into()),
-                        }
+                let addr = self.write_group(cache, target, group, &positions)?;
+                if let Some(p) = chunk {
+                    match cache.add_flush_dependency(addr, p) {
+                        Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => {}
+                        Err(e) => return Err(e.into()),
                     }
-                    let end = i.checked_add(1);
-                    top = top.max(end);
+                }
+                for (i, _) in group {
+                    top = top.max(i.checked_add(1));
                 }
                 // The header learns of new blocks before the next group looks for them (a new
                 // index block is found through it); the last group's go in with the new top.
@@ -457,9 +478,17 @@ impl<C: ElementClass> ExtensibleArray<C> {
             }
             Ok(())
         })();
-        self.scratch = scratch;
         result?;
         self.update_header(cache, &delta, top)
+    }
+
+    /// How many elements the block (or page) `key` names holds.
+    fn capacity_of(&self, key: BlockKey) -> Result<u64> {
+        Ok(match key {
+            BlockKey::Index => u64::from(self.params().idx_blk_elmts),
+            BlockKey::Data(_, _, Some(_)) => self.shape.geometry.page_nelmts(),
+            BlockKey::Data(sblk, _, None) => self.row(sblk)?.dblk_nelmts,
+        })
     }
 
     /// Which block element location `loc` lives in (the index block, a data block, or a page of
@@ -484,23 +513,16 @@ impl<C: ElementClass> ExtensibleArray<C> {
         &self,
         cache: &MetadataCache,
         target: Slot,
-        group: &[(u64, C::Element, Option<ProxyId>)],
+        group: &[(u64, C::Element)],
         positions: &[u64],
-        scratch: &mut Vec<u8>,
     ) -> Result<Addr> {
         let esz = self.shape.element_size;
-        let mut put = |elements: &mut [u8], structure: &'static str, at: Addr| -> Result<()> {
-            for ((_, value, _), &k) in group.iter().zip(positions) {
-                scratch.clear();
-                self.class.encode(value, scratch)?;
-                if scratch.len() != usize::from(esz) {
-                    return Err(corrupt(
-                        "EAHD",
-                        self.shape.header,
-                        "the element class encoded an element of the wrong size",
-                    ));
-                }
-                write_element(elements, k, esz, scratch, structure, at)?;
+        let put = |elements: &mut [u8], structure: &'static str, at: Addr| -> Result<()> {
+            for ((_, value), &k) in group.iter().zip(positions) {
+                let dst = element_range(k, esz)
+                    .and_then(|r| elements.get_mut(r))
+                    .ok_or_else(|| corrupt(structure, at, format!("no element {k}")))?;
+                self.class.encode_into(value, dst)?;
             }
             Ok(())
         };
@@ -584,7 +606,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
         value: &C::Element,
         chunk: Option<ProxyId>,
     ) -> Result<()> {
-        self.set_many(cache, &[(i, *value, chunk)])
+        self.set_many(cache, &[(i, *value)], chunk)
     }
 
     /// Create every missing block on the path to `loc`, registering each new block's flush
@@ -991,19 +1013,4 @@ impl<C: ElementClass> ExtensibleArray<C> {
         cache.allocator().free(db, len)?;
         Ok(())
     }
-}
-
-fn write_element(
-    elements: &mut [u8],
-    k: u64,
-    esz: u8,
-    bytes: &[u8],
-    structure: &'static str,
-    at: Addr,
-) -> Result<()> {
-    let dst = element_range(k, esz)
-        .and_then(|r| elements.get_mut(r))
-        .ok_or_else(|| corrupt(structure, at, format!("no element {k}")))?;
-    dst.copy_from_slice(bytes);
-    Ok(())
 }

@@ -44,6 +44,25 @@ pub trait ElementClass: Send + Sync + fmt::Debug + 'static {
 
     /// Decode one element from its bytes, read at file address `at`.
     fn decode(&self, bytes: &[u8], at: Addr) -> h5chunk_format::Result<Self::Element>;
+
+    /// Encode `e` into `out`, exactly [`element_size`](Self::element_size) bytes. The default
+    /// goes through [`encode`](Self::encode); classes on the hot path write in place.
+    fn encode_into(&self, e: &Self::Element, out: &mut [u8]) -> h5chunk_format::Result<()> {
+        let mut bytes = Vec::with_capacity(out.len());
+        self.encode(e, &mut bytes)?;
+        if bytes.len() != out.len() {
+            return Err(h5chunk_format::Error::Unencodable {
+                structure: "extensible array element",
+                reason: format!(
+                    "the element class encoded {} bytes for a {}-byte element",
+                    bytes.len(),
+                    out.len()
+                ),
+            });
+        }
+        out.copy_from_slice(&bytes);
+        Ok(())
+    }
 }
 
 /// Unfiltered chunk addresses (client id 0): `None` is an unallocated chunk.
@@ -140,7 +159,15 @@ impl ElementClass for FilteredChunks {
     }
 
     fn decode(&self, bytes: &[u8], at: Addr) -> h5chunk_format::Result<ChunkRecord> {
-        self.codec.decode(bytes, at)
+        match self.codec.decode_slice(bytes) {
+            Some(r) => Ok(r),
+            // The wrong length: the cursor decoder says what is missing.
+            None => self.codec.decode(bytes, at),
+        }
+    }
+
+    fn encode_into(&self, e: &ChunkRecord, out: &mut [u8]) -> h5chunk_format::Result<()> {
+        self.codec.encode_slice(e, out)
     }
 }
 
@@ -186,7 +213,15 @@ impl ElementClass for ChunkRecords {
     }
 
     fn decode(&self, bytes: &[u8], at: Addr) -> h5chunk_format::Result<ChunkRecord> {
-        self.codec.decode(bytes, at)
+        match self.codec.decode_slice(bytes) {
+            Some(r) => Ok(r),
+            // The wrong length: the cursor decoder says what is missing.
+            None => self.codec.decode(bytes, at),
+        }
+    }
+
+    fn encode_into(&self, e: &ChunkRecord, out: &mut [u8]) -> h5chunk_format::Result<()> {
+        self.codec.encode_slice(e, out)
     }
 }
 

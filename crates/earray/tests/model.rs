@@ -158,8 +158,8 @@ proptest! {
             for &(i, v) in items {
                 a.set(&one, i, &value(v)).unwrap();
             }
-            let items: Vec<_> = items.iter().map(|&(i, v)| (i, value(v), None)).collect();
-            b.set_many(&many, &items).unwrap();
+            let items: Vec<_> = items.iter().map(|&(i, v)| (i, value(v))).collect();
+            b.set_many(&many, &items, None).unwrap();
             prop_assert!(one.flush().unwrap().is_complete());
             prop_assert!(many.flush().unwrap().is_complete());
             check_write_order(&many.take_trace()).unwrap();

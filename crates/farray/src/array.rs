@@ -329,11 +329,31 @@ impl<C: ElementClass> FixedArray<C> {
         value: &C::Value,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        self.check_index(index)?;
-        let mut bytes = Vec::with_capacity(usize::from(self.element_size));
-        self.class.encode(value, &mut bytes)?;
-        if bytes.len() != usize::from(self.element_size) {
-            return Err(bad_width(bytes.len(), self.element_size));
+        self.set_many(cache, std::slice::from_ref(&(index, value.clone())), proxy)
+    }
+
+    /// Set many elements (with `proxy`, every block or page holding one of them waits for that
+    /// chunk proxy), equivalent to [`set_with_proxy`](Self::set_with_proxy) on each in order:
+    /// the elements that share a page (or the whole unpaged block) are written under one
+    /// protect, and a new page is created and marked valid once. A flush of appended chunks is
+    /// one call.
+    pub fn set_many(
+        &mut self,
+        cache: &MetadataCache,
+        items: &[(u64, C::Value)],
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
+        // Every item is checked (index in range, value encodable) before anything changes.
+        let mut probe = [0u8; 255];
+        let probe = probe
+            .get_mut(..usize::from(self.element_size))
+            .ok_or_else(|| bad_width(usize::from(self.element_size), self.element_size))?;
+        for (index, value) in items {
+            self.check_index(*index)?;
+            self.class.encode_into(value, probe)?;
+        }
+        if items.is_empty() {
+            return Ok(());
         }
         let db = match self.data_block_addr(cache)? {
             Some(db) => db,
@@ -346,15 +366,40 @@ impl<C: ElementClass> FixedArray<C> {
             }
             let mut block = cache.protect::<DataBlockEntry>(db, &ctx)?;
             let at = self.elements_addr(db);
-            let slot = self.slot(&mut block.block.elements, index, at)?;
-            slot.copy_from_slice(&bytes);
+            for (index, value) in items {
+                let slot = self.slot(&mut block.block.elements, *index, at)?;
+                self.class.encode_into(value, slot)?;
+            }
             return Ok(());
         }
-        let (p, j) = self.geometry.locate(index);
+        let mut rest = items;
+        while let Some(((first, _), _)) = rest.split_first() {
+            let (p, _) = self.geometry.locate(*first);
+            let n = rest
+                .iter()
+                .take_while(|(i, _)| self.geometry.locate(*i).0 == p)
+                .count();
+            let (group, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
+            rest = tail;
+            self.set_in_page(cache, db, &ctx, p, group, proxy)?;
+        }
+        Ok(())
+    }
+
+    /// [`set_many`](Self::set_many) for items that all live in page `p`.
+    fn set_in_page(
+        &self,
+        cache: &MetadataCache,
+        db: Addr,
+        ctx: &BlockContext,
+        p: u64,
+        group: &[(u64, C::Value)],
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         let pa = self.page_addr(db, p)?;
         let pctx = self.page_ctx(p);
         let initialized = cache
-            .get::<DataBlockEntry>(db, &ctx)?
+            .get::<DataBlockEntry>(db, ctx)?
             .read()
             .block
             .page_initialized(p);
@@ -375,12 +420,15 @@ impl<C: ElementClass> FixedArray<C> {
         }
         {
             let mut page = cache.protect::<PageEntry>(pa, &pctx)?;
-            let slot = self.slot(&mut page.elements, j, pa)?;
-            slot.copy_from_slice(&bytes);
+            for (index, value) in group {
+                let (_, j) = self.geometry.locate(*index);
+                let slot = self.slot(&mut page.elements, j, pa)?;
+                self.class.encode_into(value, slot)?;
+            }
         }
         if !initialized {
             cache
-                .protect::<DataBlockEntry>(db, &ctx)?
+                .protect::<DataBlockEntry>(db, ctx)?
                 .block
                 .set_page_initialized(p);
         }

@@ -32,6 +32,25 @@ pub trait ElementClass: fmt::Debug {
 
     /// Decode one element of [`element_size`](Self::element_size) bytes read at `at`.
     fn decode(&self, bytes: &[u8], at: Addr) -> h5chunk_format::Result<Self::Value>;
+
+    /// Encode `value` into `out`, exactly [`element_size`](Self::element_size) bytes. The
+    /// default goes through [`encode`](Self::encode); classes on the hot path write in place.
+    fn encode_into(&self, value: &Self::Value, out: &mut [u8]) -> h5chunk_format::Result<()> {
+        let mut bytes = Vec::with_capacity(out.len());
+        self.encode(value, &mut bytes)?;
+        if bytes.len() != out.len() {
+            return Err(h5chunk_format::Error::Unencodable {
+                structure: "fixed array element",
+                reason: format!(
+                    "the element class encoded {} bytes for a {}-byte element",
+                    bytes.len(),
+                    out.len()
+                ),
+            });
+        }
+        out.copy_from_slice(&bytes);
+        Ok(())
+    }
 }
 
 /// Chunk records: an unfiltered chunk address (client id 0) or a filtered record (client
@@ -60,6 +79,14 @@ impl ElementClass for RecordCodec {
     }
 
     fn decode(&self, bytes: &[u8], at: Addr) -> h5chunk_format::Result<ChunkRecord> {
-        RecordCodec::decode(self, bytes, at)
+        match self.decode_slice(bytes) {
+            Some(r) => Ok(r),
+            // The wrong length: the cursor decoder says what is missing.
+            None => RecordCodec::decode(self, bytes, at),
+        }
+    }
+
+    fn encode_into(&self, value: &ChunkRecord, out: &mut [u8]) -> h5chunk_format::Result<()> {
+        self.encode_slice(value, out)
     }
 }

@@ -104,6 +104,61 @@ impl RecordCodec {
         Sizes::new(self.offsets, 8, Addr(0)).unwrap_or(Sizes::DEFAULT)
     }
 
+    /// Encode `r` as one array element into `out`, which must be exactly
+    /// [`element_size`](Self::element_size) bytes: the hot path of batched index updates, with
+    /// no buffer to grow.
+    pub fn encode_slice(&self, r: &ChunkRecord, out: &mut [u8]) -> Result<()> {
+        let o = usize::from(self.offsets);
+        let wrong = |field: &'static str, value: u64, width: u8| Error::TooWide {
+            structure: "chunk record",
+            field,
+            value,
+            width,
+        };
+        if out.len() != self.element_size() {
+            return Err(wrong("element", out.len() as u64, 0));
+        }
+        let (addr_field, rest) = out.split_at_mut_checked(o).unwrap_or_default();
+        let addr = match r.addr {
+            Some(a) => a.get(),
+            None => u64::MAX,
+        };
+        if r.addr.is_some() && !fits(addr, self.offsets) {
+            return Err(wrong("chunk address", addr, self.offsets));
+        }
+        put_le(addr_field, addr);
+        if let Some(w) = self.size_width {
+            if !fits(r.size, w) {
+                return Err(wrong("chunk size", r.size, w));
+            }
+            let (size_field, mask_field) = rest
+                .split_at_mut_checked(usize::from(w))
+                .unwrap_or_default();
+            put_le(size_field, r.size);
+            put_le(mask_field, u64::from(r.mask));
+        }
+        Ok(())
+    }
+
+    /// Decode one array element of exactly [`element_size`](Self::element_size) bytes (the
+    /// hot path of lookups); `None` if `bytes` has another length.
+    pub fn decode_slice(&self, bytes: &[u8]) -> Option<ChunkRecord> {
+        if bytes.len() != self.element_size() {
+            return None;
+        }
+        let (addr_field, rest) = bytes.split_at_checked(usize::from(self.offsets))?;
+        let raw = get_le(addr_field);
+        let addr = (raw != all_ones_of(self.offsets)).then_some(Addr(raw));
+        let (size, mask) = match self.size_width {
+            Some(w) => {
+                let (size_field, mask_field) = rest.split_at_checked(usize::from(w))?;
+                (get_le(size_field), get_le(mask_field) as u32)
+            }
+            None => (0, 0),
+        };
+        Some(ChunkRecord { addr, size, mask })
+    }
+
     /// Decode one array element.
     pub fn decode(&self, bytes: &[u8], at: Addr) -> Result<ChunkRecord> {
         let mut d = Decoder::new(bytes, at, self.sizes(), "chunk record");
@@ -134,6 +189,11 @@ impl RecordCodec {
         Ok(())
     }
 
+    /// [`bt2_record_size`](Self::bt2_record_size), `None` if it overflows.
+    fn bt2_record_size_checked(&self, rank: usize) -> Option<usize> {
+        self.element_size().checked_add(rank.checked_mul(8)?)
+    }
+
     /// Bytes of one v2 B-tree record (type 10 or 11) of `rank` dimensions.
     pub fn bt2_record_size(&self, rank: usize) -> usize {
         self.element_size().saturating_add(rank.saturating_mul(8))
@@ -141,6 +201,15 @@ impl RecordCodec {
 
     /// Decode a v2 B-tree chunk record of `rank` dimensions.
     pub fn decode_bt2(&self, bytes: &[u8], at: Addr, rank: usize) -> Result<(ChunkRecord, Scaled)> {
+        // The hot path of v2 B-tree searches: a record of exactly the right length.
+        if rank <= MAX_RANK
+            && Some(bytes.len()) == self.bt2_record_size_checked(rank)
+            && let Some((head, coords)) = bytes.split_at_checked(self.element_size())
+            && let Some(r) = self.decode_slice(head)
+        {
+            let scaled = coords.chunks_exact(8).map(get_le).collect();
+            return Ok((r, scaled));
+        }
         let mut d = Decoder::new(bytes, at, self.sizes(), "v2 B-tree chunk record");
         if rank > MAX_RANK {
             return Err(d.bad_value(at, "rank", rank as u64));
@@ -155,13 +224,50 @@ impl RecordCodec {
 
     /// Append a v2 B-tree chunk record.
     pub fn encode_bt2(&self, r: &ChunkRecord, scaled: &[u64], out: &mut Vec<u8>) -> Result<()> {
-        let mut e = Encoder::new(out, self.sizes(), "v2 B-tree chunk record");
-        self.encode_to(r, &mut e)?;
+        // Straight into the buffer (node images encode hundreds of records each).
+        let start = out.len();
+        out.resize(start.saturating_add(self.element_size()), 0);
+        let written = match out.get_mut(start..) {
+            Some(field) => self.encode_slice(r, field),
+            None => Ok(()),
+        };
+        if let Err(e) = written {
+            out.truncate(start);
+            return Err(e);
+        }
         for &s in scaled {
-            e.u64(s);
+            out.extend_from_slice(&s.to_le_bytes());
         }
         Ok(())
     }
+}
+
+/// Whether `v` fits `width` bytes (1 to 8).
+fn fits(v: u64, width: u8) -> bool {
+    width >= 8 || v <= all_ones_of(width)
+}
+
+/// The all-ones value of `width` bytes (the undefined address of that size).
+fn all_ones_of(width: u8) -> u64 {
+    u64::MAX
+        .checked_shr(64u32.saturating_sub(u32::from(width).saturating_mul(8)))
+        .unwrap_or(0)
+}
+
+/// Store the low `field.len()` bytes of `v`, little-endian (at most 8).
+fn put_le(field: &mut [u8], v: u64) {
+    for (b, x) in field.iter_mut().zip(v.to_le_bytes()) {
+        *b = x;
+    }
+}
+
+/// A little-endian unsigned integer of `field.len()` bytes (at most 8).
+fn get_le(field: &[u8]) -> u64 {
+    let mut le = [0u8; 8];
+    for (l, b) in le.iter_mut().zip(field) {
+        *l = *b;
+    }
+    u64::from_le_bytes(le)
 }
 
 #[cfg(test)]
@@ -214,5 +320,36 @@ mod tests {
         // A size that does not fit its field is refused, not truncated.
         let too_big = ChunkRecord { size: 1 << 24, ..r };
         assert!(f.encode(&too_big, &mut Vec::new()).is_err());
+        assert!(f.encode_slice(&too_big, &mut [0; 15]).is_err());
+    }
+
+    proptest::proptest! {
+        /// The slice codec writes and reads exactly what the cursor codec does.
+        #[test]
+        fn slice_codec_matches_the_cursor_codec(
+            offsets in proptest::sample::select(vec![2u8, 4, 8]),
+            width in proptest::option::of(1u8..=8),
+            addr in proptest::option::of(proptest::num::u64::ANY),
+            size in proptest::num::u64::ANY,
+            mask in proptest::num::u32::ANY,
+        ) {
+            let sizes = Sizes::new(offsets, 8, Addr(0)).unwrap();
+            let c = match width {
+                Some(w) => RecordCodec::filtered(sizes, w).unwrap(),
+                None => RecordCodec::unfiltered(sizes),
+            };
+            let r = ChunkRecord { addr: addr.map(Addr), size: if width.is_some() { size } else { 0 }, mask: if width.is_some() { mask } else { 0 } };
+            let mut by_cursor = Vec::new();
+            let cursor = c.encode(&r, &mut by_cursor);
+            let mut by_slice = vec![0u8; c.element_size()];
+            let slice = c.encode_slice(&r, &mut by_slice);
+            proptest::prop_assert_eq!(cursor.is_ok(), slice.is_ok());
+            if cursor.is_ok() {
+                proptest::prop_assert_eq!(&by_cursor, &by_slice);
+                proptest::prop_assert_eq!(c.decode_slice(&by_slice), Some(c.decode(&by_cursor, Addr(0)).unwrap()));
+            }
+            proptest::prop_assert!(c.encode_slice(&r, &mut vec![0; c.element_size() + 1]).is_err());
+            proptest::prop_assert_eq!(c.decode_slice(&by_slice[1..]), None);
+        }
     }
 }

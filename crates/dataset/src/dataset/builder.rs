@@ -14,6 +14,7 @@ use h5chunk_format::object_header::MessageFlags;
 
 use crate::chunk_cache::{ChunkCache, DEFAULT_BUDGET};
 use crate::dataset::chunked::Chunked;
+use crate::dataset::fresh::Fresh;
 use crate::dataset::{Dataset, DatasetState, StorageState};
 use crate::error::{Error, Result};
 use crate::file::File;
@@ -316,6 +317,7 @@ impl DatasetBuilder {
                 source,
             })?;
         let grid = shape.grid();
+        let fresh = Fresh::new(grid.len(), usize::try_from(shape.chunk_bytes).unwrap_or(0));
         let state = DatasetState {
             path: link::child_path(&parent.path, name),
             header,
@@ -332,6 +334,8 @@ impl DatasetBuilder {
                 alloc_early: self.alloc_time == AllocTime::Early,
                 // A new index holds no chunk.
                 known: vec![0; grid.len()],
+                fresh,
+                key_room_dims: smallvec::SmallVec::new(),
             })),
         };
         let d = Dataset::from_state(&self.file, state)?;

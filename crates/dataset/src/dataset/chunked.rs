@@ -3,11 +3,14 @@
 
 use std::borrow::Cow;
 
+use smallvec::SmallVec;
+
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, ChunkedFlags, ChunkedLayout};
 
 use crate::chunk_cache::{Cached, ChunkCache, Coords};
+use crate::dataset::fresh::Fresh;
 use crate::error::{Error, Result};
 use crate::filters::Pipeline;
 use crate::index::adapter::{ChunkIndex, Shape};
@@ -18,7 +21,7 @@ use crate::store::Store;
 const WRITE_BATCH_BYTES: u64 = 4 << 20;
 
 /// A chunk that gets new space: its coordinates, its stored bytes and its filter mask.
-type Fresh<'a> = (&'a [u64], Cow<'a, [u8]>, u32);
+type NewChunk<'a> = (&'a [u64], Cow<'a, [u8]>, u32);
 
 #[derive(Debug)]
 pub(crate) struct Chunked {
@@ -36,6 +39,11 @@ pub(crate) struct Chunked {
     /// chunk written since. A chunk outside it (an appended one) is known to be new without
     /// asking the index.
     pub(crate) known: Vec<u64>,
+    /// Chunks written whole and not yet stored (see [`Fresh`]).
+    pub(crate) fresh: Fresh,
+    /// Per dimension, the size up to which the chunk cache's keys need no re-packing (empty:
+    /// not known yet; a resize works it out).
+    pub(crate) key_room_dims: SmallVec<[u64; 4]>,
 }
 
 impl Chunked {
@@ -51,6 +59,37 @@ impl Chunked {
     pub(crate) fn note_recorded(&mut self, scaled: &[u64]) {
         for (k, &s) in self.known.iter_mut().zip(scaled) {
             *k = (*k).max(s.saturating_add(1));
+        }
+    }
+
+    /// The current dimensions are now `dims` (of the dataset's rank): the index needs nothing
+    /// (see `ChunkIndex::set_dims` for shrinks), the chunk cache re-packs its keys only when
+    /// the grid outgrows their fields.
+    pub(crate) fn set_grown_dims(&mut self, dims: &[u64]) {
+        if self.shape.dims.as_slice() == dims {
+            return;
+        }
+        self.shape.dims.clear();
+        self.shape.dims.extend_from_slice(dims);
+        let fits = self.key_room_dims.len() == dims.len()
+            && dims
+                .iter()
+                .zip(&self.key_room_dims)
+                .all(|(&d, &room)| d <= room);
+        if !fits {
+            let grid: SmallVec<[u64; 4]> = dims
+                .iter()
+                .zip(&self.shape.chunk)
+                .map(|(&d, &c)| d.div_ceil(c))
+                .collect();
+            self.cache.set_extent(&grid);
+            self.key_room_dims = self
+                .cache
+                .key_room()
+                .iter()
+                .zip(&self.shape.chunk)
+                .map(|(&n, &k)| n.saturating_mul(k))
+                .collect();
         }
     }
 
@@ -119,45 +158,110 @@ impl Chunked {
         f: &Store,
         path: &str,
         scaled: &[u64],
-        data: Vec<u8>,
+        data: &[u8],
     ) -> Result<()> {
-        self.write_chunks(f, path, &[(Coords::from_slice(scaled), data)])
+        self.write_chunks(f, path, &[(scaled, data)])
     }
 
-    /// Write every dirty cached chunk (see [`write_chunks`](Self::write_chunks)). The chunks'
-    /// data is moved out of the cache and back, not copied; if writing fails they stay dirty.
+    /// Most bytes fresh chunks hold before they are written: the chunk cache's budget, and at
+    /// least 1 MiB (a dataset with no chunk cache still appends in batches).
+    fn fresh_budget(&self) -> usize {
+        self.cache.budget().max(1 << 20)
+    }
+
+    /// Write every dirty cached chunk and every fresh one (see
+    /// [`write_chunks`](Self::write_chunks)). The cached chunks' data is moved out of the cache
+    /// and back, not copied; if writing fails they stay dirty, and the fresh ones stay fresh.
     pub(crate) fn flush_cache(&mut self, f: &Store, path: &str) -> Result<()> {
         let dirty = self.cache.take_dirty();
-        let result = self.write_chunks(f, path, &dirty);
+        let refs: Vec<(&[u64], &[u8])> = dirty
+            .iter()
+            .map(|(s, d)| (s.as_slice(), d.as_slice()))
+            .collect();
+        let result = self.write_chunks(f, path, &refs);
+        drop(refs);
         let written = result.is_ok();
         for (scaled, data) in dirty {
             self.cache.restore(&scaled, data, written);
         }
+        result?;
+        self.flush_fresh(f, path)
+    }
+
+    /// Write the fresh chunks and record them.
+    pub(crate) fn flush_fresh(&mut self, f: &Store, path: &str) -> Result<()> {
+        if self.fresh.is_empty() {
+            return Ok(());
+        }
+        let fresh = std::mem::take(&mut self.fresh);
+        let result = self.write_fresh(f, path, &fresh);
+        self.fresh = fresh;
+        if result.is_ok() {
+            self.fresh.clear();
+        }
         result
     }
 
+    /// The append case, unfiltered chunks none of which the index holds: the buffer is the
+    /// block, written at one new place in one call, then recorded in one batch. Anything else
+    /// goes through [`write_chunks`](Self::write_chunks).
+    fn write_fresh(&mut self, f: &Store, path: &str, fresh: &Fresh) -> Result<()> {
+        let bytes = fresh.bytes();
+        let all_new = self.pipeline.is_none()
+            && !bytes.is_empty()
+            && fresh.coords().all(|s| !self.may_exist(s));
+        if !all_new {
+            let chunks: Vec<(&[u64], &[u8])> = fresh.iter().collect();
+            return self.write_chunks(f, path, &chunks);
+        }
+        let base = f.allocate(bytes.len() as u64)?;
+        // The bytes first, the records after (see `write_chunks`).
+        f.write(base, bytes)?;
+        let step = self.shape.chunk_bytes;
+        let past = || Error::Internal("a chunk batch past 2^64");
+        let mut at = base.get();
+        let mut records = Vec::with_capacity(fresh.len());
+        for scaled in fresh.coords() {
+            records.push((
+                scaled,
+                ChunkRecord {
+                    addr: Some(Addr(at)),
+                    size: 0,
+                    mask: 0,
+                },
+            ));
+            at = at.checked_add(step).ok_or_else(past)?;
+        }
+        self.index.insert_many(f, &records)?;
+        for (k, &h) in self.known.iter_mut().zip(fresh.hi()) {
+            *k = (*k).max(h);
+        }
+        Ok(())
+    }
+
     /// Filter and write chunks, then record them in the index. Chunks that keep their place
-    /// are written there; all the others get one new block, written in one call (adjacent
-    /// chunks land next to each other in the file).
+    /// are written there (adjacent ones in one call); all the others get one new block,
+    /// written in one call (adjacent chunks land next to each other in the file).
     pub(crate) fn write_chunks(
         &mut self,
         f: &Store,
         path: &str,
-        chunks: &[(Coords, Vec<u8>)],
+        chunks: &[(&[u64], &[u8])],
     ) -> Result<()> {
         let filtered = self.pipeline.is_some();
-        let mut fresh: Vec<Fresh<'_>> = Vec::new();
-        for (scaled, data) in chunks {
+        let mut fresh: Vec<NewChunk<'_>> = Vec::new();
+        let mut in_place = Coalesced::default();
+        for &(scaled, data) in chunks {
             let (stored, mask) = match (&self.pipeline, self.skips_filters(scaled)) {
                 (Some(p), false) => {
-                    let (out, mask) = p.encode(data.clone()).map_err(|source| Error::Filter {
+                    let (out, mask) = p.encode(data.to_vec()).map_err(|source| Error::Filter {
                         dataset: path.to_owned(),
                         chunk: scaled.to_vec(),
                         source,
                     })?;
                     (Cow::Owned(out), mask)
                 }
-                _ => (Cow::Borrowed(data.as_slice()), 0),
+                _ => (Cow::Borrowed(data), 0),
             };
             let recorded = if self.may_exist(scaled) {
                 self.index.get(f, scaled)?
@@ -178,14 +282,16 @@ impl Chunked {
                     size,
                     ..
                 }) if !filtered || size == stored.len() as u64 => {
-                    f.write(a, &stored)?;
+                    in_place.put(f, a, &stored)?;
                     let rec = ChunkRecord {
                         addr: Some(a),
                         size: if filtered { stored.len() as u64 } else { 0 },
                         mask,
                     };
                     if old != Some(rec) {
-                        // The chunk is written already: nothing for the index to wait for.
+                        // The record changes (its filter mask): the chunk must be in the file
+                        // before the index can point at it.
+                        in_place.finish(f)?;
                         self.index.insert(f, scaled, rec, None)?;
                     }
                 }
@@ -200,6 +306,7 @@ impl Chunked {
                 _ => fresh.push((scaled, stored, mask)),
             }
         }
+        in_place.finish(f)?;
         // The bytes first, the records after: every new chunk is in the file before any index
         // block can point at it, whatever the metadata cache flushes or evicts in between, so
         // no record has to wait for its chunk (no chunk proxy) and a crash can leave only
@@ -248,6 +355,88 @@ impl Chunked {
         Ok(())
     }
 
+    /// The chunk at `scaled` for a read: the cached or fresh copy, or the stored one (or fill)
+    /// loaded into the cache.
+    pub(crate) fn read_view(&mut self, f: &Store, path: &str, scaled: &[u64]) -> Result<&[u8]> {
+        if !self.cache.contains(scaled)
+            && let Some(i) = self.fresh.position(scaled)
+        {
+            return self
+                .fresh
+                .chunk(i)
+                .ok_or_else(|| Error::Internal("a fresh chunk past its buffer"));
+        }
+        Ok(self.cached(f, path, scaled, false)?.as_slice())
+    }
+
+    /// The chunk at `scaled` for a write (`whole`: the write sets every element), marked as
+    /// changed: the cached or fresh copy; a new fresh chunk when the write covers a chunk that
+    /// is not cached (nothing to read first, nothing to ask the index); otherwise the stored
+    /// chunk (or fill) loaded into the cache.
+    pub(crate) fn write_target(
+        &mut self,
+        f: &Store,
+        path: &str,
+        scaled: &[u64],
+        whole: bool,
+    ) -> Result<&mut [u8]> {
+        if !self.cache.contains(scaled) {
+            if let Some(i) = self.fresh.position(scaled) {
+                return self
+                    .fresh
+                    .chunk_mut(i)
+                    .ok_or_else(|| Error::Internal("a fresh chunk past its buffer"));
+            }
+            if whole {
+                if !self.fresh.is_empty()
+                    && self.fresh.cost().saturating_add(self.fresh.cost_of_one())
+                        > self.fresh_budget()
+                {
+                    self.flush_fresh(f, path)?;
+                }
+                let i = self.fresh.len();
+                if self.fresh.push(scaled).is_some() {
+                    return self
+                        .fresh
+                        .chunk_mut(i)
+                        .ok_or_else(|| Error::Internal("a fresh chunk past its buffer"));
+                }
+            }
+        }
+        let entry = self.cached_entry(f, path, scaled, whole)?;
+        entry.dirty = true;
+        Ok(&mut entry.data)
+    }
+
+    /// Write the whole chunk at `scaled` from `data` (its bytes in the file's order): into the
+    /// cached or fresh copy, or as a new fresh chunk, copied once.
+    pub(crate) fn write_whole(
+        &mut self,
+        f: &Store,
+        path: &str,
+        scaled: &[u64],
+        data: &[u8],
+    ) -> Result<bool> {
+        if !self.cache.contains(scaled) && self.fresh.position(scaled).is_none() {
+            if !self.fresh.is_empty()
+                && self.fresh.cost().saturating_add(self.fresh.cost_of_one()) > self.fresh_budget()
+            {
+                self.flush_fresh(f, path)?;
+            }
+            if self.fresh.push_copy(scaled, data) {
+                return Ok(true);
+            }
+        }
+        let buf = self.write_target(f, path, scaled, true)?;
+        match buf.get_mut(..data.len()).filter(|b| b.len() == data.len()) {
+            Some(b) => {
+                b.copy_from_slice(data);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// The cached chunk at `scaled`, loading it (or starting from fill when `whole` says the
     /// caller overwrites all of it).
     pub(crate) fn cached(
@@ -261,6 +450,8 @@ impl Chunked {
     }
 
     /// [`cached`](Self::cached), as the cache entry (to mark it dirty without a second lookup).
+    /// Dirty chunks the cache evicts to make room become fresh chunks (written in the next
+    /// batch), or are written at once if they cannot.
     pub(crate) fn cached_entry(
         &mut self,
         f: &Store,
@@ -277,7 +468,7 @@ impl Chunked {
             };
             for evicted in self.cache.insert(Coords::from_slice(scaled), data, false) {
                 if evicted.dirty {
-                    self.write_chunk(f, path, &evicted.scaled, evicted.data)?;
+                    self.evict_dirty(f, path, &evicted.scaled, &evicted.data)?;
                 }
             }
         }
@@ -288,5 +479,63 @@ impl Chunked {
                 "chunk grids too large for the chunk cache",
             )),
         }
+    }
+
+    /// A dirty chunk left the cache: queue it with the fresh chunks (it is whole), or write it.
+    fn evict_dirty(&mut self, f: &Store, path: &str, scaled: &[u64], data: &[u8]) -> Result<()> {
+        if self.fresh.position(scaled).is_none() && data.len() as u64 == self.shape.chunk_bytes {
+            if !self.fresh.is_empty()
+                && self.fresh.cost().saturating_add(self.fresh.cost_of_one()) > self.fresh_budget()
+            {
+                self.flush_fresh(f, path)?;
+            }
+            if let Some(buf) = self.fresh.push(scaled) {
+                buf.copy_from_slice(data);
+                return Ok(());
+            }
+        }
+        self.write_chunk(f, path, scaled, data)
+    }
+}
+
+/// Writes at known places, adjacent ones joined into one call.
+#[derive(Debug, Default)]
+struct Coalesced {
+    at: u64,
+    buf: Vec<u8>,
+}
+
+impl Coalesced {
+    /// Write `bytes` at `at`, now or with its neighbours.
+    fn put(&mut self, f: &Store, at: Addr, bytes: &[u8]) -> Result<()> {
+        let joins = self
+            .at
+            .checked_add(self.buf.len() as u64)
+            .is_some_and(|end| end == at.get());
+        if !self.buf.is_empty()
+            && (!joins
+                || (self.buf.len() as u64).saturating_add(bytes.len() as u64) > WRITE_BATCH_BYTES)
+        {
+            self.finish(f)?;
+        }
+        if bytes.len() as u64 >= WRITE_BATCH_BYTES / 16 {
+            // Large chunks go as they are: no copy.
+            self.finish(f)?;
+            return f.write(at, bytes);
+        }
+        if self.buf.is_empty() {
+            self.at = at.get();
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Write what is held.
+    fn finish(&mut self, f: &Store) -> Result<()> {
+        if !self.buf.is_empty() {
+            f.write(Addr(self.at), &self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 }

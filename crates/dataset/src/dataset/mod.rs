@@ -26,6 +26,7 @@ use chunked::Chunked;
 
 pub(crate) mod builder;
 pub(crate) mod chunked;
+pub(crate) mod fresh;
 pub(crate) mod inspect;
 
 pub use builder::{DatasetBuilder, FilterSpec};
@@ -232,6 +233,8 @@ impl Dataset {
                     _ => None,
                 };
                 let grid = shape.grid();
+                let fresh =
+                    fresh::Fresh::new(grid.len(), usize::try_from(chunk_bytes).unwrap_or(0));
                 StorageState::Chunked(Box::new(Chunked {
                     layout_written: index.layout(),
                     layout: c,
@@ -244,6 +247,8 @@ impl Dataset {
                     // Chunks exist only inside the extent (libhdf5 removes those a shrink
                     // leaves outside).
                     known: grid,
+                    fresh,
+                    key_room_dims: SmallVec::new(),
                 }))
             }
             DataLayout::Contiguous { address, size, .. } => StorageState::Contiguous {
@@ -357,8 +362,87 @@ impl Dataset {
         stride: Option<&[u64]>,
     ) -> Result<Vec<T>> {
         self.check_type(T::DESC)?;
+        if stride.is_none()
+            && let Some(raw) = self.read_one_element(start, count)?
+        {
+            return Ok(from_le_bytes(&raw));
+        }
         let h = Hyperslab::new(start, count, stride, &self.shape())?;
         Ok(from_le_bytes(&self.read_selection_raw(&h)?))
+    }
+
+    /// The lookup path: a selection of one element of a chunked dataset is one copy out of
+    /// its chunk (cached, fresh, or read), with no selection built or walked. `None` when the
+    /// selection is of another kind (or out of bounds: the general path says why).
+    fn read_one_element(&self, start: &[u64], count: &[u64]) -> Result<Option<Vec<u8>>> {
+        let f = &self.file.inner.store;
+        let mut st = self.shared.state.lock();
+        let dtype = st.dtype;
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut *st;
+        let StorageState::Chunked(c) = storage else {
+            return Ok(None);
+        };
+        let rank = c.shape.chunk.len();
+        if start.len() != rank || count.len() != rank || count.iter().any(|&n| n != 1) {
+            return Ok(None);
+        }
+        let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
+        // The element's position in its chunk, in elements, C order.
+        let mut at = 0u64;
+        for ((&s, &k), &d) in start.iter().zip(&c.shape.chunk).zip(&c.shape.dims) {
+            let (Some(q), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
+                return Ok(None);
+            };
+            if s >= d {
+                return Ok(None);
+            }
+            scaled.push(q);
+            at = match at.checked_mul(k).and_then(|a| a.checked_add(r)) {
+                Some(a) => a,
+                None => return Ok(None),
+            };
+        }
+        let elem = dtype.size;
+        // A small unfiltered chunk that is neither cached nor fresh: read the element alone
+        // (served by the file's page cache), without filling the chunk cache with chunks a
+        // random lookup will not see again.
+        if c.pipeline.is_none()
+            && c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64
+            && !c.cache.contains(&scaled)
+            && c.fresh.position(&scaled).is_none()
+        {
+            let record = if c.may_exist(&scaled) {
+                c.index.get(f, &scaled)?
+            } else {
+                None
+            };
+            let mut out = match record {
+                Some(ChunkRecord { addr: Some(a), .. }) => {
+                    let element = at
+                        .checked_mul(elem as u64)
+                        .and_then(|off| a.get().checked_add(off))
+                        .ok_or_else(|| short_chunk(path, *header, &scaled))?;
+                    f.read(Addr(element), elem as u64)?
+                }
+                _ => c.fill.clone(),
+            };
+            dtype.to_from_le(&mut out);
+            return Ok(Some(out));
+        }
+        let data = c.read_view(f, path, &scaled)?;
+        let bytes = usize::try_from(at)
+            .ok()
+            .and_then(|a| a.checked_mul(elem))
+            .and_then(|a| data.get(a..a.checked_add(elem)?))
+            .ok_or_else(|| short_chunk(path, *header, &scaled))?;
+        let mut out = bytes.to_vec();
+        dtype.to_from_le(&mut out);
+        Ok(Some(out))
     }
 
     fn read_selection_raw(&self, h: &Hyperslab) -> Result<Vec<u8>> {
@@ -384,7 +468,7 @@ impl Dataset {
             StorageState::Chunked(c) => {
                 let chunk = c.shape.chunk.clone();
                 h.try_for_each_chunk(&chunk, |scaled| {
-                    let data = c.cached(f, path, scaled, false)?;
+                    let data = c.read_view(f, path, scaled)?;
                     if !copy_runs(h, &chunk, scaled, |r| copy_out(&mut out, data, r, elem)) {
                         return Err(short_chunk(path, *header, scaled));
                     }
@@ -451,8 +535,50 @@ impl Dataset {
         count: &[u64],
         stride: Option<&[u64]>,
     ) -> Result<()> {
+        if stride.is_none() && self.write_whole_chunk(le, start, count)? {
+            return Ok(());
+        }
         let h = Hyperslab::new(start, count, stride, &self.shape())?;
         self.write_selection_raw(&h, le.to_vec())
+    }
+
+    /// The append path: a selection that is exactly one chunk of the grid, inside the extent,
+    /// of a type stored little-endian, is that chunk's bytes as they are. They are copied once,
+    /// into the chunk's buffer (a new fresh chunk when the chunk is not cached), with no
+    /// selection built or walked. Whether the write was of that kind (and done).
+    fn write_whole_chunk(&self, le: &[u8], start: &[u64], count: &[u64]) -> Result<bool> {
+        let f = &self.file.inner.store;
+        f.check_writable()?;
+        let mut st = self.shared.state.lock();
+        if !st.dtype.stored_le() {
+            return Ok(false);
+        }
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut *st;
+        let StorageState::Chunked(c) = storage else {
+            return Ok(false);
+        };
+        if le.len() as u64 != c.shape.chunk_bytes
+            || count != c.shape.chunk.as_slice()
+            || start.len() != count.len()
+        {
+            return Ok(false);
+        }
+        let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
+        for ((&s, &n), &d) in start.iter().zip(count).zip(&c.shape.dims) {
+            match (s.checked_rem(n), s.checked_div(n), s.checked_add(n)) {
+                (Some(0), Some(q), Some(end)) if end <= d => scaled.push(q),
+                _ => return Ok(false),
+            }
+        }
+        if !c.write_whole(f, path, &scaled, le)? {
+            return Err(short_chunk(path, *header, &scaled));
+        }
+        Ok(true)
     }
 
     fn write_selection_raw(&self, h: &Hyperslab, mut data: Vec<u8>) -> Result<()> {
@@ -484,13 +610,10 @@ impl Dataset {
         let chunk_elems = c.chunk_elems();
         h.try_for_each_chunk(&chunk, |scaled| {
             let whole = h.covered(&chunk, scaled) == chunk_elems;
-            let entry = c.cached_entry(f, path, scaled, whole)?;
-            if !copy_runs(h, &chunk, scaled, |r| {
-                copy_in(&mut entry.data, &data, r, elem)
-            }) {
+            let buf = c.write_target(f, path, scaled, whole)?;
+            if !copy_runs(h, &chunk, scaled, |r| copy_in(buf, &data, r, elem)) {
                 return Err(short_chunk(path, *header, scaled));
             }
-            entry.dirty = true;
             Ok(())
         })
     }
@@ -501,6 +624,30 @@ impl Dataset {
     pub fn resize(&self, dims: &[u64]) -> Result<()> {
         let f = &self.file.inner.store;
         f.check_writable()?;
+        {
+            // The append path: no dimension shrinks, so no chunk is dropped or cut and the
+            // index learns of the new extent from the chunks written into it. The dims change
+            // in memory; the dataspace message is written at the next flush.
+            let mut st = self.shared.state.lock();
+            if let StorageState::Chunked(c) = &mut st.storage {
+                let mut g = self.shared.dims.lock();
+                let (cur, max) = &mut *g;
+                let grows = dims.len() == max.len()
+                    && dims.len() == cur.len()
+                    && dims
+                        .iter()
+                        .zip(cur.iter())
+                        .zip(max)
+                        .all(|((&d, &o), m)| d >= o && m.is_none_or(|m| d <= m));
+                if grows {
+                    if cur.as_slice() != dims {
+                        cur.copy_from_slice(dims);
+                        c.set_grown_dims(dims);
+                    }
+                    return Ok(());
+                }
+            }
+        }
         let old = {
             let g = self.shared.dims.lock();
             let (cur, max) = (&g.0, &g.1);
@@ -523,6 +670,7 @@ impl Dataset {
                 "resizing contiguous or compact datasets",
             ));
         };
+        let shrinks = old.is_some();
         if let Some(old) = old {
             // Write what is cached so the index knows every chunk, then prune.
             c.flush_cache(f, path)?;
@@ -567,17 +715,10 @@ impl Dataset {
                 }
             }
         }
-        c.shape.dims.clear();
-        c.shape.dims.extend_from_slice(dims);
-        c.index.set_dims(f, dims)?;
-        let grid: SmallVec<[u64; 4]> = c
-            .shape
-            .dims
-            .iter()
-            .zip(&c.shape.chunk)
-            .map(|(&d, &c)| d.div_ceil(c))
-            .collect();
-        c.cache.set_extent(&grid);
+        if shrinks {
+            c.index.set_dims(f, dims)?;
+        }
+        c.set_grown_dims(dims);
         drop(st);
         let mut g = self.shared.dims.lock();
         g.0.clear();
@@ -673,7 +814,7 @@ impl Dataset {
         for scaled in all.chunks(&vec![1; grid.len()]) {
             if c.index.get(f, &scaled)?.is_none() {
                 let data = c.fill.repeat(c.chunk_elems() as usize);
-                c.write_chunk(f, path, &scaled, data)?;
+                c.write_chunk(f, path, &scaled, &data)?;
             }
         }
         Ok(())
@@ -738,7 +879,7 @@ impl Dataset {
         f.check_writable()?;
         let mut st = self.shared.state.lock();
         let dims = self.shared.dims.lock().0.clone();
-        let DatasetState { storage, .. } = &mut *st;
+        let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported(
                 "direct chunk writes to contiguous or compact datasets",
@@ -756,8 +897,11 @@ impl Dataset {
                 ),
             ));
         }
-        // A cached copy would overwrite what is written here.
+        // A cached or fresh copy would overwrite what is written here.
         c.cache.remove(&scaled);
+        if c.fresh.position(&scaled).is_some() {
+            c.flush_fresh(f, path)?;
+        }
         let old = c.index.get(f, &scaled)?;
         let addr = match old {
             Some(ChunkRecord {
@@ -809,7 +953,10 @@ impl Dataset {
         {
             e.dirty = false;
             let data = e.data.clone();
-            c.write_chunk(f, path, &scaled, data)?;
+            c.write_chunk(f, path, &scaled, &data)?;
+        }
+        if c.fresh.position(&scaled).is_some() {
+            c.flush_fresh(f, path)?;
         }
         let filtered = c.pipeline.is_some();
         match c.index.get(f, &scaled)? {

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::num::NonZeroU64;
+use std::sync::Arc;
 
 use h5chunk_cache::ProxyId;
 use h5chunk_format::Addr;
@@ -71,7 +72,8 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
     /// Every allocated chunk, in the index's order.
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()>;
-    /// The dataset's current dimensions changed.
+    /// The dataset shrank to `dims` (growing changes nothing in any index until a chunk is
+    /// written there, so a resize that grows does not call this).
     fn set_dims(&mut self, _f: &Store, _dims: &[u64]) -> Result<()> {
         Ok(())
     }
@@ -291,7 +293,7 @@ pub(crate) trait Slots: Send + fmt::Debug {
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()>;
     /// Bytes of metadata in the file.
     fn bytes(&self, f: &Store) -> Result<u64>;
-    /// The dataset's current dimensions changed.
+    /// The dataset shrank to `dims`.
     fn set_dims(&mut self, _f: &Store, _dims: &[u64]) -> Result<()> {
         Ok(())
     }
@@ -344,10 +346,10 @@ impl<S: Slots> ChunkIndex for Linear<S> {
         self.slots.set_slot(f, i, rec, proxy)
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
-        let slots = items
-            .iter()
-            .map(|(scaled, rec)| Ok((self.index(scaled)?, *rec)))
-            .collect::<Result<Vec<_>>>()?;
+        let mut slots = Vec::with_capacity(items.len());
+        for (scaled, rec) in items {
+            slots.push((self.index(scaled)?, *rec));
+        }
         self.slots.set_slots(f, &slots)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
@@ -436,6 +438,9 @@ impl Slots for FixedArray {
             .set_with_proxy(&f.cache, i, &rec, proxy)
             .map_err(fa_err)
     }
+    fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
+        self.array.set_many(&f.cache, items, None).map_err(fa_err)
+    }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
             .iterate(&f.cache, |i, r| {
@@ -521,8 +526,7 @@ impl Slots for ExtensibleArray {
         .map_err(ea_err)
     }
     fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
-        let items: Vec<_> = items.iter().map(|&(i, rec)| (i, rec, None)).collect();
-        self.array.set_many(&f.cache, &items).map_err(ea_err)
+        self.array.set_many(&f.cache, items, None).map_err(ea_err)
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
@@ -691,15 +695,16 @@ impl Slots for SkipList {
 }
 
 /// The version 1 B-tree index (h5chunk-btree1), keyed by element offsets. The tree borrows
-/// the cache, so each call opens it from its root (a cached node: no I/O on a hot cache).
+/// the cache, so each call resumes it from its root address and the class kept here.
 #[derive(Debug)]
 pub(crate) struct BTree1 {
     root: Addr,
-    /// The layout's `nd` dims: chunk dims, then the element size.
-    dims: Vec<u64>,
     chunk: Vec<u64>,
     chunk_bytes: u64,
     filtered: bool,
+    /// The tree's class, kept between operations (with the chunk proxies it records): each
+    /// operation resumes the tree from it without reading anything.
+    class: Arc<h5chunk_btree1::chunk::ChunkClass>,
 }
 
 fn bt1_err(e: h5chunk_btree1::Error) -> Error {
@@ -720,38 +725,41 @@ impl BTree1 {
             .map_err(bt1_err)?;
         Ok(BTree1 {
             root: tree.root(),
-            dims,
             chunk: shape.chunk.clone(),
             chunk_bytes: shape.chunk_bytes,
             filtered: shape.codec.is_filtered(),
+            class: tree.shared_class(),
         })
     }
 
     pub fn open(f: &Store, shape: &Shape, root: Addr) -> Result<BTree1> {
         let dims = BTree1::layout_dims(shape);
-        h5chunk_btree1::ChunkTree::open(&f.cache, root, f.sizes, f.k.istore, &dims)
+        let tree = h5chunk_btree1::ChunkTree::open(&f.cache, root, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
             root,
-            dims,
             chunk: shape.chunk.clone(),
             chunk_bytes: shape.chunk_bytes,
             filtered: shape.codec.is_filtered(),
+            class: tree.shared_class(),
         })
     }
 
     fn tree<'c>(&self, f: &'c Store) -> Result<h5chunk_btree1::ChunkTree<'c>> {
-        h5chunk_btree1::ChunkTree::open(&f.cache, self.root, f.sizes, f.k.istore, &self.dims)
-            .map_err(bt1_err)
+        Ok(h5chunk_btree1::ChunkTree::resume(
+            &f.cache,
+            self.root,
+            Arc::clone(&self.class),
+        ))
     }
 
     /// The element offsets of the chunk at `scaled`.
-    fn offsets(&self, scaled: &[u64]) -> Result<Vec<u64>> {
+    fn offsets(&self, scaled: &[u64]) -> Result<h5chunk_btree1::Offsets> {
         scaled
             .iter()
             .zip(&self.chunk)
             .map(|(s, c)| s.checked_mul(*c))
-            .collect::<Option<Vec<u64>>>()
+            .collect::<Option<h5chunk_btree1::Offsets>>()
             .ok_or_else(|| {
                 Error::arg(
                     "chunk coordinates",
@@ -804,6 +812,27 @@ impl ChunkIndex for BTree1 {
             addr,
         };
         self.tree(f)?.insert(&chunk, proxy).map_err(bt1_err)
+    }
+    fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
+        let mut chunks = Vec::with_capacity(items.len());
+        for (scaled, rec) in items {
+            let addr = rec
+                .addr
+                .ok_or(Error::Internal("recording an unallocated chunk"))?;
+            let size = if self.filtered {
+                rec.size
+            } else {
+                self.chunk_bytes
+            };
+            chunks.push(h5chunk_btree1::Chunk {
+                offsets: self.offsets(scaled)?,
+                size: u32::try_from(size)
+                    .map_err(|_| Error::arg("chunk size", "a chunk of 4 GiB or more"))?,
+                filter_mask: rec.mask,
+                addr,
+            });
+        }
+        self.tree(f)?.insert_many(&chunks).map_err(bt1_err)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
@@ -916,7 +945,7 @@ impl BTree2 {
     ) -> Result<T> {
         let mut tree = self.tree(f)?;
         let out = op(&mut tree).map_err(bt2_err)?;
-        self.state = Some(tree.state());
+        self.state = Some(tree.into_state());
         Ok(out)
     }
 }
@@ -944,6 +973,16 @@ impl ChunkIndex for BTree2 {
         };
         self.with_tree(f, |t| t.upsert(entry, proxy))?;
         Ok(())
+    }
+    fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
+        let entries: Vec<h5chunk_btree2::ChunkEntry> = items
+            .iter()
+            .map(|(scaled, rec)| h5chunk_btree2::ChunkEntry {
+                scaled: scaled.iter().copied().collect(),
+                record: *rec,
+            })
+            .collect();
+        self.with_tree(f, |t| t.upsert_many(&entries))
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         Ok(self.with_tree(f, |t| t.remove(scaled))?.map(|e| e.record))
@@ -1046,10 +1085,9 @@ impl ChunkIndex for Lazy {
         }
     }
     fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
-        self.shape.dims.clear();
-        self.shape.dims.extend_from_slice(dims);
         match &mut self.inner {
             Some(i) => i.set_dims(f, dims),
+            // A structure created later holds no chunk outside the extent.
             None => Ok(()),
         }
     }

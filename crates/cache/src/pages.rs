@@ -1,0 +1,275 @@
+//! A small read-through cache of storage pages for raw-data reads: the small chunks of a random
+//! lookup cost one system call per page, not one per chunk, and a page read once serves every
+//! chunk in it.
+//!
+//! Only reads of at most half a page go through it (larger ones go straight to the storage, at
+//! no extra copy). Every write through the same owner must [`invalidate`](PageCache::invalidate)
+//! the range it changed; pages are never written back. A page that runs past the end of the
+//! storage is not cached (the read goes straight to the storage). The lock is never held
+//! across storage I/O: concurrent misses of one page read it twice, harmlessly.
+//!
+//! Eviction is CLOCK over a fixed number of page slots: a hit sets a bit, the hand clears
+//! bits until it finds a page not used since its last pass.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+
+use h5chunk_format::Addr;
+use parking_lot::Mutex;
+
+use crate::Storage;
+
+/// Bytes per page: the operating system's page, so a miss costs what a one-byte read costs.
+pub const PAGE_BYTES: usize = 4096;
+
+/// One cached page.
+#[derive(Debug)]
+struct Page {
+    number: u64,
+    bytes: Box<[u8]>,
+    referenced: bool,
+}
+
+/// Page numbers hashed with one multiply (dense integers, not attacker-chosen keys).
+#[derive(Clone, Copy, Debug, Default)]
+struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let m = u128::from(self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    slots: Vec<Page>,
+    by_number: HashMap<u64, usize, BuildHasherDefault<PageHasher>>,
+    hand: usize,
+    hits: u64,
+    misses: u64,
+}
+
+/// The page cache (see the module docs).
+#[derive(Debug)]
+pub struct PageCache {
+    capacity: usize,
+    inner: Mutex<Inner>,
+}
+
+impl PageCache {
+    /// A cache of at most `bytes` of pages (at least one page, unless `bytes` is 0: then every
+    /// read goes to the storage).
+    pub fn new(bytes: usize) -> PageCache {
+        PageCache {
+            capacity: bytes.checked_div(PAGE_BYTES).unwrap_or(0),
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Pages read from the storage and reads served from memory so far.
+    pub fn stats(&self) -> (u64, u64) {
+        let g = self.inner.lock();
+        (g.misses, g.hits)
+    }
+
+    /// Fill `buf` from `at`, through the cache; `Ok(false)` (nothing done) when the read is not
+    /// one the cache serves: larger than half a page, or its page runs past the storage's end.
+    pub fn read(&self, storage: &dyn Storage, at: Addr, buf: &mut [u8]) -> io::Result<bool> {
+        if self.capacity == 0 || buf.len() > PAGE_BYTES / 2 || buf.is_empty() {
+            return Ok(false);
+        }
+        let page = PAGE_BYTES as u64;
+        let number = at.get().checked_div(page).unwrap_or(0);
+        // Below `PAGE_BYTES`: the remainder of a division by it.
+        let in_page = usize::try_from(at.get().checked_rem(page).unwrap_or(0)).unwrap_or(0);
+        // At most half a page long, so the read spans this page and perhaps the next.
+        let head_len = buf.len().min(PAGE_BYTES.saturating_sub(in_page));
+        let (head, tail) = buf.split_at_mut(head_len);
+        if !self.copy_from(storage, number, in_page, head)? {
+            return Ok(false);
+        }
+        if tail.is_empty() {
+            return Ok(true);
+        }
+        match number.checked_add(1) {
+            Some(next) => self.copy_from(storage, next, 0, tail),
+            None => Ok(false),
+        }
+    }
+
+    /// Copy `dst.len()` bytes from offset `in_page` of page `number`, loading the page on a
+    /// miss; `Ok(false)` if the page cannot be read whole.
+    fn copy_from(
+        &self,
+        storage: &dyn Storage,
+        number: u64,
+        in_page: usize,
+        dst: &mut [u8],
+    ) -> io::Result<bool> {
+        {
+            let mut g = self.inner.lock();
+            let range = in_page..in_page.saturating_add(dst.len());
+            if let Some(&slot) = g.by_number.get(&number)
+                && let Some(p) = g.slots.get_mut(slot)
+                && let Some(src) = p.bytes.get(range)
+            {
+                dst.copy_from_slice(src);
+                p.referenced = true;
+                g.hits = g.hits.saturating_add(1);
+                return Ok(true);
+            }
+        }
+        let Some(page_at) = number.checked_mul(PAGE_BYTES as u64) else {
+            return Ok(false);
+        };
+        let mut bytes = vec![0u8; PAGE_BYTES].into_boxed_slice();
+        match storage.read_at(Addr(page_at), &mut bytes) {
+            Ok(()) => {}
+            // The last page of the storage: not cached.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        let Some(src) = bytes.get(in_page..in_page.saturating_add(dst.len())) else {
+            return Ok(false);
+        };
+        dst.copy_from_slice(src);
+        let mut g = self.inner.lock();
+        g.misses = g.misses.saturating_add(1);
+        if g.by_number.contains_key(&number) {
+            // Another reader loaded it meanwhile.
+            return Ok(true);
+        }
+        let page = Page {
+            number,
+            bytes,
+            referenced: false,
+        };
+        if g.slots.len() < self.capacity {
+            let slot = g.slots.len();
+            g.slots.push(page);
+            g.by_number.insert(number, slot);
+            return Ok(true);
+        }
+        // CLOCK: clear bits until a page not used since the hand last passed it.
+        let n = g.slots.len();
+        let victim = loop {
+            let h = g.hand.checked_rem(n).unwrap_or(0);
+            g.hand = h.saturating_add(1).checked_rem(n).unwrap_or(0);
+            match g.slots.get_mut(h) {
+                Some(p) if p.referenced => p.referenced = false,
+                Some(_) => break h,
+                None => return Ok(true),
+            }
+        };
+        if let Some(old) = g.slots.get_mut(victim).map(|p| std::mem::replace(p, page)) {
+            g.by_number.remove(&old.number);
+        }
+        g.by_number.insert(number, victim);
+        Ok(true)
+    }
+
+    /// Forget every page overlapping `len` bytes at `at` (they were written).
+    pub fn invalidate(&self, at: Addr, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let mut g = self.inner.lock();
+        if g.by_number.is_empty() {
+            return;
+        }
+        let page = PAGE_BYTES as u64;
+        let first = at.get().checked_div(page).unwrap_or(0);
+        let last = at
+            .get()
+            .saturating_add(len.saturating_sub(1))
+            .checked_div(page)
+            .unwrap_or(u64::MAX);
+        if last.saturating_sub(first) > g.by_number.len() as u64 {
+            // A large write: scan the pages held instead of the pages written.
+            let Inner {
+                slots, by_number, ..
+            } = &mut *g;
+            by_number.retain(|&n, _| n < first || n > last);
+            slots.retain(|p| p.number < first || p.number > last);
+            for (i, p) in slots.iter().enumerate() {
+                by_number.insert(p.number, i);
+            }
+            g.hand = 0;
+            return;
+        }
+        for number in first..=last {
+            if let Some(slot) = g.by_number.remove(&number) {
+                // Keep the slot vector dense: move the last page into the hole.
+                let last_slot = g.slots.len().saturating_sub(1);
+                if slot >= g.slots.len() {
+                    continue;
+                }
+                g.slots.swap_remove(slot);
+                if slot != last_slot
+                    && let Some(moved) = g.slots.get(slot).map(|p| p.number)
+                {
+                    g.by_number.insert(moved, slot);
+                }
+            }
+        }
+    }
+
+    /// Forget every page (the storage changed under the cache: truncated, or refreshed).
+    pub fn clear(&self) {
+        let mut g = self.inner.lock();
+        g.slots.clear();
+        g.by_number.clear();
+        g.hand = 0;
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use super::*;
+    use crate::MemStorage;
+
+    #[test]
+    fn serves_small_reads_and_forgets_written_pages() {
+        let s = MemStorage::new();
+        let data: Vec<u8> = (0..3 * PAGE_BYTES).map(|i| (i % 251) as u8).collect();
+        s.write_at(Addr(0), &data).unwrap();
+        let c = PageCache::new(2 * PAGE_BYTES);
+        let mut b = [0u8; 8];
+        // Across the boundary of pages 0 and 1.
+        assert!(c.read(&s, Addr(PAGE_BYTES as u64 - 4), &mut b).unwrap());
+        assert_eq!(&b, &data[PAGE_BYTES - 4..PAGE_BYTES + 4]);
+        assert_eq!(c.stats(), (2, 0));
+        assert!(c.read(&s, Addr(10), &mut b).unwrap());
+        assert_eq!(&b, &data[10..18]);
+        assert_eq!(c.stats(), (2, 1));
+        // Written through the owner: the page is forgotten and read again.
+        s.write_at(Addr(12), &[0xAA; 2]).unwrap();
+        c.invalidate(Addr(12), 2);
+        assert!(c.read(&s, Addr(10), &mut b).unwrap());
+        assert_eq!(&b, &[10, 11, 0xAA, 0xAA, 14, 15, 16, 17]);
+        // A third page evicts one of the two slots.
+        assert!(c.read(&s, Addr(2 * PAGE_BYTES as u64), &mut b).unwrap());
+        assert_eq!(c.inner.lock().slots.len(), 2);
+        // Large reads and reads past the end are not served.
+        assert!(!c.read(&s, Addr(0), &mut [0; PAGE_BYTES]).unwrap());
+        assert!(!c.read(&s, Addr(3 * PAGE_BYTES as u64 - 2), &mut b).unwrap());
+        c.invalidate(Addr(0), 10 * PAGE_BYTES as u64);
+        assert!(c.inner.lock().slots.is_empty());
+        assert!(c.inner.lock().by_number.is_empty());
+    }
+}

@@ -1,0 +1,203 @@
+//! Fresh chunks: chunks the index does not hold yet (appended ones, above all), kept back to
+//! back in one buffer until the dataset writes them as one block: one space allocation, one
+//! write and one batched index update per flush, instead of a buffer, a cache entry and an
+//! index round trip per chunk.
+//!
+//! Every fresh chunk is whole and unfiltered (`chunk_bytes` long), so chunk `i` lies at
+//! `i × chunk_bytes` in the buffer and needs no per-chunk allocation. The buffer answers
+//! "is chunk `s` here?" without hashing for the append pattern: a chunk at or past the box of
+//! held coordinates in some dimension is not held. Only a question inside the box builds (once)
+//! a map from coordinates to position.
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use smallvec::SmallVec;
+
+use crate::chunk_cache::{Coords, KeyHasher};
+
+/// Fresh chunks of one dataset.
+#[derive(Debug, Default)]
+pub(crate) struct Fresh {
+    rank: usize,
+    chunk_bytes: usize,
+    /// The chunks' bytes, back to back, in the file's byte order.
+    bytes: Vec<u8>,
+    /// Scaled coordinates, `rank` per chunk, in the order the chunks came.
+    coords: Vec<u64>,
+    /// Per dimension, one past the largest coordinate held.
+    hi: SmallVec<[u64; 4]>,
+    /// Position of each chunk by its coordinates, built on the first question inside `hi`.
+    map: Option<HashMap<Coords, usize, BuildHasherDefault<KeyHasher>>>,
+}
+
+impl Fresh {
+    pub fn new(rank: usize, chunk_bytes: usize) -> Fresh {
+        Fresh {
+            rank,
+            chunk_bytes,
+            hi: smallvec::smallvec![0; rank],
+            ..Fresh::default()
+        }
+    }
+
+    /// Number of chunks held.
+    pub fn len(&self) -> usize {
+        self.coords.len().checked_div(self.rank).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.coords.is_empty()
+    }
+
+    /// Memory the chunks hold: their bytes and coordinates.
+    pub fn cost(&self) -> usize {
+        self.bytes
+            .len()
+            .saturating_add(self.coords.len().saturating_mul(8))
+    }
+
+    /// What one more chunk costs.
+    pub fn cost_of_one(&self) -> usize {
+        self.chunk_bytes.saturating_add(self.rank.saturating_mul(8))
+    }
+
+    /// Whether the chunk at `scaled` may be held (it lies inside the box of held coordinates).
+    fn in_box(&self, scaled: &[u64]) -> bool {
+        !self.is_empty() && scaled.iter().zip(&self.hi).all(|(s, h)| s < h)
+    }
+
+    /// Position of the chunk at `scaled`, if held.
+    pub fn position(&mut self, scaled: &[u64]) -> Option<usize> {
+        if !self.in_box(scaled) {
+            return None;
+        }
+        let rank = self.rank.max(1);
+        let map = self.map.get_or_insert_with(|| {
+            self.coords
+                .chunks_exact(rank)
+                .enumerate()
+                .map(|(i, s)| (Coords::from_slice(s), i))
+                .collect()
+        });
+        map.get(scaled).copied()
+    }
+
+    /// The bytes of chunk `i`.
+    pub fn chunk(&self, i: usize) -> Option<&[u8]> {
+        let at = i.checked_mul(self.chunk_bytes)?;
+        self.bytes.get(at..at.checked_add(self.chunk_bytes)?)
+    }
+
+    /// The bytes of chunk `i`, to change.
+    pub fn chunk_mut(&mut self, i: usize) -> Option<&mut [u8]> {
+        let at = i.checked_mul(self.chunk_bytes)?;
+        self.bytes.get_mut(at..at.checked_add(self.chunk_bytes)?)
+    }
+
+    /// Add the chunk at `scaled` (not held: see [`position`](Self::position)), zeroed; its
+    /// bytes, for the caller to fill whole.
+    pub fn push(&mut self, scaled: &[u64]) -> Option<&mut [u8]> {
+        if scaled.len() != self.rank {
+            return None;
+        }
+        let i = self.len();
+        let at = self.bytes.len();
+        let end = at.checked_add(self.chunk_bytes)?;
+        self.bytes.resize(end, 0);
+        self.coords.extend_from_slice(scaled);
+        for (h, &s) in self.hi.iter_mut().zip(scaled) {
+            *h = (*h).max(s.saturating_add(1));
+        }
+        if let Some(map) = &mut self.map {
+            map.insert(Coords::from_slice(scaled), i);
+        }
+        self.bytes.get_mut(at..end)
+    }
+
+    /// Add the chunk at `scaled` (not held) with bytes `data` (exactly one chunk long);
+    /// whether it was added.
+    pub fn push_copy(&mut self, scaled: &[u64], data: &[u8]) -> bool {
+        if scaled.len() != self.rank || data.len() != self.chunk_bytes {
+            return false;
+        }
+        let i = self.len();
+        self.bytes.extend_from_slice(data);
+        self.coords.extend_from_slice(scaled);
+        for (h, &s) in self.hi.iter_mut().zip(scaled) {
+            *h = (*h).max(s.saturating_add(1));
+        }
+        if let Some(map) = &mut self.map {
+            map.insert(Coords::from_slice(scaled), i);
+        }
+        true
+    }
+
+    /// The chunks' bytes, back to back.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Each chunk's coordinates, in order.
+    pub fn coords(&self) -> std::slice::ChunksExact<'_, u64> {
+        self.coords.chunks_exact(self.rank.max(1))
+    }
+
+    /// Each chunk's coordinates and bytes, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u64], &[u8])> {
+        self.coords()
+            .enumerate()
+            .filter_map(|(i, s)| Some((s, self.chunk(i)?)))
+    }
+
+    /// One past the largest coordinate held, per dimension.
+    pub fn hi(&self) -> &[u64] {
+        &self.hi
+    }
+
+    /// Forget every chunk (they are written and recorded); the buffers keep their capacity for
+    /// the next ones.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.coords.clear();
+        self.hi.iter_mut().for_each(|h| *h = 0);
+        self.map = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_chunks_in_and_out_of_the_box() {
+        let mut f = Fresh::new(2, 3);
+        assert_eq!(f.position(&[0, 0]), None);
+        f.push(&[0, 0]).unwrap().copy_from_slice(&[1, 2, 3]);
+        f.push(&[0, 1]).unwrap().copy_from_slice(&[4, 5, 6]);
+        // Past the box: answered without the map.
+        assert_eq!(f.position(&[1, 0]), None);
+        assert!(f.map.is_none());
+        assert_eq!(f.position(&[0, 1]), Some(1));
+        assert!(f.map.is_some());
+        // The map follows later pushes.
+        f.push(&[1, 1]).unwrap().copy_from_slice(&[7, 8, 9]);
+        assert_eq!(f.position(&[1, 1]), Some(2));
+        assert_eq!(f.position(&[1, 0]), None);
+        assert_eq!(f.chunk(2), Some(&[7u8, 8, 9][..]));
+        assert_eq!(f.bytes(), &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(
+            f.coords().collect::<Vec<_>>(),
+            vec![&[0, 0], &[0, 1], &[1, 1]]
+        );
+        assert_eq!(f.hi(), &[2, 2]);
+        assert_eq!(f.iter().nth(1), Some((&[0u64, 1][..], &[4u8, 5, 6][..])));
+        assert_eq!(f.push(&[3]), None, "wrong rank");
+        assert!(!f.push_copy(&[2, 2], &[1, 2]), "wrong length");
+        assert!(f.push_copy(&[2, 2], &[1, 2, 3]));
+        assert_eq!(f.position(&[2, 2]), Some(3));
+        f.clear();
+        assert!(f.is_empty());
+        assert_eq!(f.position(&[0, 0]), None);
+    }
+}
