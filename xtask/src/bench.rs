@@ -35,7 +35,7 @@ pub const DEFAULT_N: u64 = 50_000;
 pub const FULL_N: u64 = 2_500_000;
 /// Rounds over all runs by default; the table keeps each figure's best round, since a shared
 /// machine only ever makes a run slower. `--full` makes it 1.
-pub const DEFAULT_REPEAT: u32 = 2;
+pub const DEFAULT_REPEAT: u32 = 3;
 
 /// The two implementations.
 pub const IMPLS: [&str; 2] = ["h5chunk", "libhdf5"];

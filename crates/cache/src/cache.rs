@@ -168,10 +168,83 @@ enum AttemptError {
     Format(h5chunk_format::Error),
 }
 
+/// File addresses hashed with one multiply: dense, file-derived integers for a map that is
+/// never iterated through the hash order (see [`Entries`]).
+#[derive(Clone, Copy, Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let m = u128::from(self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+}
+
+/// The resident entries: a hash map for the lookups of every access (one probe, where an
+/// ordered map walks several nodes), and the addresses in order for what needs an order (the
+/// CLOCK hand, flush and listing order).
+#[derive(Default)]
+struct Entries {
+    map: std::collections::HashMap<Addr, Slot, std::hash::BuildHasherDefault<AddrHasher>>,
+    order: BTreeSet<Addr>,
+}
+
+impl Entries {
+    #[inline]
+    fn get(&self, addr: &Addr) -> Option<&Slot> {
+        self.map.get(addr)
+    }
+    #[inline]
+    fn get_mut(&mut self, addr: &Addr) -> Option<&mut Slot> {
+        self.map.get_mut(addr)
+    }
+    #[inline]
+    fn contains_key(&self, addr: &Addr) -> bool {
+        self.map.contains_key(addr)
+    }
+    fn insert(&mut self, addr: Addr, slot: Slot) -> Option<Slot> {
+        self.order.insert(addr);
+        self.map.insert(addr, slot)
+    }
+    fn remove(&mut self, addr: &Addr) -> Option<Slot> {
+        self.order.remove(addr);
+        self.map.remove(addr)
+    }
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+    /// Every entry, in address order.
+    fn iter(&self) -> impl Iterator<Item = (&Addr, &Slot)> {
+        self.order
+            .iter()
+            .filter_map(|a| self.map.get(a).map(|s| (a, s)))
+    }
+    /// Every address, in order.
+    fn keys(&self) -> impl Iterator<Item = &Addr> {
+        self.order.iter()
+    }
+    /// The first address at or after `from`, wrapping to the first of all.
+    fn next_from(&self, from: Addr) -> Option<Addr> {
+        self.order
+            .range(from..)
+            .next()
+            .or_else(|| self.order.iter().next())
+            .copied()
+    }
+}
+
 /// Everything behind the index lock.
 #[derive(Default)]
 struct Inner {
-    entries: BTreeMap<Addr, Slot>,
+    entries: Entries,
     /// The CLOCK hand: the address eviction looks at next (entries in address order, wrapping).
     /// Accesses only set a bit, so the bookkeeping of a hit is O(1) with no allocation.
     hand: Addr,
@@ -560,13 +633,9 @@ impl Inner {
     fn make_space(&mut self, storage: &dyn Storage, max: usize, keep: Option<Addr>) -> Result<()> {
         let mut idle: usize = 0;
         while self.bytes > max && idle <= self.entries.len().saturating_mul(2) {
-            let next = self
-                .entries
-                .range(self.hand..)
-                .next()
-                .or_else(|| self.entries.iter().next())
-                .map(|(&a, _)| a);
-            let Some(addr) = next else { break };
+            let Some(addr) = self.entries.next_from(self.hand) else {
+                break;
+            };
             self.hand = Addr(addr.get().wrapping_add(1));
             idle = idle.saturating_add(1);
             if Some(addr) == keep {

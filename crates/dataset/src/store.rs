@@ -120,6 +120,21 @@ impl Store {
     /// within the end of allocation) reads as zeros, as it will once the file is extended.
     /// The length is checked against the end of allocation before any buffer is sized.
     pub fn read(&self, at: Addr, len: u64) -> Result<Vec<u8>> {
+        self.check_read(at, len)?;
+        let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
+        let mut buf = vec![0u8; size];
+        self.read_checked(at, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// [`read`](Self::read) into `buf` (its length is the read's).
+    pub fn read_into(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
+        self.check_read(at, buf.len() as u64)?;
+        self.read_checked(at, buf)
+    }
+
+    /// Refuse a read of `len` bytes at `at` past both the end of allocation and the file's end.
+    fn check_read(&self, at: Addr, len: u64) -> Result<()> {
         let eoa = self.cache.allocator().eoa().get();
         let wanted = at.get().checked_add(len);
         if wanted.is_none_or(|w| w > eoa) {
@@ -135,28 +150,32 @@ impl Store {
                 }));
             }
         }
-        let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
-        let mut buf = vec![0u8; size];
+        Ok(())
+    }
+
+    /// Fill `buf` from `at` (checked by `check_read`): through the page cache when it serves
+    /// the read; bytes past the file's end read as zeros.
+    fn read_checked(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
         if self
             .pages
-            .read(&*self.storage, at, &mut buf)
+            .read(&*self.storage, at, buf)
             .map_err(|e| self.io(e))?
         {
-            return Ok(buf);
+            return Ok(());
         }
         // The common case, every chunk read: the bytes are in the file. Only a read that runs
         // past the file's end asks for its length (one system call less per read).
-        if self.storage.read_at(at, &mut buf).is_ok() {
-            return Ok(buf);
+        if self.storage.read_at(at, buf).is_ok() {
+            return Ok(());
         }
         let end = self.storage.len().map_err(|e| self.io(e))?;
-        let n = len.min(end.saturating_sub(at.get()));
+        let n = (buf.len() as u64).min(end.saturating_sub(at.get()));
         buf.fill(0);
         let head = buf
             .get_mut(..usize::try_from(n).map_err(|_| Error::Internal("read length"))?)
             .ok_or(Error::Internal("read length"))?;
         self.storage.read_at(at, head).map_err(|e| self.io(e))?;
-        Ok(buf)
+        Ok(())
     }
 
     /// Write `bytes` at `at`.

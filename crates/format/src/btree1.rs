@@ -127,17 +127,30 @@ impl NodeKey for ChunkKey {
     }
 
     fn decode(d: &mut Decoder<'_>, nd: u8) -> Result<Self> {
-        let chunk_size = d.u32()?;
-        let filter_mask = d.u32()?;
-        let n = d.check_count(u64::from(nd), 8)?;
-        let mut offsets = SmallVec::with_capacity(n);
-        for _ in 0..n {
-            offsets.push(d.u64()?);
-        }
+        // One bounds check for the whole key (nodes hold up to 2K + 1 of them), then plain
+        // little-endian reads of the slice.
+        let raw = d.bytes(Self::encoded_len(nd, d.sizes()))?;
+        let (head, offsets) = raw.split_at_checked(8).unwrap_or_default();
+        let (size, mask) = head.split_at_checked(4).unwrap_or_default();
         Ok(ChunkKey {
-            chunk_size,
-            filter_mask,
-            offsets,
+            chunk_size: u32::from_le_bytes(size.try_into().unwrap_or_default()),
+            filter_mask: u32::from_le_bytes(mask.try_into().unwrap_or_default()),
+            offsets: {
+                let words = offsets
+                    .chunks_exact(8)
+                    .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
+                let n = usize::from(nd);
+                if n <= 4 {
+                    // Filled in place: no growth of the small vector key by key.
+                    let mut buf = [0u64; 4];
+                    for (b, w) in buf.iter_mut().zip(words) {
+                        *b = w;
+                    }
+                    SmallVec::from_buf_and_len(buf, n)
+                } else {
+                    words.collect()
+                }
+            },
         })
     }
 

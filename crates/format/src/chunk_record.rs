@@ -256,6 +256,10 @@ fn all_ones_of(width: u8) -> u64 {
 
 /// Store the low `field.len()` bytes of `v`, little-endian (at most 8).
 fn put_le(field: &mut [u8], v: u64) {
+    if let Ok(whole) = <&mut [u8; 8]>::try_from(&mut *field) {
+        *whole = v.to_le_bytes();
+        return;
+    }
     for (b, x) in field.iter_mut().zip(v.to_le_bytes()) {
         *b = x;
     }
@@ -263,6 +267,9 @@ fn put_le(field: &mut [u8], v: u64) {
 
 /// A little-endian unsigned integer of `field.len()` bytes (at most 8).
 fn get_le(field: &[u8]) -> u64 {
+    if let Ok(whole) = <[u8; 8]>::try_from(field) {
+        return u64::from_le_bytes(whole);
+    }
     let mut le = [0u8; 8];
     for (l, b) in le.iter_mut().zip(field) {
         *l = *b;

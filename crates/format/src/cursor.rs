@@ -152,6 +152,9 @@ impl<'a> Decoder<'a> {
                 value: u64::from(width),
             });
         }
+        if width == 8 {
+            return self.u64();
+        }
         let raw = self.bytes(usize::from(width))?;
         let mut le = [0u8; 8];
         for (l, r) in le.iter_mut().zip(raw) {

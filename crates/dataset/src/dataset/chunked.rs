@@ -66,11 +66,12 @@ impl Chunked {
     /// (see `ChunkIndex::set_dims` for shrinks), the chunk cache re-packs its keys only when
     /// the grid outgrows their fields.
     pub(crate) fn set_grown_dims(&mut self, dims: &[u64]) {
-        if self.shape.dims.as_slice() == dims {
-            return;
+        if self.shape.dims.len() == dims.len() {
+            self.shape.dims.copy_from_slice(dims);
+        } else {
+            self.shape.dims.clear();
+            self.shape.dims.extend_from_slice(dims);
         }
-        self.shape.dims.clear();
-        self.shape.dims.extend_from_slice(dims);
         let fits = self.key_room_dims.len() == dims.len()
             && dims
                 .iter()
@@ -322,7 +323,7 @@ impl Chunked {
                 }
                 total = total
                     .checked_add(len)
-                    .ok_or(Error::Internal("a chunk batch past 2^64"))?;
+                    .ok_or_else(|| Error::Internal("a chunk batch past 2^64"))?;
                 n = n.saturating_add(1);
             }
             let (batch, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
@@ -344,7 +345,7 @@ impl Chunked {
                 // Within the block of `total` bytes just allocated at `base`.
                 at = at
                     .checked_add(stored.len() as u64)
-                    .ok_or(Error::Internal("a chunk batch past 2^64"))?;
+                    .ok_or_else(|| Error::Internal("a chunk batch past 2^64"))?;
                 records.push((*scaled, rec));
             }
             self.index.insert_many(f, &records)?;

@@ -361,12 +361,12 @@ impl Dataset {
         count: &[u64],
         stride: Option<&[u64]>,
     ) -> Result<Vec<T>> {
-        self.check_type(T::DESC)?;
         if stride.is_none()
-            && let Some(raw) = self.read_one_element(start, count)?
+            && let Some(v) = self.read_one_element::<T>(start, count)?
         {
-            return Ok(from_le_bytes(&raw));
+            return Ok(v);
         }
+        self.check_type(T::DESC)?;
         let h = Hyperslab::new(start, count, stride, &self.shape())?;
         Ok(from_le_bytes(&self.read_selection_raw(&h)?))
     }
@@ -374,10 +374,14 @@ impl Dataset {
     /// The lookup path: a selection of one element of a chunked dataset is one copy out of
     /// its chunk (cached, fresh, or read), with no selection built or walked. `None` when the
     /// selection is of another kind (or out of bounds: the general path says why).
-    fn read_one_element(&self, start: &[u64], count: &[u64]) -> Result<Option<Vec<u8>>> {
+    fn read_one_element<T: H5Type>(&self, start: &[u64], count: &[u64]) -> Result<Option<Vec<T>>> {
         let f = &self.file.inner.store;
         let mut st = self.shared.state.lock();
         let dtype = st.dtype;
+        // Another element type: the general path reports it.
+        if dtype.class != T::DESC.class || dtype.size != T::DESC.size {
+            return Ok(None);
+        }
         let DatasetState {
             path,
             header,
@@ -408,6 +412,11 @@ impl Dataset {
             };
         }
         let elem = dtype.size;
+        // The element's bytes, in the file's order, then as `T`.
+        let mut buf = [0u8; 16];
+        let Some(one) = buf.get_mut(..elem) else {
+            return Ok(None);
+        };
         // A small unfiltered chunk that is neither cached nor fresh: read the element alone
         // (served by the file's page cache), without filling the chunk cache with chunks a
         // random lookup will not see again.
@@ -421,28 +430,28 @@ impl Dataset {
             } else {
                 None
             };
-            let mut out = match record {
+            match record {
                 Some(ChunkRecord { addr: Some(a), .. }) => {
                     let element = at
                         .checked_mul(elem as u64)
                         .and_then(|off| a.get().checked_add(off))
                         .ok_or_else(|| short_chunk(path, *header, &scaled))?;
-                    f.read(Addr(element), elem as u64)?
+                    f.read_into(Addr(element), one)?;
                 }
-                _ => c.fill.clone(),
-            };
-            dtype.to_from_le(&mut out);
-            return Ok(Some(out));
+                _ if c.fill.len() == elem => one.copy_from_slice(&c.fill),
+                _ => return Err(short_chunk(path, *header, &scaled)),
+            }
+        } else {
+            let data = c.read_view(f, path, &scaled)?;
+            let bytes = usize::try_from(at)
+                .ok()
+                .and_then(|a| a.checked_mul(elem))
+                .and_then(|a| data.get(a..a.checked_add(elem)?))
+                .ok_or_else(|| short_chunk(path, *header, &scaled))?;
+            one.copy_from_slice(bytes);
         }
-        let data = c.read_view(f, path, &scaled)?;
-        let bytes = usize::try_from(at)
-            .ok()
-            .and_then(|a| a.checked_mul(elem))
-            .and_then(|a| data.get(a..a.checked_add(elem)?))
-            .ok_or_else(|| short_chunk(path, *header, &scaled))?;
-        let mut out = bytes.to_vec();
-        dtype.to_from_le(&mut out);
-        Ok(Some(out))
+        dtype.to_from_le(one);
+        Ok(Some(from_le_bytes(one)))
     }
 
     fn read_selection_raw(&self, h: &Hyperslab) -> Result<Vec<u8>> {
@@ -563,7 +572,7 @@ impl Dataset {
             return Ok(false);
         };
         if le.len() as u64 != c.shape.chunk_bytes
-            || count != c.shape.chunk.as_slice()
+            || count.iter().ne(c.shape.chunk.iter())
             || start.len() != count.len()
         {
             return Ok(false);
@@ -640,7 +649,8 @@ impl Dataset {
                         .zip(max)
                         .all(|((&d, &o), m)| d >= o && m.is_none_or(|m| d <= m));
                 if grows {
-                    if cur.as_slice() != dims {
+                    // Element by element: a call to memcmp costs more than these few words.
+                    if cur.iter().ne(dims.iter()) {
                         cur.copy_from_slice(dims);
                         c.set_grown_dims(dims);
                     }

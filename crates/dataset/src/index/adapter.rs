@@ -661,7 +661,7 @@ impl Slots for SkipList {
         let step = i
             .checked_div(self.group_len.max(1))
             .and_then(|s| s.checked_add(1))
-            .ok_or(Error::Internal("a skip list slot past 2^64"))?;
+            .ok_or_else(|| Error::Internal("a skip list slot past 2^64"))?;
         if step > self.list.steps(&f.cache).map_err(sl_err)? {
             self.list.extend(&f.cache, step).map_err(sl_err)?;
         }
@@ -798,7 +798,7 @@ impl ChunkIndex for BTree1 {
     ) -> Result<()> {
         let addr = rec
             .addr
-            .ok_or(Error::Internal("recording an unallocated chunk"))?;
+            .ok_or_else(|| Error::Internal("recording an unallocated chunk"))?;
         let size = if self.filtered {
             rec.size
         } else {
@@ -818,7 +818,7 @@ impl ChunkIndex for BTree1 {
         for (scaled, rec) in items {
             let addr = rec
                 .addr
-                .ok_or(Error::Internal("recording an unallocated chunk"))?;
+                .ok_or_else(|| Error::Internal("recording an unallocated chunk"))?;
             let size = if self.filtered {
                 rec.size
             } else {
@@ -975,13 +975,13 @@ impl ChunkIndex for BTree2 {
         Ok(())
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
-        let entries: Vec<h5chunk_btree2::ChunkEntry> = items
-            .iter()
-            .map(|(scaled, rec)| h5chunk_btree2::ChunkEntry {
-                scaled: scaled.iter().copied().collect(),
+        let mut entries = Vec::with_capacity(items.len());
+        for (scaled, rec) in items {
+            entries.push(h5chunk_btree2::ChunkEntry {
+                scaled: smallvec::SmallVec::from_slice(scaled),
                 record: *rec,
-            })
-            .collect();
+            });
+        }
         self.with_tree(f, |t| t.upsert_many(&entries))
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
