@@ -441,14 +441,15 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         depth: u16,
         f: impl FnOnce(&NodeData<C>) -> Result<R>,
     ) -> Result<R> {
-        let ctx = self.ctx(depth, ptr.nrec);
+        // The context (two shared pointers) is built only when the node must be loaded.
+        let ctx = || self.ctx(depth, ptr.nrec);
         if depth == 0 {
-            let e = self.cache.get::<LeafEntry<C>>(ptr.addr, &ctx)?;
+            let e = self.cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
             self.check_node(ptr, depth, &g.data)?;
             f(&g.data)
         } else {
-            let e = self.cache.get::<InternalEntry<C>>(ptr.addr, &ctx)?;
+            let e = self.cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
             self.check_node(ptr, depth, &g.data)?;
             f(&g.data)

@@ -883,6 +883,28 @@ impl MetadataCache {
         Ok(EntryRef { addr, value })
     }
 
+    /// [`get`](Self::get) with the decoding context made by `make_ctx` only if the entry must
+    /// be loaded: a hit pays nothing for a context that holds shared pointers.
+    pub fn get_with<T: CacheEntry>(
+        &self,
+        addr: Addr,
+        make_ctx: impl FnOnce() -> T::Context,
+    ) -> Result<EntryRef<T>>
+    where
+        T::Context: Sized,
+    {
+        let value = self.fetch_with::<T, T::Context>(addr, make_ctx, |slot| {
+            if slot.protected && slot.protector == Some(std::thread::current().id()) {
+                return Err(Error::Protected {
+                    type_name: slot.type_name,
+                    addr,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(EntryRef { addr, value })
+    }
+
     /// The entry of type `T` at `addr` (loaded if needed), protected for modification.
     pub fn protect<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> Result<EntryMut<'_, T>> {
         let value = self.fetch::<T>(addr, ctx, |slot| {
@@ -915,6 +937,16 @@ impl MetadataCache {
         ctx: &T::Context,
         on_resident: impl FnOnce(&mut Slot) -> Result<()>,
     ) -> Result<Arc<RwLock<T>>> {
+        self.fetch_with::<T, &T::Context>(addr, || ctx, on_resident)
+    }
+
+    /// [`fetch`](Self::fetch) with the decoding context made only on a miss (a hit needs none).
+    fn fetch_with<T: CacheEntry, X: std::borrow::Borrow<T::Context>>(
+        &self,
+        addr: Addr,
+        make_ctx: impl FnOnce() -> X,
+        on_resident: impl FnOnce(&mut Slot) -> Result<()>,
+    ) -> Result<Arc<RwLock<T>>> {
         let epoch = {
             let mut inner = self.inner.lock();
             if let Some(slot) = inner.entries.get_mut(&addr) {
@@ -928,6 +960,8 @@ impl MetadataCache {
             inner.epoch
         };
         // A miss: read without the index lock, so other lookups proceed meanwhile.
+        let owned_ctx = make_ctx();
+        let ctx = owned_ctx.borrow();
         let (mut loaded, io) = self.load::<T>(addr, ctx);
         let mut inner = self.inner.lock();
         Self::count_load(&mut inner, T::TYPE_NAME, &io, loaded.is_ok(), true);

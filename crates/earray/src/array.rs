@@ -345,7 +345,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
                 r.block.dblk_addrs.get(slot).copied().flatten()
             };
             let Some(db) = db else { return Ok(fill) };
-            let block = cache.get::<DataBlockEntry>(db, &self.row_ctx(u))?;
+            let block = cache.get_with::<DataBlockEntry>(db, || self.row_ctx(u))?;
             let r = block.read();
             return self.decode_at(&r.block.elements, e, "EADB", db);
         }
@@ -360,7 +360,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
         let Some(sb_addr) = sb_addr else {
             return Ok(fill);
         };
-        let sblock = cache.get::<SuperBlockEntry>(sb_addr, &self.row_ctx(u))?;
+        let sblock = cache.get_with::<SuperBlockEntry>(sb_addr, || self.row_ctx(u))?;
         let (db, page_init) = {
             let r = sblock.read();
             let db = r
@@ -380,7 +380,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
         };
         let Some(db) = db else { return Ok(fill) };
         if row.npages == 0 {
-            let block = cache.get::<DataBlockEntry>(db, &self.row_ctx(u))?;
+            let block = cache.get_with::<DataBlockEntry>(db, || self.row_ctx(u))?;
             let r = block.read();
             return self.decode_at(&r.block.elements, e, "EADB", db);
         }
