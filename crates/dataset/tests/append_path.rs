@@ -1,0 +1,218 @@
+//! The append fast path (whole-chunk writes into the fresh-chunk buffer, batched index
+//! updates, the raw page cache) checked against a model, for every index kind: values read
+//! back before and after flushes and reopening, the write-order checker on a traced run with a
+//! metadata cache small enough to evict mid-run, and h5py reading what was written.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+
+use h5chunk::libver::{Libver, LibverBounds};
+use h5chunk::{File, FileOptions, IndexKind};
+use h5chunk_testkit::{h5py, interop};
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+fn options(kind: IndexKind) -> FileOptions {
+    let low = if kind == IndexKind::BTree1 {
+        Libver::Earliest
+    } else {
+        Libver::Latest
+    };
+    FileOptions {
+        bounds: LibverBounds::new(low, Libver::Latest).unwrap(),
+        // A few index blocks at most: blocks are written and evicted while appending.
+        metadata_cache_bytes: Some(4096),
+        ..FileOptions::default()
+    }
+}
+
+/// The value of element `(i, j)`: any element read back can be checked.
+fn value(i: u64, j: u64) -> i32 {
+    (i * 1_009 + j) as i32
+}
+
+/// Appends `n` chunks of `chunk` rows by 4 columns, one whole chunk per write (as the
+/// benchmark does), flushing now and then; checks the trace, the values (before and after
+/// reopening) and, when h5py is there, what libhdf5 reads.
+fn append_whole_chunks(kind: IndexKind, n: u64) {
+    let path = tmp(&format!("append_path_{}.h5", kind.name()));
+    let chunk = [3u64, 4];
+    let fixed = matches!(kind, IndexKind::FixedArray | IndexKind::Implicit);
+    let rows = n * chunk[0];
+    let f = File::create_traced(&path, options(kind)).unwrap();
+    let mut b = f
+        .new_dataset::<i32>()
+        .shape(&[if fixed { rows } else { 0 }, 4])
+        .max_shape(&if fixed {
+            vec![Some(rows), Some(4)]
+        } else if kind == IndexKind::BTree2 {
+            vec![None, None]
+        } else {
+            vec![None, Some(4)]
+        })
+        .chunk(&chunk);
+    if !matches!(kind, IndexKind::BTree1 | IndexKind::FixedArray) {
+        b = b.index(kind);
+    }
+    if kind == IndexKind::Implicit {
+        b = b.alloc_time(h5chunk::AllocTime::Early);
+    }
+    let d = b.create("d").unwrap();
+    assert_eq!(d.index_kind(), Some(kind));
+    for c in 0..n {
+        let r0 = c * chunk[0];
+        if !fixed {
+            d.resize(&[r0 + chunk[0], 4]).unwrap();
+        }
+        let block: Vec<i32> = (0..chunk[0])
+            .flat_map(|r| (0..4).map(move |j| value(r0 + r, j)))
+            .collect();
+        d.write_slice(&block, &[r0, 0], &chunk, None).unwrap();
+        // Fresh chunks read back before any flush.
+        if c % 37 == 0 {
+            assert_eq!(
+                d.read_slice::<i32>(&[r0 + 1, 2], &[1, 1], None).unwrap(),
+                vec![value(r0 + 1, 2)]
+            );
+        }
+        if c % 211 == 0 {
+            f.flush().unwrap();
+        }
+    }
+    f.flush().unwrap();
+    let trace = f.take_write_trace();
+    h5chunk_cache::check_write_order(&trace).unwrap_or_else(|v| panic!("{}: {v:?}", kind.name()));
+    let want: Vec<i32> = (0..rows)
+        .flat_map(|i| (0..4).map(move |j| value(i, j)))
+        .collect();
+    assert_eq!(d.read::<i32>().unwrap(), want, "{}", kind.name());
+    f.close().unwrap();
+    drop(d);
+
+    let f = File::open(&path).unwrap();
+    let d = f.dataset("d").unwrap();
+    assert_eq!(d.read::<i32>().unwrap(), want, "{} reopened", kind.name());
+    // One-element lookups (the page-cache path), scattered.
+    for i in (0..rows).step_by(7) {
+        assert_eq!(
+            d.read_slice::<i32>(&[i, 3], &[1, 1], None).unwrap(),
+            vec![value(i, 3)]
+        );
+    }
+    assert_eq!(d.chunks().unwrap().len() as u64, n);
+    drop(d);
+    drop(f);
+    if kind == IndexKind::SkipList {
+        // libhdf5 has no skip list.
+        return;
+    }
+    let Some(python) = interop::python("append_path_whole_chunks") else {
+        return;
+    };
+    let le: Vec<u8> = want.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(h5py::values_le(&python, &path, "d"), le, "{}", kind.name());
+}
+
+#[test]
+fn whole_chunk_appends_keep_write_order_and_values_for_every_index() {
+    for kind in [
+        IndexKind::ExtensibleArray,
+        IndexKind::BTree1,
+        IndexKind::BTree2,
+        IndexKind::SkipList,
+        IndexKind::FixedArray,
+        IndexKind::Implicit,
+    ] {
+        append_whole_chunks(kind, 2_000);
+    }
+}
+
+/// Everything that can touch a chunk while it waits in the fresh buffer sees it, and leaves
+/// the dataset as if it had been written at once.
+#[test]
+fn fresh_chunks_are_seen_by_every_operation() {
+    let path = tmp("append_path_fresh.h5");
+    let f = File::create_with(&path, options(IndexKind::ExtensibleArray)).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[0])
+        .max_shape(&[None])
+        .chunk(&[4])
+        .create("d")
+        .unwrap();
+    d.resize(&[16]).unwrap();
+    for c in 0..4i32 {
+        d.write_slice(&[c; 4], &[c as u64 * 4], &[4], None).unwrap();
+    }
+    // Rewritten whole while fresh: the second write wins.
+    d.write_slice(&[9; 4], &[4], &[4], None).unwrap();
+    // A partial write into a fresh chunk.
+    d.write_slice(&[7], &[10], &[1], None).unwrap();
+    assert_eq!(
+        d.read::<i32>().unwrap(),
+        vec![0, 0, 0, 0, 9, 9, 9, 9, 2, 2, 7, 2, 3, 3, 3, 3]
+    );
+    // Direct chunk I/O flushes what it would otherwise miss or overwrite.
+    let (bytes, mask) = d.read_direct_chunk(&[8]).unwrap().unwrap();
+    assert_eq!(
+        (bytes, mask),
+        (
+            [2, 2, 7, 2]
+                .iter()
+                .flat_map(|x: &i32| x.to_le_bytes())
+                .collect(),
+            0
+        )
+    );
+    d.write_slice(&[5; 4], &[12], &[4], None).unwrap();
+    let raw: Vec<u8> = [6i32; 4].iter().flat_map(|x| x.to_le_bytes()).collect();
+    d.write_direct_chunk(&[12], &raw, 0).unwrap();
+    assert_eq!(d.read_slice::<i32>(&[12], &[4], None).unwrap(), vec![6; 4]);
+    // A shrink drops the fresh chunks it leaves outside and cuts the one it halves.
+    d.resize(&[20]).unwrap();
+    d.write_slice(&[8; 4], &[16], &[4], None).unwrap();
+    d.resize(&[18]).unwrap();
+    d.resize(&[20]).unwrap();
+    assert_eq!(
+        d.read_slice::<i32>(&[16], &[4], None).unwrap(),
+        vec![8, 8, 0, 0]
+    );
+    f.close().unwrap();
+    drop(d);
+    let f = File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("d").unwrap().read::<i32>().unwrap(),
+        vec![0, 0, 0, 0, 9, 9, 9, 9, 2, 2, 7, 2, 6, 6, 6, 6, 8, 8, 0, 0]
+    );
+}
+
+/// A chunk read through the page cache and then rewritten in place reads back new, in the same
+/// file handle and after reopening.
+#[test]
+fn rewritten_chunks_are_not_served_stale_from_the_page_cache() {
+    let path = tmp("append_path_pages.h5");
+    let f = File::create_with(&path, options(IndexKind::FixedArray)).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[64])
+        .chunk(&[2])
+        .create("d")
+        .unwrap();
+    d.write(&(0..64).collect::<Vec<i32>>()).unwrap();
+    f.flush().unwrap();
+    assert_eq!(d.read_slice::<i32>(&[10], &[1], None).unwrap(), vec![10]);
+    d.write_slice(&[-1, -2], &[10], &[2], None).unwrap();
+    f.flush().unwrap();
+    assert_eq!(d.read_slice::<i32>(&[10], &[1], None).unwrap(), vec![-1]);
+    assert_eq!(d.read_slice::<i32>(&[11], &[1], None).unwrap(), vec![-2]);
+    f.close().unwrap();
+    drop(d);
+    let f = File::open(&path).unwrap();
+    let d = f.dataset("d").unwrap();
+    assert_eq!(d.read_slice::<i32>(&[11], &[1], None).unwrap(), vec![-2]);
+}
