@@ -168,32 +168,12 @@ enum AttemptError {
     Format(h5chunk_format::Error),
 }
 
-/// File addresses hashed with one multiply: dense, file-derived integers for a map that is
-/// never iterated through the hash order (see [`Entries`]).
-#[derive(Clone, Copy, Default)]
-struct AddrHasher(u64);
-
-impl std::hash::Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        let m = u128::from(self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
-        self.0 = (m as u64) ^ ((m >> 64) as u64);
-    }
-}
-
 /// The resident entries: a hash map for the lookups of every access (one probe, where an
 /// ordered map walks several nodes), and the addresses in order for what needs an order (the
 /// CLOCK hand, flush and listing order).
 #[derive(Default)]
 struct Entries {
-    map: std::collections::HashMap<Addr, Slot, std::hash::BuildHasherDefault<AddrHasher>>,
+    map: crate::IntMap<Addr, Slot>,
     order: BTreeSet<Addr>,
 }
 
@@ -811,6 +791,18 @@ impl<T: CacheEntry> fmt::Debug for EntryMut<'_, T> {
     }
 }
 
+/// A `get` of an entry the calling thread holds protected would wait for itself (a cyclic
+/// structure in a corrupt file leads there): an error instead.
+fn not_own_protect(slot: &Slot, addr: Addr) -> Result<()> {
+    if slot.protected && slot.protector == Some(std::thread::current().id()) {
+        return Err(Error::Protected {
+            type_name: slot.type_name,
+            addr,
+        });
+    }
+    Ok(())
+}
+
 fn downcast<T: CacheEntry>(addr: Addr, slot: &Slot) -> Result<Arc<RwLock<T>>> {
     let any: Arc<dyn Any + Send + Sync> = slot.value.clone();
     any.downcast::<RwLock<T>>()
@@ -871,15 +863,7 @@ impl MetadataCache {
 
     /// The entry of type `T` at `addr`, loaded and verified if not resident.
     pub fn get<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> Result<EntryRef<T>> {
-        let value = self.fetch::<T>(addr, ctx, |slot| {
-            if slot.protected && slot.protector == Some(std::thread::current().id()) {
-                return Err(Error::Protected {
-                    type_name: slot.type_name,
-                    addr,
-                });
-            }
-            Ok(())
-        })?;
+        let value = self.fetch::<T>(addr, ctx, |slot| not_own_protect(slot, addr))?;
         Ok(EntryRef { addr, value })
     }
 
@@ -893,15 +877,8 @@ impl MetadataCache {
     where
         T::Context: Sized,
     {
-        let value = self.fetch_with::<T, T::Context>(addr, make_ctx, |slot| {
-            if slot.protected && slot.protector == Some(std::thread::current().id()) {
-                return Err(Error::Protected {
-                    type_name: slot.type_name,
-                    addr,
-                });
-            }
-            Ok(())
-        })?;
+        let value =
+            self.fetch_with::<T, T::Context>(addr, make_ctx, |slot| not_own_protect(slot, addr))?;
         Ok(EntryRef { addr, value })
     }
 

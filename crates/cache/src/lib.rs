@@ -141,6 +141,7 @@ mod entry;
 mod error;
 #[cfg(feature = "testing")]
 mod faulty;
+mod hash;
 mod pages;
 mod stats;
 mod storage;
@@ -152,6 +153,7 @@ pub use entry::{CacheEntry, Key, ProxyId};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use faulty::{FaultyStorage, WriteRecord};
+pub use hash::{IntHasher, IntMap};
 pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};
 pub use storage::{FileStorage, MemStorage, Storage};

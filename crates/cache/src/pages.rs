@@ -11,14 +11,12 @@
 //! Eviction is CLOCK over a fixed number of page slots: a hit sets a bit, the hand clears
 //! bits until it finds a page not used since its last pass.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 
 use h5chunk_format::Addr;
 use parking_lot::Mutex;
 
-use crate::Storage;
+use crate::{IntMap, Storage};
 
 /// Bytes per page: the operating system's page, so a miss costs what a one-byte read costs.
 pub const PAGE_BYTES: usize = 4096;
@@ -31,29 +29,10 @@ struct Page {
     referenced: bool,
 }
 
-/// Page numbers hashed with one multiply (dense integers, not attacker-chosen keys).
-#[derive(Clone, Copy, Debug, Default)]
-struct PageHasher(u64);
-
-impl Hasher for PageHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        let m = u128::from(self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
-        self.0 = (m as u64) ^ ((m >> 64) as u64);
-    }
-}
-
 #[derive(Debug, Default)]
 struct Inner {
     slots: Vec<Page>,
-    by_number: HashMap<u64, usize, BuildHasherDefault<PageHasher>>,
+    by_number: IntMap<u64, usize>,
     hand: usize,
     hits: u64,
     misses: u64,

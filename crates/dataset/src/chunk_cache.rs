@@ -5,9 +5,6 @@
 //! power of two, so extending a dimension changes no key until its chunk count crosses a power
 //! of two; only then are the cached entries re-keyed.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use smallvec::SmallVec;
 
 /// Scaled chunk coordinates, inline up to rank 4 (no allocation per chunk).
@@ -65,32 +62,7 @@ fn bits_for(n: u64) -> u32 {
         .max(1)
 }
 
-/// A hasher for packed keys: one multiply and a fold (keys are dense small integers, not
-/// attacker-chosen strings; SipHash's flooding resistance buys nothing here and cost a tenth of
-/// an append).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        let m = u128::from(self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
-        self.0 = (m as u64) ^ ((m >> 64) as u64);
-    }
-    fn write_u128(&mut self, v: u128) {
-        self.write_u64(v as u64);
-        self.write_u64((v >> 64) as u64);
-    }
-}
-
-type KeyMap<V> = HashMap<u128, V, BuildHasherDefault<KeyHasher>>;
+type KeyMap<V> = h5chunk_cache::IntMap<u128, V>;
 
 /// No slot: the end of the LRU list.
 const NIL: usize = usize::MAX;

@@ -9,12 +9,10 @@
 //! held coordinates in some dimension is not held. Only a question inside the box builds (once)
 //! a map from coordinates to position.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
+use h5chunk_cache::IntMap;
 use smallvec::SmallVec;
 
-use crate::chunk_cache::{Coords, KeyHasher};
+use crate::chunk_cache::Coords;
 
 /// Fresh chunks of one dataset.
 #[derive(Debug, Default)]
@@ -28,7 +26,7 @@ pub(crate) struct Fresh {
     /// Per dimension, one past the largest coordinate held.
     hi: SmallVec<[u64; 4]>,
     /// Position of each chunk by its coordinates, built on the first question inside `hi`.
-    map: Option<HashMap<Coords, usize, BuildHasherDefault<KeyHasher>>>,
+    map: Option<IntMap<Coords, usize>>,
 }
 
 impl Fresh {

@@ -768,6 +768,25 @@ impl BTree1 {
             })
     }
 
+    /// The tree's form of the record of the chunk at `scaled`.
+    fn chunk(&self, scaled: &[u64], rec: ChunkRecord) -> Result<h5chunk_btree1::Chunk> {
+        let addr = rec
+            .addr
+            .ok_or_else(|| Error::Internal("recording an unallocated chunk"))?;
+        let size = if self.filtered {
+            rec.size
+        } else {
+            self.chunk_bytes
+        };
+        Ok(h5chunk_btree1::Chunk {
+            offsets: self.offsets(scaled)?,
+            size: u32::try_from(size)
+                .map_err(|_| Error::arg("chunk size", "a chunk of 4 GiB or more"))?,
+            filter_mask: rec.mask,
+            addr,
+        })
+    }
+
     fn record(&self, c: &h5chunk_btree1::Chunk) -> ChunkRecord {
         ChunkRecord {
             addr: Some(c.addr),
@@ -796,41 +815,13 @@ impl ChunkIndex for BTree1 {
         rec: ChunkRecord,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        let addr = rec
-            .addr
-            .ok_or_else(|| Error::Internal("recording an unallocated chunk"))?;
-        let size = if self.filtered {
-            rec.size
-        } else {
-            self.chunk_bytes
-        };
-        let chunk = h5chunk_btree1::Chunk {
-            offsets: self.offsets(scaled)?,
-            size: u32::try_from(size)
-                .map_err(|_| Error::arg("chunk size", "a chunk of 4 GiB or more"))?,
-            filter_mask: rec.mask,
-            addr,
-        };
+        let chunk = self.chunk(scaled, rec)?;
         self.tree(f)?.insert(&chunk, proxy).map_err(bt1_err)
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         let mut chunks = Vec::with_capacity(items.len());
         for (scaled, rec) in items {
-            let addr = rec
-                .addr
-                .ok_or_else(|| Error::Internal("recording an unallocated chunk"))?;
-            let size = if self.filtered {
-                rec.size
-            } else {
-                self.chunk_bytes
-            };
-            chunks.push(h5chunk_btree1::Chunk {
-                offsets: self.offsets(scaled)?,
-                size: u32::try_from(size)
-                    .map_err(|_| Error::arg("chunk size", "a chunk of 4 GiB or more"))?,
-                filter_mask: rec.mask,
-                addr,
-            });
+            chunks.push(self.chunk(scaled, *rec)?);
         }
         self.tree(f)?.insert_many(&chunks).map_err(bt1_err)
     }
