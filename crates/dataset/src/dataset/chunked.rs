@@ -20,6 +20,9 @@ use crate::store::Store;
 /// time (a flush of many small chunks is a few large writes, not one write per chunk).
 const WRITE_BATCH_BYTES: u64 = 4 << 20;
 
+/// Most records handed to the index in one `insert_many`.
+const RECORD_BATCH: usize = 1 << 16;
+
 /// A chunk that gets new space: its coordinates, its stored bytes and its filter mask.
 type NewChunk<'a> = (&'a [u64], Cow<'a, [u8]>, u32);
 
@@ -221,7 +224,9 @@ impl Chunked {
         let step = self.shape.chunk_bytes;
         let past = || Error::Internal("a chunk batch past 2^64");
         let mut at = base.get();
-        let mut records = Vec::with_capacity(fresh.len());
+        // Recorded in batches: the index's own arrays for one batch stay a few MiB whatever
+        // the number of tiny chunks the buffer held.
+        let mut records = Vec::with_capacity(fresh.len().min(RECORD_BATCH));
         for scaled in fresh.coords() {
             records.push((
                 scaled,
@@ -232,8 +237,14 @@ impl Chunked {
                 },
             ));
             at = at.checked_add(step).ok_or_else(past)?;
+            if records.len() == RECORD_BATCH {
+                self.index.insert_many(f, &records)?;
+                records.clear();
+            }
         }
-        self.index.insert_many(f, &records)?;
+        if !records.is_empty() {
+            self.index.insert_many(f, &records)?;
+        }
         for (k, &h) in self.known.iter_mut().zip(fresh.hi()) {
             *k = (*k).max(h);
         }
