@@ -572,3 +572,27 @@ fn a_file_written_through_the_cache_reads_back_after_reopening() {
     assert_eq!(payload(&c, 0), b"h5chunk!");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A flush joins images that lie end to end into one write, in order, and the file holds what
+/// separate writes would have left; images with a gap between them stay separate writes.
+#[test]
+fn a_flush_joins_adjacent_images_into_one_write() {
+    let (storage, c) = faulty_cache(1 << 20);
+    let len = Block::len_for(4) as u64;
+    // Three blocks end to end (a child chain: 0 <- len <- 2len), and one after a gap.
+    for (i, a) in [0, len, 2 * len, 10 * len].into_iter().enumerate() {
+        c.insert(Addr(a), Block::new([i as u8; 4])).unwrap();
+    }
+    c.add_flush_dependency(Addr(len), Addr(0)).unwrap();
+    c.add_flush_dependency(Addr(2 * len), Addr(len)).unwrap();
+    assert!(c.flush().unwrap().is_complete());
+    check_write_order(&c.take_trace()).unwrap();
+    let writes = storage.writes();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    assert_eq!((writes[0].addr, writes[0].len), (Addr(0), 3 * len as usize));
+    assert_eq!(writes[1].addr, Addr(10 * len));
+    let fresh = MetadataCache::new(storage.clone(), CacheConfig::default()).unwrap();
+    for (i, a) in [0, len, 2 * len, 10 * len].into_iter().enumerate() {
+        assert_eq!(payload(&fresh, a), [i as u8; 4]);
+    }
+}
