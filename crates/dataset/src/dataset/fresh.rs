@@ -120,8 +120,14 @@ impl Fresh {
             return false;
         }
         let i = self.len();
-        self.bytes.extend_from_slice(data);
-        self.coords.extend_from_slice(scaled);
+        // Element by element for the tiny chunks and coordinates of appends: a call to memcpy
+        // costs more than copying a few bytes.
+        if data.len() <= 16 {
+            self.bytes.extend(data.iter().copied());
+        } else {
+            self.bytes.extend_from_slice(data);
+        }
+        self.coords.extend(scaled.iter().copied());
         for (h, &s) in self.hi.iter_mut().zip(scaled) {
             *h = (*h).max(s.saturating_add(1));
         }
