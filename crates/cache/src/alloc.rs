@@ -27,9 +27,12 @@ use h5chunk_format::Addr;
 use crate::error::{Error, Result};
 
 /// A first-fit allocator over the EOA, with optional alignment and SWMR-deferred reuse.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Allocator {
     eoa: u64,
+    /// The EOA again, for readers that must not take the allocator's lock (every change of
+    /// `eoa` is stored here too).
+    shared_eoa: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Requests of at least `threshold` bytes start at a multiple of `alignment` (libhdf5's
     /// `H5Pset_alignment`); alignment 1 means none.
     threshold: u64,
@@ -41,12 +44,28 @@ pub struct Allocator {
     deferred: BTreeMap<u64, u64>,
 }
 
+/// A copy has its own shared EOA: it allocates on its own.
+impl Clone for Allocator {
+    fn clone(&self) -> Self {
+        Allocator {
+            eoa: self.eoa,
+            shared_eoa: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(self.eoa)),
+            threshold: self.threshold,
+            alignment: self.alignment,
+            swmr: self.swmr,
+            free: self.free.clone(),
+            deferred: self.deferred.clone(),
+        }
+    }
+}
+
 impl Allocator {
     /// An allocator whose EOA is `eoa` (the superblock's EOF field, or the end of a new
     /// superblock), with no alignment and nothing free.
     pub fn new(eoa: Addr) -> Self {
         Allocator {
             eoa: eoa.get(),
+            shared_eoa: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(eoa.get())),
             threshold: 1,
             alignment: 1,
             swmr: false,
@@ -60,10 +79,21 @@ impl Allocator {
         Addr(self.eoa)
     }
 
+    /// A handle that always holds the current EOA, readable without this allocator's lock.
+    pub fn shared_eoa(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        std::sync::Arc::clone(&self.shared_eoa)
+    }
+
+    fn store_eoa(&mut self, eoa: u64) {
+        self.eoa = eoa;
+        self.shared_eoa
+            .store(eoa, std::sync::atomic::Ordering::Release);
+    }
+
     /// Set the EOA, as read from the superblock at open. Free and deferred space is forgotten
     /// (it is not persisted in the file).
     pub fn set_eoa(&mut self, eoa: Addr) {
-        self.eoa = eoa.get();
+        self.store_eoa(eoa.get());
         self.free.clear();
         self.deferred.clear();
     }
@@ -134,7 +164,7 @@ impl Allocator {
             len,
         })?;
         let gap_start = self.eoa;
-        self.eoa = end;
+        self.store_eoa(end);
         // `align_up` never rounds down, so `at >= gap_start`. The alignment gap was never handed
         // out, so it is reusable even under SWMR.
         if let Some(gap) = at.checked_sub(gap_start)
@@ -221,7 +251,7 @@ impl Allocator {
                 break;
             }
             self.free.remove(&start);
-            self.eoa = start;
+            self.store_eoa(start);
         }
     }
 }

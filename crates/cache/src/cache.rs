@@ -756,6 +756,8 @@ pub struct MetadataCache {
     config: CacheConfig,
     inner: Mutex<Inner>,
     alloc: Mutex<Allocator>,
+    /// The allocator's EOA, readable without its lock (see [`MetadataCache::eoa`]).
+    eoa: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl fmt::Debug for MetadataCache {
@@ -905,11 +907,13 @@ impl MetadataCache {
             trace: config.record_trace.then(Vec::new),
             ..Inner::default()
         };
+        let alloc = Allocator::new(Addr(eoa));
         Ok(MetadataCache {
             storage,
             config,
             inner: Mutex::new(inner),
-            alloc: Mutex::new(Allocator::new(Addr(eoa))),
+            eoa: alloc.shared_eoa(),
+            alloc: Mutex::new(alloc),
         })
     }
 
@@ -926,6 +930,12 @@ impl MetadataCache {
     /// The file-space allocator (its own lock, independent of the index lock).
     pub fn allocator(&self) -> MutexGuard<'_, Allocator> {
         self.alloc.lock()
+    }
+
+    /// The end-of-allocation address, without taking the allocator's lock (a read that only
+    /// checks bounds against it).
+    pub fn eoa(&self) -> Addr {
+        Addr(self.eoa.load(std::sync::atomic::Ordering::Acquire))
     }
 
     /// Enter or leave SWMR-write mode: only checksummed entries may then be written, and the

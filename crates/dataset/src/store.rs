@@ -135,7 +135,7 @@ impl Store {
 
     /// Refuse a read of `len` bytes at `at` past both the end of allocation and the file's end.
     fn check_read(&self, at: Addr, len: u64) -> Result<()> {
-        let eoa = self.cache.allocator().eoa().get();
+        let eoa = self.cache.eoa().get();
         let wanted = at.get().checked_add(len);
         if wanted.is_none_or(|w| w > eoa) {
             // Past the end of allocation; the file may still be longer (a file some other
