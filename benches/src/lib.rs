@@ -119,22 +119,13 @@ impl Scenario {
         }
     }
 
-    /// Scaled coordinates of the chunk append `i` writes, padded with zeros to rank 2.
-    pub fn chunk_of_array(self, i: u64) -> [u64; 2] {
+    /// Scaled coordinates of the chunk append `i` writes, padded with zeros to rank 2 (a
+    /// stack array: the benchmark loops allocate nothing).
+    pub fn chunk_of(self, i: u64) -> [u64; 2] {
         match self {
             Scenario::S1 | Scenario::Fixed | Scenario::S2x | Scenario::S3x => [i, 0],
             Scenario::S2y | Scenario::S3y => [0, i],
             Scenario::S3alt => [i / 2, i.div_ceil(2)],
-        }
-    }
-
-    /// Scaled coordinates of the chunk append `i` writes.
-    pub fn chunk_of(self, i: u64) -> Vec<u64> {
-        match self {
-            Scenario::S1 | Scenario::Fixed => vec![i],
-            Scenario::S2x | Scenario::S3x => vec![i, 0],
-            Scenario::S2y | Scenario::S3y => vec![0, i],
-            Scenario::S3alt => vec![i / 2, i.div_ceil(2)],
         }
     }
 }
@@ -233,14 +224,18 @@ impl Geometry {
         dims
     }
 
-    /// Element offset of the first element of the chunk append `i` writes.
-    pub fn start_of(&self, i: u64) -> Vec<u64> {
-        self.scenario
-            .chunk_of(i)
-            .iter()
+    /// Element offset of the first element of the chunk append `i` writes, padded with zeros
+    /// to rank 2 (the first `self.chunk.len()` entries are the offset).
+    pub fn start_of(&self, i: u64) -> [u64; 2] {
+        let mut start = [0u64; 2];
+        for ((s, &c), &k) in start
+            .iter_mut()
+            .zip(&self.scenario.chunk_of(i))
             .zip(&self.chunk)
-            .map(|(s, c)| s * c)
-            .collect()
+        {
+            *s = c * k;
+        }
+        start
     }
 
     /// Dimensions after all `n` appends.
@@ -310,12 +305,8 @@ pub fn append(ds: &Dataset, g: &Geometry, i: u64, dims: &mut [u64]) -> Result<()
         dims[d] += g.chunk[d];
         ds.resize(dims).map_err(|e| format!("append {i}: {e}"))?;
     }
-    let c = g.scenario.chunk_of_array(i);
+    let start = g.start_of(i);
     let rank = g.chunk.len();
-    let mut start = [0u64; 2];
-    for ((s, &c), &k) in start.iter_mut().zip(&c).zip(&g.chunk) {
-        *s = c * k;
-    }
     DATA.with_borrow_mut(|data| {
         data.clear();
         data.resize(g.chunk_bytes(), marker(i));
@@ -331,12 +322,8 @@ thread_local! {
 
 /// Reads the one element at the start of the chunk append `i` wrote and checks its marker.
 pub fn read_one(ds: &Dataset, g: &Geometry, i: u64) -> Result<(), String> {
-    let c = g.scenario.chunk_of_array(i);
+    let start = g.start_of(i);
     let rank = g.chunk.len();
-    let mut start = [0u64; 2];
-    for ((s, &c), &k) in start.iter_mut().zip(&c).zip(&g.chunk) {
-        *s = c * k;
-    }
     let start = &start[..rank];
     let count = &[1u64; 2][..rank];
     let low = match g.elem {

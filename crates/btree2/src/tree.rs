@@ -119,6 +119,22 @@ struct Run<'c, 'r, C: RecordClass> {
     left: Option<EntryMut<'c, LeafEntry<C>>>,
 }
 
+/// The pointers to two sibling leaves of `s0` and `s1` records (a leaf's total is its count).
+fn leaf_pair(left: Addr, s0: usize, right: Addr, s1: usize) -> [ChildPointer; 2] {
+    [
+        ChildPointer {
+            addr: left,
+            nrec: s0 as u64,
+            total: s0 as u64,
+        },
+        ChildPointer {
+            addr: right,
+            nrec: s1 as u64,
+            total: s1 as u64,
+        },
+    ]
+}
+
 impl<C: RecordClass> Run<'_, '_, C> {
     /// Records in the right-most leaf, stored or pending.
     fn leaf_len(&self) -> usize {
@@ -1630,18 +1646,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         lr.push(old_sep);
         lr.extend(drained);
         run.left = Some(l);
-        let ptrs = [
-            ChildPointer {
-                addr: lp.addr,
-                nrec: s0 as u64,
-                total: s0 as u64,
-            },
-            ChildPointer {
-                addr: r_addr,
-                nrec: s1 as u64,
-                total: s1 as u64,
-            },
-        ];
+        let ptrs = leaf_pair(lp.addr, s0, r_addr, s1);
         let slots = p
             .children
             .get_mut(left..left.saturating_add(2))
@@ -1715,18 +1720,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .ok_or_else(|| self.corrupt(l_addr, "leaf without parent"))?;
         let p_addr = parent.addr();
         let p = &mut parent.data;
-        let ptrs = [
-            ChildPointer {
-                addr: l_addr,
-                nrec: s0 as u64,
-                total: s0 as u64,
-            },
-            ChildPointer {
-                addr: r_addr,
-                nrec: s1 as u64,
-                total: s1 as u64,
-            },
-        ];
+        let ptrs = leaf_pair(l_addr, s0, r_addr, s1);
         let last = p
             .children
             .last_mut()

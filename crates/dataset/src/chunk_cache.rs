@@ -109,6 +109,9 @@ pub(crate) struct ChunkCache {
     /// Chunks whose coordinates do not fit a packed key (grids of more than 2^128 chunks)
     /// bypass the cache.
     pub misses_unpacked: u64,
+    /// Per dimension, the size up to which the keys need no re-packing (see `fit_dims`;
+    /// empty until it first runs).
+    room_dims: SmallVec<[u64; 4]>,
 }
 
 impl ChunkCache {
@@ -123,6 +126,7 @@ impl ChunkCache {
             bytes: 0,
             budget,
             misses_unpacked: 0,
+            room_dims: SmallVec::new(),
         }
     }
 
@@ -173,14 +177,32 @@ impl ChunkCache {
         Some(node.chunk)
     }
 
-    /// Chunks per dimension the current keys have room for: a grid within them needs no
-    /// re-keying (`u64::MAX` for a field of 64 bits or more).
-    pub fn key_room(&self) -> SmallVec<[u64; 4]> {
-        self.packer
+    /// The dataset's dimensions are now `dims`, in chunks of `chunk`: re-key only when the
+    /// grid outgrows the key fields. The common case (an append) compares dimensions against
+    /// the room the fields leave, with no division.
+    pub fn fit_dims(&mut self, dims: &[u64], chunk: &[u64]) {
+        let fits = self.room_dims.len() == dims.len()
+            && dims
+                .iter()
+                .zip(&self.room_dims)
+                .all(|(&d, &room)| d <= room);
+        if fits {
+            return;
+        }
+        let grid: SmallVec<[u64; 4]> = dims
+            .iter()
+            .zip(chunk)
+            .map(|(&d, &c)| d.div_ceil(c))
+            .collect();
+        self.set_extent(&grid);
+        // Chunks per dimension the fields hold (`u64::MAX` for 64 bits or more), as elements.
+        self.room_dims = self
+            .packer
             .bits
             .iter()
-            .map(|&b| 1u64.checked_shl(b).unwrap_or(u64::MAX))
-            .collect()
+            .zip(chunk)
+            .map(|(&b, &k)| 1u64.checked_shl(b).unwrap_or(u64::MAX).saturating_mul(k))
+            .collect();
     }
 
     /// The grid grew or shrank to `extent` chunks per dimension: re-key only if a field

@@ -343,14 +343,15 @@ impl<C: ElementClass> FixedArray<C> {
         items: &[(u64, C::Value)],
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        // Every item is checked (index in range, value encodable) before anything changes.
-        let mut probe = [0u8; 255];
-        let probe = probe
-            .get_mut(..usize::from(self.element_size))
-            .ok_or_else(|| bad_width(usize::from(self.element_size), self.element_size))?;
-        for (index, value) in items {
+        // Every item is checked (index in range) and encoded, once, before anything changes.
+        let esz = usize::from(self.element_size);
+        if esz == 0 {
+            return Err(bad_width(0, self.element_size));
+        }
+        let mut encoded = vec![0u8; items.len().saturating_mul(esz)];
+        for ((index, value), bytes) in items.iter().zip(encoded.chunks_exact_mut(esz)) {
             self.check_index(*index)?;
-            self.class.encode_into(value, probe)?;
+            self.class.encode_into(value, bytes)?;
         }
         if items.is_empty() {
             return Ok(());
@@ -366,13 +367,13 @@ impl<C: ElementClass> FixedArray<C> {
             }
             let mut block = cache.protect::<DataBlockEntry>(db, &ctx)?;
             let at = self.elements_addr(db);
-            for (index, value) in items {
-                let slot = self.slot(&mut block.block.elements, *index, at)?;
-                self.class.encode_into(value, slot)?;
+            for ((index, _), bytes) in items.iter().zip(encoded.chunks_exact(esz)) {
+                self.slot(&mut block.block.elements, *index, at)?
+                    .copy_from_slice(bytes);
             }
             return Ok(());
         }
-        let mut rest = items;
+        let (mut rest, mut rest_bytes) = (items, encoded.as_slice());
         while let Some(((first, _), _)) = rest.split_first() {
             let (p, _) = self.geometry.locate(*first);
             let n = rest
@@ -380,8 +381,11 @@ impl<C: ElementClass> FixedArray<C> {
                 .take_while(|(i, _)| self.geometry.locate(*i).0 == p)
                 .count();
             let (group, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
-            rest = tail;
-            self.set_in_page(cache, db, &ctx, p, group, proxy)?;
+            let (group_bytes, bytes_tail) = rest_bytes
+                .split_at_checked(n.saturating_mul(esz))
+                .unwrap_or((rest_bytes, &[]));
+            (rest, rest_bytes) = (tail, bytes_tail);
+            self.set_in_page(cache, db, p, group, group_bytes, proxy)?;
         }
         Ok(())
     }
@@ -391,11 +395,12 @@ impl<C: ElementClass> FixedArray<C> {
         &self,
         cache: &MetadataCache,
         db: Addr,
-        ctx: &BlockContext,
         p: u64,
         group: &[(u64, C::Value)],
+        encoded: &[u8],
         proxy: Option<ProxyId>,
     ) -> Result<()> {
+        let ctx = &self.block_ctx();
         let pa = self.page_addr(db, p)?;
         let pctx = self.page_ctx(p);
         let initialized = cache
@@ -420,10 +425,10 @@ impl<C: ElementClass> FixedArray<C> {
         }
         {
             let mut page = cache.protect::<PageEntry>(pa, &pctx)?;
-            for (index, value) in group {
+            let esz = usize::from(self.element_size).max(1);
+            for ((index, _), bytes) in group.iter().zip(encoded.chunks_exact(esz)) {
                 let (_, j) = self.geometry.locate(*index);
-                let slot = self.slot(&mut page.elements, j, pa)?;
-                self.class.encode_into(value, slot)?;
+                self.slot(&mut page.elements, j, pa)?.copy_from_slice(bytes);
             }
         }
         if !initialized {

@@ -36,20 +36,9 @@ pub trait ElementClass: fmt::Debug {
     /// Encode `value` into `out`, exactly [`element_size`](Self::element_size) bytes. The
     /// default goes through [`encode`](Self::encode); classes on the hot path write in place.
     fn encode_into(&self, value: &Self::Value, out: &mut [u8]) -> h5chunk_format::Result<()> {
-        let mut bytes = Vec::with_capacity(out.len());
-        self.encode(value, &mut bytes)?;
-        if bytes.len() != out.len() {
-            return Err(h5chunk_format::Error::Unencodable {
-                structure: "fixed array element",
-                reason: format!(
-                    "the element class encoded {} bytes for a {}-byte element",
-                    bytes.len(),
-                    out.len()
-                ),
-            });
-        }
-        out.copy_from_slice(&bytes);
-        Ok(())
+        h5chunk_format::cursor::encode_exact(out, "fixed array element", |bytes| {
+            self.encode(value, bytes)
+        })
     }
 }
 

@@ -15,7 +15,7 @@
 
 use smallvec::SmallVec;
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::{Addr, Sizes, all_ones};
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 
@@ -148,7 +148,7 @@ impl RecordCodec {
         }
         let (addr_field, rest) = bytes.split_at_checked(usize::from(self.offsets))?;
         let raw = get_le(addr_field);
-        let addr = (raw != all_ones_of(self.offsets)).then_some(Addr(raw));
+        let addr = (raw != all_ones(self.offsets)).then_some(Addr(raw));
         let (size, mask) = match self.size_width {
             Some(w) => {
                 let (size_field, mask_field) = rest.split_at_checked(usize::from(w))?;
@@ -244,14 +244,7 @@ impl RecordCodec {
 
 /// Whether `v` fits `width` bytes (1 to 8).
 fn fits(v: u64, width: u8) -> bool {
-    width >= 8 || v <= all_ones_of(width)
-}
-
-/// The all-ones value of `width` bytes (the undefined address of that size).
-fn all_ones_of(width: u8) -> u64 {
-    u64::MAX
-        .checked_shr(64u32.saturating_sub(u32::from(width).saturating_mul(8)))
-        .unwrap_or(0)
+    width >= 8 || v <= all_ones(width)
 }
 
 /// Store the low `field.len()` bytes of `v`, little-endian (at most 8).

@@ -303,6 +303,29 @@ pub fn verify_checksum(
     Ok(())
 }
 
+/// Run `encode`, which appends one value to a buffer, and store what it wrote into `out`,
+/// which it must fill exactly: the in-place encoding of a value whose encoder only appends.
+pub fn encode_exact(
+    out: &mut [u8],
+    structure: &'static str,
+    encode: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    let mut bytes = Vec::with_capacity(out.len());
+    encode(&mut bytes)?;
+    if bytes.len() != out.len() {
+        return Err(Error::Unencodable {
+            structure,
+            reason: format!(
+                "{} bytes encoded for a {}-byte field",
+                bytes.len(),
+                out.len()
+            ),
+        });
+    }
+    out.copy_from_slice(&bytes);
+    Ok(())
+}
+
 /// A little-endian writer appending to a `Vec<u8>`, aware of the superblock's widths.
 #[derive(Debug)]
 pub struct Encoder<'a> {

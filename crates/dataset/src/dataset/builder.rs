@@ -335,7 +335,6 @@ impl DatasetBuilder {
                 // A new index holds no chunk.
                 known: vec![0; grid.len()],
                 fresh,
-                key_room_dims: smallvec::SmallVec::new(),
             })),
         };
         let d = Dataset::from_state(&self.file, state)?;

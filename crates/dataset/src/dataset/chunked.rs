@@ -3,8 +3,6 @@
 
 use std::borrow::Cow;
 
-use smallvec::SmallVec;
-
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, ChunkedFlags, ChunkedLayout};
@@ -44,9 +42,6 @@ pub(crate) struct Chunked {
     pub(crate) known: Vec<u64>,
     /// Chunks written whole and not yet stored (see [`Fresh`]).
     pub(crate) fresh: Fresh,
-    /// Per dimension, the size up to which the chunk cache's keys need no re-packing (empty:
-    /// not known yet; a resize works it out).
-    pub(crate) key_room_dims: SmallVec<[u64; 4]>,
 }
 
 impl Chunked {
@@ -75,25 +70,16 @@ impl Chunked {
             self.shape.dims.clear();
             self.shape.dims.extend_from_slice(dims);
         }
-        let fits = self.key_room_dims.len() == dims.len()
-            && dims
-                .iter()
-                .zip(&self.key_room_dims)
-                .all(|(&d, &room)| d <= room);
-        if !fits {
-            let grid: SmallVec<[u64; 4]> = dims
-                .iter()
-                .zip(&self.shape.chunk)
-                .map(|(&d, &c)| d.div_ceil(c))
-                .collect();
-            self.cache.set_extent(&grid);
-            self.key_room_dims = self
-                .cache
-                .key_room()
-                .iter()
-                .zip(&self.shape.chunk)
-                .map(|(&n, &k)| n.saturating_mul(k))
-                .collect();
+        self.cache.fit_dims(dims, &self.shape.chunk);
+    }
+
+    /// The index's record of the chunk at `scaled`, without asking the index for a chunk known
+    /// to be new (see `known`).
+    pub(crate) fn recorded(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        if self.may_exist(scaled) {
+            self.index.get(f, scaled)
+        } else {
+            Ok(None)
         }
     }
 
@@ -124,11 +110,7 @@ impl Chunked {
     /// The chunk's unfiltered bytes from the file, or fill.
     pub(crate) fn load(&mut self, f: &Store, path: &str, scaled: &[u64]) -> Result<Vec<u8>> {
         let chunk_bytes = self.shape.chunk_bytes as usize;
-        let record = if self.may_exist(scaled) {
-            self.index.get(f, scaled)?
-        } else {
-            None
-        };
+        let record = self.recorded(f, scaled)?;
         match record {
             Some(ChunkRecord {
                 addr: Some(addr),
@@ -171,6 +153,16 @@ impl Chunked {
     /// least 1 MiB (a dataset with no chunk cache still appends in batches).
     fn fresh_budget(&self) -> usize {
         self.cache.budget().max(1 << 20)
+    }
+
+    /// Write the fresh chunks if one more would take them past their budget.
+    fn make_fresh_room(&mut self, f: &Store, path: &str) -> Result<()> {
+        if !self.fresh.is_empty()
+            && self.fresh.cost().saturating_add(self.fresh.cost_of_one()) > self.fresh_budget()
+        {
+            self.flush_fresh(f, path)?;
+        }
+        Ok(())
     }
 
     /// Write every dirty cached chunk and every fresh one (see
@@ -275,11 +267,7 @@ impl Chunked {
                 }
                 _ => (Cow::Borrowed(data), 0),
             };
-            let recorded = if self.may_exist(scaled) {
-                self.index.get(f, scaled)?
-            } else {
-                None
-            };
+            let recorded = self.recorded(f, scaled)?;
             let old = recorded.map(|mut r| {
                 // Unfiltered records carry no size or mask: every chunk is `chunk_bytes` long.
                 if !filtered {
@@ -400,12 +388,7 @@ impl Chunked {
                     .ok_or_else(|| Error::Internal("a fresh chunk past its buffer"));
             }
             if whole {
-                if !self.fresh.is_empty()
-                    && self.fresh.cost().saturating_add(self.fresh.cost_of_one())
-                        > self.fresh_budget()
-                {
-                    self.flush_fresh(f, path)?;
-                }
+                self.make_fresh_room(f, path)?;
                 let i = self.fresh.len();
                 if self.fresh.push(scaled).is_some() {
                     return self
@@ -430,11 +413,7 @@ impl Chunked {
         data: &[u8],
     ) -> Result<bool> {
         if !self.cache.contains(scaled) && self.fresh.position(scaled).is_none() {
-            if !self.fresh.is_empty()
-                && self.fresh.cost().saturating_add(self.fresh.cost_of_one()) > self.fresh_budget()
-            {
-                self.flush_fresh(f, path)?;
-            }
+            self.make_fresh_room(f, path)?;
             if self.fresh.push_copy(scaled, data) {
                 return Ok(true);
             }
@@ -496,11 +475,7 @@ impl Chunked {
     /// A dirty chunk left the cache: queue it with the fresh chunks (it is whole), or write it.
     fn evict_dirty(&mut self, f: &Store, path: &str, scaled: &[u64], data: &[u8]) -> Result<()> {
         if self.fresh.position(scaled).is_none() && data.len() as u64 == self.shape.chunk_bytes {
-            if !self.fresh.is_empty()
-                && self.fresh.cost().saturating_add(self.fresh.cost_of_one()) > self.fresh_budget()
-            {
-                self.flush_fresh(f, path)?;
-            }
+            self.make_fresh_room(f, path)?;
             if let Some(buf) = self.fresh.push(scaled) {
                 buf.copy_from_slice(data);
                 return Ok(());

@@ -248,7 +248,6 @@ impl Dataset {
                     // leaves outside).
                     known: grid,
                     fresh,
-                    key_room_dims: SmallVec::new(),
                 }))
             }
             DataLayout::Contiguous { address, size, .. } => StorageState::Contiguous {
@@ -425,11 +424,7 @@ impl Dataset {
             && !c.cache.contains(&scaled)
             && c.fresh.position(&scaled).is_none()
         {
-            let record = if c.may_exist(&scaled) {
-                c.index.get(f, &scaled)?
-            } else {
-                None
-            };
+            let record = c.recorded(f, &scaled)?;
             match record {
                 Some(ChunkRecord { addr: Some(a), .. }) => {
                     let element = at
