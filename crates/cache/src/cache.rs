@@ -273,11 +273,12 @@ impl Inner {
 
     /// Update the statistics of `type_name` with `f`.
     fn count(&mut self, type_name: &'static str, f: impl FnOnce(&mut TypeStats)) {
-        let found = self
-            .stats
-            .iter_mut()
-            .find(|(n, _)| std::ptr::eq(*n, type_name) || *n == type_name);
-        match found {
+        // Type names are `'static` constants: the pointer finds them (one pass, no string
+        // compare on the hot path); the text is compared only when no pointer matches.
+        let at = (self.stats.iter())
+            .position(|(n, _)| std::ptr::eq(*n, type_name))
+            .or_else(|| self.stats.iter().position(|(n, _)| *n == type_name));
+        match at.and_then(|i| self.stats.get_mut(i)) {
             Some((_, st)) => f(st),
             None => {
                 let mut st = TypeStats::default();
@@ -758,6 +759,10 @@ pub struct MetadataCache {
     alloc: Mutex<Allocator>,
     /// The allocator's EOA, readable without its lock (see [`MetadataCache::eoa`]).
     eoa: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The storage's length when last asked: a load that ends within it needs no `stat` of the
+    /// file (one system call per load otherwise). A load that reaches past it asks again, so a
+    /// file that grows (a SWMR writer's, or this writer's own) is seen at its new length.
+    known_len: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for MetadataCache {
@@ -914,7 +919,21 @@ impl MetadataCache {
             inner: Mutex::new(inner),
             eoa: alloc.shared_eoa(),
             alloc: Mutex::new(alloc),
+            known_len: std::sync::atomic::AtomicU64::new(eoa),
         })
+    }
+
+    /// The storage's length, at least `end` if the storage is that long: the length known from
+    /// the last ask when it covers `end`, else asked afresh.
+    fn storage_len_for(&self, end: u64) -> std::io::Result<u64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let known = self.known_len.load(Relaxed);
+        if end <= known {
+            return Ok(known);
+        }
+        let len = self.storage.len()?;
+        self.known_len.store(len, Relaxed);
+        Ok(len)
     }
 
     /// The storage under the cache.
@@ -1147,12 +1166,15 @@ impl MetadataCache {
                 available: available as u64,
             })
         };
-        let file_len = self.storage.len().map_err(AttemptError::Io)?;
+        let wanted = T::initial_load_len(ctx);
+        let end = |len: usize| addr.get().saturating_add(len as u64);
         // A SWMR reader reads past the superblock's EOA (docs/format/file-format.md §7.4), so the bound is
         // the storage's length. Lengths read from the image are checked against it before they
         // size a buffer.
-        let avail = usize::try_from(file_len.saturating_sub(addr.get())).unwrap_or(usize::MAX);
-        let wanted = T::initial_load_len(ctx);
+        let file_len = self
+            .storage_len_for(end(wanted))
+            .map_err(AttemptError::Io)?;
+        let mut avail = usize::try_from(file_len.saturating_sub(addr.get())).unwrap_or(usize::MAX);
         let initial = wanted.min(avail);
         if initial == 0 {
             return Err(truncated(wanted, 0));
@@ -1165,6 +1187,11 @@ impl MetadataCache {
         io.reads = io.reads.saturating_add(1);
         io.bytes = io.bytes.saturating_add(initial as u64);
         let full = T::final_load_len(&buf, addr, ctx).map_err(AttemptError::Format)?;
+        if full > avail {
+            // The length known may be stale (the file grew since): ask once more.
+            let file_len = self.storage_len_for(end(full)).map_err(AttemptError::Io)?;
+            avail = usize::try_from(file_len.saturating_sub(addr.get())).unwrap_or(usize::MAX);
+        }
         if full == 0 || full > avail {
             return Err(truncated(full.max(1), avail));
         }

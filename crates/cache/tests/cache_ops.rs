@@ -596,3 +596,49 @@ fn a_flush_joins_adjacent_images_into_one_write() {
         assert_eq!(payload(&fresh, a), [i as u8; 4]);
     }
 }
+
+/// A reader's cache knows the file's length from when it last asked; entries written after
+/// that (by another handle, as a SWMR writer does) are still read, including one whose full
+/// image reaches past the length known when its first bytes were read, and a read past the
+/// real end is still a clean error.
+#[test]
+fn reads_see_a_file_that_grew_since_the_cache_opened() {
+    let mem = MemStorage::new();
+    let writer = MetadataCache::new(Arc::new(mem.clone()), CacheConfig::default()).unwrap();
+    writer.insert(Addr(0x40), Block::new([1u8; 4])).unwrap();
+    assert!(writer.flush().unwrap().is_complete());
+    // Free space after the block, into which an entry straddling the end goes later.
+    mem.set_len(0x200).unwrap();
+    let reader = MetadataCache::new(Arc::new(mem.clone()), CacheConfig::default()).unwrap();
+    assert_eq!(
+        reader.get::<Block>(Addr(0x40), &()).unwrap().read().payload,
+        [1u8; 4]
+    );
+    let known = mem.len().unwrap();
+
+    // Written after the reader opened: one entry wholly past the old end, one straddling it
+    // whose first 16 bytes lie within it.
+    writer
+        .insert(Addr(known + 0x100), Block::new([2u8; 100]))
+        .unwrap();
+    let straddle = Addr(known - 16);
+    mem.set_len(known + 0x400).unwrap();
+    assert!(writer.flush().unwrap().is_complete());
+    writer.insert(straddle, Block::new([3u8; 60])).unwrap();
+    assert!(writer.flush().unwrap().is_complete());
+
+    assert_eq!(
+        reader.get::<Block>(straddle, &()).unwrap().read().payload,
+        [3u8; 60]
+    );
+    assert_eq!(
+        reader
+            .get::<Block>(Addr(known + 0x100), &())
+            .unwrap()
+            .read()
+            .payload,
+        [2u8; 100]
+    );
+    let end = mem.len().unwrap();
+    assert!(reader.get::<Block>(Addr(end + 8), &()).is_err());
+}
