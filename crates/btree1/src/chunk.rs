@@ -152,6 +152,7 @@ impl ChunkClass {
 impl Class for ChunkClass {
     type Key = ChunkKey;
     type Op = ChunkOp;
+    const FOUND_READS_CACHE: bool = false;
     const FOLLOW_MIN: bool = false;
     const FOLLOW_MAX: bool = false;
 
@@ -176,6 +177,24 @@ impl Class for ChunkClass {
 
     fn key_cmp(&self, a: &ChunkKey, b: &ChunkKey, _op: &ChunkOp) -> Result<Ordering> {
         Ok(a.offsets.as_slice().cmp(b.offsets.as_slice()))
+    }
+
+    /// Chunk keys order as their offsets do: `nd` integers a key.
+    fn flatten(&self, keys: &[ChunkKey]) -> Option<Box<[u64]>> {
+        let nd = self.dims.len();
+        if keys.iter().any(|k| k.offsets.len() != nd) {
+            return None;
+        }
+        let mut flat = Vec::with_capacity(keys.len().checked_mul(nd)?);
+        for k in keys {
+            flat.extend_from_slice(&k.offsets);
+        }
+        Some(flat.into_boxed_slice())
+    }
+
+    #[inline]
+    fn flat_target<'o>(&self, op: &'o ChunkOp) -> Option<&'o [u64]> {
+        Some(op.key.offsets.as_slice()).filter(|x| x.len() == self.dims.len())
     }
 
     fn new_node(

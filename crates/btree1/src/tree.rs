@@ -65,12 +65,50 @@ pub struct Keys<'a, K> {
     pub rt_changed: &'a mut bool,
 }
 
+/// [`BTree::search`]'s answer from a node's flattened keys (`n` children, so `n + 1` keys of
+/// `x.len()` integers each): the child `i` with `key[i] ≤ x < key[i + 1]` and `Equal`, or
+/// `Less`/`Greater` when `x` lies left or right of every child. For keys in order (the
+/// invariant of the tree) this is the child libhdf5's three-way search finds. `None` when the
+/// flattened keys do not have that shape, for the caller to fall back on the key-by-key search.
+fn search_flat(flat: &[u64], x: &[u64], n: usize) -> Option<(usize, Ordering)> {
+    let stride = x.len();
+    if stride == 0 || n == 0 || Some(flat.len()) != n.checked_add(1)?.checked_mul(stride) {
+        return None;
+    }
+    // The number of keys at or before `x`.
+    let at_or_before = match stride {
+        2 => at_or_before::<2>(flat, x)?,
+        3 => at_or_before::<3>(flat, x)?,
+        4 => at_or_before::<4>(flat, x)?,
+        _ => {
+            let keys: Vec<&[u64]> = flat.chunks_exact(stride).collect();
+            keys.partition_point(|k| *k <= x)
+        }
+    };
+    Some(match at_or_before.checked_sub(1) {
+        None => (0, Ordering::Less),
+        Some(i) if i >= n => (n.saturating_sub(1), Ordering::Greater),
+        Some(i) => (i, Ordering::Equal),
+    })
+}
+
+/// [`search_flat`] for keys of `N` integers: compared as arrays, with no per-key slice.
+#[inline(always)]
+fn at_or_before<const N: usize>(flat: &[u64], x: &[u64]) -> Option<usize> {
+    let x: &[u64; N] = x.try_into().ok()?;
+    let (keys, _) = flat.as_chunks::<N>();
+    Some(keys.partition_point(|k| k <= x))
+}
+
 /// A key/record class: what one node type's keys and leaf children mean.
 pub trait Class {
     /// The node key.
     type Key: NodeKey + Send + Sync + 'static;
     /// The state of one operation: the search target, the payload of an insertion, results.
     type Op;
+    /// Whether [`found`](Class::found) reads the metadata cache. When it does not, a lookup
+    /// calls it on the leaf's key in place, under the leaf's read lock, with no copy of the key.
+    const FOUND_READS_CACHE: bool = true;
     /// Whether an insertion left of every leaf child goes into the first child (groups) rather
     /// than making a new child.
     const FOLLOW_MIN: bool;
@@ -86,6 +124,16 @@ pub trait Class {
     fn cmp3(&self, lt: &Self::Key, op: &Self::Op, rt: &Self::Key) -> Result<Ordering>;
     /// Order two keys (their positions in the key space, not their payloads).
     fn key_cmp(&self, a: &Self::Key, b: &Self::Key, op: &Self::Op) -> Result<Ordering>;
+    /// A node's keys flattened into one array, the same number of integers for every key and
+    /// ordered as those integer tuples compare (lexicographically), when the class's key order
+    /// is such an order; `None`, the default, leaves lookups on [`cmp3`](Class::cmp3).
+    fn flatten(&self, _keys: &[Self::Key]) -> Option<Box<[u64]>> {
+        None
+    }
+    /// The operation's target as a tuple of [`flatten`](Class::flatten)'s form.
+    fn flat_target<'o>(&self, _op: &'o Self::Op) -> Option<&'o [u64]> {
+        None
+    }
     /// Make a new leaf child for the operation's target and set its keys; returns its address.
     fn new_node(
         &self,
@@ -387,7 +435,7 @@ where
 
     fn node(&self) -> &Node<K> {
         match self {
-            PathNode::Cached(g) => &g.node,
+            PathNode::Cached(g) => g.node(),
             PathNode::New { node, .. } => node,
         }
     }
@@ -396,7 +444,7 @@ where
     #[inline]
     fn node_mut(&mut self) -> &mut Node<K> {
         match self {
-            PathNode::Cached(g) => &mut g.node,
+            PathNode::Cached(g) => g.node_mut(),
             PathNode::New { node, .. } => node,
         }
     }
@@ -407,6 +455,7 @@ where
 impl<C: Class> Class for std::sync::Arc<C> {
     type Key = C::Key;
     type Op = C::Op;
+    const FOUND_READS_CACHE: bool = C::FOUND_READS_CACHE;
     const FOLLOW_MIN: bool = C::FOLLOW_MIN;
     const FOLLOW_MAX: bool = C::FOLLOW_MAX;
 
@@ -424,6 +473,13 @@ impl<C: Class> Class for std::sync::Arc<C> {
     #[inline]
     fn key_cmp(&self, a: &Self::Key, b: &Self::Key, op: &Self::Op) -> Result<Ordering> {
         (**self).key_cmp(a, b, op)
+    }
+    fn flatten(&self, keys: &[Self::Key]) -> Option<Box<[u64]>> {
+        (**self).flatten(keys)
+    }
+    #[inline]
+    fn flat_target<'o>(&self, op: &'o Self::Op) -> Option<&'o [u64]> {
+        (**self).flat_target(op)
     }
     fn new_node(
         &self,
@@ -585,7 +641,7 @@ where
         let entry = self
             .cache
             .get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
-        let node = entry.read().node.clone();
+        let node = entry.read().node().clone();
         check_level(addr, &node, level)?;
         Ok(node)
     }
@@ -600,7 +656,7 @@ where
         let entry = self
             .cache
             .protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
-        check_level(addr, &entry.node, level)?;
+        check_level(addr, entry.node(), level)?;
         Ok(entry)
     }
 
@@ -623,7 +679,7 @@ where
         let mut entry = self
             .cache
             .protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
-        entry.node = node;
+        *entry.node_mut() = node;
         Ok(())
     }
 
@@ -639,7 +695,7 @@ where
 
     fn insert_entry(&self, addr: Addr, node: Node<C::Key>) -> Result<()> {
         let ctx = self.class.ctx();
-        self.cache.insert(addr, NodeEntry { node, ctx })?;
+        self.cache.insert(addr, NodeEntry::new(node, ctx))?;
         Ok(())
     }
 
@@ -740,18 +796,32 @@ where
                     .cache
                     .get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
                 let guard = entry.read();
-                let node = &guard.node;
+                let node = guard.node();
                 check_level(addr, node, level)?;
                 if node.children.is_empty() {
                     return Ok(false);
                 }
-                let (idx, cmp) = self.search(addr, node, op)?;
+                let flat = self
+                    .class
+                    .flat_target(op)
+                    .and_then(|x| Some((guard.flat(|k| self.class.flatten(k))?, x)))
+                    .and_then(|(flat, x)| search_flat(flat, x, node.children.len()));
+                let (idx, cmp) = match flat {
+                    Some(found) => found,
+                    None => self.search(addr, node, op)?,
+                };
                 if cmp != Ordering::Equal {
                     return Ok(false);
                 }
                 let child = child_at(&node.children, idx, addr)?;
                 if node.level > 0 {
                     Err((child, child_level(node.level, addr)?))
+                } else if !C::FOUND_READS_CACHE {
+                    let lt = node
+                        .keys
+                        .get(idx)
+                        .ok_or_else(|| Error::corrupt(addr, "key index out of range"))?;
+                    return self.class.found(self.cache, child, lt, op);
                 } else {
                     Ok((child, key_at(&node.keys, idx, addr)?))
                 }
@@ -842,7 +912,7 @@ where
         // The node is modified in place under protect (no copy of its keys): the cache neither
         // writes nor evicts it meanwhile, and a cycle back to it (a corrupt file) is an error.
         let mut guard = self.protect_node(addr, level)?;
-        let bt: &mut Node<C::Key> = &mut guard.node;
+        let bt: &mut Node<C::Key> = guard.node_mut();
         let mut dirty = false;
         let n = bt.children.len();
         let (mut idx, cmp) = self.search(addr, bt, op)?;
@@ -1063,10 +1133,10 @@ where
             let mut sib = self
                 .cache
                 .protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
-            if sib.node.level != bt.level {
+            if sib.node().level != bt.level {
                 return Err(Error::corrupt(r, "right sibling at another level"));
             }
-            sib.node.left = Some(twin_addr);
+            sib.node_mut().left = Some(twin_addr);
         }
         bt.right = Some(twin_addr);
         self.rehome(addr, twin_addr, twin.level, &twin.children)?;
@@ -1100,7 +1170,7 @@ where
         // the loop ends; the bound is a second guard.
         for _ in 0..=MAX_DEPTH {
             let guard = self.protect_node(addr, level)?;
-            let node = &guard.node;
+            let node = guard.node();
             let Some(idx) = node.children.len().checked_sub(1) else {
                 if node.level == 0 && level.is_none() {
                     return Ok(None);
@@ -1449,8 +1519,8 @@ where
         let mut root = self
             .cache
             .protect::<NodeEntry<C::Key>>(self.root, &self.class.ctx())?;
-        if root.node.children.is_empty() && root.node.level != 0 {
-            root.node.level = 0;
+        if root.node().children.is_empty() && root.node().level != 0 {
+            root.node_mut().level = 0;
         }
         Ok(())
     }
@@ -1530,13 +1600,13 @@ where
                     let mut sib = self
                         .cache
                         .protect::<NodeEntry<C::Key>>(l, &self.class.ctx())?;
-                    sib.node.right = bt.right;
+                    sib.node_mut().right = bt.right;
                 }
                 if let Some(r) = bt.right {
                     let mut sib = self
                         .cache
                         .protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
-                    sib.node.left = bt.left;
+                    sib.node_mut().left = bt.left;
                 }
                 self.free_node(addr)?;
             }
@@ -1847,10 +1917,74 @@ fn check_level<K: NodeKey>(addr: Addr, node: &Node<K>, level: Option<u8>) -> Res
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
     use h5chunk_format::btree1::GroupKey;
+
+    /// The three-way search libhdf5 does, over keys as integer tuples: the model
+    /// `search_flat` must agree with.
+    fn search_model(keys: &[Vec<u64>], x: &[u64]) -> (usize, Ordering) {
+        let (mut lo, mut hi) = (0usize, keys.len() - 1);
+        let (mut idx, mut cmp) = (0usize, Ordering::Less);
+        while lo < hi && cmp != Ordering::Equal {
+            idx = (lo + hi) / 2;
+            cmp = if x >= keys[idx + 1].as_slice() {
+                Ordering::Greater
+            } else if x < keys[idx].as_slice() {
+                Ordering::Less
+            } else {
+                Ordering::Equal
+            };
+            if cmp == Ordering::Less {
+                hi = idx;
+            } else {
+                lo = idx + 1;
+            }
+        }
+        (idx, cmp)
+    }
+
+    proptest::proptest! {
+        /// On keys in order, the flattened search finds the child the three-way search finds,
+        /// for every rank the array path specialises and one it does not.
+        #[test]
+        fn flat_search_agrees_with_three_way(
+            stride in 2usize..6,
+            mut raw in proptest::collection::vec(proptest::collection::vec(0u64..6, 5), 2..70),
+            x in proptest::collection::vec(0u64..7, 5),
+        ) {
+            let mut keys: Vec<Vec<u64>> = raw.iter_mut().map(|k| k[..stride].to_vec()).collect();
+            keys.sort();
+            keys.dedup();
+            proptest::prop_assume!(keys.len() >= 2);
+            let flat: Vec<u64> = keys.iter().flatten().copied().collect();
+            let x = &x[..stride];
+            let n = keys.len() - 1;
+            let got = search_flat(&flat, x, n).unwrap();
+            let want = search_model(&keys, x);
+            proptest::prop_assert_eq!(got.1, want.1);
+            if want.1 == Ordering::Equal {
+                proptest::prop_assert_eq!(got.0, want.0);
+            }
+        }
+    }
+
+    #[test]
+    fn flat_search_refuses_a_misshapen_node() {
+        // Three children need four keys of the target's length.
+        assert_eq!(search_flat(&[0, 0, 1, 0, 2, 0], &[1, 0], 3), None);
+        assert_eq!(search_flat(&[0, 0, 1, 0], &[1, 0, 0], 1), None);
+        assert_eq!(search_flat(&[], &[], 0), None);
+        assert_eq!(
+            search_flat(&[0, 0, 4, 0, 8, 0], &[5, 0], 2),
+            Some((1, Ordering::Equal))
+        );
+    }
 
     #[test]
     fn split_points_are_libhdf5s() {

@@ -50,7 +50,7 @@ fn graph(cache: &MetadataCache, k: u16, nd: u8, root: Addr) -> BTreeMap<Addr, BT
             .get::<NodeEntry<ChunkKey>>(a, &ctx)
             .unwrap()
             .read()
-            .node
+            .node()
             .clone();
         if n.level > 0 {
             todo.extend(&n.children);

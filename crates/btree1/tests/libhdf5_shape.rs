@@ -29,7 +29,7 @@ fn dump(cache: &MetadataCache, ctx: &NodeCtx<u8>, addr: Addr, out: &mut Vec<Node
         .get::<NodeEntry<ChunkKey>>(addr, ctx)
         .unwrap()
         .read()
-        .node
+        .node()
         .clone();
     let leaf_children = if node.level == 0 {
         node.children.clone()

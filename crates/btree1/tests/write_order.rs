@@ -48,7 +48,7 @@ where
             .get::<NodeEntry<K>>(a, ctx)
             .unwrap()
             .read()
-            .node
+            .node()
             .clone();
         if n.level > 0 {
             todo.extend(&n.children);

@@ -37,6 +37,19 @@ pub trait RecordClass: fmt::Debug + Send + Sync + 'static {
     /// How `key` compares with the key of `record`. Must be a total order consistent over all
     /// records of a tree.
     fn compare(&self, key: &Self::Key, record: &Self::Record) -> Ordering;
+
+    /// The keys of `records` flattened into one array, the same number of integers for each,
+    /// ordered as those integer tuples compare (lexicographically) exactly as
+    /// [`compare`](Self::compare) orders them; `None`, the default, when the class has no such
+    /// form (lookups then compare record by record).
+    fn flatten(&self, _records: &[Self::Record]) -> Option<Box<[u64]>> {
+        None
+    }
+
+    /// `key` in [`flatten`](Self::flatten)'s form.
+    fn flat_key<'k>(&self, _key: &'k Self::Key) -> Option<&'k [u64]> {
+        None
+    }
 }
 
 /// One chunk in a v2 B-tree chunk index: its scaled coordinates and its record.
@@ -159,5 +172,23 @@ impl RecordClass for ChunkClass {
     #[inline]
     fn compare(&self, key: &[u64], r: &ChunkEntry) -> Ordering {
         key.cmp(&r.scaled[..])
+    }
+
+    /// Chunk records order by their scaled coordinates: `rank` integers a record.
+    fn flatten(&self, records: &[ChunkEntry]) -> Option<Box<[u64]>> {
+        let rank = records.first().map_or(0, |r| r.scaled.len());
+        if records.iter().any(|r| r.scaled.len() != rank) {
+            return None;
+        }
+        let mut flat = Vec::with_capacity(records.len().checked_mul(rank)?);
+        for r in records {
+            flat.extend_from_slice(&r.scaled);
+        }
+        Some(flat.into_boxed_slice())
+    }
+
+    #[inline]
+    fn flat_key<'k>(&self, key: &'k [u64]) -> Option<&'k [u64]> {
+        Some(key)
     }
 }

@@ -3,7 +3,7 @@
 
 use core::fmt;
 use core::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use h5chunk_cache::CacheEntry;
 use h5chunk_format::btree2::{ChildPointer, Geometry, Header, Node};
@@ -147,9 +147,12 @@ impl Kind for InternalKind {
     const NAME: &'static str = "BTIN";
 }
 
-/// A node as the cache holds it.
+/// A node as the cache holds it, with its record keys flattened for lookups when the class
+/// has a flat form (built by the first search after a change, dropped by every change): a
+/// binary search then reads a few cache lines of packed integers, not one record per probe.
 pub(crate) struct NodeEntry<C: RecordClass, K: Kind> {
-    pub(crate) data: NodeData<C>,
+    data: NodeData<C>,
+    flat: OnceLock<Option<Box<[u64]>>>,
     kind: PhantomData<K>,
 }
 
@@ -157,8 +160,30 @@ impl<C: RecordClass, K: Kind> NodeEntry<C, K> {
     pub(crate) fn new(data: NodeData<C>) -> Self {
         NodeEntry {
             data,
+            flat: OnceLock::new(),
             kind: PhantomData,
         }
+    }
+
+    /// The node.
+    #[inline]
+    pub(crate) fn data(&self) -> &NodeData<C> {
+        &self.data
+    }
+
+    /// The node for modification; the flattened keys are dropped.
+    #[inline]
+    pub(crate) fn data_mut(&mut self) -> &mut NodeData<C> {
+        self.flat.take();
+        &mut self.data
+    }
+
+    /// The records' keys in the class's flat form, built on first use after a change.
+    #[inline]
+    pub(crate) fn flat(&self) -> Option<&[u64]> {
+        self.flat
+            .get_or_init(|| self.data.class.flatten(&self.data.records))
+            .as_deref()
     }
 }
 

@@ -86,8 +86,8 @@ impl<C: RecordClass> Deref for Guard<'_, C> {
     type Target = NodeData<C>;
     fn deref(&self) -> &NodeData<C> {
         match self {
-            Guard::Leaf(g) => &g.data,
-            Guard::Internal(g) => &g.data,
+            Guard::Leaf(g) => g.data(),
+            Guard::Internal(g) => g.data(),
         }
     }
 }
@@ -95,8 +95,8 @@ impl<C: RecordClass> Deref for Guard<'_, C> {
 impl<C: RecordClass> DerefMut for Guard<'_, C> {
     fn deref_mut(&mut self) -> &mut NodeData<C> {
         match self {
-            Guard::Leaf(g) => &mut g.data,
-            Guard::Internal(g) => &mut g.data,
+            Guard::Leaf(g) => g.data_mut(),
+            Guard::Internal(g) => g.data_mut(),
         }
     }
 }
@@ -120,6 +120,41 @@ struct Run<'c, 'r, C: RecordClass> {
 }
 
 /// The pointers to two sibling leaves of `s0` and `s1` records (a leaf's total is its count).
+/// [`BTree2::locate`] on a node's flattened keys (`n` records of `x.len()` integers each), for
+/// keys in order (the tree's invariant). `None` when the flattened keys do not have that
+/// shape, for the caller to fall back on comparing records.
+fn locate_flat(flat: &[u64], x: &[u64], n: usize) -> Option<Pos> {
+    let stride = x.len();
+    if stride == 0 || Some(flat.len()) != n.checked_mul(stride) {
+        return None;
+    }
+    let found = match stride {
+        1 => flat.binary_search(x.first()?),
+        2 => search_arrays::<2>(flat, x)?,
+        3 => search_arrays::<3>(flat, x)?,
+        4 => search_arrays::<4>(flat, x)?,
+        _ => {
+            let keys: Vec<&[u64]> = flat.chunks_exact(stride).collect();
+            keys.binary_search(&x)
+        }
+    };
+    Some(match found {
+        Ok(i) => Pos::Found(i),
+        Err(i) => Pos::Child(i),
+    })
+}
+
+/// [`locate_flat`] for keys of `N` integers, compared as arrays.
+#[inline(always)]
+fn search_arrays<const N: usize>(
+    flat: &[u64],
+    x: &[u64],
+) -> Option<core::result::Result<usize, usize>> {
+    let x: &[u64; N] = x.try_into().ok()?;
+    let (keys, _) = flat.as_chunks::<N>();
+    Some(keys.binary_search(x))
+}
+
 fn leaf_pair(left: Addr, s0: usize, right: Addr, s1: usize) -> [ChildPointer; 2] {
     [
         ChildPointer {
@@ -139,7 +174,7 @@ impl<C: RecordClass> Run<'_, '_, C> {
     /// Records in the right-most leaf, stored or pending.
     fn leaf_len(&self) -> usize {
         self.leaf
-            .data
+            .data()
             .records
             .len()
             .saturating_add(self.taken.saturating_sub(self.pending))
@@ -151,7 +186,7 @@ impl<C: RecordClass> Run<'_, '_, C> {
         if let Some(src) = self.input.get(self.pending..end)
             && !src.is_empty()
         {
-            self.leaf.data.records.extend_from_slice(src);
+            self.leaf.data_mut().records.extend_from_slice(src);
             self.pending = end;
         }
     }
@@ -462,13 +497,47 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if depth == 0 {
             let e = self.cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
-            self.check_node(ptr, depth, &g.data)?;
-            f(&g.data)
+            self.check_node(ptr, depth, g.data())?;
+            f(g.data())
         } else {
             let e = self.cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
-            self.check_node(ptr, depth, &g.data)?;
-            f(&g.data)
+            self.check_node(ptr, depth, g.data())?;
+            f(g.data())
+        }
+    }
+
+    /// One step of [`find`](Self::find) in the node at `ptr`: the record when the node holds
+    /// the key (`Err`), else the child to descend to, if any (`Ok`). The search runs on the
+    /// node's flattened keys when the class has them.
+    #[allow(clippy::type_complexity)]
+    fn search_node(
+        &self,
+        ptr: &ChildPointer,
+        depth: u16,
+        key: &C::Key,
+    ) -> Result<core::result::Result<Option<ChildPointer>, Option<C::Record>>> {
+        let step = |data: &NodeData<C>, flat: Option<&[u64]>| {
+            let pos = flat
+                .zip(self.class.flat_key(key))
+                .and_then(|(flat, x)| locate_flat(flat, x, data.records.len()))
+                .unwrap_or_else(|| self.locate(data, key));
+            match pos {
+                Pos::Found(i) => Err(data.records.get(i).cloned()),
+                Pos::Child(i) => Ok(data.children.get(i).copied()),
+            }
+        };
+        let ctx = || self.ctx(depth, ptr.nrec);
+        if depth == 0 {
+            let e = self.cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
+            let g = e.read();
+            self.check_node(ptr, depth, g.data())?;
+            Ok(step(g.data(), g.flat()))
+        } else {
+            let e = self.cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
+            let g = e.read();
+            self.check_node(ptr, depth, g.data())?;
+            Ok(step(g.data(), g.flat()))
         }
     }
 
@@ -820,12 +889,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // Each step goes one level down from the header's depth (at most MAX_DEPTH), so a
         // cyclic corrupt tree ends in an error, never a loop.
         loop {
-            let step = self.read_node(&ptr, depth, |n| {
-                Ok(match self.locate(n, key) {
-                    Pos::Found(i) => Err(n.records.get(i).cloned()),
-                    Pos::Child(i) => Ok(n.children.get(i).copied()),
-                })
-            })?;
+            let step = self.search_node(&ptr, depth, key)?;
             match step {
                 Err(found) => return Ok(found),
                 Ok(None) => return Ok(None),
@@ -1421,9 +1485,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             let node = self
                 .cache
                 .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
-            self.check_node(&ptr, d, &node.data)?;
+            self.check_node(&ptr, d, node.data())?;
             let child = *node
-                .data
+                .data()
                 .children
                 .last()
                 .ok_or_else(|| self.corrupt(ptr.addr, "internal node without children"))?;
@@ -1437,7 +1501,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let leaf = self
             .cache
             .protect::<LeafEntry<C>>(ptr.addr, &self.ctx(0, ptr.nrec))?;
-        self.check_node(&ptr, 0, &leaf.data)?;
+        self.check_node(&ptr, 0, leaf.data())?;
         let mut run = Run {
             path,
             leaf,
@@ -1482,7 +1546,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             let Some(parent) = run.path.last() else {
                 break;
             };
-            if op.swmr || parent.data.records.is_empty() {
+            if op.swmr || parent.data().records.is_empty() {
                 break;
             }
             self.relieve_leaf(&mut run, split0, &mut op)?;
@@ -1493,7 +1557,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if run
                 .path
                 .last()
-                .is_some_and(|p| p.data.records.len() >= split1)
+                .is_some_and(|p| p.data().records.len() >= split1)
             {
                 break;
             }
@@ -1506,7 +1570,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
         // The counts of the path, bottom up, as `insert_rec` leaves them.
         run.store_all();
-        let n = run.leaf.data.records.len() as u64;
+        let n = run.leaf.data().records.len() as u64;
         let mut child = ChildPointer {
             addr: run.leaf.addr(),
             nrec: n,
@@ -1515,7 +1579,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         while let Some(mut node) = run.path.pop() {
             let addr = node.addr();
             self.link(addr, child.addr)?;
-            let data = &mut node.data;
+            let data = node.data_mut();
             let slot = data
                 .children
                 .last_mut()
@@ -1551,7 +1615,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 .last_mut()
                 .ok_or_else(|| self.corrupt(addr, "leaf without parent"))?;
             let p_addr = parent.addr();
-            let p = &mut parent.data;
+            let p = parent.data_mut();
             let n = p.records.len();
             let slot = p
                 .children
@@ -1591,7 +1655,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .ok_or_else(|| self.corrupt(r_addr, "leaf without parent"))?;
         let p_addr = parent.addr();
         let lp = *parent
-            .data
+            .data()
             .children
             .get(left)
             .ok_or_else(|| self.corrupt(p_addr, "child index out of range"))?;
@@ -1607,11 +1671,11 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 let l = self
                     .cache
                     .protect::<LeafEntry<C>>(lp.addr, &self.ctx(0, lp.nrec))?;
-                self.check_node(&lp, 0, &l.data)?;
+                self.check_node(&lp, 0, l.data())?;
                 l
             }
         };
-        let (a, b) = (l.data.records.len(), run.leaf_len());
+        let (a, b) = (l.data().records.len(), run.leaf_len());
         // Pooled: a + 1 + b records; the left leaf takes the larger half of the a + b that are
         // not the new separator, then the separator, then the right leaf the rest.
         let body = a
@@ -1625,23 +1689,23 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .checked_sub(a)
             .filter(|&m| m >= 1 && m <= b)
             .ok_or_else(|| self.corrupt(p_addr, "no record to move left"))?;
-        run.store(moved.saturating_sub(run.leaf.data.records.len()));
+        run.store(moved.saturating_sub(run.leaf.data().records.len()));
         let parent = run
             .path
             .last_mut()
             .ok_or_else(|| self.corrupt(r_addr, "leaf without parent"))?;
-        let p = &mut parent.data;
+        let p = parent.data_mut();
         let sep = p
             .records
             .get_mut(left)
             .ok_or_else(|| self.corrupt(p_addr, "separator index out of range"))?;
-        let stored = &mut run.leaf.data.records;
+        let stored = &mut run.leaf.data_mut().records;
         let mut drained = stored.drain(..moved.min(stored.len()));
         let new_sep = drained
             .next_back()
             .ok_or_else(|| self.corrupt(p_addr, "missing separator"))?;
         let old_sep = std::mem::replace(sep, new_sep);
-        let lr = &mut l.data.records;
+        let lr = &mut l.data_mut().records;
         lr.reserve(moved);
         lr.push(old_sep);
         lr.extend(drained);
@@ -1702,10 +1766,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // new leaf.
         run.store(
             s0.saturating_add(1)
-                .saturating_sub(run.leaf.data.records.len()),
+                .saturating_sub(run.leaf.data().records.len()),
         );
         let mut moved = Vec::with_capacity(split.max(s1));
-        let stored = &mut run.leaf.data.records;
+        let stored = &mut run.leaf.data_mut().records;
         moved.extend(stored.drain(s0.saturating_add(1).min(stored.len())..));
         let sep = stored
             .pop()
@@ -1719,7 +1783,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .last_mut()
             .ok_or_else(|| self.corrupt(l_addr, "leaf without parent"))?;
         let p_addr = parent.addr();
-        let p = &mut parent.data;
+        let p = parent.data_mut();
         let ptrs = leaf_pair(l_addr, s0, r_addr, s1);
         let last = p
             .children
@@ -1732,7 +1796,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let right = self
             .cache
             .protect::<LeafEntry<C>>(r_addr, &self.ctx(0, ptrs[1].nrec))?;
-        self.check_node(&ptrs[1], 0, &right.data)?;
+        self.check_node(&ptrs[1], 0, right.data())?;
         // The split leaf is the new leaf's left sibling: keep it for the next relief.
         run.left = Some(std::mem::replace(&mut run.leaf, right));
         Ok(())
@@ -1983,5 +2047,46 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .allocator()
             .free(self.addr, header_len(self.sizes))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)] // test models index small vectors
+mod tests {
+    use super::*;
+
+    fn pos(p: Option<Pos>) -> Option<core::result::Result<usize, usize>> {
+        p.map(|p| match p {
+            Pos::Found(i) => Ok(i),
+            Pos::Child(i) => Err(i),
+        })
+    }
+
+    proptest::proptest! {
+        /// On keys in order, the flattened search gives the record or child that a search
+        /// over the keys as slices gives, for every rank the array path specialises and one it
+        /// does not.
+        #[test]
+        fn flat_locate_agrees_with_slices(
+            stride in 1usize..6,
+            mut raw in proptest::collection::vec(proptest::collection::vec(0u64..6, 5), 0..90),
+            x in proptest::collection::vec(0u64..7, 5),
+        ) {
+            let mut keys: Vec<Vec<u64>> = raw.iter_mut().map(|k| k[..stride].to_vec()).collect();
+            keys.sort();
+            keys.dedup();
+            let flat: Vec<u64> = keys.iter().flatten().copied().collect();
+            let x = &x[..stride];
+            let want = keys.binary_search_by(|k| k.as_slice().cmp(x));
+            proptest::prop_assert_eq!(pos(locate_flat(&flat, x, keys.len())), Some(want));
+        }
+    }
+
+    #[test]
+    fn flat_locate_refuses_a_misshapen_node() {
+        assert!(locate_flat(&[1, 2, 3], &[1, 2], 2).is_none());
+        assert!(locate_flat(&[], &[], 0).is_none());
+        assert_eq!(pos(locate_flat(&[1, 4, 9], &[4], 3)), Some(Ok(1)));
+        assert_eq!(pos(locate_flat(&[1, 4, 9], &[5], 3)), Some(Err(2)));
     }
 }

@@ -207,7 +207,17 @@ impl RecordCodec {
             && let Some((head, coords)) = bytes.split_at_checked(self.element_size())
             && let Some(r) = self.decode_slice(head)
         {
-            let scaled = coords.chunks_exact(8).map(get_le).collect();
+            let words = coords.chunks_exact(8).map(get_le);
+            let scaled = if rank <= 4 {
+                // Filled in place: no growth of the small vector word by word.
+                let mut buf = [0u64; 4];
+                for (b, w) in buf.iter_mut().zip(words) {
+                    *b = w;
+                }
+                Scaled::from_buf_and_len(buf, rank)
+            } else {
+                words.collect()
+            };
             return Ok((r, scaled));
         }
         let mut d = Decoder::new(bytes, at, self.sizes(), "v2 B-tree chunk record");
