@@ -13,6 +13,7 @@
 //! next operation.
 
 use std::io;
+use std::sync::Arc;
 
 use h5chunk_format::Addr;
 use parking_lot::Mutex;
@@ -75,7 +76,8 @@ impl State {
 #[derive(Debug)]
 pub struct FaultyStorage<S> {
     inner: S,
-    state: Mutex<State>,
+    /// Shared with [`siblings`](FaultyStorage::sibling): one stream of operations and writes.
+    state: Arc<Mutex<State>>,
 }
 
 impl<S: Storage> FaultyStorage<S> {
@@ -83,7 +85,17 @@ impl<S: Storage> FaultyStorage<S> {
     pub fn new(inner: S) -> Self {
         FaultyStorage {
             inner,
-            state: Mutex::new(State::default()),
+            state: Arc::new(Mutex::new(State::default())),
+        }
+    }
+
+    /// Wrap a second storage in the same fault stream: operations and writes on either count
+    /// in one sequence, so a crash armed on one cuts the writes of both at one instant (a file
+    /// and its journal, say).
+    pub fn sibling<T: Storage>(&self, inner: T) -> FaultyStorage<T> {
+        FaultyStorage {
+            inner,
+            state: Arc::clone(&self.state),
         }
     }
 

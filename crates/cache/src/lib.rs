@@ -142,6 +142,7 @@ mod error;
 #[cfg(feature = "testing")]
 mod faulty;
 mod hash;
+mod journal;
 mod pages;
 mod stats;
 mod storage;
@@ -154,6 +155,9 @@ pub use error::{Error, Result};
 #[cfg(feature = "testing")]
 pub use faulty::{FaultyStorage, WriteRecord};
 pub use hash::{IntHasher, IntMap};
+pub use journal::{
+    Durability, JournalPlace, Journaled, Recovery, discard_journal, needs_recovery, recover,
+};
 pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};
 pub use storage::{FileStorage, MemStorage, Storage};

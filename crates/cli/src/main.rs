@@ -69,6 +69,13 @@ enum Command {
         /// The HDF5 file.
         file: PathBuf,
     },
+    /// Roll a file back to its last completed flush if a flush was interrupted (a crash, a
+    /// kill, a power cut) and left its journal, `FILE.h5chunk-journal`, beside it; opening
+    /// the file for writing does the same. Nothing to do otherwise.
+    Recover {
+        /// The HDF5 file.
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -167,6 +174,7 @@ fn main() -> ExitCode {
         Command::Cat { file, dataset, npy } => cat(&file, &dataset, npy),
         Command::Import(args) => import(&args),
         Command::Check { file } => check(&file),
+        Command::Recover { file } => recover(&file),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -764,4 +772,19 @@ fn check(file: &Path) -> CliResult<Outcome> {
     } else {
         Outcome::Problems
     })
+}
+
+/// `h5chunk recover FILE`.
+fn recover(file: &Path) -> Result<Outcome, String> {
+    match File::recover(file).map_err(|e| e.to_string())? {
+        Some(r) => println!(
+            "{}: rolled back to the last completed flush ({} ranges, {} bytes restored; {} bytes long)",
+            file.display(),
+            r.records,
+            r.bytes,
+            r.durable_len
+        ),
+        None => println!("{}: nothing to recover", file.display()),
+    }
+    Ok(Outcome::Ok)
 }

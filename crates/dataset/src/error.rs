@@ -24,6 +24,16 @@ pub enum Error {
         /// The file (its path, or the storage's name).
         file: String,
     },
+    /// An interrupted flush left a journal beside the file: the file is not in the state of
+    /// its last completed flush until the journal is applied.
+    #[error(
+        "{file}: an interrupted flush left a journal ({file}.h5chunk-journal); open the file \
+         for writing or run `h5chunk recover {file}` to roll it back to its last completed flush"
+    )]
+    NeedsRecovery {
+        /// The file.
+        file: String,
+    },
     /// The file is shorter than its superblock's end-of-file address.
     #[error("{file}: truncated file: {len} bytes, the superblock says {eof}")]
     Truncated {

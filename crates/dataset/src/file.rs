@@ -14,7 +14,9 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use h5chunk_cache::{CacheConfig, FileStorage, MetadataCache, Storage};
+use h5chunk_cache::{
+    CacheConfig, Durability, FileStorage, JournalPlace, Journaled, MetadataCache, Recovery, Storage,
+};
 use h5chunk_format::message::Message;
 use h5chunk_format::object_header::MessageFlags;
 use h5chunk_format::superblock::{self, Superblock};
@@ -86,6 +88,13 @@ pub(crate) struct FileInner {
     /// object, so every handle sees the same chunk cache and nothing cached is lost when a
     /// handle is dropped before the file is flushed.
     open: Mutex<HashMap<Addr, Arc<dyn OpenObject>>>,
+    /// The rollback journal under the storage, which makes each flush atomic (none for
+    /// read-only files and `Durability::None`).
+    journal: Option<Arc<Journaled>>,
+    /// What a flush promises to survive.
+    durability: Durability,
+    /// The superblock image the last flush wrote (empty before the first).
+    superblock_written: Mutex<Vec<u8>>,
 }
 
 impl FileInner {
@@ -118,12 +127,34 @@ impl FileInner {
     }
 
     /// Children first: open objects (chunks, then their index and header messages), the
-    /// metadata cache, object headers, then the superblock.
+    /// metadata cache, object headers, then the superblock; atomically with respect to a
+    /// crash when the file has a journal (its in-place writes wait for the commit, which
+    /// applies them after the journal of the bytes they overwrite is complete).
     pub(crate) fn flush(&self) -> Result<()> {
         let s = &self.store;
         if !s.writable {
             return Ok(());
         }
+        let Some(journal) = &self.journal else {
+            return self.write_all();
+        };
+        journal.begin();
+        match self.write_all() {
+            Ok(()) => journal.commit().map_err(|e| s.io(e)),
+            Err(e) => {
+                // The flush's writes so far still reach the file (journaled), so the file and
+                // the caches agree; the next flush commits them.
+                if let Err(again) = journal.abandon() {
+                    eprintln!("h5chunk: {}: after a failed flush: {again}", s.name);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// What a flush writes, in order.
+    fn write_all(&self) -> Result<()> {
+        let s = &self.store;
         let open: Vec<_> = self.open.lock().values().cloned().collect();
         for o in open {
             o.flush(s)?;
@@ -142,15 +173,32 @@ impl FileInner {
             .ok_or(Error::Internal("end of allocation past 2^64"))?;
         let mut out = Vec::new();
         sb.encode(&mut out)?;
-        // The superblock sits at the base address, which is storage address 0.
-        s.pages.invalidate(Addr(0), out.len() as u64);
-        s.storage.write_at(Addr(0), &out).map_err(|e| s.io(e))?;
+        let base = sb.base_address;
+        drop(sb);
+        // Unchanged since the last flush wrote it: not rewritten (nor journaled, nor synced).
+        let mut written = self.superblock_written.lock();
+        if *written != out {
+            // The superblock sits at the base address, which is storage address 0.
+            s.pages.invalidate(Addr(0), out.len() as u64);
+            match &self.journal {
+                // Applied first at the commit: see `Journaled::write_first`. The journal sits
+                // under the base-address shift, so the superblock is at the base address.
+                Some(j) => j.write_first(Addr(base), &out),
+                None => s.storage.write_at(Addr(0), &out),
+            }
+            .map_err(|e| s.io(e))?;
+            *written = out;
+        }
+        drop(written);
         let len = s.storage.len().map_err(|e| s.io(e))?;
         if len != eoa {
             s.pages.clear();
             s.storage.set_len(eoa).map_err(|e| s.io(e))?;
         }
-        s.storage.sync().map_err(|e| s.io(e))?;
+        // With a journal the commit makes the file durable.
+        if self.journal.is_none() && self.durability == Durability::Sync {
+            s.storage.sync().map_err(|e| s.io(e))?;
+        }
         Ok(())
     }
 }
@@ -187,6 +235,10 @@ pub struct FileOptions {
     /// The metadata cache's byte budget (`None`: libhdf5's default maximum size, 32 MiB).
     /// Index blocks beyond it are written and evicted while the file is open.
     pub metadata_cache_bytes: Option<usize>,
+    /// What each flush survives (default [`Durability::Sync`]: a power cut, through a
+    /// journal beside the file, `<file>.h5chunk-journal`, that exists only while a flush
+    /// or an eviction between flushes is overwriting data of the last completed flush).
+    pub durability: Durability,
 }
 
 /// Options for opening an existing file.
@@ -194,17 +246,25 @@ pub struct FileOptions {
 pub struct OpenOptions {
     /// Open for reading and writing (h5py's `'r+'`) rather than read-only (`'r'`).
     pub writable: bool,
+    /// What each flush of a writable file survives (see [`FileOptions::durability`]).
+    pub durability: Durability,
 }
 
 impl OpenOptions {
     /// Read-only (h5py's `'r'`).
     pub fn read_only() -> OpenOptions {
-        OpenOptions { writable: false }
+        OpenOptions {
+            writable: false,
+            durability: Durability::default(),
+        }
     }
 
     /// Read and write (h5py's `'r+'`).
     pub fn read_write() -> OpenOptions {
-        OpenOptions { writable: true }
+        OpenOptions {
+            writable: true,
+            durability: Durability::default(),
+        }
     }
 }
 
@@ -235,6 +295,7 @@ impl File {
         File::create_named(
             path.display().to_string(),
             Arc::new(FileStorage::new(file)),
+            Some(JournalPlace::beside(path)),
             options,
         )
     }
@@ -255,10 +316,30 @@ impl File {
     /// object): as [`File::create_with`], with the storage in place of a path. `Truncate`
     /// empties the storage first; `Exclusive` refuses storage that holds any byte.
     pub fn create_on(storage: Arc<dyn Storage>, options: FileOptions) -> Result<File> {
-        File::create_named(BACKEND.into(), storage, options)
+        File::create_named(BACKEND.into(), storage, None, options)
     }
 
-    fn create_named(name: String, storage: Arc<dyn Storage>, options: FileOptions) -> Result<File> {
+    /// [`File::create_on`] with the rollback journal of [`FileOptions::durability`] kept in
+    /// `journal`, a storage of its own (emptied at every completed flush).
+    pub fn create_on_journaled(
+        storage: Arc<dyn Storage>,
+        journal: Arc<dyn Storage>,
+        options: FileOptions,
+    ) -> Result<File> {
+        File::create_named(
+            BACKEND.into(),
+            storage,
+            Some(JournalPlace::Storage(journal)),
+            options,
+        )
+    }
+
+    fn create_named(
+        name: String,
+        storage: Arc<dyn Storage>,
+        place: Option<JournalPlace>,
+        options: FileOptions,
+    ) -> Result<File> {
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
@@ -288,8 +369,21 @@ impl File {
             max_bytes: options.metadata_cache_bytes.unwrap_or(defaults.max_bytes),
             ..defaults
         };
+        // A journal left beside the file this call replaces is the old file's.
+        let journal = match place.filter(|_| options.durability != Durability::None) {
+            Some(place) => {
+                h5chunk_cache::discard_journal(&place).map_err(io)?;
+                Some(Arc::new(
+                    Journaled::new(Arc::clone(&storage), place, options.durability).map_err(io)?,
+                ))
+            }
+            None => None,
+        };
         let storage: Arc<dyn Storage> = Arc::new(BaseStorage {
-            inner: storage,
+            inner: match &journal {
+                Some(j) => Arc::clone(j) as Arc<dyn Storage>,
+                None => storage,
+            },
             base: 0,
         });
         let cache = MetadataCache::new(Arc::clone(&storage), config)?;
@@ -301,6 +395,9 @@ impl File {
             store,
             superblock: Mutex::new(placeholder),
             open: Mutex::new(HashMap::new()),
+            journal,
+            durability: options.durability,
+            superblock_written: Mutex::new(Vec::new()),
         });
         let messages = link::new_group_messages(&inner.store)?;
         let pad = if bounds.new_style() {
@@ -344,19 +441,75 @@ impl File {
         File::open_named(
             path.display().to_string(),
             Arc::new(FileStorage::new(file)),
+            Some(JournalPlace::beside(path)),
             options,
         )
     }
 
     /// Open a file held by any storage backend, as [`File::open_with`] opens a path.
     pub fn open_on(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<File> {
-        File::open_named(BACKEND.into(), storage, options)
+        File::open_named(BACKEND.into(), storage, None, options)
     }
 
-    fn open_named(name: String, raw: Arc<dyn Storage>, options: OpenOptions) -> Result<File> {
+    /// [`File::open_on`] with the rollback journal in `journal` (see
+    /// [`File::create_on_journaled`]): a journal an interrupted flush left there is applied
+    /// first when opening for writing, and refused when opening read-only.
+    pub fn open_on_journaled(
+        storage: Arc<dyn Storage>,
+        journal: Arc<dyn Storage>,
+        options: OpenOptions,
+    ) -> Result<File> {
+        File::open_named(
+            BACKEND.into(),
+            storage,
+            Some(JournalPlace::Storage(journal)),
+            options,
+        )
+    }
+
+    /// Roll the file at `path` back to its last completed flush if an interrupted flush left
+    /// a journal beside it (what opening it for writing does first); `None` if there was
+    /// nothing to do. `h5chunk recover FILE` runs this.
+    pub fn recover(path: impl AsRef<Path>) -> Result<Option<Recovery>> {
+        let path = path.as_ref();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| io_error(path, e))?;
+        h5chunk_cache::recover(&FileStorage::new(file), &JournalPlace::beside(path))
+            .map_err(|e| io_error(path, e))
+    }
+
+    fn open_named(
+        name: String,
+        raw: Arc<dyn Storage>,
+        place: Option<JournalPlace>,
+        options: OpenOptions,
+    ) -> Result<File> {
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
+        };
+        // An interrupted flush: roll back to the last completed one before reading anything.
+        if let Some(place) = &place
+            && h5chunk_cache::needs_recovery(place).map_err(io)?
+        {
+            if !options.writable {
+                return Err(Error::NeedsRecovery { file: name });
+            }
+            h5chunk_cache::recover(&*raw, place).map_err(io)?;
+        }
+        let journal =
+            match place.filter(|_| options.writable && options.durability != Durability::None) {
+                Some(place) => Some(Arc::new(
+                    Journaled::new(Arc::clone(&raw), place, options.durability).map_err(io)?,
+                )),
+                None => None,
+            };
+        let raw: Arc<dyn Storage> = match &journal {
+            Some(j) => Arc::clone(j) as Arc<dyn Storage>,
+            None => raw,
         };
         let len = raw.len().map_err(io)?;
         let read = |at: u64, n: u64| -> Result<Vec<u8>> {
@@ -418,6 +571,9 @@ impl File {
             store,
             superblock: Mutex::new(sb),
             open: Mutex::new(HashMap::new()),
+            journal,
+            durability: options.durability,
+            superblock_written: Mutex::new(Vec::new()),
         });
         Ok(File { inner })
     }

@@ -85,6 +85,7 @@ pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec};
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
 pub use group::Group;
+pub use h5chunk_cache::{Durability, Recovery};
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};

@@ -174,7 +174,11 @@ impl Store {
         let head = buf
             .get_mut(..usize::try_from(n).map_err(|_| Error::Internal("read length"))?)
             .ok_or(Error::Internal("read length"))?;
-        self.storage.read_at(at, head).map_err(|e| self.io(e))?;
+        // Allocated space wholly past the file's end (chunks allocated early, not yet
+        // written) reads as zeros, with no read at all.
+        if !head.is_empty() {
+            self.storage.read_at(at, head).map_err(|e| self.io(e))?;
+        }
         Ok(())
     }
 
