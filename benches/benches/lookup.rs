@@ -23,8 +23,9 @@ fn lookups(c: &mut Criterion) {
             let path = dir.join(format!("{}-{}.h5", scenario.name(), kind.name()));
             let (file, ds) = create(&path, &g, kind).expect("create");
             let mut dims = g.initial_dims();
+            let mut buf = Vec::new();
             for i in 0..N {
-                append(&ds, &g, i, &mut dims).expect("append");
+                append(&ds, &g, i, &mut dims, &mut buf).expect("append");
             }
             drop(ds);
             file.close().expect("close");

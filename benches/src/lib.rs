@@ -298,26 +298,26 @@ pub fn create(path: &Path, g: &Geometry, kind: IndexKind) -> Result<(File, Datas
 }
 
 /// Append `i`: extend the dataset by one chunk (unless it is fixed) and write that chunk.
-/// `dims` holds the current dimensions and is updated in place. Like `append_bench.c`, the loop
-/// itself allocates nothing: the coordinates live on the stack and the chunk's buffer is reused.
-pub fn append(ds: &Dataset, g: &Geometry, i: u64, dims: &mut [u64]) -> Result<(), String> {
+/// `dims` holds the current dimensions and is updated in place; `buf` is the chunk buffer,
+/// reused between appends. Like `append_bench.c`, the loop itself allocates nothing: the
+/// coordinates live on the stack and the caller keeps the buffer.
+pub fn append(
+    ds: &Dataset,
+    g: &Geometry,
+    i: u64,
+    dims: &mut [u64],
+    buf: &mut Vec<u8>,
+) -> Result<(), String> {
     if let Some(d) = g.scenario.grows(i) {
         dims[d] += g.chunk[d];
         ds.resize(dims).map_err(|e| format!("append {i}: {e}"))?;
     }
     let start = g.start_of(i);
     let rank = g.chunk.len();
-    DATA.with_borrow_mut(|data| {
-        data.clear();
-        data.resize(g.chunk_bytes(), marker(i));
-        ds.write_slice_raw(data, &start[..rank], &g.chunk, None)
-    })
-    .map_err(|e| format!("append {i}: {e}"))
-}
-
-thread_local! {
-    /// The chunk buffer [`append`] fills and writes, kept between appends.
-    static DATA: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    buf.clear();
+    buf.resize(g.chunk_bytes(), marker(i));
+    ds.write_slice_raw(buf, &start[..rank], &g.chunk, None)
+        .map_err(|e| format!("append {i}: {e}"))
 }
 
 /// Reads the one element at the start of the chunk append `i` wrote and checks its marker.

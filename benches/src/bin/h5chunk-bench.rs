@@ -222,9 +222,10 @@ fn bench_append_phase(
 ) -> Result<f64, String> {
     let every = (n / CURVE_POINTS).max(1);
     let mut dims = g.initial_dims();
+    let mut buf = Vec::new();
     let t0 = Instant::now();
     for i in 0..n {
-        append(&ds, g, i, &mut dims)?;
+        append(&ds, g, i, &mut dims, &mut buf)?;
         if (i + 1) % every == 0 && i + 1 < n {
             curve.push((i + 1, t0.elapsed().as_secs_f64()));
         }
