@@ -61,6 +61,14 @@ const TASKS: &[Task] = &[
         run: lint,
     },
     Task {
+        name: "crash",
+        usage: "crash [--kills N] [--durability sync|flush|none]",
+        help: "SIGKILL campaign: N kills (default 1000) of an appending writer per chunk index, \
+               each file checked with h5chunk and h5py against its last completed flush \
+               (`none`: the control without the journal, which reports its losses)",
+        run: crash,
+    },
+    Task {
         name: "bench",
         usage: "bench [--full] [--instructions] [--n N] [--scenario S,..] [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
@@ -280,6 +288,40 @@ fn lint(args: &[String]) -> TaskResult {
         "-D",
         "warnings",
     ]))
+}
+
+fn crash(args: &[String]) -> TaskResult {
+    let mut kills = "1000".to_string();
+    let mut durability = "sync".to_string();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("`{arg}` needs a value"))
+        };
+        match arg.as_str() {
+            "--kills" => kills = value()?,
+            "--durability" => durability = value()?,
+            other => return Err(format!("unexpected argument `{other}`")),
+        }
+    }
+    if kills.parse::<u64>().is_err() {
+        return Err(format!("--kills {kills}: not a number"));
+    }
+    if !matches!(durability.as_str(), "sync" | "flush" | "none") {
+        return Err(format!("--durability {durability}: sync, flush or none"));
+    }
+    let root = workspace_root();
+    let python = fixtures::ensure_venv(&root)?;
+    let mut cmd = cargo();
+    cmd.current_dir(&root)
+        .args(["test", "--release", "-p", "h5chunk", "--test", "kill_campaign", "--"])
+        .args(["--ignored", "--nocapture", "--exact", "kill_campaign_long"])
+        .env("H5CHUNK_KILLS", &kills)
+        .env("H5CHUNK_KILL_DURABILITY", &durability)
+        .env("H5CHUNK_PYTHON", &python);
+    run(&mut cmd)
 }
 
 fn bench(args: &[String]) -> TaskResult {
