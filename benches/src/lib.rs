@@ -448,3 +448,26 @@ mod tests {
         assert_eq!(SplitMix(42).next_u64(), 0xbdd7_3226_2feb_6e95);
     }
 }
+
+/// The bulk benchmark's dataset (`cargo xtask bench --bulk`): float32 rows of 1,024 values,
+/// chunks of 256 rows (1 MiB), values smooth enough that deflate has something to do.
+pub mod bulk {
+    /// Values per row.
+    pub const COLS: u64 = 1024;
+    /// Rows per chunk: 256 × 1,024 × 4 bytes = 1 MiB.
+    pub const ROWS_PER_CHUNK: u64 = 256;
+
+    /// One row's wave, computed once.
+    fn wave() -> &'static [f32] {
+        static WAVE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+        WAVE.get_or_init(|| (0..COLS).map(|c| (c as f32 * 0.01).sin() * 100.0).collect())
+    }
+
+    /// Append row `r`'s values to `out`: a wave along the row shifted by a slow drift down the
+    /// rows, as sampled instrument data looks; cheap to compute, so the benchmark times the
+    /// library rather than the generator (the C program computes the same floats).
+    pub fn row_values(r: u64, out: &mut Vec<f32>) {
+        let drift = (r % 4096) as f32 * 0.125;
+        out.extend(wave().iter().map(|w| w + drift));
+    }
+}

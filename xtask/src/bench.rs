@@ -231,6 +231,10 @@ pub fn outcome_of(stdout: &str) -> Outcome {
 }
 
 pub fn run(root: &Path, args: &[String]) -> TaskResult {
+    if args.iter().any(|a| a == "--bulk") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--bulk").cloned().collect();
+        return crate::bulk::run(root, &rest);
+    }
     let o = parse_options(args)?;
     let cases = cases(&o);
     if cases.is_empty() {
@@ -375,6 +379,11 @@ fn measure(cmd: &mut Command) -> Outcome {
 /// Builds `h5chunk-bench` in release mode and returns its path (from cargo's JSON messages,
 /// so CARGO_TARGET_DIR is honoured).
 fn build_h5chunk_bench(root: &Path) -> Result<PathBuf, String> {
+    build_bench_bin(root, "h5chunk-bench")
+}
+
+/// Builds one binary of `h5chunk-benches` in release mode; its path.
+pub(crate) fn build_bench_bin(root: &Path, bin: &str) -> Result<PathBuf, String> {
     let mut cmd = crate::cargo();
     cmd.current_dir(root).args([
         "build",
@@ -382,7 +391,7 @@ fn build_h5chunk_bench(root: &Path) -> Result<PathBuf, String> {
         "-p",
         "h5chunk-benches",
         "--bin",
-        "h5chunk-bench",
+        bin,
         "--message-format=json-render-diagnostics",
     ]);
     let out = cmd
@@ -395,14 +404,19 @@ fn build_h5chunk_bench(root: &Path) -> Result<PathBuf, String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "h5chunk-bench")
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == bin)
         .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| "cargo reported no h5chunk-bench executable".to_string())
+        .ok_or_else(|| format!("cargo reported no {bin} executable"))
 }
 
 /// Compiles `benches/libhdf5/append_bench.c` with `$CC` (default `cc`) and the flags of
 /// pkg-config's `hdf5` (or `hdf5-serial`) package; the error says what is missing.
 fn build_libhdf5_bench(root: &Path, out_dir: &Path) -> Result<PathBuf, String> {
+    build_c_program(root, out_dir, "append_bench")
+}
+
+/// Compiles `benches/libhdf5/<name>.c` into `out_dir/<name>` against libhdf5 (and libm).
+pub(crate) fn build_c_program(root: &Path, out_dir: &Path, name: &str) -> Result<PathBuf, String> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     if crate::find_on_path(&cc).is_none() && !Path::new(&cc).is_file() {
         return Err(format!("no C compiler `{cc}` on PATH (install gcc)"));
@@ -422,13 +436,17 @@ fn build_libhdf5_bench(root: &Path, out_dir: &Path) -> Result<PathBuf, String> {
                 .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
         })
         .ok_or("pkg-config knows no hdf5 package (install libhdf5-dev)")?;
-    let source = root.join("benches").join("libhdf5").join("append_bench.c");
-    let exe = out_dir.join("append_bench");
+    let source = root
+        .join("benches")
+        .join("libhdf5")
+        .join(format!("{name}.c"));
+    let exe = out_dir.join(name);
     let mut cmd = Command::new(&cc);
     cmd.args(["-O2", "-o"])
         .arg(&exe)
         .arg(&source)
-        .args(flags.split_whitespace());
+        .args(flags.split_whitespace())
+        .arg("-lm");
     let out = cmd.output().map_err(|e| format!("cannot run {cc}: {e}"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -6,6 +6,7 @@
 //! runs cargo, Python, h5dump and the benchmark programs as processes.
 
 mod bench;
+mod bulk;
 mod deps;
 mod fixtures;
 mod install;
@@ -70,10 +71,13 @@ const TASKS: &[Task] = &[
     },
     Task {
         name: "bench",
-        usage: "bench [--full] [--instructions] [--n N] [--scenario S,..] [--index I,..]",
+        usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--n N] \
+                [--scenario S,..] [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
                --instructions counts instructions per append and per lookup under callgrind \
-               instead; also --repeat R, --chunk-bytes B",
+               instead; also --repeat R, --chunk-bytes B; --bulk measures bulk write/read \
+               throughput (1 GiB float32, unfiltered and shuffle+deflate, 1 and T threads) \
+               against libhdf5 and a dd-style copy (target/bench/bulk.csv)",
         run: bench,
     },
 ];
@@ -316,7 +320,15 @@ fn crash(args: &[String]) -> TaskResult {
     let python = fixtures::ensure_venv(&root)?;
     let mut cmd = cargo();
     cmd.current_dir(&root)
-        .args(["test", "--release", "-p", "h5chunk", "--test", "kill_campaign", "--"])
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "h5chunk",
+            "--test",
+            "kill_campaign",
+            "--",
+        ])
         .args(["--ignored", "--nocapture", "--exact", "kill_campaign_long"])
         .env("H5CHUNK_KILLS", &kills)
         .env("H5CHUNK_KILL_DURABILITY", &durability)
