@@ -179,10 +179,11 @@ impl Class for ChunkClass {
         Ok(a.offsets.as_slice().cmp(b.offsets.as_slice()))
     }
 
-    /// Chunk keys order as their offsets do: `nd` integers a key.
+    /// Chunk keys order as their offsets do: `nd` integers a key. Keys that break the
+    /// invariants of [`validate_keys`](Class::validate_keys) have no flat form.
     fn flatten(&self, keys: &[ChunkKey]) -> Option<Box<[u64]>> {
         let nd = self.dims.len();
-        if keys.iter().any(|k| k.offsets.len() != nd) {
+        if self.validate_keys(Addr(0), keys).is_err() {
             return None;
         }
         let mut flat = Vec::with_capacity(keys.len().checked_mul(nd)?);
@@ -190,6 +191,39 @@ impl Class for ChunkClass {
             flat.extend_from_slice(&k.offsets);
         }
         Some(flat.into_boxed_slice())
+    }
+
+    /// Every key has `nd` offsets; every key but the node's last (its right bound, which
+    /// libhdf5 writes as the last chunk plus the chunk dims in every slot) is a chunk: on the
+    /// chunk grid, with the element-size slot 0; and the keys increase strictly.
+    fn validate_keys(&self, addr: Addr, keys: &[ChunkKey]) -> Result<()> {
+        let nd = self.dims.len();
+        let last = keys.len().saturating_sub(1);
+        for (i, k) in keys.iter().enumerate() {
+            if k.offsets.len() != nd {
+                return Err(Error::corrupt(
+                    addr,
+                    "a chunk key of another dimensionality",
+                ));
+            }
+            if i < last {
+                let (grid, slot) = k.offsets.split_at(nd.saturating_sub(1));
+                let on_grid = grid
+                    .iter()
+                    .zip(&self.dims)
+                    .all(|(&o, &d)| o.checked_rem(d) == Some(0));
+                if !on_grid || slot.iter().any(|&s| s != 0) {
+                    return Err(Error::corrupt(addr, "a chunk key off the chunk grid"));
+                }
+            }
+        }
+        if keys
+            .windows(2)
+            .any(|w| matches!(w, [a, b] if a.offsets >= b.offsets))
+        {
+            return Err(Error::corrupt(addr, "chunk keys out of order"));
+        }
+        Ok(())
     }
 
     #[inline]

@@ -134,6 +134,13 @@ pub trait Class {
     fn flat_target<'o>(&self, _op: &'o Self::Op) -> Option<&'o [u64]> {
         None
     }
+    /// Check a node's keys against the class's invariants (for chunks: each on the chunk grid,
+    /// in increasing order), so that a damaged node is an error rather than a wrong answer.
+    /// [`flatten`](Class::flatten) gives no flat form for keys that fail it; a lookup then asks
+    /// this for the error.
+    fn validate_keys(&self, _addr: Addr, _keys: &[Self::Key]) -> Result<()> {
+        Ok(())
+    }
     /// Make a new leaf child for the operation's target and set its keys; returns its address.
     fn new_node(
         &self,
@@ -481,6 +488,9 @@ impl<C: Class> Class for std::sync::Arc<C> {
     fn flat_target<'o>(&self, op: &'o Self::Op) -> Option<&'o [u64]> {
         (**self).flat_target(op)
     }
+    fn validate_keys(&self, addr: Addr, keys: &[Self::Key]) -> Result<()> {
+        (**self).validate_keys(addr, keys)
+    }
     fn new_node(
         &self,
         cache: &MetadataCache,
@@ -808,7 +818,10 @@ where
                     .and_then(|(flat, x)| search_flat(flat, x, node.children.len()));
                 let (idx, cmp) = match flat {
                     Some(found) => found,
-                    None => self.search(addr, node, op)?,
+                    None => {
+                        self.class.validate_keys(addr, &node.keys)?;
+                        self.search(addr, node, op)?
+                    }
                 };
                 if cmp != Ordering::Equal {
                     return Ok(false);

@@ -63,8 +63,9 @@ enum Command {
     /// a `.npy` file.
     Import(ImportArgs),
     /// Walk every structure reachable from the superblock, verify every checksum and index
-    /// invariant, decode every chunk, and print each problem with its address; exit status 1
-    /// if there is any.
+    /// invariant, decode every chunk, and print each problem with its address. Exit status
+    /// 0: verified clean; 1: problems found (or the file does not open); 2: no problem found,
+    /// but some objects could not be verified (unsupported structures, listed as `skipped:`).
     Check {
         /// The HDF5 file.
         file: PathBuf,
@@ -164,6 +165,8 @@ enum Outcome {
     Ok,
     /// `check` found problems.
     Problems,
+    /// `check` found none, but could not verify everything (unsupported structures).
+    Unverified,
 }
 
 fn main() -> ExitCode {
@@ -179,6 +182,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Problems) => ExitCode::FAILURE,
+        Ok(Outcome::Unverified) => ExitCode::from(2),
         Err(e) => {
             // One line, whatever the error's text holds.
             eprintln!("h5chunk: error: {}", e.replace('\n', " "));
@@ -755,22 +759,30 @@ fn check(file: &Path) -> CliResult<Outcome> {
         .collect();
     lines.extend(report.skipped.iter().map(|s| format!("skipped: {s}")));
     let n = report.problems.len();
+    let skipped = report.skipped.len();
     lines.push(format!(
-        "checked {} groups, {} datasets, {} chunks: {n} problem{}",
+        "checked {} groups, {} datasets, {} chunks: {n} problem{}{}",
         report.groups,
         report.datasets,
         report.chunks,
-        if n == 1 { "" } else { "s" }
+        if n == 1 { "" } else { "s" },
+        if skipped == 0 {
+            String::new()
+        } else {
+            format!("; {skipped} not verified (unsupported)")
+        }
     ));
     for l in lines {
         if writeln!(out, "{l}").is_err() {
             break;
         }
     }
-    Ok(if report.is_clean() {
-        Outcome::Ok
-    } else {
+    Ok(if !report.is_clean() {
         Outcome::Problems
+    } else if skipped > 0 {
+        Outcome::Unverified
+    } else {
+        Outcome::Ok
     })
 }
 

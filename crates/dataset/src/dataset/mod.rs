@@ -189,6 +189,7 @@ impl Dataset {
             return Err(Error::Unsupported("null dataspaces"));
         }
         let dims = space.dims.clone();
+        // The dataspace decoder refuses a dimension above its maximum.
         let max_dims: Vec<Option<u64>> = match &space.max_dims {
             Some(m) => m
                 .iter()
@@ -215,6 +216,23 @@ impl Dataset {
                 let chunk_bytes = c
                     .chunk_bytes()
                     .ok_or(Error::Unsupported("chunks of 2^64 bytes"))?;
+                // libhdf5's limits: one chunk dimension per dataset dimension, none zero, and
+                // under 4 GiB a chunk. A file breaking them sizes no buffer here.
+                let chunk_dims = c.chunk_dims();
+                if chunk_dims.len() != dims.len() || chunk_dims.contains(&0) {
+                    return Err(Error::corrupt(
+                        "layout message",
+                        header,
+                        format!("{path}: chunk dims {chunk_dims:?} for dims {dims:?}"),
+                    ));
+                }
+                if chunk_bytes > u64::from(u32::MAX) {
+                    return Err(Error::corrupt(
+                        "layout message",
+                        header,
+                        format!("{path}: a chunk of {chunk_bytes} bytes (the limit is 4 GiB)"),
+                    ));
+                }
                 let shape = Shape {
                     dims: dims.clone(),
                     max_dims,
@@ -455,12 +473,10 @@ impl Dataset {
         let elem = st.dtype.size;
         let n = usize::try_from(h.len())
             .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;
-        let mut out =
-            vec![
-                0u8;
-                n.checked_mul(elem)
-                    .ok_or_else(|| Error::arg("selection", "more bytes than memory can address"))?
-            ];
+        let bytes = n
+            .checked_mul(elem)
+            .ok_or_else(|| Error::arg("selection", "more bytes than memory can address"))?;
+        let mut out = zeroed(bytes)?;
         let dtype = st.dtype;
         let DatasetState {
             path,
@@ -1013,6 +1029,20 @@ impl Dataset {
 }
 
 /// The scaled coordinates of the chunk whose first element is at `offset`.
+/// `len` zero bytes, or a typed error when the memory cannot be had (a selection sized by a
+/// file's dataspace may ask for petabytes: that is an error, not an abort).
+pub(crate) fn zeroed(len: usize) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::arg(
+            "selection",
+            format!("{len} bytes do not fit in memory (read it in parts with read_slice)"),
+        )
+    })?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
 fn grid_position(offset: &[u64], chunk: &[u64], dims: &[u64]) -> Result<Vec<u64>> {
     let bad = || {
         Error::arg(

@@ -787,13 +787,27 @@ impl BTree1 {
         })
     }
 
-    fn record(&self, c: &h5chunk_btree1::Chunk) -> ChunkRecord {
-        ChunkRecord {
+    /// The record of a chunk the tree holds, checked: v1 B-tree nodes carry no checksum, so
+    /// a damaged size is caught here rather than read as wrong values. A chunk's stored size is
+    /// never 0, and an unfiltered chunk's is the chunk's size.
+    fn record(&self, c: &h5chunk_btree1::Chunk) -> Result<ChunkRecord> {
+        let size = u64::from(c.size);
+        if size == 0 || (!self.filtered && size != self.chunk_bytes) {
+            return Err(Error::corrupt(
+                "v1 B-tree chunk key",
+                c.addr,
+                format!(
+                    "chunk at {:?} stored as {size} bytes (an unfiltered chunk is {})",
+                    c.offsets, self.chunk_bytes
+                ),
+            ));
+        }
+        Ok(ChunkRecord {
             addr: Some(c.addr),
             // Unfiltered datasets carry the chunk size in the key too; records say 0.
-            size: if self.filtered { u64::from(c.size) } else { 0 },
+            size: if self.filtered { size } else { 0 },
             mask: c.filter_mask,
-        }
+        })
     }
 }
 
@@ -806,7 +820,7 @@ impl ChunkIndex for BTree1 {
     }
     fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self.tree(f)?.get(&self.offsets(scaled)?).map_err(bt1_err)?;
-        Ok(c.map(|c| self.record(&c)))
+        c.map(|c| self.record(&c)).transpose()
     }
     fn insert(
         &mut self,
@@ -830,7 +844,7 @@ impl ChunkIndex for BTree1 {
             .tree(f)?
             .remove(&self.offsets(scaled)?)
             .map_err(bt1_err)?;
-        Ok(c.map(|c| self.record(&c)))
+        c.map(|c| self.record(&c)).transpose()
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
         let chunks = self.tree(f)?.chunks().map_err(bt1_err)?;
@@ -842,7 +856,7 @@ impl ChunkIndex for BTree1 {
                 .map(|(o, ch)| o.checked_div(*ch))
                 .collect::<Option<_>>()
                 .ok_or_else(|| Error::corrupt("layout", None, "a chunk dimension of 0"))?;
-            visit(&scaled, self.record(&c));
+            visit(&scaled, self.record(&c)?);
         }
         Ok(())
     }

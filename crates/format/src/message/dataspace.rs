@@ -187,8 +187,13 @@ impl Dataspace {
         let max_dims = if flags & FLAG_MAX_DIMS != 0 {
             let n = d.check_count(u64::from(rank), l)?;
             let mut max = Vec::with_capacity(n);
-            for _ in 0..n {
+            for i in 0..n {
+                let field = d.addr();
                 max.push(match d.length_or_undef()? {
+                    // A dimension beyond its own maximum: libhdf5 refuses the message.
+                    Some(v) if dims.get(i).is_some_and(|&cur| cur > v) => {
+                        return Err(d.bad_value(field, "maximum dimension below the current", v));
+                    }
                     Some(v) => Extent::Fixed(v),
                     None => Extent::Unlimited,
                 });
@@ -307,6 +312,27 @@ mod tests {
             .unwrap();
         assert_eq!(out.len(), ds.encoded_len(Sizes::DEFAULT));
         out
+    }
+
+    #[test]
+    fn a_dimension_beyond_its_maximum_is_refused() {
+        #[rustfmt::skip]
+        let body = [
+            0x02, 0x01, 0x01, 0x01,      // version 2, rank 1, max present, simple
+            0x28, 0, 0, 0, 0, 0, 0, 0,   // dims[0] = 40
+            0x27, 0, 0, 0, 0, 0, 0, 0,   // max[0] = 39
+        ];
+        assert!(matches!(
+            decode(&body),
+            Err(Error::BadValue {
+                field: "maximum dimension below the current",
+                value: 39,
+                ..
+            })
+        ));
+        let mut equal = body;
+        equal[12] = 0x28;
+        assert_eq!(decode(&equal).unwrap().dims, vec![40]);
     }
 
     #[rustfmt::skip]

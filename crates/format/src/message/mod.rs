@@ -606,10 +606,11 @@ mod tests {
         ) {
             let limit = sizes.undef_length();
             let dims: Vec<u64> = dims.into_iter().map(|d| d % limit).collect();
+            // A maximum is never below its dimension (the decoder refuses that).
             let max_dims = max.map(|m| {
                 m.into_iter()
-                    .take(dims.len())
-                    .map(|x| x.map_or(Extent::Unlimited, |v| Extent::Fixed(v % limit)))
+                    .zip(&dims)
+                    .map(|(x, &d)| x.map_or(Extent::Unlimited, |v| Extent::Fixed((v % limit).max(d))))
                     .collect()
             });
             let mut ds = Dataspace::simple(dims, max_dims);

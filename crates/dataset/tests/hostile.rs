@@ -1,0 +1,133 @@
+//! Hostile input: a file's lengths and dimensions never size an allocation unchecked, and
+//! structures that break their own constraints are refused with an error naming them.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+
+use std::sync::Arc;
+
+use h5chunk::storage::MemStorage;
+use h5chunk::{File, FileOptions, OpenOptions};
+
+/// A dataspace of 2^50 elements (h5py raises MemoryError on reading it all): reading the whole
+/// dataset is a typed error, not an abort trying to allocate a petabyte; a small part reads.
+#[test]
+fn reading_a_petabyte_dataspace_is_an_error() {
+    let mem = MemStorage::new();
+    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    f.new_dataset::<u8>()
+        .shape(&[1 << 25, 1 << 25])
+        .chunk(&[1024, 1024])
+        .create("huge")
+        .unwrap();
+    f.close().unwrap();
+    let f = File::open_on(Arc::new(mem), OpenOptions::read_only()).unwrap();
+    let d = f.dataset("huge").unwrap();
+    let err = d.read::<u8>().unwrap_err();
+    assert!(err.to_string().contains("do not fit in memory"), "{err}");
+    assert_eq!(
+        d.read_slice::<u8>(&[5, 5], &[2, 3], None).unwrap(),
+        vec![0; 6]
+    );
+}
+
+/// Find `needle` in `hay` (once).
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> = hay
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "{needle:?} found {} times", at.len());
+    at[0]
+}
+
+/// A dataspace whose dimension exceeds its maximum (libhdf5 refuses such files): the dataset
+/// does not open, and `check` does not call the file clean.
+#[test]
+fn a_dimension_beyond_its_maximum_is_refused() {
+    let mem = MemStorage::new();
+    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[40, 40])
+        .max_shape(&[Some(0xabcd_ef01), Some(40)])
+        .chunk(&[8, 8])
+        .create("d")
+        .unwrap();
+    d.write(&vec![7i32; 1600]).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let mut bytes = mem.to_vec();
+    // The maximum of dimension 0, an 8-byte length: set it below the dimension (40).
+    let at = find(&bytes, &0xabcd_ef01u64.to_le_bytes());
+    bytes[at..at + 8].copy_from_slice(&39u64.to_le_bytes());
+    let f = File::open_on(
+        Arc::new(MemStorage::from_vec(bytes)),
+        OpenOptions::read_only(),
+    )
+    .unwrap();
+    let err = f.dataset("d").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("maximum dimension below the current"),
+        "{err}"
+    );
+    let report = f.check();
+    assert!(!report.problems.is_empty(), "check calls the file clean");
+}
+
+/// A v1 B-tree chunk index (no checksums): a key moved off the chunk grid, and a chunk size
+/// that disagrees with the chunk's, are errors on read, not zeros or wrong values.
+#[test]
+fn damaged_v1_btree_chunk_keys_are_errors_on_read() {
+    let mem = MemStorage::new();
+    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[40])
+        .max_shape(&[None])
+        .chunk(&[8])
+        .create("d")
+        .unwrap();
+    assert_eq!(d.index_kind(), Some(h5chunk::IndexKind::BTree1));
+    let values: Vec<i32> = (0..40).collect();
+    d.write(&values).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let clean = mem.to_vec();
+    let node = find(&clean, b"TREE\x01\x00");
+    // Keys: size (4), filter mask (4), two offsets (the element and the element-size slot);
+    // each followed by a child address (8).
+    let key = |i: usize| node + 24 + i * (8 + 16 + 8);
+    let open = |bytes: Vec<u8>| {
+        let f = File::open_on(
+            Arc::new(MemStorage::from_vec(bytes)),
+            OpenOptions::read_only(),
+        )
+        .unwrap();
+        f.dataset("d").unwrap()
+    };
+    assert_eq!(open(clean.clone()).read::<i32>().unwrap(), values);
+
+    let mut off_grid = clean.clone();
+    let k1 = key(1) + 8;
+    assert_eq!(off_grid[k1], 8, "chunk 1 starts at element 8");
+    off_grid[k1] = 9;
+    let err = open(off_grid).read::<i32>().unwrap_err();
+    assert!(err.to_string().contains("off the chunk grid"), "{err}");
+
+    let mut size = clean;
+    let k2 = key(2);
+    assert_eq!(size[k2], 32, "an unfiltered chunk of 8 i32");
+    size[k2] = 31;
+    let d = open(size);
+    let err = d.read_slice::<i32>(&[17], &[1], None).unwrap_err();
+    assert!(err.to_string().contains("stored as 31 bytes"), "{err}");
+    // The chunks the damage does not touch still read.
+    assert_eq!(d.read_slice::<i32>(&[3], &[1], None).unwrap(), vec![3]);
+}
