@@ -9,6 +9,7 @@ mod bench;
 mod bulk;
 mod deps;
 mod fixtures;
+mod fuzz;
 mod install;
 mod instructions;
 #[cfg(test)]
@@ -60,6 +61,14 @@ const TASKS: &[Task] = &[
         usage: "lint",
         help: "cargo fmt --check, then clippy on all targets with warnings denied",
         run: lint,
+    },
+    Task {
+        name: "fuzz",
+        usage: "fuzz [--minutes M] [--seed S] [--cases N]",
+        help: "seeded mutation campaign over the fixtures through h5chunk ls/check/cat, each run \
+               under a memory cap and a timeout; fails on any panic, abort, crash or hang \
+               (findings in target/fuzz/findings)",
+        run: fuzz,
     },
     Task {
         name: "crash",
@@ -160,8 +169,20 @@ fn test(args: &[String]) -> TaskResult {
         .env("H5CHUNK_FIXTURES", &fixtures_dir)
         .env("H5CHUNK_PYTHON", &python)
         .env("H5CHUNK_H5DUMP", &h5dump);
-    run_tests(&mut cmd)
+    run_tests(&mut cmd)?;
+    // The fuzz campaign's smoke run: a fixed, seeded set of mutants (about 15 s); any panic,
+    // abort, crash or hang fails the task. `cargo xtask fuzz --minutes M` is the long one.
+    eprintln!("xtask test: fuzz smoke run ({FUZZ_SMOKE_CASES} mutants)");
+    fuzz::campaign(
+        &root,
+        std::time::Duration::from_secs(120),
+        Some(FUZZ_SMOKE_CASES),
+        1,
+    )
 }
+
+/// Mutants in `cargo xtask test`'s fuzz smoke run.
+const FUZZ_SMOKE_CASES: u64 = 600;
 
 /// Runs `cargo test`, passing its output through, and ends with one summary line summed over
 /// every test binary (`summary: N passed, N failed[, N skipped]`): cargo's own last line belongs
@@ -292,6 +313,10 @@ fn lint(args: &[String]) -> TaskResult {
         "-D",
         "warnings",
     ]))
+}
+
+fn fuzz(args: &[String]) -> TaskResult {
+    fuzz::run(&workspace_root(), args)
 }
 
 fn crash(args: &[String]) -> TaskResult {

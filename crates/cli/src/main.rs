@@ -256,7 +256,8 @@ fn ls(file: &Path, group: Option<&str>) -> CliResult<Outcome> {
     } else {
         format!("{path}/")
     });
-    walk(&g, &mut lines);
+    let mut seen = std::collections::HashSet::from([g.object_address()]);
+    walk(&g, &mut lines, &mut seen);
     for l in lines {
         if writeln!(out, "{l}").is_err() {
             break;
@@ -266,8 +267,10 @@ fn ls(file: &Path, group: Option<&str>) -> CliResult<Outcome> {
 }
 
 /// Members of `g`, depth-first, sorted by name. A member that cannot be opened is listed with
-/// the reason instead of stopping the listing.
-fn walk(g: &Group, lines: &mut Vec<String>) {
+/// the reason instead of stopping the listing. A group reached again through another hard link
+/// (`seen` holds the object addresses listed so far) is named but not listed again, so a
+/// group that contains its own ancestor ends the walk instead of recursing forever.
+fn walk(g: &Group, lines: &mut Vec<String>, seen: &mut std::collections::HashSet<u64>) {
     let child = |name: &str| {
         if g.path() == "/" {
             format!("/{name}")
@@ -286,9 +289,12 @@ fn walk(g: &Group, lines: &mut Vec<String>) {
         let path = child(&name);
         match kind {
             MemberKind::Group => match g.group(&name) {
+                Ok(sub) if !seen.insert(sub.object_address()) => {
+                    lines.push(format!("{path}/ (a hard link to a group listed already)"));
+                }
                 Ok(sub) => {
                     lines.push(format!("{path}/"));
-                    walk(&sub, lines);
+                    walk(&sub, lines, seen);
                 }
                 Err(e) => lines.push(format!("{path}/ (cannot open: {e})")),
             },

@@ -650,3 +650,40 @@ fn import_rejects_bad_arguments_in_one_line() {
     }
     assert!(fails(&["cat", s(&dir.join("missing.h5")), "/x"]).contains("missing.h5"));
 }
+
+/// A group that holds a hard link to its own ancestor (legal in HDF5, and what a damaged
+/// symbol table entry can make): `ls` names it once and does not recurse forever (the fuzz
+/// campaign's stack overflow).
+#[test]
+fn ls_stops_at_a_group_that_contains_its_ancestor() {
+    let dir = tmp("ls_cycle");
+    let path = dir.join("cycle.h5");
+    let f = File::create(&path).unwrap();
+    let a = f.create_group("a").unwrap();
+    a.create_group("b").unwrap();
+    let (root_addr, b_addr) = (
+        f.group("/").unwrap().object_address(),
+        f.group("/a/b").unwrap().object_address(),
+    );
+    drop(a);
+    f.close().unwrap();
+    // Point /a/b's symbol table entry at the root group's object header.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let needle = b_addr.to_le_bytes();
+    let at: Vec<usize> = bytes
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!at.is_empty());
+    for i in at {
+        bytes[i..i + 8].copy_from_slice(&root_addr.to_le_bytes());
+    }
+    std::fs::write(&path, bytes).unwrap();
+    let out = ok_text(&["ls", s(&path)]);
+    assert!(
+        out.contains("/a/b/ (a hard link to a group listed already)"),
+        "{out}"
+    );
+}

@@ -26,6 +26,13 @@ impl Group {
         &self.file
     }
 
+    /// The address of the group's object header: what identifies the group itself, whatever
+    /// path reached it (hard links may give one group several paths, and even make a group
+    /// its own descendant; a walk of the tree uses this to visit each group once).
+    pub fn object_address(&self) -> u64 {
+        self.at.addr.get()
+    }
+
     fn resolver(&self) -> Result<Resolver<'_>> {
         Ok(Resolver {
             store: &self.file.inner.store,

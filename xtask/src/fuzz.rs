@@ -1,0 +1,653 @@
+//! `cargo xtask fuzz [--minutes M] [--seed S] [--cases N]`: a seeded mutation campaign over the
+//! fixtures through the `h5chunk` CLI (`ls`, `check`, `cat` of up to three datasets), each run a
+//! child process under a memory cap (`prlimit --as`) and a timeout.
+//!
+//! Mutations: random byte flips; flips inside a checksummed structure (found by its signature,
+//! its length by where its lookup3 checksum matches) with the checksum left stale or
+//! recomputed; truncations; extreme values (0, 2^32-1, 2^40, 2^50, 2^63, all ones) written over
+//! 2-, 4- and 8-byte fields inside structures. Outcomes: `same` (exit 0, output as on the
+//! unmutated file), `error` (a clean one-line error), `panic`, `abort`, `crash` (another
+//! signal), `hang`, `wrong` (exit 0, other output) and, for `check`, `missed` (exit 0 although
+//! `cat` of some dataset failed). A panic, abort, crash or hang fails the task; each finding is
+//! kept under `target/fuzz/findings/` with a note of how to reproduce it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::TaskResult;
+
+/// Signatures of checksummed structures.
+const CHECKSUMMED: [&[u8; 4]; 13] = [
+    b"OHDR", b"OCHK", b"BTHD", b"BTIN", b"BTLF", b"EAHD", b"EAIB", b"EASB", b"EADB", b"FAHD",
+    b"FADB", b"FRHP", b"FHDB",
+];
+/// Signatures of structures without a checksum.
+const PLAIN: [&[u8; 4]; 3] = [b"TREE", b"SNOD", b"HEAP"];
+const EXTREMES: [u64; 7] = [
+    0,
+    0xffff_ffff,
+    1 << 40,
+    1 << 50,
+    1 << 63,
+    u64::MAX,
+    u64::MAX - 1,
+];
+/// Address-space cap of each run.
+const MEMORY_CAP: u64 = 2 << 30;
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// lookup3 `hashlittle(data, 0)` (HDF5's metadata checksum).
+pub fn lookup3(data: &[u8]) -> u32 {
+    let init = 0xdead_beef_u32.wrapping_add(data.len() as u32);
+    let (mut a, mut b, mut c) = (init, init, init);
+    let word = |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let mut rest = data;
+    while rest.len() > 12 {
+        a = a.wrapping_add(word(rest, 0));
+        b = b.wrapping_add(word(rest, 4));
+        c = c.wrapping_add(word(rest, 8));
+        a = a.wrapping_sub(c) ^ c.rotate_left(4);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a) ^ a.rotate_left(6);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b) ^ b.rotate_left(8);
+        b = b.wrapping_add(a);
+        a = a.wrapping_sub(c) ^ c.rotate_left(16);
+        c = c.wrapping_add(b);
+        b = b.wrapping_sub(a) ^ a.rotate_left(19);
+        a = a.wrapping_add(c);
+        c = c.wrapping_sub(b) ^ b.rotate_left(4);
+        b = b.wrapping_add(a);
+        rest = &rest[12..];
+    }
+    if rest.is_empty() {
+        return c;
+    }
+    let mut t = [0u8; 12];
+    t[..rest.len()].copy_from_slice(rest);
+    a = a.wrapping_add(word(&t, 0));
+    b = b.wrapping_add(word(&t, 4));
+    c = c.wrapping_add(word(&t, 8));
+    c = (c ^ b).wrapping_sub(b.rotate_left(14));
+    a = (a ^ c).wrapping_sub(c.rotate_left(11));
+    b = (b ^ a).wrapping_sub(a.rotate_left(25));
+    c = (c ^ b).wrapping_sub(b.rotate_left(16));
+    a = (a ^ c).wrapping_sub(c.rotate_left(4));
+    b = (b ^ a).wrapping_sub(a.rotate_left(14));
+    (c ^ b).wrapping_sub(b.rotate_left(24))
+}
+
+/// A structure found in a seed: its start, the length its checksum covers (if any).
+#[derive(Clone, Copy, Debug)]
+pub struct Structure {
+    pub at: usize,
+    pub covered: Option<usize>,
+}
+
+/// Every structure in `bytes`; a checksummed one's covered length is the shortest prefix
+/// (up to 64 KiB) whose lookup3 matches the four bytes after it.
+pub fn structures(bytes: &[u8]) -> Vec<Structure> {
+    let mut out = Vec::new();
+    for at in 0..bytes.len().saturating_sub(4) {
+        let sig = &bytes[at..at + 4];
+        if PLAIN.iter().any(|s| s.as_slice() == sig) {
+            out.push(Structure { at, covered: None });
+        } else if CHECKSUMMED.iter().any(|s| s.as_slice() == sig) {
+            let limit = (bytes.len() - at).min(64 << 10);
+            let covered = (8..limit.saturating_sub(3)).find(|&n| {
+                let stored = &bytes[at + n..at + n + 4];
+                u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]])
+                    == lookup3(&bytes[at..at + n])
+            });
+            if covered.is_some() {
+                out.push(Structure { at, covered });
+            }
+        }
+    }
+    out
+}
+
+/// One mutant and how it was made.
+pub struct Mutant {
+    pub bytes: Vec<u8>,
+    pub kind: &'static str,
+    pub offset: usize,
+}
+
+pub fn mutate(seed: &[u8], found: &[Structure], rng: &mut SplitMix) -> Mutant {
+    let mut b = seed.to_vec();
+    let len = b.len().max(1);
+    match rng.below(6) {
+        0 => {
+            let offset = rng.below(len);
+            for _ in 0..1 + rng.below(4) {
+                let i = (offset + rng.below(16)).min(b.len() - 1);
+                b[i] ^= 1 << rng.below(8);
+            }
+            Mutant {
+                bytes: b,
+                kind: "flip",
+                offset,
+            }
+        }
+        1 => {
+            let offset = rng.below(len);
+            b.truncate(offset);
+            Mutant {
+                bytes: b,
+                kind: "truncate",
+                offset,
+            }
+        }
+        k => {
+            let Some(s) = (!found.is_empty()).then(|| found[rng.below(found.len())]) else {
+                return Mutant {
+                    bytes: b,
+                    kind: "none",
+                    offset: 0,
+                };
+            };
+            let end = s.at + s.covered.unwrap_or(64).min(b.len() - s.at);
+            let span = end.saturating_sub(s.at + 4).max(1);
+            let offset = (s.at + 4 + rng.below(span)).min(b.len() - 1);
+            let kind = if k <= 3 {
+                b[offset] ^= 1 << rng.below(8);
+                "structure flip"
+            } else {
+                let width = [2usize, 4, 8][rng.below(3)];
+                let v = EXTREMES[rng.below(EXTREMES.len())].to_le_bytes();
+                let w = width.min(b.len() - offset);
+                b[offset..offset + w].copy_from_slice(&v[..w]);
+                "extreme field"
+            };
+            let resum = s.covered.is_some() && rng.below(2) == 0;
+            if let (true, Some(n)) = (resum, s.covered) {
+                let sum = lookup3(&b[s.at..s.at + n]).to_le_bytes();
+                b[s.at + n..s.at + n + 4].copy_from_slice(&sum);
+            }
+            Mutant {
+                bytes: b,
+                kind: match (kind, resum) {
+                    ("structure flip", true) => "structure flip, checksum recomputed",
+                    ("extreme field", true) => "extreme field, checksum recomputed",
+                    (k, _) => k,
+                },
+                offset,
+            }
+        }
+    }
+}
+
+/// What one run did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    Same,
+    Error,
+    Wrong,
+    Missed,
+    Panic,
+    Abort,
+    Crash,
+    Hang,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Same => "same",
+            Outcome::Error => "error",
+            Outcome::Wrong => "wrong value",
+            Outcome::Missed => "check missed",
+            Outcome::Panic => "panic",
+            Outcome::Abort => "abort",
+            Outcome::Crash => "crash",
+            Outcome::Hang => "hang",
+        }
+    }
+    pub fn is_bug(self) -> bool {
+        matches!(
+            self,
+            Outcome::Panic | Outcome::Abort | Outcome::Crash | Outcome::Hang
+        )
+    }
+}
+
+/// How one run ended.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout_hash: u64,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn run_one(exe: &Path, args: &[&str], prlimit: bool) -> Ran {
+    let mut cmd = if prlimit {
+        let mut c = Command::new("prlimit");
+        c.arg(format!("--as={MEMORY_CAP}")).arg("--").arg(exe);
+        c
+    } else {
+        Command::new(exe)
+    };
+    let mut child = match cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return Ran {
+                code: None,
+                signal: None,
+                stdout_hash: 0,
+                stderr: format!("cannot run: {e}"),
+                timed_out: false,
+            };
+        }
+    };
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut o = Vec::new();
+        let _ = out.read_to_end(&mut o);
+        o
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut e = Vec::new();
+        let _ = err.read_to_end(&mut e);
+        e
+    });
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break Some(s);
+        }
+        if start.elapsed() > TIMEOUT {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    use std::os::unix::process::ExitStatusExt;
+    Ran {
+        code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        stdout_hash: hash(&stdout),
+        stderr,
+        timed_out,
+    }
+}
+
+pub fn classify(ran: &Ran, baseline: Option<u64>) -> Outcome {
+    let Ran {
+        code,
+        signal,
+        stdout_hash,
+        stderr,
+        timed_out,
+    } = ran;
+    if *timed_out {
+        return Outcome::Hang;
+    }
+    if stderr.contains("panicked at") || *code == Some(101) {
+        return Outcome::Panic;
+    }
+    if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
+        return Outcome::Abort;
+    }
+    match (code, signal) {
+        (_, Some(6)) => Outcome::Abort,
+        (_, Some(_)) => Outcome::Crash,
+        (Some(0), _) if baseline == Some(*stdout_hash) => Outcome::Same,
+        (Some(0), _) => Outcome::Wrong,
+        _ => Outcome::Error,
+    }
+}
+
+/// The datasets `h5chunk ls` lists in a file.
+fn datasets(exe: &Path, file: &Path) -> Vec<String> {
+    let o = Command::new(exe).arg("ls").arg(file).output();
+    let Ok(o) = o else { return Vec::new() };
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.contains(" shape="))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+fn build_cli(root: &Path) -> Result<PathBuf, String> {
+    let mut cmd = crate::cargo();
+    cmd.current_dir(root).args([
+        "build",
+        "--release",
+        "-p",
+        "h5chunk-cli",
+        "--bin",
+        "h5chunk",
+        "--message-format=json-render-diagnostics",
+    ]);
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{} failed", crate::describe(&cmd)));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "h5chunk")
+        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| "cargo reported no h5chunk executable".to_string())
+}
+
+/// The campaign; `budget` bounds it by time, `cases` (if any) by mutant count.
+pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) -> TaskResult {
+    let exe = build_cli(root)?;
+    let prlimit = crate::find_on_path("prlimit").is_some();
+    let out_dir = root.join("target").join("fuzz");
+    let findings = out_dir.join("findings");
+    std::fs::create_dir_all(&findings).map_err(|e| e.to_string())?;
+    let mut seeds: Vec<PathBuf> = Vec::new();
+    for dir in [
+        root.join("fixtures").join("libhdf5"),
+        root.join("target").join("fixtures"),
+    ] {
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            seeds.extend(
+                rd.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|e| e == "h5")),
+            );
+        }
+    }
+    seeds.sort();
+    if seeds.is_empty() {
+        return Err("no fixtures to mutate".into());
+    }
+    struct Seed {
+        path: PathBuf,
+        bytes: Vec<u8>,
+        found: Vec<Structure>,
+        datasets: Vec<String>,
+        baseline: BTreeMap<String, u64>,
+    }
+    let mut prepared = Vec::new();
+    for path in seeds {
+        let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+        if bytes.len() > 4 << 20 {
+            continue;
+        }
+        let found = structures(&bytes);
+        let datasets = datasets(&exe, &path);
+        let mut baseline = BTreeMap::new();
+        let p = path.display().to_string();
+        baseline.insert(
+            "ls".to_string(),
+            run_one(&exe, &["ls", &p], false).stdout_hash,
+        );
+        baseline.insert(
+            "check".to_string(),
+            run_one(&exe, &["check", &p], false).stdout_hash,
+        );
+        for d in &datasets {
+            let r = run_one(&exe, &["cat", &p, d], false);
+            baseline.insert(format!("cat {d}"), r.stdout_hash);
+        }
+        prepared.push(Seed {
+            path,
+            bytes,
+            found,
+            datasets,
+            baseline,
+        });
+    }
+    let mut rng = SplitMix(seed);
+    let mutant_path = out_dir.join("mutant.h5");
+    let mut tally: BTreeMap<(String, Outcome), u64> = BTreeMap::new();
+    let mut by_kind: BTreeMap<(&'static str, Outcome), u64> = BTreeMap::new();
+    let mut bugs = 0u64;
+    let mut n = 0u64;
+    let started = Instant::now();
+    while started.elapsed() < budget && cases.is_none_or(|c| n < c) {
+        let s = &prepared[rng.below(prepared.len())];
+        let m = mutate(&s.bytes, &s.found, &mut rng);
+        std::fs::write(&mutant_path, &m.bytes).map_err(|e| e.to_string())?;
+        let mp = mutant_path.display().to_string();
+        let mut commands: Vec<(String, Vec<String>)> = vec![
+            ("ls".into(), vec!["ls".into(), mp.clone()]),
+            ("check".into(), vec!["check".into(), mp.clone()]),
+        ];
+        for _ in 0..3.min(s.datasets.len()) {
+            let d = &s.datasets[rng.below(s.datasets.len())];
+            commands.push((
+                format!("cat {d}"),
+                vec!["cat".into(), mp.clone(), d.clone()],
+            ));
+        }
+        let mut cat_failed = false;
+        let mut check_ok = false;
+        for (name, args) in &commands {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let ran = run_one(&exe, &args, prlimit);
+            let outcome = classify(&ran, s.baseline.get(name).copied());
+            let cmd = name.split_whitespace().next().unwrap_or("").to_string();
+            if cmd == "cat" && outcome != Outcome::Same {
+                cat_failed |= outcome == Outcome::Error;
+            }
+            if cmd == "check" {
+                check_ok = ran.code == Some(0);
+            }
+            *tally.entry((cmd.clone(), outcome)).or_default() += 1;
+            *by_kind.entry((m.kind, outcome)).or_default() += 1;
+            if outcome.is_bug() {
+                bugs += 1;
+                let base = format!(
+                    "{}_{}_{}_{}",
+                    s.path.file_stem().unwrap_or_default().to_string_lossy(),
+                    m.kind.replace([' ', ','], "_"),
+                    m.offset,
+                    n
+                );
+                let keep = findings.join(format!("{base}.h5"));
+                let _ = std::fs::write(&keep, &m.bytes);
+                let note = format!(
+                    "{}: h5chunk {} -> {} (exit {:?}, signal {:?})\n{}\n",
+                    outcome.name(),
+                    args.join(" ").replace(&mp, &keep.display().to_string()),
+                    m.kind,
+                    ran.code,
+                    ran.signal,
+                    ran.stderr.lines().take(3).collect::<Vec<_>>().join("\n")
+                );
+                let _ = std::fs::write(findings.join(format!("{base}.txt")), &note);
+                eprint!("finding: {note}");
+            }
+        }
+        if cat_failed && check_ok {
+            *tally.entry(("check".into(), Outcome::Missed)).or_default() += 1;
+        }
+        n += 1;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let mut t = String::new();
+    let cmds = ["ls", "check", "cat"];
+    let outcomes = [
+        Outcome::Same,
+        Outcome::Error,
+        Outcome::Wrong,
+        Outcome::Missed,
+        Outcome::Panic,
+        Outcome::Abort,
+        Outcome::Crash,
+        Outcome::Hang,
+    ];
+    let _ = writeln!(
+        t,
+        "\nfuzz: {n} mutants of {} seeds in {secs:.0} s ({:.1}/s), seed {seed}",
+        prepared.len(),
+        n as f64 / secs.max(1e-9)
+    );
+    let _ = writeln!(
+        t,
+        "{:<14} {:>8} {:>8} {:>8}",
+        "outcome", "ls", "check", "cat"
+    );
+    for o in outcomes {
+        let _ = write!(t, "{:<14}", o.name());
+        for c in cmds {
+            let _ = write!(
+                t,
+                " {:>8}",
+                tally.get(&(c.to_string(), o)).copied().unwrap_or(0)
+            );
+        }
+        let _ = writeln!(t);
+    }
+    let _ = writeln!(t, "\nby mutation (all commands):");
+    for ((kind, o), count) in &by_kind {
+        if *o != Outcome::Same && *o != Outcome::Error {
+            let _ = writeln!(t, "  {kind}: {} {count}", o.name());
+        }
+    }
+    print!("{t}");
+    let _ = std::fs::write(out_dir.join("report.txt"), &t);
+    let _ = std::fs::remove_file(&mutant_path);
+    if bugs > 0 {
+        return Err(format!(
+            "{bugs} runs panicked, aborted, crashed or hung: see {}",
+            findings.display()
+        ));
+    }
+    Ok(())
+}
+
+pub fn run(root: &Path, args: &[String]) -> TaskResult {
+    let mut minutes = 1.0f64;
+    let mut seed = 1u64;
+    let mut cases = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let v = it.next().ok_or_else(|| format!("`{a}` needs a value"))?;
+        match a.as_str() {
+            "--minutes" => minutes = v.parse().map_err(|e| format!("--minutes: {e}"))?,
+            "--seed" => seed = v.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--cases" => cases = Some(v.parse().map_err(|e| format!("--cases: {e}"))?),
+            other => return Err(format!("fuzz: unexpected argument `{other}`")),
+        }
+    }
+    campaign(root, Duration::from_secs_f64(minutes * 60.0), cases, seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup3_matches_known_values() {
+        assert_eq!(lookup3(b""), 0xdead_beef);
+        assert_eq!(lookup3(b"Four score and seven years ago"), 0x1777_0551);
+    }
+
+    #[test]
+    fn structures_are_found_with_their_checksums() {
+        let mut b = vec![0u8; 10];
+        let at = b.len();
+        b.extend_from_slice(b"EAHD\x00\x01somebytes");
+        let n = b.len() - at;
+        let sum = lookup3(&b[at..]);
+        b.extend_from_slice(&sum.to_le_bytes());
+        b.extend_from_slice(b"TREE....");
+        let s = structures(&b);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].at, s[0].covered), (at, Some(n)));
+        assert_eq!(s[1].covered, None);
+    }
+
+    #[test]
+    fn mutations_are_reproducible() {
+        let seed = vec![7u8; 300];
+        let a = mutate(&seed, &[], &mut SplitMix(3)).bytes;
+        let b = mutate(&seed, &[], &mut SplitMix(3)).bytes;
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn outcomes_are_classified() {
+        let r = |code, signal, stderr: &str, timed_out| Ran {
+            code,
+            signal,
+            stdout_hash: 5,
+            stderr: stderr.into(),
+            timed_out,
+        };
+        assert_eq!(
+            classify(&r(Some(0), None, "", false), Some(5)),
+            Outcome::Same
+        );
+        assert_eq!(
+            classify(&r(Some(0), None, "", false), Some(6)),
+            Outcome::Wrong
+        );
+        assert_eq!(
+            classify(&r(Some(1), None, "h5chunk: error: x", false), Some(5)),
+            Outcome::Error
+        );
+        assert_eq!(
+            classify(
+                &r(Some(101), None, "thread 'main' panicked at", false),
+                Some(5)
+            ),
+            Outcome::Panic
+        );
+        assert_eq!(
+            classify(&r(None, Some(6), "", false), Some(5)),
+            Outcome::Abort
+        );
+        assert_eq!(
+            classify(
+                &r(None, Some(6), "memory allocation of 5 bytes failed", false),
+                None
+            ),
+            Outcome::Abort
+        );
+        assert_eq!(
+            classify(&r(None, Some(11), "", false), Some(5)),
+            Outcome::Crash
+        );
+        assert_eq!(
+            classify(&r(None, Some(9), "", true), Some(5)),
+            Outcome::Hang
+        );
+    }
+}
