@@ -384,12 +384,18 @@ fn build_h5chunk_bench(root: &Path) -> Result<PathBuf, String> {
 
 /// Builds one binary of `h5chunk-benches` in release mode; its path.
 pub(crate) fn build_bench_bin(root: &Path, bin: &str) -> Result<PathBuf, String> {
+    build_release_bin(root, "h5chunk-benches", bin)
+}
+
+/// Builds binary `bin` of `package` in release mode and returns its path (from cargo's JSON
+/// messages, so CARGO_TARGET_DIR is honoured).
+pub(crate) fn build_release_bin(root: &Path, package: &str, bin: &str) -> Result<PathBuf, String> {
     let mut cmd = crate::cargo();
     cmd.current_dir(root).args([
         "build",
         "--release",
         "-p",
-        "h5chunk-benches",
+        package,
         "--bin",
         bin,
         "--message-format=json-render-diagnostics",

@@ -346,35 +346,9 @@ fn datasets(exe: &Path, file: &Path) -> Vec<String> {
         .collect()
 }
 
-fn build_cli(root: &Path) -> Result<PathBuf, String> {
-    let mut cmd = crate::cargo();
-    cmd.current_dir(root).args([
-        "build",
-        "--release",
-        "-p",
-        "h5chunk-cli",
-        "--bin",
-        "h5chunk",
-        "--message-format=json-render-diagnostics",
-    ]);
-    let out = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("{} failed", crate::describe(&cmd)));
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "h5chunk")
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| "cargo reported no h5chunk executable".to_string())
-}
-
 /// The campaign; `budget` bounds it by time, `cases` (if any) by mutant count.
 pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) -> TaskResult {
-    let exe = build_cli(root)?;
+    let exe = crate::bench::build_release_bin(root, "h5chunk-cli", "h5chunk")?;
     let prlimit = crate::find_on_path("prlimit").is_some();
     let out_dir = root.join("target").join("fuzz");
     let findings = out_dir.join("findings");
@@ -455,15 +429,15 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
                 vec!["cat".into(), mp.clone(), d.clone()],
             ));
         }
-        let mut cat_failed = false;
+        let mut cat_failed: Option<String> = None;
         let mut check_ok = false;
         for (name, args) in &commands {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let ran = run_one(&exe, &args, prlimit);
             let outcome = classify(&ran, s.baseline.get(name).copied());
             let cmd = name.split_whitespace().next().unwrap_or("").to_string();
-            if cmd == "cat" && outcome != Outcome::Same {
-                cat_failed |= outcome == Outcome::Error;
+            if cmd == "cat" && outcome == Outcome::Error && cat_failed.is_none() {
+                cat_failed = Some(format!("{}: {}", args.join(" "), ran.stderr.trim()));
             }
             if cmd == "check" {
                 check_ok = ran.code == Some(0);
@@ -494,8 +468,17 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
                 eprint!("finding: {note}");
             }
         }
-        if cat_failed && check_ok {
+        if let (Some(why), true) = (&cat_failed, check_ok) {
             *tally.entry(("check".into(), Outcome::Missed)).or_default() += 1;
+            // Kept for study (not a failure of the task): what `check` should have seen.
+            let missed = out_dir.join("missed");
+            let _ = std::fs::create_dir_all(&missed);
+            let base = format!("{n}_{}", m.kind.replace([' ', ','], "_"));
+            let _ = std::fs::write(missed.join(format!("{base}.h5")), &m.bytes);
+            let _ = std::fs::write(
+                missed.join(format!("{base}.txt")),
+                why.replace(&mp, "MUTANT"),
+            );
         }
         n += 1;
     }

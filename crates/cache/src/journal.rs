@@ -367,15 +367,7 @@ impl Journaled {
         {
             j.sync()?;
         }
-        for q in std::mem::take(&mut st.queue) {
-            match q {
-                Queued::Write(addr, data) => self.inner.write_at(Addr(addr), &data)?,
-            }
-        }
-        self.queued.store(false, Ordering::Release);
-        if let Some(len) = st.cut.take() {
-            self.inner.set_len(len)?;
-        }
+        self.apply_queue(&mut st)?;
         if self.sync {
             self.inner.sync()?;
         }
@@ -396,6 +388,11 @@ impl Journaled {
     pub fn abandon(&self) -> io::Result<()> {
         let mut st = self.state.lock();
         st.batching = false;
+        self.apply_queue(&mut st)
+    }
+
+    /// Write the deferred writes in the order they were made, then the deferred cut.
+    fn apply_queue(&self, st: &mut State) -> io::Result<()> {
         for q in std::mem::take(&mut st.queue) {
             match q {
                 Queued::Write(addr, data) => self.inner.write_at(Addr(addr), &data)?,
