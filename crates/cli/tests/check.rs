@@ -424,3 +424,43 @@ fn check_reports_an_index_address_past_the_end_of_the_file() {
     assert!(report.contains("/ea"), "{report}");
     assert!(!report.contains("checksum"), "{report}");
 }
+
+/// Two mutants the fuzz campaign (`cargo xtask fuzz`) found `check` calling clean while `cat`
+/// failed, rebuilt from their committed seeds: a contiguous dataset whose storage size runs
+/// past the file's end (a size field set to all ones, the object header's checksum
+/// recomputed), and an old-style group whose name index (the B-tree over the local heap) no
+/// longer finds a member its symbol table lists.
+#[test]
+fn check_sees_what_cat_trips_on() {
+    let dir = tmp("check_fuzz_misses");
+    let patched = |seed: &str, patch: &[(usize, u8)]| {
+        let mut bytes = std::fs::read(fixtures::dir().join(seed)).unwrap();
+        for &(at, v) in patch {
+            bytes[at] = v;
+        }
+        let path = dir.join(seed);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let contiguous = patched(
+        "userblock_latest.h5",
+        &[
+            (1109, 0xff),
+            (1110, 0xff),
+            (1111, 0xff),
+            (1112, 0xff),
+            (1293, 0x75),
+            (1294, 0x01),
+            (1295, 0x47),
+            (1296, 0xc6),
+        ],
+    );
+    let (code, out, _) = check(&contiguous);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("runs past the file's end"), "{out}");
+
+    let group = patched("userblock_earliest.h5", &[(673, 0x20)]);
+    let (code, out, _) = check(&group);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("invalid name offset"), "{out}");
+}

@@ -107,6 +107,19 @@ impl File {
                 } else {
                     format!("{path}/{name}")
                 };
+                // The group's name index (a B-tree of names in the local heap, or a link
+                // message search) must find each link by its name, as opening a path does.
+                match link::lookup(&f.store, addr, &name) {
+                    Ok(Some(found)) if found == value => {}
+                    Ok(other) => report.problems.push(Problem {
+                        addr: Some(addr.get()),
+                        object: child.clone(),
+                        what: format!(
+                            "the group lists this link, but looking it up by name finds {other:?}"
+                        ),
+                    }),
+                    Err(e) => report.problems.push(problem(addr, &child, &e)),
+                }
                 let LinkValue::Hard(a) = value else { continue };
                 if !seen.insert(a) {
                     continue;

@@ -247,10 +247,46 @@ impl Dataset {
     ) -> Result<()> {
         let f = &self.file.inner.store;
         let eof = f.storage.len().map_err(h5chunk_cache::Error::from)?;
+        let dims = self.shared.dims.lock().0.clone();
         let mut st = self.shared.state.lock();
+        let elem = st.dtype.size as u64;
         let DatasetState { path, storage, .. } = &mut *st;
-        let StorageState::Chunked(c) = storage else {
-            return Ok(());
+        // Contiguous and compact storage hold every element: as many bytes as the dataspace
+        // needs, inside the file (what a read would otherwise find out).
+        let needed = dims
+            .iter()
+            .try_fold(elem, |n, &d| n.checked_mul(d))
+            .unwrap_or(u64::MAX);
+        let c = match storage {
+            StorageState::Chunked(c) => c,
+            StorageState::Contiguous { addr, size, .. } => {
+                if addr.is_some() && *size < needed {
+                    problem(
+                        *addr,
+                        format!("contiguous storage of {size} bytes for {needed}"),
+                    );
+                }
+                if let Some(a) = addr
+                    && a.get().checked_add(*size).is_none_or(|end| end > eof)
+                {
+                    problem(
+                        Some(*a),
+                        format!(
+                            "contiguous storage of {size} bytes runs past the file's end ({eof})"
+                        ),
+                    );
+                }
+                return Ok(());
+            }
+            StorageState::Compact { data } => {
+                if (data.len() as u64) < needed {
+                    problem(
+                        None,
+                        format!("compact storage of {} bytes for {needed}", data.len()),
+                    );
+                }
+                return Ok(());
+            }
         };
         let max_grid: Vec<Option<u64>> = c
             .shape
