@@ -407,7 +407,8 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
         });
     }
     let mut rng = SplitMix(seed);
-    let mutant_path = out_dir.join("mutant.h5");
+    // One mutant file per process: a smoke run and a long run may share target/.
+    let mutant_path = out_dir.join(format!("mutant-{}.h5", std::process::id()));
     let mut tally: BTreeMap<(String, Outcome), u64> = BTreeMap::new();
     let mut by_kind: BTreeMap<(&'static str, Outcome), u64> = BTreeMap::new();
     let mut bugs = 0u64;
