@@ -464,3 +464,89 @@ fn check_sees_what_cat_trips_on() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("invalid name offset"), "{out}");
 }
+
+/// Mutants on which the 30-minute fuzz campaign made `check` and `cat` abort (allocations of
+/// 1.9 GB and 281 TB), rebuilt from their seeds: an implicit index whose dims, through a
+/// damaged dataspace, enumerate more chunks than the file holds, and a never-written
+/// contiguous dataset whose stored size is huge. Both now end cleanly under a 2 GiB cap.
+#[test]
+fn fuzz_aborts_stay_fixed() {
+    let dir = tmp("fuzz_aborts");
+    let patched = |seed: &str, patch: &[(usize, u8)], name: &str| {
+        let mut bytes = std::fs::read(fixtures::dir().join(seed)).unwrap();
+        for &(at, v) in patch {
+            bytes[at] = v;
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let capped = |args: &[&str]| {
+        std::process::Command::new("prlimit")
+            .arg("--as=2147483648")
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_h5chunk"))
+            .args(args)
+            .output()
+    };
+    let implicit = [
+        (
+            "fill_latest.h5",
+            vec![
+                (4890, 0o2),
+                (5124, 0o262),
+                (5125, 0o102),
+                (5126, 0o200),
+                (5127, 0o44),
+            ],
+        ),
+        (
+            "index_latest.h5",
+            vec![
+                (1272, 0o20),
+                (1509, 0o277),
+                (1510, 0o366),
+                (1511, 0o374),
+                (1512, 0o224),
+            ],
+        ),
+    ];
+    for (i, (seed, patch)) in implicit.iter().enumerate() {
+        let path = patched(seed, patch, &format!("implicit_{i}.h5"));
+        let (code, out, err) = check(&path);
+        assert_eq!(code, Some(1), "{out}{err}");
+        assert!(
+            out.contains("implicit chunk storage runs past the end"),
+            "{out}"
+        );
+        if let Ok(o) = capped(&["check", s(&path)]) {
+            assert_eq!(
+                o.status.code(),
+                Some(1),
+                "{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+    let contiguous = patched(
+        "fill_latest.h5",
+        &[
+            (5856, 0o377),
+            (5857, 0o377),
+            (6040, 0o14),
+            (6041, 0o201),
+            (6042, 0o55),
+            (6043, 0o172),
+        ],
+        "contiguous_unwritten.h5",
+    );
+    let out = run(&["cat", s(&contiguous), "/alloc_time/contiguous_unwritten"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if let Ok(o) = capped(&["cat", s(&contiguous), "/alloc_time/contiguous_unwritten"]) {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}

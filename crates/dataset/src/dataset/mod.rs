@@ -497,17 +497,21 @@ impl Dataset {
             }
             StorageState::Contiguous { addr, size, fill } => {
                 let dims = self.shared.dims.lock().0.clone();
-                let whole = match addr {
-                    Some(a) => f.read(*a, *size)?,
-                    None => {
-                        let size = usize::try_from(*size)
-                            .map_err(|_| Error::Unsupported("storage larger than memory"))?;
-                        // One fill value per element (none when elements have no bytes).
-                        fill.repeat(size.checked_div(elem).unwrap_or(0))
+                match addr {
+                    Some(a) => {
+                        let whole = f.read(*a, *size)?;
+                        if !copy_from_contiguous(h, &dims, &whole, &mut out, elem) {
+                            return Err(short_storage(path, *header, whole.len()));
+                        }
                     }
-                };
-                if !copy_from_contiguous(h, &dims, &whole, &mut out, elem) {
-                    return Err(short_storage(path, *header, whole.len()));
+                    // Never written: every selected element is the fill value (the stored size,
+                    // which a damaged file may make huge, sizes nothing).
+                    None if fill.len() == elem && elem > 0 => {
+                        for e in out.chunks_exact_mut(elem) {
+                            e.copy_from_slice(fill);
+                        }
+                    }
+                    None => {}
                 }
             }
             StorageState::Compact { data } => {

@@ -251,7 +251,33 @@ impl ChunkIndex for Implicit {
         // Implicit storage is never freed chunk by chunk.
         Ok(None)
     }
+    /// The whole run of chunks lies inside the file: a damaged layout (dims, chunk dims or
+    /// address) cannot make a walk enumerate more chunks than the file holds.
+    fn validate(&mut self, f: &Store) -> Result<()> {
+        let Some(base) = self.address else {
+            return Ok(());
+        };
+        let end = self
+            .linear
+            .chunk_count()
+            .and_then(|n| n.checked_mul(self.chunk_bytes))
+            .and_then(|total| base.get().checked_add(total));
+        let eof = f
+            .cache
+            .eoa()
+            .get()
+            .max(f.storage.len().map_err(|e| f.io(e))?);
+        if end.is_none_or(|end| end > eof) {
+            return Err(Error::corrupt(
+                "layout",
+                base,
+                format!("implicit chunk storage runs past the end of the file ({eof})"),
+            ));
+        }
+        Ok(())
+    }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
+        self.validate(f)?;
         let n = self.linear.chunk_count().unwrap_or(0);
         for i in 0..n {
             let scaled = self.linear.scaled(i);
