@@ -425,6 +425,17 @@ fn check_reports_an_index_address_past_the_end_of_the_file() {
     assert!(!report.contains("checksum"), "{report}");
 }
 
+/// Fixture `seed` with the bytes of `patch` set, written to `dir/name`.
+fn patched_fixture(dir: &Path, seed: &str, patch: &[(usize, u8)], name: &str) -> PathBuf {
+    let mut bytes = std::fs::read(fixtures::dir().join(seed)).unwrap();
+    for &(at, v) in patch {
+        bytes[at] = v;
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
 /// Two mutants the fuzz campaign (`cargo xtask fuzz`) found `check` calling clean while `cat`
 /// failed, rebuilt from their committed seeds: a contiguous dataset whose storage size runs
 /// past the file's end (a size field set to all ones, the object header's checksum
@@ -433,15 +444,7 @@ fn check_reports_an_index_address_past_the_end_of_the_file() {
 #[test]
 fn check_sees_what_cat_trips_on() {
     let dir = tmp("check_fuzz_misses");
-    let patched = |seed: &str, patch: &[(usize, u8)]| {
-        let mut bytes = std::fs::read(fixtures::dir().join(seed)).unwrap();
-        for &(at, v) in patch {
-            bytes[at] = v;
-        }
-        let path = dir.join(seed);
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
+    let patched = |seed: &str, patch: &[(usize, u8)]| patched_fixture(&dir, seed, patch, seed);
     let contiguous = patched(
         "userblock_latest.h5",
         &[
@@ -472,15 +475,8 @@ fn check_sees_what_cat_trips_on() {
 #[test]
 fn fuzz_aborts_stay_fixed() {
     let dir = tmp("fuzz_aborts");
-    let patched = |seed: &str, patch: &[(usize, u8)], name: &str| {
-        let mut bytes = std::fs::read(fixtures::dir().join(seed)).unwrap();
-        for &(at, v) in patch {
-            bytes[at] = v;
-        }
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
+    let patched =
+        |seed: &str, patch: &[(usize, u8)], name: &str| patched_fixture(&dir, seed, patch, name);
     let capped = |args: &[&str]| {
         std::process::Command::new("prlimit")
             .arg("--as=2147483648")
