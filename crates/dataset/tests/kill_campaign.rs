@@ -218,16 +218,20 @@ bad = 0
 for arg in sys.argv[1:]:
     path, rows = arg.rsplit(':', 1)
     rows = int(rows)
-    with h5py.File(path, 'r') as f:
-        d = f['d']
-        if d.shape[0] < rows:
-            bad += 1
-            continue
-        got = d[:rows, :]
-        i = np.arange(rows, dtype=np.int64)[:, None]
-        j = np.arange(4, dtype=np.int64)[None, :]
-        if not np.array_equal(got, (i * 1000 + j).astype(np.int32)):
-            bad += 1
+    try:
+        with h5py.File(path, 'r') as f:
+            d = f['d']
+            if d.shape[0] < rows:
+                bad += 1
+                continue
+            got = d[:rows, :]
+            i = np.arange(rows, dtype=np.int64)[:, None]
+            j = np.arange(4, dtype=np.int64)[None, :]
+            if not np.array_equal(got, (i * 1000 + j).astype(np.int32)):
+                bad += 1
+    except Exception as e:  # libhdf5 refusing the file counts against it
+        print(f"{path}: {e}", file=sys.stderr)
+        bad += 1
 print(bad)
 "#;
 
