@@ -8,7 +8,10 @@
 //! 2-, 4- and 8-byte fields inside structures. Outcomes: `same` (exit 0, output as on the
 //! unmutated file), `error` (a clean one-line error), `panic`, `abort`, `crash` (another
 //! signal), `hang`, `wrong` (exit 0, other output) and, for `check`, `missed` (exit 0 although
-//! `cat` of some dataset failed, other than because its path no longer names it). A panic, abort, crash or hang fails the task; each finding is
+//! `ls` or `cat` of some dataset failed, other than because its path no longer names it).
+//! Wrong values are split by what guarded the bytes the mutation changed (no checksum, a
+//! checksum the mutator recomputed, a checksum left stale, a truncation). A panic, abort,
+//! crash, hang, or wrong value read past a stale checksum fails the task; each finding is
 //! kept under `target/fuzz/findings/` with a note of how to reproduce it.
 
 use std::collections::BTreeMap;
@@ -107,6 +110,25 @@ pub struct Structure {
 /// (up to 64 KiB) whose lookup3 matches the four bytes after it.
 pub fn structures(bytes: &[u8]) -> Vec<Structure> {
     let mut out = Vec::new();
+    // Superblocks (at 0, 512, 1024, ...): versions 2 and 3 end in a lookup3 checksum.
+    let mut base = 0usize;
+    while base + 9 <= bytes.len() {
+        if &bytes[base..base + 8] == b"\x89HDF\r\n\x1a\n" {
+            let limit = (bytes.len() - base).min(256);
+            let covered = (bytes[base + 8] >= 2)
+                .then(|| {
+                    (9..limit.saturating_sub(3)).find(|&n| {
+                        let stored = &bytes[base + n..base + n + 4];
+                        u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]])
+                            == lookup3(&bytes[base..base + n])
+                    })
+                })
+                .flatten();
+            out.push(Structure { at: base, covered });
+            break;
+        }
+        base = if base == 0 { 512 } else { base * 2 };
+    }
     for at in 0..bytes.len().saturating_sub(4) {
         let sig = &bytes[at..at + 4];
         if PLAIN.iter().any(|s| s.as_slice() == sig) {
@@ -131,6 +153,58 @@ pub struct Mutant {
     pub bytes: Vec<u8>,
     pub kind: &'static str,
     pub offset: usize,
+    /// The byte positions changed (empty for a truncation).
+    pub changed: Vec<usize>,
+    /// The structure whose checksum the mutator recomputed after changing it.
+    pub resummed: Option<usize>,
+}
+
+/// What guards the bytes a mutant changed: how a wrong value from it is to be judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Guard {
+    /// No checksum covers them (raw chunk bytes, or metadata of formats without checksums:
+    /// superblocks v0/v1, object headers v1, v1 B-tree nodes, symbol tables, local heaps):
+    /// a consistent change there is undetectable by design.
+    None,
+    /// A checksum covers them and the mutator recomputed it: the file is consistent again.
+    Recomputed,
+    /// A checksum covers them and was left stale: reading them is a failure to verify.
+    Stale,
+    /// The file was cut short.
+    Truncated,
+}
+
+impl Guard {
+    pub fn name(self) -> &'static str {
+        match self {
+            Guard::None => "no checksum covers the bytes",
+            Guard::Recomputed => "checksum recomputed by the mutator",
+            Guard::Stale => "STALE checksum (a read that skipped verification)",
+            Guard::Truncated => "truncation",
+        }
+    }
+}
+
+/// The guard of the bytes `m` changed: `Stale` if any lies under a checksum left stale, else
+/// `Recomputed` if any lies under the recomputed one, else `None`.
+pub fn guard(m: &Mutant, found: &[Structure]) -> Guard {
+    if m.kind == "truncate" {
+        return Guard::Truncated;
+    }
+    let mut g = Guard::None;
+    for &p in &m.changed {
+        for s in found {
+            let Some(n) = s.covered else { continue };
+            if p >= s.at && p < s.at + n + 4 {
+                if m.resummed == Some(s.at) {
+                    g = g.max(Guard::Recomputed);
+                } else {
+                    return Guard::Stale;
+                }
+            }
+        }
+    }
+    g
 }
 
 pub fn mutate(seed: &[u8], found: &[Structure], rng: &mut SplitMix) -> Mutant {
@@ -139,14 +213,22 @@ pub fn mutate(seed: &[u8], found: &[Structure], rng: &mut SplitMix) -> Mutant {
     match rng.below(6) {
         0 => {
             let offset = rng.below(len);
+            let mut changed = Vec::new();
             for _ in 0..1 + rng.below(4) {
                 let i = (offset + rng.below(16)).min(b.len() - 1);
                 b[i] ^= 1 << rng.below(8);
+                changed.push(i);
             }
+            // Two flips of one byte may cancel: keep the bytes that differ, once each.
+            changed.sort_unstable();
+            changed.dedup();
+            changed.retain(|&i| b[i] != seed[i]);
             Mutant {
                 bytes: b,
                 kind: "flip",
                 offset,
+                changed,
+                resummed: None,
             }
         }
         1 => {
@@ -156,6 +238,8 @@ pub fn mutate(seed: &[u8], found: &[Structure], rng: &mut SplitMix) -> Mutant {
                 bytes: b,
                 kind: "truncate",
                 offset,
+                changed: Vec::new(),
+                resummed: None,
             }
         }
         k => {
@@ -164,19 +248,24 @@ pub fn mutate(seed: &[u8], found: &[Structure], rng: &mut SplitMix) -> Mutant {
                     bytes: b,
                     kind: "none",
                     offset: 0,
+                    changed: Vec::new(),
+                    resummed: None,
                 };
             };
             let end = s.at + s.covered.unwrap_or(64).min(b.len() - s.at);
             let span = end.saturating_sub(s.at + 4).max(1);
             let offset = (s.at + 4 + rng.below(span)).min(b.len() - 1);
+            let mut changed = Vec::new();
             let kind = if k <= 3 {
                 b[offset] ^= 1 << rng.below(8);
+                changed.push(offset);
                 "structure flip"
             } else {
                 let width = [2usize, 4, 8][rng.below(3)];
                 let v = EXTREMES[rng.below(EXTREMES.len())].to_le_bytes();
                 let w = width.min(b.len() - offset);
                 b[offset..offset + w].copy_from_slice(&v[..w]);
+                changed.extend((offset..offset + w).filter(|&i| b[i] != seed[i]));
                 "extreme field"
             };
             let resum = s.covered.is_some() && rng.below(2) == 0;
@@ -192,6 +281,8 @@ pub fn mutate(seed: &[u8], found: &[Structure], rng: &mut SplitMix) -> Mutant {
                     (k, _) => k,
                 },
                 offset,
+                changed,
+                resummed: (resum && s.covered.is_some()).then_some(s.at),
             }
         }
     }
@@ -411,6 +502,8 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
     let mutant_path = out_dir.join(format!("mutant-{}.h5", std::process::id()));
     let mut tally: BTreeMap<(String, Outcome), u64> = BTreeMap::new();
     let mut by_kind: BTreeMap<(&'static str, Outcome), u64> = BTreeMap::new();
+    // Wrong values by what guarded the changed bytes, per command.
+    let mut wrong_by_guard: BTreeMap<(String, Guard), u64> = BTreeMap::new();
     let mut bugs = 0u64;
     let mut n = 0u64;
     let started = Instant::now();
@@ -430,6 +523,7 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
                 vec!["cat".into(), mp.clone(), d.clone()],
             ));
         }
+        let guarded = guard(&m, &s.found);
         let mut cat_failed: Option<String> = None;
         let mut check_ok = false;
         for (name, args) in &commands {
@@ -441,7 +535,12 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
             // consistent rename, not damage that `check` should see.
             let renamed =
                 ran.stderr.contains("no member named") || ran.stderr.contains("not a group");
-            if cmd == "cat" && outcome == Outcome::Error && !renamed && cat_failed.is_none() {
+            // `ls` or `cat` failing where `check` says clean: a miss of `check`.
+            if matches!(cmd.as_str(), "cat" | "ls")
+                && outcome == Outcome::Error
+                && !renamed
+                && cat_failed.is_none()
+            {
                 cat_failed = Some(format!("{}: {}", args.join(" "), ran.stderr.trim()));
             }
             if cmd == "check" {
@@ -449,7 +548,12 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
             }
             *tally.entry((cmd.clone(), outcome)).or_default() += 1;
             *by_kind.entry((m.kind, outcome)).or_default() += 1;
-            if outcome.is_bug() {
+            if outcome == Outcome::Wrong {
+                *wrong_by_guard.entry((cmd.clone(), guarded)).or_default() += 1;
+            }
+            // A wrong value read through a checksum left stale: the reader skipped it.
+            let unverified = outcome == Outcome::Wrong && guarded == Guard::Stale;
+            if outcome.is_bug() || unverified {
                 bugs += 1;
                 let base = format!(
                     "{}_{}_{}_{}",
@@ -462,7 +566,11 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
                 let _ = std::fs::write(&keep, &m.bytes);
                 let note = format!(
                     "{}: h5chunk {} -> {} (exit {:?}, signal {:?})\n{}\n",
-                    outcome.name(),
+                    if unverified {
+                        "wrong value past a stale checksum"
+                    } else {
+                        outcome.name()
+                    },
                     args.join(" ").replace(&mp, &keep.display().to_string()),
                     m.kind,
                     ran.code,
@@ -522,6 +630,23 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
         }
         let _ = writeln!(t);
     }
+    let _ = writeln!(t, "\nwrong values by what guarded the changed bytes:");
+    for guard in [
+        Guard::None,
+        Guard::Recomputed,
+        Guard::Stale,
+        Guard::Truncated,
+    ] {
+        let _ = write!(t, "  {:<52}", guard.name());
+        for c in cmds {
+            let n = wrong_by_guard
+                .get(&(c.to_string(), guard))
+                .copied()
+                .unwrap_or(0);
+            let _ = write!(t, " {c} {n:<6}");
+        }
+        let _ = writeln!(t);
+    }
     let _ = writeln!(t, "\nby mutation (all commands):");
     for ((kind, o), count) in &by_kind {
         if *o != Outcome::Same && *o != Outcome::Error {
@@ -533,7 +658,7 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
     let _ = std::fs::remove_file(&mutant_path);
     if bugs > 0 {
         return Err(format!(
-            "{bugs} runs panicked, aborted, crashed or hung: see {}",
+            "{bugs} runs panicked, aborted, crashed, hung or read past a stale checksum: see {}",
             findings.display()
         ));
     }
@@ -580,6 +705,78 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!((s[0].at, s[0].covered), (at, Some(n)));
         assert_eq!(s[1].covered, None);
+    }
+
+    #[test]
+    fn superblock_checksums_are_found() {
+        // Superblock v2: signature, version 2, sizes, flags, four 8-byte addresses, checksum.
+        let mut b = b"\x89HDF\r\n\x1a\n\x02\x08\x08\x00".to_vec();
+        b.extend_from_slice(&[0u8; 32]);
+        let sum = lookup3(&b).to_le_bytes();
+        b.extend_from_slice(&sum);
+        b.extend_from_slice(&[0u8; 64]);
+        let s = structures(&b);
+        assert_eq!((s[0].at, s[0].covered), (0, Some(44)));
+        // Version 0 has no checksum.
+        b[8] = 0;
+        assert_eq!(structures(&b)[0].covered, None);
+    }
+
+    #[test]
+    fn changed_bytes_are_judged_by_their_checksum() {
+        let found = [
+            Structure {
+                at: 100,
+                covered: Some(20),
+            },
+            Structure {
+                at: 300,
+                covered: None,
+            },
+        ];
+        let m = |changed: Vec<usize>, resummed, kind| Mutant {
+            bytes: Vec::new(),
+            kind,
+            offset: 0,
+            changed,
+            resummed,
+        };
+        assert_eq!(guard(&m(vec![50, 310], None, "flip"), &found), Guard::None);
+        // The checksum's own four bytes are covered too.
+        assert_eq!(guard(&m(vec![123], None, "flip"), &found), Guard::Stale);
+        assert_eq!(guard(&m(vec![124], None, "flip"), &found), Guard::None);
+        assert_eq!(
+            guard(&m(vec![105], Some(100), "structure flip"), &found),
+            Guard::Recomputed
+        );
+        assert_eq!(
+            guard(&m(vec![], None, "truncate"), &found),
+            Guard::Truncated
+        );
+    }
+
+    #[test]
+    fn mutants_record_what_they_changed() {
+        let mut seed = vec![7u8; 300];
+        seed[40..44].copy_from_slice(b"EAHD");
+        let sum = lookup3(&seed[40..60]).to_le_bytes();
+        seed[60..64].copy_from_slice(&sum);
+        let found = structures(&seed);
+        let mut rng = SplitMix(11);
+        for _ in 0..200 {
+            let m = mutate(&seed, &found, &mut rng);
+            for &p in &m.changed {
+                assert_ne!(
+                    m.bytes[p], seed[p],
+                    "{}: byte {p} listed but unchanged",
+                    m.kind
+                );
+            }
+            if let Some(at) = m.resummed {
+                assert_eq!(at, 40);
+                assert_eq!(&m.bytes[60..64], &lookup3(&m.bytes[40..60]).to_le_bytes());
+            }
+        }
     }
 
     #[test]

@@ -354,7 +354,7 @@ fn crash(args: &[String]) -> TaskResult {
             "kill_campaign",
             "--",
         ])
-        .args(["--ignored", "--nocapture", "--exact", "kill_campaign_long"])
+        .args(["--nocapture", "--exact", "kill_campaign_long"])
         .env("H5CHUNK_KILLS", &kills)
         .env("H5CHUNK_KILL_DURABILITY", &durability)
         .env("H5CHUNK_PYTHON", &python);

@@ -216,7 +216,7 @@ fn type_text(d: &Dataset) -> String {
     d.dtype().numpy()
 }
 
-fn dataset_line(d: &Dataset) -> CliResult<String> {
+fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
     let mut line = format!(
         "{} {} shape={} max={}",
         d.path(),
@@ -235,7 +235,7 @@ fn dataset_line(d: &Dataset) -> CliResult<String> {
         (StorageKind::Compact, ..) => line.push_str(" layout=compact"),
         _ => line.push_str(" layout=contiguous"),
     }
-    let filters = d.filters().map_err(|e| e.to_string())?;
+    let filters = d.filters()?;
     if filters.is_empty() {
         line.push_str(" filters=none");
     } else {
@@ -257,20 +257,31 @@ fn ls(file: &Path, group: Option<&str>) -> CliResult<Outcome> {
         format!("{path}/")
     });
     let mut seen = std::collections::HashSet::from([g.object_address()]);
-    walk(&g, &mut lines, &mut seen);
+    let failed = walk(&g, &mut lines, &mut seen);
     for l in lines {
         if writeln!(out, "{l}").is_err() {
             break;
         }
     }
+    if failed > 0 {
+        // The listing is complete otherwise; the exit status says it is not whole.
+        return Err(format!(
+            "{}: {failed} member(s) could not be listed (reasons in the listing)",
+            file.display()
+        ));
+    }
     Ok(Outcome::Ok)
 }
 
 /// Members of `g`, depth-first, sorted by name. A member that cannot be opened is listed with
-/// the reason instead of stopping the listing. A group reached again through another hard link
-/// (`seen` holds the object addresses listed so far) is named but not listed again, so a
-/// group that contains its own ancestor ends the walk instead of recursing forever.
-fn walk(g: &Group, lines: &mut Vec<String>, seen: &mut std::collections::HashSet<u64>) {
+/// the reason instead of stopping the listing; the count of those whose reason is an error
+/// (not a structure h5chunk does not support yet) is returned, for the exit status. A group
+/// reached again through another hard link (`seen` holds the object addresses listed so far)
+/// is named but not listed again, so a group that contains its own ancestor ends the walk
+/// instead of recursing forever.
+fn walk(g: &Group, lines: &mut Vec<String>, seen: &mut std::collections::HashSet<u64>) -> u64 {
+    let failure = |e: &h5chunk::Error| u64::from(!e.is_unsupported());
+    let mut failed = 0u64;
     let child = |name: &str| {
         if g.path() == "/" {
             format!("/{name}")
@@ -281,8 +292,9 @@ fn walk(g: &Group, lines: &mut Vec<String>, seen: &mut std::collections::HashSet
     let members = match g.members() {
         Ok(m) => m,
         Err(e) => {
-            lines.push(format!("{}/ (members not listed: {e})", g.path()));
-            return;
+            let path = g.path().trim_end_matches('/');
+            lines.push(format!("{path}/ (members not listed: {e})"));
+            return failure(&e);
         }
     };
     for (name, kind) in members {
@@ -294,23 +306,24 @@ fn walk(g: &Group, lines: &mut Vec<String>, seen: &mut std::collections::HashSet
                 }
                 Ok(sub) => {
                     lines.push(format!("{path}/"));
-                    walk(&sub, lines, seen);
+                    failed = failed.saturating_add(walk(&sub, lines, seen));
                 }
-                Err(e) => lines.push(format!("{path}/ (cannot open: {e})")),
+                Err(e) => {
+                    lines.push(format!("{path}/ (cannot open: {e})"));
+                    failed = failed.saturating_add(failure(&e));
+                }
             },
-            MemberKind::Dataset => {
-                match g
-                    .dataset(&name)
-                    .map_err(|e| e.to_string())
-                    .and_then(|d| dataset_line(&d))
-                {
-                    Ok(l) => lines.push(l),
-                    Err(e) => lines.push(format!("{path} (cannot open: {e})")),
+            MemberKind::Dataset => match g.dataset(&name).and_then(|d| dataset_line(&d)) {
+                Ok(l) => lines.push(l),
+                Err(e) => {
+                    lines.push(format!("{path} (cannot open: {e})"));
+                    failed = failed.saturating_add(failure(&e));
                 }
-            }
+            },
             _ => lines.push(format!("{path} (other object)")),
         }
     }
+    failed
 }
 
 fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {

@@ -687,3 +687,46 @@ fn ls_stops_at_a_group_that_contains_its_ancestor() {
         "{out}"
     );
 }
+
+/// A member whose header fails its checksum is listed with the reason, the rest of the listing
+/// is printed, and the exit status says the listing is not whole.
+#[test]
+fn ls_lists_the_rest_and_fails_on_a_damaged_member() {
+    use h5chunk::FileOptions;
+    use h5chunk::libver::{Libver, LibverBounds};
+    let dir = tmp("ls_damaged");
+    let path = dir.join("damaged.h5");
+    let opts = FileOptions {
+        bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+        ..FileOptions::default()
+    };
+    let f = File::create_with(&path, opts).unwrap();
+    f.create_group("sub").unwrap().create_group("bad").unwrap();
+    f.new_dataset::<i32>()
+        .shape(&[3])
+        .chunk(&[3])
+        .create("good")
+        .unwrap()
+        .write(&[1, 2, 3])
+        .unwrap();
+    let bad = f.group("/sub/bad").unwrap().object_address();
+    f.close().unwrap();
+    let before = ok_text(&["ls", s(&path)]);
+    assert!(before.contains("/sub/bad/"), "{before}");
+    // One bit inside /sub/bad's object header (version 2: checksummed).
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = usize::try_from(bad).unwrap();
+    assert_eq!(&bytes[at..at + 4], b"OHDR");
+    bytes[at + 6] ^= 0x10;
+    std::fs::write(&path, bytes).unwrap();
+    let out = run(&["ls", s(&path)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("/good <i4 shape=(3,) "), "{stdout}");
+    assert!(stdout.contains("/sub/ (members not listed: "), "{stdout}");
+    assert!(
+        stderr.contains("1 member(s) could not be listed"),
+        "{stderr}"
+    );
+}
