@@ -326,22 +326,23 @@ pub fn read_one(ds: &Dataset, g: &Geometry, i: u64) -> Result<(), String> {
     let rank = g.chunk.len();
     let start = &start[..rank];
     let count = &[1u64; 2][..rank];
-    let low = match g.elem {
-        1 => ds
-            .read_slice::<u8>(start, count, None)
-            .map(|v| v.first().map(|&x| x as u64)),
-        2 => ds
-            .read_slice::<u16>(start, count, None)
-            .map(|v| v.first().map(|&x| x as u64)),
-        4 => ds
-            .read_slice::<u32>(start, count, None)
-            .map(|v| v.first().map(|&x| x as u64)),
-        _ => ds
-            .read_slice::<u64>(start, count, None)
-            .map(|v| v.first().copied()),
+    // Into a buffer on the stack, as append_bench.c's H5Dread.
+    fn one<T: h5chunk::H5Type + Into<u64>>(
+        ds: &Dataset,
+        start: &[u64],
+        count: &[u64],
+    ) -> h5chunk::Result<u64> {
+        let mut buf = [T::default()];
+        ds.read_slice_into(start, count, None, &mut buf)?;
+        Ok(buf[0].into())
     }
-    .map_err(|e| format!("read chunk {i}: {e}"))?
-    .ok_or_else(|| format!("read chunk {i}: no element"))?;
+    let low = match g.elem {
+        1 => one::<u8>(ds, start, count),
+        2 => one::<u16>(ds, start, count),
+        4 => one::<u32>(ds, start, count),
+        _ => one::<u64>(ds, start, count),
+    }
+    .map_err(|e| format!("read chunk {i}: {e}"))?;
     if low as u8 != marker(i) {
         return Err(format!(
             "chunk {i} reads back {:#x}, wrote {:#x}",

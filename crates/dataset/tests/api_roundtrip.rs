@@ -700,3 +700,50 @@ fn traced_appends_keep_the_write_order() {
         assert_eq!(f.dataset("d").unwrap().read::<i16>().unwrap().len(), 1600);
     }
 }
+
+/// `read_slice_into` reads what `read_slice` reads, one element or a strided slab, cached or
+/// not, and refuses a buffer of another length.
+#[test]
+fn read_slice_into_matches_read_slice() {
+    let path = tmp("read_into.h5");
+    let f = File::create(&path).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[0, 6])
+        .max_shape(&[None, Some(6)])
+        .chunk(&[2, 3])
+        .create("d")
+        .unwrap();
+    let v: Vec<i32> = (0..60).map(|x| x * 7 - 11).collect();
+    d.append(&v).unwrap();
+    f.flush().unwrap();
+    for d in [d, File::open(&path).unwrap().dataset("d").unwrap()] {
+        for (i, j) in [(0, 0), (3, 4), (9, 5)] {
+            let mut one = [0i32];
+            d.read_slice_into(&[i, j], &[1, 1], None, &mut one).unwrap();
+            assert_eq!(one[0], v[(i * 6 + j) as usize]);
+        }
+        let mut slab = vec![0i32; 4 * 2];
+        d.read_slice_into(&[1, 1], &[4, 2], Some(&[2, 3]), &mut slab)
+            .unwrap();
+        assert_eq!(
+            slab,
+            d.read_slice::<i32>(&[1, 1], &[4, 2], Some(&[2, 3]))
+                .unwrap()
+        );
+        let err = d
+            .read_slice_into(&[0, 0], &[2, 2], None, &mut [0i32; 3])
+            .unwrap_err();
+        assert!(err.to_string().contains("holds 3 elements"), "{err}");
+        // One element into a buffer of two is the same refusal, not a partial read.
+        assert!(
+            d.read_slice_into(&[0, 0], &[1, 1], None, &mut [0i32; 2])
+                .is_err()
+        );
+        // Another element type is refused as read_slice refuses it.
+        assert!(
+            d.read_slice_into(&[0, 0], &[1, 1], None, &mut [0u8])
+                .is_err()
+        );
+    }
+}

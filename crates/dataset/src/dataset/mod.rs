@@ -378,26 +378,64 @@ impl Dataset {
         count: &[u64],
         stride: Option<&[u64]>,
     ) -> Result<Vec<T>> {
-        if stride.is_none()
-            && let Some(v) = self.read_one_element::<T>(start, count)?
-        {
-            return Ok(v);
+        if stride.is_none() {
+            let mut one = [T::default()];
+            if self.read_one_element(start, count, &mut one)? {
+                return Ok(one.to_vec());
+            }
         }
         self.check_type(T::DESC)?;
         let h = Hyperslab::new(start, count, stride, &self.shape())?;
         Ok(from_le_bytes(&self.read_selection_raw(&h)?))
     }
 
+    /// Read a hyperslab into `out` (as h5py's `read_direct`, or `H5Dread` into the caller's
+    /// buffer): `out` holds exactly the selected elements, in C order. A loop of small reads
+    /// allocates nothing per read.
+    pub fn read_slice_into<T: H5Type>(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        stride: Option<&[u64]>,
+        out: &mut [T],
+    ) -> Result<()> {
+        if stride.is_none() && self.read_one_element(start, count, out)? {
+            return Ok(());
+        }
+        self.check_type(T::DESC)?;
+        let h = Hyperslab::new(start, count, stride, &self.shape())?;
+        if u64::try_from(out.len()).ok() != Some(h.len()) {
+            return Err(Error::arg(
+                "out",
+                format!("holds {} elements, the selection {}", out.len(), h.len()),
+            ));
+        }
+        let bytes = self.read_selection_raw(&h)?;
+        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(T::DESC.size)) {
+            *o = T::read_le(b);
+        }
+        Ok(())
+    }
+
     /// The lookup path: a selection of one element of a chunked dataset is one copy out of
-    /// its chunk (cached, fresh, or read), with no selection built or walked. `None` when the
-    /// selection is of another kind (or out of bounds: the general path says why).
-    fn read_one_element<T: H5Type>(&self, start: &[u64], count: &[u64]) -> Result<Option<Vec<T>>> {
+    /// its chunk (cached, fresh, or read) into `out[0]`, with no selection built or walked.
+    /// `false` (nothing read) when the selection is of another kind, when `out` does not hold
+    /// exactly one element, or when the selection is out of bounds (the general path says why).
+    fn read_one_element<T: H5Type>(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        out: &mut [T],
+    ) -> Result<bool> {
+        let [slot] = out else {
+            return Ok(false);
+        };
         let f = &self.file.inner.store;
         let mut st = self.shared.state.lock();
         let dtype = st.dtype;
         // Another element type: the general path reports it.
         if dtype.class != T::DESC.class || dtype.size != T::DESC.size {
-            return Ok(None);
+            return Ok(false);
         }
         let DatasetState {
             path,
@@ -406,33 +444,33 @@ impl Dataset {
             ..
         } = &mut *st;
         let StorageState::Chunked(c) = storage else {
-            return Ok(None);
+            return Ok(false);
         };
         let rank = c.shape.chunk.len();
         if start.len() != rank || count.len() != rank || count.iter().any(|&n| n != 1) {
-            return Ok(None);
+            return Ok(false);
         }
         let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
         // The element's position in its chunk, in elements, C order.
         let mut at = 0u64;
         for ((&s, &k), &d) in start.iter().zip(&c.shape.chunk).zip(&c.shape.dims) {
             let (Some(q), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
-                return Ok(None);
+                return Ok(false);
             };
             if s >= d {
-                return Ok(None);
+                return Ok(false);
             }
             scaled.push(q);
             at = match at.checked_mul(k).and_then(|a| a.checked_add(r)) {
                 Some(a) => a,
-                None => return Ok(None),
+                None => return Ok(false),
             };
         }
         let elem = dtype.size;
         // The element's bytes, in the file's order, then as `T`.
         let mut buf = [0u8; 16];
         let Some(one) = buf.get_mut(..elem) else {
-            return Ok(None);
+            return Ok(false);
         };
         // A small unfiltered chunk that is neither cached nor fresh: read the element alone
         // (served by the file's page cache), without filling the chunk cache with chunks a
@@ -464,7 +502,8 @@ impl Dataset {
             one.copy_from_slice(bytes);
         }
         dtype.to_from_le(one);
-        Ok(Some(from_le_bytes(one)))
+        *slot = T::read_le(one);
+        Ok(true)
     }
 
     fn read_selection_raw(&self, h: &Hyperslab) -> Result<Vec<u8>> {
