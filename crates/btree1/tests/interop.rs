@@ -90,7 +90,14 @@ fn libhdf5_reads_and_extends_our_trees() {
     );
     w.add_dataset(
         "d",
-        DatasetSpec::chunked(i4, &[ROWS, COLS], &[None, Some(COLS)], &CHUNK, layout, None),
+        DatasetSpec::chunked(
+            i4.clone(),
+            &[ROWS, COLS],
+            &[None, Some(COLS)],
+            &CHUNK,
+            layout,
+            None,
+        ),
     );
 
     // A tree filled with 500 chunks then emptied: an empty leaf at the root's address.
@@ -118,7 +125,7 @@ fn libhdf5_reads_and_extends_our_trees() {
     );
     w.add_dataset(
         "emptied",
-        DatasetSpec::chunked(i4, &[5000], &[None], &[10], layout, None),
+        DatasetSpec::chunked(i4.clone(), &[5000], &[None], &[10], layout, None),
     );
 
     // The group: 300 links, inserted in a scrambled order, to one empty old-style group.

@@ -236,7 +236,14 @@ fn our_trees_read_and_extended_by_libhdf5() {
         });
         w.add_dataset(
             name,
-            DatasetSpec::chunked(u1, &[ROWS, COLS], &[None, None], &[1, 1], layout, pipeline),
+            DatasetSpec::chunked(
+                u1.clone(),
+                &[ROWS, COLS],
+                &[None, None],
+                &[1, 1],
+                layout,
+                pipeline,
+            ),
         );
     }
     let path = w.finish();

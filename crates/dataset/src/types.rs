@@ -60,6 +60,19 @@ impl TypeDesc {
                     order,
                 }
             }
+            other => {
+                return Err(Error::Unsupported(match other.name() {
+                    "time" => "time element types",
+                    "string" => "fixed-length string element types",
+                    "bitfield" => "bitfield element types",
+                    "opaque" => "opaque element types",
+                    "compound" => "compound element types",
+                    "reference" => "reference element types",
+                    "enumerated" => "enumerated element types",
+                    "variable-length" => "variable-length element types",
+                    _ => "array element types",
+                }));
+            }
         };
         if !matches!(size, 1 | 2 | 4 | 8) || (desc.class == TypeClass::Float && size == 1) {
             return Err(Error::Unsupported(

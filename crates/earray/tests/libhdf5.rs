@@ -214,7 +214,7 @@ fn write_file<C: ElementClass>(
     let u1 = Datatype::int(1, false, ByteOrder::LittleEndian);
     w.add_dataset(
         "d",
-        DatasetSpec::chunked(u1, &[N], &[None], &[1], layout, pipeline),
+        DatasetSpec::chunked(u1.clone(), &[N], &[None], &[1], layout, pipeline),
     );
     w.finish()
 }

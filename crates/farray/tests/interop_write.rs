@@ -177,7 +177,7 @@ fn libhdf5_reads_fixed_arrays_we_write() {
         let max: Vec<Option<u64>> = case.max.iter().map(|&m| Some(m)).collect();
         w.add_dataset(
             case.name,
-            DatasetSpec::chunked(i4, &case.dims, &max, &case.chunk, layout, pipeline),
+            DatasetSpec::chunked(i4.clone(), &case.dims, &max, &case.chunk, layout, pipeline),
         );
         written.push(records);
         codecs.push((codec, params, fa.addr()));

@@ -170,6 +170,14 @@ impl H5File {
         .unwrap_or_else(|e| panic!("object header @ {at}: {e}"))
     }
 
+    /// The raw messages of the object header at `at`: type and body bytes, as stored.
+    pub fn raw_messages(&self, at: Addr) -> Vec<(h5chunk_format::message::MessageType, Vec<u8>)> {
+        self.header(at)
+            .messages()
+            .map(|m| (m.kind, m.data.to_vec()))
+            .collect()
+    }
+
     fn messages(&self, at: Addr) -> Vec<Message> {
         self.header(at)
             .messages()

@@ -242,7 +242,7 @@ impl FileWriter {
         };
         let mut messages = vec![
             raw(&Message::Dataspace(dataspace), 0x00, s),
-            raw(&Message::Datatype(spec.datatype), 0x01, s),
+            raw(&Message::Datatype(spec.datatype.clone()), 0x01, s),
             raw(
                 &Message::FillValue(FillValue::h5py_default(fill_v)),
                 0x01,

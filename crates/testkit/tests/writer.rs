@@ -33,11 +33,18 @@ fn written_files_open_in_libhdf5() {
         let layout = ChunkedLayout::new(version, &[3, 4], 4, index, address);
         w.add_dataset(
             "d",
-            DatasetSpec::chunked(i4, &[3, 4], &[Some(3), Some(4)], &[3, 4], layout, None),
+            DatasetSpec::chunked(
+                i4.clone(),
+                &[3, 4],
+                &[Some(3), Some(4)],
+                &[3, 4],
+                layout,
+                None,
+            ),
         );
         for k in 0..9 {
             let layout = ChunkedLayout::new(LayoutVersion::V3, &[2], 4, ChunkIndex::BTreeV1, None);
-            let spec = DatasetSpec::chunked(i4, &[4], &[None], &[2], layout, None);
+            let spec = DatasetSpec::chunked(i4.clone(), &[4], &[None], &[2], layout, None);
             w.add_dataset(&format!("e{k}"), spec);
         }
         let path = w.finish();

@@ -41,8 +41,9 @@ pub mod symbol_table;
 pub use continuation::Continuation;
 pub use dataspace::{Dataspace, DataspaceKind, DataspaceVersion, Extent};
 pub use datatype::{
-    ByteOrder, Datatype, DatatypeClass, DatatypeVersion, FixedPoint, FloatByteOrder, FloatingPoint,
-    NativeType, Normalization,
+    Bitfield, ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, DatatypeVersion,
+    FixedPoint, FloatByteOrder, FloatingPoint, MemberArrayV1, NativeType, Normalization,
+    StringPadding, StringType, VarLenKind,
 };
 pub use fill_value::{
     AllocTime, FillDefinition, FillTime, FillValue, FillValueOld, FillValueVersion,
