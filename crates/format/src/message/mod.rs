@@ -5,26 +5,28 @@
 //! trailing bytes after the body (version 1 object headers pad every body to a multiple of 8
 //! bytes) but never read past the body's bytes. Nothing a decoder accepts is normalised: every
 //! decoded message re-encodes to exactly the bytes it came from, so rewriting a header loses
-//! nothing. Types without a domain type here (Attribute, Attribute Info, Reference Count, ...)
-//! stay [`Message::Unknown`], as bytes.
+//! nothing. Types without a domain type here (Attribute Info, Reference Count, ...) stay
+//! [`Message::Unknown`], as bytes.
 //!
 //! | type   | message                  | domain type                     |
 //! |--------|--------------------------|---------------------------------|
 //! | 0x0000 | NIL                      | [`Nil`]                         |
 //! | 0x0001 | Dataspace                | [`Dataspace`]                   |
 //! | 0x0002 | Link Info                | [`LinkInfo`]                    |
-//! | 0x0003 | Datatype                 | [`Datatype`] (classes 0 and 1)  |
+//! | 0x0003 | Datatype                 | [`Datatype`] (all but complex)  |
 //! | 0x0004 | Fill Value (old)         | [`FillValueOld`]                |
 //! | 0x0005 | Fill Value               | [`FillValue`]                   |
 //! | 0x0006 | Link                     | [`Link`]                        |
 //! | 0x0008 | Data Layout              | [`DataLayout`]                  |
 //! | 0x000A | Group Info               | [`GroupInfo`]                   |
 //! | 0x000B | Filter Pipeline          | [`FilterPipeline`]              |
+//! | 0x000C | Attribute                | [`Attribute`]                   |
 //! | 0x000E | Modification Time (old)  | [`ModificationTimeOld`]         |
 //! | 0x0010 | Continuation             | [`Continuation`]                |
 //! | 0x0011 | Symbol Table             | [`SymbolTable`]                 |
 //! | 0x0012 | Modification Time        | [`ModificationTime`]            |
 
+pub mod attribute;
 pub mod continuation;
 pub mod dataspace;
 pub mod datatype;
@@ -38,6 +40,7 @@ pub mod modification_time;
 pub mod nil;
 pub mod symbol_table;
 
+pub use attribute::Attribute;
 pub use continuation::Continuation;
 pub use dataspace::{Dataspace, DataspaceKind, DataspaceVersion, Extent};
 pub use datatype::{
@@ -90,7 +93,7 @@ pub enum Message {
     Dataspace(Dataspace),
     /// 0x0002.
     LinkInfo(LinkInfo),
-    /// 0x0003 (fixed- and floating-point classes).
+    /// 0x0003 (every class but complex numbers).
     Datatype(Datatype),
     /// 0x0004.
     FillValueOld(FillValueOld),
@@ -104,6 +107,8 @@ pub enum Message {
     GroupInfo(GroupInfo),
     /// 0x000B.
     FilterPipeline(FilterPipeline),
+    /// 0x000C.
+    Attribute(Attribute),
     /// 0x000E.
     ModificationTimeOld(ModificationTimeOld),
     /// 0x0010.
@@ -143,6 +148,7 @@ impl Message {
             MessageType::DATA_LAYOUT => Message::DataLayout(DataLayout::decode(d)?),
             MessageType::GROUP_INFO => Message::GroupInfo(GroupInfo::decode(d)?),
             MessageType::FILTER_PIPELINE => Message::FilterPipeline(FilterPipeline::decode(d)?),
+            MessageType::ATTRIBUTE => Message::Attribute(Attribute::decode(d)?),
             MessageType::MODIFICATION_TIME_OLD => {
                 Message::ModificationTimeOld(ModificationTimeOld::decode(d)?)
             }
@@ -180,6 +186,7 @@ impl Message {
             Message::DataLayout(m) => m.encode(e),
             Message::GroupInfo(m) => m.encode(e),
             Message::FilterPipeline(m) => m.encode(e),
+            Message::Attribute(m) => m.encode(e),
             Message::ModificationTimeOld(m) => m.encode(e),
             Message::Continuation(m) => m.encode(e),
             Message::SymbolTable(m) => m.encode(e),
@@ -204,6 +211,7 @@ impl Message {
             Message::DataLayout(_) => MessageType::DATA_LAYOUT,
             Message::GroupInfo(_) => MessageType::GROUP_INFO,
             Message::FilterPipeline(_) => MessageType::FILTER_PIPELINE,
+            Message::Attribute(_) => MessageType::ATTRIBUTE,
             Message::ModificationTimeOld(_) => MessageType::MODIFICATION_TIME_OLD,
             Message::Continuation(_) => MessageType::CONTINUATION,
             Message::SymbolTable(_) => MessageType::SYMBOL_TABLE,
@@ -225,6 +233,7 @@ impl Message {
             Message::DataLayout(m) => m.encoded_len(sizes),
             Message::GroupInfo(m) => m.encoded_len(),
             Message::FilterPipeline(m) => m.encoded_len(),
+            Message::Attribute(m) => m.encoded_len(),
             Message::ModificationTimeOld(_) => ModificationTimeOld::encoded_len(),
             Message::Continuation(_) => Continuation::encoded_len(sizes),
             Message::SymbolTable(_) => SymbolTable::encoded_len(sizes),
