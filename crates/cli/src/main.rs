@@ -39,6 +39,17 @@ enum Command {
         file: PathBuf,
         /// The group to list (default: the root group).
         group: Option<String>,
+        /// Also list each object's attributes, one per line under it: `@name type = value`
+        /// (long values shortened).
+        #[arg(short = 'a', long)]
+        attrs: bool,
+    },
+    /// Print the attributes of a group or dataset: name, type, shape and value, one per line.
+    Attrs {
+        /// The HDF5 file.
+        file: PathBuf,
+        /// The group's or dataset's path (default: the root group).
+        path: Option<String>,
     },
     /// Show a dataset's layout and chunk index: kind, layout version, allocated chunks, index
     /// depth or levels, blocks or nodes by type, and index metadata bytes.
@@ -172,7 +183,8 @@ enum Outcome {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Ls { file, group } => ls(&file, group.as_deref()),
+        Command::Ls { file, group, attrs } => ls(&file, group.as_deref(), attrs),
+        Command::Attrs { file, path } => attrs(&file, path.as_deref().unwrap_or("/")),
         Command::Inspect { file, dataset } => inspect(&file, &dataset),
         Command::Cat { file, dataset, npy } => cat(&file, &dataset, npy),
         Command::Import(args) => import(&args),
@@ -245,7 +257,7 @@ fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
     Ok(line)
 }
 
-fn ls(file: &Path, group: Option<&str>) -> CliResult<Outcome> {
+fn ls(file: &Path, group: Option<&str>, with_attrs: bool) -> CliResult<Outcome> {
     let f = open(file)?;
     let g = in_file(file, f.group(group.unwrap_or("/")))?;
     let mut out = std::io::stdout().lock();
@@ -257,7 +269,11 @@ fn ls(file: &Path, group: Option<&str>) -> CliResult<Outcome> {
         format!("{path}/")
     });
     let mut seen = std::collections::HashSet::from([g.object_address()]);
-    let failed = walk(&g, &mut lines, &mut seen);
+    let mut failed = 0u64;
+    if with_attrs {
+        failed = attr_lines(g.attrs(), &mut lines);
+    }
+    failed = failed.saturating_add(walk(&g, &mut lines, &mut seen, with_attrs));
     for l in lines {
         if writeln!(out, "{l}").is_err() {
             break;
@@ -279,7 +295,12 @@ fn ls(file: &Path, group: Option<&str>) -> CliResult<Outcome> {
 /// reached again through another hard link (`seen` holds the object addresses listed so far)
 /// is named but not listed again, so a group that contains its own ancestor ends the walk
 /// instead of recursing forever.
-fn walk(g: &Group, lines: &mut Vec<String>, seen: &mut std::collections::HashSet<u64>) -> u64 {
+fn walk(
+    g: &Group,
+    lines: &mut Vec<String>,
+    seen: &mut std::collections::HashSet<u64>,
+    with_attrs: bool,
+) -> u64 {
     let failure = |e: &h5chunk::Error| u64::from(!e.is_unsupported());
     let mut failed = 0u64;
     let child = |name: &str| {
@@ -306,24 +327,89 @@ fn walk(g: &Group, lines: &mut Vec<String>, seen: &mut std::collections::HashSet
                 }
                 Ok(sub) => {
                     lines.push(format!("{path}/"));
-                    failed = failed.saturating_add(walk(&sub, lines, seen));
+                    if with_attrs {
+                        failed = failed.saturating_add(attr_lines(sub.attrs(), lines));
+                    }
+                    failed = failed.saturating_add(walk(&sub, lines, seen, with_attrs));
                 }
                 Err(e) => {
                     lines.push(format!("{path}/ (cannot open: {e})"));
                     failed = failed.saturating_add(failure(&e));
                 }
             },
-            MemberKind::Dataset => match g.dataset(&name).and_then(|d| dataset_line(&d)) {
-                Ok(l) => lines.push(l),
-                Err(e) => {
-                    lines.push(format!("{path} (cannot open: {e})"));
-                    failed = failed.saturating_add(failure(&e));
+            MemberKind::Dataset => {
+                match g.dataset(&name).and_then(|d| Ok((dataset_line(&d)?, d))) {
+                    Ok((l, d)) => {
+                        lines.push(l);
+                        if with_attrs {
+                            failed = failed.saturating_add(attr_lines(d.attrs(), lines));
+                        }
+                    }
+                    Err(e) => {
+                        lines.push(format!("{path} (cannot open: {e})"));
+                        failed = failed.saturating_add(failure(&e));
+                    }
                 }
-            },
+            }
             _ => lines.push(format!("{path} (other object)")),
         }
     }
     failed
+}
+
+/// One line per attribute, indented under its object: `  @name type = value`; the count of
+/// failures (not unsupported structures) for the exit status.
+fn attr_lines(attrs: h5chunk::Result<Vec<h5chunk::Attr>>, lines: &mut Vec<String>) -> u64 {
+    match attrs {
+        Ok(all) => {
+            for a in all {
+                lines.push(format!(
+                    "  @{} {} = {}",
+                    a.name(),
+                    a.type_name(),
+                    a.summary()
+                ));
+            }
+            0
+        }
+        Err(e) => {
+            lines.push(format!("  (attributes not listed: {e})"));
+            u64::from(!e.is_unsupported())
+        }
+    }
+}
+
+fn attr_shape(a: &h5chunk::Attr) -> String {
+    match a.shape() {
+        None => "empty".to_owned(),
+        Some([]) => "scalar".to_owned(),
+        Some(s) => dims_text(s.iter().copied().map(Some)),
+    }
+}
+
+fn attrs(file: &Path, path: &str) -> CliResult<Outcome> {
+    let f = open(file)?;
+    let all = match f.group(path) {
+        Ok(g) => g.attrs(),
+        Err(h5chunk::Error::WrongKind { .. }) => in_file(file, f.dataset(path))?.attrs(),
+        Err(e) => return Err(format!("{}: {e}", file.display())),
+    };
+    let mut out = std::io::stdout().lock();
+    for a in in_file(file, all)? {
+        if writeln!(
+            out,
+            "{} {} {} = {}",
+            a.name(),
+            a.type_name(),
+            attr_shape(&a),
+            a.summary()
+        )
+        .is_err()
+        {
+            break;
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {

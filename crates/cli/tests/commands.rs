@@ -730,3 +730,38 @@ fn ls_lists_the_rest_and_fails_on_a_damaged_member() {
         "{stderr}"
     );
 }
+
+/// `attrs` and `ls -a` print what h5py stored: strings, numbers, arrays, per object.
+#[test]
+fn attrs_and_ls_a_print_h5py_attributes() {
+    let Some(python) = interop::python("attrs_and_ls_a_print_h5py_attributes") else {
+        return;
+    };
+    let dir = tmp("attrs_cli");
+    let path = dir.join("attrs.h5");
+    interop::run_python(
+        &python,
+        "import sys, h5py, numpy as np\n\
+         with h5py.File(sys.argv[1], 'w') as f:\n\
+         \x20   d = f.create_dataset('t', data=np.arange(3.0))\n\
+         \x20   d.attrs['units'] = 'K'\n\
+         \x20   d.attrs['valid_range'] = np.array([-40, 60], dtype='<i2')\n\
+         \x20   f.attrs['title'] = np.bytes_('run 7')\n",
+        &[s(&path)],
+    );
+    assert_eq!(
+        ok_text(&["attrs", s(&path), "/t"]),
+        "units str scalar = \"K\"\nvalid_range <i2 (2,) = [-40, 60]\n"
+    );
+    assert_eq!(
+        ok_text(&["attrs", s(&path)]),
+        "title |S5 scalar = \"run 7\"\n"
+    );
+    let listing = ok_text(&["ls", "-a", s(&path)]);
+    assert!(
+        listing.contains("/\n  @title |S5 = \"run 7\"\n/t <f8"),
+        "{listing}"
+    );
+    assert!(listing.contains("  @units str = \"K\"\n"), "{listing}");
+    assert!(fails(&["attrs", s(&path), "/nope"]).contains("nope"));
+}

@@ -52,6 +52,14 @@ pub enum Error {
         /// The missing member's name.
         name: String,
     },
+    /// An object has no attribute of that name.
+    #[error("{object}: no attribute named {name:?}")]
+    NoAttribute {
+        /// The object's path.
+        object: String,
+        /// The missing attribute's name.
+        name: String,
+    },
     /// A link of that name exists already.
     #[error("{group}: a member named {name:?} exists already")]
     Exists {

@@ -33,6 +33,21 @@ impl Group {
         self.at.addr.get()
     }
 
+    /// The attribute `name` (h5py's `group.attrs[name]`).
+    pub fn attr(&self, name: &str) -> Result<crate::Attr> {
+        crate::attr::read_one(&self.file.inner.store, self.at.addr, &self.at.path, name)
+    }
+
+    /// Every attribute, in stored order (h5py's `group.attrs.items()`).
+    pub fn attrs(&self) -> Result<Vec<crate::Attr>> {
+        crate::attr::read_all(&self.file.inner.store, self.at.addr)
+    }
+
+    /// The attributes' names, in stored order (h5py's `group.attrs.keys()`).
+    pub fn attr_names(&self) -> Result<Vec<String>> {
+        crate::attr::names(&self.file.inner.store, self.at.addr)
+    }
+
     fn resolver(&self) -> Result<Resolver<'_>> {
         Ok(Resolver {
             store: &self.file.inner.store,

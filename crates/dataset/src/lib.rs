@@ -63,6 +63,7 @@
 
 #![forbid(unsafe_code)]
 
+mod attr;
 mod check;
 mod chunk_cache;
 mod dataset;
@@ -79,6 +80,7 @@ mod select;
 mod store;
 pub mod types;
 
+pub use attr::Attr;
 pub use check::{CheckReport, Problem};
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec};

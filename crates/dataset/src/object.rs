@@ -60,7 +60,9 @@ impl Headers {
     }
 
     /// The typed messages of the header at `at` (messages of unsupported datatype classes are
-    /// skipped), in stored order.
+    /// skipped), in stored order. An attribute message that does not decode stays
+    /// [`Message::Unknown`]: one bad attribute does not close its object; reading that
+    /// attribute reports why.
     pub fn messages(
         &mut self,
         storage: &dyn Storage,
@@ -73,6 +75,12 @@ impl Headers {
             match Message::decode(m.kind, &m.data, at, sizes) {
                 Ok(msg) => out.push(msg),
                 Err(FormatError::UnsupportedDatatypeClass { .. }) => {}
+                Err(_) if m.kind == h5chunk_format::message::MessageType::ATTRIBUTE => {
+                    out.push(Message::Unknown {
+                        kind: m.kind,
+                        data: m.data.to_vec(),
+                    });
+                }
                 Err(e) => return Err(e.into()),
             }
         }

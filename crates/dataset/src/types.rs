@@ -1,7 +1,13 @@
-//! Element types: the Rust number types a dataset can be read into or written from, and the
-//! runtime description of a dataset's integer or floating-point type.
+//! Element types: the Rust number types a dataset can be read into or written from, the
+//! runtime description of a dataset's integer or floating-point type, and the stored
+//! description of any HDF5 type ([`Datatype`], every class: what an [`Attr`](crate::Attr)
+//! of a string, compound, enumeration or array type reports).
 
-use h5chunk_format::message::{ByteOrder, Datatype, DatatypeClass, FloatByteOrder};
+use h5chunk_format::message::FloatByteOrder;
+pub use h5chunk_format::message::{
+    ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, StringPadding, StringType,
+    VarLenKind,
+};
 
 use crate::error::{Error, Result};
 

@@ -292,6 +292,27 @@ impl Dataset {
         self.shared.state.lock().path.clone()
     }
 
+    /// The attribute `name` (h5py's `dataset.attrs[name]`).
+    pub fn attr(&self, name: &str) -> Result<crate::Attr> {
+        let (header, path) = {
+            let st = self.shared.state.lock();
+            (st.header, st.path.clone())
+        };
+        crate::attr::read_one(&self.file.inner.store, header, &path, name)
+    }
+
+    /// Every attribute, in stored order (h5py's `dataset.attrs.items()`).
+    pub fn attrs(&self) -> Result<Vec<crate::Attr>> {
+        let header = self.shared.state.lock().header;
+        crate::attr::read_all(&self.file.inner.store, header)
+    }
+
+    /// The attributes' names, in stored order (h5py's `dataset.attrs.keys()`).
+    pub fn attr_names(&self) -> Result<Vec<String>> {
+        let header = self.shared.state.lock().header;
+        crate::attr::names(&self.file.inner.store, header)
+    }
+
     /// Current dimensions.
     pub fn shape(&self) -> Vec<u64> {
         self.shared.dims.lock().0.clone()

@@ -1,0 +1,369 @@
+//! Attributes of groups and datasets: small named values stored with their object (units,
+//! CF conventions, NeXus classes, instrument settings), read as h5py's `obj.attrs` reads them.
+//!
+//! Compact storage (attribute messages in the object header, versions 1 to 3) is read; dense
+//! storage (a fractal heap and a v2 B-tree of names, what libhdf5 switches to past eight
+//! attributes at the newer format bounds) is a typed [`Error::Unsupported`], as is writing.
+//! Values: numbers of every integer and float type h5py writes (in either byte order), fixed-
+//! and variable-length strings (ASCII or UTF-8; variable-length ones live in the file's global
+//! heap), and the raw bytes of anything else with its [`Datatype`] for inspection.
+
+use std::collections::HashMap;
+
+use h5chunk_format::Addr;
+use h5chunk_format::global_heap::{self, GlobalHeapCollection, HeapId};
+use h5chunk_format::message::{
+    Attribute, DataspaceKind, Datatype, DatatypeClass, Message, MessageType, StringPadding,
+    StringType, VarLenKind,
+};
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::types::{H5Type, TypeDesc, from_le_bytes};
+
+/// One attribute, read: its name, shape, type and stored bytes.
+#[derive(Clone, Debug)]
+pub struct Attr {
+    name: String,
+    shape: Option<Vec<u64>>,
+    datatype: Datatype,
+    /// The elements, packed, in the file's byte order (variable-length elements: heap IDs).
+    data: Vec<u8>,
+    /// Variable-length strings, resolved from the global heap when the attribute was read.
+    strings: Option<Vec<String>>,
+}
+
+impl Attr {
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The shape: `[]` for a scalar, `None` for an empty attribute (h5py's `h5py.Empty`).
+    pub fn shape(&self) -> Option<&[u64]> {
+        self.shape.as_deref()
+    }
+
+    /// The number of elements (1 for a scalar, 0 when empty).
+    pub fn len(&self) -> u64 {
+        self.shape
+            .as_ref()
+            .map_or(0, |s| s.iter().copied().fold(1u64, u64::saturating_mul))
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element type as stored (every HDF5 class: see its [`DatatypeClass`]).
+    pub fn datatype(&self) -> &Datatype {
+        &self.datatype
+    }
+
+    /// The element type, when it is a number type h5chunk reads as `T`.
+    pub fn dtype(&self) -> Result<TypeDesc> {
+        TypeDesc::from_datatype(&self.datatype)
+    }
+
+    /// The stored bytes: the elements packed in the file's byte order (for variable-length
+    /// types, their heap IDs).
+    pub fn raw(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The values as `T`, which must be the stored number type (byte order aside).
+    pub fn values<T: H5Type>(&self) -> Result<Vec<T>> {
+        let desc = self.dtype()?;
+        if desc.class != T::DESC.class || desc.size != T::DESC.size {
+            return Err(Error::arg(
+                "T",
+                format!(
+                    "attribute {:?} holds {}, not {}",
+                    self.name,
+                    desc.numpy(),
+                    T::DESC.numpy()
+                ),
+            ));
+        }
+        let mut le = self.data.clone();
+        for e in le.chunks_exact_mut(desc.size) {
+            desc.to_from_le(e);
+        }
+        Ok(from_le_bytes(&le))
+    }
+
+    /// The one value of a scalar (or one-element) attribute, as `T`.
+    pub fn value<T: H5Type>(&self) -> Result<T> {
+        match self.values::<T>()?.as_slice() {
+            [v] => Ok(*v),
+            v => Err(Error::arg(
+                "attribute",
+                format!("{:?} holds {} values, not one", self.name, v.len()),
+            )),
+        }
+    }
+
+    /// The values of a string attribute (fixed- or variable-length), padding removed.
+    pub fn strings(&self) -> Result<Vec<String>> {
+        if let Some(s) = &self.strings {
+            return Ok(s.clone());
+        }
+        let DatatypeClass::String(t) = &self.datatype.class else {
+            return Err(Error::arg(
+                "attribute",
+                format!(
+                    "{:?} holds {} values, not strings",
+                    self.name,
+                    self.datatype.class.name()
+                ),
+            ));
+        };
+        let size = usize::try_from(self.datatype.size).unwrap_or(usize::MAX);
+        Ok(self
+            .data
+            .chunks_exact(size.max(1))
+            .map(|e| unpad(e, *t))
+            .collect())
+    }
+
+    /// The one string of a scalar (or one-element) string attribute.
+    pub fn string(&self) -> Result<String> {
+        let mut all = self.strings()?;
+        match all.len() {
+            1 => Ok(all.swap_remove(0)),
+            n => Err(Error::arg(
+                "attribute",
+                format!("{:?} holds {n} strings, not one", self.name),
+            )),
+        }
+    }
+
+    /// A short text of the value for listings: numbers and strings (the first few), other
+    /// types by their class.
+    pub fn summary(&self) -> String {
+        const SHOWN: usize = 6;
+        fn list<T: std::fmt::Debug>(v: &[T], total: u64, scalar: bool) -> String {
+            let shown: Vec<String> = v.iter().take(SHOWN).map(|x| format!("{x:?}")).collect();
+            let more = if total > SHOWN as u64 { ", ..." } else { "" };
+            if scalar {
+                shown.join(", ")
+            } else {
+                format!("[{}{more}]", shown.join(", "))
+            }
+        }
+        let scalar = self.shape.as_ref().is_some_and(|s| s.is_empty());
+        if self.shape.is_none() {
+            return "(empty)".into();
+        }
+        if let Ok(s) = self.strings() {
+            return list(&s, self.len(), scalar);
+        }
+        let Ok(desc) = self.dtype() else {
+            return format!("({} data)", self.datatype.class.name());
+        };
+        use crate::types::TypeClass::{Float, Int, Uint};
+        let out = match (desc.class, desc.size) {
+            (Int, 1) => self.values::<i8>().map(|v| list(&v, self.len(), scalar)),
+            (Int, 2) => self.values::<i16>().map(|v| list(&v, self.len(), scalar)),
+            (Int, 4) => self.values::<i32>().map(|v| list(&v, self.len(), scalar)),
+            (Int, _) => self.values::<i64>().map(|v| list(&v, self.len(), scalar)),
+            (Uint, 1) => self.values::<u8>().map(|v| list(&v, self.len(), scalar)),
+            (Uint, 2) => self.values::<u16>().map(|v| list(&v, self.len(), scalar)),
+            (Uint, 4) => self.values::<u32>().map(|v| list(&v, self.len(), scalar)),
+            (Uint, _) => self.values::<u64>().map(|v| list(&v, self.len(), scalar)),
+            (Float, 4) => self.values::<f32>().map(|v| list(&v, self.len(), scalar)),
+            (Float, _) => self.values::<f64>().map(|v| list(&v, self.len(), scalar)),
+        };
+        out.unwrap_or_else(|e| format!("({e})"))
+    }
+
+    /// The type as a short name: numpy's for numbers, `str` for strings, the class otherwise.
+    pub fn type_name(&self) -> String {
+        match (&self.datatype.class, self.dtype()) {
+            (_, Ok(d)) => d.numpy(),
+            (DatatypeClass::String(_), _) => format!("|S{}", self.datatype.size),
+            (
+                DatatypeClass::VarLen {
+                    kind: VarLenKind::String(_),
+                    ..
+                },
+                _,
+            ) => "str".into(),
+            (c, _) => c.name().into(),
+        }
+    }
+}
+
+/// A fixed-length string element without its padding.
+fn unpad(e: &[u8], t: StringType) -> String {
+    let s = match t.padding {
+        StringPadding::NullTerminate => e.split(|&b| b == 0).next().unwrap_or_default(),
+        StringPadding::NullPad => {
+            let end = e
+                .iter()
+                .rposition(|&b| b != 0)
+                .map_or(0, |i| i.saturating_add(1));
+            e.get(..end).unwrap_or_default()
+        }
+        StringPadding::SpacePad => {
+            let end = e
+                .iter()
+                .rposition(|&b| b != b' ' && b != 0)
+                .map_or(0, |i| i.saturating_add(1));
+            e.get(..end).unwrap_or_default()
+        }
+    };
+    String::from_utf8_lossy(s).into_owned()
+}
+
+/// The attribute messages of the header at `header`, or why they cannot be listed.
+fn messages(f: &Store, header: Addr) -> Result<Vec<Result<Attribute>>> {
+    let mut out = Vec::new();
+    for m in f.messages(header)? {
+        match m {
+            Message::Attribute(a) => out.push(Ok(a)),
+            // Kept as bytes by the header reader: decode again for the reason.
+            Message::Unknown { kind, data } if kind == MessageType::ATTRIBUTE => {
+                out.push(
+                    Message::decode(kind, &data, header, f.sizes)
+                        .map_err(Error::from)
+                        .and_then(|_| Err(Error::Internal("an attribute decoded the second time"))),
+                );
+            }
+            Message::Unknown { kind, data }
+                if kind == MessageType::ATTRIBUTE_INFO && dense_in_use(&data, f.sizes) =>
+            {
+                return Err(Error::Unsupported(
+                    "dense attribute storage (fractal heap): more attributes than fit the \
+                     object header",
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Whether an Attribute Info message points at a fractal heap (dense storage in use):
+/// version 0, flags, [max creation index u16], fractal heap address, ...
+fn dense_in_use(data: &[u8], sizes: h5chunk_format::Sizes) -> bool {
+    let flags = data.get(1).copied().unwrap_or(0);
+    let at: usize = if flags & 0x01 != 0 { 4 } else { 2 };
+    let width = usize::from(sizes.offsets());
+    data.get(at..at.saturating_add(width))
+        .is_some_and(|a| a.iter().any(|&b| b != 0xff))
+}
+
+/// The attributes of the object whose header is at `header`.
+pub(crate) fn read_all(f: &Store, header: Addr) -> Result<Vec<Attr>> {
+    let mut heaps = HashMap::new();
+    messages(f, header)?
+        .into_iter()
+        .map(|a| resolve(f, a?, &mut heaps))
+        .collect()
+}
+
+/// The attribute `name` of the object at `header`.
+pub(crate) fn read_one(f: &Store, header: Addr, path: &str, name: &str) -> Result<Attr> {
+    let mut heaps = HashMap::new();
+    for a in messages(f, header)? {
+        match a {
+            Ok(a) if a.name == name.as_bytes() => return resolve(f, a, &mut heaps),
+            Ok(_) => {}
+            // A damaged attribute may be the one asked for: say so rather than "not found".
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::NoAttribute {
+        object: path.to_owned(),
+        name: name.to_owned(),
+    })
+}
+
+/// The names of the attributes of the object at `header`, in stored order.
+pub(crate) fn names(f: &Store, header: Addr) -> Result<Vec<String>> {
+    messages(f, header)?
+        .into_iter()
+        .map(|a| a.map(|a| String::from_utf8_lossy(&a.name).into_owned()))
+        .collect()
+}
+
+/// An attribute message as an [`Attr`], variable-length strings read from the global heap.
+fn resolve(
+    f: &Store,
+    a: Attribute,
+    heaps: &mut HashMap<Addr, GlobalHeapCollection>,
+) -> Result<Attr> {
+    let shape = match a.dataspace.kind {
+        DataspaceKind::Null => None,
+        DataspaceKind::Scalar => Some(Vec::new()),
+        DataspaceKind::Simple => Some(a.dataspace.dims.clone()),
+    };
+    let strings = match &a.datatype.class {
+        DatatypeClass::VarLen {
+            kind: VarLenKind::String(t),
+            ..
+        } => {
+            let id_len = HeapId::encoded_len(f.sizes);
+            let mut out = Vec::new();
+            for e in a.data.chunks_exact(id_len) {
+                let id = HeapId::decode(e, Addr(0), f.sizes)?;
+                out.push(match id.collection {
+                    Some(c) if id.len > 0 => {
+                        let bytes = heap_object(f, c, id.index, heaps)?;
+                        let len = usize::try_from(id.len).unwrap_or(usize::MAX);
+                        let s = bytes.get(..len).ok_or_else(|| {
+                            Error::corrupt(
+                                "global heap",
+                                c,
+                                format!(
+                                    "object {} holds {} bytes, not {len}",
+                                    id.index,
+                                    bytes.len()
+                                ),
+                            )
+                        })?;
+                        unpad(s, *t)
+                    }
+                    _ => String::new(),
+                });
+            }
+            Some(out)
+        }
+        _ => None,
+    };
+    Ok(Attr {
+        name: String::from_utf8_lossy(&a.name).into_owned(),
+        shape,
+        datatype: a.datatype,
+        data: a.data,
+        strings,
+    })
+}
+
+/// Object `index` of the global heap collection at `at` (collections read once per call).
+fn heap_object<'h>(
+    f: &Store,
+    at: Addr,
+    index: u32,
+    heaps: &'h mut HashMap<Addr, GlobalHeapCollection>,
+) -> Result<&'h [u8]> {
+    let collection = match heaps.entry(at) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let header = f.read(at, global_heap::header_len(f.sizes) as u64)?;
+            let size = global_heap::collection_size(&header, at, f.sizes)?;
+            // The store checks the size against the end of the file before allocating.
+            let bytes = f.read(at, size)?;
+            e.insert(GlobalHeapCollection::decode(&bytes, at, f.sizes)?)
+        }
+    };
+    collection.object(index).ok_or_else(|| {
+        Error::corrupt(
+            "global heap",
+            at,
+            format!("no object {index} in the collection"),
+        )
+    })
+}
