@@ -531,10 +531,14 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
             let ran = run_one(&exe, &args, prlimit);
             let outcome = classify(&ran, s.baseline.get(name).copied());
             let cmd = name.split_whitespace().next().unwrap_or("").to_string();
-            // A path that no longer names the dataset (its name's bytes were hit) is a
-            // consistent rename, not damage that `check` should see.
-            let renamed =
-                ran.stderr.contains("no member named") || ran.stderr.contains("not a group");
+            // A path that no longer names the dataset (its name's bytes were hit, or its link
+            // now reaches a group or a named datatype) is a consistent change, and a dataset
+            // too large to read into memory at once is a resource refusal: neither is damage
+            // that `check` should see.
+            let renamed = ran.stderr.contains("no member named")
+                || ran.stderr.contains("not a group")
+                || ran.stderr.contains("not a dataset")
+                || ran.stderr.contains("do not fit in memory");
             // `ls` or `cat` failing where `check` says clean: a miss of `check`.
             if matches!(cmd.as_str(), "cat" | "ls")
                 && outcome == Outcome::Error

@@ -1,10 +1,15 @@
 //! Attributes of groups and datasets: small named values stored with their object (units,
 //! CF conventions, NeXus classes, instrument settings), read as h5py's `obj.attrs` reads them.
 //!
-//! Compact storage (attribute messages in the object header, versions 1 to 3) is read; dense
-//! storage (a fractal heap and a v2 B-tree of names, what libhdf5 switches to past eight
-//! attributes at the newer format bounds) is a typed [`Error::Unsupported`], as is writing.
-//! Values: numbers of every integer and float type h5py writes (in either byte order), fixed-
+//! Compact storage (attribute messages in the object header, versions 1 to 3) is read and
+//! written; dense storage (a fractal heap and a v2 B-tree of names, what libhdf5 switches to
+//! past eight attributes at the newer format bounds) is a typed [`Error::Unsupported`].
+//! Attributes are written as h5py writes them: numbers in their Rust type's little-endian
+//! form, strings as variable-length UTF-8 (h5py's `str`) with their bytes in a new global heap
+//! collection, attribute message version 1 in a version 1 object header and version 3 in a
+//! version 2 one.
+//!
+//! Values read: numbers of every integer and float type h5py writes (in either byte order), fixed-
 //! and variable-length strings (ASCII or UTF-8; variable-length ones live in the file's global
 //! heap), and the raw bytes of anything else with its [`Datatype`] for inspection.
 
@@ -13,9 +18,10 @@ use std::collections::HashMap;
 use h5chunk_format::Addr;
 use h5chunk_format::global_heap::{self, GlobalHeapCollection, HeapId};
 use h5chunk_format::message::{
-    Attribute, DataspaceKind, Datatype, DatatypeClass, Message, MessageType, StringPadding,
-    StringType, VarLenKind,
+    Attribute, CharSet, Dataspace, DataspaceKind, DataspaceVersion, Datatype, DatatypeClass,
+    Extent, Message, MessageType, StringPadding, StringType, VarLenKind,
 };
+use h5chunk_format::object_header::MessageFlags;
 
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -366,4 +372,184 @@ fn heap_object<'h>(
             format!("no object {index} in the collection"),
         )
     })
+}
+
+/// A new attribute's values.
+pub(crate) enum NewValues<'a> {
+    /// Numbers of `T`, little-endian.
+    Numbers(TypeDesc, Vec<u8>),
+    /// Strings, stored variable-length UTF-8.
+    Strings(&'a [&'a str]),
+}
+
+/// Store attribute `name` (replacing one of that name) on the object at `header`: `shape`
+/// `None` for a scalar of one value, else its dims.
+pub(crate) fn write(
+    f: &Store,
+    header: Addr,
+    path: &str,
+    name: &str,
+    shape: Option<&[u64]>,
+    values: NewValues<'_>,
+) -> Result<()> {
+    f.check_writable()?;
+    if name.is_empty() || name.contains('\0') {
+        return Err(Error::arg(
+            "name",
+            "an attribute name is not empty and has no NUL",
+        ));
+    }
+    let count = match values {
+        NewValues::Numbers(d, ref le) => le.len().checked_div(d.size).unwrap_or(0),
+        NewValues::Strings(s) => s.len(),
+    };
+    let elements = shape.map_or(Some(1u64), |s| {
+        s.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
+    });
+    if elements != u64::try_from(count).ok() {
+        return Err(Error::arg(
+            "values",
+            format!("{count} values for the shape {shape:?} of attribute {name:?}"),
+        ));
+    }
+    // The existing attributes: dense storage is not written, a damaged one is not replaced.
+    let existing = messages(f, header)?;
+    for a in &existing {
+        a.as_ref()
+            .map_err(|e| Error::corrupt("attribute", header, e.to_string()))?;
+    }
+    let v1 = f.header_version(header)? == 1;
+    let (datatype, data) = match values {
+        NewValues::Numbers(desc, le) => (desc.to_datatype(), le),
+        NewValues::Strings(strings) => {
+            // Every string is a heap object, the empty one too: libhdf5 reads a zero-length
+            // element's heap object all the same.
+            let bytes: Vec<&[u8]> = strings.iter().map(|s| s.as_bytes()).collect();
+            let mut data = Vec::new();
+            if !bytes.is_empty() {
+                let heap = global_heap::encode_collection(&bytes, f.sizes)?;
+                let at = f.allocate(heap.len() as u64)?;
+                f.write(at, &heap)?;
+                for (i, b) in bytes.iter().enumerate() {
+                    HeapId {
+                        len: u32::try_from(b.len())
+                            .map_err(|_| Error::arg("values", "a string over 4 GiB"))?,
+                        collection: Some(at),
+                        index: u32::try_from(i.saturating_add(1)).unwrap_or(u32::MAX),
+                    }
+                    .encode(&mut data, f.sizes)?;
+                }
+            }
+            let datatype = Datatype {
+                version: h5chunk_format::message::DatatypeVersion::V1,
+                size: u32::try_from(HeapId::encoded_len(f.sizes)).unwrap_or(16),
+                class: DatatypeClass::VarLen {
+                    kind: VarLenKind::String(StringType {
+                        padding: StringPadding::NullTerminate,
+                        charset: CharSet::Utf8,
+                    }),
+                    base: Box::new(Datatype::int(
+                        1,
+                        false,
+                        h5chunk_format::message::ByteOrder::LittleEndian,
+                    )),
+                },
+            };
+            (datatype, data)
+        }
+    };
+    let dataspace = match shape {
+        None => Dataspace {
+            version: if v1 {
+                DataspaceVersion::V1
+            } else {
+                DataspaceVersion::V2
+            },
+            kind: DataspaceKind::Scalar,
+            dims: Vec::new(),
+            max_dims: None,
+        },
+        Some(dims) => Dataspace {
+            version: if v1 {
+                DataspaceVersion::V1
+            } else {
+                DataspaceVersion::V2
+            },
+            kind: DataspaceKind::Simple,
+            dims: dims.to_vec(),
+            max_dims: Some(dims.iter().map(|&d| Extent::Fixed(d)).collect()),
+        },
+    };
+    let attribute = Attribute::new(
+        if v1 { 1 } else { 3 },
+        name.as_bytes(),
+        datatype,
+        dataspace,
+        data,
+        f.sizes,
+    );
+    let raw = crate::object::raw(
+        &Message::Attribute(attribute),
+        MessageFlags::empty(),
+        f.sizes,
+    )?;
+    remove(f, header, name)?;
+    // libhdf5 counts the attributes of a version 2 header through its Attribute Info message
+    // (none: zero attributes, whatever the header holds). No creation order, no dense storage.
+    if !v1
+        && !f
+            .messages(header)?
+            .iter()
+            .any(|m| m.kind() == MessageType::ATTRIBUTE_INFO)
+    {
+        let mut info = vec![0u8, 0];
+        info.resize(
+            2usize.saturating_add(2 * usize::from(f.sizes.offsets())),
+            0xff,
+        );
+        f.add_message(
+            header,
+            h5chunk_format::object_header::RawMessage::new(
+                MessageType::ATTRIBUTE_INFO,
+                MessageFlags::empty(),
+                info,
+            ),
+        )?;
+    }
+    let _ = path;
+    f.add_message(header, raw)
+}
+
+/// Remove attribute `name` from the object at `header`; whether it was there.
+pub(crate) fn remove(f: &Store, header: Addr, name: &str) -> Result<bool> {
+    let sizes = f.sizes;
+    f.remove_message(header, |kind, body| {
+        kind == MessageType::ATTRIBUTE
+            && matches!(
+                Message::decode(kind, body, header, sizes),
+                Ok(Message::Attribute(a)) if a.name == name.as_bytes()
+            )
+    })
+}
+
+/// [`remove`], an error when there is no such attribute.
+pub(crate) fn delete(f: &Store, header: Addr, path: &str, name: &str) -> Result<()> {
+    f.check_writable()?;
+    if remove(f, header, name)? {
+        Ok(())
+    } else {
+        Err(Error::NoAttribute {
+            object: path.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// Little-endian bytes of `values`.
+pub(crate) fn numbers<T: H5Type>(values: &[T]) -> NewValues<'static> {
+    let mut le = vec![0u8; values.len().saturating_mul(T::DESC.size)];
+    for (v, out) in values.iter().zip(le.chunks_exact_mut(T::DESC.size)) {
+        v.write_le(out);
+    }
+    NewValues::Numbers(T::DESC, le)
 }

@@ -11,11 +11,11 @@ use std::collections::HashSet;
 use std::fmt;
 
 use h5chunk_format::Addr;
-use h5chunk_format::message::Message;
 
 use crate::dataset::Dataset;
 use crate::error::Error;
 use crate::file::File;
+use crate::link::MemberKind;
 use crate::link::{self, LinkValue};
 
 /// One problem `check` found.
@@ -107,6 +107,17 @@ impl File {
                 } else {
                     format!("{path}/{name}")
                 };
+                // A link name is not empty and holds no '/' (libhdf5 refuses both: a path
+                // could never reach the object).
+                if name.is_empty() || name.contains('/') {
+                    report.problems.push(Problem {
+                        addr: Some(addr.get()),
+                        object: child.clone(),
+                        what: format!(
+                            "link name {name:?} is empty or holds a '/': no path reaches it"
+                        ),
+                    });
+                }
                 // The group's name index (a B-tree of names in the local heap, or a link
                 // message search) must find each link by its name, as opening a path does.
                 match link::lookup(&f.store, addr, &name) {
@@ -125,16 +136,26 @@ impl File {
                     continue;
                 }
                 match f.store.messages(a) {
-                    Ok(ms) => {
-                        if ms.iter().any(|m| matches!(m, Message::DataLayout(_))) {
-                            datasets.push((child, a));
-                        } else if ms
-                            .iter()
-                            .any(|m| matches!(m, Message::SymbolTable(_) | Message::LinkInfo(_)))
+                    Ok(ms) => match link::kind_from(&ms) {
+                        MemberKind::Dataset => datasets.push((child, a)),
+                        MemberKind::Group => stack.push((child, a)),
+                        // A named datatype holds a datatype message; an object with none
+                        // of the three kinds' messages is one libhdf5 cannot open.
+                        MemberKind::Other
+                            if !ms.iter().any(|m| {
+                                matches!(m, h5chunk_format::message::Message::Datatype(_))
+                            }) =>
                         {
-                            stack.push((child, a));
+                            report.problems.push(Problem {
+                                addr: Some(a.get()),
+                                object: child,
+                                what: "an object that is no group, dataset or named datatype \
+                                       (its header holds none of their messages)"
+                                    .into(),
+                            });
                         }
-                    }
+                        MemberKind::Other => {}
+                    },
                     Err(e) => report.problems.push(problem(a, &child, &e)),
                 }
             }

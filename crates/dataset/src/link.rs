@@ -255,15 +255,25 @@ impl MemberKind {
 
 /// The kind of the object whose header is at `addr`.
 pub(crate) fn kind_of(f: &Store, addr: Addr) -> Result<MemberKind> {
-    let mut kind = MemberKind::Other;
-    for m in f.messages(addr)? {
-        match m {
-            Message::DataLayout(_) => return Ok(MemberKind::Dataset),
-            Message::SymbolTable(_) | Message::LinkInfo(_) => kind = MemberKind::Group,
-            _ => {}
-        }
+    Ok(kind_from(&f.messages(addr)?))
+}
+
+/// An object's kind from its header's messages, as libhdf5 classifies objects: a group holds a
+/// symbol table or link info message; a dataset a layout message, or a datatype and a
+/// dataspace (libhdf5's test: such an object without a layout is a damaged dataset, not some
+/// other object).
+pub(crate) fn kind_from(messages: &[Message]) -> MemberKind {
+    let has = |pick: fn(&Message) -> bool| messages.iter().any(pick);
+    if has(|m| matches!(m, Message::SymbolTable(_) | Message::LinkInfo(_))) {
+        MemberKind::Group
+    } else if has(|m| matches!(m, Message::DataLayout(_)))
+        || (has(|m| matches!(m, Message::Datatype(_)))
+            && has(|m| matches!(m, Message::Dataspace(_))))
+    {
+        MemberKind::Dataset
+    } else {
+        MemberKind::Other
     }
-    Ok(kind)
 }
 
 /// The path of member `name` of the group at `parent`.

@@ -154,14 +154,44 @@ impl Headers {
             self.dirty.insert(at);
             return Ok(());
         }
-        // Otherwise a continuation message in a NIL, pointing to a new chunk.
+        // Otherwise a continuation message in a NIL, pointing to a new chunk; with no NIL for
+        // it, a message large enough moves to the new chunk and the continuation takes its
+        // place (as libhdf5 makes room in a full header).
+        // The k-th continuation message points at chunk k + 1: the new one goes in the last
+        // chunk, after every continuation message there is.
         let cont_nil = header_sum(&[cont_len, header_len])?;
-        let Some((ci, mi)) = find_nil(h, |len| len == cont_len || len >= cont_nil) else {
-            return Err(Error::Unsupported(
-                "growing an object header that has no free space left",
-            ));
+        let fits_cont = |len: usize| len == cont_len || len >= cont_nil;
+        let last = h.chunk_count().saturating_sub(1);
+        let in_last = |pick: &dyn Fn(&RawMessage) -> bool| {
+            h.chunk(last)
+                .and_then(|c| c.messages.iter().position(pick))
+                .map(|mi| (last, mi))
         };
-        let area = CONTINUATION_CHUNK.max(header_sum(&[need, header_len, header_len, reserve, 8])?);
+        let nil = in_last(&|m| m.kind == MessageType::NIL && fits_cont(m.data.len()));
+        let (ci, mi, moved) = match nil {
+            Some((ci, mi)) => (ci, mi, None),
+            None => {
+                let (ci, mi) =
+                    in_last(&|m| m.kind != MessageType::CONTINUATION && fits_cont(m.data.len()))
+                        .ok_or(Error::Unsupported(
+                            "growing an object header that has no free space left",
+                        ))?;
+                let lost = || Error::Internal("a message to move that is missing");
+                let slot = h
+                    .chunk_mut(ci)
+                    .and_then(|c| c.messages.get_mut(mi))
+                    .ok_or_else(lost)?;
+                let len = slot.data.len();
+                let moved = std::mem::replace(slot, RawMessage::nil(len));
+                (ci, mi, Some(moved))
+            }
+        };
+        let moved_len = moved
+            .as_ref()
+            .map_or(Ok(0), |m| header_sum(&[m.data.len(), header_len]))?;
+        let area = CONTINUATION_CHUNK.max(header_sum(&[
+            need, moved_len, header_len, header_len, reserve, 8,
+        ])?);
         // OCHK signature and checksum
         let chunk_len = if v1 { area } else { header_sum(&[area, 8])? };
         let block = cache.allocator().allocate(chunk_len as u64)?;
@@ -176,13 +206,16 @@ impl Headers {
             messages: vec![],
             gap: vec![],
         };
-        // The rest of the area, after the message and two message headers, is a NIL: `area`
-        // was sized above to leave at least `reserve + 8` bytes for it.
+        // The rest of the area, after the message (and a moved one) and two message headers,
+        // is a NIL: `area` was sized above to leave at least `reserve + 8` bytes for it.
         let rest = area
-            .checked_sub(header_sum(&[need, header_len, header_len])?)
+            .checked_sub(header_sum(&[need, moved_len, header_len, header_len])?)
             .ok_or(Error::Internal(
                 "a continuation chunk too small for its message",
             ))?;
+        if let Some(moved) = moved {
+            chunk.messages.push(moved);
+        }
         chunk.messages.push(m);
         chunk.messages.push(RawMessage::nil(rest));
         h.push_chunk(chunk)?;
@@ -191,6 +224,25 @@ impl Headers {
         }
         self.dirty.insert(at);
         Ok(())
+    }
+
+    /// Turn the first message for which `pick` holds (given its type and stored body) into a
+    /// NIL of the same size: the space is reused by a later [`add`](Self::add). Whether one
+    /// was found.
+    pub fn remove(
+        &mut self,
+        storage: &dyn Storage,
+        sizes: Sizes,
+        at: Addr,
+        pick: impl Fn(MessageType, &[u8]) -> bool,
+    ) -> Result<bool> {
+        let h = self.get(storage, sizes, at)?;
+        let Some(slot) = h.messages_mut().find(|m| pick(m.kind, &m.data)) else {
+            return Ok(false);
+        };
+        *slot = RawMessage::nil(slot.data.len());
+        self.dirty.insert(at);
+        Ok(true)
     }
 
     /// Write every changed header (each chunk in one write).

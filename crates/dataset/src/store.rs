@@ -223,6 +223,28 @@ impl Store {
             .add(&*self.storage, &self.cache, self.sizes, at, m)
     }
 
+    /// The version (1 or 2) of the object header at `at`.
+    pub fn header_version(&self, at: Addr) -> Result<u8> {
+        Ok(self
+            .headers
+            .lock()
+            .get(&*self.storage, self.sizes, at)?
+            .version())
+    }
+
+    /// Turn the first message of the header at `at` that `pick` chooses (by type and stored
+    /// body) into free space; whether there was one.
+    pub fn remove_message(
+        &self,
+        at: Addr,
+        pick: impl Fn(h5chunk_format::message::MessageType, &[u8]) -> bool,
+    ) -> Result<bool> {
+        self.check_writable()?;
+        self.headers
+            .lock()
+            .remove(&*self.storage, self.sizes, at, pick)
+    }
+
     /// Replace the first message of `m`'s kind in the object header at `at`.
     pub fn replace_message(&self, at: Addr, m: &Message) -> Result<()> {
         self.check_writable()?;

@@ -125,3 +125,101 @@ fn h5py_attributes_read_back() {
         }
     }
 }
+
+/// Attributes h5chunk writes read back in h5py with h5py's own types (a `str` for a string),
+/// in h5dump, and in h5chunk after reopening; replacing and deleting work in both formats.
+#[test]
+fn attributes_h5chunk_writes_read_in_h5py() {
+    let Some(python) = interop::python("attributes_h5chunk_writes_read_in_h5py") else {
+        return;
+    };
+    let h5dump = interop::h5dump("attributes_h5chunk_writes_read_in_h5py");
+    for (low, name) in [
+        (h5chunk::Libver::Earliest, "written_attrs_earliest.h5"),
+        (h5chunk::Libver::Latest, "written_attrs_latest.h5"),
+    ] {
+        let path = tmp(name);
+        let opts = h5chunk::FileOptions {
+            bounds: h5chunk::LibverBounds::new(low, h5chunk::Libver::Latest).unwrap(),
+            ..h5chunk::FileOptions::default()
+        };
+        let f = File::create_with(&path, opts).unwrap();
+        let d = f
+            .new_dataset::<f32>()
+            .shape(&[3])
+            .chunk(&[3])
+            .create("t2m")
+            .unwrap();
+        d.write(&[280.5f32, 281.0, 279.25]).unwrap();
+        d.set_attr_str("units", "K").unwrap();
+        d.set_attr_scalar("scale_factor", 0.01f64).unwrap();
+        d.set_attr("valid_range", &[-40i16, 60]).unwrap();
+        d.set_attr_strs("flags", &["ok", "", "b\u{e4}d"]).unwrap();
+        d.set_attr_str("temporary", "gone soon").unwrap();
+        d.delete_attr("temporary").unwrap();
+        assert!(matches!(
+            d.delete_attr("temporary"),
+            Err(Error::NoAttribute { .. })
+        ));
+        // Replacing takes the new value and type.
+        d.set_attr_scalar("scale_factor", 0.5f32).unwrap();
+        let g = f.create_group("instrument").unwrap();
+        g.set_attr_str("NX_class", "NXinstrument").unwrap();
+        g.set_attr("counts", &[1u64, 2, 3]).unwrap();
+        f.group("/")
+            .unwrap()
+            .set_attr_str("Conventions", "CF-1.8")
+            .unwrap();
+        assert!(g.set_attr::<u8>("none", &[]).is_ok());
+        // Past eight, still compact: libhdf5 reads them all.
+        let many = f.create_group("many").unwrap();
+        for i in 0..12i32 {
+            many.set_attr_scalar(&format!("a{i:02}"), i).unwrap();
+        }
+        f.close().unwrap();
+
+        let f = File::open(&path).unwrap();
+        let d = f.dataset("t2m").unwrap();
+        // Stored order: a replaced attribute takes whatever free space fits it.
+        let mut names = d.attr_names().unwrap();
+        names.sort();
+        assert_eq!(names, ["flags", "scale_factor", "units", "valid_range"]);
+        assert_eq!(d.attr("units").unwrap().string().unwrap(), "K");
+        assert_eq!(d.attr("scale_factor").unwrap().value::<f32>().unwrap(), 0.5);
+        assert_eq!(
+            d.attr("flags").unwrap().strings().unwrap(),
+            ["ok", "", "b\u{e4}d"]
+        );
+        drop(f);
+
+        let out = interop::run_python(
+            &python,
+            r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'r') as f:
+    a = f['t2m'].attrs
+    assert a['units'] == 'K' and isinstance(a['units'], str), repr(a['units'])
+    assert a['scale_factor'] == np.float32(0.5) and a['scale_factor'].dtype == np.float32
+    assert list(a['valid_range']) == [-40, 60] and a['valid_range'].dtype == np.int16
+    assert list(a['flags']) == ['ok', '', 'b\u00e4d'], list(a['flags'])
+    assert 'temporary' not in a
+    g = f['instrument'].attrs
+    assert g['NX_class'] == 'NXinstrument'
+    assert list(g['counts']) == [1, 2, 3] and g['counts'].dtype == np.uint64
+    assert g['none'].shape == (0,)
+    assert f.attrs['Conventions'] == 'CF-1.8'
+    m = f['many'].attrs
+    assert len(m) == 12 and [m['a%02d' % i] for i in range(12)] == list(range(12))
+    print(sorted(a.keys()))
+"#,
+            &[path.to_str().unwrap()],
+        );
+        assert!(
+            out.contains("'flags', 'scale_factor', 'units', 'valid_range'"),
+            "{out}"
+        );
+        if let Some(h5dump) = &h5dump {
+            interop::h5dump_ok(h5dump, &path);
+        }
+    }
+}

@@ -131,3 +131,76 @@ fn damaged_v1_btree_chunk_keys_are_errors_on_read() {
     // The chunks the damage does not touch still read.
     assert_eq!(d.read_slice::<i32>(&[3], &[1], None).unwrap(), vec![3]);
 }
+
+/// An extensible array dataset whose fixed maximum dimension was raised so far that its chunk
+/// grid needs more slots than the array can index: the dataset does not open (every read
+/// would fail past the array's maximum), and `check` reports it.
+#[test]
+fn an_extent_past_the_index_capacity_is_refused() {
+    use h5chunk::libver::{Libver, LibverBounds};
+    let mem = MemStorage::new();
+    let opts = FileOptions {
+        bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+        ..FileOptions::default()
+    };
+    let f = File::create_on(Arc::new(mem.clone()), opts).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[4, 6])
+        .max_shape(&[None, Some(0x0123_4567)])
+        .chunk(&[2, 3])
+        .create("d")
+        .unwrap();
+    assert_eq!(d.index_kind(), Some(h5chunk::IndexKind::ExtensibleArray));
+    d.write(&[1i32; 24]).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let mut bytes = mem.to_vec();
+    // Dimension 1's maximum, a consistent value above its size, but with 2^40 chunks along it.
+    let at = find(&bytes, &0x0123_4567u64.to_le_bytes());
+    // The object header chunk holding it, and the length its checksum covers.
+    let start = bytes[..at].windows(4).rposition(|w| w == b"OHDR").unwrap();
+    let covered = (8..bytes.len() - start - 4)
+        .find(|&n| {
+            h5chunk_format::checksum::lookup3(&bytes[start..start + n]).to_le_bytes()
+                == bytes[start + n..start + n + 4]
+        })
+        .unwrap();
+    bytes[at..at + 8].copy_from_slice(&(3u64 << 40).to_le_bytes());
+    let sum = h5chunk_format::checksum::lookup3(&bytes[start..start + covered]);
+    bytes[start + covered..start + covered + 4].copy_from_slice(&sum.to_le_bytes());
+    let f = File::open_on(
+        Arc::new(MemStorage::from_vec(bytes)),
+        OpenOptions::read_only(),
+    )
+    .unwrap();
+    let err = f.dataset("d").unwrap_err();
+    assert!(err.to_string().contains("chunk slots"), "{err}");
+    assert!(!f.check().problems.is_empty(), "check calls the file clean");
+}
+
+/// A link name holding a '/' (libhdf5 refuses to make one; damage can): no path reaches the
+/// object, and `check` says so.
+#[test]
+fn a_link_name_with_a_slash_is_a_check_problem() {
+    let mem = MemStorage::new();
+    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    f.create_group("zzgroupzz").unwrap();
+    f.close().unwrap();
+    let mut bytes = mem.to_vec();
+    let at = find(&bytes, b"zzgroupzz");
+    bytes[at + 2] = b'/';
+    let f = File::open_on(
+        Arc::new(MemStorage::from_vec(bytes)),
+        OpenOptions::read_only(),
+    )
+    .unwrap();
+    let report = f.check();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.what.contains("holds a '/'")),
+        "{report:?}"
+    );
+}

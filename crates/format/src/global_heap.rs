@@ -117,6 +117,53 @@ impl GlobalHeapCollection {
     }
 }
 
+/// The smallest collection libhdf5 makes (`H5HG_MINSIZE`).
+pub const MIN_COLLECTION: usize = 4096;
+
+/// A collection holding `objects` as objects 1, 2, ... (each padded to 8 bytes), then the free
+/// space: at least [`MIN_COLLECTION`] bytes, a multiple of 4096.
+pub fn encode_collection(objects: &[&[u8]], sizes: Sizes) -> crate::Result<Vec<u8>> {
+    let l = usize::from(sizes.lengths());
+    let object_header = 8usize.saturating_add(l);
+    let used = objects.iter().fold(header_len(sizes), |n, o| {
+        n.saturating_add(object_header)
+            .saturating_add(o.len().next_multiple_of(8))
+    });
+    // Room for the free-space object's header after the objects.
+    let size = used
+        .saturating_add(object_header)
+        .next_multiple_of(MIN_COLLECTION)
+        .max(MIN_COLLECTION);
+    let mut out = Vec::with_capacity(size);
+    let mut e = crate::cursor::Encoder::new(&mut out, sizes, STRUCTURE);
+    e.bytes(&SIGNATURE);
+    e.u8(1);
+    e.bytes(&[0; 3]);
+    e.length(size as u64, "collection size")?;
+    for (i, o) in objects.iter().enumerate() {
+        let index = u16::try_from(i.saturating_add(1)).map_err(|_| crate::Error::Unencodable {
+            structure: STRUCTURE,
+            reason: format!("{} objects in one collection", objects.len()),
+        })?;
+        e.u16(index);
+        e.u16(1);
+        e.bytes(&[0; 4]);
+        e.length(o.len() as u64, "object size")?;
+        e.bytes(o);
+        e.bytes(&vec![
+            0;
+            o.len().next_multiple_of(8).saturating_sub(o.len())
+        ]);
+    }
+    // The free space: index 0, its size counting its own header.
+    e.u16(0);
+    e.u16(0);
+    e.bytes(&[0; 4]);
+    e.length(size.saturating_sub(used) as u64, "free space size")?;
+    out.resize(size, 0);
+    Ok(out)
+}
+
 /// A variable-length element: its length and where its data lives.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct HeapId {
@@ -132,6 +179,15 @@ impl HeapId {
     /// Bytes of one stored variable-length element.
     pub fn encoded_len(sizes: Sizes) -> usize {
         8usize.saturating_add(usize::from(sizes.offsets()))
+    }
+
+    /// Encode one element.
+    pub fn encode(&self, out: &mut Vec<u8>, sizes: Sizes) -> crate::Result<()> {
+        let mut e = crate::cursor::Encoder::new(out, sizes, "variable-length element");
+        e.u32(self.len);
+        e.offset(self.collection, "collection address")?;
+        e.u32(self.index);
+        Ok(())
     }
 
     /// Decode one element.
@@ -222,6 +278,40 @@ mod tests {
         let mut b = bytes.clone();
         b[8..16].copy_from_slice(&4096u64.to_le_bytes());
         assert!(GlobalHeapCollection::decode(&b, Addr(0), Sizes::DEFAULT).is_err());
+    }
+
+    #[test]
+    fn encoded_collections_decode() {
+        let objects: [&[u8]; 3] = [b"K", b"", b"degrees_north"];
+        let bytes = encode_collection(&objects, Sizes::DEFAULT).unwrap();
+        assert_eq!(bytes.len(), 4096);
+        let c = GlobalHeapCollection::decode(&bytes, Addr(0x800), Sizes::DEFAULT).unwrap();
+        assert_eq!(c.objects.len(), 3);
+        for (i, o) in objects.iter().enumerate() {
+            assert_eq!(c.object(i as u32 + 1), Some(*o));
+        }
+        // The free space's size: from its own header to the end.
+        // Header, three object headers, "K" padded to 8, "" (nothing), "degrees_north" padded.
+        let used = 16 + 3 * 16 + 8 + 16;
+        assert_eq!(&bytes[used..used + 2], &[0, 0]);
+        assert_eq!(
+            u64::from_le_bytes(bytes[used + 8..used + 16].try_into().unwrap()),
+            (4096 - used) as u64
+        );
+        // Larger contents take whole multiples of 4096.
+        let big = vec![7u8; 5000];
+        let bytes = encode_collection(&[&big], Sizes::DEFAULT).unwrap();
+        assert_eq!(bytes.len(), 8192);
+        let c = GlobalHeapCollection::decode(&bytes, Addr(0), Sizes::DEFAULT).unwrap();
+        assert_eq!(c.object(1), Some(&big[..]));
+        let id = HeapId {
+            len: 5000,
+            collection: Some(Addr(0x1000)),
+            index: 1,
+        };
+        let mut out = Vec::new();
+        id.encode(&mut out, Sizes::DEFAULT).unwrap();
+        assert_eq!(HeapId::decode(&out, Addr(0), Sizes::DEFAULT).unwrap(), id);
     }
 
     #[test]

@@ -241,6 +241,7 @@ impl Dataset {
                     codec: record_codec(f, filtered, c.version, chunk_bytes)?,
                 };
                 let index = adapter::open(f, &shape, &c.index, c.address)?;
+                index.check_extent(&shape.dims, &shape.chunk)?;
                 let pipeline = match &pipeline {
                     Some(p) if filtered => {
                         Some(Pipeline::new(p, elem).map_err(|source| Error::Pipeline {
@@ -311,6 +312,68 @@ impl Dataset {
     pub fn attr_names(&self) -> Result<Vec<String>> {
         let header = self.shared.state.lock().header;
         crate::attr::names(&self.file.inner.store, header)
+    }
+
+    fn header_path(&self) -> (Addr, String) {
+        let st = self.shared.state.lock();
+        (st.header, st.path.clone())
+    }
+
+    /// Set attribute `name` to `values`, a one-dimensional array (h5py's
+    /// `obj.attrs[name] = np.array(values)`), replacing any attribute of that name.
+    pub fn set_attr<T: crate::H5Type>(&self, name: &str, values: &[T]) -> Result<()> {
+        let (header, path) = self.header_path();
+        let shape = [values.len() as u64];
+        crate::attr::write(
+            &self.file.inner.store,
+            header,
+            &path,
+            name,
+            Some(&shape),
+            crate::attr::numbers(values),
+        )
+    }
+
+    /// Set attribute `name` to one number, a scalar (h5py's `obj.attrs[name] = 1.5`).
+    pub fn set_attr_scalar<T: crate::H5Type>(&self, name: &str, value: T) -> Result<()> {
+        let (header, path) = self.header_path();
+        crate::attr::write(
+            &self.file.inner.store,
+            header,
+            &path,
+            name,
+            None,
+            crate::attr::numbers(&[value]),
+        )
+    }
+
+    /// Set attribute `name` to a string, stored as h5py stores `obj.attrs[name] = 'K'`: a
+    /// scalar variable-length UTF-8 string.
+    pub fn set_attr_str(&self, name: &str, value: &str) -> Result<()> {
+        let (header, path) = self.header_path();
+        let values = crate::attr::NewValues::Strings(&[value]);
+        crate::attr::write(&self.file.inner.store, header, &path, name, None, values)
+    }
+
+    /// Set attribute `name` to a one-dimensional array of strings (variable-length UTF-8).
+    pub fn set_attr_strs(&self, name: &str, values: &[&str]) -> Result<()> {
+        let (header, path) = self.header_path();
+        let shape = [values.len() as u64];
+        let values = crate::attr::NewValues::Strings(values);
+        crate::attr::write(
+            &self.file.inner.store,
+            header,
+            &path,
+            name,
+            Some(&shape),
+            values,
+        )
+    }
+
+    /// Delete attribute `name` (h5py's `del obj.attrs[name]`).
+    pub fn delete_attr(&self, name: &str) -> Result<()> {
+        let (header, path) = self.header_path();
+        crate::attr::delete(&self.file.inner.store, header, &path, name)
     }
 
     /// Current dimensions.

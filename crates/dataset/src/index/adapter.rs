@@ -77,6 +77,11 @@ pub(crate) trait ChunkIndex: Send + fmt::Debug {
     fn set_dims(&mut self, _f: &Store, _dims: &[u64]) -> Result<()> {
         Ok(())
     }
+    /// Whether the index can hold every chunk of an extent of `dims` (checked on open: a
+    /// dataspace grown past its index's capacity is damage, which every read would meet).
+    fn check_extent(&self, _dims: &[u64], _chunk: &[u64]) -> Result<()> {
+        Ok(())
+    }
     /// Bytes of metadata the index occupies in the file.
     fn metadata_bytes(&mut self, _f: &Store) -> Result<u64> {
         Ok(0)
@@ -323,6 +328,10 @@ pub(crate) trait Slots: Send + fmt::Debug {
     fn set_dims(&mut self, _f: &Store, _dims: &[u64]) -> Result<()> {
         Ok(())
     }
+    /// The most slots the structure can hold (`None`: no bound of its own).
+    fn capacity(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A chunk index over slots addressed by the linear chunk index.
@@ -353,6 +362,37 @@ impl<S: Slots> Linear<S> {
 impl<S: Slots> ChunkIndex for Linear<S> {
     fn kind(&self) -> IndexKind {
         S::KIND
+    }
+    fn check_extent(&self, dims: &[u64], chunk: &[u64]) -> Result<()> {
+        // The last chunk of the extent has the highest linear index.
+        let mut last = Vec::with_capacity(dims.len());
+        for (&d, &c) in dims.iter().zip(chunk) {
+            match d.checked_sub(1).and_then(|d| d.checked_div(c)) {
+                Some(s) => last.push(s),
+                // An empty dimension: no chunk at all.
+                None => return Ok(()),
+            }
+        }
+        let at = self.slots.layout().1;
+        let i = self.linear.index(&last).ok_or_else(|| {
+            Error::corrupt(
+                "chunk index",
+                at,
+                format!("the extent {dims:?} reaches chunk {last:?}, outside the index's grid"),
+            )
+        })?;
+        match self.slots.capacity() {
+            Some(cap) if i >= cap => Err(Error::corrupt(
+                "chunk index",
+                at,
+                format!(
+                    "the extent {dims:?} needs {} chunk slots; the {} holds {cap}",
+                    i.saturating_add(1),
+                    S::KIND.name()
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         self.slots.layout()
@@ -444,6 +484,9 @@ impl FixedArray {
 
 impl Slots for FixedArray {
     const KIND: IndexKind = IndexKind::FixedArray;
+    fn capacity(&self) -> Option<u64> {
+        Some(self.array.len())
+    }
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         let index = LayoutIndex::FixedArray {
             max_dblk_page_nelmts_bits: self.page_bits,
@@ -529,6 +572,9 @@ impl ExtensibleArray {
 
 impl Slots for ExtensibleArray {
     const KIND: IndexKind = IndexKind::ExtensibleArray;
+    fn capacity(&self) -> Option<u64> {
+        Some(self.array.max_len())
+    }
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (
             LayoutIndex::ExtensibleArray(self.params),
