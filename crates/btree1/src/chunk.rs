@@ -109,6 +109,19 @@ pub struct ChunkClass {
 }
 
 impl ChunkClass {
+    /// Whether `offsets` (`nd` of them) name a chunk: each on the chunk grid (a mask for the
+    /// usual power-of-two chunk dims, a remainder otherwise), the element-size slot 0.
+    fn on_grid(&self, offsets: &[u64]) -> bool {
+        let (grid, slot) = offsets.split_at(offsets.len().saturating_sub(1));
+        grid.iter().zip(&self.dims).all(|(&o, &d)| {
+            if d.is_power_of_two() {
+                o & d.wrapping_sub(1) == 0
+            } else {
+                o.checked_rem(d) == Some(0)
+            }
+        }) && slot.iter().all(|&s| s == 0)
+    }
+
     fn chunk(&self, key: &ChunkKey, addr: Addr) -> Chunk {
         let rank = self.dims.len().saturating_sub(1);
         Chunk {
@@ -180,15 +193,21 @@ impl Class for ChunkClass {
     }
 
     /// Chunk keys order as their offsets do: `nd` integers a key. Keys that break the
-    /// invariants of [`validate_keys`](Class::validate_keys) have no flat form.
+    /// invariants of [`validate_keys`](Class::validate_keys) have no flat form. One pass:
+    /// each key is checked and copied together (this runs once per node a lookup first
+    /// reaches, so on every cold lookup).
     fn flatten(&self, keys: &[ChunkKey]) -> Option<Box<[u64]>> {
         let nd = self.dims.len();
-        if self.validate_keys(Addr(0), keys).is_err() {
-            return None;
-        }
+        let last = keys.len().saturating_sub(1);
         let mut flat = Vec::with_capacity(keys.len().checked_mul(nd)?);
-        for k in keys {
-            flat.extend_from_slice(&k.offsets);
+        let mut prev: Option<&[u64]> = None;
+        for (i, k) in keys.iter().enumerate() {
+            let o = k.offsets.as_slice();
+            if o.len() != nd || (i < last && !self.on_grid(o)) || prev.is_some_and(|p| p >= o) {
+                return None;
+            }
+            flat.extend_from_slice(o);
+            prev = Some(o);
         }
         Some(flat.into_boxed_slice())
     }
@@ -206,15 +225,8 @@ impl Class for ChunkClass {
                     "a chunk key of another dimensionality",
                 ));
             }
-            if i < last {
-                let (grid, slot) = k.offsets.split_at(nd.saturating_sub(1));
-                let on_grid = grid
-                    .iter()
-                    .zip(&self.dims)
-                    .all(|(&o, &d)| o.checked_rem(d) == Some(0));
-                if !on_grid || slot.iter().any(|&s| s != 0) {
-                    return Err(Error::corrupt(addr, "a chunk key off the chunk grid"));
-                }
+            if i < last && !self.on_grid(&k.offsets) {
+                return Err(Error::corrupt(addr, "a chunk key off the chunk grid"));
             }
         }
         if keys
