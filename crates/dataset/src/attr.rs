@@ -409,14 +409,14 @@ pub(crate) fn write(
     if elements != u64::try_from(count).ok() {
         return Err(Error::arg(
             "values",
-            format!("{count} values for the shape {shape:?} of attribute {name:?}"),
+            format!("{count} values for the shape {shape:?} of attribute {name:?} of {path}"),
         ));
     }
     // The existing attributes: dense storage is not written, a damaged one is not replaced.
     let existing = messages(f, header)?;
     for a in &existing {
         a.as_ref()
-            .map_err(|e| Error::corrupt("attribute", header, e.to_string()))?;
+            .map_err(|e| Error::corrupt("attribute", header, format!("{path}: {e}")))?;
     }
     let v1 = f.header_version(header)? == 1;
     let (datatype, data) = match values {
@@ -516,7 +516,6 @@ pub(crate) fn write(
             ),
         )?;
     }
-    let _ = path;
     f.add_message(header, raw)
 }
 
