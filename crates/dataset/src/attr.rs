@@ -552,3 +552,69 @@ pub(crate) fn numbers<T: H5Type>(values: &[T]) -> NewValues<'static> {
     }
     NewValues::Numbers(T::DESC, le)
 }
+
+/// The attribute methods of [`Group`](crate::Group) and [`Dataset`](crate::Dataset), written
+/// once: each type provides `attr_target()`, its store, header address and path; `$kind`
+/// names it in the docs ("group", "dataset").
+macro_rules! attribute_methods {
+    ($kind:literal) => {
+        #[doc = concat!("The attribute `name` (h5py's `", $kind, ".attrs[name]`).")]
+        pub fn attr(&self, name: &str) -> Result<crate::Attr> {
+            let (store, header, path) = self.attr_target();
+            crate::attr::read_one(store, header, &path, name)
+        }
+
+        #[doc = concat!("Every attribute, in stored order (h5py's `", $kind, ".attrs.items()`).")]
+        pub fn attrs(&self) -> Result<Vec<crate::Attr>> {
+            let (store, header, _) = self.attr_target();
+            crate::attr::read_all(store, header)
+        }
+
+        #[doc = concat!("The attributes' names, in stored order (h5py's `", $kind, ".attrs.keys()`).")]
+        pub fn attr_names(&self) -> Result<Vec<String>> {
+            let (store, header, _) = self.attr_target();
+            crate::attr::names(store, header)
+        }
+
+        /// Set attribute `name` to `values`, a one-dimensional array (h5py's
+        /// `obj.attrs[name] = np.array(values)`), replacing any attribute of that name.
+        pub fn set_attr<T: crate::H5Type>(&self, name: &str, values: &[T]) -> Result<()> {
+            let shape = [values.len() as u64];
+            self.write_attr(name, Some(&shape), crate::attr::numbers(values))
+        }
+
+        /// Set attribute `name` to one number, a scalar (h5py's `obj.attrs[name] = 1.5`).
+        pub fn set_attr_scalar<T: crate::H5Type>(&self, name: &str, value: T) -> Result<()> {
+            self.write_attr(name, None, crate::attr::numbers(&[value]))
+        }
+
+        /// Set attribute `name` to a string, stored as h5py stores `obj.attrs[name] = 'K'`: a
+        /// scalar variable-length UTF-8 string.
+        pub fn set_attr_str(&self, name: &str, value: &str) -> Result<()> {
+            self.write_attr(name, None, crate::attr::NewValues::Strings(&[value]))
+        }
+
+        /// Set attribute `name` to a one-dimensional array of strings (variable-length UTF-8).
+        pub fn set_attr_strs(&self, name: &str, values: &[&str]) -> Result<()> {
+            let shape = [values.len() as u64];
+            self.write_attr(name, Some(&shape), crate::attr::NewValues::Strings(values))
+        }
+
+        /// Delete attribute `name` (h5py's `del obj.attrs[name]`).
+        pub fn delete_attr(&self, name: &str) -> Result<()> {
+            let (store, header, path) = self.attr_target();
+            crate::attr::delete(store, header, &path, name)
+        }
+
+        fn write_attr(
+            &self,
+            name: &str,
+            shape: Option<&[u64]>,
+            values: crate::attr::NewValues<'_>,
+        ) -> Result<()> {
+            let (store, header, path) = self.attr_target();
+            crate::attr::write(store, header, &path, name, shape, values)
+        }
+    };
+}
+pub(crate) use attribute_methods;

@@ -33,77 +33,12 @@ impl Group {
         self.at.addr.get()
     }
 
-    /// The attribute `name` (h5py's `group.attrs[name]`).
-    pub fn attr(&self, name: &str) -> Result<crate::Attr> {
-        crate::attr::read_one(&self.file.inner.store, self.at.addr, &self.at.path, name)
+    /// The store, header address and path attribute methods work on.
+    fn attr_target(&self) -> (&crate::store::Store, h5chunk_format::Addr, String) {
+        (&self.file.inner.store, self.at.addr, self.at.path.clone())
     }
 
-    /// Every attribute, in stored order (h5py's `group.attrs.items()`).
-    pub fn attrs(&self) -> Result<Vec<crate::Attr>> {
-        crate::attr::read_all(&self.file.inner.store, self.at.addr)
-    }
-
-    /// The attributes' names, in stored order (h5py's `group.attrs.keys()`).
-    pub fn attr_names(&self) -> Result<Vec<String>> {
-        crate::attr::names(&self.file.inner.store, self.at.addr)
-    }
-
-    /// Set attribute `name` to `values`, a one-dimensional array (h5py's
-    /// `obj.attrs[name] = np.array(values)`), replacing any attribute of that name.
-    pub fn set_attr<T: crate::H5Type>(&self, name: &str, values: &[T]) -> Result<()> {
-        let (header, path) = (self.at.addr, self.at.path.clone());
-        let shape = [values.len() as u64];
-        crate::attr::write(
-            &self.file.inner.store,
-            header,
-            &path,
-            name,
-            Some(&shape),
-            crate::attr::numbers(values),
-        )
-    }
-
-    /// Set attribute `name` to one number, a scalar (h5py's `obj.attrs[name] = 1.5`).
-    pub fn set_attr_scalar<T: crate::H5Type>(&self, name: &str, value: T) -> Result<()> {
-        let (header, path) = (self.at.addr, self.at.path.clone());
-        crate::attr::write(
-            &self.file.inner.store,
-            header,
-            &path,
-            name,
-            None,
-            crate::attr::numbers(&[value]),
-        )
-    }
-
-    /// Set attribute `name` to a string, stored as h5py stores `obj.attrs[name] = 'K'`: a
-    /// scalar variable-length UTF-8 string.
-    pub fn set_attr_str(&self, name: &str, value: &str) -> Result<()> {
-        let (header, path) = (self.at.addr, self.at.path.clone());
-        let values = crate::attr::NewValues::Strings(&[value]);
-        crate::attr::write(&self.file.inner.store, header, &path, name, None, values)
-    }
-
-    /// Set attribute `name` to a one-dimensional array of strings (variable-length UTF-8).
-    pub fn set_attr_strs(&self, name: &str, values: &[&str]) -> Result<()> {
-        let (header, path) = (self.at.addr, self.at.path.clone());
-        let shape = [values.len() as u64];
-        let values = crate::attr::NewValues::Strings(values);
-        crate::attr::write(
-            &self.file.inner.store,
-            header,
-            &path,
-            name,
-            Some(&shape),
-            values,
-        )
-    }
-
-    /// Delete attribute `name` (h5py's `del obj.attrs[name]`).
-    pub fn delete_attr(&self, name: &str) -> Result<()> {
-        let (header, path) = (self.at.addr, self.at.path.clone());
-        crate::attr::delete(&self.file.inner.store, header, &path, name)
-    }
+    crate::attr::attribute_methods!("group");
 
     fn resolver(&self) -> Result<Resolver<'_>> {
         Ok(Resolver {

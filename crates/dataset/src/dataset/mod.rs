@@ -293,88 +293,13 @@ impl Dataset {
         self.shared.state.lock().path.clone()
     }
 
-    /// The attribute `name` (h5py's `dataset.attrs[name]`).
-    pub fn attr(&self, name: &str) -> Result<crate::Attr> {
-        let (header, path) = {
-            let st = self.shared.state.lock();
-            (st.header, st.path.clone())
-        };
-        crate::attr::read_one(&self.file.inner.store, header, &path, name)
-    }
-
-    /// Every attribute, in stored order (h5py's `dataset.attrs.items()`).
-    pub fn attrs(&self) -> Result<Vec<crate::Attr>> {
-        let header = self.shared.state.lock().header;
-        crate::attr::read_all(&self.file.inner.store, header)
-    }
-
-    /// The attributes' names, in stored order (h5py's `dataset.attrs.keys()`).
-    pub fn attr_names(&self) -> Result<Vec<String>> {
-        let header = self.shared.state.lock().header;
-        crate::attr::names(&self.file.inner.store, header)
-    }
-
-    fn header_path(&self) -> (Addr, String) {
+    /// The store, header address and path attribute methods work on.
+    fn attr_target(&self) -> (&Store, Addr, String) {
         let st = self.shared.state.lock();
-        (st.header, st.path.clone())
+        (&self.file.inner.store, st.header, st.path.clone())
     }
 
-    /// Set attribute `name` to `values`, a one-dimensional array (h5py's
-    /// `obj.attrs[name] = np.array(values)`), replacing any attribute of that name.
-    pub fn set_attr<T: crate::H5Type>(&self, name: &str, values: &[T]) -> Result<()> {
-        let (header, path) = self.header_path();
-        let shape = [values.len() as u64];
-        crate::attr::write(
-            &self.file.inner.store,
-            header,
-            &path,
-            name,
-            Some(&shape),
-            crate::attr::numbers(values),
-        )
-    }
-
-    /// Set attribute `name` to one number, a scalar (h5py's `obj.attrs[name] = 1.5`).
-    pub fn set_attr_scalar<T: crate::H5Type>(&self, name: &str, value: T) -> Result<()> {
-        let (header, path) = self.header_path();
-        crate::attr::write(
-            &self.file.inner.store,
-            header,
-            &path,
-            name,
-            None,
-            crate::attr::numbers(&[value]),
-        )
-    }
-
-    /// Set attribute `name` to a string, stored as h5py stores `obj.attrs[name] = 'K'`: a
-    /// scalar variable-length UTF-8 string.
-    pub fn set_attr_str(&self, name: &str, value: &str) -> Result<()> {
-        let (header, path) = self.header_path();
-        let values = crate::attr::NewValues::Strings(&[value]);
-        crate::attr::write(&self.file.inner.store, header, &path, name, None, values)
-    }
-
-    /// Set attribute `name` to a one-dimensional array of strings (variable-length UTF-8).
-    pub fn set_attr_strs(&self, name: &str, values: &[&str]) -> Result<()> {
-        let (header, path) = self.header_path();
-        let shape = [values.len() as u64];
-        let values = crate::attr::NewValues::Strings(values);
-        crate::attr::write(
-            &self.file.inner.store,
-            header,
-            &path,
-            name,
-            Some(&shape),
-            values,
-        )
-    }
-
-    /// Delete attribute `name` (h5py's `del obj.attrs[name]`).
-    pub fn delete_attr(&self, name: &str) -> Result<()> {
-        let (header, path) = self.header_path();
-        crate::attr::delete(&self.file.inner.store, header, &path, name)
-    }
+    crate::attr::attribute_methods!("dataset");
 
     /// Current dimensions.
     pub fn shape(&self) -> Vec<u64> {
