@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use h5chunk_cache::{MetadataCache, Storage};
 use h5chunk_format::message::{Continuation, Message, MessageType};
-use h5chunk_format::object_header::{Chunk, MessageFlags, ObjectHeader, RawMessage, v2};
+use h5chunk_format::object_header::{Chunk, MessageFlags, ObjectHeader, Prefix, RawMessage, v2};
 use h5chunk_format::{Addr, Error as FormatError, Sizes};
 
 use crate::error::{Error, Result};
@@ -133,6 +133,12 @@ impl Headers {
         m: RawMessage,
     ) -> Result<()> {
         let h = self.get(storage, sizes, at)?;
+        if matches!(h.prefix(), Prefix::V2(p) if p.creation_order_tracked) {
+            // Every message there carries a creation order; new ones would need one too.
+            return Err(Error::Unsupported(
+                "adding to an object header that tracks creation order (h5py's track_order)",
+            ));
+        }
         let v1 = h.version() == 1;
         let header_len = if v1 { 8 } else { 4 };
         let mut m = m;

@@ -223,3 +223,41 @@ with h5py.File(sys.argv[1], 'r') as f:
         }
     }
 }
+
+/// An object whose header tracks creation order (h5py's `track_order=True`) refuses a new
+/// attribute with a typed error, and the file stays whole for libhdf5.
+#[test]
+fn a_creation_order_header_refuses_new_attributes_cleanly() {
+    let Some(python) = interop::python("a_creation_order_header_refuses_new_attributes_cleanly")
+    else {
+        return;
+    };
+    let path = tmp("attrs_track_order.h5");
+    interop::run_python(
+        &python,
+        "import sys, h5py\n\
+         with h5py.File(sys.argv[1], 'w', libver='latest') as f:\n\
+         \x20   g = f.create_group('g', track_order=True)\n\
+         \x20   g.attrs['a'] = 1\n",
+        &[path.to_str().unwrap()],
+    );
+    let f = File::open_rw(&path).unwrap();
+    let g = f.group("g").unwrap();
+    assert_eq!(g.attr("a").unwrap().value::<i64>().unwrap(), 1);
+    assert!(matches!(
+        g.set_attr_str("b", "x"),
+        Err(Error::Unsupported(_))
+    ));
+    f.close().unwrap();
+    let out = interop::run_python(
+        &python,
+        "import sys, h5py\n\
+         with h5py.File(sys.argv[1], 'r') as f:\n\
+         \x20   print(dict(f['g'].attrs))\n",
+        &[path.to_str().unwrap()],
+    );
+    assert!(
+        out.contains("'a': np.int64(1)") || out.contains("'a': 1"),
+        "{out}"
+    );
+}
