@@ -15,7 +15,9 @@ use h5chunk_format::checksum::lookup3;
 use h5chunk_format::message::{Message, MessageType};
 use h5chunk_format::object_header::ObjectHeader;
 use h5chunk_format::superblock::Superblock;
-use h5chunk_format::{Addr, Sizes, btree2, earray, farray, local_heap, symbol_table_node};
+use h5chunk_format::{
+    Addr, Sizes, btree2, earray, farray, global_heap, local_heap, symbol_table_node,
+};
 use proptest::prelude::*;
 
 const AT: Addr = Addr(0x800);
@@ -128,6 +130,20 @@ proptest! {
     fn symbol_table_nodes(body in body(), ex in extremes(), k in 0u16..40) {
         let b = shaped(b"SNOD\x01", &body, &ex, None);
         let _ = symbol_table_node::SymbolTableNode::decode(&b, AT, S, k);
+    }
+
+    #[test]
+    fn global_heap_collections(body in body(), ex in extremes(), size in prop_oneof![0u64..200, any::<u64>()]) {
+        // A collection whose stored size is near the bytes given, or anything.
+        let mut b = b"GCOL\x01\0\0\0".to_vec();
+        b.extend_from_slice(&size.to_le_bytes());
+        b.extend_from_slice(&body);
+        let b = shaped(&b[..16], &b[16..], &ex, None);
+        let _ = global_heap::collection_size(&b, AT, S);
+        if let Ok(c) = global_heap::GlobalHeapCollection::decode(&b, AT, S) {
+            prop_assert!(c.objects.len() <= b.len() / 16);
+        }
+        let _ = global_heap::HeapId::decode(&body, AT, S);
     }
 
     #[test]
