@@ -204,3 +204,30 @@ fn a_link_name_with_a_slash_is_a_check_problem() {
         "{report:?}"
     );
 }
+
+/// A string attribute whose global heap collection is damaged: reading it is an error, and
+/// `check`, which reads every attribute, reports it.
+#[test]
+fn a_damaged_attribute_heap_is_an_error_and_a_check_problem() {
+    let mem = MemStorage::new();
+    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    f.create_group("g")
+        .unwrap()
+        .set_attr_str("units", "K")
+        .unwrap();
+    f.close().unwrap();
+    let mut bytes = mem.to_vec();
+    let at = find(&bytes, b"GCOL");
+    bytes[at] = b'X';
+    let f = File::open_on(
+        Arc::new(MemStorage::from_vec(bytes)),
+        OpenOptions::read_only(),
+    )
+    .unwrap();
+    assert!(f.group("g").unwrap().attr("units").is_err());
+    let report = f.check();
+    assert!(
+        report.problems.iter().any(|p| p.object == "/g"),
+        "{report:?}"
+    );
+}
