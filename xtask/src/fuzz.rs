@@ -532,13 +532,19 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
             let outcome = classify(&ran, s.baseline.get(name).copied());
             let cmd = name.split_whitespace().next().unwrap_or("").to_string();
             // A path that no longer names the dataset (its name's bytes were hit, or its link
-            // now reaches a group or a named datatype) is a consistent change, and a dataset
-            // too large to read into memory at once is a resource refusal: neither is damage
-            // that `check` should see.
-            let renamed = ran.stderr.contains("no member named")
-                || ran.stderr.contains("not a group")
-                || ran.stderr.contains("not a dataset")
-                || ran.stderr.contains("do not fit in memory");
+            // now reaches a group, a named datatype, or is a soft link to the root) is a
+            // consistent change, and a dataset too large to read into memory at once is a
+            // resource refusal: neither is damage that `check` should see.
+            let renamed = [
+                "no member named",
+                "names no member of a group",
+                "not a group",
+                "not a dataset",
+                "do not fit in memory",
+                "than memory can address",
+            ]
+            .iter()
+            .any(|why| ran.stderr.contains(why));
             // `ls` or `cat` failing where `check` says clean: a miss of `check`.
             if matches!(cmd.as_str(), "cat" | "ls")
                 && outcome == Outcome::Error
