@@ -88,6 +88,13 @@ enum Command {
         /// The HDF5 file.
         file: PathBuf,
     },
+    /// Clear the superblock's file consistency flags of a file a crashed writer left marked
+    /// open for writing (libhdf5 and h5chunk refuse such a file), as `h5clear -s` does. Only
+    /// when no process has the file open.
+    Clear {
+        /// The HDF5 file.
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -190,6 +197,7 @@ fn main() -> ExitCode {
         Command::Import(args) => import(&args),
         Command::Check { file } => check(&file),
         Command::Recover { file } => recover(&file),
+        Command::Clear { file } => clear(&file),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -892,6 +900,15 @@ fn check(file: &Path) -> CliResult<Outcome> {
 }
 
 /// `h5chunk recover FILE`.
+fn clear(file: &Path) -> Result<Outcome, String> {
+    if File::clear_consistency_flags(file).map_err(|e| e.to_string())? {
+        println!("{}: file consistency flags cleared", file.display());
+    } else {
+        println!("{}: no file consistency flags set", file.display());
+    }
+    Ok(Outcome::Ok)
+}
+
 fn recover(file: &Path) -> Result<Outcome, String> {
     match File::recover(file).map_err(|e| e.to_string())? {
         Some(r) => println!(

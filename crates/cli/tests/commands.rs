@@ -765,3 +765,50 @@ fn attrs_and_ls_a_print_h5py_attributes() {
     assert!(listing.contains("  @units str = \"K\"\n"), "{listing}");
     assert!(fails(&["attrs", s(&path), "/nope"]).contains("nope"));
 }
+
+/// A file a killed libhdf5 writer left marked open (superblock version 3, flags set): h5chunk
+/// refuses it as libhdf5 does, naming the way out; `h5chunk clear` clears the flags and both
+/// libraries open it again with its data.
+#[test]
+fn clear_reopens_a_file_a_killed_writer_left_flagged() {
+    let Some(python) = interop::python("clear_reopens_a_file_a_killed_writer_left_flagged") else {
+        return;
+    };
+    let dir = tmp("clear_flags");
+    let path = dir.join("flagged.h5");
+    // The writer flushes its data and kills itself while the file is open: no clean close.
+    let status = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import os, sys, h5py, numpy as np\n\
+             f = h5py.File(sys.argv[1], 'w', libver='latest')\n\
+             f.create_dataset('d', data=np.arange(5, dtype='<i4'))\n\
+             f.flush()\n\
+             os.kill(os.getpid(), 9)\n",
+            s(&path),
+        ])
+        .status()
+        .unwrap();
+    assert!(!status.success());
+    let err = fails(&["cat", s(&path), "/d"]);
+    assert!(err.contains("h5chunk clear"), "{err}");
+    assert!(matches!(
+        File::open(&path),
+        Err(h5chunk::Error::FileFlagged { flags: 1, .. })
+    ));
+    assert!(ok_text(&["clear", s(&path)]).contains("flags cleared"));
+    assert!(ok_text(&["clear", s(&path)]).contains("no file consistency flags set"));
+    let values: Vec<u8> = (0..5i32).flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(ok(&["cat", s(&path), "/d"]), values);
+    let out = interop::run_python(
+        &python,
+        "import sys, h5py\n\
+         with h5py.File(sys.argv[1], 'r') as f:\n\
+         \x20   print(list(f['d'][:]))\n",
+        &[s(&path)],
+    );
+    assert!(
+        out.contains("[np.int32(0), np.int32(1)") || out.contains("[0, 1, 2, 3, 4]"),
+        "{out}"
+    );
+}

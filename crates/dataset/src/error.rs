@@ -34,6 +34,19 @@ pub enum Error {
         /// The file.
         file: String,
     },
+    /// The superblock's consistency flags say a writer has the file open, or crashed with it
+    /// open (libhdf5 refuses such a file the same way).
+    #[error(
+        "{file}: marked open for writing by another process, or left so by one that crashed \
+         (superblock consistency flags {flags:#x}); if no process has it open, `h5chunk clear \
+         FILE` (or h5clear -s) clears the flags"
+    )]
+    FileFlagged {
+        /// The file.
+        file: String,
+        /// The flags as stored.
+        flags: u32,
+    },
     /// The file is shorter than its superblock's end-of-file address.
     #[error("{file}: truncated file: {len} bytes, the superblock says {eof}")]
     Truncated {

@@ -19,7 +19,7 @@ use h5chunk_cache::{
 };
 use h5chunk_format::message::Message;
 use h5chunk_format::object_header::MessageFlags;
-use h5chunk_format::superblock::{self, Superblock};
+use h5chunk_format::superblock::Superblock;
 use h5chunk_format::symbol_table_entry::{Cache, SymbolTableEntry};
 use h5chunk_format::{Addr, Sizes};
 use parking_lot::Mutex;
@@ -512,24 +512,8 @@ impl File {
             None => raw,
         };
         let len = raw.len().map_err(io)?;
-        let read = |at: u64, n: u64| -> Result<Vec<u8>> {
-            let n = n.min(len.saturating_sub(at));
-            // `n` is at most a superblock's length here (the callers ask for fixed sizes).
-            let mut buf = vec![0u8; usize::try_from(n).map_err(|_| Error::Internal("read"))?];
-            raw.read_at(Addr(at), &mut buf).map_err(io)?;
-            Ok(buf)
-        };
-        let mut at = None;
-        for o in superblock::signature_offsets(len) {
-            if read(o, 8)? == superblock::SIGNATURE {
-                at = Some(o);
-                break;
-            }
-        }
-        let at = at.ok_or_else(|| Error::NotHdf5 { file: name.clone() })?;
-        let prefix = read(at, superblock::PREFIX_LEN as u64)?;
-        let sb_len = Superblock::len_from_prefix(&prefix, Addr(at))?;
-        let sb = Superblock::decode(&read(at, sb_len as u64)?, Addr(at))?;
+        let (at, sb) = crate::swmr::locate_superblock(&*raw, len, &name)?;
+        crate::swmr::check_flags(&sb, &name)?;
         if sb.base_address != at {
             return Err(Error::Unsupported(
                 "a base address other than the superblock's position",

@@ -78,6 +78,7 @@ mod link;
 mod object;
 mod select;
 mod store;
+mod swmr;
 pub mod types;
 
 pub use attr::Attr;

@@ -1,0 +1,95 @@
+//! The single-writer/multiple-reader rules of the superblock: its file consistency flags.
+//!
+//! libhdf5 sets bit 0 (open for writing) and bit 2 (open for SWMR writing) on a read-write open
+//! and clears them as the last step of a clean close; a writer that crashed leaves them set. On
+//! a version 3 superblock libhdf5 then refuses the file ("file is already open for write (may
+//! use `<h5clear file>` to clear file consistency flags)"), and so does h5chunk, with the same way
+//! out: [`File::clear_consistency_flags`] (`h5chunk clear FILE`, as `h5clear -s`) zeroes them.
+//! Only version 3 is checked, as libhdf5 checks only version 3 (`docs/format/file-format.md`
+//! §2.5). SWMR writing and reading themselves are not implemented yet.
+
+use std::path::Path;
+
+use h5chunk_cache::{FileStorage, Storage};
+use h5chunk_format::Addr;
+use h5chunk_format::superblock::{self, ConsistencyFlags, Superblock};
+
+use crate::error::{Error, Result};
+use crate::file::File;
+
+/// Find and decode the superblock of `storage` (of length `len`): its position and value.
+pub(crate) fn locate_superblock(
+    storage: &dyn Storage,
+    len: u64,
+    name: &str,
+) -> Result<(u64, Superblock)> {
+    let io = |e| Error::Io {
+        file: name.to_owned(),
+        source: e,
+    };
+    let read = |at: u64, n: u64| -> Result<Vec<u8>> {
+        let n = n.min(len.saturating_sub(at));
+        // `n` is at most a superblock's length here (the callers ask for fixed sizes).
+        let mut buf = vec![0u8; usize::try_from(n).map_err(|_| Error::Internal("read"))?];
+        storage.read_at(Addr(at), &mut buf).map_err(io)?;
+        Ok(buf)
+    };
+    let mut at = None;
+    for o in superblock::signature_offsets(len) {
+        if read(o, 8)? == superblock::SIGNATURE {
+            at = Some(o);
+            break;
+        }
+    }
+    let at = at.ok_or_else(|| Error::NotHdf5 {
+        file: name.to_owned(),
+    })?;
+    let prefix = read(at, superblock::PREFIX_LEN as u64)?;
+    let sb_len = Superblock::len_from_prefix(&prefix, Addr(at))?;
+    let sb = Superblock::decode(&read(at, sb_len as u64)?, Addr(at))?;
+    Ok((at, sb))
+}
+
+/// Refuse a version 3 superblock whose flags say a writer has the file open (or crashed with
+/// it open), as libhdf5 refuses it.
+pub(crate) fn check_flags(sb: &Superblock, name: &str) -> Result<()> {
+    let open = ConsistencyFlags::WRITE_ACCESS | ConsistencyFlags::SWMR_WRITE_ACCESS;
+    if sb.version >= 3 && sb.consistency_flags.intersects(open) {
+        return Err(Error::FileFlagged {
+            file: name.to_owned(),
+            flags: sb.consistency_flags.bits(),
+        });
+    }
+    Ok(())
+}
+
+impl File {
+    /// Zero the superblock's file consistency flags of the file at `path`, as `h5clear -s`
+    /// does: for a file a crashed writer left marked open. Whether there were flags to clear.
+    /// Only safe when no process has the file open for writing.
+    pub fn clear_consistency_flags(path: impl AsRef<Path>) -> Result<bool> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let io = |e| Error::Io {
+            file: name.clone(),
+            source: e,
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        let storage = FileStorage::new(file);
+        let len = storage.len().map_err(io)?;
+        let (at, mut sb) = locate_superblock(&storage, len, &name)?;
+        if sb.consistency_flags.is_empty() {
+            return Ok(false);
+        }
+        sb.consistency_flags = ConsistencyFlags::empty();
+        let mut bytes = Vec::new();
+        sb.encode(&mut bytes)?;
+        storage.write_at(Addr(at), &bytes).map_err(io)?;
+        storage.sync().map_err(io)?;
+        Ok(true)
+    }
+}
