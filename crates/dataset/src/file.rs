@@ -467,6 +467,14 @@ impl File {
         )
     }
 
+    /// Zero the superblock's file consistency flags of the file at `path`, as `h5clear -s`
+    /// does: for a file a crashed writer left marked open, which libhdf5 and h5chunk refuse
+    /// ([`Error::FileFlagged`]). Whether there were flags to clear. Only safe when no process
+    /// has the file open for writing; `h5chunk clear FILE` runs this.
+    pub fn clear_consistency_flags(path: impl AsRef<Path>) -> Result<bool> {
+        crate::swmr::clear_flags(path.as_ref())
+    }
+
     /// Roll the file at `path` back to its last completed flush if an interrupted flush left
     /// a journal beside it (what opening it for writing does first); `None` if there was
     /// nothing to do. `h5chunk recover FILE` runs this.

@@ -4,7 +4,8 @@
 //! and clears them as the last step of a clean close; a writer that crashed leaves them set. On
 //! a version 3 superblock libhdf5 then refuses the file ("file is already open for write (may
 //! use `<h5clear file>` to clear file consistency flags)"), and so does h5chunk, with the same way
-//! out: [`File::clear_consistency_flags`] (`h5chunk clear FILE`, as `h5clear -s`) zeroes them.
+//! out: [`File::clear_consistency_flags`](crate::File::clear_consistency_flags) (`h5chunk
+//! clear FILE`, as `h5clear -s`) zeroes them.
 //! Only version 3 is checked, as libhdf5 checks only version 3 (`docs/format/file-format.md`
 //! §2.5). SWMR writing and reading themselves are not implemented yet.
 
@@ -15,7 +16,6 @@ use h5chunk_format::Addr;
 use h5chunk_format::superblock::{self, ConsistencyFlags, Superblock};
 
 use crate::error::{Error, Result};
-use crate::file::File;
 
 /// Find and decode the superblock of `storage` (of length `len`): its position and value.
 pub(crate) fn locate_superblock(
@@ -63,33 +63,29 @@ pub(crate) fn check_flags(sb: &Superblock, name: &str) -> Result<()> {
     Ok(())
 }
 
-impl File {
-    /// Zero the superblock's file consistency flags of the file at `path`, as `h5clear -s`
-    /// does: for a file a crashed writer left marked open. Whether there were flags to clear.
-    /// Only safe when no process has the file open for writing.
-    pub fn clear_consistency_flags(path: impl AsRef<Path>) -> Result<bool> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let io = |e| Error::Io {
-            file: name.clone(),
-            source: e,
-        };
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(io)?;
-        let storage = FileStorage::new(file);
-        let len = storage.len().map_err(io)?;
-        let (at, mut sb) = locate_superblock(&storage, len, &name)?;
-        if sb.consistency_flags.is_empty() {
-            return Ok(false);
-        }
-        sb.consistency_flags = ConsistencyFlags::empty();
-        let mut bytes = Vec::new();
-        sb.encode(&mut bytes)?;
-        storage.write_at(Addr(at), &bytes).map_err(io)?;
-        storage.sync().map_err(io)?;
-        Ok(true)
+/// Zero the superblock's file consistency flags of the file at `path` (see
+/// [`File::clear_consistency_flags`](crate::File::clear_consistency_flags)).
+pub(crate) fn clear_flags(path: &Path) -> Result<bool> {
+    let name = path.display().to_string();
+    let io = |e| Error::Io {
+        file: name.clone(),
+        source: e,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    let storage = FileStorage::new(file);
+    let len = storage.len().map_err(io)?;
+    let (at, mut sb) = locate_superblock(&storage, len, &name)?;
+    if sb.consistency_flags.is_empty() {
+        return Ok(false);
     }
+    sb.consistency_flags = ConsistencyFlags::empty();
+    let mut bytes = Vec::new();
+    sb.encode(&mut bytes)?;
+    storage.write_at(Addr(at), &bytes).map_err(io)?;
+    storage.sync().map_err(io)?;
+    Ok(true)
 }
