@@ -225,8 +225,13 @@ fn unpad(e: &[u8], t: StringType) -> String {
 
 /// The attribute messages of the header at `header`, or why they cannot be listed.
 fn messages(f: &Store, header: Addr) -> Result<Vec<Result<Attribute>>> {
+    attributes_in(f, header, f.messages(header)?)
+}
+
+/// The attribute messages among `all`, the messages of the header at `header`.
+fn attributes_in(f: &Store, header: Addr, all: Vec<Message>) -> Result<Vec<Result<Attribute>>> {
     let mut out = Vec::new();
-    for m in f.messages(header)? {
+    for m in all {
         match m {
             Message::Attribute(a) => out.push(Ok(a)),
             // Kept as bytes by the header reader: decode again for the reason.
@@ -413,8 +418,9 @@ pub(crate) fn write(
         ));
     }
     // The existing attributes: dense storage is not written, a damaged one is not replaced.
-    let existing = messages(f, header)?;
-    for a in &existing {
+    let all = f.messages(header)?;
+    let has_info = all.iter().any(|m| m.kind() == MessageType::ATTRIBUTE_INFO);
+    for a in &attributes_in(f, header, all)? {
         a.as_ref()
             .map_err(|e| Error::corrupt("attribute", header, format!("{path}: {e}")))?;
     }
@@ -496,12 +502,7 @@ pub(crate) fn write(
     remove(f, header, name)?;
     // libhdf5 counts the attributes of a version 2 header through its Attribute Info message
     // (none: zero attributes, whatever the header holds). No creation order, no dense storage.
-    if !v1
-        && !f
-            .messages(header)?
-            .iter()
-            .any(|m| m.kind() == MessageType::ATTRIBUTE_INFO)
-    {
+    if !v1 && !has_info {
         let mut info = vec![0u8, 0];
         info.resize(
             2usize.saturating_add(2 * usize::from(f.sizes.offsets())),
