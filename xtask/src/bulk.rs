@@ -6,7 +6,8 @@
 //! one thread (its global lock serialises every call). A `dd`-style copy of the same size on the
 //! same disk (1 MiB writes, then reads) gives the physical limit. Prints a table with MB/s
 //! (10^6 bytes of dataset values per second), peak RSS and file size, and writes
-//! `target/bench/bulk.csv`.
+//! `target/bench/bulk.csv`. Then random single-element reads of one shared dataset from one
+//! and from T threads (`h5chunk-reads`), into `target/bench/reads.csv`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -106,8 +107,9 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
     let out_dir = root.join("target").join("bench");
     let files = out_dir.join("files");
     std::fs::create_dir_all(&files).map_err(|e| format!("{}: {e}", files.display()))?;
-    eprintln!("xtask bench --bulk: building h5chunk-bulk (release)");
+    eprintln!("xtask bench --bulk: building h5chunk-bulk and h5chunk-reads (release)");
     let ours = build_bench_bin(root, "h5chunk-bulk")?;
+    let reads_bin = build_bench_bin(root, "h5chunk-reads")?;
     let theirs = crate::install::ensure(crate::install::LIBHDF5)
         .and_then(|()| build_c_program(root, &out_dir, "bulk_bench"));
     if let Err(why) = &theirs {
@@ -153,6 +155,25 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
             }
         }
     }
+    // Random single-element reads of one shared dataset, from 1 and from T threads.
+    let mut reads = Vec::new();
+    for t in [1, threads] {
+        if t == 1 && !reads.is_empty() {
+            continue;
+        }
+        eprintln!("xtask bench --bulk: random reads, {t} thread(s)");
+        match measure(
+            Command::new(&reads_bin)
+                .arg("--dir")
+                .arg(&files)
+                .args(["--threads", &t.to_string()])
+                .args(["--reads", "1000000"]),
+        ) {
+            Ok(fields) => reads.push((t, fields)),
+            Err(why) => skipped.push(format!("random reads {t}: {why}")),
+        }
+    }
+    let _ = std::fs::remove_file(files.join("reads_h5chunk.h5"));
     let mb = (mib << 20) as f64 / 1e6;
     let mut t = String::new();
     let _ = writeln!(
@@ -212,6 +233,22 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
             dd_write / num(r, "write_s"),
         );
     }
+    let rate = |f: &BTreeMap<String, String>| {
+        f.get("reads_per_s")
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    if let Some((_, one)) = reads.iter().find(|(t, _)| *t == 1) {
+        let _ = writeln!(
+            t,
+            "\nrandom single-element reads of one dataset (2048 x 2048 u32, 64 x 64 chunks), each \
+             value checked"
+        );
+        let _ = writeln!(t, "{:>7} {:>14} {:>10}", "threads", "reads/s", "vs 1");
+        for (n, f) in &reads {
+            let _ = writeln!(t, "{n:>7} {:>14.0} {:>9.2}x", rate(f), rate(f) / rate(one));
+        }
+    }
     for s in &skipped {
         let _ = writeln!(t, "unavailable: {s}");
     }
@@ -242,6 +279,19 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
             num(r, "file_bytes"),
         );
     }
+    let mut reads_csv = String::from("threads,reads,seconds,reads_per_s\n");
+    for (n, f) in &reads {
+        let field = |k: &str| f.get(k).cloned().unwrap_or_default();
+        let _ = writeln!(
+            reads_csv,
+            "{n},{},{},{}",
+            field("reads"),
+            field("seconds"),
+            field("reads_per_s")
+        );
+    }
+    let reads_path = out_dir.join("reads.csv");
+    std::fs::write(&reads_path, reads_csv).map_err(|e| format!("{}: {e}", reads_path.display()))?;
     let path = out_dir.join("bulk.csv");
     std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("wrote {}", path.display());

@@ -12,6 +12,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use zerocopy::IntoBytes;
+
 use h5chunk::{Durability, File, FileOptions, FilterSpec, OpenOptions};
 use h5chunk_benches::bulk::{COLS, ROWS_PER_CHUNK, row_values};
 
@@ -78,8 +80,10 @@ fn run(a: &Args) -> Result<(), String> {
         .join(format!("bulk_h5chunk_{filter}_{}.h5", a.threads));
 
     let t0 = Instant::now();
+    // `--threads 1` is h5chunk on one thread throughout: no filter pool either.
     let opts = FileOptions {
         durability: Durability::Flush,
+        threads: Some(a.threads),
         ..FileOptions::default()
     };
     let f = File::create_with(&path, opts).map_err(|e| e.to_string())?;
@@ -124,27 +128,34 @@ fn run(a: &Args) -> Result<(), String> {
     let rss_write = peak_rss_kib();
 
     let t1 = Instant::now();
-    let f = File::open_with(&path, OpenOptions::read_only()).map_err(|e| e.to_string())?;
+    let read_opts = OpenOptions {
+        threads: Some(a.threads),
+        ..OpenOptions::read_only()
+    };
+    let f = File::open_with(&path, read_opts).map_err(|e| e.to_string())?;
     let d = f.dataset("data").map_err(|e| e.to_string())?;
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..a.threads)
             .map(|t| {
                 let d = d.clone();
                 s.spawn(move || -> Result<(), String> {
+                    // Into one buffer, reused, as the C program reads into its `buf`.
                     let mut want = Vec::new();
+                    let mut got = vec![0f32; (ROWS_PER_CHUNK * COLS) as usize];
                     for slab in slabs(chunks, t, a.threads) {
-                        let got = d
-                            .read_slice::<f32>(
-                                &[slab * ROWS_PER_CHUNK, 0],
-                                &[ROWS_PER_CHUNK, COLS],
-                                None,
-                            )
-                            .map_err(|e| format!("read slab {slab}: {e}"))?;
+                        d.read_slice_into(
+                            &[slab * ROWS_PER_CHUNK, 0],
+                            &[ROWS_PER_CHUNK, COLS],
+                            None,
+                            &mut got,
+                        )
+                        .map_err(|e| format!("read slab {slab}: {e}"))?;
                         want.clear();
                         for r in slab * ROWS_PER_CHUNK..(slab + 1) * ROWS_PER_CHUNK {
                             row_values(r, &mut want);
                         }
-                        if got != want {
+                        // Bytes compared, as the C program's `memcmp`.
+                        if got.as_bytes() != want.as_bytes() {
                             return Err(format!("slab {slab} reads back different values"));
                         }
                     }

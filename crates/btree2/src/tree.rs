@@ -229,6 +229,18 @@ pub struct TreeState<C: RecordClass> {
     minmax: Option<(C::Record, C::Record)>,
 }
 
+// By hand: `C` itself need not be `Clone` (it is behind an `Arc`).
+impl<C: RecordClass> Clone for TreeState<C> {
+    fn clone(&self) -> Self {
+        TreeState {
+            class: Arc::clone(&self.class),
+            hdr: self.hdr.clone(),
+            geom: Arc::clone(&self.geom),
+            minmax: self.minmax.clone(),
+        }
+    }
+}
+
 impl<C: RecordClass> core::fmt::Debug for TreeState<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TreeState")

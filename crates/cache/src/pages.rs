@@ -5,11 +5,13 @@
 //! Only reads of at most half a page go through it (larger ones go straight to the storage, at
 //! no extra copy). Every write through the same owner must [`invalidate`](PageCache::invalidate)
 //! the range it changed; pages are never written back. A page that runs past the end of the
-//! storage is not cached (the read goes straight to the storage). The lock is never held
+//! storage is not cached (the read goes straight to the storage). No lock is ever held
 //! across storage I/O: concurrent misses of one page read it twice, harmlessly.
 //!
-//! Eviction is CLOCK over a fixed number of page slots: a hit sets a bit, the hand clears
-//! bits until it finds a page not used since its last pass.
+//! Pages are spread over shards by page number, each with its own lock, so that readers on
+//! several threads rarely meet. Eviction within a shard is CLOCK over a fixed number of page
+//! slots: a hit sets a bit, the hand clears bits until it finds a page not used since its
+//! last pass.
 
 use std::io;
 
@@ -38,27 +40,51 @@ struct Inner {
     misses: u64,
 }
 
+/// Most shards a cache has (fewer when it holds fewer pages).
+const SHARDS: usize = 16;
+
 /// The page cache (see the module docs).
 #[derive(Debug)]
 pub struct PageCache {
+    /// Pages each shard holds.
     capacity: usize,
-    inner: Mutex<Inner>,
+    shards: Box<[Mutex<Inner>]>,
 }
 
 impl PageCache {
     /// A cache of at most `bytes` of pages (at least one page, unless `bytes` is 0: then every
     /// read goes to the storage).
     pub fn new(bytes: usize) -> PageCache {
+        let pages = bytes.checked_div(PAGE_BYTES).unwrap_or(0);
+        let shards = pages.clamp(1, SHARDS);
         PageCache {
-            capacity: bytes.checked_div(PAGE_BYTES).unwrap_or(0),
-            inner: Mutex::new(Inner::default()),
+            capacity: pages.checked_div(shards).unwrap_or(0),
+            shards: (0..shards).map(|_| Mutex::new(Inner::default())).collect(),
         }
+    }
+
+    /// The shard holding page `number` (always one: there is at least one shard).
+    fn shard(&self, number: u64) -> Option<&Mutex<Inner>> {
+        let i = number
+            .checked_rem(self.shards.len() as u64)
+            .and_then(|i| usize::try_from(i).ok())?;
+        self.shards.get(i)
     }
 
     /// Pages read from the storage and reads served from memory so far.
     pub fn stats(&self) -> (u64, u64) {
-        let g = self.inner.lock();
-        (g.misses, g.hits)
+        self.shards.iter().fold((0, 0), |(m, h), s| {
+            let g = s.lock();
+            (m.saturating_add(g.misses), h.saturating_add(g.hits))
+        })
+    }
+
+    /// Pages held.
+    pub fn pages(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().slots.len())
+            .fold(0, usize::saturating_add)
     }
 
     /// Fill `buf` from `at`, through the cache; `Ok(false)` (nothing done) when the read is not
@@ -95,8 +121,11 @@ impl PageCache {
         in_page: usize,
         dst: &mut [u8],
     ) -> io::Result<bool> {
+        let Some(shard) = self.shard(number) else {
+            return Ok(false);
+        };
         {
-            let mut g = self.inner.lock();
+            let mut g = shard.lock();
             let range = in_page..in_page.saturating_add(dst.len());
             if let Some(&slot) = g.by_number.get(&number)
                 && let Some(p) = g.slots.get_mut(slot)
@@ -122,7 +151,7 @@ impl PageCache {
             return Ok(false);
         };
         dst.copy_from_slice(src);
-        let mut g = self.inner.lock();
+        let mut g = shard.lock();
         g.misses = g.misses.saturating_add(1);
         if g.by_number.contains_key(&number) {
             // Another reader loaded it meanwhile.
@@ -162,10 +191,6 @@ impl PageCache {
         if len == 0 {
             return;
         }
-        let mut g = self.inner.lock();
-        if g.by_number.is_empty() {
-            return;
-        }
         let page = PAGE_BYTES as u64;
         let first = at.get().checked_div(page).unwrap_or(0);
         let last = at
@@ -173,31 +198,29 @@ impl PageCache {
             .saturating_add(len.saturating_sub(1))
             .checked_div(page)
             .unwrap_or(u64::MAX);
-        if last.saturating_sub(first) > g.by_number.len() as u64 {
-            // A large write: scan the pages held instead of the pages written.
-            let Inner {
-                slots, by_number, ..
-            } = &mut *g;
-            by_number.retain(|&n, _| n < first || n > last);
-            slots.retain(|p| p.number < first || p.number > last);
-            for (i, p) in slots.iter().enumerate() {
-                by_number.insert(p.number, i);
+        let n = self.shards.len() as u64;
+        for (k, shard) in (0u64..).zip(self.shards.iter()) {
+            let mut g = shard.lock();
+            if g.by_number.is_empty() {
+                continue;
             }
-            g.hand = 0;
-            return;
-        }
-        for number in first..=last {
-            if let Some(slot) = g.by_number.remove(&number) {
-                // Keep the slot vector dense: move the last page into the hole.
-                let last_slot = g.slots.len().saturating_sub(1);
-                if slot >= g.slots.len() {
-                    continue;
-                }
-                g.slots.swap_remove(slot);
-                if slot != last_slot
-                    && let Some(moved) = g.slots.get(slot).map(|p| p.number)
-                {
-                    g.by_number.insert(moved, slot);
+            if last.saturating_sub(first).checked_div(n).unwrap_or(0) > g.by_number.len() as u64 {
+                // A large write: scan the pages held instead of the pages written.
+                g.forget_where(|p| p >= first && p <= last);
+                continue;
+            }
+            // This shard's pages of the range: those `number ≡ k (mod n)`.
+            let skip = k
+                .checked_add(n)
+                .and_then(|x| x.checked_sub(first.checked_rem(n).unwrap_or(0)))
+                .and_then(|x| x.checked_rem(n))
+                .unwrap_or(0);
+            let mut number = first.saturating_add(skip);
+            while number <= last {
+                g.forget(number);
+                match number.checked_add(n) {
+                    Some(next) => number = next,
+                    None => break,
                 }
             }
         }
@@ -205,10 +228,41 @@ impl PageCache {
 
     /// Forget every page (the storage changed under the cache: truncated, or refreshed).
     pub fn clear(&self) {
-        let mut g = self.inner.lock();
-        g.slots.clear();
-        g.by_number.clear();
-        g.hand = 0;
+        for shard in self.shards.iter() {
+            let mut g = shard.lock();
+            g.slots.clear();
+            g.by_number.clear();
+            g.hand = 0;
+        }
+    }
+}
+
+impl Inner {
+    /// Forget page `number`, if held.
+    fn forget(&mut self, number: u64) {
+        if let Some(slot) = self.by_number.remove(&number) {
+            // Keep the slot vector dense: move the last page into the hole.
+            let last_slot = self.slots.len().saturating_sub(1);
+            if slot >= self.slots.len() {
+                return;
+            }
+            self.slots.swap_remove(slot);
+            if slot != last_slot
+                && let Some(moved) = self.slots.get(slot).map(|p| p.number)
+            {
+                self.by_number.insert(moved, slot);
+            }
+        }
+    }
+
+    /// Forget every page whose number `gone` says.
+    fn forget_where(&mut self, gone: impl Fn(u64) -> bool) {
+        self.by_number.retain(|&n, _| !gone(n));
+        self.slots.retain(|p| !gone(p.number));
+        for (i, p) in self.slots.iter().enumerate() {
+            self.by_number.insert(p.number, i);
+        }
+        self.hand = 0;
     }
 }
 
@@ -243,12 +297,12 @@ mod tests {
         assert_eq!(&b, &[10, 11, 0xAA, 0xAA, 14, 15, 16, 17]);
         // A third page evicts one of the two slots.
         assert!(c.read(&s, Addr(2 * PAGE_BYTES as u64), &mut b).unwrap());
-        assert_eq!(c.inner.lock().slots.len(), 2);
+        assert_eq!(c.pages(), 2);
         // Large reads and reads past the end are not served.
         assert!(!c.read(&s, Addr(0), &mut [0; PAGE_BYTES]).unwrap());
         assert!(!c.read(&s, Addr(3 * PAGE_BYTES as u64 - 2), &mut b).unwrap());
         c.invalidate(Addr(0), 10 * PAGE_BYTES as u64);
-        assert!(c.inner.lock().slots.is_empty());
-        assert!(c.inner.lock().by_number.is_empty());
+        assert_eq!(c.pages(), 0);
+        assert!(c.shards.iter().all(|s| s.lock().by_number.is_empty()));
     }
 }

@@ -112,6 +112,8 @@ pub(crate) struct ChunkCache {
     /// Per dimension, the size up to which the keys need no re-packing (see `fit_dims`;
     /// empty until it first runs).
     room_dims: SmallVec<[u64; 4]>,
+    /// The chunk of the last single-element read that missed (see `repeat_miss`).
+    last_miss: Option<u128>,
 }
 
 impl ChunkCache {
@@ -127,6 +129,7 @@ impl ChunkCache {
             budget,
             misses_unpacked: 0,
             room_dims: SmallVec::new(),
+            last_miss: None,
         }
     }
 
@@ -219,6 +222,7 @@ impl ChunkCache {
                 .collect::<Vec<_>>(),
         );
         self.map.clear();
+        self.last_miss = None;
         let mut lost = Vec::new();
         for (i, slot) in self.slab.iter_mut().enumerate() {
             if let Some(node) = slot {
@@ -316,6 +320,38 @@ impl ChunkCache {
             }
         }
         evicted
+    }
+
+    /// Cache a clean chunk a reader loaded, if that evicts no dirty chunk (a reader sharing the
+    /// dataset cannot write one back) and the chunk is not cached already (a writer's copy is
+    /// newer); whether it was cached.
+    pub fn insert_clean(&mut self, scaled: &[u64], data: Vec<u8>) -> bool {
+        let cost = data.len().saturating_add(ENTRY_OVERHEAD);
+        if cost > self.budget || self.contains(scaled) || self.packer.pack(scaled).is_none() {
+            return false;
+        }
+        // The entries `insert` would evict, least recent first: all clean?
+        let mut over = self.bytes.saturating_add(cost).saturating_sub(self.budget);
+        let mut i = self.tail;
+        while over > 0 {
+            let Some(n) = self.node(i) else { break };
+            if n.chunk.dirty {
+                return false;
+            }
+            over = over.saturating_sub(n.chunk.cost());
+            i = n.prev;
+        }
+        let evicted = self.insert(Coords::from_slice(scaled), data, false);
+        evicted.iter().all(|e| !e.dirty)
+    }
+
+    /// A single-element read missed the chunk at `scaled`: whether the previous miss was of
+    /// the same chunk (a second element of it is wanted: worth loading it whole).
+    pub fn repeat_miss(&mut self, scaled: &[u64]) -> bool {
+        let key = self.packer.pack(scaled);
+        let again = key.is_some() && self.last_miss == key;
+        self.last_miss = key;
+        again
     }
 
     pub fn remove(&mut self, scaled: &[u64]) -> Option<Cached> {

@@ -239,6 +239,10 @@ pub struct FileOptions {
     /// journal beside the file, `<file>.h5chunk-journal`, that exists only while a flush
     /// or an eviction between flushes is overwriting data of the last completed flush).
     pub durability: Durability,
+    /// Threads that filter chunks: a read or flush of many compressed chunks (de)compresses
+    /// them on this many threads (`None`: the available cores; `Some(1)`: the calling thread
+    /// alone). Output is the same byte for byte whatever the number.
+    pub threads: Option<usize>,
 }
 
 /// Options for opening an existing file.
@@ -248,6 +252,8 @@ pub struct OpenOptions {
     pub writable: bool,
     /// What each flush of a writable file survives (see [`FileOptions::durability`]).
     pub durability: Durability,
+    /// Threads that filter chunks (see [`FileOptions::threads`]).
+    pub threads: Option<usize>,
 }
 
 impl OpenOptions {
@@ -255,7 +261,7 @@ impl OpenOptions {
     pub fn read_only() -> OpenOptions {
         OpenOptions {
             writable: false,
-            durability: Durability::default(),
+            ..OpenOptions::default()
         }
     }
 
@@ -263,7 +269,7 @@ impl OpenOptions {
     pub fn read_write() -> OpenOptions {
         OpenOptions {
             writable: true,
-            durability: Durability::default(),
+            ..OpenOptions::default()
         }
     }
 }
@@ -388,7 +394,10 @@ impl File {
         });
         let cache = MetadataCache::new(Arc::clone(&storage), config)?;
         cache.allocator().set_eoa(Addr(sb_len));
-        let store = Store::new(name, storage, cache, sizes, bounds, true, BTreeK::default());
+        let mut store = Store::new(name, storage, cache, sizes, bounds, true, BTreeK::default());
+        if let Some(n) = options.threads {
+            store.threads = n.max(1);
+        }
         // The root group's address is not known yet: a placeholder superblock until it is.
         let placeholder = Superblock::new_v3(sizes, sb_len, Addr(0));
         let inner = Arc::new(FileInner {
@@ -558,7 +567,10 @@ impl File {
             group_leaf: sb.group_leaf_k(),
             istore: sb.indexed_storage_k(),
         };
-        let store = Store::new(name, storage, cache, sb.sizes, bounds, options.writable, k);
+        let mut store = Store::new(name, storage, cache, sb.sizes, bounds, options.writable, k);
+        if let Some(n) = options.threads {
+            store.threads = n.max(1);
+        }
         let inner = Arc::new(FileInner {
             store,
             superblock: Mutex::new(sb),

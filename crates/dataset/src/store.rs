@@ -9,7 +9,8 @@
 //!
 //! [`MemStorage`]: h5chunk_cache::MemStorage
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use h5chunk_cache::{MetadataCache, PageCache, Storage};
 use h5chunk_format::message::Message;
@@ -80,6 +81,12 @@ pub(crate) struct Store {
     /// lookups cost a memory copy once their page has been read.
     pub pages: PageCache,
     headers: Mutex<Headers>,
+    /// Counts raw-data writes and frees (see [`epoch`](Self::epoch)).
+    epoch: AtomicU64,
+    /// Threads a read or flush may filter chunks on (1: the calling thread alone).
+    pub threads: usize,
+    /// The pool those threads are, made on first use.
+    pool: OnceLock<Option<rayon::ThreadPool>>,
 }
 
 /// Bytes of raw-data pages a file keeps.
@@ -105,7 +112,36 @@ impl Store {
             k,
             pages: PageCache::new(RAW_PAGE_CACHE_BYTES),
             headers: Mutex::new(Headers::default()),
+            epoch: AtomicU64::new(0),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pool: OnceLock::new(),
         }
+    }
+
+    /// A counter that moves before any stored byte of raw data can change: before every
+    /// [`write`](Self::write) and every [`free`](Self::free) (freed space may be reused). A
+    /// reader that found a chunk's address under its dataset's lock and read the chunk without
+    /// it knows the bytes it read were the chunk's if the counter did not move in between.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// The filter pool, when more than one thread is allowed (`None`: filter on the caller's
+    /// thread). A pool that cannot be started leaves the work on the caller's thread.
+    pub fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool
+            .get_or_init(|| {
+                (self.threads > 1)
+                    .then(|| {
+                        rayon::ThreadPoolBuilder::new()
+                            .num_threads(self.threads)
+                            .thread_name(|i| format!("h5chunk-filter-{i}"))
+                            .build()
+                            .ok()
+                    })
+                    .flatten()
+            })
+            .as_ref()
     }
 
     /// An I/O error of this file.
@@ -185,6 +221,7 @@ impl Store {
     /// Write `bytes` at `at`.
     pub fn write(&self, at: Addr, bytes: &[u8]) -> Result<()> {
         self.check_writable()?;
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         self.pages.invalidate(at, bytes.len() as u64);
         self.storage.write_at(at, bytes).map_err(|e| self.io(e))
     }
@@ -197,6 +234,7 @@ impl Store {
 
     /// Give back `len` bytes at `at`.
     pub fn free(&self, at: Addr, len: u64) -> Result<()> {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         Ok(self.cache.allocator().free(at, len)?)
     }
 

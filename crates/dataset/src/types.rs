@@ -165,6 +165,17 @@ pub trait H5Type: Copy + Default + Send + Sync + 'static {
     fn write_le(self, out: &mut [u8]);
     /// From little-endian bytes.
     fn read_le(b: &[u8]) -> Self;
+    /// The values' memory as bytes, when every bit pattern is a value (then a read fills
+    /// them straight from the file, with no copy in between). `None` (the default): values
+    /// are built one by one with [`read_le`](Self::read_le).
+    fn bytes_mut(_values: &mut [Self]) -> Option<&mut [u8]> {
+        None
+    }
+    /// The values' memory as bytes (see [`bytes_mut`](Self::bytes_mut)): a write takes them
+    /// as they are, with no copy to little-endian bytes first.
+    fn bytes(_values: &[Self]) -> Option<&[u8]> {
+        None
+    }
 }
 
 macro_rules! h5type {
@@ -182,6 +193,12 @@ macro_rules! h5type {
                 let mut a = [0u8; std::mem::size_of::<$t>()];
                 a.copy_from_slice(b);
                 <$t>::from_le_bytes(a)
+            }
+            fn bytes_mut(values: &mut [Self]) -> Option<&mut [u8]> {
+                Some(zerocopy::IntoBytes::as_mut_bytes(values))
+            }
+            fn bytes(values: &[Self]) -> Option<&[u8]> {
+                Some(zerocopy::IntoBytes::as_bytes(values))
             }
         }
     )*};

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, ChunkedFlags, ChunkedLayout};
+use parking_lot::Mutex;
 
 use crate::chunk_cache::{Cached, ChunkCache, Coords};
 use crate::dataset::fresh::Fresh;
@@ -21,6 +22,9 @@ const WRITE_BATCH_BYTES: u64 = 4 << 20;
 /// Most records handed to the index in one `insert_many`.
 const RECORD_BATCH: usize = 1 << 16;
 
+/// A filtered chunk's stored bytes and filter mask.
+type Encoded = (Vec<u8>, u32);
+
 /// A chunk that gets new space: its coordinates, its stored bytes and its filter mask.
 type NewChunk<'a> = (&'a [u64], Cow<'a, [u8]>, u32);
 
@@ -33,7 +37,8 @@ pub(crate) struct Chunked {
     pub(crate) pipeline: Option<Pipeline>,
     /// One element of fill value, in the file's byte order.
     pub(crate) fill: Vec<u8>,
-    pub(crate) cache: ChunkCache,
+    /// Behind its own lock: readers holding the dataset's state shared still touch and fill it.
+    pub(crate) cache: Mutex<ChunkCache>,
     pub(crate) alloc_early: bool,
     /// Chunks per dimension of the box outside which the index holds no chunk: the grid of
     /// the extent the dataset was opened with (zero for a new dataset), grown to cover every
@@ -70,12 +75,12 @@ impl Chunked {
             self.shape.dims.clear();
             self.shape.dims.extend_from_slice(dims);
         }
-        self.cache.fit_dims(dims, &self.shape.chunk);
+        self.cache.get_mut().fit_dims(dims, &self.shape.chunk);
     }
 
     /// The index's record of the chunk at `scaled`, without asking the index for a chunk known
     /// to be new (see `known`).
-    pub(crate) fn recorded(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    pub(crate) fn recorded(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         if self.may_exist(scaled) {
             self.index.get(f, scaled)
         } else {
@@ -152,7 +157,7 @@ impl Chunked {
     /// Most bytes fresh chunks hold before they are written: the chunk cache's budget, and at
     /// least 1 MiB (a dataset with no chunk cache still appends in batches).
     fn fresh_budget(&self) -> usize {
-        self.cache.budget().max(1 << 20)
+        self.cache.lock().budget().max(1 << 20)
     }
 
     /// Write the fresh chunks if one more would take them past their budget.
@@ -169,7 +174,7 @@ impl Chunked {
     /// [`write_chunks`](Self::write_chunks)). The cached chunks' data is moved out of the cache
     /// and back, not copied; if writing fails they stay dirty, and the fresh ones stay fresh.
     pub(crate) fn flush_cache(&mut self, f: &Store, path: &str) -> Result<()> {
-        let dirty = self.cache.take_dirty();
+        let dirty = self.cache.get_mut().take_dirty();
         let refs: Vec<(&[u64], &[u8])> = dirty
             .iter()
             .map(|(s, d)| (s.as_slice(), d.as_slice()))
@@ -178,7 +183,7 @@ impl Chunked {
         drop(refs);
         let written = result.is_ok();
         for (scaled, data) in dirty {
-            self.cache.restore(&scaled, data, written);
+            self.cache.get_mut().restore(&scaled, data, written);
         }
         result?;
         self.flush_fresh(f, path)
@@ -243,30 +248,59 @@ impl Chunked {
         Ok(())
     }
 
-    /// Filter and write chunks, then record them in the index. Chunks that keep their place
-    /// are written there (adjacent ones in one call); all the others get one new block,
-    /// written in one call (adjacent chunks land next to each other in the file).
+    /// Filter and write chunks, then record them in the index (see
+    /// [`write_encoded`](Self::write_encoded)). Many filtered chunks are encoded on the file's
+    /// filter pool.
     pub(crate) fn write_chunks(
         &mut self,
         f: &Store,
         path: &str,
         chunks: &[(&[u64], &[u8])],
     ) -> Result<()> {
-        let filtered = self.pipeline.is_some();
-        let mut fresh: Vec<NewChunk<'_>> = Vec::new();
-        let mut in_place = Coalesced::default();
-        for &(scaled, data) in chunks {
-            let (stored, mask) = match (&self.pipeline, self.skips_filters(scaled)) {
+        // The encoded bytes and mask (`None`: stored as they are).
+        let encode = |&(scaled, data): &(&[u64], &[u8])| -> Result<Option<Encoded>> {
+            match (&self.pipeline, self.skips_filters(scaled)) {
                 (Some(p), false) => {
-                    let (out, mask) = p.encode(data.to_vec()).map_err(|source| Error::Filter {
+                    let out = p.encode(data.to_vec()).map_err(|source| Error::Filter {
                         dataset: path.to_owned(),
                         chunk: scaled.to_vec(),
                         source,
                     })?;
-                    (Cow::Owned(out), mask)
+                    Ok(Some(out))
                 }
-                _ => (Cow::Borrowed(data), 0),
-            };
+                _ => Ok(None),
+            }
+        };
+        let pool = f
+            .pool()
+            .filter(|_| self.pipeline.is_some() && chunks.len() > 1);
+        let encoded: Vec<Result<Option<Encoded>>> = match pool {
+            Some(p) => p.install(|| {
+                use rayon::prelude::*;
+                chunks.par_iter().map(encode).collect()
+            }),
+            None => chunks.iter().map(encode).collect(),
+        };
+        let mut stored = Vec::with_capacity(chunks.len());
+        for (&(scaled, data), e) in chunks.iter().zip(encoded) {
+            stored.push(match e? {
+                Some((bytes, mask)) => (scaled, Cow::Owned(bytes), mask),
+                None => (scaled, Cow::Borrowed(data), 0),
+            });
+        }
+        self.write_encoded(f, &stored)
+    }
+
+    /// Write chunks already filtered (their stored bytes and filter masks), then record them in
+    /// the index. Chunks that keep their place are written there (adjacent ones in one call);
+    /// all the others get one new block, written in one call (adjacent chunks land next to each
+    /// other in the file).
+    pub(crate) fn write_encoded(&mut self, f: &Store, chunks: &[NewChunk<'_>]) -> Result<()> {
+        let filtered = self.pipeline.is_some();
+        let mut fresh: Vec<(&[u64], &[u8], u32)> = Vec::new();
+        let mut in_place = Coalesced::default();
+        for (scaled, stored, mask) in chunks {
+            let (scaled, stored, mask): (&[u64], &[u8], u32) = (scaled, stored, *mask);
             let recorded = self.recorded(f, scaled)?;
             let old = recorded.map(|mut r| {
                 // Unfiltered records carry no size or mask: every chunk is `chunk_bytes` long.
@@ -282,7 +316,7 @@ impl Chunked {
                     size,
                     ..
                 }) if !filtered || size == stored.len() as u64 => {
-                    in_place.put(f, a, &stored)?;
+                    in_place.put(f, a, stored)?;
                     let rec = ChunkRecord {
                         addr: Some(a),
                         size: if filtered { stored.len() as u64 } else { 0 },
@@ -358,7 +392,7 @@ impl Chunked {
     /// The chunk at `scaled` for a read: the cached or fresh copy, or the stored one (or fill)
     /// loaded into the cache.
     pub(crate) fn read_view(&mut self, f: &Store, path: &str, scaled: &[u64]) -> Result<&[u8]> {
-        if !self.cache.contains(scaled)
+        if !self.cache.get_mut().contains(scaled)
             && let Some(i) = self.fresh.position(scaled)
         {
             return self
@@ -380,7 +414,7 @@ impl Chunked {
         scaled: &[u64],
         whole: bool,
     ) -> Result<&mut [u8]> {
-        if !self.cache.contains(scaled) {
+        if !self.cache.get_mut().contains(scaled) {
             if let Some(i) = self.fresh.position(scaled) {
                 return self
                     .fresh
@@ -412,7 +446,7 @@ impl Chunked {
         scaled: &[u64],
         data: &[u8],
     ) -> Result<bool> {
-        if !self.cache.contains(scaled) && self.fresh.position(scaled).is_none() {
+        if !self.cache.get_mut().contains(scaled) && self.fresh.position(scaled).is_none() {
             self.make_fresh_room(f, path)?;
             if self.fresh.push_copy(scaled, data) {
                 return Ok(true);
@@ -450,20 +484,24 @@ impl Chunked {
         scaled: &[u64],
         whole: bool,
     ) -> Result<&mut Cached> {
-        if self.cache.get_mut(scaled).is_none() {
+        if self.cache.get_mut().get_mut(scaled).is_none() {
             // `load` answers fill without asking the index for a chunk known to be new.
             let data = if whole {
                 self.fill.repeat(self.chunk_elems() as usize)
             } else {
                 self.load(f, path, scaled)?
             };
-            for evicted in self.cache.insert(Coords::from_slice(scaled), data, false) {
+            for evicted in self
+                .cache
+                .get_mut()
+                .insert(Coords::from_slice(scaled), data, false)
+            {
                 if evicted.dirty {
                     self.evict_dirty(f, path, &evicted.scaled, &evicted.data)?;
                 }
             }
         }
-        match self.cache.get_mut(scaled) {
+        match self.cache.get_mut().get_mut(scaled) {
             Some(c) => Ok(c),
             // The key did not fit the cache (a grid of more than 2^128 chunks).
             None => Err(Error::Unsupported(

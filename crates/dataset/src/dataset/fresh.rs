@@ -81,6 +81,21 @@ impl Fresh {
         map.get(scaled).copied()
     }
 
+    /// Whether [`position_shared`](Self::position_shared) can answer: nothing is held, or
+    /// the map from coordinates to positions is built.
+    pub fn shared_ready(&self) -> bool {
+        self.is_empty() || self.map.is_some()
+    }
+
+    /// [`position`](Self::position) without building the map (`None` also when it is not
+    /// built: ask [`shared_ready`](Self::shared_ready) first).
+    pub fn position_shared(&self, scaled: &[u64]) -> Option<usize> {
+        if !self.in_box(scaled) {
+            return None;
+        }
+        self.map.as_ref()?.get(scaled).copied()
+    }
+
     /// The bytes of chunk `i`.
     pub fn chunk(&self, i: usize) -> Option<&[u8]> {
         let at = i.checked_mul(self.chunk_bytes)?;

@@ -103,12 +103,12 @@ const ARRAY_LEVELS: [&[&str]; 2] = [
 impl Dataset {
     /// The address of the dataset's object header.
     pub(crate) fn header_addr(&self) -> Addr {
-        self.shared.state.lock().header
+        self.shared.state.read().header
     }
 
     /// How the raw data is stored.
     pub fn storage_kind(&self) -> StorageKind {
-        match &self.shared.state.lock().storage {
+        match &self.shared.state.read().storage {
             StorageState::Chunked(_) => StorageKind::Chunked,
             StorageState::Contiguous { .. } => StorageKind::Contiguous,
             StorageState::Compact { .. } => StorageKind::Compact,
@@ -158,7 +158,7 @@ impl Dataset {
             blocks_by_type.entry(t).or_insert(1);
         }
         let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.write();
         let (grid, depth) = match &mut st.storage {
             StorageState::Chunked(c) => (c.shape.grid(), c.index.depth(f)?),
             _ => (Vec::new(), None),
@@ -204,7 +204,7 @@ impl Dataset {
     }
 
     fn layout_full(&self) -> Option<(h5chunk_format::message::ChunkIndex, Option<Addr>)> {
-        match &self.shared.state.lock().storage {
+        match &self.shared.state.read().storage {
             StorageState::Chunked(c) => Some(c.index.layout()),
             _ => None,
         }
@@ -215,7 +215,7 @@ impl Dataset {
     /// [`verify_chunks`]: Dataset::verify_chunks
     pub(crate) fn chunk_records(&self) -> Result<Vec<(Vec<u64>, ChunkRecord)>> {
         let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.write();
         let StorageState::Chunked(c) = &mut st.storage else {
             return Ok(Vec::new());
         };
@@ -247,8 +247,8 @@ impl Dataset {
     ) -> Result<()> {
         let f = &self.file.inner.store;
         let eof = f.storage.len().map_err(h5chunk_cache::Error::from)?;
-        let dims = self.shared.dims.lock().0.clone();
-        let mut st = self.shared.state.lock();
+        let dims = self.shared.dims.read().0.clone();
+        let mut st = self.shared.write();
         let elem = st.dtype.size as u64;
         let DatasetState { path, storage, .. } = &mut *st;
         // Contiguous and compact storage hold every element: as many bytes as the dataspace

@@ -3,13 +3,14 @@
 
 use smallvec::SmallVec;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{
     DataLayout, Dataspace, DataspaceKind, DataspaceVersion, Extent, FillDefinition, Message,
 };
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
 use crate::chunk_cache::{ChunkCache, DEFAULT_BUDGET};
 use crate::error::{Error, Result};
@@ -19,7 +20,7 @@ use crate::index::adapter::{self, Shape};
 use crate::index::select::IndexKind;
 use crate::select::{Hyperslab, Run};
 use crate::store::Store;
-use crate::types::{H5Type, TypeDesc, from_le_bytes, to_le_bytes};
+use crate::types::{H5Type, TypeDesc, to_le_bytes};
 
 use builder::{dataspace, record_codec};
 use chunked::Chunked;
@@ -28,6 +29,7 @@ pub(crate) mod builder;
 pub(crate) mod chunked;
 pub(crate) mod fresh;
 pub(crate) mod inspect;
+mod read;
 
 pub use builder::{DatasetBuilder, FilterSpec};
 
@@ -71,15 +73,36 @@ pub(crate) struct DatasetState {
 /// The part of a dataset every handle shares; the file flushes it.
 #[derive(Debug)]
 pub(crate) struct DatasetShared {
-    state: Mutex<DatasetState>,
-    dims: Mutex<(Vec<u64>, Vec<Option<u64>>)>,
+    /// Readers share it (a lookup and a copy out of the chunk cache); anything that changes
+    /// the dataset takes it alone, through [`write`](Self::write). No read holds it across
+    /// storage I/O or a filter (see `read.rs`).
+    state: RwLock<DatasetState>,
+    dims: RwLock<(Vec<u64>, Vec<Option<u64>>)>,
+    /// Moves each time the state is taken for writing: a reader that fetched chunks without
+    /// the lock caches them only if nothing changed the dataset meanwhile.
+    version: AtomicU64,
+    /// Whether chunks go through a filter pipeline (fixed for the dataset's life).
+    filtered: bool,
+}
+
+impl DatasetShared {
+    /// The state, alone, for a change.
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, DatasetState> {
+        let g = self.state.write();
+        self.version.fetch_add(1, Ordering::SeqCst);
+        g
+    }
+
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::SeqCst)
+    }
 }
 
 impl OpenObject for DatasetShared {
     /// Write dirty chunks and the changed dataspace and layout messages.
     fn flush(&self, f: &Store) -> Result<()> {
-        let mut st = self.state.lock();
-        let dims = self.dims.lock().0.clone();
+        let mut st = self.write();
+        let dims = self.dims.read().0.clone();
         let DatasetState {
             path,
             header,
@@ -101,7 +124,7 @@ impl OpenObject for DatasetShared {
             }
         }
         if *dims_written != dims {
-            let max = self.dims.lock().1.clone();
+            let max = self.dims.read().1.clone();
             let new_style = matches!(
                 f.messages(*header)?
                     .iter()
@@ -137,9 +160,12 @@ impl Dataset {
                 state.dims_written.iter().map(|&d| Some(d)).collect(),
             ),
         };
+        let filtered = matches!(&state.storage, StorageState::Chunked(c) if c.pipeline.is_some());
         Arc::new(DatasetShared {
-            state: Mutex::new(state),
-            dims: Mutex::new((dims, max)),
+            filtered,
+            state: RwLock::new(state),
+            dims: RwLock::new((dims, max)),
+            version: AtomicU64::new(0),
         })
     }
 
@@ -261,7 +287,7 @@ impl Dataset {
                     shape,
                     pipeline,
                     fill: fill_bytes,
-                    cache: ChunkCache::new(&grid, DEFAULT_BUDGET),
+                    cache: Mutex::new(ChunkCache::new(&grid, DEFAULT_BUDGET)),
                     alloc_early: false,
                     // Chunks exist only inside the extent (libhdf5 removes those a shrink
                     // leaves outside).
@@ -290,12 +316,12 @@ impl Dataset {
 
     /// The dataset's path.
     pub fn path(&self) -> String {
-        self.shared.state.lock().path.clone()
+        self.shared.state.read().path.clone()
     }
 
     /// The store, header address and path attribute methods work on.
     fn attr_target(&self) -> (&Store, Addr, String) {
-        let st = self.shared.state.lock();
+        let st = self.shared.state.read();
         (&self.file.inner.store, st.header, st.path.clone())
     }
 
@@ -303,22 +329,22 @@ impl Dataset {
 
     /// Current dimensions.
     pub fn shape(&self) -> Vec<u64> {
-        self.shared.dims.lock().0.clone()
+        self.shared.dims.read().0.clone()
     }
 
     /// Maximum dimensions (`None`: unlimited).
     pub fn max_shape(&self) -> Vec<Option<u64>> {
-        self.shared.dims.lock().1.clone()
+        self.shared.dims.read().1.clone()
     }
 
     /// The element type.
     pub fn dtype(&self) -> TypeDesc {
-        self.shared.state.lock().dtype
+        self.shared.state.read().dtype
     }
 
     /// Chunk dimensions, if chunked.
     pub fn chunk(&self) -> Option<Vec<u64>> {
-        match &self.shared.state.lock().storage {
+        match &self.shared.state.read().storage {
             StorageState::Chunked(c) => Some(c.shape.chunk.clone()),
             _ => None,
         }
@@ -326,7 +352,7 @@ impl Dataset {
 
     /// The chunk index kind, if chunked.
     pub fn index_kind(&self) -> Option<IndexKind> {
-        match &self.shared.state.lock().storage {
+        match &self.shared.state.read().storage {
             StorageState::Chunked(c) => Some(c.index.kind()),
             _ => None,
         }
@@ -334,7 +360,7 @@ impl Dataset {
 
     /// The layout message version, if chunked.
     pub fn layout_version(&self) -> Option<u8> {
-        match &self.shared.state.lock().storage {
+        match &self.shared.state.read().storage {
             StorageState::Chunked(c) => Some(c.layout.version.number()),
             _ => None,
         }
@@ -359,7 +385,7 @@ impl Dataset {
     /// Read everything, as `T`.
     pub fn read<T: H5Type>(&self) -> Result<Vec<T>> {
         self.check_type(T::DESC)?;
-        Ok(from_le_bytes(&self.read_raw()?))
+        self.read_values(&Hyperslab::all(&self.shape()))
     }
 
     /// Read everything, as little-endian bytes of the dataset's type (for element types known
@@ -394,13 +420,30 @@ impl Dataset {
             }
         }
         self.check_type(T::DESC)?;
-        let h = Hyperslab::new(start, count, stride, &self.shape())?;
-        Ok(from_le_bytes(&self.read_selection_raw(&h)?))
+        self.read_values(&Hyperslab::new(start, count, stride, &self.shape())?)
+    }
+
+    /// `h`'s elements as a new vector (the type checked), or a typed error when they do not
+    /// fit in memory.
+    fn read_values<T: H5Type>(&self, h: &Hyperslab) -> Result<Vec<T>> {
+        let n = usize::try_from(h.len())
+            .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(n).map_err(|_| {
+            Error::arg(
+                "selection",
+                format!("{n} elements do not fit in memory (read it in parts with read_slice)"),
+            )
+        })?;
+        out.resize(n, T::default());
+        self.read_typed(h, &mut out)?;
+        Ok(out)
     }
 
     /// Read a hyperslab into `out` (as h5py's `read_direct`, or `H5Dread` into the caller's
     /// buffer): `out` holds exactly the selected elements, in C order. A loop of small reads
-    /// allocates nothing per read.
+    /// allocates nothing per read, and unfiltered chunks selected whole are read from the file
+    /// straight into `out`.
     pub fn read_slice_into<T: H5Type>(
         &self,
         start: &[u64],
@@ -419,17 +462,30 @@ impl Dataset {
                 format!("holds {} elements, the selection {}", out.len(), h.len()),
             ));
         }
-        let bytes = self.read_selection_raw(&h)?;
+        self.read_typed(&h, out)
+    }
+
+    /// Fill `out` (exactly `h`'s elements; the type checked) from `h`: straight into its
+    /// memory when `T` allows and the host is little-endian, else through a byte buffer.
+    fn read_typed<T: H5Type>(&self, h: &Hyperslab, out: &mut [T]) -> Result<()> {
+        let dtype = self.dtype();
+        if cfg!(target_endian = "little")
+            && let Some(bytes) = T::bytes_mut(out)
+            && bytes.len() as u64 == h.len().saturating_mul(dtype.size as u64)
+        {
+            self.read_selection_into(h, bytes)?;
+            dtype.to_from_le(bytes);
+            return Ok(());
+        }
+        let bytes = self.read_selection_raw(h)?;
         for (o, b) in out.iter_mut().zip(bytes.chunks_exact(T::DESC.size)) {
             *o = T::read_le(b);
         }
         Ok(())
     }
 
-    /// The lookup path: a selection of one element of a chunked dataset is one copy out of
-    /// its chunk (cached, fresh, or read) into `out[0]`, with no selection built or walked.
-    /// `false` (nothing read) when the selection is of another kind, when `out` does not hold
-    /// exactly one element, or when the selection is out of bounds (the general path says why).
+    /// The lookup path (see [`read_element`](Self::read_element)) for a one-element `out`;
+    /// `false` when the selection is of another kind.
     fn read_one_element<T: H5Type>(
         &self,
         start: &[u64],
@@ -439,76 +495,21 @@ impl Dataset {
         let [slot] = out else {
             return Ok(false);
         };
-        let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
-        let dtype = st.dtype;
+        let dtype = self.dtype();
         // Another element type: the general path reports it.
-        if dtype.class != T::DESC.class || dtype.size != T::DESC.size {
+        if dtype.class != T::DESC.class
+            || dtype.size != T::DESC.size
+            || count.iter().any(|&n| n != 1)
+        {
             return Ok(false);
         }
-        let DatasetState {
-            path,
-            header,
-            storage,
-            ..
-        } = &mut *st;
-        let StorageState::Chunked(c) = storage else {
-            return Ok(false);
-        };
-        let rank = c.shape.chunk.len();
-        if start.len() != rank || count.len() != rank || count.iter().any(|&n| n != 1) {
-            return Ok(false);
-        }
-        let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
-        // The element's position in its chunk, in elements, C order.
-        let mut at = 0u64;
-        for ((&s, &k), &d) in start.iter().zip(&c.shape.chunk).zip(&c.shape.dims) {
-            let (Some(q), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
-                return Ok(false);
-            };
-            if s >= d {
-                return Ok(false);
-            }
-            scaled.push(q);
-            at = match at.checked_mul(k).and_then(|a| a.checked_add(r)) {
-                Some(a) => a,
-                None => return Ok(false),
-            };
-        }
-        let elem = dtype.size;
         // The element's bytes, in the file's order, then as `T`.
         let mut buf = [0u8; 16];
-        let Some(one) = buf.get_mut(..elem) else {
+        let Some(one) = buf.get_mut(..dtype.size) else {
             return Ok(false);
         };
-        // A small unfiltered chunk that is neither cached nor fresh: read the element alone
-        // (served by the file's page cache), without filling the chunk cache with chunks a
-        // random lookup will not see again.
-        if c.pipeline.is_none()
-            && c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64
-            && !c.cache.contains(&scaled)
-            && c.fresh.position(&scaled).is_none()
-        {
-            let record = c.recorded(f, &scaled)?;
-            match record {
-                Some(ChunkRecord { addr: Some(a), .. }) => {
-                    let element = at
-                        .checked_mul(elem as u64)
-                        .and_then(|off| a.get().checked_add(off))
-                        .ok_or_else(|| short_chunk(path, *header, &scaled))?;
-                    f.read_into(Addr(element), one)?;
-                }
-                _ if c.fill.len() == elem => one.copy_from_slice(&c.fill),
-                _ => return Err(short_chunk(path, *header, &scaled)),
-            }
-        } else {
-            let data = c.read_view(f, path, &scaled)?;
-            let bytes = usize::try_from(at)
-                .ok()
-                .and_then(|a| a.checked_mul(elem))
-                .and_then(|a| data.get(a..a.checked_add(elem)?))
-                .ok_or_else(|| short_chunk(path, *header, &scaled))?;
-            one.copy_from_slice(bytes);
+        if !self.read_element(start, one)? {
+            return Ok(false);
         }
         dtype.to_from_le(one);
         *slot = T::read_le(one);
@@ -516,60 +517,15 @@ impl Dataset {
     }
 
     fn read_selection_raw(&self, h: &Hyperslab) -> Result<Vec<u8>> {
-        let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
-        let elem = st.dtype.size;
+        let elem = self.dtype().size;
         let n = usize::try_from(h.len())
             .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;
         let bytes = n
             .checked_mul(elem)
             .ok_or_else(|| Error::arg("selection", "more bytes than memory can address"))?;
         let mut out = zeroed(bytes)?;
-        let dtype = st.dtype;
-        let DatasetState {
-            path,
-            header,
-            storage,
-            ..
-        } = &mut *st;
-        match storage {
-            StorageState::Chunked(c) => {
-                let chunk = c.shape.chunk.clone();
-                h.try_for_each_chunk(&chunk, |scaled| {
-                    let data = c.read_view(f, path, scaled)?;
-                    if !copy_runs(h, &chunk, scaled, |r| copy_out(&mut out, data, r, elem)) {
-                        return Err(short_chunk(path, *header, scaled));
-                    }
-                    Ok(())
-                })?;
-            }
-            StorageState::Contiguous { addr, size, fill } => {
-                let dims = self.shared.dims.lock().0.clone();
-                match addr {
-                    Some(a) => {
-                        let whole = f.read(*a, *size)?;
-                        if !copy_from_contiguous(h, &dims, &whole, &mut out, elem) {
-                            return Err(short_storage(path, *header, whole.len()));
-                        }
-                    }
-                    // Never written: every selected element is the fill value (the stored size,
-                    // which a damaged file may make huge, sizes nothing).
-                    None if fill.len() == elem && elem > 0 => {
-                        for e in out.chunks_exact_mut(elem) {
-                            e.copy_from_slice(fill);
-                        }
-                    }
-                    None => {}
-                }
-            }
-            StorageState::Compact { data } => {
-                let dims = self.shared.dims.lock().0.clone();
-                if !copy_from_contiguous(h, &dims, data, &mut out, elem) {
-                    return Err(short_storage(path, *header, data.len()));
-                }
-            }
-        }
-        dtype.to_from_le(&mut out);
+        self.read_selection_into(h, &mut out)?;
+        self.dtype().to_from_le(&mut out);
         Ok(out)
     }
 
@@ -589,6 +545,12 @@ impl Dataset {
         stride: Option<&[u64]>,
     ) -> Result<()> {
         self.check_type(T::DESC)?;
+        if cfg!(target_endian = "little")
+            && let Some(le) = T::bytes(data)
+        {
+            // The values' own bytes: a whole chunk is copied once, into its buffer.
+            return self.write_slice_raw(le, start, count, stride);
+        }
         let h = Hyperslab::new(start, count, stride, &self.shape())?;
         self.write_selection_raw(&h, to_le_bytes(data))
     }
@@ -621,7 +583,12 @@ impl Dataset {
     fn write_whole_chunk(&self, le: &[u8], start: &[u64], count: &[u64]) -> Result<bool> {
         let f = &self.file.inner.store;
         f.check_writable()?;
-        let mut st = self.shared.state.lock();
+        let encoded = if self.shared.filtered {
+            self.encode_whole_chunk(le, start, count)?
+        } else {
+            None
+        };
+        let mut st = self.shared.write();
         if !st.dtype.stored_le() {
             return Ok(false);
         }
@@ -634,18 +601,17 @@ impl Dataset {
         let StorageState::Chunked(c) = storage else {
             return Ok(false);
         };
-        if le.len() as u64 != c.shape.chunk_bytes
-            || count.iter().ne(c.shape.chunk.iter())
-            || start.len() != count.len()
-        {
+        let Some(scaled) = whole_chunk_at(c, le, start, count) else {
             return Ok(false);
-        }
-        let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
-        for ((&s, &n), &d) in start.iter().zip(count).zip(&c.shape.dims) {
-            match (s.checked_rem(n), s.checked_div(n), s.checked_add(n)) {
-                (Some(0), Some(q), Some(end)) if end <= d => scaled.push(q),
-                _ => return Ok(false),
-            }
+        };
+        if let Some((bytes, mask)) = encoded
+            && c.pipeline.is_some()
+            && !c.cache.get_mut().contains(&scaled)
+            && c.fresh.position(&scaled).is_none()
+        {
+            // Encoded before the state was taken: only the write and the record are left.
+            c.write_encoded(f, &[(&scaled, std::borrow::Cow::Owned(bytes), mask)])?;
+            return Ok(true);
         }
         if !c.write_whole(f, path, &scaled, le)? {
             return Err(short_chunk(path, *header, &scaled));
@@ -653,10 +619,44 @@ impl Dataset {
         Ok(true)
     }
 
+    /// A whole filtered chunk is encoded before the state is taken for the write, so that
+    /// writers on several threads compress side by side: its stored bytes and filter mask
+    /// (`None` when the write is not of a whole filtered chunk).
+    fn encode_whole_chunk(
+        &self,
+        le: &[u8],
+        start: &[u64],
+        count: &[u64],
+    ) -> Result<Option<(Vec<u8>, u32)>> {
+        let (pipeline, path, scaled) = {
+            let st = self.shared.state.read();
+            let StorageState::Chunked(c) = &st.storage else {
+                return Ok(None);
+            };
+            let Some(p) = &c.pipeline else {
+                return Ok(None);
+            };
+            match whole_chunk_at(c, le, start, count) {
+                Some(scaled) if st.dtype.stored_le() && !c.skips_filters(&scaled) => {
+                    (p.clone(), st.path.clone(), scaled)
+                }
+                _ => return Ok(None),
+            }
+        };
+        pipeline
+            .encode(le.to_vec())
+            .map(Some)
+            .map_err(|source| Error::Filter {
+                dataset: path,
+                chunk: scaled.to_vec(),
+                source,
+            })
+    }
+
     fn write_selection_raw(&self, h: &Hyperslab, mut data: Vec<u8>) -> Result<()> {
         let f = &self.file.inner.store;
         f.check_writable()?;
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.write();
         let elem = st.dtype.size;
         if h.len().checked_mul(elem as u64) != Some(data.len() as u64) {
             return Err(Error::arg(
@@ -700,9 +700,9 @@ impl Dataset {
             // The append path: no dimension shrinks, so no chunk is dropped or cut and the
             // index learns of the new extent from the chunks written into it. The dims change
             // in memory; the dataspace message is written at the next flush.
-            let mut st = self.shared.state.lock();
+            let mut st = self.shared.write();
             if let StorageState::Chunked(c) = &mut st.storage {
-                let mut g = self.shared.dims.lock();
+                let mut g = self.shared.dims.write();
                 let (cur, max) = &mut *g;
                 let grows = dims.len() == max.len()
                     && dims.len() == cur.len()
@@ -722,7 +722,7 @@ impl Dataset {
             }
         }
         let old = {
-            let g = self.shared.dims.lock();
+            let g = self.shared.dims.read();
             let (cur, max) = (&g.0, &g.1);
             if dims.len() != max.len()
                 || dims.iter().zip(max).any(|(&d, m)| m.is_some_and(|m| d > m))
@@ -736,7 +736,7 @@ impl Dataset {
             let shrinks = dims.iter().zip(cur).any(|(n, o)| n < o);
             shrinks.then(|| cur.clone())
         };
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.write();
         let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported(
@@ -760,7 +760,7 @@ impl Dataset {
                     .any(|((&s, &cd), &d)| s.checked_mul(cd).is_none_or(|start| start >= d));
                 if outside {
                     c.index.remove(f, &scaled)?;
-                    c.cache.remove(&scaled);
+                    c.cache.get_mut().remove(&scaled);
                     if let Some(a) = rec.addr {
                         let len = if c.pipeline.is_some() {
                             rec.size
@@ -782,7 +782,7 @@ impl Dataset {
                     let fill = c.fill.clone();
                     let buf = c.cached(f, path, &scaled, false)?;
                     reset_outside(buf, &scaled, &chunk, dims, &fill, elem);
-                    if let Some(e) = c.cache.get_mut(&scaled) {
+                    if let Some(e) = c.cache.get_mut().get_mut(&scaled) {
                         e.dirty = true;
                     }
                 }
@@ -793,7 +793,7 @@ impl Dataset {
         }
         c.set_grown_dims(dims);
         drop(st);
-        let mut g = self.shared.dims.lock();
+        let mut g = self.shared.dims.write();
         g.0.clear();
         g.0.extend_from_slice(dims);
         Ok(())
@@ -804,7 +804,7 @@ impl Dataset {
     pub fn append<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
         let (dims, k): (SmallVec<[u64; 4]>, usize) = {
-            let g = self.shared.dims.lock();
+            let g = self.shared.dims.read();
             let k =
                 g.1.iter()
                     .position(Option::is_none)
@@ -848,7 +848,7 @@ impl Dataset {
     /// Allocate every chunk of the current extent now (early allocation), writing fill values.
     fn allocate_all(&self) -> Result<()> {
         let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.write();
         let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Ok(());
@@ -897,7 +897,7 @@ impl Dataset {
     /// first so that they are listed).
     pub fn chunks(&self) -> Result<Vec<ChunkInfo>> {
         let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.write();
         let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Ok(Vec::new());
@@ -950,8 +950,8 @@ impl Dataset {
     ) -> Result<()> {
         let f = &self.file.inner.store;
         f.check_writable()?;
-        let mut st = self.shared.state.lock();
-        let dims = self.shared.dims.lock().0.clone();
+        let mut st = self.shared.write();
+        let dims = self.shared.dims.read().0.clone();
         let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported(
@@ -971,7 +971,7 @@ impl Dataset {
             ));
         }
         // A cached or fresh copy would overwrite what is written here.
-        c.cache.remove(&scaled);
+        c.cache.get_mut().remove(&scaled);
         if c.fresh.position(&scaled).is_some() {
             c.flush_fresh(f, path)?;
         }
@@ -1012,8 +1012,8 @@ impl Dataset {
     /// `None` if the chunk is not allocated. Cached changes are written first.
     pub fn read_direct_chunk(&self, offset: &[u64]) -> Result<Option<(Vec<u8>, u32)>> {
         let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
-        let dims = self.shared.dims.lock().0.clone();
+        let mut st = self.shared.write();
+        let dims = self.shared.dims.read().0.clone();
         let DatasetState { path, storage, .. } = &mut *st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported(
@@ -1021,7 +1021,7 @@ impl Dataset {
             ));
         };
         let scaled = grid_position(offset, &c.shape.chunk, &dims)?;
-        if let Some(e) = c.cache.get_mut(&scaled)
+        if let Some(e) = c.cache.get_mut().get_mut(&scaled)
             && e.dirty
         {
             e.dirty = false;
@@ -1072,12 +1072,36 @@ impl Dataset {
     /// Bytes of index metadata in the file.
     pub fn index_metadata_bytes(&self) -> Result<u64> {
         let f = &self.file.inner.store;
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.write();
         match &mut st.storage {
             StorageState::Chunked(c) => c.index.metadata_bytes(f),
             _ => Ok(0),
         }
     }
+}
+
+/// The chunk `le` is, whole, when `start`/`count` select exactly one chunk of the grid inside
+/// the extent and `le` is that chunk's size.
+fn whole_chunk_at(
+    c: &Chunked,
+    le: &[u8],
+    start: &[u64],
+    count: &[u64],
+) -> Option<SmallVec<[u64; 4]>> {
+    if le.len() as u64 != c.shape.chunk_bytes
+        || count.iter().ne(c.shape.chunk.iter())
+        || start.len() != count.len()
+    {
+        return None;
+    }
+    let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
+    for ((&s, &n), &d) in start.iter().zip(count).zip(&c.shape.dims) {
+        match (s.checked_rem(n), s.checked_div(n), s.checked_add(n)) {
+            (Some(0), Some(q), Some(end)) if end <= d => scaled.push(q),
+            _ => return None,
+        }
+    }
+    Some(scaled)
 }
 
 /// The scaled coordinates of the chunk whose first element is at `offset`.

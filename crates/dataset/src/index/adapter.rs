@@ -43,13 +43,14 @@ impl Shape {
 }
 
 /// A chunk index of one dataset.
-pub(crate) trait ChunkIndex: Send + fmt::Debug {
+pub(crate) trait ChunkIndex: Send + Sync + fmt::Debug {
     /// Its kind.
     fn kind(&self) -> IndexKind;
     /// What the layout message stores: the index type with its parameters, and its address.
     fn layout(&self) -> (LayoutIndex, Option<Addr>);
     /// The record of the chunk at `scaled`, if allocated.
-    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
+    /// Shared: lookups of one dataset run side by side.
+    fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>>;
     /// Record (insert or replace) the chunk at `scaled`. With `proxy`, the index block that
     /// holds the record waits for that chunk proxy: it is not written before the chunk.
     fn insert(
@@ -152,7 +153,7 @@ impl ChunkIndex for Single {
             self.record.and_then(|r| r.addr),
         )
     }
-    fn get(&mut self, _f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&self, _f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         only_chunk(scaled)?;
         Ok(self.record)
     }
@@ -224,7 +225,7 @@ impl ChunkIndex for Implicit {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::Implicit, self.address)
     }
-    fn get(&mut self, _f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&self, _f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let (Some(base), Some(i)) = (self.address, self.linear.index(scaled)) else {
             return Ok(None);
         };
@@ -298,7 +299,7 @@ impl ChunkIndex for Implicit {
 /// The slot arrays of the array-like indexes: a chunk's record is slot `i`, `i` being its
 /// linear index (`LinearIndex`: row-major over the maximum grid, the unlimited dimension
 /// swizzled to the front). [`Linear`] turns one into a chunk index.
-pub(crate) trait Slots: Send + fmt::Debug {
+pub(crate) trait Slots: Send + Sync + fmt::Debug {
     /// The index kind.
     const KIND: IndexKind;
     /// The layout message's form of the index and its address.
@@ -397,7 +398,7 @@ impl<S: Slots> ChunkIndex for Linear<S> {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         self.slots.layout()
     }
-    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let r = self.slots.slot(f, self.index(scaled)?)?;
         Ok(r.addr.is_some().then_some(r))
     }
@@ -890,7 +891,7 @@ impl ChunkIndex for BTree1 {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::BTreeV1, Some(self.root))
     }
-    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+    fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self.tree(f)?.get(&self.offsets(scaled)?).map_err(bt1_err)?;
         c.map(|c| self.record(&c)).transpose()
     }
@@ -1034,8 +1035,18 @@ impl ChunkIndex for BTree2 {
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
         (LayoutIndex::BTreeV2(self.params), Some(self.header))
     }
-    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        Ok(self.with_tree(f, |t| t.find(scaled))?.map(|e| e.record))
+    fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        // A handle of its own on a copy of what the adapter knows (a few words and two
+        // `Arc`s): lookups share the adapter; what they learn is not kept.
+        let tree = h5chunk_btree2::BTree2::resume(
+            &f.cache,
+            f.sizes,
+            self.header,
+            self.class,
+            self.state.clone(),
+        )
+        .map_err(bt2_err)?;
+        Ok(tree.find(scaled).map_err(bt2_err)?.map(|e| e.record))
     }
     fn insert(
         &mut self,
@@ -1116,8 +1127,8 @@ impl ChunkIndex for Lazy {
             None => (self.index, None),
         }
     }
-    fn get(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        match &mut self.inner {
+    fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
+        match &self.inner {
             Some(i) => i.get(f, scaled),
             None => Ok(None),
         }

@@ -1,0 +1,484 @@
+//! The read path: no lock held across storage I/O or a filter.
+//!
+//! A read takes the dataset's state shared, long enough to copy what the chunk cache and the
+//! fresh chunks hold and to look up, in the index, where every other selected chunk is
+//! stored. It then lets go, reads those chunks (straight into the caller's buffer when a
+//! chunk lands there whole and unfiltered) and decodes them, on the file's filter pool when
+//! there are several. Readers of one dataset therefore run side by side, and a writer waits
+//! for lookups only, never for a reader's I/O.
+//!
+//! What makes this safe is the store's [epoch](crate::store::Store::epoch): it moves before
+//! any raw-data byte of the file can change (a write, or a free whose space a later write may
+//! reuse). A read whose epoch did not move between its lookups and the end of its I/O read
+//! exactly the chunks its lookups found; otherwise it is done again holding the state alone,
+//! as every read was before. Chunks loaded without the lock go into the chunk cache only if
+//! no writer took the state in between (the dataset's version) and they evict no dirty chunk.
+
+use std::borrow::Cow;
+
+use h5chunk_format::Addr;
+use h5chunk_format::chunk_record::ChunkRecord;
+use smallvec::SmallVec;
+
+use super::chunked::Chunked;
+use super::{
+    Dataset, DatasetState, StorageState, copy_from_contiguous, copy_out, copy_runs, short_chunk,
+    short_storage,
+};
+use crate::chunk_cache::Coords;
+use crate::error::{Error, Result};
+use crate::filters::Pipeline;
+use crate::select::Hyperslab;
+use crate::store::Store;
+
+/// Chunks decoded together on the pool: enough to keep every thread busy, few enough that a
+/// read of a huge selection holds only a handful of decoded chunks beside its output.
+const DECODE_WINDOW_PER_THREAD: usize = 2;
+
+/// A chunk a read fetches from the file, as its index records it.
+#[derive(Debug)]
+struct Fetch {
+    scaled: Coords,
+    addr: Addr,
+    /// Bytes stored: the record's size when the pipeline decodes the chunk, else the chunk's.
+    stored: u64,
+    mask: u32,
+    /// Whether the pipeline decodes it (a filtered dataset's partial edge chunk may skip it).
+    decode: bool,
+    /// The chunk is selected whole and lands, unfiltered, as one run of the output starting
+    /// at this byte: read straight there.
+    direct: Option<usize>,
+}
+
+/// What a read learned under the shared lock.
+struct Plan {
+    fetches: Vec<Fetch>,
+    pipeline: Option<Pipeline>,
+    chunk: Vec<u64>,
+    chunk_bytes: usize,
+    elem: usize,
+    path: String,
+    header: Addr,
+    epoch: u64,
+    version: u64,
+}
+
+/// The byte offset in the output where the chunk at `scaled` lands whole as one run, if it
+/// does (every element selected, in the chunk's own order, contiguous in the output).
+fn whole_run(h: &Hyperslab, chunk: &[u64], scaled: &[u64], elem: usize) -> Option<usize> {
+    let elems: u64 = chunk.iter().product();
+    // (first output element, next chunk element, next output element)
+    let mut run: Option<(u64, u64, u64)> = None;
+    let mut contiguous = true;
+    h.runs(chunk, scaled, |r| {
+        if !contiguous {
+            return;
+        }
+        let step_ok = r.len <= 1 || r.chunk_step == 1;
+        run = match run {
+            None if step_ok && r.chunk == 0 => {
+                Some((r.memory, r.len, r.memory.saturating_add(r.len)))
+            }
+            Some((first, c, m)) if step_ok && r.chunk == c && r.memory == m => {
+                Some((first, c.saturating_add(r.len), m.saturating_add(r.len)))
+            }
+            _ => {
+                contiguous = false;
+                None
+            }
+        };
+    });
+    match run {
+        Some((first, n, _)) if contiguous && n == elems => {
+            usize::try_from(first).ok()?.checked_mul(elem)
+        }
+        _ => None,
+    }
+}
+
+/// Read (and decode) one fetched chunk: its unfiltered bytes.
+fn load(f: &Store, pipeline: Option<&Pipeline>, x: &Fetch, plan: &Plan) -> Result<Vec<u8>> {
+    let stored = f.read(x.addr, x.stored)?;
+    match pipeline {
+        Some(p) if x.decode => p
+            .decode(stored, x.mask, plan.chunk_bytes)
+            .map_err(|source| Error::Filter {
+                dataset: plan.path.clone(),
+                chunk: x.scaled.to_vec(),
+                source,
+            }),
+        _ => Ok(stored),
+    }
+}
+
+impl Chunked {
+    /// The record of the chunk at `scaled` as a fetch, or `None` when it is not stored (fill).
+    fn fetch(&self, f: &Store, scaled: &[u64]) -> Result<Option<Fetch>> {
+        let Some(ChunkRecord {
+            addr: Some(addr),
+            size,
+            mask,
+        }) = self.recorded(f, scaled)?
+        else {
+            return Ok(None);
+        };
+        let decode = self.pipeline.is_some() && !self.skips_filters(scaled);
+        Ok(Some(Fetch {
+            scaled: Coords::from_slice(scaled),
+            addr,
+            stored: if decode { size } else { self.shape.chunk_bytes },
+            mask,
+            decode,
+            direct: None,
+        }))
+    }
+}
+
+impl Dataset {
+    /// Fill `out` (exactly the selection's bytes, in the file's byte order) from `h`.
+    pub(super) fn read_selection_into(&self, h: &Hyperslab, out: &mut [u8]) -> Result<()> {
+        let f = &self.file.inner.store;
+        let plan = {
+            let st = self.shared.state.read();
+            let (epoch, version) = (f.epoch(), self.shared.version());
+            let elem = st.dtype.size;
+            let StorageState::Chunked(c) = &st.storage else {
+                return read_unchunked(&st, &self.shared.dims.read().0, h, out, f);
+            };
+            if !c.fresh.shared_ready() {
+                // Fresh chunks not mapped yet: mapping them changes the state.
+                drop(st);
+                return self.read_selection_exclusive(h, out);
+            }
+            let chunk = c.shape.chunk.clone();
+            let chunk_bytes = usize::try_from(c.shape.chunk_bytes)
+                .map_err(|_| Error::Unsupported("chunks larger than memory"))?;
+            let mut fetches = Vec::new();
+            let mut fill: Option<Vec<u8>> = None;
+            let (path, header) = (&st.path, st.header);
+            h.try_for_each_chunk(&chunk, |scaled| {
+                let copied = {
+                    let mut cache = c.cache.lock();
+                    cache
+                        .get_mut(scaled)
+                        .map(|e| copy_runs(h, &chunk, scaled, |r| copy_out(out, &e.data, r, elem)))
+                };
+                let fresh = c
+                    .fresh
+                    .position_shared(scaled)
+                    .and_then(|i| c.fresh.chunk(i));
+                let fits = match copied {
+                    Some(fits) => fits,
+                    None => match fresh {
+                        Some(data) => {
+                            copy_runs(h, &chunk, scaled, |r| copy_out(out, data, r, elem))
+                        }
+                        None => match c.fetch(f, scaled)? {
+                            Some(mut x) => {
+                                if !x.decode {
+                                    x.direct = whole_run(h, &chunk, scaled, elem);
+                                }
+                                fetches.push(x);
+                                true
+                            }
+                            None => {
+                                let data = fill
+                                    .get_or_insert_with(|| c.fill.repeat(c.chunk_elems() as usize));
+                                copy_runs(h, &chunk, scaled, |r| copy_out(out, data, r, elem))
+                            }
+                        },
+                    },
+                };
+                if fits {
+                    Ok(())
+                } else {
+                    Err(short_chunk(path, header, scaled))
+                }
+            })?;
+            Plan {
+                fetches,
+                pipeline: c.pipeline.clone(),
+                chunk,
+                chunk_bytes,
+                elem,
+                path: st.path.clone(),
+                header: st.header,
+                epoch,
+                version,
+            }
+        };
+        if plan.fetches.is_empty() {
+            return Ok(());
+        }
+        let loaded = self.run_fetches(f, &plan, h, out);
+        if f.epoch() != plan.epoch {
+            // A write or free ran meanwhile: what was read may not be what the lookups found
+            // (a failure to decode it included).
+            return self.read_selection_exclusive(h, out);
+        }
+        self.keep_loaded(f, &plan, loaded?);
+        Ok(())
+    }
+
+    /// Read the planned chunks into `out`, decoding on the pool; the chunks loaded whole that
+    /// the chunk cache may keep (at most one window of them).
+    fn run_fetches(
+        &self,
+        f: &Store,
+        plan: &Plan,
+        h: &Hyperslab,
+        out: &mut [u8],
+    ) -> Result<Vec<(Coords, Vec<u8>)>> {
+        let (direct, other): (Vec<&Fetch>, Vec<&Fetch>) =
+            plan.fetches.iter().partition(|x| x.direct.is_some());
+        for x in direct {
+            let at = x.direct.unwrap_or(0);
+            let dst = at
+                .checked_add(plan.chunk_bytes)
+                .and_then(|end| out.get_mut(at..end))
+                .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))?;
+            f.read_into(x.addr, dst)?;
+        }
+        let pool = f
+            .pool()
+            .filter(|_| other.iter().filter(|x| x.decode).count() > 1);
+        let window = pool.map_or(1, |p| {
+            p.current_num_threads()
+                .saturating_mul(DECODE_WINDOW_PER_THREAD)
+                .max(1)
+        });
+        let mut kept = Vec::new();
+        for group in other.chunks(window) {
+            let data: Vec<Result<Vec<u8>>> = match pool {
+                Some(p) => p.install(|| {
+                    use rayon::prelude::*;
+                    group
+                        .par_iter()
+                        .map(|x| load(f, plan.pipeline.as_ref(), x, plan))
+                        .collect()
+                }),
+                None => group
+                    .iter()
+                    .map(|x| load(f, plan.pipeline.as_ref(), x, plan))
+                    .collect(),
+            };
+            kept.clear();
+            for (x, data) in group.iter().zip(data) {
+                let data = data?;
+                if !copy_runs(h, &plan.chunk, &x.scaled, |r| {
+                    copy_out(out, &data, r, plan.elem)
+                }) {
+                    return Err(short_chunk(&plan.path, plan.header, &x.scaled));
+                }
+                kept.push((x.scaled.clone(), data));
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Offer chunks a read loaded to the chunk cache, if nothing changed the dataset since the
+    /// read looked them up.
+    fn keep_loaded(&self, f: &Store, plan: &Plan, loaded: Vec<(Coords, Vec<u8>)>) {
+        if loaded.is_empty() {
+            return;
+        }
+        let st = self.shared.state.read();
+        if self.shared.version() != plan.version || f.epoch() != plan.epoch {
+            return;
+        }
+        if let StorageState::Chunked(c) = &st.storage {
+            let mut cache = c.cache.lock();
+            for (scaled, data) in loaded {
+                cache.insert_clean(&scaled, data);
+            }
+        }
+    }
+
+    /// The read as it is done when a writer raced it: holding the state alone throughout.
+    pub(super) fn read_selection_exclusive(&self, h: &Hyperslab, out: &mut [u8]) -> Result<()> {
+        let f = &self.file.inner.store;
+        let mut st = self.shared.write();
+        let elem = st.dtype.size;
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut *st;
+        let StorageState::Chunked(c) = storage else {
+            drop(st);
+            let st = self.shared.state.read();
+            return read_unchunked(&st, &self.shared.dims.read().0, h, out, f);
+        };
+        let chunk = c.shape.chunk.clone();
+        h.try_for_each_chunk(&chunk, |scaled| {
+            let data = c.read_view(f, path, scaled)?;
+            if !copy_runs(h, &chunk, scaled, |r| copy_out(out, data, r, elem)) {
+                return Err(short_chunk(path, *header, scaled));
+            }
+            Ok(())
+        })
+    }
+
+    /// The lookup path: a selection of one element of a chunked dataset is one copy out of
+    /// its chunk (cached, fresh, or read) into `one` (the element's bytes in the file's
+    /// order), with no selection built or walked. `false` (nothing read) when the dataset is
+    /// not chunked, `start` is not a place inside it, or `one` is not an element long (the
+    /// general path says why).
+    pub(super) fn read_element(&self, start: &[u64], one: &mut [u8]) -> Result<bool> {
+        let f = &self.file.inner.store;
+        let st = self.shared.state.read();
+        let epoch = f.epoch();
+        let version = self.shared.version();
+        let elem = st.dtype.size;
+        let StorageState::Chunked(c) = &st.storage else {
+            return Ok(false);
+        };
+        let rank = c.shape.chunk.len();
+        if start.len() != rank || one.len() != elem {
+            return Ok(false);
+        }
+        if !c.fresh.shared_ready() {
+            drop(st);
+            let h = Hyperslab::new(start, &vec![1; rank], None, &self.shape())?;
+            self.read_selection_exclusive(&h, one)?;
+            return Ok(true);
+        }
+        let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
+        // The element's position in its chunk, in elements, C order.
+        let mut at = 0u64;
+        for ((&s, &k), &d) in start.iter().zip(&c.shape.chunk).zip(&c.shape.dims) {
+            let (Some(q), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
+                return Ok(false);
+            };
+            if s >= d {
+                return Ok(false);
+            }
+            scaled.push(q);
+            at = match at.checked_mul(k).and_then(|a| a.checked_add(r)) {
+                Some(a) => a,
+                None => return Ok(false),
+            };
+        }
+        let short = || short_chunk(&st.path, st.header, &scaled);
+        let in_chunk = usize::try_from(at)
+            .ok()
+            .and_then(|a| a.checked_mul(elem))
+            .ok_or_else(short)?;
+        let pick = |data: &[u8], one: &mut [u8]| -> Result<()> {
+            let bytes = in_chunk
+                .checked_add(elem)
+                .and_then(|end| data.get(in_chunk..end))
+                .ok_or_else(short)?;
+            one.copy_from_slice(bytes);
+            Ok(())
+        };
+        let repeat = {
+            let mut cache = c.cache.lock();
+            if let Some(e) = cache.get_mut(&scaled) {
+                pick(&e.data, one)?;
+                return Ok(true);
+            }
+            cache.repeat_miss(&scaled)
+        };
+        if let Some(data) = c
+            .fresh
+            .position_shared(&scaled)
+            .and_then(|i| c.fresh.chunk(i))
+        {
+            pick(data, one)?;
+            return Ok(true);
+        }
+        let Some(x) = c.fetch(f, &scaled)? else {
+            if c.fill.len() != elem {
+                return Err(short());
+            }
+            one.copy_from_slice(&c.fill);
+            return Ok(true);
+        };
+        // An unfiltered chunk not cached: read the element alone (a random lookup will not
+        // see the chunk again), unless the chunk is small enough that its page serves it, or
+        // the previous lookup missed the same chunk (the reader walks it: load it whole).
+        let element_alone =
+            !x.decode && (c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64 || !repeat);
+        let plan = Plan {
+            fetches: Vec::new(),
+            pipeline: if x.decode { c.pipeline.clone() } else { None },
+            chunk: Vec::new(),
+            chunk_bytes: usize::try_from(c.shape.chunk_bytes)
+                .map_err(|_| Error::Unsupported("chunks larger than memory"))?,
+            elem,
+            path: st.path.clone(),
+            header: st.header,
+            epoch,
+            version,
+        };
+        drop(st);
+        let loaded = if element_alone {
+            (in_chunk as u64)
+                .checked_add(x.addr.get())
+                .filter(|_| {
+                    in_chunk
+                        .checked_add(elem)
+                        .is_some_and(|e| e <= plan.chunk_bytes)
+                })
+                .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))
+                .and_then(|addr| f.read_into(Addr(addr), one))
+                .map(|()| None)
+        } else {
+            load(f, plan.pipeline.as_ref(), &x, &plan).and_then(|data| {
+                let bytes = in_chunk
+                    .checked_add(elem)
+                    .and_then(|end| data.get(in_chunk..end))
+                    .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))?;
+                one.copy_from_slice(bytes);
+                Ok(Some(data))
+            })
+        };
+        if f.epoch() != epoch {
+            // Raced by a write or free: what was read (or failed to decode) may not be the
+            // chunk the lookup found.
+            let h = Hyperslab::new(start, &vec![1; start.len()], None, &self.shape())?;
+            self.read_selection_exclusive(&h, one)?;
+            return Ok(true);
+        }
+        if let Some(data) = loaded? {
+            self.keep_loaded(f, &plan, vec![(x.scaled, data)]);
+        }
+        Ok(true)
+    }
+}
+
+/// A contiguous or compact dataset's selection (read under the shared lock: there is no
+/// chunk cache to fill and no index to ask).
+fn read_unchunked(
+    st: &DatasetState,
+    dims: &[u64],
+    h: &Hyperslab,
+    out: &mut [u8],
+    f: &Store,
+) -> Result<()> {
+    let elem = st.dtype.size;
+    let (path, header) = (&st.path, st.header);
+    let whole: Cow<'_, [u8]> = match &st.storage {
+        StorageState::Chunked(_) => return Err(Error::Internal("a chunked dataset read whole")),
+        StorageState::Contiguous { addr, size, fill } => match addr {
+            Some(a) => Cow::Owned(f.read(*a, *size)?),
+            // Never written: every selected element is the fill value (the stored size,
+            // which a damaged file may make huge, sizes nothing).
+            None => {
+                if fill.len() == elem && elem > 0 {
+                    for e in out.chunks_exact_mut(elem) {
+                        e.copy_from_slice(fill);
+                    }
+                }
+                return Ok(());
+            }
+        },
+        StorageState::Compact { data } => Cow::Borrowed(data),
+    };
+    if !copy_from_contiguous(h, dims, &whole, out, elem) {
+        return Err(short_storage(path, header, whole.len()));
+    }
+    Ok(())
+}
