@@ -21,6 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use h5chunk_format::Addr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+
 use parking_lot::{ArcRwLockWriteGuard, Mutex, MutexGuard, RawRwLock, RwLock, RwLockReadGuard};
 
 use crate::alloc::Allocator;
@@ -151,7 +153,8 @@ struct Slot {
     protector: Option<std::thread::ThreadId>,
     /// The CLOCK reference bit: set by every access, cleared when the eviction hand passes.
     /// An entry is evicted when the hand finds it clear (accessed less recently than one sweep).
-    referenced: bool,
+    /// Atomic: a hit sets it holding the index lock shared.
+    referenced: AtomicBool,
 }
 
 /// I/O counted during one load.
@@ -242,6 +245,9 @@ struct Inner {
     /// Per-type statistics, a handful of types: a linear scan comparing the `&'static str`
     /// pointers first is cheaper than an ordered map on every access.
     stats: Vec<(&'static str, TypeStats)>,
+    /// Hits counted holding the index lock shared (see `get_shared`), per type; added to
+    /// `stats` when they are reported.
+    shared_hits: Vec<(&'static str, AtomicU64)>,
     trace: Option<Vec<TraceEvent>>,
     swmr_write: bool,
     break_flush_order: bool,
@@ -290,7 +296,7 @@ impl Inner {
 
     fn touch(&mut self, addr: Addr) {
         if let Some(slot) = self.entries.get_mut(&addr) {
-            slot.referenced = true;
+            slot.referenced.store(true, AtomicOrdering::Relaxed);
         }
     }
 
@@ -711,8 +717,7 @@ impl Inner {
             if slot.pinned || slot.protected {
                 continue;
             }
-            if slot.referenced {
-                slot.referenced = false;
+            if slot.referenced.swap(false, AtomicOrdering::Relaxed) {
                 continue;
             }
             let dirty = slot.dirty;
@@ -755,7 +760,8 @@ impl Inner {
 pub struct MetadataCache {
     storage: Arc<dyn Storage>,
     config: CacheConfig,
-    inner: Mutex<Inner>,
+    /// Shared by hits (see `get_shared`); alone for everything else.
+    inner: RwLock<Inner>,
     alloc: Mutex<Allocator>,
     /// The allocator's EOA, readable without its lock (see [`MetadataCache::eoa`]).
     eoa: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -767,7 +773,7 @@ pub struct MetadataCache {
 
 impl fmt::Debug for MetadataCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = self.inner.lock();
+        let inner = self.inner.write();
         f.debug_struct("MetadataCache")
             .field("storage", &self.storage)
             .field("entries", &inner.entries.len())
@@ -831,7 +837,7 @@ struct Unprotect<'c> {
 
 impl Drop for Unprotect<'_> {
     fn drop(&mut self) {
-        let mut inner = self.cache.inner.lock();
+        let mut inner = self.cache.inner.write();
         if let Some(slot) = inner.entries.get_mut(&self.addr) {
             slot.protected = false;
             slot.protector = None;
@@ -916,7 +922,7 @@ impl MetadataCache {
         Ok(MetadataCache {
             storage,
             config,
-            inner: Mutex::new(inner),
+            inner: RwLock::new(inner),
             eoa: alloc.shared_eoa(),
             alloc: Mutex::new(alloc),
             known_len: std::sync::atomic::AtomicU64::new(eoa),
@@ -960,7 +966,7 @@ impl MetadataCache {
     /// Enter or leave SWMR-write mode: only checksummed entries may then be written, and the
     /// allocator defers the reuse of freed space.
     pub fn set_swmr_write(&self, on: bool) {
-        self.inner.lock().swmr_write = on;
+        self.inner.write().swmr_write = on;
         self.alloc.lock().set_swmr_write(on);
     }
 
@@ -968,15 +974,38 @@ impl MetadataCache {
     /// cache, to prove that [`check_write_order`](crate::check_write_order) fires.
     #[cfg(feature = "testing")]
     pub fn testing_break_flush_order(&self, on: bool) {
-        self.inner.lock().break_flush_order = on;
+        self.inner.write().break_flush_order = on;
     }
 
     // ----- typed access -------------------------------------------------------------------
 
     /// The entry of type `T` at `addr`, loaded and verified if not resident.
     pub fn get<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> Result<EntryRef<T>> {
+        if let Some(value) = self.get_shared::<T>(addr)? {
+            return Ok(EntryRef { addr, value });
+        }
         let value = self.fetch::<T>(addr, ctx, |slot| not_own_protect(slot, addr))?;
         Ok(EntryRef { addr, value })
+    }
+
+    /// A hit, found holding the index lock shared: lookups on several threads do not wait
+    /// for each other. `None` on a miss (or before the first hit of type `T` is counted).
+    fn get_shared<T: CacheEntry>(&self, addr: Addr) -> Result<Option<Arc<RwLock<T>>>> {
+        let inner = self.inner.read();
+        let Some(slot) = inner.entries.get(&addr) else {
+            return Ok(None);
+        };
+        let Some((_, hits)) = (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
+        else {
+            return Ok(None);
+        };
+        let value = downcast::<T>(addr, slot)?;
+        not_own_protect(slot, addr)?;
+        if !slot.referenced.load(AtomicOrdering::Relaxed) {
+            slot.referenced.store(true, AtomicOrdering::Relaxed);
+        }
+        hits.fetch_add(1, AtomicOrdering::Relaxed);
+        Ok(Some(value))
     }
 
     /// [`get`](Self::get) with the decoding context made by `make_ctx` only if the entry must
@@ -989,6 +1018,9 @@ impl MetadataCache {
     where
         T::Context: Sized,
     {
+        if let Some(value) = self.get_shared::<T>(addr)? {
+            return Ok(EntryRef { addr, value });
+        }
         let value =
             self.fetch_with::<T, T::Context>(addr, make_ctx, |slot| not_own_protect(slot, addr))?;
         Ok(EntryRef { addr, value })
@@ -1037,13 +1069,16 @@ impl MetadataCache {
         on_resident: impl FnOnce(&mut Slot) -> Result<()>,
     ) -> Result<Arc<RwLock<T>>> {
         let epoch = {
-            let mut inner = self.inner.lock();
+            let mut inner = self.inner.write();
             if let Some(slot) = inner.entries.get_mut(&addr) {
                 let value = downcast::<T>(addr, slot)?;
                 on_resident(slot)?;
                 // The CLOCK bit, on the slot just found (no second search).
-                slot.referenced = true;
+                slot.referenced.store(true, AtomicOrdering::Relaxed);
                 inner.count(T::TYPE_NAME, |st| st.hits = st.hits.saturating_add(1));
+                if !(inner.shared_hits.iter()).any(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME)) {
+                    inner.shared_hits.push((T::TYPE_NAME, AtomicU64::new(0)));
+                }
                 return Ok(value);
             }
             inner.epoch
@@ -1052,7 +1087,7 @@ impl MetadataCache {
         let owned_ctx = make_ctx();
         let ctx = owned_ctx.borrow();
         let (mut loaded, io) = self.load::<T>(addr, ctx);
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         Self::count_load(&mut inner, T::TYPE_NAME, &io, loaded.is_ok(), true);
         if !inner.entries.contains_key(&addr) && inner.epoch != epoch {
             // The cache wrote or removed something while we read: what we read may predate it
@@ -1082,7 +1117,7 @@ impl MetadataCache {
                     pinned: false,
                     protected: false,
                     protector: None,
-                    referenced: true,
+                    referenced: AtomicBool::new(true),
                 };
                 on_resident(&mut slot)?;
                 inner.entries.insert(addr, slot);
@@ -1217,7 +1252,7 @@ impl MetadataCache {
             addr,
             len: len as u64,
         })?;
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if let Some(slot) = inner.entries.get(&addr) {
             return Err(Error::AlreadyResident {
                 type_name: slot.type_name,
@@ -1235,7 +1270,7 @@ impl MetadataCache {
                 pinned: false,
                 protected: false,
                 protector: None,
-                referenced: true,
+                referenced: AtomicBool::new(true),
             },
         );
         inner.add_bytes(len);
@@ -1248,13 +1283,13 @@ impl MetadataCache {
 
     /// Mark the entry at `addr` dirty.
     pub fn mark_dirty(&self, addr: Addr) -> Result<()> {
-        self.inner.lock().set_dirty(addr)
+        self.inner.write().set_dirty(addr)
     }
 
     /// Change the length of the entry's space (the caller allocated the new space); marks it
     /// dirty. Allowed while the entry is protected.
     pub fn resize(&self, addr: Addr, new_len: usize) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let slot = inner.slot_mut(addr)?;
         let old = std::mem::replace(&mut slot.len, new_len);
         inner.bytes = inner.bytes.saturating_sub(old);
@@ -1266,7 +1301,7 @@ impl MetadataCache {
     /// Move the entry at `from` to `to` (space the caller allocated; the caller frees `from`).
     /// Its dependencies follow it, and it is dirty at its new address.
     pub fn move_entry(&self, from: Addr, to: Addr) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let slot = inner.slot(from)?;
         if slot.protected {
             return Err(Error::Protected {
@@ -1304,7 +1339,7 @@ impl MetadataCache {
     /// belonged to no longer references it; the caller frees its space). Not an error if it is
     /// not resident.
     pub fn remove(&self, addr: Addr) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if let Some(slot) = inner.entries.get(&addr)
             && slot.protected
         {
@@ -1322,7 +1357,7 @@ impl MetadataCache {
 
     /// Pin the entry: it stays in memory until unpinned.
     pub fn pin(&self, addr: Addr) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let slot = inner.slot_mut(addr)?;
         if slot.pinned {
             return Err(Error::Pinned {
@@ -1337,7 +1372,7 @@ impl MetadataCache {
 
     /// Unpin the entry.
     pub fn unpin(&self, addr: Addr) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let slot = inner.slot_mut(addr)?;
         if !slot.pinned {
             return Err(Error::NotPinned {
@@ -1353,7 +1388,7 @@ impl MetadataCache {
     /// Evict the entry at `addr` now, writing it first if dirty. An error if it is pinned,
     /// protected, or blocked by a dirty descendant.
     pub fn evict(&self, addr: Addr) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let slot = inner.slot(addr)?;
         let (type_name, pinned, protected, dirty) =
             (slot.type_name, slot.pinned, slot.protected, slot.dirty);
@@ -1378,7 +1413,7 @@ impl MetadataCache {
     /// Evict every clean entry that may go (not pinned, protected or blocked), as a SWMR
     /// reader's refresh does. Returns how many were evicted.
     pub fn evict_clean(&self) -> usize {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let addrs: Vec<Addr> = inner
             .entries
             .iter()
@@ -1410,7 +1445,7 @@ impl MetadataCache {
         child: impl Into<Key>,
     ) -> Result<()> {
         let (parent, child) = (parent.into(), child.into());
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         for k in [parent, child] {
             if let Key::Proxy(p) = k
                 && !inner.proxies.contains_key(&p)
@@ -1444,7 +1479,7 @@ impl MetadataCache {
         child: impl Into<Key>,
     ) -> Result<()> {
         let (parent, child) = (parent.into(), child.into());
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let removed = inner
             .children
             .get_mut(&parent)
@@ -1467,12 +1502,12 @@ impl MetadataCache {
 
     /// The children of `key`.
     pub fn flush_children(&self, key: impl Into<Key>) -> Vec<Key> {
-        self.inner.lock().children_of(key.into())
+        self.inner.write().children_of(key.into())
     }
 
     /// The parents of `key`.
     pub fn flush_parents(&self, key: impl Into<Key>) -> Vec<Key> {
-        let inner = self.inner.lock();
+        let inner = self.inner.write();
         inner
             .parents
             .get(&key.into())
@@ -1482,7 +1517,7 @@ impl MetadataCache {
 
     /// A new chunk proxy, dirty until [`chunk_written`](Self::chunk_written).
     pub fn create_proxy(&self) -> ProxyId {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let id = ProxyId(inner.next_proxy);
         // One id per call: 2^64 proxies cannot be created, so this never actually wraps.
         inner.next_proxy = inner.next_proxy.wrapping_add(1);
@@ -1493,7 +1528,7 @@ impl MetadataCache {
 
     /// The proxy's chunk was modified again in the chunk cache.
     pub fn mark_proxy_dirty(&self, id: ProxyId) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let dirty = inner.proxies.get_mut(&id).ok_or(Error::UnknownProxy(id))?;
         *dirty = true;
         inner.record(TraceEvent::Dirtied(Key::Proxy(id)));
@@ -1502,7 +1537,7 @@ impl MetadataCache {
 
     /// The proxy's chunk has reached storage: parents that waited only for it may be written.
     pub fn chunk_written(&self, id: ProxyId) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let dirty = inner.proxies.get_mut(&id).ok_or(Error::UnknownProxy(id))?;
         *dirty = false;
         inner.record(TraceEvent::Cleaned(Key::Proxy(id)));
@@ -1511,7 +1546,7 @@ impl MetadataCache {
 
     /// Forget a proxy and its dependencies (its chunk left the chunk cache, or was deleted).
     pub fn remove_proxy(&self, id: ProxyId) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         inner.proxies.remove(&id).ok_or(Error::UnknownProxy(id))?;
         inner.drop_edges(Key::Proxy(id));
         inner.record(TraceEvent::Removed(Key::Proxy(id)));
@@ -1520,7 +1555,7 @@ impl MetadataCache {
 
     /// The proxies whose chunks are not written yet.
     pub fn dirty_proxies(&self) -> Vec<ProxyId> {
-        let inner = self.inner.lock();
+        let inner = self.inner.write();
         inner
             .proxies
             .iter()
@@ -1534,7 +1569,7 @@ impl MetadataCache {
     /// Write every dirty entry that can be written, children before parents. Entries waiting
     /// for a dirty proxy (or for a protected entry) stay dirty and are listed in the report.
     pub fn flush(&self) -> Result<FlushReport> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let report = inner.flush(&*self.storage)?;
         // Entries that were dirty or blocked may be evictable now.
         inner.make_space(&*self.storage, self.config.max_bytes, None)?;
@@ -1549,7 +1584,7 @@ impl MetadataCache {
             chunks
                 .flush_chunks(&dirty)
                 .map_err(|source| Error::ChunkFlush { source })?;
-            let mut inner = self.inner.lock();
+            let mut inner = self.inner.write();
             for id in dirty {
                 if let Some(d) = inner.proxies.get_mut(&id) {
                     *d = false;
@@ -1563,7 +1598,7 @@ impl MetadataCache {
     /// Write the entry at `addr` and its dirty descendants, children first. Returns whether the
     /// entry is now clean (false if a dirty proxy or protected entry blocks it).
     pub fn flush_entry(&self, addr: Addr) -> Result<bool> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let mut settled = BTreeMap::new();
         inner.settle(&*self.storage, Key::Entry(addr), &mut settled)
     }
@@ -1577,18 +1612,18 @@ impl MetadataCache {
 
     /// Whether an entry is cached at `addr`.
     pub fn is_resident(&self, addr: Addr) -> bool {
-        self.inner.lock().entries.contains_key(&addr)
+        self.inner.write().entries.contains_key(&addr)
     }
 
     /// Whether `key` (an entry or a proxy) is dirty.
     pub fn is_dirty(&self, key: impl Into<Key>) -> bool {
-        self.inner.lock().is_dirty(key.into())
+        self.inner.write().is_dirty(key.into())
     }
 
     /// Whether the entry at `addr` is pinned.
     pub fn is_pinned(&self, addr: Addr) -> bool {
         self.inner
-            .lock()
+            .write()
             .entries
             .get(&addr)
             .is_some_and(|s| s.pinned)
@@ -1597,35 +1632,48 @@ impl MetadataCache {
     /// Whether `key` has a dirty or protected descendant (so it can be neither written nor
     /// evicted).
     pub fn is_blocked(&self, key: impl Into<Key>) -> bool {
-        self.inner.lock().is_blocked(key.into())
+        self.inner.write().is_blocked(key.into())
     }
 
     /// The addresses of the resident entries, in address order.
     pub fn resident(&self) -> Vec<Addr> {
-        self.inner.lock().entries.keys().copied().collect()
+        self.inner.write().entries.keys().copied().collect()
     }
 
     /// The sum of the image lengths of the resident entries.
     pub fn resident_bytes(&self) -> usize {
-        self.inner.lock().bytes
+        self.inner.write().bytes
     }
 
     /// A snapshot of the per-type statistics.
     pub fn stats(&self) -> CacheStats {
+        let mut inner = self.inner.write();
+        let shared: Vec<(&'static str, u64)> = inner
+            .shared_hits
+            .iter()
+            .map(|(n, c)| (*n, c.swap(0, AtomicOrdering::Relaxed)))
+            .collect();
+        for (name, hits) in shared {
+            inner.count(name, |st| st.hits = st.hits.saturating_add(hits));
+        }
         CacheStats {
-            by_type: self.inner.lock().stats.iter().copied().collect(),
+            by_type: inner.stats.iter().copied().collect(),
         }
     }
 
     /// Zero the statistics.
     pub fn reset_stats(&self) {
-        self.inner.lock().stats.clear();
+        let mut inner = self.inner.write();
+        inner.stats.clear();
+        for (_, c) in &inner.shared_hits {
+            c.store(0, AtomicOrdering::Relaxed);
+        }
     }
 
     /// The events recorded since the last call (empty unless
     /// [`CacheConfig::record_trace`] is set).
     pub fn take_trace(&self) -> WriteTrace {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         WriteTrace {
             events: inner.trace.as_mut().map(std::mem::take).unwrap_or_default(),
         }

@@ -112,8 +112,8 @@ pub(crate) struct ChunkCache {
     /// Per dimension, the size up to which the keys need no re-packing (see `fit_dims`;
     /// empty until it first runs).
     room_dims: SmallVec<[u64; 4]>,
-    /// The chunk of the last single-element read that missed (see `repeat_miss`).
-    last_miss: Option<u128>,
+    /// A hash of the chunk of the last single-element read that missed (see `repeat_miss`).
+    last_miss: std::sync::atomic::AtomicU64,
 }
 
 impl ChunkCache {
@@ -129,7 +129,7 @@ impl ChunkCache {
             budget,
             misses_unpacked: 0,
             room_dims: SmallVec::new(),
-            last_miss: None,
+            last_miss: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -222,7 +222,7 @@ impl ChunkCache {
                 .collect::<Vec<_>>(),
         );
         self.map.clear();
-        self.last_miss = None;
+        self.last_miss.store(0, std::sync::atomic::Ordering::Relaxed);
         let mut lost = Vec::new();
         for (i, slot) in self.slab.iter_mut().enumerate() {
             if let Some(node) = slot {
@@ -346,12 +346,16 @@ impl ChunkCache {
     }
 
     /// A single-element read missed the chunk at `scaled`: whether the previous miss was of
-    /// the same chunk (a second element of it is wanted: worth loading it whole).
-    pub fn repeat_miss(&mut self, scaled: &[u64]) -> bool {
-        let key = self.packer.pack(scaled);
-        let again = key.is_some() && self.last_miss == key;
-        self.last_miss = key;
-        again
+    /// the same chunk (a second element of it is wanted: worth loading it whole). Shared:
+    /// readers note misses side by side (a hash of the key, so a rare false "again" only
+    /// loads a chunk whole).
+    pub fn repeat_miss(&self, scaled: &[u64]) -> bool {
+        let Some(key) = self.packer.pack(scaled) else {
+            return false;
+        };
+        // Never 0, which stands for "no miss yet".
+        let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29)) | 1;
+        self.last_miss.swap(h, std::sync::atomic::Ordering::Relaxed) == h
     }
 
     pub fn remove(&mut self, scaled: &[u64]) -> Option<Cached> {

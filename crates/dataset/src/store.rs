@@ -169,6 +169,15 @@ impl Store {
         self.read_checked(at, buf)
     }
 
+    /// [`read_into`](Self::read_into) past the page cache (a read no neighbour will follow).
+    pub fn read_uncached(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
+        self.check_read(at, buf.len() as u64)?;
+        if self.storage.read_at(at, buf).is_ok() {
+            return Ok(());
+        }
+        self.read_checked(at, buf)
+    }
+
     /// Refuse a read of `len` bytes at `at` past both the end of allocation and the file's end.
     fn check_read(&self, at: Addr, len: u64) -> Result<()> {
         let eoa = self.cache.eoa().get();

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{ChunkIndex as LayoutIndex, ChunkedFlags, ChunkedLayout};
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 
 use crate::chunk_cache::{Cached, ChunkCache, Coords};
 use crate::dataset::fresh::Fresh;
@@ -38,7 +38,7 @@ pub(crate) struct Chunked {
     /// One element of fill value, in the file's byte order.
     pub(crate) fill: Vec<u8>,
     /// Behind its own lock: readers holding the dataset's state shared still touch and fill it.
-    pub(crate) cache: Mutex<ChunkCache>,
+    pub(crate) cache: RwLock<ChunkCache>,
     pub(crate) alloc_early: bool,
     /// Chunks per dimension of the box outside which the index holds no chunk: the grid of
     /// the extent the dataset was opened with (zero for a new dataset), grown to cover every
@@ -157,7 +157,7 @@ impl Chunked {
     /// Most bytes fresh chunks hold before they are written: the chunk cache's budget, and at
     /// least 1 MiB (a dataset with no chunk cache still appends in batches).
     fn fresh_budget(&self) -> usize {
-        self.cache.lock().budget().max(1 << 20)
+        self.cache.read().budget().max(1 << 20)
     }
 
     /// Write the fresh chunks if one more would take them past their budget.

@@ -10,7 +10,7 @@ use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{
     DataLayout, Dataspace, DataspaceKind, DataspaceVersion, Extent, FillDefinition, Message,
 };
-use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
+use parking_lot::{RwLock, RwLockWriteGuard};
 
 use crate::chunk_cache::{ChunkCache, DEFAULT_BUDGET};
 use crate::error::{Error, Result};
@@ -287,7 +287,7 @@ impl Dataset {
                     shape,
                     pipeline,
                     fill: fill_bytes,
-                    cache: Mutex::new(ChunkCache::new(&grid, DEFAULT_BUDGET)),
+                    cache: RwLock::new(ChunkCache::new(&grid, DEFAULT_BUDGET)),
                     alloc_early: false,
                     // Chunks exist only inside the extent (libhdf5 removes those a shrink
                     // leaves outside).

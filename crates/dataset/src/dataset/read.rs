@@ -157,11 +157,14 @@ impl Dataset {
             let mut fill: Option<Vec<u8>> = None;
             let (path, header) = (&st.path, st.header);
             h.try_for_each_chunk(&chunk, |scaled| {
-                let copied = {
-                    let mut cache = c.cache.lock();
+                // Looked for shared; a hit then takes the cache alone to mark it recent.
+                let copied = if c.cache.read().contains(scaled) {
+                    let mut cache = c.cache.write();
                     cache
                         .get_mut(scaled)
                         .map(|e| copy_runs(h, &chunk, scaled, |r| copy_out(out, &e.data, r, elem)))
+                } else {
+                    None
                 };
                 let fresh = c
                     .fresh
@@ -287,7 +290,7 @@ impl Dataset {
             return;
         }
         if let StorageState::Chunked(c) = &st.storage {
-            let mut cache = c.cache.lock();
+            let mut cache = c.cache.write();
             for (scaled, data) in loaded {
                 cache.insert_clean(&scaled, data);
             }
@@ -374,12 +377,17 @@ impl Dataset {
             Ok(())
         };
         let repeat = {
-            let mut cache = c.cache.lock();
-            if let Some(e) = cache.get_mut(&scaled) {
-                pick(&e.data, one)?;
-                return Ok(true);
+            let cache = c.cache.read();
+            if cache.contains(&scaled) {
+                drop(cache);
+                if let Some(e) = c.cache.write().get_mut(&scaled) {
+                    pick(&e.data, one)?;
+                    return Ok(true);
+                }
+                false
+            } else {
+                cache.repeat_miss(&scaled)
             }
-            cache.repeat_miss(&scaled)
         };
         if let Some(data) = c
             .fresh
@@ -399,8 +407,8 @@ impl Dataset {
         // An unfiltered chunk not cached: read the element alone (a random lookup will not
         // see the chunk again), unless the chunk is small enough that its page serves it, or
         // the previous lookup missed the same chunk (the reader walks it: load it whole).
-        let element_alone =
-            !x.decode && (c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64 || !repeat);
+        let small = c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64;
+        let element_alone = !x.decode && (small || !repeat);
         let plan = Plan {
             fetches: Vec::new(),
             pipeline: if x.decode { c.pipeline.clone() } else { None },
@@ -423,7 +431,14 @@ impl Dataset {
                         .is_some_and(|e| e <= plan.chunk_bytes)
                 })
                 .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))
-                .and_then(|addr| f.read_into(Addr(addr), one))
+                .and_then(|addr| {
+                    if small {
+                        f.read_into(Addr(addr), one)
+                    } else {
+                        // One element of a larger chunk: its page would serve no neighbour.
+                        f.read_uncached(Addr(addr), one)
+                    }
+                })
                 .map(|()| None)
         } else {
             load(f, plan.pipeline.as_ref(), &x, &plan).and_then(|data| {
