@@ -995,7 +995,8 @@ impl MetadataCache {
         let Some(slot) = inner.entries.get(&addr) else {
             return Ok(None);
         };
-        let Some((_, hits)) = (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
+        let Some((_, hits)) =
+            (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
         else {
             return Ok(None);
         };

@@ -8,7 +8,6 @@ mod npy;
 mod progress;
 
 use std::io::{Read, Write};
-use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -500,24 +499,33 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// Bytes a slab of `cat` or `import` aims at: memory stays at a few slabs plus the caches,
+/// whatever the dataset's size.
+const SLAB_BYTES: usize = 16 << 20;
+
 fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
     let f = open(file)?;
     let d = in_file(file, f.dataset(path))?;
-    let values = in_file(file, d.read_raw())?;
-    let mut out = std::io::stdout().lock();
-    let written = (|| {
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    // Slab by slab: a dataset larger than memory streams through.
+    let written = (|| -> Result<(), Result<String, std::io::Error>> {
         if as_npy {
             let descr = type_text(&d).replace('>', "<");
-            out.write_all(&npy::encode_header(&descr, &d.shape()))?;
+            out.write_all(&npy::encode_header(&descr, &d.shape()))
+                .map_err(Err)?;
         }
-        out.write_all(&values)?;
-        out.flush()
+        for slab in d.slabs(SLAB_BYTES) {
+            let slab = slab.map_err(|e| Ok(format!("{}: {e}", file.display())))?;
+            out.write_all(&slab.bytes).map_err(Err)?;
+        }
+        out.flush().map_err(Err)
     })();
     match written {
         Ok(()) => Ok(Outcome::Ok),
+        Err(Ok(read_error)) => Err(read_error),
         // A closed pipe (`h5chunk cat ... | head -c 16`) is the reader's choice.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Ok),
-        Err(e) => Err(format!("writing to stdout: {e}")),
+        Err(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Ok),
+        Err(Err(e)) => Err(format!("writing to stdout: {e}")),
     }
 }
 
@@ -618,39 +626,55 @@ fn index_kind(i: IndexArg) -> IndexKind {
     }
 }
 
-/// The input's values as little-endian bytes, with the type and shape a `.npy` gives.
+/// The input, positioned at its first value, with the type and shape a `.npy` header gives
+/// and the values' length when it is known (a file) before they are read.
 struct Input {
-    values: Vec<u8>,
+    reader: Box<dyn Read>,
     npy: Option<(TypeDesc, Vec<u64>)>,
+    len: Option<u64>,
+    what: String,
 }
 
-fn read_input(path: Option<&Path>) -> CliResult<Input> {
-    let mut bytes = Vec::new();
-    match path {
+fn open_input(path: Option<&Path>) -> CliResult<Input> {
+    let (raw, len, what): (Box<dyn Read>, Option<u64>, String) = match path {
         Some(p) => {
-            bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let len = f.metadata().map(|m| m.len()).ok();
+            (Box::new(f), len, p.display().to_string())
         }
-        None => {
-            std::io::stdin()
-                .lock()
-                .read_to_end(&mut bytes)
-                .map_err(|e| format!("reading stdin: {e}"))?;
-        }
-    }
-    if !bytes.starts_with(npy::MAGIC) {
+        None => (Box::new(std::io::stdin()), None, "stdin".to_owned()),
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, raw);
+    let head = std::io::BufRead::fill_buf(&mut reader)
+        .map_err(|e| format!("{what}: {e}"))?
+        .get(..npy::MAGIC.len())
+        .map(<[u8]>::to_vec);
+    if head.as_deref() != Some(&npy::MAGIC[..]) {
         return Ok(Input {
-            values: bytes,
+            reader: Box::new(reader),
             npy: None,
+            len,
+            what,
         });
     }
-    let what = path.map_or("stdin".to_owned(), |p| p.display().to_string());
-    let n = npy::decode(&bytes).map_err(|e| format!("{what}: {e}"))?;
-    let dtype = TypeDesc::from_numpy(&n.descr).map_err(|e| format!("{what}: {e}"))?;
-    let mut values = n.data.to_vec();
-    dtype.to_from_le(&mut values);
+    let mut magic = [0u8; 6];
+    reader
+        .read_exact(&mut magic)
+        .map_err(|e| format!("{what}: {e}"))?;
+    let (descr, shape, header) =
+        npy::read_header(&mut reader).map_err(|e| format!("{what}: {e}"))?;
+    let dtype = TypeDesc::from_numpy(&descr).map_err(|e| format!("{what}: {e}"))?;
+    // What is left of a file after its header: the values.
+    let len = len.map(|total| {
+        total
+            .saturating_sub(magic.len() as u64)
+            .saturating_sub(header)
+    });
     Ok(Input {
-        values,
-        npy: Some((dtype, n.shape)),
+        reader: Box::new(reader),
+        npy: Some((dtype, shape)),
+        len,
+        what,
     })
 }
 
@@ -670,7 +694,7 @@ fn make_parents(f: &File, path: &str) -> CliResult<()> {
 }
 
 fn import(a: &ImportArgs) -> CliResult<Outcome> {
-    let input = read_input(a.input.as_deref())?;
+    let mut input = open_input(a.input.as_deref())?;
     let dtype = match (&a.dtype, &input.npy) {
         (Some(t), Some((n, _))) => {
             let t = parse_dtype(t)?;
@@ -711,15 +735,20 @@ fn import(a: &ImportArgs) -> CliResult<Outcome> {
     let expected = elems
         .checked_mul(dtype.size as u64)
         .ok_or("--shape: too many bytes")?;
-    if input.values.len() as u64 != expected {
-        return Err(format!(
-            "the input holds {} bytes; shape {} of {} needs {expected}",
-            input.values.len(),
+    let wrong_length = |held: u64| {
+        format!(
+            "the input holds {held} bytes; shape {} of {} needs {expected}",
             dims_text(shape.iter().map(|&d| Some(d))),
             dtype.numpy()
-        ));
+        )
+    };
+    if let Some(held) = input.len
+        && held != expected
+    {
+        return Err(wrong_length(held));
     }
-    let f = if a.file.exists() {
+    let existed = a.file.exists();
+    let f = if existed {
         if a.libver.is_some() {
             return Err(format!(
                 "{}: --libver applies to new files only, and this one exists",
@@ -778,8 +807,15 @@ fn import(a: &ImportArgs) -> CliResult<Outcome> {
     let d = b
         .create(&a.dataset)
         .map_err(|e| format!("{}: creating {}: {e}", a.file.display(), a.dataset))?;
-    if let Err(e) = write_values(&d, &shape, &chunks, &input.values) {
-        fail_now(&format!("{}: writing {}: {e}", a.file.display(), a.dataset));
+    if let Err(e) = write_values(&d, &shape, dtype, &mut input, expected) {
+        if !existed {
+            // Nothing of a new file is worth keeping.
+            let _ = std::fs::remove_file(&a.file);
+        }
+        fail_now(&match e {
+            WriteError::Input(held) => format!("{}: {}", input.what, wrong_length(held)),
+            WriteError::Other(e) => format!("{}: writing {}: {e}", a.file.display(), a.dataset),
+        });
     }
     drop(d);
     if let Err(e) = f.close() {
@@ -795,56 +831,87 @@ fn fail_now(message: &str) -> ! {
     std::process::exit(1)
 }
 
-/// Write `values` in slabs of whole chunk rows along the first dimension (about 64 MiB each),
-/// with a progress bar.
-fn write_values(d: &Dataset, shape: &[u64], chunks: &[u64], values: &[u8]) -> CliResult<()> {
-    /// The size a slab aims at.
-    const SLAB_BYTES: u64 = 64 << 20;
-    let Some((&rows, rest)) = shape.split_first() else {
-        return Ok(());
-    };
-    let Some(nz_rows) = NonZeroU64::new(rows) else {
-        return Ok(());
-    };
-    if values.is_empty() {
-        return Ok(());
+/// Why the values could not be written.
+enum WriteError {
+    /// The input held this many bytes, not the dataset's.
+    Input(u64),
+    Other(String),
+}
+
+/// Stream the input's values into `d` in slabs of whole chunk rows along the first dimension
+/// (memory: one slab, whatever the input's size), with a progress bar. `expected`: the
+/// values' bytes.
+fn write_values(
+    d: &Dataset,
+    shape: &[u64],
+    dtype: TypeDesc,
+    input: &mut Input,
+    expected: u64,
+) -> Result<(), WriteError> {
+    let other = |e: String| WriteError::Other(e);
+    if shape.is_empty() {
+        // A scalar: one element.
+        let mut v = Vec::new();
+        (&mut input.reader)
+            .take(expected.saturating_add(1))
+            .read_to_end(&mut v)
+            .map_err(|e| other(format!("{}: {e}", input.what)))?;
+        if v.len() as u64 != expected {
+            return Err(WriteError::Input(v.len() as u64));
+        }
+        if let Some((order, _)) = &input.npy {
+            order.to_from_le(&mut v);
+        }
+        return d.write_raw(&v).map_err(|e| other(e.to_string()));
     }
-    let row_bytes = values.len() as u64 / nz_rows;
-    let step_rows =
-        NonZeroU64::new(chunks.first().copied().unwrap_or(1)).unwrap_or(NonZeroU64::MIN);
-    let row_divisor = NonZeroU64::new(row_bytes).unwrap_or(NonZeroU64::MIN);
-    // Either at most `SLAB_BYTES` (the quotient times `step_rows`) or exactly `step_rows` (when
-    // one chunk row is larger), so the product never saturates.
-    let per_slab = (SLAB_BYTES / row_divisor / step_rows)
-        .max(1)
-        .saturating_mul(step_rows.get());
-    // `rows * row_bytes <= values.len()` and `start + count <= rows`, so the checked offsets
-    // below never fail; they only turn a broken invariant into an error instead of a panic.
-    let out_of_range = |start: u64| format!("rows from {start} lie outside the input values");
+    let mut w = d.row_writer(SLAB_BYTES).map_err(|e| other(e.to_string()))?;
+    let rows = shape.first().copied().unwrap_or(0);
     let mut bar = Progress::new("import");
-    let mut start = 0u64;
-    while start < rows {
-        // `start < rows`, so the subtraction is exact.
-        let count = per_slab.min(rows.saturating_sub(start));
-        let end = start
-            .checked_add(count)
-            .ok_or_else(|| out_of_range(start))?;
-        let byte_range = start
-            .checked_mul(row_bytes)
-            .zip(end.checked_mul(row_bytes))
-            .and_then(|(from, to)| Some(usize::try_from(from).ok()?..usize::try_from(to).ok()?));
-        let slab = byte_range
-            .and_then(|r| values.get(r))
-            .ok_or_else(|| out_of_range(start))?;
-        let mut s = vec![start];
-        s.extend(rest.iter().map(|_| 0));
-        let mut c = vec![count];
-        c.extend_from_slice(rest);
-        d.write_slice_raw(slab, &s, &c, None)
-            .map_err(|e| e.to_string())?;
-        start = end;
-        bar.set(start, rows);
+    let elem = dtype.size.max(1);
+    // Whole elements at a time, so byte order can be fixed per buffer.
+    let mut buf = vec![
+        0u8;
+        (1usize << 20)
+            .saturating_div(elem)
+            .max(1)
+            .saturating_mul(elem)
+    ];
+    let mut held = 0u64;
+    let mut pending = 0usize;
+    loop {
+        let n = match input
+            .reader
+            .read(buf.get_mut(pending..).unwrap_or_default())
+        {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(other(format!("{}: {e}", input.what))),
+        };
+        held = held.saturating_add(n as u64);
+        if held > expected {
+            return Err(WriteError::Input(held));
+        }
+        pending = pending.saturating_add(n);
+        let whole = pending.checked_div(elem).unwrap_or(0).saturating_mul(elem);
+        if let Some(ready) = buf.get_mut(..whole) {
+            // A `.npy` in big-endian order: to little-endian (raw input is little-endian).
+            if let Some((order, _)) = &input.npy {
+                order.to_from_le(ready);
+            }
+            w.write_all(ready).map_err(|e| other(e.to_string()))?;
+        }
+        buf.copy_within(whole..pending, 0);
+        pending = pending.saturating_sub(whole);
+        bar.set(w.rows_written(), rows);
+        if n == 0 {
+            break;
+        }
     }
+    if held != expected {
+        return Err(WriteError::Input(held));
+    }
+    w.finish().map_err(|e| other(e.to_string()))?;
+    bar.set(rows, rows);
     bar.finish();
     Ok(())
 }

@@ -20,7 +20,9 @@ pub struct Npy<'a> {
     pub descr: String,
     /// The array's shape.
     pub shape: Vec<u64>,
-    /// The values, in `descr`'s byte order, C order.
+    /// The values, in `descr`'s byte order, C order (the CLI streams them instead, after
+    /// [`read_header`]).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub data: &'a [u8],
 }
 
@@ -95,6 +97,47 @@ pub fn decode(bytes: &[u8]) -> Result<Npy<'_>, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| format!(".npy shape {shape_text:?}"))?;
     Ok(Npy { descr, shape, data })
+}
+
+/// The header of a `.npy` stream whose magic string was read already: numpy's type string
+/// and the shape; the reader is left at the first value. The header length is a `u16` or a
+/// `u32` of the file: at most 4 GiB are asked for, and only as they arrive (a short stream
+/// ends the read). The third value: the bytes read (after the magic string).
+pub fn read_header(r: &mut impl std::io::Read) -> Result<(String, Vec<u64>, u64), String> {
+    use std::io::Read as _;
+    let io = |e: std::io::Error| format!("reading the .npy header: {e}");
+    let mut version = [0u8; 2];
+    r.read_exact(&mut version).map_err(io)?;
+    let len = match version[0] {
+        1 => {
+            let mut b = [0u8; 2];
+            r.read_exact(&mut b).map_err(io)?;
+            u64::from(u16::from_le_bytes(b))
+        }
+        2 | 3 => {
+            let mut b = [0u8; 4];
+            r.read_exact(&mut b).map_err(io)?;
+            u64::from(u32::from_le_bytes(b))
+        }
+        major => return Err(format!(".npy version {major} is not supported")),
+    };
+    let mut header = Vec::new();
+    r.take(len).read_to_end(&mut header).map_err(io)?;
+    if header.len() as u64 != len {
+        return Err("truncated .npy header".into());
+    }
+    // The same parse as a whole file's, on the header alone.
+    let mut whole = Vec::with_capacity(header.len().saturating_add(12));
+    whole.extend_from_slice(MAGIC);
+    whole.extend_from_slice(&version);
+    match version[0] {
+        1 => whole.extend_from_slice(&(len as u16).to_le_bytes()),
+        _ => whole.extend_from_slice(&(len as u32).to_le_bytes()),
+    }
+    whole.extend_from_slice(&header);
+    let n = decode(&whole)?;
+    let read = (whole.len() as u64).saturating_sub(MAGIC.len() as u64);
+    Ok((n.descr, n.shape, read))
 }
 
 /// The value text of `'key': value` in a dict literal (a tuple value up to its `)`).

@@ -222,7 +222,8 @@ impl ChunkCache {
                 .collect::<Vec<_>>(),
         );
         self.map.clear();
-        self.last_miss.store(0, std::sync::atomic::Ordering::Relaxed);
+        self.last_miss
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         let mut lost = Vec::new();
         for (i, slot) in self.slab.iter_mut().enumerate() {
             if let Some(node) = slot {

@@ -84,7 +84,7 @@ pub mod types;
 pub use attr::Attr;
 pub use check::{CheckReport, Problem};
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
-pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec};
+pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs};
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
 pub use group::Group;

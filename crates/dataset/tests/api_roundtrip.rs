@@ -747,3 +747,54 @@ fn read_slice_into_matches_read_slice() {
         );
     }
 }
+
+/// A dataset written through a `RowWriter` in pieces of awkward sizes and read back slab by
+/// slab is the same values in the same order, and the slabs tile the dataset: whole rows,
+/// consecutive, each no larger than asked (whole chunk rows when they fit).
+#[test]
+fn row_writer_and_slabs_stream_a_dataset_in_order() {
+    use std::io::Write as _;
+    let path = tmp("api_streams.h5");
+    let f = File::create(&path).unwrap();
+    let (rows, cols) = (1000u64, 37u64);
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[rows, cols])
+        .chunk(&[16, 8])
+        .filter(FilterSpec::Deflate(1))
+        .create("data")
+        .unwrap();
+    let values: Vec<i32> = (0..(rows * cols) as i32).map(|i| i * 7 - 3).collect();
+    let bytes = le_i32(&values);
+    let mut w = d.row_writer(4096).unwrap();
+    for piece in bytes.chunks(1013) {
+        w.write_all(piece).unwrap();
+    }
+    w.finish().unwrap();
+    // Too few values: an error, not a silently short dataset.
+    let mut short = d.row_writer(4096).unwrap();
+    short.write_all(&bytes[..bytes.len() - 4]).unwrap();
+    assert!(short.finish().is_err());
+    drop(d);
+    f.close().unwrap();
+
+    let f = File::open(&path).unwrap();
+    let d = f.dataset("data").unwrap();
+    let mut next_row = 0;
+    let mut back = Vec::new();
+    for slab in d.slabs(10_000) {
+        let slab = slab.unwrap();
+        assert_eq!(slab.start, vec![next_row, 0]);
+        assert_eq!(slab.count[1], cols);
+        // 10,000 bytes hold 67 rows of 148 bytes: 4 chunk rows of 16 (the last fewer).
+        assert!(
+            slab.count[0] == 64 || next_row + slab.count[0] == rows,
+            "{slab:?}"
+        );
+        assert_eq!(slab.bytes.len() as u64, slab.count[0] * cols * 4);
+        next_row += slab.count[0];
+        back.extend_from_slice(&slab.bytes);
+    }
+    assert_eq!(next_row, rows);
+    assert_eq!(back, bytes);
+}

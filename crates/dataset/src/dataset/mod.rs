@@ -30,8 +30,10 @@ pub(crate) mod chunked;
 pub(crate) mod fresh;
 pub(crate) mod inspect;
 mod read;
+pub(crate) mod stream;
 
 pub use builder::{DatasetBuilder, FilterSpec};
+pub use stream::{RowWriter, Slab, Slabs};
 
 /// One allocated chunk, as `H5Dchunk_iter` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1261,6 +1263,7 @@ fn copy_from_contiguous(
     h: &Hyperslab,
     dims: &[u64],
     whole: &[u8],
+    base: u64,
     out: &mut [u8],
     elem: usize,
 ) -> bool {
@@ -1273,7 +1276,11 @@ fn copy_from_contiguous(
     }
     let chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
     let zero = vec![0u64; dims.len()];
-    copy_runs(h, &chunk, &zero, |r| copy_out(out, whole, r, elem))
+    // `whole` starts at element `base` of the storage.
+    copy_runs(h, &chunk, &zero, |mut r| {
+        r.chunk = r.chunk.checked_sub(base)?;
+        copy_out(out, whole, r, elem)
+    })
 }
 
 /// Reset the elements of chunk `scaled` that lie outside `dims` to `fill` (`elem` bytes).

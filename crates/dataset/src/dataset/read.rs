@@ -475,10 +475,24 @@ fn read_unchunked(
 ) -> Result<()> {
     let elem = st.dtype.size;
     let (path, header) = (&st.path, st.header);
-    let whole: Cow<'_, [u8]> = match &st.storage {
+    let (whole, base): (Cow<'_, [u8]>, u64) = match &st.storage {
         StorageState::Chunked(_) => return Err(Error::Internal("a chunked dataset read whole")),
         StorageState::Contiguous { addr, size, fill } => match addr {
-            Some(a) => Cow::Owned(f.read(*a, *size)?),
+            // Only the elements from the selection's first to its last are read: a slab of a
+            // huge dataset costs its own size.
+            Some(a) => {
+                let (lo, hi) = span(h, dims);
+                let (from, to) = (
+                    lo.saturating_mul(elem as u64),
+                    hi.saturating_mul(elem as u64),
+                );
+                let len = to.min(*size).saturating_sub(from);
+                let at = a
+                    .get()
+                    .checked_add(from)
+                    .ok_or_else(|| short_storage(path, header, 0))?;
+                (Cow::Owned(f.read(Addr(at), len)?), lo)
+            }
             // Never written: every selected element is the fill value (the stored size,
             // which a damaged file may make huge, sizes nothing).
             None => {
@@ -490,10 +504,35 @@ fn read_unchunked(
                 return Ok(());
             }
         },
-        StorageState::Compact { data } => Cow::Borrowed(data),
+        StorageState::Compact { data } => (Cow::Borrowed(data.as_slice()), 0),
     };
-    if !copy_from_contiguous(h, dims, &whole, out, elem) {
+    if !copy_from_contiguous(h, dims, &whole, base, out, elem) {
         return Err(short_storage(path, header, whole.len()));
     }
     Ok(())
+}
+
+/// The selection's first and one past its last element, as indices into the C-order
+/// elements of `dims` (`(0, 0)` for an empty selection).
+fn span(h: &Hyperslab, dims: &[u64]) -> (u64, u64) {
+    let chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    let zero = vec![0u64; dims.len()];
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    h.runs(&chunk, &zero, |r| {
+        if r.len == 0 {
+            return;
+        }
+        let last = r
+            .len
+            .saturating_sub(1)
+            .saturating_mul(r.chunk_step)
+            .saturating_add(r.chunk);
+        lo = lo.min(r.chunk);
+        hi = hi.max(last.saturating_add(1));
+    });
+    if dims.is_empty() {
+        // A scalar: its one element.
+        return (0, 1);
+    }
+    if lo > hi { (0, 0) } else { (lo, hi) }
 }
