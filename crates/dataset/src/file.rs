@@ -155,7 +155,15 @@ impl FileInner {
     /// What a flush writes, in order.
     fn write_all(&self) -> Result<()> {
         let s = &self.store;
-        let open: Vec<_> = self.open.lock().values().cloned().collect();
+        // In header order: the same changes make the same file, whatever the map's order.
+        let mut open: Vec<_> = self
+            .open
+            .lock()
+            .iter()
+            .map(|(a, o)| (*a, Arc::clone(o)))
+            .collect();
+        open.sort_by_key(|(a, _)| *a);
+        let open: Vec<_> = open.into_iter().map(|(_, o)| o).collect();
         for o in open {
             o.flush(s)?;
         }

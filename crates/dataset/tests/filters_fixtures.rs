@@ -195,10 +195,7 @@ fn libhdf5_reads_chunks_we_filter() {
                 .map(|&(fid, flags, cd)| Filter::new(PipelineVersion::V2, fid, flags, cd.to_vec()))
                 .collect(),
         };
-        let (stored, mask) = Pipeline::new(&message, 4)
-            .unwrap()
-            .encode(values.clone())
-            .unwrap();
+        let (stored, mask) = Pipeline::new(&message, 4).unwrap().encode(&values).unwrap();
         assert_eq!(mask, 0, "{name}");
         let addr = w.write_chunk(&stored);
         let index = ChunkIndex::Single(Some(FilteredChunk {

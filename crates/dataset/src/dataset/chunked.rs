@@ -261,7 +261,7 @@ impl Chunked {
         let encode = |&(scaled, data): &(&[u64], &[u8])| -> Result<Option<Encoded>> {
             match (&self.pipeline, self.skips_filters(scaled)) {
                 (Some(p), false) => {
-                    let out = p.encode(data.to_vec()).map_err(|source| Error::Filter {
+                    let out = p.encode(data).map_err(|source| Error::Filter {
                         dataset: path.to_owned(),
                         chunk: scaled.to_vec(),
                         source,

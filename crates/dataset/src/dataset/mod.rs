@@ -35,6 +35,10 @@ pub(crate) mod stream;
 pub use builder::{DatasetBuilder, FilterSpec};
 pub use stream::{RowWriter, Slab, Slabs};
 
+/// Whole unfiltered chunks at least this large are written from the caller's buffer straight
+/// to the file; smaller ones are batched (many appended chunks, one write).
+const DIRECT_WRITE_BYTES: u64 = 256 << 10;
+
 /// One allocated chunk, as `H5Dchunk_iter` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChunkInfo {
@@ -615,6 +619,15 @@ impl Dataset {
             c.write_encoded(f, &[(&scaled, std::borrow::Cow::Owned(bytes), mask)])?;
             return Ok(true);
         }
+        if c.pipeline.is_none()
+            && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES
+            && !c.cache.get_mut().contains(&scaled)
+            && c.fresh.position(&scaled).is_none()
+        {
+            // A large chunk goes from the caller's buffer to the file: no copy to batch.
+            c.write_encoded(f, &[(&scaled, std::borrow::Cow::Borrowed(le), 0)])?;
+            return Ok(true);
+        }
         if !c.write_whole(f, path, &scaled, le)? {
             return Err(short_chunk(path, *header, &scaled));
         }
@@ -646,7 +659,7 @@ impl Dataset {
             }
         };
         pipeline
-            .encode(le.to_vec())
+            .encode(le)
             .map(Some)
             .map_err(|source| Error::Filter {
                 dataset: path,

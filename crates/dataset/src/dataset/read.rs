@@ -178,9 +178,7 @@ impl Dataset {
                         }
                         None => match c.fetch(f, scaled)? {
                             Some(mut x) => {
-                                if !x.decode {
-                                    x.direct = whole_run(h, &chunk, scaled, elem);
-                                }
+                                x.direct = whole_run(h, &chunk, scaled, elem);
                                 fetches.push(x);
                                 true
                             }
@@ -234,13 +232,58 @@ impl Dataset {
     ) -> Result<Vec<(Coords, Vec<u8>)>> {
         let (direct, other): (Vec<&Fetch>, Vec<&Fetch>) =
             plan.fetches.iter().partition(|x| x.direct.is_some());
-        for x in direct {
+        let (mut decoded, read): (Vec<&Fetch>, Vec<&Fetch>) =
+            direct.into_iter().partition(|x| x.decode);
+        for x in read {
             let at = x.direct.unwrap_or(0);
             let dst = at
                 .checked_add(plan.chunk_bytes)
                 .and_then(|end| out.get_mut(at..end))
                 .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))?;
             f.read_into(x.addr, dst)?;
+        }
+        if !decoded.is_empty() {
+            // Filtered chunks that land whole decode straight into their place in `out`, on
+            // the pool: the places are disjoint, so `out` is split between them.
+            decoded.sort_by_key(|x| x.direct);
+            let mut targets: Vec<(&Fetch, &mut [u8])> = Vec::with_capacity(decoded.len());
+            let mut rest: &mut [u8] = out;
+            let mut base = 0usize;
+            for x in decoded {
+                let at = x.direct.unwrap_or(0);
+                let short = || short_chunk(&plan.path, plan.header, &x.scaled);
+                let (_, tail) = rest
+                    .split_at_mut_checked(at.checked_sub(base).ok_or_else(short)?)
+                    .ok_or_else(short)?;
+                let (dst, tail) = tail
+                    .split_at_mut_checked(plan.chunk_bytes)
+                    .ok_or_else(short)?;
+                targets.push((x, dst));
+                rest = tail;
+                base = at.saturating_add(plan.chunk_bytes);
+            }
+            let decode_into = |(x, dst): &mut (&Fetch, &mut [u8])| -> Result<()> {
+                let stored = f.read(x.addr, x.stored)?;
+                match &plan.pipeline {
+                    Some(p) => p.decode_into(stored, x.mask, dst),
+                    None => {
+                        dst.copy_from_slice(&stored);
+                        Ok(())
+                    }
+                }
+                .map_err(|source| Error::Filter {
+                    dataset: plan.path.clone(),
+                    chunk: x.scaled.to_vec(),
+                    source,
+                })
+            };
+            match f.pool().filter(|_| targets.len() > 1) {
+                Some(p) => p.install(|| {
+                    use rayon::prelude::*;
+                    targets.par_iter_mut().try_for_each(decode_into)
+                })?,
+                None => targets.iter_mut().try_for_each(decode_into)?,
+            }
         }
         let pool = f
             .pool()

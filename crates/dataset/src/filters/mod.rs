@@ -154,20 +154,43 @@ impl Pipeline {
         Ok(data)
     }
 
+    /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a final unshuffle
+    /// writes there directly, with no buffer of its own.
+    pub fn decode_into(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
+        let last_shuffle = match self.stages.first() {
+            Some((Stage::Shuffle { element_size }, _)) if mask & 1 == 0 => Some(*element_size),
+            _ => None,
+        };
+        let Some(element_size) = last_shuffle else {
+            let data = self.decode(data, mask, out.len())?;
+            out.copy_from_slice(&data);
+            return Ok(());
+        };
+        // Every stage but the first (decoded last), then the unshuffle into `out`.
+        let rest = Pipeline {
+            stages: self.stages.iter().skip(1).cloned().collect(),
+        };
+        let data = rest.decode(data, mask >> 1, out.len())?;
+        shuffle::unshuffle_into(&data, element_size, out);
+        Ok(())
+    }
+
     /// Apply the filters to a chunk. An optional filter that cannot help (LZF or deflate output
     /// no smaller than its input is still stored by libhdf5; LZF fails instead) is skipped and
     /// its mask bit set, as libhdf5 does; a mandatory one that fails is an error.
-    pub fn encode(&self, mut data: Vec<u8>) -> Result<(Vec<u8>, u32), FilterError> {
+    /// The chunk is read where it is: the first filter's output is the first copy.
+    pub fn encode(&self, chunk: &[u8]) -> Result<(Vec<u8>, u32), FilterError> {
         let mut mask = 0u32;
+        let mut data = std::borrow::Cow::Borrowed(chunk);
         for (i, (stage, optional)) in self.stages.iter().enumerate() {
             let out = match stage {
                 Stage::Deflate { level } => Some(deflate::compress(&data, *level)?),
                 Stage::Shuffle { element_size } => Some(shuffle::shuffle(&data, *element_size)),
-                Stage::Fletcher32 => Some(fletcher32::append(data.clone())),
+                Stage::Fletcher32 => Some(fletcher32::append(data.clone().into_owned())),
                 Stage::Lzf => lzf::compress(&data),
             };
             match out {
-                Some(out) => data = out,
+                Some(out) => data = std::borrow::Cow::Owned(out),
                 None if *optional && i < 32 => mask |= 1 << i,
                 None => {
                     return Err(FilterError::Corrupt {
@@ -177,7 +200,7 @@ impl Pipeline {
                 }
             }
         }
-        Ok((data, mask))
+        Ok((data.into_owned(), mask))
     }
 }
 
@@ -216,7 +239,7 @@ mod tests {
             ],
         ] {
             let p = pipeline(filters);
-            let (stored, mask) = p.encode(data.clone()).unwrap();
+            let (stored, mask) = p.encode(&data).unwrap();
             assert_eq!(mask, 0);
             assert!(stored.len() < data.len(), "{filters:?} compresses");
             assert_eq!(p.decode(stored, mask, data.len()).unwrap(), data);
@@ -229,7 +252,7 @@ mod tests {
         let noise: Vec<u8> = (0..256u32)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
-        let (stored, mask) = p.encode(noise.clone()).unwrap();
+        let (stored, mask) = p.encode(&noise).unwrap();
         assert_eq!((mask, &stored), (1, &noise));
         assert_eq!(p.decode(stored, mask, noise.len()).unwrap(), noise);
     }
@@ -238,7 +261,7 @@ mod tests {
     fn rejects_corruption_and_unknown_filters() {
         let p = pipeline(&[(id::DEFLATE, &[4]), (id::FLETCHER32, &[])]);
         let data = vec![7u8; 1000];
-        let (mut stored, mask) = p.encode(data.clone()).unwrap();
+        let (mut stored, mask) = p.encode(&data).unwrap();
         stored[3] ^= 0x40;
         assert!(matches!(
             p.decode(stored, mask, 1000),
@@ -246,7 +269,7 @@ mod tests {
         ));
         let p = pipeline(&[(id::DEFLATE, &[4])]);
         assert!(p.decode(vec![1, 2, 3, 4], 0, 1000).is_err());
-        let (stored, _) = p.encode(data).unwrap();
+        let (stored, _) = p.encode(&data).unwrap();
         assert!(matches!(
             p.decode(stored, 0, 999),
             Err(FilterError::Corrupt { .. })

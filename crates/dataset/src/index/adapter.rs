@@ -979,7 +979,7 @@ impl BTree2 {
             header: tree.addr(),
             class,
             params,
-            state: None,
+            state: Some(tree.into_state()),
         })
     }
 
@@ -990,12 +990,15 @@ impl BTree2 {
         params: h5chunk_format::message::Btree2Params,
     ) -> Result<BTree2> {
         let class = BTree2::class(shape)?;
-        h5chunk_btree2::BTree2::open(&f.cache, f.sizes, header, class).map_err(bt2_err)?;
+        let tree =
+            h5chunk_btree2::BTree2::open(&f.cache, f.sizes, header, class).map_err(bt2_err)?;
         Ok(BTree2 {
             header,
             class,
             params,
-            state: None,
+            // Kept: lookups (which share the adapter) resume from it rather than re-deriving
+            // the geometry from the header each time.
+            state: Some(tree.into_state()),
         })
     }
 
