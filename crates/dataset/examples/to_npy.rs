@@ -11,7 +11,7 @@ use std::io::{BufWriter, Write};
 use h5chunk::{File, TypeClass};
 
 /// Bytes read per block (rounded to whole rows along the first dimension).
-const BLOCK_BYTES: u64 = 16 << 20;
+const BLOCK_BYTES: usize = 16 << 20;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,24 +35,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut w = BufWriter::new(std::fs::File::create(out)?);
     w.write_all(&npy_header(&descr, &shape))?;
-    match shape.split_first() {
-        None => w.write_all(&d.read_raw()?)?,
-        Some((&rows, rest)) => {
-            let row_bytes = rest
-                .iter()
-                .product::<u64>()
-                .saturating_mul(dtype.size as u64);
-            let step = BLOCK_BYTES.checked_div(row_bytes).unwrap_or(1).max(1);
-            let mut row = 0;
-            while row < rows {
-                let n = step.min(rows.saturating_sub(row));
-                // Rows `row .. row + n`, everything along the other dimensions.
-                let start: Vec<u64> = std::iter::once(row).chain(rest.iter().map(|_| 0)).collect();
-                let count: Vec<u64> = std::iter::once(n).chain(rest.iter().copied()).collect();
-                w.write_all(&d.read_slice_raw(&start, &count, None)?)?;
-                row = row.saturating_add(n);
-            }
-        }
+    // Slab by slab: whole rows along the first dimension, about `BLOCK_BYTES` each.
+    for slab in d.slabs(BLOCK_BYTES) {
+        w.write_all(&slab?.bytes)?;
     }
     w.flush()?;
     println!("{out}: {descr} {shape:?}");

@@ -275,3 +275,14 @@ fn tempfile_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Handles go to other threads and are shared between them.
+#[test]
+fn handles_are_send_and_sync() {
+    fn shared<T: Send + Sync>() {}
+    shared::<File>();
+    shared::<h5chunk::Group>();
+    shared::<h5chunk::Dataset>();
+    shared::<h5chunk::Slabs>();
+    shared::<h5chunk::RowWriter>();
+}
