@@ -157,6 +157,51 @@ struct Slot {
     referenced: AtomicBool,
 }
 
+/// A counter threads add to side by side: one cache line per stripe, a thread's stripe chosen
+/// once per thread, so counting costs no shared write.
+#[derive(Default)]
+struct StripedCounter {
+    stripes: [PaddedCount; STRIPES],
+}
+
+/// Stripes of a [`StripedCounter`].
+const STRIPES: usize = 8;
+
+#[derive(Default)]
+#[repr(align(64))]
+struct PaddedCount(AtomicU64);
+
+impl std::fmt::Debug for StripedCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StripedCounter").finish_non_exhaustive()
+    }
+}
+
+impl StripedCounter {
+    fn add_one(&self) {
+        thread_local! {
+            static STRIPE: usize = {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                std::thread::current().id().hash(&mut h);
+                (h.finish() as usize) % STRIPES
+            };
+        }
+        let i = STRIPE.with(|s| *s);
+        if let Some(c) = self.stripes.get(i) {
+            c.0.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+    }
+
+    /// The count, reset to zero.
+    fn take(&self) -> u64 {
+        self.stripes
+            .iter()
+            .map(|c| c.0.swap(0, AtomicOrdering::Relaxed))
+            .fold(0, u64::saturating_add)
+    }
+}
+
 /// I/O counted during one load.
 #[derive(Default)]
 struct LoadIo {
@@ -247,7 +292,7 @@ struct Inner {
     stats: Vec<(&'static str, TypeStats)>,
     /// Hits counted holding the index lock shared (see `get_shared`), per type; added to
     /// `stats` when they are reported.
-    shared_hits: Vec<(&'static str, AtomicU64)>,
+    shared_hits: Vec<(&'static str, StripedCounter)>,
     trace: Option<Vec<TraceEvent>>,
     swmr_write: bool,
     break_flush_order: bool,
@@ -1005,7 +1050,7 @@ impl MetadataCache {
         if !slot.referenced.load(AtomicOrdering::Relaxed) {
             slot.referenced.store(true, AtomicOrdering::Relaxed);
         }
-        hits.fetch_add(1, AtomicOrdering::Relaxed);
+        hits.add_one();
         Ok(Some(value))
     }
 
@@ -1078,7 +1123,9 @@ impl MetadataCache {
                 slot.referenced.store(true, AtomicOrdering::Relaxed);
                 inner.count(T::TYPE_NAME, |st| st.hits = st.hits.saturating_add(1));
                 if !(inner.shared_hits.iter()).any(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME)) {
-                    inner.shared_hits.push((T::TYPE_NAME, AtomicU64::new(0)));
+                    inner
+                        .shared_hits
+                        .push((T::TYPE_NAME, StripedCounter::default()));
                 }
                 return Ok(value);
             }
@@ -1652,7 +1699,7 @@ impl MetadataCache {
         let shared: Vec<(&'static str, u64)> = inner
             .shared_hits
             .iter()
-            .map(|(n, c)| (*n, c.swap(0, AtomicOrdering::Relaxed)))
+            .map(|(n, c)| (*n, c.take()))
             .collect();
         for (name, hits) in shared {
             inner.count(name, |st| st.hits = st.hits.saturating_add(hits));
@@ -1667,7 +1714,7 @@ impl MetadataCache {
         let mut inner = self.inner.write();
         inner.stats.clear();
         for (_, c) in &inner.shared_hits {
-            c.store(0, AtomicOrdering::Relaxed);
+            c.take();
         }
     }
 

@@ -38,6 +38,9 @@ struct Inner {
     hand: usize,
     hits: u64,
     misses: u64,
+    /// Moves at every invalidation and clear: a page read from storage while it moved may
+    /// predate the write that moved it, and is not kept.
+    generation: u64,
 }
 
 /// Most shards a cache has (fewer when it holds fewer pages).
@@ -124,7 +127,7 @@ impl PageCache {
         let Some(shard) = self.shard(number) else {
             return Ok(false);
         };
-        {
+        let generation = {
             let mut g = shard.lock();
             let range = in_page..in_page.saturating_add(dst.len());
             if let Some(&slot) = g.by_number.get(&number)
@@ -136,7 +139,8 @@ impl PageCache {
                 g.hits = g.hits.saturating_add(1);
                 return Ok(true);
             }
-        }
+            g.generation
+        };
         let Some(page_at) = number.checked_mul(PAGE_BYTES as u64) else {
             return Ok(false);
         };
@@ -153,6 +157,11 @@ impl PageCache {
         dst.copy_from_slice(src);
         let mut g = shard.lock();
         g.misses = g.misses.saturating_add(1);
+        if g.generation != generation {
+            // Written meanwhile: what was read serves this read (whose caller knows the write
+            // raced it), but is not kept for later ones.
+            return Ok(true);
+        }
         if g.by_number.contains_key(&number) {
             // Another reader loaded it meanwhile.
             return Ok(true);
@@ -201,6 +210,7 @@ impl PageCache {
         let n = self.shards.len() as u64;
         for (k, shard) in (0u64..).zip(self.shards.iter()) {
             let mut g = shard.lock();
+            g.generation = g.generation.wrapping_add(1);
             if g.by_number.is_empty() {
                 continue;
             }
@@ -230,6 +240,7 @@ impl PageCache {
     pub fn clear(&self) {
         for shard in self.shards.iter() {
             let mut g = shard.lock();
+            g.generation = g.generation.wrapping_add(1);
             g.slots.clear();
             g.by_number.clear();
             g.hand = 0;

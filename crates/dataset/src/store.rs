@@ -232,7 +232,11 @@ impl Store {
         self.check_writable()?;
         self.epoch.fetch_add(1, Ordering::SeqCst);
         self.pages.invalidate(at, bytes.len() as u64);
-        self.storage.write_at(at, bytes).map_err(|e| self.io(e))
+        let written = self.storage.write_at(at, bytes).map_err(|e| self.io(e));
+        // Again once written: a reader that loaded one of these pages in between (with what
+        // was there before) does not keep it.
+        self.pages.invalidate(at, bytes.len() as u64);
+        written
     }
 
     /// Allocate `len` bytes of file space.

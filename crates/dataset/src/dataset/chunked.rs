@@ -161,6 +161,7 @@ impl Chunked {
     }
 
     /// Write the fresh chunks if one more would take them past their budget.
+    #[inline]
     fn make_fresh_room(&mut self, f: &Store, path: &str) -> Result<()> {
         if !self.fresh.is_empty()
             && self.fresh.cost().saturating_add(self.fresh.cost_of_one()) > self.fresh_budget()

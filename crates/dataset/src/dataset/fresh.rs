@@ -130,6 +130,7 @@ impl Fresh {
 
     /// Add the chunk at `scaled` (not held) with bytes `data` (exactly one chunk long);
     /// whether it was added.
+    #[inline]
     pub fn push_copy(&mut self, scaled: &[u64], data: &[u8]) -> bool {
         if scaled.len() != self.rank || data.len() != self.chunk_bytes {
             return false;

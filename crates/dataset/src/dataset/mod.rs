@@ -1097,6 +1097,7 @@ impl Dataset {
 
 /// The chunk `le` is, whole, when `start`/`count` select exactly one chunk of the grid inside
 /// the extent and `le` is that chunk's size.
+#[inline(always)]
 fn whole_chunk_at(
     c: &Chunked,
     le: &[u8],

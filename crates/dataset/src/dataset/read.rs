@@ -419,6 +419,7 @@ impl Dataset {
             one.copy_from_slice(bytes);
             Ok(())
         };
+        let small = c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64;
         let repeat = {
             let cache = c.cache.read();
             if cache.contains(&scaled) {
@@ -429,7 +430,7 @@ impl Dataset {
                 }
                 false
             } else {
-                cache.repeat_miss(&scaled)
+                !small && cache.repeat_miss(&scaled)
             }
         };
         if let Some(data) = c
@@ -448,50 +449,48 @@ impl Dataset {
             return Ok(true);
         };
         // An unfiltered chunk not cached: read the element alone (a random lookup will not
-        // see the chunk again), unless the chunk is small enough that its page serves it, or
-        // the previous lookup missed the same chunk (the reader walks it: load it whole).
-        let small = c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64;
-        let element_alone = !x.decode && (small || !repeat);
-        let plan = Plan {
-            fetches: Vec::new(),
-            pipeline: if x.decode { c.pipeline.clone() } else { None },
-            chunk: Vec::new(),
-            chunk_bytes: usize::try_from(c.shape.chunk_bytes)
-                .map_err(|_| Error::Unsupported("chunks larger than memory"))?,
-            elem,
-            path: st.path.clone(),
-            header: st.header,
-            epoch,
-            version,
-        };
-        drop(st);
-        let loaded = if element_alone {
-            (in_chunk as u64)
+        // see the chunk again), unless the previous lookup missed the same chunk (the reader
+        // walks it: load it whole). A small chunk's page serves its neighbours too.
+        let loaded = if !x.decode && (small || !repeat) {
+            let addr = (in_chunk as u64)
                 .checked_add(x.addr.get())
                 .filter(|_| {
                     in_chunk
                         .checked_add(elem)
-                        .is_some_and(|e| e <= plan.chunk_bytes)
+                        .is_some_and(|e| e as u64 <= c.shape.chunk_bytes)
                 })
-                .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))
-                .and_then(|addr| {
-                    if small {
-                        f.read_into(Addr(addr), one)
-                    } else {
-                        // One element of a larger chunk: its page would serve no neighbour.
-                        f.read_uncached(Addr(addr), one)
-                    }
-                })
-                .map(|()| None)
+                .ok_or_else(short)?;
+            drop(st);
+            if small {
+                f.read_into(Addr(addr), one).map(|()| None)
+            } else {
+                // One element of a larger chunk: its page would serve no neighbour.
+                f.read_uncached(Addr(addr), one).map(|()| None)
+            }
         } else {
-            load(f, plan.pipeline.as_ref(), &x, &plan).and_then(|data| {
-                let bytes = in_chunk
-                    .checked_add(elem)
-                    .and_then(|end| data.get(in_chunk..end))
-                    .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))?;
-                one.copy_from_slice(bytes);
-                Ok(Some(data))
-            })
+            let plan = Plan {
+                fetches: Vec::new(),
+                pipeline: if x.decode { c.pipeline.clone() } else { None },
+                chunk: Vec::new(),
+                chunk_bytes: usize::try_from(c.shape.chunk_bytes)
+                    .map_err(|_| Error::Unsupported("chunks larger than memory"))?,
+                elem,
+                path: st.path.clone(),
+                header: st.header,
+                epoch,
+                version,
+            };
+            drop(st);
+            load(f, plan.pipeline.as_ref(), &x, &plan)
+                .and_then(|data| {
+                    let bytes = in_chunk
+                        .checked_add(elem)
+                        .and_then(|end| data.get(in_chunk..end))
+                        .ok_or_else(|| short_chunk(&plan.path, plan.header, &x.scaled))?;
+                    one.copy_from_slice(bytes);
+                    Ok(Some(data))
+                })
+                .map(|data| data.map(|d| (plan, d)))
         };
         if f.epoch() != epoch {
             // Raced by a write or free: what was read (or failed to decode) may not be the
@@ -500,7 +499,7 @@ impl Dataset {
             self.read_selection_exclusive(&h, one)?;
             return Ok(true);
         }
-        if let Some(data) = loaded? {
+        if let Some((plan, data)) = loaded? {
             self.keep_loaded(f, &plan, vec![(x.scaled, data)]);
         }
         Ok(true)
