@@ -161,16 +161,36 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         if t == 1 && !reads.is_empty() {
             continue;
         }
-        eprintln!("xtask bench --bulk: random reads, {t} thread(s)");
-        match measure(
-            Command::new(&reads_bin)
-                .arg("--dir")
-                .arg(&files)
-                .args(["--threads", &t.to_string()])
-                .args(["--reads", "1000000"]),
-        ) {
-            Ok(fields) => reads.push((t, fields)),
-            Err(why) => skipped.push(format!("random reads {t}: {why}")),
+        eprintln!("xtask bench --bulk: random reads, {t} thread(s), best of 3");
+        // Best of three, as the append benchmark: a shared VM's neighbours only ever slow
+        // a run down.
+        let mut best: Option<BTreeMap<String, String>> = None;
+        for _ in 0..3 {
+            match measure(
+                Command::new(&reads_bin)
+                    .arg("--dir")
+                    .arg(&files)
+                    .args(["--threads", &t.to_string()])
+                    .args(["--reads", "1000000"]),
+            ) {
+                Ok(fields) => {
+                    let rate = |f: &BTreeMap<String, String>| {
+                        f.get("reads_per_s")
+                            .and_then(|v| v.parse::<f64>().ok())
+                            .unwrap_or(0.0)
+                    };
+                    if best.as_ref().is_none_or(|b| rate(&fields) > rate(b)) {
+                        best = Some(fields);
+                    }
+                }
+                Err(why) => {
+                    skipped.push(format!("random reads {t}: {why}"));
+                    break;
+                }
+            }
+        }
+        if let Some(fields) = best {
+            reads.push((t, fields));
         }
     }
     let _ = std::fs::remove_file(files.join("reads_h5chunk.h5"));
@@ -242,7 +262,7 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         let _ = writeln!(
             t,
             "\nrandom single-element reads of one dataset (2048 x 2048 u32, 64 x 64 chunks), each \
-             value checked"
+             value checked, best of 3"
         );
         let _ = writeln!(t, "{:>7} {:>14} {:>10}", "threads", "reads/s", "vs 1");
         for (n, f) in &reads {

@@ -79,7 +79,18 @@ fn run() -> Result<(), String> {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let d = d.clone();
+                let path = path.clone();
                 s.spawn(move || -> Result<(), String> {
+                    // `H5CHUNK_READS_SEPARATE`: each thread its own `File` (a comparison).
+                    let own;
+                    let d = if std::env::var_os("H5CHUNK_READS_SEPARATE").is_some() {
+                        own = File::open_with(&path, OpenOptions::read_only())
+                            .and_then(|f| f.dataset("data"))
+                            .map_err(|e| e.to_string())?;
+                        &own
+                    } else {
+                        &d
+                    };
                     let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (t as u64 + 1);
                     let mut out = [0u32];
                     for _ in 0..reads {

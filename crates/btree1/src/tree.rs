@@ -800,51 +800,52 @@ where
         // Each step goes one level down and levels are checked, so the loop ends; the bound
         // is a second guard.
         for _ in 0..=MAX_DEPTH {
-            // Searched under the entry's read lock: no copy of the node.
-            let step = {
-                let entry = self
-                    .cache
-                    .get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
-                let guard = entry.read();
-                let node = guard.node();
-                check_level(addr, node, level)?;
-                if node.children.is_empty() {
-                    return Ok(false);
-                }
-                let flat = self
-                    .class
-                    .flat_target(op)
-                    .and_then(|x| Some((guard.flat(|k| self.class.flatten(k))?, x)))
-                    .and_then(|(flat, x)| search_flat(flat, x, node.children.len()));
-                let (idx, cmp) = match flat {
-                    Some(found) => found,
-                    None => {
-                        self.class.validate_keys(addr, &node.keys)?;
-                        self.search(addr, node, op)?
+            // Searched under the entry's read lock: no copy of the node, no count taken.
+            let step = self.cache.read_with::<NodeEntry<C::Key>, _>(
+                addr,
+                &self.class.ctx(),
+                |guard| -> Result<FindStep<C::Key>> {
+                    let node = guard.node();
+                    check_level(addr, node, level)?;
+                    if node.children.is_empty() {
+                        return Ok(FindStep::Done(false));
                     }
-                };
-                if cmp != Ordering::Equal {
-                    return Ok(false);
-                }
-                let child = child_at(&node.children, idx, addr)?;
-                if node.level > 0 {
-                    Err((child, child_level(node.level, addr)?))
-                } else if !C::FOUND_READS_CACHE {
-                    let lt = node
-                        .keys
-                        .get(idx)
-                        .ok_or_else(|| Error::corrupt(addr, "key index out of range"))?;
-                    return self.class.found(self.cache, child, lt, op);
-                } else {
-                    Ok((child, key_at(&node.keys, idx, addr)?))
-                }
-            };
+                    let flat = self
+                        .class
+                        .flat_target(op)
+                        .and_then(|x| Some((guard.flat(|k| self.class.flatten(k))?, x)))
+                        .and_then(|(flat, x)| search_flat(flat, x, node.children.len()));
+                    let (idx, cmp) = match flat {
+                        Some(found) => found,
+                        None => {
+                            self.class.validate_keys(addr, &node.keys)?;
+                            self.search(addr, node, op)?
+                        }
+                    };
+                    if cmp != Ordering::Equal {
+                        return Ok(FindStep::Done(false));
+                    }
+                    let child = child_at(&node.children, idx, addr)?;
+                    if node.level > 0 {
+                        Ok(FindStep::Descend(child, child_level(node.level, addr)?))
+                    } else if !C::FOUND_READS_CACHE {
+                        let lt = node
+                            .keys
+                            .get(idx)
+                            .ok_or_else(|| Error::corrupt(addr, "key index out of range"))?;
+                        Ok(FindStep::Done(self.class.found(self.cache, child, lt, op)?))
+                    } else {
+                        Ok(FindStep::Found(child, key_at(&node.keys, idx, addr)?))
+                    }
+                },
+            )??;
             match step {
-                Err((child, l)) => {
+                FindStep::Done(found) => return Ok(found),
+                FindStep::Descend(child, l) => {
                     level = Some(l);
                     addr = child;
                 }
-                Ok((child, lt)) => return self.class.found(self.cache, child, &lt, op),
+                FindStep::Found(child, lt) => return self.class.found(self.cache, child, &lt, op),
             }
         }
         Err(Error::corrupt(addr, "descent deeper than MAX_DEPTH"))
@@ -1927,6 +1928,14 @@ fn check_level<K: NodeKey>(addr: Addr, node: &Node<K>, level: Option<u8>) -> Res
         }
     }
     Ok(())
+}
+
+/// One level of [`BTree::find`]: the answer, the child to descend to, or the leaf's child
+/// and key for the class to finish with.
+enum FindStep<K> {
+    Done(bool),
+    Descend(Addr, u8),
+    Found(Addr, K),
 }
 
 #[cfg(test)]

@@ -1033,6 +1033,45 @@ impl MetadataCache {
         Ok(EntryRef { addr, value })
     }
 
+    /// `f` on the entry of type `T` at `addr` (loaded if needed), read-locked. A hit runs `f`
+    /// with no reference count taken: lookups on several threads share nothing they write.
+    /// `f` must not wait for the cache's writers (it may read other entries).
+    pub fn read_with<T: CacheEntry, R>(
+        &self,
+        addr: Addr,
+        ctx: &T::Context,
+        f: impl FnOnce(&T) -> R,
+    ) -> Result<R> {
+        {
+            // Recursive: `f` may read other entries while a writer waits for the index.
+            let inner = self.inner.read_recursive();
+            if let Some(slot) = inner.entries.get(&addr)
+                && let Some((_, hits)) =
+                    (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
+            {
+                not_own_protect(slot, addr)?;
+                let any: &(dyn Any + Send + Sync) = &*slot.value;
+                let lock = any.downcast_ref::<RwLock<T>>().ok_or(Error::TypeMismatch {
+                    addr,
+                    expected: T::TYPE_NAME,
+                    found: slot.type_name,
+                })?;
+                // An entry a writer holds is waited for below, without the index lock (its
+                // writer needs the index to give it back).
+                if let Some(entry) = lock.try_read_recursive() {
+                    if !slot.referenced.load(AtomicOrdering::Relaxed) {
+                        slot.referenced.store(true, AtomicOrdering::Relaxed);
+                    }
+                    hits.add_one();
+                    return Ok(f(&entry));
+                }
+            }
+        }
+        let e = self.get::<T>(addr, ctx)?;
+        let entry = e.read();
+        Ok(f(&entry))
+    }
+
     /// A hit, found holding the index lock shared: lookups on several threads do not wait
     /// for each other. `None` on a miss (or before the first hit of type `T` is counted).
     fn get_shared<T: CacheEntry>(&self, addr: Addr) -> Result<Option<Arc<RwLock<T>>>> {

@@ -112,8 +112,6 @@ pub(crate) struct ChunkCache {
     /// Per dimension, the size up to which the keys need no re-packing (see `fit_dims`;
     /// empty until it first runs).
     room_dims: SmallVec<[u64; 4]>,
-    /// A hash of the chunk of the last single-element read that missed (see `repeat_miss`).
-    last_miss: std::sync::atomic::AtomicU64,
 }
 
 impl ChunkCache {
@@ -129,7 +127,6 @@ impl ChunkCache {
             budget,
             misses_unpacked: 0,
             room_dims: SmallVec::new(),
-            last_miss: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -222,8 +219,6 @@ impl ChunkCache {
                 .collect::<Vec<_>>(),
         );
         self.map.clear();
-        self.last_miss
-            .store(0, std::sync::atomic::Ordering::Relaxed);
         let mut lost = Vec::new();
         for (i, slot) in self.slab.iter_mut().enumerate() {
             if let Some(node) = slot {
@@ -260,6 +255,13 @@ impl ChunkCache {
                 .packer
                 .pack(scaled)
                 .is_some_and(|k| self.map.contains_key(&k))
+    }
+
+    /// The cached chunk at `scaled`, leaving its recency as it is.
+    pub fn peek(&self, scaled: &[u64]) -> Option<&Cached> {
+        let k = self.packer.pack(scaled)?;
+        let i = *self.map.get(&k)?;
+        self.node(i).map(|n| &n.chunk)
     }
 
     pub fn get_mut(&mut self, scaled: &[u64]) -> Option<&mut Cached> {
@@ -346,17 +348,22 @@ impl ChunkCache {
         evicted.iter().all(|e| !e.dirty)
     }
 
-    /// A single-element read missed the chunk at `scaled`: whether the previous miss was of
-    /// the same chunk (a second element of it is wanted: worth loading it whole). Shared:
-    /// readers note misses side by side (a hash of the key, so a rare false "again" only
-    /// loads a chunk whole).
+    /// A single-element read by this thread missed the chunk at `scaled`: whether this
+    /// thread's previous miss in this cache was of the same chunk (it walks the chunk: worth
+    /// loading it whole). Per thread, so readers note misses without a shared write (a hash of
+    /// the key: a rare false "again" only loads a chunk whole).
     pub fn repeat_miss(&self, scaled: &[u64]) -> bool {
+        thread_local! {
+            static LAST_MISS: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
+        }
         let Some(key) = self.packer.pack(scaled) else {
             return false;
         };
-        // Never 0, which stands for "no miss yet".
-        let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29)) | 1;
-        self.last_miss.swap(h, std::sync::atomic::Ordering::Relaxed) == h
+        let h = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
+        // This cache, by address (a cache dropped and another made at its place can only make
+        // one lookup load a chunk whole).
+        let me = (std::ptr::from_ref(self) as usize, h);
+        LAST_MISS.with(|last| last.replace(me)) == me
     }
 
     pub fn remove(&mut self, scaled: &[u64]) -> Option<Cached> {

@@ -89,6 +89,8 @@ pub(crate) struct DatasetShared {
     version: AtomicU64,
     /// Whether chunks go through a filter pipeline (fixed for the dataset's life).
     filtered: bool,
+    /// The element type (fixed too): asked on every read, without the lock.
+    dtype: TypeDesc,
 }
 
 impl DatasetShared {
@@ -169,6 +171,7 @@ impl Dataset {
         let filtered = matches!(&state.storage, StorageState::Chunked(c) if c.pipeline.is_some());
         Arc::new(DatasetShared {
             filtered,
+            dtype: state.dtype,
             state: RwLock::new(state),
             dims: RwLock::new((dims, max)),
             version: AtomicU64::new(0),
@@ -345,7 +348,7 @@ impl Dataset {
 
     /// The element type.
     pub fn dtype(&self) -> TypeDesc {
-        self.shared.state.read().dtype
+        self.shared.dtype
     }
 
     /// Chunk dimensions, if chunked.

@@ -112,6 +112,19 @@ fn load(f: &Store, pipeline: Option<&Pipeline>, x: &Fetch, plan: &Plan) -> Resul
 }
 
 impl Chunked {
+    /// `f` on the cached chunk at `scaled`, if cached. The hit marks the chunk recent when
+    /// the cache is free to take alone; when another thread holds it, the hit reads the chunk
+    /// shared and leaves its recency as it was (readers never wait for each other here).
+    fn cache_hit<R>(&self, scaled: &[u64], f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if !self.cache.read().contains(scaled) {
+            return None;
+        }
+        if let Some(mut cache) = self.cache.try_write() {
+            return cache.get_mut(scaled).map(|e| f(&e.data));
+        }
+        self.cache.read().peek(scaled).map(|e| f(&e.data))
+    }
+
     /// The record of the chunk at `scaled` as a fetch, or `None` when it is not stored (fill).
     fn fetch(&self, f: &Store, scaled: &[u64]) -> Result<Option<Fetch>> {
         let Some(ChunkRecord {
@@ -157,15 +170,9 @@ impl Dataset {
             let mut fill: Option<Vec<u8>> = None;
             let (path, header) = (&st.path, st.header);
             h.try_for_each_chunk(&chunk, |scaled| {
-                // Looked for shared; a hit then takes the cache alone to mark it recent.
-                let copied = if c.cache.read().contains(scaled) {
-                    let mut cache = c.cache.write();
-                    cache
-                        .get_mut(scaled)
-                        .map(|e| copy_runs(h, &chunk, scaled, |r| copy_out(out, &e.data, r, elem)))
-                } else {
-                    None
-                };
+                let copied = c.cache_hit(scaled, |data| {
+                    copy_runs(h, &chunk, scaled, |r| copy_out(out, data, r, elem))
+                });
                 let fresh = c
                     .fresh
                     .position_shared(scaled)
@@ -332,8 +339,10 @@ impl Dataset {
         if self.shared.version() != plan.version || f.epoch() != plan.epoch {
             return;
         }
-        if let StorageState::Chunked(c) = &st.storage {
-            let mut cache = c.cache.write();
+        // Caching is a favour: a reader does not wait for the cache to do it.
+        if let StorageState::Chunked(c) = &st.storage
+            && let Some(mut cache) = c.cache.try_write()
+        {
             for (scaled, data) in loaded {
                 cache.insert_clean(&scaled, data);
             }
@@ -420,12 +429,13 @@ impl Dataset {
             Ok(())
         };
         let small = c.shape.chunk_bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64;
+        // One look at the cache: a hit, or a miss noted (chunks larger than half a page).
         let repeat = {
             let cache = c.cache.read();
             if cache.contains(&scaled) {
                 drop(cache);
-                if let Some(e) = c.cache.write().get_mut(&scaled) {
-                    pick(&e.data, one)?;
+                if let Some(picked) = c.cache_hit(&scaled, |data| pick(data, one)) {
+                    picked?;
                     return Ok(true);
                 }
                 false
