@@ -304,3 +304,44 @@ fn handles_are_send_and_sync() {
     shared::<h5chunk::Slabs>();
     shared::<h5chunk::RowWriter>();
 }
+
+/// Readers on several threads wanting the same compressed chunks at once (one loads each,
+/// the others wait for its bytes) all read the right values.
+#[test]
+fn readers_of_the_same_chunks_all_read_them_right() {
+    let dir = tempfile_dir();
+    let path = dir.join("same_chunks.h5");
+    let f = File::create(&path).unwrap();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[128, 128])
+        .chunk(&[16, 16])
+        .filter(FilterSpec::Shuffle)
+        .filter(FilterSpec::Deflate(6))
+        .chunk_cache_bytes(0)
+        .create("data")
+        .unwrap();
+    let values: Vec<i32> = (0..128 * 128).map(|i| i * 31 - 7).collect();
+    d.write(&values).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let f = File::open(&path).unwrap();
+    let d = f.dataset("data").unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (d, values) = (d.clone(), &values);
+            s.spawn(move || {
+                for i in 0..30u64 {
+                    // Overlapping blocks across chunks, none of them whole in the output.
+                    let (r, c) = ((i * 7 + t) % 100, (i * 11) % 100);
+                    let got = d.read_slice::<i32>(&[r, c], &[20, 25], None).unwrap();
+                    for (k, v) in got.iter().enumerate() {
+                        let (rr, cc) = (r as usize + k / 25, c as usize + k % 25);
+                        assert_eq!(*v, values[rr * 128 + cc], "({rr}, {cc})");
+                    }
+                }
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

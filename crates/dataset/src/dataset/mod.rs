@@ -91,6 +91,8 @@ pub(crate) struct DatasetShared {
     filtered: bool,
     /// The element type (fixed too): asked on every read, without the lock.
     dtype: TypeDesc,
+    /// Chunk loads readers have under way (see `read.rs`).
+    inflight: read::InFlight,
 }
 
 impl DatasetShared {
@@ -172,6 +174,7 @@ impl Dataset {
         Arc::new(DatasetShared {
             filtered,
             dtype: state.dtype,
+            inflight: read::InFlight::default(),
             state: RwLock::new(state),
             dims: RwLock::new((dims, max)),
             version: AtomicU64::new(0),

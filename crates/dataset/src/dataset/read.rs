@@ -15,6 +15,7 @@
 //! no writer took the state in between (the dataset's version) and they evict no dirty chunk.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
@@ -34,6 +35,48 @@ use crate::store::Store;
 /// Chunks decoded together on the pool: enough to keep every thread busy, few enough that a
 /// read of a huge selection holds only a handful of decoded chunks beside its output.
 const DECODE_WINDOW_PER_THREAD: usize = 2;
+
+/// A chunk load under way: readers that want the same chunk meanwhile wait for its bytes
+/// instead of loading it again.
+#[derive(Debug)]
+pub(crate) struct Flight {
+    /// The store epoch the loader looked the chunk up at: a reader that looked it up at
+    /// another moment may want other bytes, and loads for itself.
+    epoch: u64,
+    /// `None` until the loader is done; then the bytes, or `None` if its load failed.
+    bytes: parking_lot::Mutex<Option<Option<Arc<Vec<u8>>>>>,
+    done: parking_lot::Condvar,
+}
+
+impl Flight {
+    fn publish(&self, bytes: Option<Arc<Vec<u8>>>) {
+        *self.bytes.lock() = Some(bytes);
+        self.done.notify_all();
+    }
+
+    fn wait(&self) -> Option<Arc<Vec<u8>>> {
+        let mut g = self.bytes.lock();
+        loop {
+            if let Some(b) = &*g {
+                return b.clone();
+            }
+            self.done.wait(&mut g);
+        }
+    }
+}
+
+/// Chunk loads under way, by chunk (one per dataset, shared by its readers).
+pub(crate) type InFlight = parking_lot::Mutex<std::collections::HashMap<Coords, Arc<Flight>>>;
+
+/// What a reader does about a chunk to load.
+enum Role {
+    /// Load it and hand its bytes to those who wait.
+    Lead(Arc<Flight>),
+    /// Wait for another reader's load.
+    Wait(Arc<Flight>),
+    /// Load it for itself (another load of it, from another moment, is under way).
+    Alone,
+}
 
 /// A chunk a read fetches from the file, as its index records it.
 #[derive(Debug)]
@@ -292,6 +335,11 @@ impl Dataset {
                 None => targets.iter_mut().try_for_each(decode_into)?,
             }
         }
+        // Each chunk is loaded once however many readers want it at once: this read loads
+        // the chunks no one is loading (handing their bytes to those who wait), then waits for
+        // the others. It waits only once its own loads are handed over, and pool threads never
+        // wait, so two readers never wait for each other.
+        let roles: Vec<Role> = other.iter().map(|x| self.role(x, plan)).collect();
         let pool = f
             .pool()
             .filter(|_| other.iter().filter(|x| x.decode).count() > 1);
@@ -300,33 +348,98 @@ impl Dataset {
                 .saturating_mul(DECODE_WINDOW_PER_THREAD)
                 .max(1)
         });
+        let mine: Vec<(&Fetch, &Role)> = other
+            .iter()
+            .copied()
+            .zip(&roles)
+            .filter(|(_, r)| !matches!(r, Role::Wait(_)))
+            .collect();
+        let load_mine = |&(x, role): &(&Fetch, &Role)| -> Result<Arc<Vec<u8>>> {
+            let loaded = load(f, plan.pipeline.as_ref(), x, plan).map(Arc::new);
+            if let Role::Lead(flight) = role {
+                flight.publish(loaded.as_ref().ok().cloned());
+                self.land(&x.scaled, flight);
+            }
+            loaded
+        };
         let mut kept = Vec::new();
-        for group in other.chunks(window) {
-            let data: Vec<Result<Vec<u8>>> = match pool {
+        let mut failed = None;
+        for group in mine.chunks(window) {
+            let data: Vec<Result<Arc<Vec<u8>>>> = match pool {
                 Some(p) => p.install(|| {
                     use rayon::prelude::*;
-                    group
-                        .par_iter()
-                        .map(|x| load(f, plan.pipeline.as_ref(), x, plan))
-                        .collect()
+                    group.par_iter().map(load_mine).collect()
                 }),
-                None => group
-                    .iter()
-                    .map(|x| load(f, plan.pipeline.as_ref(), x, plan))
-                    .collect(),
+                None => group.iter().map(load_mine).collect(),
             };
             kept.clear();
-            for (x, data) in group.iter().zip(data) {
-                let data = data?;
+            for (&(x, _), data) in group.iter().zip(data) {
+                // Every load of the window is handed over before an error returns.
+                match data {
+                    Ok(data) => {
+                        if !copy_runs(h, &plan.chunk, &x.scaled, |r| {
+                            copy_out(out, &data, r, plan.elem)
+                        }) {
+                            failed.get_or_insert_with(|| {
+                                short_chunk(&plan.path, plan.header, &x.scaled)
+                            });
+                        }
+                        kept.push((x.scaled.clone(), data));
+                    }
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        // Mine are all handed over: now wait for the others' (or load them, if theirs failed).
+        for (x, role) in other.iter().zip(&roles) {
+            if let Role::Wait(flight) = role {
+                let data = match flight.wait() {
+                    Some(data) => data,
+                    None => Arc::new(load(f, plan.pipeline.as_ref(), x, plan)?),
+                };
                 if !copy_runs(h, &plan.chunk, &x.scaled, |r| {
                     copy_out(out, &data, r, plan.elem)
                 }) {
                     return Err(short_chunk(&plan.path, plan.header, &x.scaled));
                 }
-                kept.push((x.scaled.clone(), data));
             }
         }
-        Ok(kept)
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(kept
+            .into_iter()
+            .map(|(k, d)| (k, Arc::try_unwrap(d).unwrap_or_else(|d| (*d).clone())))
+            .collect())
+    }
+
+    /// This read's part in loading chunk `x` (see [`Flight`]).
+    fn role(&self, x: &Fetch, plan: &Plan) -> Role {
+        let mut flights = self.shared.inflight.lock();
+        match flights.get(&x.scaled) {
+            Some(flight) if flight.epoch == plan.epoch => Role::Wait(Arc::clone(flight)),
+            Some(_) => Role::Alone,
+            None => {
+                let flight = Arc::new(Flight {
+                    epoch: plan.epoch,
+                    bytes: parking_lot::Mutex::new(None),
+                    done: parking_lot::Condvar::new(),
+                });
+                flights.insert(x.scaled.clone(), Arc::clone(&flight));
+                Role::Lead(flight)
+            }
+        }
+    }
+
+    /// The load of `scaled` this read led is over: later readers load it themselves (or find
+    /// it cached).
+    fn land(&self, scaled: &[u64], flight: &Arc<Flight>) {
+        let mut flights = self.shared.inflight.lock();
+        if flights.get(scaled).is_some_and(|f| Arc::ptr_eq(f, flight)) {
+            flights.remove(scaled);
+        }
     }
 
     /// Offer chunks a read loaded to the chunk cache, if nothing changed the dataset since the
