@@ -806,7 +806,7 @@ pub struct MetadataCache {
     storage: Arc<dyn Storage>,
     config: CacheConfig,
     /// Shared by hits (see `get_shared`); alone for everything else.
-    inner: RwLock<Inner>,
+    inner: RwLock<crate::CacheLine<Inner>>,
     alloc: Mutex<Allocator>,
     /// The allocator's EOA, readable without its lock (see [`MetadataCache::eoa`]).
     eoa: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -967,7 +967,7 @@ impl MetadataCache {
         Ok(MetadataCache {
             storage,
             config,
-            inner: RwLock::new(inner),
+            inner: RwLock::new(crate::CacheLine(inner)),
             eoa: alloc.shared_eoa(),
             alloc: Mutex::new(alloc),
             known_len: std::sync::atomic::AtomicU64::new(eoa),
@@ -1184,7 +1184,7 @@ impl MetadataCache {
             Self::count_load(&mut inner, T::TYPE_NAME, &io, again.is_ok(), false);
             loaded = again;
         }
-        let inner = &mut *inner;
+        let inner = &mut **inner;
         let value = match inner.entries.get_mut(&addr) {
             // Another thread loaded or inserted it meanwhile: theirs wins.
             Some(slot) => {

@@ -143,6 +143,7 @@ mod error;
 mod faulty;
 mod hash;
 mod journal;
+mod line;
 mod pages;
 mod stats;
 mod storage;
@@ -158,6 +159,7 @@ pub use hash::{IntHasher, IntMap};
 pub use journal::{
     Durability, JournalPlace, Journaled, Recovery, discard_journal, needs_recovery, recover,
 };
+pub use line::CacheLine;
 pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};
 pub use storage::{FileStorage, MemStorage, Storage};

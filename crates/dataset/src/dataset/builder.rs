@@ -330,7 +330,10 @@ impl DatasetBuilder {
                 shape,
                 pipeline,
                 fill,
-                cache: parking_lot::RwLock::new(ChunkCache::new(&grid, self.cache_bytes)),
+                cache: parking_lot::RwLock::new(h5chunk_cache::CacheLine(ChunkCache::new(
+                    &grid,
+                    self.cache_bytes,
+                ))),
                 alloc_early: self.alloc_time == AllocTime::Early,
                 // A new index holds no chunk.
                 known: vec![0; grid.len()],

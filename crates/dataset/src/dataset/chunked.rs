@@ -38,7 +38,7 @@ pub(crate) struct Chunked {
     /// One element of fill value, in the file's byte order.
     pub(crate) fill: Vec<u8>,
     /// Behind its own lock: readers holding the dataset's state shared still touch and fill it.
-    pub(crate) cache: RwLock<ChunkCache>,
+    pub(crate) cache: RwLock<h5chunk_cache::CacheLine<ChunkCache>>,
     pub(crate) alloc_early: bool,
     /// Chunks per dimension of the box outside which the index holds no chunk: the grid of
     /// the extent the dataset was opened with (zero for a new dataset), grown to cover every

@@ -250,7 +250,7 @@ impl Dataset {
         let dims = self.shared.dims.read().0.clone();
         let mut st = self.shared.write();
         let elem = st.dtype.size as u64;
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState { path, storage, .. } = &mut **st;
         // Contiguous and compact storage hold every element: as many bytes as the dataspace
         // needs, inside the file (what a read would otherwise find out).
         let needed = dims

@@ -82,7 +82,7 @@ pub(crate) struct DatasetShared {
     /// Readers share it (a lookup and a copy out of the chunk cache); anything that changes
     /// the dataset takes it alone, through [`write`](Self::write). No read holds it across
     /// storage I/O or a filter (see `read.rs`).
-    state: RwLock<DatasetState>,
+    state: RwLock<h5chunk_cache::CacheLine<DatasetState>>,
     dims: RwLock<(Vec<u64>, Vec<Option<u64>>)>,
     /// Moves each time the state is taken for writing: a reader that fetched chunks without
     /// the lock caches them only if nothing changed the dataset meanwhile.
@@ -97,7 +97,7 @@ pub(crate) struct DatasetShared {
 
 impl DatasetShared {
     /// The state, alone, for a change.
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, DatasetState> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, h5chunk_cache::CacheLine<DatasetState>> {
         let g = self.state.write();
         self.version.fetch_add(1, Ordering::SeqCst);
         g
@@ -119,7 +119,7 @@ impl OpenObject for DatasetShared {
             storage,
             dims_written,
             ..
-        } = &mut *st;
+        } = &mut **st;
         if let StorageState::Chunked(c) = storage {
             c.flush_cache(f, path)?;
             let now = c.index.layout();
@@ -175,7 +175,7 @@ impl Dataset {
             filtered,
             dtype: state.dtype,
             inflight: read::InFlight::default(),
-            state: RwLock::new(state),
+            state: RwLock::new(h5chunk_cache::CacheLine(state)),
             dims: RwLock::new((dims, max)),
             version: AtomicU64::new(0),
         })
@@ -299,7 +299,10 @@ impl Dataset {
                     shape,
                     pipeline,
                     fill: fill_bytes,
-                    cache: RwLock::new(ChunkCache::new(&grid, DEFAULT_BUDGET)),
+                    cache: RwLock::new(h5chunk_cache::CacheLine(ChunkCache::new(
+                        &grid,
+                        DEFAULT_BUDGET,
+                    ))),
                     alloc_early: false,
                     // Chunks exist only inside the extent (libhdf5 removes those a shrink
                     // leaves outside).
@@ -609,7 +612,7 @@ impl Dataset {
             header,
             storage,
             ..
-        } = &mut *st;
+        } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             return Ok(false);
         };
@@ -695,7 +698,7 @@ impl Dataset {
             header,
             storage,
             ..
-        } = &mut *st;
+        } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported("writing contiguous or compact datasets"));
         };
@@ -758,7 +761,7 @@ impl Dataset {
             shrinks.then(|| cur.clone())
         };
         let mut st = self.shared.write();
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState { path, storage, .. } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported(
                 "resizing contiguous or compact datasets",
@@ -870,7 +873,7 @@ impl Dataset {
     fn allocate_all(&self) -> Result<()> {
         let f = &self.file.inner.store;
         let mut st = self.shared.write();
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState { path, storage, .. } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             return Ok(());
         };
@@ -919,7 +922,7 @@ impl Dataset {
     pub fn chunks(&self) -> Result<Vec<ChunkInfo>> {
         let f = &self.file.inner.store;
         let mut st = self.shared.write();
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState { path, storage, .. } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             return Ok(Vec::new());
         };
@@ -973,7 +976,7 @@ impl Dataset {
         f.check_writable()?;
         let mut st = self.shared.write();
         let dims = self.shared.dims.read().0.clone();
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState { path, storage, .. } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported(
                 "direct chunk writes to contiguous or compact datasets",
@@ -1035,7 +1038,7 @@ impl Dataset {
         let f = &self.file.inner.store;
         let mut st = self.shared.write();
         let dims = self.shared.dims.read().0.clone();
-        let DatasetState { path, storage, .. } = &mut *st;
+        let DatasetState { path, storage, .. } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported(
                 "direct chunk reads of contiguous or compact datasets",

@@ -472,7 +472,7 @@ impl Dataset {
             header,
             storage,
             ..
-        } = &mut *st;
+        } = &mut **st;
         let StorageState::Chunked(c) = storage else {
             drop(st);
             let st = self.shared.state.read();
