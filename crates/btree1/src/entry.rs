@@ -24,7 +24,11 @@ pub struct NodeCtx<P> {
 /// classes whose keys are integer tuples, such as chunk offsets), built by the first lookup
 /// that searches the node and dropped by every change to it: a lookup's binary search then
 /// reads a few cache lines of packed offsets instead of one scattered key struct per probe.
+///
+/// Aligned to a cache line: behind the cache's lock, the lock word that every lookup writes
+/// then has a line to itself, apart from the node every lookup reads.
 #[derive(Debug)]
+#[repr(align(64))]
 pub struct NodeEntry<K: NodeKey> {
     node: Node<K>,
     /// Its encoding parameters.

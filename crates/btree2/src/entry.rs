@@ -150,6 +150,8 @@ impl Kind for InternalKind {
 /// A node as the cache holds it, with its record keys flattened for lookups when the class
 /// has a flat form (built by the first search after a change, dropped by every change): a
 /// binary search then reads a few cache lines of packed integers, not one record per probe.
+// A cache line of its own, apart from the lock word every lookup writes (as v1 B-tree nodes).
+#[repr(align(64))]
 pub(crate) struct NodeEntry<C: RecordClass, K: Kind> {
     data: NodeData<C>,
     flat: OnceLock<Option<Box<[u64]>>>,
