@@ -339,6 +339,14 @@ fn readers_of_the_same_chunks_all_read_them_right() {
                         let (rr, cc) = (r as usize + k / 25, c as usize + k % 25);
                         assert_eq!(*v, values[rr * 128 + cc], "({rr}, {cc})");
                     }
+                    // Single elements of the same compressed chunks (each loaded whole).
+                    let mut one = [0i32];
+                    for k in 0..8u64 {
+                        let (rr, cc) = (r + k, c + 2 * k);
+                        d.read_slice_into(&[rr, cc], &[1, 1], None, &mut one)
+                            .unwrap();
+                        assert_eq!(one[0], values[(rr * 128 + cc) as usize], "({rr}, {cc})");
+                    }
                 }
             });
         }

@@ -604,7 +604,22 @@ impl Dataset {
                 version,
             };
             drop(st);
-            load(f, plan.pipeline.as_ref(), &x, &plan)
+            // Loaded once however many readers want the chunk at once (this read leads no
+            // other load, so it may wait).
+            let loaded = match self.role(&x, &plan) {
+                Role::Wait(flight) => match flight.wait() {
+                    Some(bytes) => Ok(Arc::unwrap_or_clone(bytes)),
+                    None => load(f, plan.pipeline.as_ref(), &x, &plan),
+                },
+                Role::Lead(flight) => {
+                    let loaded = load(f, plan.pipeline.as_ref(), &x, &plan).map(Arc::new);
+                    flight.publish(loaded.as_ref().ok().cloned());
+                    self.land(&x.scaled, &flight);
+                    loaded.map(Arc::unwrap_or_clone)
+                }
+                Role::Alone => load(f, plan.pipeline.as_ref(), &x, &plan),
+            };
+            loaded
                 .and_then(|data| {
                     let bytes = in_chunk
                         .checked_add(elem)
