@@ -208,6 +208,17 @@ impl PageCache {
             .checked_div(page)
             .unwrap_or(u64::MAX);
         let n = self.shards.len() as u64;
+        if last.saturating_sub(first) < n {
+            // A few pages (a chunk written in place): only their shards.
+            for number in first..=last {
+                if let Some(shard) = self.shard(number) {
+                    let mut g = shard.lock();
+                    g.generation = g.generation.wrapping_add(1);
+                    g.forget(number);
+                }
+            }
+            return;
+        }
         for (k, shard) in (0u64..).zip(self.shards.iter()) {
             let mut g = shard.lock();
             g.generation = g.generation.wrapping_add(1);

@@ -231,10 +231,9 @@ impl Store {
     pub fn write(&self, at: Addr, bytes: &[u8]) -> Result<()> {
         self.check_writable()?;
         self.epoch.fetch_add(1, Ordering::SeqCst);
-        self.pages.invalidate(at, bytes.len() as u64);
         let written = self.storage.write_at(at, bytes).map_err(|e| self.io(e));
-        // Again once written: a reader that loaded one of these pages in between (with what
-        // was there before) does not keep it.
+        // Once written: a reader that loaded one of these pages meanwhile, with what was there
+        // before, does not keep it (the page cache's generation), and none is kept from before.
         self.pages.invalidate(at, bytes.len() as u64);
         written
     }

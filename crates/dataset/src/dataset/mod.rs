@@ -2,6 +2,7 @@
 //! Creating one is [`builder`]'s; a chunked dataset's storage state is [`chunked`]'s.
 
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -619,22 +620,20 @@ impl Dataset {
         let Some(scaled) = whole_chunk_at(c, le, start, count) else {
             return Ok(false);
         };
-        if let Some((bytes, mask)) = encoded
-            && c.pipeline.is_some()
+        // Stored as it is, written at once with no copy to batch: a chunk encoded before the
+        // state was taken, or a large unfiltered one from the caller's buffer.
+        let ready = match encoded {
+            Some((bytes, mask)) if c.pipeline.is_some() => Some((Cow::Owned(bytes), mask)),
+            _ if c.pipeline.is_none() && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES => {
+                Some((Cow::Borrowed(le), 0))
+            }
+            _ => None,
+        };
+        if let Some((stored, mask)) = ready
             && !c.cache.get_mut().contains(&scaled)
             && c.fresh.position(&scaled).is_none()
         {
-            // Encoded before the state was taken: only the write and the record are left.
-            c.write_encoded(f, &[(&scaled, std::borrow::Cow::Owned(bytes), mask)])?;
-            return Ok(true);
-        }
-        if c.pipeline.is_none()
-            && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES
-            && !c.cache.get_mut().contains(&scaled)
-            && c.fresh.position(&scaled).is_none()
-        {
-            // A large chunk goes from the caller's buffer to the file: no copy to batch.
-            c.write_encoded(f, &[(&scaled, std::borrow::Cow::Borrowed(le), 0)])?;
+            c.write_encoded(f, &[(&scaled, stored, mask)])?;
             return Ok(true);
         }
         if !c.write_whole(f, path, &scaled, le)? {

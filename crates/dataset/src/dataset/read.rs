@@ -28,7 +28,7 @@ use super::{
 };
 use crate::chunk_cache::Coords;
 use crate::error::{Error, Result};
-use crate::filters::Pipeline;
+use crate::filters::{FilterError, Pipeline};
 use crate::select::Hyperslab;
 use crate::store::Store;
 
@@ -140,17 +140,22 @@ fn whole_run(h: &Hyperslab, chunk: &[u64], scaled: &[u64], elem: usize) -> Optio
 }
 
 /// Read (and decode) one fetched chunk: its unfiltered bytes.
-fn load(f: &Store, pipeline: Option<&Pipeline>, x: &Fetch, plan: &Plan) -> Result<Vec<u8>> {
+fn load(f: &Store, x: &Fetch, plan: &Plan) -> Result<Vec<u8>> {
     let stored = f.read(x.addr, x.stored)?;
-    match pipeline {
+    match &plan.pipeline {
         Some(p) if x.decode => p
             .decode(stored, x.mask, plan.chunk_bytes)
-            .map_err(|source| Error::Filter {
-                dataset: plan.path.clone(),
-                chunk: x.scaled.to_vec(),
-                source,
-            }),
+            .map_err(|source| filter_error(plan, x, source)),
         _ => Ok(stored),
+    }
+}
+
+/// A filter failed on chunk `x` of the planned read.
+fn filter_error(plan: &Plan, x: &Fetch, source: FilterError) -> Error {
+    Error::Filter {
+        dataset: plan.path.clone(),
+        chunk: x.scaled.to_vec(),
+        source,
     }
 }
 
@@ -216,13 +221,13 @@ impl Dataset {
                 let copied = c.cache_hit(scaled, |data| {
                     copy_runs(h, &chunk, scaled, |r| copy_out(out, data, r, elem))
                 });
-                let fresh = c
-                    .fresh
-                    .position_shared(scaled)
-                    .and_then(|i| c.fresh.chunk(i));
                 let fits = match copied {
                     Some(fits) => fits,
-                    None => match fresh {
+                    None => match c
+                        .fresh
+                        .position_shared(scaled)
+                        .and_then(|i| c.fresh.chunk(i))
+                    {
                         Some(data) => {
                             copy_runs(h, &chunk, scaled, |r| copy_out(out, data, r, elem))
                         }
@@ -321,11 +326,7 @@ impl Dataset {
                         Ok(())
                     }
                 }
-                .map_err(|source| Error::Filter {
-                    dataset: plan.path.clone(),
-                    chunk: x.scaled.to_vec(),
-                    source,
-                })
+                .map_err(|source| filter_error(plan, x, source))
             };
             match f.pool().filter(|_| targets.len() > 1) {
                 Some(p) => p.install(|| {
@@ -355,7 +356,7 @@ impl Dataset {
             .filter(|(_, r)| !matches!(r, Role::Wait(_)))
             .collect();
         let load_mine = |&(x, role): &(&Fetch, &Role)| -> Result<Arc<Vec<u8>>> {
-            let loaded = load(f, plan.pipeline.as_ref(), x, plan).map(Arc::new);
+            let loaded = load(f, x, plan).map(Arc::new);
             if let Role::Lead(flight) = role {
                 flight.publish(loaded.as_ref().ok().cloned());
                 self.land(&x.scaled, flight);
@@ -397,7 +398,7 @@ impl Dataset {
             if let Role::Wait(flight) = role {
                 let data = match flight.wait() {
                     Some(data) => data,
-                    None => Arc::new(load(f, plan.pipeline.as_ref(), x, plan)?),
+                    None => Arc::new(load(f, x, plan)?),
                 };
                 if !copy_runs(h, &plan.chunk, &x.scaled, |r| {
                     copy_out(out, &data, r, plan.elem)
@@ -609,15 +610,15 @@ impl Dataset {
             let loaded = match self.role(&x, &plan) {
                 Role::Wait(flight) => match flight.wait() {
                     Some(bytes) => Ok(Arc::unwrap_or_clone(bytes)),
-                    None => load(f, plan.pipeline.as_ref(), &x, &plan),
+                    None => load(f, &x, &plan),
                 },
                 Role::Lead(flight) => {
-                    let loaded = load(f, plan.pipeline.as_ref(), &x, &plan).map(Arc::new);
+                    let loaded = load(f, &x, &plan).map(Arc::new);
                     flight.publish(loaded.as_ref().ok().cloned());
                     self.land(&x.scaled, &flight);
                     loaded.map(Arc::unwrap_or_clone)
                 }
-                Role::Alone => load(f, plan.pipeline.as_ref(), &x, &plan),
+                Role::Alone => load(f, &x, &plan),
             };
             loaded
                 .and_then(|data| {

@@ -122,16 +122,27 @@ impl Pipeline {
     /// must be exactly `chunk_bytes` long.
     pub fn decode(
         &self,
+        data: Vec<u8>,
+        mask: u32,
+        chunk_bytes: usize,
+    ) -> Result<Vec<u8>, FilterError> {
+        self.decode_from(data, mask, chunk_bytes, 0)
+    }
+
+    /// [`decode`](Self::decode) of the stages from `first` on (those before it left undone).
+    fn decode_from(
+        &self,
         mut data: Vec<u8>,
         mask: u32,
         chunk_bytes: usize,
+        first: usize,
     ) -> Result<Vec<u8>, FilterError> {
         // Intermediate results are bounded so a corrupt chunk cannot inflate without limit:
         // no filter here makes data grow by more than a few bytes when encoding.
         let limit = chunk_bytes
             .saturating_add(64)
             .saturating_add(self.stages.len().saturating_mul(8));
-        for (i, (stage, _)) in self.stages.iter().enumerate().rev() {
+        for (i, (stage, _)) in self.stages.iter().enumerate().skip(first).rev() {
             if i < 32 && mask & (1 << i) != 0 {
                 continue;
             }
@@ -157,21 +168,14 @@ impl Pipeline {
     /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a final unshuffle
     /// writes there directly, with no buffer of its own.
     pub fn decode_into(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
-        let last_shuffle = match self.stages.first() {
-            Some((Stage::Shuffle { element_size }, _)) if mask & 1 == 0 => Some(*element_size),
-            _ => None,
-        };
-        let Some(element_size) = last_shuffle else {
-            let data = self.decode(data, mask, out.len())?;
-            out.copy_from_slice(&data);
-            return Ok(());
-        };
-        // Every stage but the first (decoded last), then the unshuffle into `out`.
-        let rest = Pipeline {
-            stages: self.stages.iter().skip(1).cloned().collect(),
-        };
-        let data = rest.decode(data, mask >> 1, out.len())?;
-        shuffle::unshuffle_into(&data, element_size, out);
+        match self.stages.first() {
+            Some((Stage::Shuffle { element_size }, _)) if mask & 1 == 0 => {
+                // Every stage but the first (decoded last), then the unshuffle into `out`.
+                let data = self.decode_from(data, mask, out.len(), 1)?;
+                shuffle::unshuffle_into(&data, *element_size, out);
+            }
+            _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
+        }
         Ok(())
     }
 
