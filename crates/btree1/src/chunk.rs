@@ -40,6 +40,17 @@ pub struct Chunk {
     pub addr: Addr,
 }
 
+/// Where a chunk is, without its offsets (the caller has them): what a lookup needs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Located {
+    /// Its size in the file (the filtered size for a filtered dataset).
+    pub size: u32,
+    /// Filter mask: bit i set means filter i was skipped.
+    pub filter_mask: u32,
+    /// Its address.
+    pub addr: Addr,
+}
+
 /// Whether `ChunkTree::insert_op` accepts the chunk, for a tree of chunk dims `dims` (the
 /// layout's, with the element size last).
 #[inline]
@@ -90,12 +101,35 @@ fn inline_key(
     key
 }
 
+/// Whether the keys of `N` integers in `flat` increase strictly (compared as arrays, with no
+/// per-key slice).
+fn increasing<const N: usize>(flat: &[u64]) -> bool {
+    flat.as_chunks::<N>().0.windows(2).all(|w| w[0] < w[1])
+}
+
+/// The error for chunk coordinates whose element offsets pass 2^64.
+fn past_2_64(scaled: &[u64]) -> Error {
+    Error::InvalidArgument(format!("chunk {scaled:?} starts past 2^64"))
+}
+
 /// The operation state of the chunk class.
 #[derive(Debug)]
 pub struct ChunkOp {
     key: ChunkKey,
     addr: Addr,
-    found: Option<Chunk>,
+    found: Option<Located>,
+}
+
+impl ChunkOp {
+    /// The chunk found, with the offsets it was looked up by (a found key equals the target).
+    fn found_chunk(&self, rank: usize) -> Option<Chunk> {
+        self.found.map(|l| Chunk {
+            offsets: self.key.offsets.iter().copied().take(rank).collect(),
+            size: l.size,
+            filter_mask: l.filter_mask,
+            addr: l.addr,
+        })
+    }
 }
 
 /// The key/record class of chunk B-trees (node type 1).
@@ -109,6 +143,17 @@ pub struct ChunkClass {
 }
 
 impl ChunkClass {
+    /// The keys of `N` offsets each, copied as arrays; `None` if a key has another count or
+    /// the keys do not increase strictly.
+    fn flatten_n<const N: usize>(&self, keys: &[ChunkKey]) -> Option<Vec<u64>> {
+        let mut flat = Vec::with_capacity(keys.len().checked_mul(N)?);
+        for k in keys {
+            let o: &[u64; N] = k.offsets.as_slice().try_into().ok()?;
+            flat.extend_from_slice(o);
+        }
+        increasing::<N>(&flat).then_some(flat)
+    }
+
     /// Whether `offsets` (`nd` of them) name a chunk: each on the chunk grid (a mask for the
     /// usual power-of-two chunk dims, a remainder otherwise), the element-size slot 0.
     fn on_grid(&self, offsets: &[u64]) -> bool {
@@ -197,19 +242,26 @@ impl Class for ChunkClass {
     /// each key is checked and copied together (this runs once per node a lookup first
     /// reaches, so on every cold lookup).
     fn flatten(&self, keys: &[ChunkKey]) -> Option<Box<[u64]>> {
-        let nd = self.dims.len();
-        let last = keys.len().saturating_sub(1);
-        let mut flat = Vec::with_capacity(keys.len().checked_mul(nd)?);
-        let mut prev: Option<&[u64]> = None;
-        for (i, k) in keys.iter().enumerate() {
-            let o = k.offsets.as_slice();
-            if o.len() != nd || (i < last && !self.on_grid(o)) || prev.is_some_and(|p| p >= o) {
-                return None;
+        let flat = match self.dims.len() {
+            2 => self.flatten_n::<2>(keys)?,
+            3 => self.flatten_n::<3>(keys)?,
+            4 => self.flatten_n::<4>(keys)?,
+            nd => {
+                let mut flat = Vec::with_capacity(keys.len().checked_mul(nd)?);
+                for k in keys {
+                    flat.extend_from_slice(k.offsets.as_slice());
+                }
+                let increasing =
+                    (flat.chunks_exact(nd).zip(flat.chunks_exact(nd).skip(1))).all(|(a, b)| a < b);
+                (flat.len() == keys.len().checked_mul(nd)? && increasing).then_some(flat)?
             }
-            flat.extend_from_slice(o);
-            prev = Some(o);
-        }
-        Some(flat.into_boxed_slice())
+        };
+        let last = keys.len().saturating_sub(1);
+        let on_grid = flat
+            .chunks_exact(self.dims.len())
+            .take(last)
+            .all(|o| self.on_grid(o));
+        on_grid.then(|| flat.into_boxed_slice())
     }
 
     /// Every key has `nd` offsets; every key but the node's last (its right bound, which
@@ -290,7 +342,11 @@ impl Class for ChunkClass {
         op: &mut ChunkOp,
     ) -> Result<bool> {
         if Self::same_chunk(lt, op) {
-            op.found = Some(self.chunk(lt, child));
+            op.found = Some(Located {
+                size: lt.chunk_size,
+                filter_mask: lt.filter_mask,
+                addr: child,
+            });
             Ok(true)
         } else {
             Ok(false)
@@ -310,7 +366,11 @@ impl Class for ChunkClass {
                 "the chunk to remove is not in the leaf",
             ));
         }
-        op.found = Some(self.chunk(keys.lt, child));
+        op.found = Some(Located {
+            size: keys.lt.chunk_size,
+            filter_mask: keys.lt.filter_mask,
+            addr: child,
+        });
         Ok(true)
     }
 
@@ -445,6 +505,43 @@ impl<'c> ChunkTree<'c> {
     pub fn get(&self, offsets: &[u64]) -> Result<Option<Chunk>> {
         let mut op = self.op(offsets, 0, 0, Addr(0))?;
         self.tree.find(&mut op)?;
+        Ok(op.found_chunk(self.rank()))
+    }
+
+    /// The chunk at chunk coordinates `scaled` (element offsets divided by the chunk dims),
+    /// if allocated: [`get`](Self::get) for a caller that counts in chunks, with no offsets
+    /// to check or hand back.
+    pub fn locate(&self, scaled: &[u64]) -> Result<Option<Located>> {
+        let dims = &self.tree.class().dims;
+        if scaled.len() != self.rank() {
+            return Err(Error::InvalidArgument(format!(
+                "{} chunk coordinates for a rank-{} dataset",
+                scaled.len(),
+                self.rank()
+            )));
+        }
+        let nd = dims.len();
+        let mut offsets = [0u64; INLINE_OFFSETS];
+        let key = if nd <= INLINE_OFFSETS {
+            for ((o, &s), &d) in offsets.iter_mut().zip(scaled).zip(dims) {
+                *o = s.checked_mul(d).ok_or_else(|| past_2_64(scaled))?;
+            }
+            inline_key(0, 0, nd, offsets)
+        } else {
+            let o = scaled
+                .iter()
+                .zip(dims)
+                .map(|(&s, &d)| s.checked_mul(d))
+                .collect::<Option<Offsets>>()
+                .ok_or_else(|| past_2_64(scaled))?;
+            make_key(0, 0, nd, &o)
+        };
+        let mut op = ChunkOp {
+            key,
+            addr: Addr(0),
+            found: None,
+        };
+        self.tree.find(&mut op)?;
         Ok(op.found)
     }
 
@@ -527,7 +624,7 @@ impl<'c> ChunkTree<'c> {
         {
             map.remove(&c.addr);
         }
-        Ok(op.found)
+        Ok(op.found_chunk(self.rank()))
     }
 
     /// Visit the chunks in key order until `f` breaks.

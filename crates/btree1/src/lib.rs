@@ -95,7 +95,7 @@ mod error;
 pub mod group;
 pub mod tree;
 
-pub use chunk::{Chunk, ChunkTree, DEFAULT_CHUNK_K, Offsets};
+pub use chunk::{Chunk, ChunkTree, DEFAULT_CHUNK_K, Located, Offsets};
 pub use error::{Error, Result};
 pub use group::{DEFAULT_GROUP_INTERNAL_K, DEFAULT_GROUP_LEAF_K, DEFAULT_HEAP_SIZE, Group, Link};
 pub use tree::{BTree, Batch, Class};

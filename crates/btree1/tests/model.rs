@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use h5chunk_btree1::{Chunk, ChunkTree, Error, Group};
+use h5chunk_btree1::{Chunk, ChunkTree, Error, Group, Located};
 use h5chunk_cache::{CacheConfig, MemStorage, MetadataCache, check_write_order};
 use h5chunk_format::symbol_table_entry::Cache;
 use h5chunk_format::{Addr, Sizes};
@@ -95,6 +95,16 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
                     addr,
                 });
                 assert_eq!(got, want);
+                // The lookup by chunk coordinates finds the same record.
+                let located = tree.locate(c).unwrap();
+                let want = model
+                    .get(&offsets)
+                    .map(|&(size, filter_mask, addr)| Located {
+                        size,
+                        filter_mask,
+                        addr,
+                    });
+                assert_eq!(located, want);
             }
             ChunkOp::Remove(c) => {
                 let offsets: Vec<u64> = c.iter().zip(chunk).map(|(a, b)| a * b).collect();
@@ -238,4 +248,33 @@ proptest! {
     fn group_matches_model(internal_k in 1u16..4, leaf_k in 1u16..3, ops in group_ops()) {
         run_group_model(internal_k, leaf_k, &ops);
     }
+}
+
+#[test]
+fn locate_rejects_a_wrong_rank_and_offsets_past_2_64() {
+    let storage = MemStorage::new();
+    let cache = new_cache(&storage);
+    let dims = [10u64, 20, 4];
+    let tree = ChunkTree::create(&cache, S, 4, &dims).unwrap();
+    let ch = Chunk {
+        offsets: [10u64, 40].into_iter().collect(),
+        size: 800,
+        filter_mask: 0,
+        addr: Addr(4096),
+    };
+    tree.insert(&ch, None).unwrap();
+    assert_eq!(
+        tree.locate(&[1, 2]).unwrap(),
+        Some(Located {
+            size: 800,
+            filter_mask: 0,
+            addr: Addr(4096)
+        })
+    );
+    assert_eq!(tree.locate(&[2, 1]).unwrap(), None);
+    assert!(matches!(tree.locate(&[1]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        tree.locate(&[u64::MAX / 2, 0]),
+        Err(Error::InvalidArgument(_))
+    ));
 }

@@ -358,15 +358,17 @@ impl Inner {
     }
 
     fn slot(&self, addr: Addr) -> Result<&Slot> {
-        self.entries.get(&addr).ok_or(Error::NotResident {
+        self.entries.get(&addr).ok_or_else(|| Error::NotResident {
             key: Key::Entry(addr),
         })
     }
 
     fn slot_mut(&mut self, addr: Addr) -> Result<&mut Slot> {
-        self.entries.get_mut(&addr).ok_or(Error::NotResident {
-            key: Key::Entry(addr),
-        })
+        self.entries
+            .get_mut(&addr)
+            .ok_or_else(|| Error::NotResident {
+                key: Key::Entry(addr),
+            })
     }
 
     /// Whether `key` itself is dirty; a non-resident entry is clean.
@@ -1051,11 +1053,13 @@ impl MetadataCache {
             {
                 not_own_protect(slot, addr)?;
                 let any: &(dyn Any + Send + Sync) = &*slot.value;
-                let lock = any.downcast_ref::<RwLock<T>>().ok_or(Error::TypeMismatch {
-                    addr,
-                    expected: T::TYPE_NAME,
-                    found: slot.type_name,
-                })?;
+                let lock = any
+                    .downcast_ref::<RwLock<T>>()
+                    .ok_or_else(|| Error::TypeMismatch {
+                        addr,
+                        expected: T::TYPE_NAME,
+                        found: slot.type_name,
+                    })?;
                 // An entry a writer holds is waited for below, without the index lock (its
                 // writer needs the index to give it back).
                 if let Some(entry) = lock.try_read_recursive() {
@@ -1301,14 +1305,14 @@ impl MetadataCache {
         if initial == 0 {
             return Err(truncated(wanted, 0));
         }
-        let mut buf = vec![0u8; initial];
-        self.storage
-            .read_at(addr, &mut buf)
-            .map_err(AttemptError::Io)?;
+        // The image is read into this thread's scratch buffer: no zeroed allocation per load.
+        let mut scratch = Scratch::take();
+        let buf = scratch.sized(initial);
+        self.storage.read_at(addr, buf).map_err(AttemptError::Io)?;
         // I/O statistics: saturate rather than overflow.
         io.reads = io.reads.saturating_add(1);
         io.bytes = io.bytes.saturating_add(initial as u64);
-        let full = T::final_load_len(&buf, addr, ctx).map_err(AttemptError::Format)?;
+        let full = T::final_load_len(buf, addr, ctx).map_err(AttemptError::Format)?;
         if full > avail {
             // The length known may be stale (the file grew since): ask once more.
             let file_len = self.storage_len_for(end(full)).map_err(AttemptError::Io)?;
@@ -1317,18 +1321,17 @@ impl MetadataCache {
         if full == 0 || full > avail {
             return Err(truncated(full.max(1), avail));
         }
-        if full > initial {
+        let buf = if full > initial {
             // Re-read the whole image in one read, so it comes from one moment of the file.
-            buf = vec![0u8; full];
-            self.storage
-                .read_at(addr, &mut buf)
-                .map_err(AttemptError::Io)?;
+            let buf = scratch.sized(full);
+            self.storage.read_at(addr, buf).map_err(AttemptError::Io)?;
             io.reads = io.reads.saturating_add(1);
             io.bytes = io.bytes.saturating_add(full as u64);
+            buf
         } else {
-            buf.truncate(full);
-        }
-        let entry = T::decode(&buf, addr, ctx).map_err(AttemptError::Format)?;
+            scratch.sized(full)
+        };
+        let entry = T::decode(buf, addr, ctx).map_err(AttemptError::Format)?;
         Ok((entry, full))
     }
 
@@ -1763,6 +1766,40 @@ impl MetadataCache {
         let mut inner = self.inner.write();
         WriteTrace {
             events: inner.trace.as_mut().map(std::mem::take).unwrap_or_default(),
+        }
+    }
+}
+
+/// Largest scratch buffer a thread keeps between loads; a larger image's buffer is freed.
+const SCRATCH_KEEP: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A thread's load buffer, taken for one load and given back on drop (a load inside a load
+/// takes a fresh one).
+struct Scratch(Vec<u8>);
+
+impl Scratch {
+    fn take() -> Scratch {
+        Scratch(SCRATCH.with(|s| s.take()))
+    }
+
+    /// The buffer at exactly `len` bytes. Bytes kept from an earlier load are overwritten by
+    /// the read that follows; only growth is zeroed.
+    fn sized(&mut self, len: usize) -> &mut [u8] {
+        self.0.resize(len, 0);
+        &mut self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.0.capacity() <= SCRATCH_KEEP {
+            let buf = std::mem::take(&mut self.0);
+            // During thread teardown the slot may be gone: the buffer is then just freed.
+            let _ = SCRATCH.try_with(|s| s.set(buf));
         }
     }
 }

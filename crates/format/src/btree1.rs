@@ -126,6 +126,7 @@ impl NodeKey for ChunkKey {
         8usize.saturating_add(usize::from(nd).saturating_mul(8))
     }
 
+    #[inline]
     fn decode(d: &mut Decoder<'_>, nd: u8) -> Result<Self> {
         // One bounds check for the whole key (nodes hold up to 2K + 1 of them), then plain
         // little-endian reads of the slice.
@@ -256,9 +257,26 @@ impl<K: NodeKey> Node<K> {
         let n = d.check_count(u64::from(used), entry_len)?;
         let mut keys = Vec::with_capacity(if n == 0 { 0 } else { n.saturating_add(1) });
         let mut children = Vec::with_capacity(n);
+        let o = sizes.offsets();
+        let undef = sizes.undef_offset();
         for _ in 0..n {
             keys.push(K::decode(&mut d, params)?);
-            children.push(d.defined_offset("child address")?);
+            // The child address, read in place (nodes hold up to 2K of them).
+            let child_at = d.addr();
+            let raw = d.bytes(usize::from(o))?;
+            let mut le = [0u8; 8];
+            for (l, r) in le.iter_mut().zip(raw) {
+                *l = *r;
+            }
+            let child = u64::from_le_bytes(le);
+            if child == undef {
+                return Err(Error::Invalid {
+                    structure: STRUCTURE,
+                    at: child_at,
+                    reason: "child address is the undefined address".into(),
+                });
+            }
+            children.push(Addr(child));
         }
         if n > 0 {
             keys.push(K::decode(&mut d, params)?);

@@ -54,6 +54,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// The file address of the next byte.
+    #[inline]
     pub fn addr(&self) -> Addr {
         Addr(self.base.wrapping_add(self.pos as u64))
     }
@@ -93,6 +94,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next `n` bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).ok_or_else(|| self.truncated(n))?;
         let out = self
@@ -104,6 +106,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next `N` bytes as an array.
+    #[inline]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.bytes(N)?);
@@ -138,6 +141,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Read a little-endian `u64`.
+    #[inline]
     pub fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.array()?))
     }
@@ -164,12 +168,18 @@ impl<'a> Decoder<'a> {
     }
 
     /// Read an address field (size of offsets); the undefined address becomes `None`.
+    #[inline]
     pub fn offset(&mut self) -> Result<Option<Addr>> {
-        let v = self.uint(self.sizes.offsets())?;
+        // Eight bytes (the common size) read directly: node decoding reads one per child.
+        let v = match self.sizes.offsets() {
+            8 => self.u64()?,
+            w => self.uint(w)?,
+        };
         Ok((v != self.sizes.undef_offset()).then_some(Addr(v)))
     }
 
     /// Read an address field that must be defined.
+    #[inline]
     pub fn defined_offset(&mut self, field: &'static str) -> Result<Addr> {
         let at = self.addr();
         self.offset()?.ok_or_else(|| Error::Invalid {

@@ -241,6 +241,7 @@ impl DatasetBuilder {
             codec,
         };
         let index = adapter::create(f, &shape, sel.index, sel.kind)?;
+        let kind = index.kind();
         // The fill value, one element in the file's byte order.
         let mut fill = self.fill.clone().unwrap_or_else(|| vec![0; elem as usize]);
         if fill.len() != elem as usize {
@@ -336,7 +337,7 @@ impl DatasetBuilder {
                 ))),
                 alloc_early: self.alloc_time == AllocTime::Early,
                 // A new index holds no chunk.
-                known: vec![0; grid.len()],
+                known: Chunked::first_known(kind, vec![0; grid.len()]),
                 fresh,
             })),
         };

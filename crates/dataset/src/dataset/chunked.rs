@@ -49,13 +49,48 @@ pub(crate) struct Chunked {
     pub(crate) fresh: Fresh,
 }
 
+/// Copy `src` into `dst` (of the same length): as one fixed-size move for ranks up to 4, where
+/// a call to memcpy would cost more than the copy (appends copy the dims each time).
+#[inline(always)]
+pub(crate) fn copy_dims(dst: &mut [u64], src: &[u64]) {
+    #[inline(always)]
+    fn fixed<const N: usize>(dst: &mut [u64], src: &[u64]) -> bool {
+        match (<&mut [u64; N]>::try_from(dst), <&[u64; N]>::try_from(src)) {
+            (Ok(d), Ok(s)) => {
+                *d = *s;
+                true
+            }
+            _ => false,
+        }
+    }
+    let done = match dst.len() {
+        1 => fixed::<1>(dst, src),
+        2 => fixed::<2>(dst, src),
+        3 => fixed::<3>(dst, src),
+        4 => fixed::<4>(dst, src),
+        _ => false,
+    };
+    if !done && dst.len() == src.len() {
+        dst.copy_from_slice(src);
+    }
+}
+
 impl Chunked {
     /// Whether the index may hold a record for the chunk at `scaled` (see `known`). Indexes
     /// without a structure answer for every chunk.
     pub(crate) fn may_exist(&self, scaled: &[u64]) -> bool {
+        scaled.iter().zip(&self.known).all(|(s, k)| s < k)
+    }
+
+    /// The first `known` box of an index of kind `kind` whose chunks lie inside `known`:
+    /// unbounded for the indexes without a structure, which answer for every chunk.
+    pub(crate) fn first_known(kind: crate::index::IndexKind, known: Vec<u64>) -> Vec<u64> {
         use crate::index::IndexKind;
-        matches!(self.index.kind(), IndexKind::Implicit | IndexKind::Single)
-            || scaled.iter().zip(&self.known).all(|(s, k)| s < k)
+        if matches!(kind, IndexKind::Implicit | IndexKind::Single) {
+            vec![u64::MAX; known.len()]
+        } else {
+            known
+        }
     }
 
     /// The index now holds the chunk at `scaled`: grow the box to cover it.
@@ -68,9 +103,10 @@ impl Chunked {
     /// The current dimensions are now `dims` (of the dataset's rank): the index needs nothing
     /// (see `ChunkIndex::set_dims` for shrinks), the chunk cache re-packs its keys only when
     /// the grid outgrows their fields.
+    #[inline]
     pub(crate) fn set_grown_dims(&mut self, dims: &[u64]) {
         if self.shape.dims.len() == dims.len() {
-            self.shape.dims.copy_from_slice(dims);
+            copy_dims(&mut self.shape.dims, dims);
         } else {
             self.shape.dims.clear();
             self.shape.dims.extend_from_slice(dims);

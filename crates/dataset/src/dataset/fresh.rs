@@ -61,15 +61,23 @@ impl Fresh {
     }
 
     /// Whether the chunk at `scaled` may be held (it lies inside the box of held coordinates).
+    #[inline]
     fn in_box(&self, scaled: &[u64]) -> bool {
         !self.is_empty() && scaled.iter().zip(&self.hi).all(|(s, h)| s < h)
     }
 
     /// Position of the chunk at `scaled`, if held.
+    #[inline]
     pub fn position(&mut self, scaled: &[u64]) -> Option<usize> {
         if !self.in_box(scaled) {
             return None;
         }
+        self.position_in_box(scaled)
+    }
+
+    /// [`position`](Self::position) inside the box: the map answers (built on first use).
+    #[inline(never)]
+    fn position_in_box(&mut self, scaled: &[u64]) -> Option<usize> {
         let rank = self.rank.max(1);
         let map = self.map.get_or_insert_with(|| {
             self.coords

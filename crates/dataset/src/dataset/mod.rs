@@ -280,6 +280,7 @@ impl Dataset {
                     codec: record_codec(f, filtered, c.version, chunk_bytes)?,
                 };
                 let index = adapter::open(f, &shape, &c.index, c.address)?;
+                let kind = index.kind();
                 index.check_extent(&shape.dims, &shape.chunk)?;
                 let pipeline = match &pipeline {
                     Some(p) if filtered => {
@@ -307,7 +308,7 @@ impl Dataset {
                     alloc_early: false,
                     // Chunks exist only inside the extent (libhdf5 removes those a shrink
                     // leaves outside).
-                    known: grid,
+                    known: Chunked::first_known(kind, grid),
                     fresh,
                 }))
             }
@@ -737,7 +738,7 @@ impl Dataset {
                 if grows {
                     // Element by element: a call to memcmp costs more than these few words.
                     if cur.iter().ne(dims.iter()) {
-                        cur.copy_from_slice(dims);
+                        chunked::copy_dims(cur, dims);
                         c.set_grown_dims(dims);
                     }
                     return Ok(());

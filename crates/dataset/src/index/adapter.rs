@@ -864,22 +864,44 @@ impl BTree1 {
     /// a damaged size is caught here rather than read as wrong values. A chunk's stored size is
     /// never 0, and an unfiltered chunk's is the chunk's size.
     fn record(&self, c: &h5chunk_btree1::Chunk) -> Result<ChunkRecord> {
-        let size = u64::from(c.size);
+        self.checked_record(c.size, c.filter_mask, c.addr, || {
+            format!("offsets {:?}", c.offsets)
+        })
+    }
+
+    /// [`record`](Self::record) of a chunk found at chunk coordinates `scaled`.
+    fn located_record(&self, scaled: &[u64], c: h5chunk_btree1::Located) -> Result<ChunkRecord> {
+        self.checked_record(c.size, c.filter_mask, c.addr, || {
+            format!("chunk coordinates {scaled:?}")
+        })
+    }
+
+    /// The record of a chunk key: its size must be a chunk's (`at` names the chunk in the
+    /// error).
+    fn checked_record(
+        &self,
+        size: u32,
+        mask: u32,
+        addr: Addr,
+        at: impl FnOnce() -> String,
+    ) -> Result<ChunkRecord> {
+        let size = u64::from(size);
         if size == 0 || (!self.filtered && size != self.chunk_bytes) {
             return Err(Error::corrupt(
                 "v1 B-tree chunk key",
-                c.addr,
+                addr,
                 format!(
-                    "chunk at {:?} stored as {size} bytes (an unfiltered chunk is {})",
-                    c.offsets, self.chunk_bytes
+                    "chunk at {} stored as {size} bytes (an unfiltered chunk is {})",
+                    at(),
+                    self.chunk_bytes
                 ),
             ));
         }
         Ok(ChunkRecord {
-            addr: Some(c.addr),
+            addr: Some(addr),
             // Unfiltered datasets carry the chunk size in the key too; records say 0.
             size: if self.filtered { size } else { 0 },
-            mask: c.filter_mask,
+            mask,
         })
     }
 }
@@ -892,8 +914,8 @@ impl ChunkIndex for BTree1 {
         (LayoutIndex::BTreeV1, Some(self.root))
     }
     fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let c = self.tree(f)?.get(&self.offsets(scaled)?).map_err(bt1_err)?;
-        c.map(|c| self.record(&c)).transpose()
+        let c = self.tree(f)?.locate(scaled).map_err(bt1_err)?;
+        c.map(|c| self.located_record(scaled, c)).transpose()
     }
     fn insert(
         &mut self,
