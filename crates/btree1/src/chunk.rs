@@ -104,7 +104,8 @@ fn inline_key(
 /// Whether the keys of `N` integers in `flat` increase strictly (compared as arrays, with no
 /// per-key slice).
 fn increasing<const N: usize>(flat: &[u64]) -> bool {
-    flat.as_chunks::<N>().0.windows(2).all(|w| w[0] < w[1])
+    let keys = flat.as_chunks::<N>().0;
+    keys.iter().zip(keys.iter().skip(1)).all(|(a, b)| a < b)
 }
 
 /// The error for chunk coordinates whose element offsets pass 2^64.
