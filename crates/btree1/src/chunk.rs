@@ -108,6 +108,28 @@ fn increasing<const N: usize>(flat: &[u64]) -> bool {
     keys.iter().zip(keys.iter().skip(1)).all(|(a, b)| a < b)
 }
 
+/// The key of the chunk at chunk coordinates `scaled` (of the tree's rank) for chunk dims
+/// `dims` (`nd` of them, the element size last): each offset a product, checked.
+#[inline(always)]
+fn scaled_key(scaled: &[u64], dims: &[u64], size: u32, filter_mask: u32) -> Result<ChunkKey> {
+    let nd = dims.len();
+    if nd <= INLINE_OFFSETS {
+        let mut offsets = [0u64; INLINE_OFFSETS];
+        for ((o, &s), &d) in offsets.iter_mut().zip(scaled).zip(dims) {
+            *o = s.checked_mul(d).ok_or_else(|| past_2_64(scaled))?;
+        }
+        Ok(inline_key(size, filter_mask, nd, offsets))
+    } else {
+        let o = scaled
+            .iter()
+            .zip(dims)
+            .map(|(&s, &d)| s.checked_mul(d))
+            .collect::<Option<Offsets>>()
+            .ok_or_else(|| past_2_64(scaled))?;
+        Ok(make_key(size, filter_mask, nd, &o))
+    }
+}
+
 /// The error for chunk coordinates whose element offsets pass 2^64.
 fn past_2_64(scaled: &[u64]) -> Error {
     Error::InvalidArgument(format!("chunk {scaled:?} starts past 2^64"))
@@ -521,22 +543,7 @@ impl<'c> ChunkTree<'c> {
                 self.rank()
             )));
         }
-        let nd = dims.len();
-        let mut offsets = [0u64; INLINE_OFFSETS];
-        let key = if nd <= INLINE_OFFSETS {
-            for ((o, &s), &d) in offsets.iter_mut().zip(scaled).zip(dims) {
-                *o = s.checked_mul(d).ok_or_else(|| past_2_64(scaled))?;
-            }
-            inline_key(0, 0, nd, offsets)
-        } else {
-            let o = scaled
-                .iter()
-                .zip(dims)
-                .map(|(&s, &d)| s.checked_mul(d))
-                .collect::<Option<Offsets>>()
-                .ok_or_else(|| past_2_64(scaled))?;
-            make_key(0, 0, nd, &o)
-        };
+        let key = scaled_key(scaled, dims, 0, 0)?;
         let mut op = ChunkOp {
             key,
             addr: Addr(0),
@@ -575,11 +582,56 @@ impl<'c> ChunkTree<'c> {
     /// instructions a chunk rather than thousands for a descent from the root. Other chunks
     /// go through `insert`.
     pub fn insert_many(&self, chunks: &[Chunk]) -> Result<()> {
+        let dims = self.tree.class().dims.as_slice();
+        self.insert_keyed(chunks, |c| {
+            if is_valid(c, dims) {
+                Ok((make_key(c.size, c.filter_mask, dims.len(), &c.offsets), c.addr))
+            } else {
+                // The op gives the error that names what is wrong.
+                self.insert_op(c).map(|op| (op.key, op.addr))
+            }
+        })
+    }
+
+    /// [`insert_many`](Self::insert_many) for a caller that counts in chunks: each chunk by
+    /// its chunk coordinates (offsets divided by the chunk dims), so its offsets are on the
+    /// grid by construction and no remainder is taken. Same nodes, same bytes.
+    pub fn insert_many_scaled(&self, chunks: &[(&[u64], Located)]) -> Result<()> {
+        let dims = self.tree.class().dims.as_slice();
+        let rank = self.rank();
+        self.insert_keyed(chunks, |&(scaled, at)| {
+            if at.size == 0 {
+                return Err(Error::InvalidArgument("a stored chunk has a size".into()));
+            }
+            if scaled.len() != rank {
+                return Err(Error::InvalidArgument(format!(
+                    "{} chunk coordinates for a rank-{rank} dataset",
+                    scaled.len()
+                )));
+            }
+            let key = scaled_key(scaled, dims, at.size, at.filter_mask)?;
+            Ok((key, at.addr))
+        })
+    }
+
+    /// The batch insertion behind [`insert_many`](Self::insert_many) and
+    /// [`insert_many_scaled`](Self::insert_many_scaled): `key_of` gives each item's key and
+    /// chunk address, or the error that stops the batch.
+    fn insert_keyed<T>(
+        &self,
+        items: &[T],
+        key_of: impl Fn(&T) -> Result<(ChunkKey, Addr)>,
+    ) -> Result<()> {
         let class = self.tree.class();
         let mut batch = self.tree.batch();
-        let mut rest = chunks;
+        let mut rest = items;
         while let Some((first, tail)) = rest.split_first() {
-            batch.insert(&mut self.insert_op(first)?)?;
+            let (key, addr) = key_of(first)?;
+            batch.insert(&mut ChunkOp {
+                key,
+                addr,
+                found: None,
+            })?;
             rest = tail;
             // While that left the batch appending to a leaf with room, the next chunks that
             // are appends go in directly, as `Batch::insert` would append them, without an op
@@ -587,23 +639,21 @@ impl<'c> ChunkTree<'c> {
             let Some(mut leaf) = batch.leaf_end() else {
                 continue;
             };
-            let dims = class.dims.as_slice();
             while leaf.has_room()
                 && let Some((c, tail)) = rest.split_first()
                 && let Some((lt, rt)) = leaf.last_keys()
-                && is_valid(c, dims)
+                && let Ok((key, addr)) = key_of(c)
             {
-                let key = make_key(c.size, c.filter_mask, dims.len(), &c.offsets);
                 // Not after the last chunk (its offsets with the element-size slot 0 compare
                 // as the chunk's own): the general path decides.
                 if key.offsets.as_slice() <= lt.offsets.as_slice() {
                     break;
                 }
                 if key.offsets.as_slice() < rt.offsets.as_slice() {
-                    leaf.push(c.addr, key);
+                    leaf.push(addr, key);
                 } else {
                     let rt = class.right_key(&key)?;
-                    leaf.push_right(c.addr, key, rt);
+                    leaf.push_right(addr, key, rt);
                 }
                 rest = tail;
             }

@@ -180,15 +180,23 @@ impl ChunkCache {
     /// The dataset's dimensions are now `dims`, in chunks of `chunk`: re-key only when the
     /// grid outgrows the key fields. The common case (an append) compares dimensions against
     /// the room the fields leave, with no division.
+    #[inline]
     pub fn fit_dims(&mut self, dims: &[u64], chunk: &[u64]) {
         let fits = self.room_dims.len() == dims.len()
             && dims
                 .iter()
                 .zip(&self.room_dims)
                 .all(|(&d, &room)| d <= room);
-        if fits {
-            return;
+        if !fits {
+            self.refit_dims(dims, chunk);
         }
+    }
+
+    /// [`fit_dims`](Self::fit_dims) when the fields must widen: rare, and kept out of line so
+    /// that the append path stays small.
+    #[cold]
+    #[inline(never)]
+    fn refit_dims(&mut self, dims: &[u64], chunk: &[u64]) {
         let grid: SmallVec<[u64; 4]> = dims
             .iter()
             .zip(chunk)

@@ -93,6 +93,9 @@ impl NodeKey for GroupKey {
     }
 }
 
+/// Offsets of a chunk key encoded through a fixed buffer (rank 3 and the element-size slot).
+const INLINE_KEY_OFFSETS: usize = 4;
+
 /// Node type 1 key: one chunk's size, filter mask and element offsets.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct ChunkKey {
@@ -165,10 +168,35 @@ impl NodeKey for ChunkKey {
                 ),
             });
         }
-        e.u32(self.chunk_size);
-        e.u32(self.filter_mask);
-        for &o in &self.offsets {
-            e.u64(o);
+        // Built on the stack and appended at once: nodes encode up to 2K + 1 keys.
+        let mut buf = [0u8; 8 + 8 * INLINE_KEY_OFFSETS];
+        if self.offsets.len() > INLINE_KEY_OFFSETS {
+            e.u32(self.chunk_size);
+            e.u32(self.filter_mask);
+            for &o in &self.offsets {
+                e.u64(o);
+            }
+            return Ok(());
+        }
+        let (head, words) = buf.split_at_mut(8);
+        let (size, mask) = head.split_at_mut(4);
+        size.copy_from_slice(&self.chunk_size.to_le_bytes());
+        mask.copy_from_slice(&self.filter_mask.to_le_bytes());
+        for (w, &o) in words.chunks_exact_mut(8).zip(&self.offsets) {
+            w.copy_from_slice(&o.to_le_bytes());
+        }
+        // A length known at compile time per rank: the copy is a few moves, not a memcpy call.
+        fn put<const N: usize>(e: &mut Encoder<'_>, buf: &[u8]) {
+            if let Some(b) = buf.first_chunk::<N>() {
+                e.bytes(b);
+            }
+        }
+        match self.offsets.len() {
+            0 => put::<8>(e, &buf),
+            1 => put::<16>(e, &buf),
+            2 => put::<24>(e, &buf),
+            3 => put::<32>(e, &buf),
+            _ => put::<40>(e, &buf),
         }
         Ok(())
     }
@@ -315,6 +343,8 @@ impl<K: NodeKey> Node<K> {
                 self.level
             )));
         }
+        let total = Self::encoded_len(sizes, k, params);
+        out.reserve(total);
         let mut e = Encoder::new(out, sizes, STRUCTURE);
         e.bytes(&SIGNATURE);
         e.u8(K::NODE_TYPE);
@@ -329,7 +359,6 @@ impl<K: NodeKey> Node<K> {
         if let Some(last) = self.keys.get(used) {
             last.encode(&mut e, params)?;
         }
-        let total = Self::encoded_len(sizes, k, params);
         e.zeros(total.saturating_sub(e.position()));
         Ok(())
     }

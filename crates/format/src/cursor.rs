@@ -378,6 +378,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// Append raw bytes.
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
         self.out.extend_from_slice(b);
     }
@@ -403,6 +404,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// Append a little-endian `u64`.
+    #[inline]
     pub fn u64(&mut self, v: u64) {
         self.bytes(&v.to_le_bytes());
     }
@@ -423,6 +425,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// Append an address field; `None` is the undefined address.
+    #[inline]
     pub fn offset(&mut self, a: Option<Addr>, field: &'static str) -> Result<()> {
         let o = self.sizes.offsets();
         match a {
@@ -432,6 +435,11 @@ impl<'a> Encoder<'a> {
                 value: a.get(),
                 width: o,
             }),
+            // Eight bytes (the common size) written directly: nodes write one per child.
+            Some(a) if o == 8 => {
+                self.u64(a.get());
+                Ok(())
+            }
             Some(a) => self.uint(a.get(), o, field),
             None => self.uint(self.sizes.undef_offset(), o, field),
         }

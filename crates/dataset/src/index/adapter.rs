@@ -841,8 +841,8 @@ impl BTree1 {
             })
     }
 
-    /// The tree's form of the record of the chunk at `scaled`.
-    fn chunk(&self, scaled: &[u64], rec: ChunkRecord) -> Result<h5chunk_btree1::Chunk> {
+    /// Where the tree records a chunk of record `rec`.
+    fn located(&self, rec: ChunkRecord) -> Result<h5chunk_btree1::Located> {
         let addr = rec
             .addr
             .ok_or_else(|| Error::Internal("recording an unallocated chunk"))?;
@@ -851,12 +851,22 @@ impl BTree1 {
         } else {
             self.chunk_bytes
         };
-        Ok(h5chunk_btree1::Chunk {
-            offsets: self.offsets(scaled)?,
+        Ok(h5chunk_btree1::Located {
             size: u32::try_from(size)
                 .map_err(|_| Error::arg("chunk size", "a chunk of 4 GiB or more"))?,
             filter_mask: rec.mask,
             addr,
+        })
+    }
+
+    /// The tree's form of the record of the chunk at `scaled`.
+    fn chunk(&self, scaled: &[u64], rec: ChunkRecord) -> Result<h5chunk_btree1::Chunk> {
+        let at = self.located(rec)?;
+        Ok(h5chunk_btree1::Chunk {
+            offsets: self.offsets(scaled)?,
+            size: at.size,
+            filter_mask: at.filter_mask,
+            addr: at.addr,
         })
     }
 
@@ -929,10 +939,12 @@ impl ChunkIndex for BTree1 {
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         let mut chunks = Vec::with_capacity(items.len());
-        for (scaled, rec) in items {
-            chunks.push(self.chunk(scaled, *rec)?);
+        for &(scaled, rec) in items {
+            chunks.push((scaled, self.located(rec)?));
         }
-        self.tree(f)?.insert_many(&chunks).map_err(bt1_err)
+        self.tree(f)?
+            .insert_many_scaled(&chunks)
+            .map_err(bt1_err)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
