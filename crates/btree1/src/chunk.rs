@@ -101,13 +101,6 @@ fn inline_key(
     key
 }
 
-/// Whether the keys of `N` integers in `flat` increase strictly (compared as arrays, with no
-/// per-key slice).
-fn increasing<const N: usize>(flat: &[u64]) -> bool {
-    let keys = flat.as_chunks::<N>().0;
-    keys.iter().zip(keys.iter().skip(1)).all(|(a, b)| a < b)
-}
-
 /// The key of the chunk at chunk coordinates `scaled` (of the tree's rank) for chunk dims
 /// `dims` (`nd` of them, the element size last): each offset a product, checked.
 #[inline(always)]
@@ -166,15 +159,44 @@ pub struct ChunkClass {
 }
 
 impl ChunkClass {
-    /// The keys of `N` offsets each, copied as arrays; `None` if a key has another count or
-    /// the keys do not increase strictly.
-    fn flatten_n<const N: usize>(&self, keys: &[ChunkKey]) -> Option<Vec<u64>> {
-        let mut flat = Vec::with_capacity(keys.len().checked_mul(N)?);
-        for k in keys {
-            let o: &[u64; N] = k.offsets.as_slice().try_into().ok()?;
-            flat.extend_from_slice(o);
+    /// [`check_flat`](Class::check_flat) for keys of `N` offsets: one pass, keys compared as
+    /// arrays, the grid checked by masks when every chunk dim is a power of two (a node read
+    /// for search runs this once).
+    fn check_flat_n<const N: usize>(&self, flat: &[u64]) -> bool {
+        let (keys, rest) = flat.as_chunks::<N>();
+        let Ok(dims) = <&[u64; N]>::try_from(self.dims.as_slice()) else {
+            return false;
+        };
+        if !rest.is_empty() {
+            return false;
         }
-        increasing::<N>(&flat).then_some(flat)
+        // Per dimension, the mask of the bits a multiple of its chunk dim has clear (the
+        // element-size slot must be 0: all bits); `None` if some dim is no power of two.
+        let mut masks = [u64::MAX; N];
+        let mut pow2 = true;
+        for (m, &d) in masks.iter_mut().zip(dims).take(N.saturating_sub(1)) {
+            pow2 &= d.is_power_of_two();
+            *m = d.wrapping_sub(1);
+        }
+        let last = keys.len().saturating_sub(1);
+        let mut prev: Option<&[u64; N]> = None;
+        for (i, k) in keys.iter().enumerate() {
+            if prev.is_some_and(|p| p >= k) {
+                return false;
+            }
+            prev = Some(k);
+            if i < last {
+                let on_grid = if pow2 {
+                    k.iter().zip(&masks).all(|(&o, &m)| o & m == 0)
+                } else {
+                    self.on_grid(k)
+                };
+                if !on_grid {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Whether `offsets` (`nd` of them) name a chunk: each on the chunk grid (a mask for the
@@ -265,26 +287,35 @@ impl Class for ChunkClass {
     /// each key is checked and copied together (this runs once per node a lookup first
     /// reaches, so on every cold lookup).
     fn flatten(&self, keys: &[ChunkKey]) -> Option<Box<[u64]>> {
-        let flat = match self.dims.len() {
-            2 => self.flatten_n::<2>(keys)?,
-            3 => self.flatten_n::<3>(keys)?,
-            4 => self.flatten_n::<4>(keys)?,
-            nd => {
-                let mut flat = Vec::with_capacity(keys.len().checked_mul(nd)?);
-                for k in keys {
-                    flat.extend_from_slice(k.offsets.as_slice());
-                }
-                let increasing =
-                    (flat.chunks_exact(nd).zip(flat.chunks_exact(nd).skip(1))).all(|(a, b)| a < b);
-                (flat.len() == keys.len().checked_mul(nd)? && increasing).then_some(flat)?
+        let nd = self.dims.len();
+        let mut flat = Vec::with_capacity(keys.len().checked_mul(nd)?);
+        for k in keys {
+            let o = k.offsets.as_slice();
+            if o.len() != nd {
+                return None;
             }
-        };
-        let last = keys.len().saturating_sub(1);
-        let on_grid = flat
-            .chunks_exact(self.dims.len())
-            .take(last)
-            .all(|o| self.on_grid(o));
-        on_grid.then(|| flat.into_boxed_slice())
+            flat.extend_from_slice(o);
+        }
+        self.check_flat(&flat).then(|| flat.into_boxed_slice())
+    }
+
+    /// The checks of `validate_keys` on keys in flat form: whole keys of `nd` offsets, every
+    /// one but the last on the chunk grid, strictly increasing.
+    fn check_flat(&self, flat: &[u64]) -> bool {
+        match self.dims.len() {
+            2 => self.check_flat_n::<2>(flat),
+            3 => self.check_flat_n::<3>(flat),
+            4 => self.check_flat_n::<4>(flat),
+            nd => {
+                if nd == 0 || !flat.len().is_multiple_of(nd) {
+                    return false;
+                }
+                let keys = flat.chunks_exact(nd);
+                let increasing = keys.clone().zip(keys.clone().skip(1)).all(|(a, b)| a < b);
+                let last = keys.len().saturating_sub(1);
+                increasing && keys.take(last).all(|o| self.on_grid(o))
+            }
+        }
     }
 
     /// Every key has `nd` offsets; every key but the node's last (its right bound, which
@@ -374,6 +405,27 @@ impl Class for ChunkClass {
         } else {
             Ok(false)
         }
+    }
+
+    #[inline]
+    fn found_flat(
+        &self,
+        child: Addr,
+        words: &[u64],
+        record: u64,
+        op: &mut ChunkOp,
+    ) -> Option<bool> {
+        if words != op.key.offsets.as_slice() {
+            return Some(false);
+        }
+        // The record word: the size in the low half, the filter mask in the high half.
+        let [s0, s1, s2, s3, m0, m1, m2, m3] = record.to_le_bytes();
+        op.found = Some(Located {
+            size: u32::from_le_bytes([s0, s1, s2, s3]),
+            filter_mask: u32::from_le_bytes([m0, m1, m2, m3]),
+            addr: child,
+        });
+        Some(true)
     }
 
     fn remove(
@@ -585,7 +637,10 @@ impl<'c> ChunkTree<'c> {
         let dims = self.tree.class().dims.as_slice();
         self.insert_keyed(chunks, |c| {
             if is_valid(c, dims) {
-                Ok((make_key(c.size, c.filter_mask, dims.len(), &c.offsets), c.addr))
+                Ok((
+                    make_key(c.size, c.filter_mask, dims.len(), &c.offsets),
+                    c.addr,
+                ))
             } else {
                 // The op gives the error that names what is wrong.
                 self.insert_op(c).map(|op| (op.key, op.addr))

@@ -141,6 +141,24 @@ pub trait Class {
     fn validate_keys(&self, _addr: Addr, _keys: &[Self::Key]) -> Result<()> {
         Ok(())
     }
+    /// Whether keys read straight into [`flatten`](Class::flatten)'s form (a node decoded
+    /// for search) pass the checks of [`validate_keys`](Class::validate_keys); `false`, the
+    /// default, sends lookups through the node's keys.
+    fn check_flat(&self, _flat: &[u64]) -> bool {
+        false
+    }
+    /// [`found`](Class::found) for a leaf read in flat form, given the key's flat integers
+    /// and record word (see `FlatNode`) instead of the key: `None`, the default, has the key
+    /// built and `found` called.
+    fn found_flat(
+        &self,
+        _child: Addr,
+        _words: &[u64],
+        _record: u64,
+        _op: &mut Self::Op,
+    ) -> Option<bool> {
+        None
+    }
     /// Make a new leaf child for the operation's target and set its keys; returns its address.
     fn new_node(
         &self,
@@ -491,6 +509,20 @@ impl<C: Class> Class for std::sync::Arc<C> {
     fn validate_keys(&self, addr: Addr, keys: &[Self::Key]) -> Result<()> {
         (**self).validate_keys(addr, keys)
     }
+    #[inline]
+    fn check_flat(&self, flat: &[u64]) -> bool {
+        (**self).check_flat(flat)
+    }
+    #[inline]
+    fn found_flat(
+        &self,
+        child: Addr,
+        words: &[u64],
+        record: u64,
+        op: &mut Self::Op,
+    ) -> Option<bool> {
+        (**self).found_flat(child, words, record, op)
+    }
     fn new_node(
         &self,
         cache: &MetadataCache,
@@ -805,19 +837,27 @@ where
                 addr,
                 &self.class.ctx(),
                 |guard| -> Result<FindStep<C::Key>> {
-                    let node = guard.node();
-                    check_level(addr, node, level)?;
-                    if node.children.is_empty() {
+                    // The level, children and flat keys: a node read for search is not built.
+                    let view = guard.view();
+                    check_level_of(addr, view.level, view.children.len(), level)?;
+                    if view.children.is_empty() {
                         return Ok(FindStep::Done(false));
                     }
                     let flat = self
                         .class
                         .flat_target(op)
-                        .and_then(|x| Some((guard.flat(|k| self.class.flatten(k))?, x)))
-                        .and_then(|(flat, x)| search_flat(flat, x, node.children.len()));
+                        .and_then(|x| {
+                            let keys = guard.search_keys(
+                                |k| self.class.flatten(k),
+                                |w| self.class.check_flat(w),
+                            )?;
+                            Some((keys, x))
+                        })
+                        .and_then(|(flat, x)| search_flat(flat, x, view.children.len()));
                     let (idx, cmp) = match flat {
                         Some(found) => found,
                         None => {
+                            let node = guard.node();
                             self.class.validate_keys(addr, &node.keys)?;
                             self.search(addr, node, op)?
                         }
@@ -825,17 +865,25 @@ where
                     if cmp != Ordering::Equal {
                         return Ok(FindStep::Done(false));
                     }
-                    let child = child_at(&node.children, idx, addr)?;
-                    if node.level > 0 {
-                        Ok(FindStep::Descend(child, child_level(node.level, addr)?))
-                    } else if !C::FOUND_READS_CACHE {
-                        let lt = node
-                            .keys
-                            .get(idx)
-                            .ok_or_else(|| Error::corrupt(addr, "key index out of range"))?;
-                        Ok(FindStep::Done(self.class.found(self.cache, child, lt, op)?))
+                    let child = child_at(view.children, idx, addr)?;
+                    if view.level > 0 {
+                        return Ok(FindStep::Descend(child, child_level(view.level, addr)?));
+                    }
+                    if !C::FOUND_READS_CACHE
+                        && let Some((words, record)) = guard.flat_key(idx)
+                        && let Some(found) = self.class.found_flat(child, words, record, op)
+                    {
+                        return Ok(FindStep::Done(found));
+                    }
+                    let lt = guard
+                        .key(idx)
+                        .ok_or_else(|| Error::corrupt(addr, "key index out of range"))?;
+                    if C::FOUND_READS_CACHE {
+                        Ok(FindStep::Found(child, lt))
                     } else {
-                        Ok(FindStep::Found(child, key_at(&node.keys, idx, addr)?))
+                        Ok(FindStep::Done(
+                            self.class.found(self.cache, child, &lt, op)?,
+                        ))
                     }
                 },
             )??;
@@ -1913,14 +1961,20 @@ fn insert_last<K: NodeKey>(at: Addr, node: &mut Node<K>, child: Addr, md: K) -> 
 /// A node reached from its parent must be at the level below it and hold children (`level`:
 /// the expected level, `None` for the root, which may be an empty leaf).
 fn check_level<K: NodeKey>(addr: Addr, node: &Node<K>, level: Option<u8>) -> Result<()> {
+    check_level_of(addr, node.level, node.children.len(), level)
+}
+
+/// [`check_level`] of a node at `node_level` with `children` children.
+#[inline]
+fn check_level_of(addr: Addr, node_level: u8, children: usize, level: Option<u8>) -> Result<()> {
     if let Some(l) = level {
-        if node.level != l {
+        if node_level != l {
             return Err(Error::corrupt(
                 addr,
-                format!("node level {} where {l} was expected", node.level),
+                format!("node level {node_level} where {l} was expected"),
             ));
         }
-        if node.children.is_empty() {
+        if children == 0 {
             return Err(Error::corrupt(
                 addr,
                 "a node below the root has no children",

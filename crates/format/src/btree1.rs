@@ -66,6 +66,25 @@ pub trait NodeKey: Sized + Clone + PartialEq + Debug {
     fn decode(d: &mut Decoder<'_>, params: Self::Params) -> Result<Self>;
     /// Encode one key.
     fn encode(&self, e: &mut Encoder<'_>, params: Self::Params) -> Result<()>;
+    /// A node of these keys decoded into its search form ([`FlatNode`]), for key types that
+    /// have one (chunk keys); `None`, the default, for the others.
+    fn decode_flat_node(
+        _bytes: &[u8],
+        _at: Addr,
+        _sizes: Sizes,
+        _k: u16,
+        _params: Self::Params,
+    ) -> Option<Result<FlatNode>> {
+        None
+    }
+    /// The node a [`FlatNode`] of these keys stands for, keys built.
+    fn node_from_flat(_flat: &FlatNode) -> Option<Node<Self>> {
+        None
+    }
+    /// Key `i` of a [`FlatNode`] of these keys.
+    fn key_from_flat(_flat: &FlatNode, _i: usize) -> Option<Self> {
+        None
+    }
 }
 
 /// Node type 0 key: the byte offset of a name in the group's local heap.
@@ -129,7 +148,7 @@ impl NodeKey for ChunkKey {
         8usize.saturating_add(usize::from(nd).saturating_mul(8))
     }
 
-    #[inline]
+    #[inline(always)]
     fn decode(d: &mut Decoder<'_>, nd: u8) -> Result<Self> {
         // One bounds check for the whole key (nodes hold up to 2K + 1 of them), then plain
         // little-endian reads of the slice.
@@ -156,6 +175,25 @@ impl NodeKey for ChunkKey {
                 }
             },
         })
+    }
+
+    fn decode_flat_node(
+        bytes: &[u8],
+        at: Addr,
+        sizes: Sizes,
+        k: u16,
+        nd: u8,
+    ) -> Option<Result<FlatNode>> {
+        Some(Node::<ChunkKey>::decode_flat(bytes, at, sizes, k, nd))
+    }
+
+    fn node_from_flat(flat: &FlatNode) -> Option<Node<Self>> {
+        Some(flat.to_node())
+    }
+
+    #[inline]
+    fn key_from_flat(flat: &FlatNode, i: usize) -> Option<Self> {
+        flat.key(i)
     }
 
     fn encode(&self, e: &mut Encoder<'_>, nd: u8) -> Result<()> {
@@ -229,6 +267,157 @@ pub fn node_type(bytes: &[u8], at: Addr) -> Result<u8> {
     d.u8()
 }
 
+/// A node's fixed fields, as `decode_header` checked them.
+struct Header {
+    level: u8,
+    left: Option<Addr>,
+    right: Option<Addr>,
+    /// Entries used (children), checked against K and the node's length.
+    used: usize,
+}
+
+/// A child address, which must be defined; read in place (nodes hold up to 2K of them).
+#[inline(always)]
+fn child_address(d: &mut Decoder<'_>) -> Result<Addr> {
+    let at = d.addr();
+    let o = d.sizes().offsets();
+    let undef = d.sizes().undef_offset();
+    let raw = d.bytes(usize::from(o))?;
+    let mut le = [0u8; 8];
+    for (l, r) in le.iter_mut().zip(raw) {
+        *l = *r;
+    }
+    let child = u64::from_le_bytes(le);
+    if child == undef {
+        return Err(Error::Invalid {
+            structure: STRUCTURE,
+            at,
+            reason: "child address is the undefined address".into(),
+        });
+    }
+    Ok(Addr(child))
+}
+
+/// A chunk node decoded for search: each key's offsets back to back as integers, its size
+/// and filter mask beside, and no key structs. A lookup binary-searches `words` directly; the
+/// keys are built ([`FlatNode::to_node`]) only when something needs the node itself.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FlatNode {
+    /// "Node Level".
+    pub level: u8,
+    /// "Address of Left Sibling".
+    pub left: Option<Addr>,
+    /// "Address of Right Sibling".
+    pub right: Option<Addr>,
+    /// Integers per key (`nd`).
+    pub stride: usize,
+    /// Every key's offsets, `stride` each: children + 1 keys, none for an empty node.
+    pub words: Vec<u64>,
+    /// Every key's chunk size (low half) and filter mask (high half).
+    pub records: Vec<u64>,
+    /// The children.
+    pub children: Vec<Addr>,
+}
+
+impl FlatNode {
+    /// Key `i`, built.
+    pub fn key(&self, i: usize) -> Option<ChunkKey> {
+        let start = i.checked_mul(self.stride)?;
+        let offsets = self.words.get(start..start.checked_add(self.stride)?)?;
+        let record = *self.records.get(i)?;
+        Some(ChunkKey {
+            chunk_size: record as u32,
+            filter_mask: (record >> 32) as u32,
+            offsets: SmallVec::from_slice(offsets),
+        })
+    }
+
+    /// The node with its keys built: what [`Node::decode`] gives for the same bytes.
+    pub fn to_node(&self) -> Node<ChunkKey> {
+        Node {
+            level: self.level,
+            left: self.left,
+            right: self.right,
+            keys: (0..self.records.len())
+                .filter_map(|i| self.key(i))
+                .collect(),
+            children: self.children.clone(),
+        }
+    }
+}
+
+impl Node<ChunkKey> {
+    /// Decode a chunk node at `at` into its search form: the checks of
+    /// [`decode`](Node::decode), and the same node once [`FlatNode::to_node`] builds it.
+    pub fn decode_flat(bytes: &[u8], at: Addr, sizes: Sizes, k: u16, nd: u8) -> Result<FlatNode> {
+        let mut outer = Decoder::new(bytes, at, sizes, STRUCTURE);
+        let (mut d, head) = Self::decode_header(&mut outer, at, sizes, k, nd)?;
+        let n = head.used;
+        let stride = usize::from(nd);
+        let keys = if n == 0 { 0 } else { n.saturating_add(1) };
+        let key_len = ChunkKey::encoded_len(nd, sizes);
+        let o = usize::from(sizes.offsets());
+        let entry_len = key_len.saturating_add(o);
+        // Every entry and the last key under one bounds check, then plain reads of the slice.
+        let start = d.addr();
+        let body = d.bytes(if n == 0 {
+            0
+        } else {
+            n.saturating_mul(entry_len).saturating_add(key_len)
+        })?;
+        let mut words = vec![0u64; keys.saturating_mul(stride)];
+        let mut records = vec![0u64; keys];
+        let mut children = vec![Addr(0); n];
+        let undef = sizes.undef_offset();
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        let entries = words
+            .chunks_exact_mut(stride)
+            .zip(&mut records)
+            .zip(body.chunks(entry_len));
+        for (i, ((w, r), entry)) in entries.enumerate() {
+            let (key, child) = entry.split_at_checked(key_len).unwrap_or_default();
+            let (head, offsets) = key.split_at_checked(8).unwrap_or_default();
+            *r = word(head);
+            for (x, b) in w.iter_mut().zip(offsets.as_chunks::<8>().0) {
+                *x = u64::from_le_bytes(*b);
+            }
+            if let Some(slot) = children.get_mut(i) {
+                let addr = match child.first_chunk::<8>() {
+                    Some(b) => u64::from_le_bytes(*b),
+                    None => {
+                        let mut le = [0u8; 8];
+                        for (l, b) in le.iter_mut().zip(child) {
+                            *l = *b;
+                        }
+                        u64::from_le_bytes(le)
+                    }
+                };
+                if addr == undef {
+                    let at = i
+                        .checked_mul(entry_len)
+                        .and_then(|x| x.checked_add(key_len))
+                        .map_or(start, |x| Addr(start.get().wrapping_add(x as u64)));
+                    return Err(Error::Invalid {
+                        structure: STRUCTURE,
+                        at,
+                        reason: "child address is the undefined address".into(),
+                    });
+                }
+                *slot = Addr(addr);
+            }
+        }
+        Ok(FlatNode {
+            level: head.level,
+            left: head.left,
+            right: head.right,
+            stride,
+            words,
+            records,
+            children,
+        })
+    }
+}
+
 impl<K: NodeKey> Node<K> {
     /// An empty leaf.
     pub fn new_leaf() -> Self {
@@ -257,6 +446,35 @@ impl<K: NodeKey> Node<K> {
     /// and `params` the key parameters (`nd` for chunk nodes).
     pub fn decode(bytes: &[u8], at: Addr, sizes: Sizes, k: u16, params: K::Params) -> Result<Self> {
         let mut outer = Decoder::new(bytes, at, sizes, STRUCTURE);
+        let (mut d, head) = Self::decode_header(&mut outer, at, sizes, k, params)?;
+        let n = head.used;
+        let mut keys = Vec::with_capacity(if n == 0 { 0 } else { n.saturating_add(1) });
+        let mut children = Vec::with_capacity(n);
+        for _ in 0..n {
+            keys.push(K::decode(&mut d, params)?);
+            children.push(child_address(&mut d)?);
+        }
+        if n > 0 {
+            keys.push(K::decode(&mut d, params)?);
+        }
+        Ok(Node {
+            level: head.level,
+            left: head.left,
+            right: head.right,
+            keys,
+            children,
+        })
+    }
+
+    /// Check the node's fixed fields: the decoder over the whole node, positioned at its first
+    /// key, and what the fields say.
+    fn decode_header<'a>(
+        outer: &mut Decoder<'a>,
+        at: Addr,
+        sizes: Sizes,
+        k: u16,
+        params: K::Params,
+    ) -> Result<(Decoder<'a>, Header)> {
         if k == 0 {
             return Err(outer.bad_value(at, "node K", 0));
         }
@@ -282,40 +500,16 @@ impl<K: NodeKey> Node<K> {
         let right = d.offset()?;
         let key_len = K::encoded_len(params, sizes);
         let entry_len = key_len.saturating_add(usize::from(sizes.offsets()));
-        let n = d.check_count(u64::from(used), entry_len)?;
-        let mut keys = Vec::with_capacity(if n == 0 { 0 } else { n.saturating_add(1) });
-        let mut children = Vec::with_capacity(n);
-        let o = sizes.offsets();
-        let undef = sizes.undef_offset();
-        for _ in 0..n {
-            keys.push(K::decode(&mut d, params)?);
-            // The child address, read in place (nodes hold up to 2K of them).
-            let child_at = d.addr();
-            let raw = d.bytes(usize::from(o))?;
-            let mut le = [0u8; 8];
-            for (l, r) in le.iter_mut().zip(raw) {
-                *l = *r;
-            }
-            let child = u64::from_le_bytes(le);
-            if child == undef {
-                return Err(Error::Invalid {
-                    structure: STRUCTURE,
-                    at: child_at,
-                    reason: "child address is the undefined address".into(),
-                });
-            }
-            children.push(Addr(child));
-        }
-        if n > 0 {
-            keys.push(K::decode(&mut d, params)?);
-        }
-        Ok(Node {
-            level,
-            left,
-            right,
-            keys,
-            children,
-        })
+        let used = d.check_count(u64::from(used), entry_len)?;
+        Ok((
+            d,
+            Header {
+                level,
+                left,
+                right,
+                used,
+            },
+        ))
     }
 
     /// Append the node at full capacity, the unused tail zero.
@@ -562,6 +756,58 @@ mod tests {
                 let _ = GroupNode::decode(&bytes, Addr(0), S, k, ());
                 bytes[4] = 1;
                 let _ = ChunkNode::decode(&bytes, Addr(0), S, k, nd);
+            }
+        }
+
+        /// The search form decodes what the node decoding does, and refuses what it refuses.
+        #[test]
+        fn flat_decoding_agrees_with_node_decoding(
+            keys in proptest::collection::vec(
+                (any::<u32>(), any::<u32>(), proptest::collection::vec(any::<u64>(), 3)),
+                0..9,
+            ),
+            children in proptest::collection::vec(1u64..u64::MAX, 8),
+            level in 0u8..3,
+            flip in proptest::option::of((0usize..400, any::<u8>())),
+            cut in proptest::option::of(0usize..400),
+        ) {
+            let n = keys.len().saturating_sub(1);
+            let node = ChunkNode {
+                level,
+                left: Some(Addr(0x100)),
+                right: None,
+                keys: keys
+                    .iter()
+                    .map(|(size, mask, o)| ChunkKey {
+                        chunk_size: *size,
+                        filter_mask: *mask,
+                        offsets: o.iter().copied().collect(),
+                    })
+                    .collect(),
+                children: children[..n].iter().map(|&c| Addr(c)).collect(),
+            };
+            let node = if keys.len() == 1 { ChunkNode::new_leaf() } else { node };
+            let mut bytes = Vec::new();
+            node.encode(S, 4, 3, &mut bytes).unwrap();
+            if let Some((at, v)) = flip {
+                let at = at % bytes.len();
+                bytes[at] ^= v;
+            }
+            if let Some(cut) = cut {
+                bytes.truncate(cut);
+            }
+            let whole = ChunkNode::decode(&bytes, Addr(0), S, 4, 3);
+            let flat = ChunkNode::decode_flat(&bytes, Addr(0), S, 4, 3);
+            match (whole, flat) {
+                (Ok(whole), Ok(flat)) => {
+                    prop_assert_eq!(flat.to_node(), whole);
+                    let built = flat.to_node();
+                    for i in 0..flat.records.len() {
+                        prop_assert_eq!(flat.key(i), built.keys.get(i).cloned());
+                    }
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => prop_assert!(false, "decode {:?} but decode_flat {:?}", a, b),
             }
         }
     }

@@ -942,9 +942,7 @@ impl ChunkIndex for BTree1 {
         for &(scaled, rec) in items {
             chunks.push((scaled, self.located(rec)?));
         }
-        self.tree(f)?
-            .insert_many_scaled(&chunks)
-            .map_err(bt1_err)
+        self.tree(f)?.insert_many_scaled(&chunks).map_err(bt1_err)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
