@@ -47,6 +47,19 @@ pub enum Error {
         /// The flags as stored.
         flags: u32,
     },
+    /// A SWMR reader found a version 3 file marked open for writing but not for SWMR writing
+    /// (libhdf5: "file is not already open for SWMR writing").
+    #[error(
+        "{file}: open for writing by a writer not in SWMR mode, or left so by one that crashed \
+         (superblock consistency flags {flags:#x}); a SWMR reader needs a SWMR writer, or \
+         `h5chunk clear FILE` once no process has it open"
+    )]
+    NotSwmrWriting {
+        /// The file.
+        file: String,
+        /// The flags as stored.
+        flags: u32,
+    },
     /// The file is shorter than its superblock's end-of-file address.
     #[error("{file}: truncated file: {len} bytes, the superblock says {eof}")]
     Truncated {

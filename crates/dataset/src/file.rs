@@ -262,9 +262,27 @@ pub struct OpenOptions {
     pub durability: Durability,
     /// Threads that filter chunks (see [`FileOptions::threads`]).
     pub threads: Option<usize>,
+    /// Open as a single-writer/multiple-reader reader (h5py's `swmr=True`, libhdf5's
+    /// `H5F_ACC_SWMR_READ`): read-only, a version 3 file's flags must say a SWMR writer has it
+    /// open (or nobody), the superblock's stale end of file is not held against the file, and
+    /// metadata whose checksum fails is read again (up to
+    /// [`SWMR_READ_ATTEMPTS`](h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS) times), since
+    /// the writer may be writing it. [`Dataset::refresh`](crate::Dataset::refresh) then shows
+    /// what the writer has flushed since.
+    pub swmr_read: bool,
 }
 
 impl OpenOptions {
+    /// A SWMR reader (h5py's `h5py.File(path, 'r', swmr=True)`; see
+    /// [`swmr_read`](Self::swmr_read)).
+    pub fn swmr_read() -> OpenOptions {
+        OpenOptions {
+            writable: false,
+            swmr_read: true,
+            ..OpenOptions::default()
+        }
+    }
+
     /// Read-only (h5py's `'r'`).
     pub fn read_only() -> OpenOptions {
         OpenOptions {
@@ -537,14 +555,27 @@ impl File {
             None => raw,
         };
         let len = raw.len().map_err(io)?;
+        if options.swmr_read && options.writable {
+            return Err(Error::arg(
+                "options",
+                "a SWMR reader opens the file read-only",
+            ));
+        }
         let (at, sb) = crate::swmr::locate_superblock(&*raw, len, &name)?;
-        crate::swmr::check_flags(&sb, &name)?;
+        let swmr_writer_live = if options.swmr_read {
+            crate::swmr::check_flags_swmr_read(&sb, &name)?
+        } else {
+            crate::swmr::check_flags(&sb, &name)?;
+            false
+        };
         if sb.base_address != at {
             return Err(Error::Unsupported(
                 "a base address other than the superblock's position",
             ));
         }
-        if sb.eof_address > len {
+        // A SWMR writer's superblock end of file lags the file while it runs (libhdf5 skips
+        // the check for a SWMR reader of such a file too).
+        if sb.eof_address > len && !swmr_writer_live {
             return Err(Error::Truncated {
                 file: name,
                 len,
@@ -558,7 +589,12 @@ impl File {
             inner: raw,
             base: at,
         });
-        let cache = MetadataCache::new(Arc::clone(&storage), CacheConfig::default())?;
+        let config = if options.swmr_read {
+            CacheConfig::swmr_reader()
+        } else {
+            CacheConfig::default()
+        };
+        let cache = MetadataCache::new(Arc::clone(&storage), config)?;
         // `eof_address <= len` and `base_address == at <= len`: no underflow past the check.
         cache
             .allocator()

@@ -251,6 +251,14 @@ impl Headers {
         Ok(true)
     }
 
+    /// Forget the header at `at` unless it has changes to write: the next access reads it from
+    /// the file again (a SWMR reader's refresh).
+    pub fn forget_clean(&mut self, at: Addr) {
+        if !self.dirty.contains(&at) {
+            self.map.remove(&at);
+        }
+    }
+
     /// Write every changed header (each chunk in one write).
     pub fn flush(&mut self, storage: &dyn Storage) -> Result<()> {
         for at in std::mem::take(&mut self.dirty) {

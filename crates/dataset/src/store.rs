@@ -265,6 +265,12 @@ impl Store {
         self.headers.lock().messages(&*self.storage, self.sizes, at)
     }
 
+    /// Read the object header at `at` from the file again at its next access (unless it has
+    /// changes of this process to write).
+    pub fn forget_header(&self, at: Addr) {
+        self.headers.lock().forget_clean(at);
+    }
+
     /// Add `m` to the object header at `at`.
     pub fn add_message(&self, at: Addr, m: RawMessage) -> Result<()> {
         self.check_writable()?;

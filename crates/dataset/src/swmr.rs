@@ -7,7 +7,8 @@
 //! out: [`File::clear_consistency_flags`](crate::File::clear_consistency_flags) (`h5chunk
 //! clear FILE`, as `h5clear -s`) zeroes them.
 //! Only version 3 is checked, as libhdf5 checks only version 3 (`docs/format/file-format.md`
-//! §2.5). SWMR writing and reading themselves are not implemented yet.
+//! §2.5). A SWMR reader ([`OpenOptions::swmr_read`](crate::OpenOptions::swmr_read)) accepts a
+//! file a SWMR writer has open; SWMR writing is not implemented yet.
 
 use std::path::Path;
 
@@ -61,6 +62,28 @@ pub(crate) fn check_flags(sb: &Superblock, name: &str) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The flags a SWMR reader accepts, as libhdf5: in a version 3 file, open for SWMR writing
+/// (write and SWMR-write bits both set) or by nobody (both clear); one without the other is a
+/// writer that is not in SWMR mode. Whether a SWMR writer has the file open.
+pub(crate) fn check_flags_swmr_read(sb: &Superblock, name: &str) -> Result<bool> {
+    if sb.version < 3 {
+        return Ok(false);
+    }
+    let write = sb
+        .consistency_flags
+        .contains(ConsistencyFlags::WRITE_ACCESS);
+    let swmr = sb
+        .consistency_flags
+        .contains(ConsistencyFlags::SWMR_WRITE_ACCESS);
+    if write != swmr {
+        return Err(Error::NotSwmrWriting {
+            file: name.to_owned(),
+            flags: sb.consistency_flags.bits(),
+        });
+    }
+    Ok(write && swmr)
 }
 
 /// Zero the superblock's file consistency flags of the file at `path` (see

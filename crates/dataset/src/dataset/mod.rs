@@ -31,6 +31,7 @@ pub(crate) mod chunked;
 pub(crate) mod fresh;
 pub(crate) mod inspect;
 mod read;
+mod refresh;
 pub(crate) mod stream;
 
 pub use builder::{DatasetBuilder, FilterSpec};
@@ -163,14 +164,19 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    fn shared_from_state(state: DatasetState) -> Arc<DatasetShared> {
-        let (dims, max) = match &state.storage {
+    /// The current and maximum dims a state gives its handles.
+    fn extent_of(state: &DatasetState) -> (Vec<u64>, Vec<Option<u64>>) {
+        match &state.storage {
             StorageState::Chunked(c) => (c.shape.dims.clone(), c.shape.max_dims.clone()),
             _ => (
                 state.dims_written.clone(),
                 state.dims_written.iter().map(|&d| Some(d)).collect(),
             ),
-        };
+        }
+    }
+
+    fn shared_from_state(state: DatasetState) -> Arc<DatasetShared> {
+        let (dims, max) = Dataset::extent_of(&state);
         let filtered = matches!(&state.storage, StorageState::Chunked(c) if c.pipeline.is_some());
         Arc::new(DatasetShared {
             filtered,

@@ -1,0 +1,79 @@
+//! A SWMR reader's view of a dataset a writer is changing: [`Dataset::refresh`].
+//!
+//! libhdf5's `H5Drefresh` closes the dataset, evicts every metadata entry tagged with it and
+//! reopens it, so that the dataspace (current dims) and the layout (index address) come from
+//! the file again and the index is read again on demand. This cache does not tag entries by
+//! object, so a refresh drops every clean metadata entry of the file and every cached page of
+//! raw data, then reads the dataset's object header again. A reader never holds dirty entries,
+//! so nothing is lost; other open datasets read what they need again on their next access.
+
+use super::{Dataset, StorageState};
+use crate::error::{Error, Result};
+
+impl Dataset {
+    /// Show what the file holds now: the dims, the index and the chunks another process (a
+    /// SWMR writer) has flushed since this handle last looked, as `H5Drefresh` and h5py's
+    /// `dataset.refresh()`. Every handle on the dataset sees the refreshed state.
+    ///
+    /// A no-op on a file open for writing (libhdf5's too): the writer's view is the newest.
+    /// Open the file with [`OpenOptions::swmr_read`](crate::OpenOptions::swmr_read) to follow
+    /// a live writer: its metadata is then read again, with back-off, when a checksum shows a
+    /// write under way.
+    pub fn refresh(&self) -> Result<()> {
+        let f = &self.file.inner.store;
+        if f.writable {
+            return Ok(());
+        }
+        // Alone: no read plans with the old index while it is replaced, and a read that
+        // loaded chunks without the lock does not cache them into the new state (the
+        // version moves).
+        let mut st = self.shared.write();
+        let (header, path) = (st.header, st.path.clone());
+        f.cache.evict_clean();
+        f.pages.clear();
+        let state = self.load_fresh(header, &path)?;
+        if state.dtype != self.shared.dtype {
+            return Err(Error::corrupt(
+                "dataset",
+                header,
+                "the element type changed under a refresh",
+            ));
+        }
+        let filtered = matches!(&state.storage, StorageState::Chunked(c) if c.pipeline.is_some());
+        if filtered != self.shared.filtered {
+            return Err(Error::corrupt(
+                "dataset",
+                header,
+                "the filter pipeline changed under a refresh",
+            ));
+        }
+        let extent = Dataset::extent_of(&state);
+        **st = state;
+        *self.shared.dims.write() = extent;
+        Ok(())
+    }
+
+    /// The dataset's state read from the file again. The object header is read past any
+    /// cached copy; a header caught mid-write (its checksum fails) is read again with
+    /// back-off, as the metadata cache retries its entries for a SWMR reader.
+    fn load_fresh(&self, header: h5chunk_format::Addr, path: &str) -> Result<super::DatasetState> {
+        let f = &self.file.inner.store;
+        let attempts = h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS;
+        let mut backoff = std::time::Duration::from_micros(1);
+        let mut tries = 0u32;
+        loop {
+            f.forget_header(header);
+            match Dataset::load(&self.file, header, path.to_owned()) {
+                Err(Error::Format(e)) if tries.saturating_add(1) < attempts => {
+                    let _ = e;
+                    tries = tries.saturating_add(1);
+                    std::thread::sleep(backoff);
+                    backoff = backoff
+                        .saturating_mul(2)
+                        .min(std::time::Duration::from_millis(10));
+                }
+                other => return other,
+            }
+        }
+    }
+}
