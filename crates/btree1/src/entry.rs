@@ -146,7 +146,7 @@ impl<K: NodeKey> NodeEntry<K> {
     ) -> Option<&[u64]> {
         match (&self.node, &self.decoded) {
             (None, Some(d)) => {
-                (*self.decoded_ok.get_or_init(|| check(&d.words))).then_some(d.words.as_slice())
+                (*self.decoded_ok.get_or_init(|| check(&d.words))).then_some(&*d.words)
             }
             _ => self.flat(flatten),
         }

@@ -312,11 +312,51 @@ pub struct FlatNode {
     /// Integers per key (`nd`).
     pub stride: usize,
     /// Every key's offsets, `stride` each: children + 1 keys, none for an empty node.
-    pub words: Vec<u64>,
+    pub words: Padded<u64>,
     /// Every key's chunk size (low half) and filter mask (high half).
-    pub records: Vec<u64>,
+    pub records: Padded<u64>,
     /// The children.
-    pub children: Vec<Addr>,
+    pub children: Padded<Addr>,
+}
+
+/// Elements kept a cache line or more away from any other allocation: lookups on several
+/// threads read a node's arrays on every search, and an allocation of another thread's (its
+/// allocator's bookkeeping, a lock) sharing a line with them would make every such read a
+/// cache miss on the other core. Reads as the slice of its elements.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Padded<T> {
+    buf: Vec<T>,
+    len: usize,
+}
+
+/// Elements of padding before and after (two cache lines for 8-byte elements).
+const PAD: usize = 16;
+
+impl<T: Copy + Default> Padded<T> {
+    /// `len` default elements.
+    pub fn new(len: usize) -> Padded<T> {
+        Padded {
+            buf: vec![T::default(); len.saturating_add(2 * PAD)],
+            len,
+        }
+    }
+
+    /// The elements, to fill.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        let len = self.len;
+        self.buf
+            .get_mut(PAD..PAD.saturating_add(len))
+            .unwrap_or_default()
+    }
+}
+
+impl<T> core::ops::Deref for Padded<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.buf
+            .get(PAD..PAD.saturating_add(self.len))
+            .unwrap_or_default()
+    }
 }
 
 impl FlatNode {
@@ -341,7 +381,7 @@ impl FlatNode {
             keys: (0..self.records.len())
                 .filter_map(|i| self.key(i))
                 .collect(),
-            children: self.children.clone(),
+            children: self.children.to_vec(),
         }
     }
 }
@@ -365,14 +405,16 @@ impl Node<ChunkKey> {
         } else {
             n.saturating_mul(entry_len).saturating_add(key_len)
         })?;
-        let mut words = vec![0u64; keys.saturating_mul(stride)];
-        let mut records = vec![0u64; keys];
-        let mut children = vec![Addr(0); n];
+        let mut words = Padded::<u64>::new(keys.saturating_mul(stride));
+        let mut records = Padded::<u64>::new(keys);
+        let mut children = Padded::<Addr>::new(n);
         let undef = sizes.undef_offset();
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        let slots = children.as_mut_slice();
         let entries = words
+            .as_mut_slice()
             .chunks_exact_mut(stride)
-            .zip(&mut records)
+            .zip(records.as_mut_slice())
             .zip(body.chunks(entry_len));
         for (i, ((w, r), entry)) in entries.enumerate() {
             let (key, child) = entry.split_at_checked(key_len).unwrap_or_default();
@@ -381,7 +423,7 @@ impl Node<ChunkKey> {
             for (x, b) in w.iter_mut().zip(offsets.as_chunks::<8>().0) {
                 *x = u64::from_le_bytes(*b);
             }
-            if let Some(slot) = children.get_mut(i) {
+            if let Some(slot) = slots.get_mut(i) {
                 let addr = match child.first_chunk::<8>() {
                     Some(b) => u64::from_le_bytes(*b),
                     None => {
