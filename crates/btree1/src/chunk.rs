@@ -418,11 +418,9 @@ impl Class for ChunkClass {
         if words != op.key.offsets.as_slice() {
             return Some(false);
         }
-        // The record word: the size in the low half, the filter mask in the high half.
-        let [s0, s1, s2, s3, m0, m1, m2, m3] = record.to_le_bytes();
         op.found = Some(Located {
-            size: u32::from_le_bytes([s0, s1, s2, s3]),
-            filter_mask: u32::from_le_bytes([m0, m1, m2, m3]),
+            size: h5chunk_format::btree1::record_size(record),
+            filter_mask: h5chunk_format::btree1::record_mask(record),
             addr: child,
         });
         Some(true)
@@ -551,15 +549,20 @@ impl<'c> ChunkTree<'c> {
         self.tree.class().dims.len().saturating_sub(1)
     }
 
-    fn op(&self, offsets: &[u64], size: u32, filter_mask: u32, addr: Addr) -> Result<ChunkOp> {
-        let dims = &self.tree.class().dims;
-        if offsets.len() != self.rank() {
+    /// `n` integers (`what`: offsets, chunk coordinates) must be one per dimension.
+    fn check_rank(&self, n: usize, what: &str) -> Result<()> {
+        if n != self.rank() {
             return Err(Error::InvalidArgument(format!(
-                "{} offsets for a rank-{} dataset",
-                offsets.len(),
+                "{n} {what} for a rank-{} dataset",
                 self.rank()
             )));
         }
+        Ok(())
+    }
+
+    fn op(&self, offsets: &[u64], size: u32, filter_mask: u32, addr: Addr) -> Result<ChunkOp> {
+        let dims = &self.tree.class().dims;
+        self.check_rank(offsets.len(), "offsets")?;
         for (&o, &d) in offsets.iter().zip(dims) {
             if o.checked_rem(d) != Some(0) {
                 return Err(Error::InvalidArgument(format!(
@@ -588,13 +591,7 @@ impl<'c> ChunkTree<'c> {
     /// to check or hand back.
     pub fn locate(&self, scaled: &[u64]) -> Result<Option<Located>> {
         let dims = &self.tree.class().dims;
-        if scaled.len() != self.rank() {
-            return Err(Error::InvalidArgument(format!(
-                "{} chunk coordinates for a rank-{} dataset",
-                scaled.len(),
-                self.rank()
-            )));
-        }
+        self.check_rank(scaled.len(), "chunk coordinates")?;
         let key = scaled_key(scaled, dims, 0, 0)?;
         let mut op = ChunkOp {
             key,
@@ -653,17 +650,11 @@ impl<'c> ChunkTree<'c> {
     /// grid by construction and no remainder is taken. Same nodes, same bytes.
     pub fn insert_many_scaled(&self, chunks: &[(&[u64], Located)]) -> Result<()> {
         let dims = self.tree.class().dims.as_slice();
-        let rank = self.rank();
         self.insert_keyed(chunks, |&(scaled, at)| {
             if at.size == 0 {
                 return Err(Error::InvalidArgument("a stored chunk has a size".into()));
             }
-            if scaled.len() != rank {
-                return Err(Error::InvalidArgument(format!(
-                    "{} chunk coordinates for a rank-{rank} dataset",
-                    scaled.len()
-                )));
-            }
+            self.check_rank(scaled.len(), "chunk coordinates")?;
             let key = scaled_key(scaled, dims, at.size, at.filter_mask)?;
             Ok((key, at.addr))
         })

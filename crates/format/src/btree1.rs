@@ -359,6 +359,20 @@ impl<T> core::ops::Deref for Padded<T> {
     }
 }
 
+/// The chunk size of a [`FlatNode`] record word (its low half).
+#[inline]
+pub fn record_size(record: u64) -> u32 {
+    let [a, b, c, d, ..] = record.to_le_bytes();
+    u32::from_le_bytes([a, b, c, d])
+}
+
+/// The filter mask of a [`FlatNode`] record word (its high half).
+#[inline]
+pub fn record_mask(record: u64) -> u32 {
+    let [.., a, b, c, d] = record.to_le_bytes();
+    u32::from_le_bytes([a, b, c, d])
+}
+
 impl FlatNode {
     /// Key `i`, built.
     pub fn key(&self, i: usize) -> Option<ChunkKey> {
@@ -366,8 +380,8 @@ impl FlatNode {
         let offsets = self.words.get(start..start.checked_add(self.stride)?)?;
         let record = *self.records.get(i)?;
         Some(ChunkKey {
-            chunk_size: record as u32,
-            filter_mask: (record >> 32) as u32,
+            chunk_size: record_size(record),
+            filter_mask: record_mask(record),
             offsets: SmallVec::from_slice(offsets),
         })
     }

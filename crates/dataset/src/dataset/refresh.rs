@@ -64,8 +64,7 @@ impl Dataset {
         loop {
             f.forget_header(header);
             match Dataset::load(&self.file, header, path.to_owned()) {
-                Err(Error::Format(e)) if tries.saturating_add(1) < attempts => {
-                    let _ = e;
+                Err(Error::Format(_)) if tries.saturating_add(1) < attempts => {
                     tries = tries.saturating_add(1);
                     std::thread::sleep(backoff);
                     backoff = backoff
