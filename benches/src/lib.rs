@@ -452,6 +452,16 @@ mod tests {
 
 /// The bulk benchmark's dataset (`cargo xtask bench --bulk`): float32 rows of 1,024 values,
 /// chunks of 256 rows (1 MiB), values smooth enough that deflate has something to do.
+/// Join the scoped `handles`, the first error (or panic, named by `who`) stopping it.
+pub fn join_all(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<(), String>>>,
+    who: &str,
+) -> Result<(), String> {
+    handles
+        .into_iter()
+        .try_for_each(|h| h.join().map_err(|_| format!("{who} panicked"))?)
+}
+
 pub mod bulk {
     /// Values per row.
     pub const COLS: u64 = 1024;

@@ -118,9 +118,7 @@ fn run(a: &Args) -> Result<(), String> {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().map_err(|_| "writer panicked".to_string())?)
+        h5chunk_benches::join_all(handles, "writer")
     })?;
     drop(d);
     f.close().map_err(|e| e.to_string())?;
@@ -163,9 +161,7 @@ fn run(a: &Args) -> Result<(), String> {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().map_err(|_| "reader panicked".to_string())?)
+        h5chunk_benches::join_all(handles, "reader")
     })?;
     let read_s = t1.elapsed().as_secs_f64();
     let file_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);

@@ -106,9 +106,7 @@ fn run() -> Result<(), String> {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().map_err(|_| "reader panicked".to_string())?)
+        h5chunk_benches::join_all(handles, "reader")
     })?;
     let secs = t0.elapsed().as_secs_f64();
     let total = reads * threads as u64;

@@ -276,6 +276,15 @@ struct Header {
     used: usize,
 }
 
+/// The error for a child address at `at` that is the undefined address.
+fn undefined_child(at: Addr) -> Error {
+    Error::Invalid {
+        structure: STRUCTURE,
+        at,
+        reason: "child address is the undefined address".into(),
+    }
+}
+
 /// A child address, which must be defined; read in place (nodes hold up to 2K of them).
 #[inline(always)]
 fn child_address(d: &mut Decoder<'_>) -> Result<Addr> {
@@ -289,11 +298,7 @@ fn child_address(d: &mut Decoder<'_>) -> Result<Addr> {
     }
     let child = u64::from_le_bytes(le);
     if child == undef {
-        return Err(Error::Invalid {
-            structure: STRUCTURE,
-            at,
-            reason: "child address is the undefined address".into(),
-        });
+        return Err(undefined_child(at));
     }
     Ok(Addr(child))
 }
@@ -453,11 +458,7 @@ impl Node<ChunkKey> {
                         .checked_mul(entry_len)
                         .and_then(|x| x.checked_add(key_len))
                         .map_or(start, |x| Addr(start.get().wrapping_add(x as u64)));
-                    return Err(Error::Invalid {
-                        structure: STRUCTURE,
-                        at,
-                        reason: "child address is the undefined address".into(),
-                    });
+                    return Err(undefined_child(at));
                 }
                 *slot = Addr(addr);
             }
