@@ -219,6 +219,11 @@ pub struct BTree2<'c, C: RecordClass> {
     geom: Arc<Geometry>,
     /// The smallest and largest records, when known (the chunk-index paper's append fast path).
     minmax: Option<(C::Record, C::Record)>,
+    /// SWMR-write mode: the nodes allocated since the header was last written. No reader can
+    /// reach them (readers enter through the header), so they change in place; any other
+    /// node whose record count changes moves to new space first, since a reader holding its
+    /// parent's old count would look for its checksum in the wrong place.
+    unpublished: Arc<HashSet<Addr>>,
 }
 
 /// What an open [`BTree2`] knows beyond its header's address; see [`BTree2::state`].
@@ -227,6 +232,7 @@ pub struct TreeState<C: RecordClass> {
     hdr: Header,
     geom: Arc<Geometry>,
     minmax: Option<(C::Record, C::Record)>,
+    unpublished: Arc<HashSet<Addr>>,
 }
 
 // By hand: `C` itself need not be `Clone` (it is behind an `Arc`).
@@ -237,6 +243,7 @@ impl<C: RecordClass> Clone for TreeState<C> {
             hdr: self.hdr.clone(),
             geom: Arc::clone(&self.geom),
             minmax: self.minmax.clone(),
+            unpublished: Arc::clone(&self.unpublished),
         }
     }
 }
@@ -308,6 +315,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             hdr,
             geom: Arc::new(geom),
             minmax: None,
+            unpublished: Arc::default(),
         };
         // Refuse node sizes too small for the merge and split rules from the start.
         tree.thresholds(0)?;
@@ -353,6 +361,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             hdr,
             geom: Arc::new(geom),
             minmax: None,
+            unpublished: Arc::default(),
         })
     }
 
@@ -367,6 +376,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             hdr: self.hdr.clone(),
             geom: Arc::clone(&self.geom),
             minmax: self.minmax.clone(),
+            unpublished: Arc::clone(&self.unpublished),
         }
     }
 
@@ -377,6 +387,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             hdr: self.hdr,
             geom: self.geom,
             minmax: self.minmax,
+            unpublished: self.unpublished,
         }
     }
 
@@ -401,6 +412,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 hdr: st.hdr,
                 geom: st.geom,
                 minmax: st.minmax,
+                unpublished: st.unpublished,
             }),
             None => Self::open(cache, sizes, addr, class),
         }
@@ -705,11 +717,37 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
     }
 
-    fn new_op(&self) -> Op {
+    /// Start a modifying operation. The nodes allocated since the header was last written
+    /// stay unreachable to readers until it is written again: a clean header means every node
+    /// may be in a reader's hands.
+    fn new_op(&mut self) -> Op {
+        let swmr = self.cache.allocator().is_swmr_write();
+        let mut fresh = std::mem::take(Arc::make_mut(&mut self.unpublished));
+        if !swmr || !self.cache.is_dirty(self.addr) {
+            fresh.clear();
+        }
         Op {
-            swmr: self.cache.allocator().is_swmr_write(),
-            fresh: HashSet::new(),
+            swmr,
+            fresh,
             shadowed: false,
+        }
+    }
+
+    /// End an operation begun by [`new_op`](Self::new_op): keep what it allocated. (An
+    /// operation that fails drops the set, which only makes later changes move more nodes.)
+    fn end_op(&mut self, op: Op) {
+        if op.swmr {
+            *Arc::make_mut(&mut self.unpublished) = op.fresh;
+        }
+    }
+
+    /// In SWMR-write mode, move a node whose record count just changed (and whose guard is
+    /// released) to new space unless no reader can reach it; its new address.
+    fn moved_if_published(&self, ptr: &ChildPointer, depth: u16, op: &mut Op) -> Result<Addr> {
+        if op.swmr && !op.fresh.contains(&ptr.addr) {
+            self.relocate(ptr, depth, op)
+        } else {
+            Ok(ptr.addr)
         }
     }
 
@@ -1257,6 +1295,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             self.hdr.total_records = 1;
             self.hdr.depth = 0;
             self.minmax = Some((record.clone(), record));
+            self.end_op(op);
             return self.store_header();
         };
         let hint = self.hint(self.class.key(&record));
@@ -1279,6 +1318,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 Hint::Search => {}
             }
         }
+        self.end_op(op);
         self.store_header()
     }
 
@@ -1350,11 +1390,14 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 self.add_proxy(ptr.addr, p)?;
             }
             let n = node.records.len() as u64;
-            return Ok(ChildPointer {
+            let mut out = ChildPointer {
                 addr: ptr.addr,
                 nrec: n,
                 total: n,
-            });
+            };
+            drop(node);
+            out.addr = self.moved_if_published(&out, 0, op)?;
+            return Ok(out);
         }
         let (split, _) = self.thresholds(depth.saturating_sub(1))?;
         // libhdf5 tries twice to make room by moving records to siblings before it splits.
@@ -1472,6 +1515,14 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// 0 when the first one needs the per-record path (a level above the leaves must be split
     /// or rebalanced first, the tree is empty, or its parameters are refused).
     fn append_run(&mut self, records: &[C::Record]) -> Result<usize> {
+        let mut op = self.new_op();
+        let taken = self.append_run_op(records, &mut op)?;
+        self.end_op(op);
+        Ok(taken)
+    }
+
+    /// [`append_run`](Self::append_run) within the operation `op`.
+    fn append_run_op(&mut self, records: &[C::Record], op: &mut Op) -> Result<usize> {
         let (Some(root), Some((_, max))) = (self.root_ptr(), &self.minmax) else {
             return Ok(0);
         };
@@ -1510,6 +1561,11 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             path.push(node);
             ptr = child;
         }
+        // A leaf a reader may hold moves before its record count changes: the per-record
+        // path's (which leaves it unpublished, so the next run appends in place).
+        if op.swmr && !op.fresh.contains(&ptr.addr) {
+            return Ok(0);
+        }
         let leaf = self
             .cache
             .protect::<LeafEntry<C>>(ptr.addr, &self.ctx(0, ptr.nrec))?;
@@ -1524,7 +1580,6 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             left: None,
         };
 
-        let mut op = self.new_op();
         let class = Arc::clone(&self.class);
         let (split0, split1) = (split_of(0), split_of(1));
         let mut bound = max;
@@ -1561,7 +1616,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if op.swmr || parent.data().records.is_empty() {
                 break;
             }
-            self.relieve_leaf(&mut run, split0, &mut op)?;
+            self.relieve_leaf(&mut run, split0, op)?;
             run.taken = run.taken.saturating_add(1);
             bound = rec;
             // A split may have filled the leaf's parent: the next insert would relieve the
@@ -1939,6 +1994,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if self.is_empty() {
             self.minmax = None;
         }
+        self.end_op(op);
         self.store_header()?;
         Ok(removed)
     }
@@ -1964,14 +2020,16 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 None => None,
             };
             let n = node.records.len() as u64;
-            return Ok((
-                removed,
-                ChildPointer {
-                    addr: ptr.addr,
-                    nrec: n,
-                    total: n,
-                },
-            ));
+            let mut out = ChildPointer {
+                addr: ptr.addr,
+                nrec: n,
+                total: n,
+            };
+            drop(node);
+            if removed.is_some() {
+                out.addr = self.moved_if_published(&out, 0, op)?;
+            }
+            return Ok((removed, out));
         }
         let (_, low) = self.thresholds(depth.saturating_sub(1))?;
         // Each fix merges (one separator fewer) or leaves the target above the bound, so the
@@ -2045,7 +2103,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Remove every node and the header from the cache and free their space.
-    pub fn delete(self) -> Result<()> {
+    pub fn delete(mut self) -> Result<()> {
         let mut nodes = Vec::new();
         if let Some(root) = self.root_ptr() {
             self.node_addrs(&root, self.hdr.depth, &mut nodes)?;
