@@ -398,6 +398,7 @@ pub(crate) fn write(
     values: NewValues<'_>,
 ) -> Result<()> {
     f.check_writable()?;
+    f.check_no_swmr("attribute")?;
     if name.is_empty() || name.contains('\0') {
         return Err(Error::arg(
             "name",

@@ -60,6 +60,63 @@ pub enum Error {
         /// The flags as stored.
         flags: u32,
     },
+    /// Another process holds a lock on the file that conflicts with this open (libhdf5:
+    /// "unable to lock file"): a writer has it open, or readers have it open and this open is
+    /// for writing. `HDF5_USE_FILE_LOCKING=FALSE` turns locking off, as for libhdf5.
+    #[error(
+        "{file}: unable to lock file ({source}); another process has it open{}",
+        if *exclusive { " (for reading or writing)" } else { " for writing" }
+    )]
+    Locked {
+        /// The file.
+        file: String,
+        /// Whether the lock asked for was exclusive (a writer's).
+        exclusive: bool,
+        /// The error the lock gave.
+        source: std::io::Error,
+    },
+    /// SWMR writing needs a version 3 superblock (libhdf5: "superblock version for SWMR is
+    /// less than 3"); create the file with SWMR writing or bounds V110 or later.
+    #[error(
+        "{file}: superblock version {version} does not support SWMR writing (needs 3: create \
+         the file with swmr_write or library version bounds V110 or later)"
+    )]
+    SwmrVersion {
+        /// The file.
+        file: String,
+        /// Its superblock version.
+        version: u8,
+    },
+    /// A file in SWMR-write mode gets no new objects (datasets, groups, attributes), as in
+    /// libhdf5: its readers' view of the file's objects is fixed when they open it.
+    #[error("{file}: no new {what} can be created once SWMR writing has started")]
+    SwmrNewObject {
+        /// The file.
+        file: String,
+        /// What was to be created.
+        what: &'static str,
+    },
+    /// A dataset whose chunk index cannot be written under SWMR: the version 1 B-tree's nodes
+    /// carry no checksum, so a reader could not tell a torn node from a whole one (libhdf5
+    /// refuses it the same way).
+    #[error(
+        "{dataset}: a {index} chunk index cannot be written under SWMR (its nodes carry no \
+         checksum); rewrite the dataset with library version bounds V110 or later"
+    )]
+    SwmrIndex {
+        /// The dataset's path.
+        dataset: String,
+        /// Its chunk index.
+        index: &'static str,
+    },
+    /// `start_swmr_write` or a SWMR-write open asked of a file that cannot take it.
+    #[error("{file}: cannot start SWMR writing: {reason}")]
+    SwmrStart {
+        /// The file.
+        file: String,
+        /// Why not.
+        reason: &'static str,
+    },
     /// The file is shorter than its superblock's end-of-file address.
     #[error("{file}: truncated file: {len} bytes, the superblock says {eof}")]
     Truncated {
@@ -113,6 +170,13 @@ pub enum Error {
     /// The file was opened read-only and a change was asked for.
     #[error("{file} is open read-only")]
     ReadOnly {
+        /// The file.
+        file: String,
+    },
+    /// The file was closed ([`File::close`](crate::File::close)) and a change was asked of a
+    /// handle that outlived it.
+    #[error("{file} is closed")]
+    Closed {
         /// The file.
         file: String,
     },

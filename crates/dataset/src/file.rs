@@ -19,7 +19,7 @@ use h5chunk_cache::{
 };
 use h5chunk_format::message::Message;
 use h5chunk_format::object_header::MessageFlags;
-use h5chunk_format::superblock::Superblock;
+use h5chunk_format::superblock::{ConsistencyFlags, Superblock};
 use h5chunk_format::symbol_table_entry::{Cache, SymbolTableEntry};
 use h5chunk_format::{Addr, Sizes};
 use parking_lot::Mutex;
@@ -77,6 +77,8 @@ impl Storage for BaseStorage {
 pub(crate) trait OpenObject: Any + Send + Sync + fmt::Debug {
     /// Write what changed (children before the object header that points to them).
     fn flush(&self, store: &Store) -> Result<()>;
+    /// Refuse SWMR writing if this object cannot be written under it.
+    fn check_swmr(&self) -> Result<()>;
 }
 
 /// The state shared by every handle on one open file.
@@ -95,6 +97,9 @@ pub(crate) struct FileInner {
     durability: Durability,
     /// The superblock image the last flush wrote (empty before the first).
     superblock_written: Mutex<Vec<u8>>,
+    /// A second handle on the file's lock (`flock`), to release it when SWMR writing starts;
+    /// the lock itself goes with the storage's handle.
+    lock: Mutex<Option<std::fs::File>>,
 }
 
 impl FileInner {
@@ -132,7 +137,7 @@ impl FileInner {
     /// applies them after the journal of the bytes they overwrite is complete).
     pub(crate) fn flush(&self) -> Result<()> {
         let s = &self.store;
-        if !s.writable {
+        if !s.writable || s.is_closed() {
             return Ok(());
         }
         let Some(journal) = &self.journal else {
@@ -211,11 +216,67 @@ impl FileInner {
     }
 }
 
+impl FileInner {
+    fn new(
+        store: Store,
+        superblock: Superblock,
+        journal: Option<Arc<Journaled>>,
+        durability: Durability,
+        lock: Option<std::fs::File>,
+    ) -> FileInner {
+        FileInner {
+            store,
+            superblock: Mutex::new(superblock),
+            open: Mutex::new(HashMap::new()),
+            journal,
+            durability,
+            superblock_written: Mutex::new(Vec::new()),
+            lock: Mutex::new(lock),
+        }
+    }
+
+    /// Release the file lock (a SWMR writer holds none).
+    fn unlock(&self) -> Result<()> {
+        if let Some(f) = self.lock.lock().take() {
+            f.unlock().map_err(|e| self.store.io(e))?;
+        }
+        Ok(())
+    }
+
+    /// Mark the file open for writing (and for SWMR writing) in the superblock's consistency
+    /// flags, and write the superblock at once, as libhdf5 does at a read-write open.
+    fn set_flags(&self, swmr: bool) -> Result<()> {
+        {
+            let mut sb = self.superblock.lock();
+            sb.consistency_flags |= ConsistencyFlags::WRITE_ACCESS;
+            if swmr {
+                sb.consistency_flags |= ConsistencyFlags::SWMR_WRITE_ACCESS;
+            }
+        }
+        self.flush()
+    }
+
+    /// A clean close: write what changed, then clear the consistency flags (the last write,
+    /// as libhdf5 clears them as the last step of a clean close).
+    fn close(&self) -> Result<()> {
+        if self.store.is_closed() {
+            return Ok(());
+        }
+        self.flush()?;
+        if self.store.writable {
+            self.superblock.lock().consistency_flags = ConsistencyFlags::empty();
+            self.flush()?;
+        }
+        self.store.mark_closed();
+        self.unlock()
+    }
+}
+
 impl Drop for FileInner {
     fn drop(&mut self) {
-        if let Err(e) = self.flush() {
+        if let Err(e) = self.close() {
             // Drop cannot fail: report it instead (call `close` to handle the error).
-            eprintln!("h5chunk: flushing {} on drop failed: {e}", self.store.name);
+            eprintln!("h5chunk: closing {} on drop failed: {e}", self.store.name);
         }
     }
 }
@@ -251,6 +312,13 @@ pub struct FileOptions {
     /// them on this many threads (`None`: the available cores; `Some(1)`: the calling thread
     /// alone). Output is the same byte for byte whatever the number.
     pub threads: Option<usize>,
+    /// Create the file for single-writer/multiple-reader writing (libhdf5's `H5Fcreate` with
+    /// `H5F_ACC_SWMR_WRITE`): a version 3 superblock, a low library version bound of at least
+    /// V110 (so new datasets get SWMR-safe chunk indexes), the consistency flags of a SWMR
+    /// writer from the start and no file lock, so SWMR readers may open it at any time.
+    /// Objects may still be created (as libhdf5 allows); create them, flush, then let readers
+    /// in, or call [`File::start_swmr_write`] to refuse new objects from then on.
+    pub swmr_write: bool,
 }
 
 /// Options for opening an existing file.
@@ -270,6 +338,10 @@ pub struct OpenOptions {
     /// the writer may be writing it. [`Dataset::refresh`](crate::Dataset::refresh) then shows
     /// what the writer has flushed since.
     pub swmr_read: bool,
+    /// Open for single-writer/multiple-reader writing (libhdf5's `H5F_ACC_SWMR_WRITE`; as
+    /// opening read-write and calling [`File::start_swmr_write`]): needs a version 3
+    /// superblock; the file takes no new objects.
+    pub swmr_write: bool,
 }
 
 impl OpenOptions {
@@ -298,6 +370,15 @@ impl OpenOptions {
             ..OpenOptions::default()
         }
     }
+
+    /// A SWMR writer (see [`swmr_write`](Self::swmr_write)).
+    pub fn swmr_write() -> OpenOptions {
+        OpenOptions {
+            writable: true,
+            swmr_write: true,
+            ..OpenOptions::default()
+        }
+    }
 }
 
 /// An open HDF5 file. Cloning gives another handle on the same file; the file is flushed when
@@ -319,17 +400,26 @@ impl File {
         let path = path.as_ref();
         let mut open = std::fs::OpenOptions::new();
         open.read(true).write(true);
+        // Truncated only once locked (`create_named`): a file another process has open is
+        // left whole.
         match options.mode {
-            CreateMode::Truncate => open.create(true).truncate(true),
+            CreateMode::Truncate => open.create(true),
             CreateMode::Exclusive => open.create_new(true),
         };
         let file = open.open(path).map_err(|e| io_error(path, e))?;
-        File::create_named(
-            path.display().to_string(),
+        let name = path.display().to_string();
+        let lock = crate::swmr::lock(&file, crate::swmr::Lock::Exclusive, &name)?;
+        let f = File::create_named(
+            name,
             Arc::new(FileStorage::new(file)),
             Some(JournalPlace::beside(path)),
             options,
-        )
+            lock,
+        )?;
+        if options.swmr_write {
+            f.inner.unlock()?;
+        }
+        Ok(f)
     }
 
     /// Create `path` with `options`, recording every metadata write, dependency and eviction
@@ -348,7 +438,7 @@ impl File {
     /// object): as [`File::create_with`], with the storage in place of a path. `Truncate`
     /// empties the storage first; `Exclusive` refuses storage that holds any byte.
     pub fn create_on(storage: Arc<dyn Storage>, options: FileOptions) -> Result<File> {
-        File::create_named(BACKEND.into(), storage, None, options)
+        File::create_named(BACKEND.into(), storage, None, options, None)
     }
 
     /// [`File::create_on`] with the rollback journal of [`FileOptions::durability`] kept in
@@ -363,6 +453,7 @@ impl File {
             storage,
             Some(JournalPlace::Storage(journal)),
             options,
+            None,
         )
     }
 
@@ -371,6 +462,7 @@ impl File {
         storage: Arc<dyn Storage>,
         place: Option<JournalPlace>,
         options: FileOptions,
+        lock: Option<std::fs::File>,
     ) -> Result<File> {
         let io = |e| Error::Io {
             file: name.clone(),
@@ -387,8 +479,16 @@ impl File {
                 }
             }
         }
-        let bounds = options.bounds;
-        let version = bounds.superblock_version(false, false);
+        let bounds = if options.swmr_write {
+            // libhdf5 raises the low bound of a SWMR-write create to V110.
+            LibverBounds::new(
+                options.bounds.low().max(Libver::V110),
+                options.bounds.high(),
+            )?
+        } else {
+            options.bounds
+        };
+        let version = bounds.superblock_version(options.swmr_write, false);
         let sizes = Sizes::DEFAULT;
         let sb_len = if version >= 2 {
             SUPERBLOCK_V2_LEN
@@ -426,14 +526,13 @@ impl File {
         }
         // The root group's address is not known yet: a placeholder superblock until it is.
         let placeholder = Superblock::new_v3(sizes, sb_len, Addr(0));
-        let inner = Arc::new(FileInner {
+        let inner = Arc::new(FileInner::new(
             store,
-            superblock: Mutex::new(placeholder),
-            open: Mutex::new(HashMap::new()),
+            placeholder,
             journal,
-            durability: options.durability,
-            superblock_written: Mutex::new(Vec::new()),
-        });
+            options.durability,
+            lock,
+        ));
         let messages = link::new_group_messages(&inner.store)?;
         let pad = if bounds.new_style() {
             HeaderPad::NewGroup
@@ -450,9 +549,11 @@ impl File {
             Superblock::new_v0(sizes, sb_len, entry)
         };
         *inner.superblock.lock() = sb;
-        let f = File { inner };
-        f.flush()?;
-        Ok(f)
+        if options.swmr_write {
+            inner.store.start_swmr_write(false);
+        }
+        inner.set_flags(options.swmr_write)?;
+        Ok(File { inner })
     }
 
     /// Open `path` read-only.
@@ -470,20 +571,32 @@ impl File {
         let path = path.as_ref();
         let file = std::fs::OpenOptions::new()
             .read(true)
-            .write(options.writable)
+            .write(options.writable || options.swmr_write)
             .open(path)
             .map_err(|e| io_error(path, e))?;
+        let name = path.display().to_string();
+        // As libhdf5: a writer locks the file alone, readers (SWMR or not) share it, and a
+        // SWMR writer holds no lock (its readers must get in).
+        let how = if options.swmr_write {
+            crate::swmr::Lock::None
+        } else if options.writable {
+            crate::swmr::Lock::Exclusive
+        } else {
+            crate::swmr::Lock::Shared
+        };
+        let lock = crate::swmr::lock(&file, how, &name)?;
         File::open_named(
-            path.display().to_string(),
+            name,
             Arc::new(FileStorage::new(file)),
             Some(JournalPlace::beside(path)),
             options,
+            lock,
         )
     }
 
     /// Open a file held by any storage backend, as [`File::open_with`] opens a path.
     pub fn open_on(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<File> {
-        File::open_named(BACKEND.into(), storage, None, options)
+        File::open_named(BACKEND.into(), storage, None, options, None)
     }
 
     /// [`File::open_on`] with the rollback journal in `journal` (see
@@ -499,15 +612,22 @@ impl File {
             storage,
             Some(JournalPlace::Storage(journal)),
             options,
+            None,
         )
     }
 
     /// Zero the superblock's file consistency flags of the file at `path`, as `h5clear -s`
     /// does: for a file a crashed writer left marked open, which libhdf5 and h5chunk refuse
-    /// ([`Error::FileFlagged`]). Whether there were flags to clear. Only safe when no process
-    /// has the file open for writing; `h5chunk clear FILE` runs this.
+    /// ([`Error::FileFlagged`]). Whether there were flags to clear. A journal an interrupted
+    /// flush left beside the file is applied first (see [`File::recover`]). Only safe when
+    /// no process has the file open for writing; `h5chunk clear FILE` runs this.
     pub fn clear_consistency_flags(path: impl AsRef<Path>) -> Result<bool> {
         crate::swmr::clear_flags(path.as_ref())
+    }
+
+    /// [`File::clear_consistency_flags`] of a file held by a storage backend.
+    pub fn clear_consistency_flags_on(storage: &dyn Storage) -> Result<bool> {
+        crate::swmr::clear_flags_on(storage, BACKEND)
     }
 
     /// Roll the file at `path` back to its last completed flush if an interrupted flush left
@@ -528,8 +648,18 @@ impl File {
         name: String,
         raw: Arc<dyn Storage>,
         place: Option<JournalPlace>,
-        options: OpenOptions,
+        mut options: OpenOptions,
+        lock: Option<std::fs::File>,
     ) -> Result<File> {
+        if options.swmr_write {
+            if options.swmr_read {
+                return Err(Error::arg(
+                    "options",
+                    "a file is opened as a SWMR reader or as a SWMR writer, not both",
+                ));
+            }
+            options.writable = true;
+        }
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
@@ -568,6 +698,12 @@ impl File {
             crate::swmr::check_flags(&sb, &name)?;
             false
         };
+        if options.swmr_write && sb.version < 3 {
+            return Err(Error::SwmrVersion {
+                file: name,
+                version: sb.version,
+            });
+        }
         if sb.base_address != at {
             return Err(Error::Unsupported(
                 "a base address other than the superblock's position",
@@ -615,14 +751,13 @@ impl File {
         if let Some(n) = options.threads {
             store.threads = n.max(1);
         }
-        let inner = Arc::new(FileInner {
-            store,
-            superblock: Mutex::new(sb),
-            open: Mutex::new(HashMap::new()),
-            journal,
-            durability: options.durability,
-            superblock_written: Mutex::new(Vec::new()),
-        });
+        let inner = Arc::new(FileInner::new(store, sb, journal, options.durability, lock));
+        if options.writable {
+            if options.swmr_write {
+                inner.store.start_swmr_write(true);
+            }
+            inner.set_flags(options.swmr_write)?;
+        }
         Ok(File { inner })
     }
 
@@ -672,9 +807,48 @@ impl File {
         self.inner.flush()
     }
 
-    /// Flush and close this handle.
+    /// Write everything that changed and close the file, as h5py's `File.close`: its
+    /// consistency flags are cleared as the last write and its lock released, so other
+    /// processes may open it. Handles that outlive it (datasets, groups, clones) can still
+    /// read; a change through them is refused ([`Error::Closed`]). Dropping the last handle
+    /// closes the file too, but can only print an error.
     pub fn close(self) -> Result<()> {
-        self.flush()
+        self.inner.close()
+    }
+
+    /// Start single-writer/multiple-reader writing on a file open for writing, as libhdf5's
+    /// `H5Fstart_swmr_write` (h5py's `f.swmr_mode = True`): everything is flushed, the
+    /// superblock is marked open for SWMR writing, and the file lock is released so SWMR
+    /// readers in other processes can open the file. From then on the file takes no new
+    /// objects ([`Error::SwmrNewObject`]), freed space is not reused, and every flush leaves
+    /// the file consistent for readers at every instant (children before the parents that
+    /// point to them). Needs a version 3 superblock ([`Error::SwmrVersion`]); a dataset on a
+    /// version 1 B-tree chunk index refuses it ([`Error::SwmrIndex`]).
+    pub fn start_swmr_write(&self) -> Result<()> {
+        let inner = &self.inner;
+        let s = &inner.store;
+        s.check_writable()?;
+        let version = inner.superblock.lock().version;
+        if version < 3 {
+            return Err(Error::SwmrVersion {
+                file: s.name.clone(),
+                version,
+            });
+        }
+        let open: Vec<_> = inner.open.lock().values().cloned().collect();
+        for o in &open {
+            o.check_swmr()?;
+        }
+        inner.flush()?;
+        s.start_swmr_write(true);
+        inner.set_flags(true)?;
+        inner.unlock()
+    }
+
+    /// Whether the file is in SWMR-write mode (created or opened so, or
+    /// [`start_swmr_write`](Self::start_swmr_write) called).
+    pub fn is_swmr_write(&self) -> bool {
+        self.inner.store.swmr_write()
     }
 }
 

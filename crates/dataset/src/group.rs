@@ -90,6 +90,7 @@ impl Group {
     pub fn create_group(&self, name: &str) -> Result<Group> {
         let s = &self.file.inner.store;
         s.check_writable()?;
+        s.check_no_swmr("group")?;
         let messages = link::new_group_messages(s)?;
         let pad = if s.bounds.new_style() {
             HeaderPad::NewGroup

@@ -9,7 +9,7 @@
 //!
 //! [`MemStorage`]: h5chunk_cache::MemStorage
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use h5chunk_cache::{MetadataCache, PageCache, Storage};
@@ -87,6 +87,12 @@ pub(crate) struct Store {
     pub threads: usize,
     /// The pool those threads are, made on first use.
     pool: OnceLock<Option<rayon::ThreadPool>>,
+    /// Whether the file is in SWMR-write mode (see [`swmr_write`](Self::swmr_write)).
+    swmr: AtomicBool,
+    /// Whether new objects are refused (see [`check_no_swmr`](Self::check_no_swmr)).
+    frozen: AtomicBool,
+    /// Closed ([`File::close`](crate::File::close)): no more changes, whatever handles remain.
+    closed: AtomicBool,
 }
 
 /// Bytes of raw-data pages a file keeps.
@@ -115,7 +121,42 @@ impl Store {
             epoch: AtomicU64::new(0),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             pool: OnceLock::new(),
+            swmr: AtomicBool::new(false),
+            frozen: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the file is in SWMR-write mode: readers in other processes may be reading it
+    /// at any instant, so no new object is created, freed space is not reused, the metadata
+    /// cache writes only checksummed entries, and a stored chunk is never rewritten in place
+    /// with different bytes.
+    pub fn swmr_write(&self) -> bool {
+        self.swmr.load(Ordering::Acquire)
+    }
+
+    /// Enter SWMR-write mode (there is no way back but closing the file, as in libhdf5);
+    /// `frozen`: refuse new objects from now on (SWMR writing started on a file readers may
+    /// have open), not only a file created for SWMR writing whose objects are still to come.
+    pub fn start_swmr_write(&self, frozen: bool) {
+        self.cache.set_swmr_write(true);
+        self.swmr.store(true, Ordering::Release);
+        if frozen {
+            self.frozen.store(true, Ordering::Release);
+        }
+    }
+
+    /// Refuse a new object (`what`: "dataset", "group", "attribute", ...) once SWMR writing
+    /// has started on a file readers may have open, as libhdf5 documents: a reader's view of
+    /// the file's objects is fixed when it opens it.
+    pub fn check_no_swmr(&self, what: &'static str) -> Result<()> {
+        if self.frozen.load(Ordering::Acquire) {
+            return Err(Error::SwmrNewObject {
+                file: self.name.clone(),
+                what,
+            });
+        }
+        Ok(())
     }
 
     /// A counter that moves before any stored byte of raw data can change: before every
@@ -251,13 +292,27 @@ impl Store {
     }
 
     pub fn check_writable(&self) -> Result<()> {
-        if self.writable {
-            Ok(())
-        } else {
-            Err(Error::ReadOnly {
+        if !self.writable {
+            return Err(Error::ReadOnly {
                 file: self.name.clone(),
-            })
+            });
         }
+        if self.is_closed() {
+            return Err(Error::Closed {
+                file: self.name.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Mark the file closed: changes are refused from now on. Whether it was open.
+    pub fn mark_closed(&self) -> bool {
+        !self.closed.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether the file has been closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// The typed messages of the object header at `at`, in stored order.
@@ -316,6 +371,7 @@ impl Store {
         pad: HeaderPad,
     ) -> Result<Addr> {
         self.check_writable()?;
+        self.check_no_swmr("object")?;
         let raws = messages
             .iter()
             .map(|(m, flags)| raw(m, *flags, self.sizes))

@@ -8,7 +8,16 @@
 //! clear FILE`, as `h5clear -s`) zeroes them.
 //! Only version 3 is checked, as libhdf5 checks only version 3 (`docs/format/file-format.md`
 //! §2.5). A SWMR reader ([`OpenOptions::swmr_read`](crate::OpenOptions::swmr_read)) accepts a
-//! file a SWMR writer has open; SWMR writing is not implemented yet.
+//! file a SWMR writer has open; a SWMR writer
+//! ([`File::start_swmr_write`](crate::File::start_swmr_write)) sets both bits.
+//!
+//! Beside the flags, the file lock: libhdf5 takes an advisory `flock` on every file it opens,
+//! exclusive for writing and shared for reading, and a SWMR writer releases its own so SWMR
+//! readers can get in. h5chunk takes the same locks, so an h5chunk writer and a libhdf5 reader
+//! (or the reverse) keep out of each other's way as two libhdf5 processes do. The environment
+//! variable `HDF5_USE_FILE_LOCKING` is honoured as libhdf5 reads it: `FALSE` or `0` turns
+//! locking off; `TRUE` or `1` makes a file system without locks an error; anything else
+//! (`BEST_EFFORT`, unset) locks where the file system can.
 
 use std::path::Path;
 
@@ -17,6 +26,55 @@ use h5chunk_format::Addr;
 use h5chunk_format::superblock::{self, ConsistencyFlags, Superblock};
 
 use crate::error::{Error, Result};
+
+/// The lock an open takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lock {
+    /// A writer's: no other process may have the file open.
+    Exclusive,
+    /// A reader's: other readers and a SWMR writer may have the file open.
+    Shared,
+    /// None (a SWMR writer).
+    None,
+}
+
+/// Take the lock `how` on `file`, as libhdf5 does (see the module docs); a second handle on
+/// the file that holds it, to release it later (`None`: no lock taken).
+pub(crate) fn lock(file: &std::fs::File, how: Lock, name: &str) -> Result<Option<std::fs::File>> {
+    let strict = match std::env::var("HDF5_USE_FILE_LOCKING").as_deref() {
+        Ok("FALSE" | "0") => return Ok(None),
+        Ok("TRUE" | "1") => true,
+        _ => false,
+    };
+    let taken = match how {
+        Lock::None => return Ok(None),
+        Lock::Exclusive => file.try_lock(),
+        Lock::Shared => file.try_lock_shared(),
+    };
+    let io = |e| Error::Io {
+        file: name.to_owned(),
+        source: e,
+    };
+    match taken {
+        Ok(()) => Ok(Some(file.try_clone().map_err(io)?)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
+            file: name.to_owned(),
+            exclusive: how == Lock::Exclusive,
+            source: std::io::Error::from(std::io::ErrorKind::WouldBlock),
+        }),
+        // A file system without locks: libhdf5 goes on unless told to insist.
+        Err(std::fs::TryLockError::Error(e))
+            if !strict && e.kind() == std::io::ErrorKind::Unsupported =>
+        {
+            Ok(None)
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::Locked {
+            file: name.to_owned(),
+            exclusive: how == Lock::Exclusive,
+            source: e,
+        }),
+    }
+}
 
 /// Find and decode the superblock of `storage` (of length `len`): its position and value.
 pub(crate) fn locate_superblock(
@@ -100,8 +158,20 @@ pub(crate) fn clear_flags(path: &Path) -> Result<bool> {
         .open(path)
         .map_err(io)?;
     let storage = FileStorage::new(file);
+    // A journal an interrupted flush left would put the flags back when applied: applied
+    // first (the roll-back a writable open does).
+    h5chunk_cache::recover(&storage, &h5chunk_cache::JournalPlace::beside(path)).map_err(io)?;
+    clear_flags_on(&storage, &name)
+}
+
+/// [`clear_flags`] of the file `storage` holds.
+pub(crate) fn clear_flags_on(storage: &dyn Storage, name: &str) -> Result<bool> {
+    let io = |e| Error::Io {
+        file: name.to_owned(),
+        source: e,
+    };
     let len = storage.len().map_err(io)?;
-    let (at, mut sb) = locate_superblock(&storage, len, &name)?;
+    let (at, mut sb) = locate_superblock(storage, len, name)?;
     if sb.consistency_flags.is_empty() {
         return Ok(false);
     }

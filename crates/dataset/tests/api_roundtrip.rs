@@ -141,7 +141,8 @@ fn roundtrip(options: FileOptions, name: &str, h5dump_reads: bool) {
             .unwrap(),
         vec![21, 22, 23, 24, 28, -1, -1, -1, 35, -1, -1, -1]
     );
-    drop(f);
+    // Closed, lock and all, though `ea` outlives it: h5py opens it for writing next.
+    f.close().unwrap();
 
     if h5dump_reads
         && let Some(h5dump) = interop::h5dump("latest_format_indexes_roundtrip_and_open_in_libhdf5")
@@ -473,7 +474,8 @@ fn default_format_btree1_roundtrip() {
         v2
     );
     assert_eq!(f.dataset("/cube").unwrap().read::<i8>().unwrap(), v3);
-    drop(f);
+    // Closed, lock and all, though `d1` outlives it: h5py opens it for writing next.
+    f.close().unwrap();
     let Some(python) = interop::python("default_format_btree1_roundtrip") else {
         return;
     };
@@ -716,7 +718,8 @@ fn read_slice_into_matches_read_slice() {
         .unwrap();
     let v: Vec<i32> = (0..60).map(|x| x * 7 - 11).collect();
     d.append(&v).unwrap();
-    f.flush().unwrap();
+    // Closed (its lock released) before the second open; `d` still reads.
+    f.close().unwrap();
     for d in [d, File::open(&path).unwrap().dataset("d").unwrap()] {
         for (i, j) in [(0, 0), (3, 4), (9, 5)] {
             let mut one = [0i32];

@@ -266,12 +266,17 @@ fn crash_run(
     (cut <= made).then(|| (faulty.inner().to_vec(), faulty.writes()))
 }
 
+/// The bytes a crashed writer left, with the consistency flags it left set cleared (as
+/// `h5clear -s`; a file too damaged for that is left as it is, for the open to refuse).
+fn crashed(bytes: Vec<u8>) -> Arc<MemStorage> {
+    let storage = Arc::new(MemStorage::from_vec(bytes));
+    let _ = File::clear_consistency_flags_on(&*storage);
+    storage
+}
+
 /// Whether the bytes left by a crash open and hold the first flush's values.
 fn first_flush_intact(bytes: Vec<u8>, rank: usize) -> bool {
-    let Ok(f) = File::open_on(
-        Arc::new(MemStorage::from_vec(bytes)),
-        OpenOptions::default(),
-    ) else {
+    let Ok(f) = File::open_on(crashed(bytes), OpenOptions::default()) else {
         return false;
     };
     let Ok(d) = f.dataset("d") else { return false };
@@ -361,10 +366,7 @@ fn no_crash_leaves_a_record_of_an_unwritten_chunk() {
             else {
                 break;
             };
-            let Ok(f) = File::open_on(
-                Arc::new(MemStorage::from_vec(bytes)),
-                OpenOptions::default(),
-            ) else {
+            let Ok(f) = File::open_on(crashed(bytes), OpenOptions::default()) else {
                 continue;
             };
             let Ok(chunks) = f.dataset("d").and_then(|d| d.chunks()) else {

@@ -126,6 +126,14 @@ fn run(kind: IndexKind, cut: Option<(u64, usize)>) -> Run {
 
 /// Reopen what survived and read the dataset (the writable open applies the journal).
 fn survivor(r: &Run) -> Result<(Vec<u64>, Vec<i32>), String> {
+    // The writer died with the file marked open for writing: rolled back to the last flush,
+    // then the flags cleared, as `h5chunk clear` does.
+    h5chunk_cache::recover(
+        &r.main,
+        &h5chunk_cache::JournalPlace::Storage(Arc::new(r.journal.clone())),
+    )
+    .map_err(|e| format!("recover: {e}"))?;
+    File::clear_consistency_flags_on(&r.main).map_err(|e| format!("clear: {e}"))?;
     let f = File::open_on_journaled(
         Arc::new(r.main.clone()),
         Arc::new(r.journal.clone()),

@@ -182,6 +182,13 @@ fn one_kill(kind: IndexKind, path: &Path, delay: Duration, tally: &mut Tally) ->
     if h5chunk_cache::needs_recovery(&h5chunk_cache::JournalPlace::File(side)).unwrap() {
         tally.recovered += 1;
     }
+    // SIGKILL left the file marked open for writing: cleared as `h5clear -s` would (after the
+    // journal check above: the writable open applies it).
+    if let Err(e) = File::clear_consistency_flags(path) {
+        eprintln!("{kind:?}: cannot clear the flags after a kill: {e}");
+        tally.unopenable += 1;
+        return rows;
+    }
     let f = match File::open_rw(path) {
         Ok(f) => f,
         Err(e) => {

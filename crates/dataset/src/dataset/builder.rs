@@ -145,6 +145,7 @@ impl DatasetBuilder {
         let file = Arc::clone(&self.file.inner);
         let f = &file.store;
         f.check_writable()?;
+        f.check_no_swmr("dataset")?;
         let (parent_path, name) = link::split_relative(path)?;
         let resolver = Resolver {
             store: f,
@@ -240,6 +241,9 @@ impl DatasetBuilder {
             chunk_bytes,
             codec,
         };
+        if f.swmr_write() {
+            super::swmr_index(path, sel.kind)?;
+        }
         let index = adapter::create(f, &shape, sel.index, sel.kind)?;
         let kind = index.kind();
         // The fill value, one element in the file's byte order.

@@ -334,6 +334,11 @@ impl Chunked {
     /// other in the file).
     pub(crate) fn write_encoded(&mut self, f: &Store, chunks: &[NewChunk<'_>]) -> Result<()> {
         let filtered = self.pipeline.is_some();
+        // Under SWMR a reader may be reading a filtered chunk at its old place with its old
+        // size: new bytes go to new space (the old space is freed, and not reused while SWMR
+        // lasts). An unfiltered chunk keeps its place: every element a reader can see is
+        // rewritten with the value it had.
+        let keep_place = !(filtered && f.swmr_write());
         let mut fresh: Vec<(&[u64], &[u8], u32)> = Vec::new();
         let mut in_place = Coalesced::default();
         for (scaled, stored, mask) in chunks {
@@ -352,7 +357,7 @@ impl Chunked {
                     addr: Some(a),
                     size,
                     ..
-                }) if !filtered || size == stored.len() as u64 => {
+                }) if !filtered || (keep_place && size == stored.len() as u64) => {
                     in_place.put(f, a, stored)?;
                     let rec = ChunkRecord {
                         addr: Some(a),

@@ -110,7 +110,27 @@ impl DatasetShared {
     }
 }
 
+/// Refuse a chunk index SWMR writing cannot keep consistent for readers: the version 1
+/// B-tree (no checksums on its nodes), as libhdf5 refuses it.
+pub(super) fn swmr_index(path: &str, kind: IndexKind) -> Result<()> {
+    if kind == IndexKind::BTree1 {
+        return Err(Error::SwmrIndex {
+            dataset: path.to_owned(),
+            index: "version 1 B-tree",
+        });
+    }
+    Ok(())
+}
+
 impl OpenObject for DatasetShared {
+    fn check_swmr(&self) -> Result<()> {
+        let st = self.state.read();
+        match &st.storage {
+            StorageState::Chunked(c) => swmr_index(&st.path, c.index.kind()),
+            _ => Ok(()),
+        }
+    }
+
     /// Write dirty chunks and the changed dataspace and layout messages.
     fn flush(&self, f: &Store) -> Result<()> {
         let mut st = self.write();
@@ -287,6 +307,9 @@ impl Dataset {
                 };
                 let index = adapter::open(f, &shape, &c.index, c.address)?;
                 let kind = index.kind();
+                if f.swmr_write() {
+                    swmr_index(&path, kind)?;
+                }
                 index.check_extent(&shape.dims, &shape.chunk)?;
                 let pipeline = match &pipeline {
                     Some(p) if filtered => {
@@ -1011,7 +1034,7 @@ impl Dataset {
                 addr: Some(a),
                 size,
                 ..
-            }) if !filtered || size == stored.len() as u64 => a,
+            }) if !filtered || (size == stored.len() as u64 && !f.swmr_write()) => a,
             Some(ChunkRecord {
                 addr: Some(a),
                 size,
