@@ -79,6 +79,18 @@ const TASKS: &[Task] = &[
         run: crash,
     },
     Task {
+        name: "swmr-soak",
+        usage: "swmr-soak [--appends N] [--readers R] [--h5py-readers R] [--scenarios S,..] \
+                [--chunks E,..] [--deflate both|on|off] [--per-flush E] [--writer W]",
+        help: "an h5chunk SWMR writer appends N elements per scenario (extensible array 1-D and \
+               2-D, v2 B-tree 2-D along each dimension and alternately, 3-D, fixed array), \
+               flushing as it goes, while R h5chunk and R h5py reader processes refresh and \
+               check every value they see; fails on any wrong value, reader error or \
+               write-order violation (defaults: N 1,000,000, R 5); --writer h5py|c: a libhdf5 \
+               writer (h5py, or benches/libhdf5/swmr_writer.c on the system's libhdf5) instead",
+        run: swmr_soak,
+    },
+    Task {
         name: "bench",
         usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--n N] \
                 [--scenario S,..] [--index I,..]",
@@ -170,6 +182,46 @@ fn test(args: &[String]) -> TaskResult {
         .env("H5CHUNK_PYTHON", &python)
         .env("H5CHUNK_H5DUMP", &h5dump);
     run_tests(&mut cmd)?;
+    // The SWMR soak's short run: every scenario, chunks of 1 element and 64 KiB, with and
+    // without deflate, 2 h5chunk and 2 h5py readers each (about a minute).
+    eprintln!("xtask test: SWMR soak, short run");
+    run_swmr_soak(
+        &root,
+        &[
+            "--appends",
+            "20000",
+            "--readers",
+            "2",
+            "--chunks",
+            "1,8192",
+            "--deflate",
+            "both",
+        ],
+        &[],
+    )?;
+    // The reverse: libhdf5 writers (h5py with libhdf5 2.0, and the C program on the system's
+    // libhdf5 1.10), h5chunk readers.
+    for writer in ["h5py", "c"] {
+        eprintln!("xtask test: SWMR soak, short run, {writer} writer");
+        run_swmr_soak(
+            &root,
+            &[
+                "--writer",
+                writer,
+                "--appends",
+                "5000",
+                "--readers",
+                "2",
+                "--h5py-readers",
+                "0",
+                "--chunks",
+                "16",
+                "--deflate",
+                "both",
+            ],
+            &[],
+        )?;
+    }
     // The fuzz campaign's smoke run: a fixed, seeded set of mutants (about 15 s); any panic,
     // abort, crash or hang fails the task. `cargo xtask fuzz --minutes M` is the long one.
     eprintln!("xtask test: fuzz smoke run ({FUZZ_SMOKE_CASES} mutants)");
@@ -359,6 +411,50 @@ fn crash(args: &[String]) -> TaskResult {
         .env("H5CHUNK_KILL_DURABILITY", &durability)
         .env("H5CHUNK_PYTHON", &python);
     run(&mut cmd)
+}
+
+/// Runs `h5chunk-swmr soak` (release) with `args`, after the defaults `defaults`; with the C
+/// SWMR writer (`benches/libhdf5/swmr_writer.c`, built against the system's libhdf5) when the
+/// arguments ask for `--writer c`.
+fn run_swmr_soak(root: &Path, defaults: &[&str], args: &[String]) -> TaskResult {
+    let python = fixtures::ensure_venv(root)?;
+    let exe = bench::build_bench_bin(root, "h5chunk-swmr")?;
+    let dir = root.join("target").join("swmr-soak");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let all: Vec<&str> = defaults
+        .iter()
+        .copied()
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let wants_c = all.windows(2).any(|w| w == ["--writer", "c"]);
+    let mut cmd = Command::new(exe);
+    cmd.arg("soak")
+        .args(&all)
+        .args(["--python".as_ref(), python.as_os_str()])
+        .arg("--dir")
+        .arg(&dir);
+    if wants_c {
+        let c = bench::build_c_program(root, &dir, "swmr_writer")?;
+        cmd.arg("--c-writer").arg(c);
+    }
+    run(&mut cmd)
+}
+
+fn swmr_soak(args: &[String]) -> TaskResult {
+    run_swmr_soak(
+        &workspace_root(),
+        &[
+            "--appends",
+            "1000000",
+            "--readers",
+            "5",
+            "--chunks",
+            "16",
+            "--deflate",
+            "both",
+        ],
+        args,
+    )
 }
 
 fn bench(args: &[String]) -> TaskResult {
