@@ -751,6 +751,7 @@ impl File {
         if let Some(n) = options.threads {
             store.threads = n.max(1);
         }
+        store.swmr_read = options.swmr_read;
         let inner = Arc::new(FileInner::new(store, sb, journal, options.durability, lock));
         if options.writable {
             if options.swmr_write {

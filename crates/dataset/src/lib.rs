@@ -56,6 +56,7 @@
 //! - [`guide::indexes`]: which chunk index a dataset gets and why, and who can read it.
 //! - [`guide::filters`]: compression and checksums, and which readers know them.
 //! - [`guide::errors`]: the error type, what each variant means, and checking a damaged file.
+//! - [`guide::swmr`]: one writer appending while other processes (h5chunk or h5py) read.
 //!
 //! The `examples/` folder of this crate holds programs to copy: `append_logger` (a growing
 //! log), `print_dataset` (a reader) and `to_npy` (a converter to NumPy's `.npy`). The byte
@@ -107,6 +108,8 @@ pub mod guide {
     pub mod filters {}
     #[doc = include_str!("guide/errors.md")]
     pub mod errors {}
+    #[doc = include_str!("guide/swmr.md")]
+    pub mod swmr {}
 }
 
 /// Storage backends a [`File`] can live on ([`File::create_on`], [`File::open_on`]): the

@@ -85,6 +85,9 @@ pub(crate) struct Store {
     epoch: AtomicU64,
     /// Threads a read or flush may filter chunks on (1: the calling thread alone).
     pub threads: usize,
+    /// Opened as a SWMR reader: a chunk that fails to decode is read again (see
+    /// [`read_stored`](Self::read_stored)).
+    pub swmr_read: bool,
     /// The pool those threads are, made on first use.
     pool: OnceLock<Option<rayon::ThreadPool>>,
     /// Whether the file is in SWMR-write mode (see [`swmr_write`](Self::swmr_write)).
@@ -120,6 +123,7 @@ impl Store {
             headers: Mutex::new(Headers::default()),
             epoch: AtomicU64::new(0),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            swmr_read: false,
             pool: OnceLock::new(),
             swmr: AtomicBool::new(false),
             frozen: AtomicBool::new(false),
@@ -210,6 +214,40 @@ impl Store {
         self.read_checked(at, buf)
     }
 
+    /// The stored bytes of a chunk (`len` at `at`) through `decode`. A SWMR reader reads them
+    /// again, with capped back-off, while `decode` fails: libhdf5's SWMR writer rewrites a
+    /// filtered chunk in place when its new stored size equals the old one, so a reader can
+    /// catch it half-written; the retry finds it whole. A file not under SWMR fails at once.
+    pub fn read_stored<T, E>(
+        &self,
+        at: Addr,
+        len: u64,
+        mut decode: impl FnMut(Vec<u8>) -> std::result::Result<T, E>,
+        err: impl Fn(E) -> Error,
+    ) -> Result<T> {
+        let attempts = if self.swmr_read {
+            h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS
+        } else {
+            1
+        };
+        let mut backoff = std::time::Duration::from_micros(1);
+        let mut tries = 1u32;
+        loop {
+            match decode(self.read(at, len)?) {
+                Ok(v) => return Ok(v),
+                Err(e) if tries >= attempts => return Err(err(e)),
+                Err(_) => {
+                    tries = tries.saturating_add(1);
+                    self.pages.invalidate(at, len);
+                    std::thread::sleep(backoff);
+                    backoff = backoff
+                        .saturating_mul(2)
+                        .min(std::time::Duration::from_millis(10));
+                }
+            }
+        }
+    }
+
     /// [`read_into`](Self::read_into) past the page cache (a read no neighbour will follow).
     pub fn read_uncached(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
         self.check_read(at, buf.len() as u64)?;
@@ -242,10 +280,14 @@ impl Store {
     /// Fill `buf` from `at` (checked by `check_read`): through the page cache when it serves
     /// the read; bytes past the file's end read as zeros.
     fn read_checked(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
-        if self
-            .pages
-            .read(&*self.storage, at, buf)
-            .map_err(|e| self.io(e))?
+        // A SWMR reader reads exactly what it needs: its pages would be dropped at every
+        // refresh, and a page read near the end of a growing file reads bytes no index points
+        // at yet.
+        if !self.swmr_read
+            && self
+                .pages
+                .read(&*self.storage, at, buf)
+                .map_err(|e| self.io(e))?
         {
             return Ok(());
         }

@@ -262,3 +262,65 @@ f.close()
     drop((d, w));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// libhdf5's SWMR writer rewrites a filtered chunk in place when its new stored size equals
+/// the old one, so a SWMR reader can catch it half-written: the reader reads it again, with
+/// back-off, and finds it whole. A reader not in SWMR mode reports the damage at once.
+#[test]
+fn a_swmr_reader_reads_a_chunk_caught_mid_rewrite_again() {
+    use h5chunk::libver::{Libver, LibverBounds};
+    use h5chunk::{FileOptions, FilterSpec};
+    let dir = scratch("torn_chunk");
+    let path = dir.join("t.h5");
+    let f = File::create_with(
+        &path,
+        FileOptions {
+            bounds: LibverBounds::new(Libver::V110, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        },
+    )
+    .unwrap();
+    let d = f
+        .new_dataset::<i64>()
+        .shape(&[0])
+        .max_shape(&[None])
+        .chunk(&[64])
+        .filter(FilterSpec::Deflate(4))
+        .create("x")
+        .unwrap();
+    let values: Vec<i64> = (0..64).map(|i| i * 1_000_003).collect();
+    d.append(&values).unwrap();
+    f.close().unwrap();
+    let c = File::open(&path)
+        .unwrap()
+        .dataset("x")
+        .unwrap()
+        .chunks()
+        .unwrap()[0]
+        .clone();
+    let whole = std::fs::read(&path).unwrap();
+    let (at, len) = (c.addr.get() as usize, c.size as usize);
+    let mut torn = whole.clone();
+    torn[at + len / 2..at + len].fill(0xff);
+    std::fs::write(&path, &torn).unwrap();
+    let err = File::open(&path)
+        .unwrap()
+        .dataset("x")
+        .unwrap()
+        .read::<i64>()
+        .unwrap_err();
+    assert!(matches!(err, Error::Filter { .. }), "{err}");
+    let r = File::open_with(&path, OpenOptions::swmr_read()).unwrap();
+    let d = r.dataset("x").unwrap();
+    let fixer = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            std::os::unix::fs::FileExt::write_all_at(&file, &whole[at..at + len], at as u64)
+                .unwrap();
+        })
+    };
+    assert_eq!(d.read::<i64>().unwrap(), values);
+    fixer.join().unwrap();
+}

@@ -279,23 +279,27 @@ fn swmr_writing_refuses_version_1_b_trees() {
     ));
 }
 
-/// Under SWMR a reader may be reading a filtered chunk at its old place with its old size: a
-/// rewrite of the same size goes to new space (outside SWMR it keeps its place).
+/// Under SWMR a reader may be reading a stored chunk while it is rewritten, and a write is not
+/// atomic to a concurrent read: a rewrite (filtered at the same size, or unfiltered) goes to
+/// new space, and the old bytes stay (outside SWMR the chunk keeps its place). Through the
+/// direct chunk path and the chunk cache alike.
 #[test]
-fn swmr_rewrites_filtered_chunks_elsewhere() {
+fn swmr_rewrites_chunks_elsewhere() {
     let dir = scratch("rewrite");
-    for swmr in [false, true] {
-        let path = dir.join(format!("r{swmr}.h5"));
+    for (swmr, filtered) in [(false, true), (true, true), (false, false), (true, false)] {
+        let path = dir.join(format!("r{swmr}{filtered}.h5"));
         let f = File::create_with(&path, latest()).unwrap();
-        let d = f
+        let mut b = f
             .new_dataset::<i32>()
             .shape(&[0])
             .max_shape(&[None])
-            .chunk(&[16])
-            .filter(FilterSpec::Deflate(1))
-            .create("x")
-            .unwrap();
-        let stored = vec![0x5au8; 40];
+            .chunk(&[16]);
+        if filtered {
+            b = b.filter(FilterSpec::Deflate(1));
+        }
+        let d = b.create("x").unwrap();
+        let n = if filtered { 40 } else { 64 };
+        let stored = vec![0x5au8; n];
         d.resize(&[16]).unwrap();
         d.write_direct_chunk(&[0], &stored, 0).unwrap();
         f.flush().unwrap();
@@ -303,7 +307,7 @@ fn swmr_rewrites_filtered_chunks_elsewhere() {
             f.start_swmr_write().unwrap();
         }
         let before = d.chunks().unwrap()[0].addr;
-        d.write_direct_chunk(&[0], &[0xa5u8; 40], 0).unwrap();
+        d.write_direct_chunk(&[0], &vec![0xa5u8; n], 0).unwrap();
         f.flush().unwrap();
         let after = d.chunks().unwrap()[0].addr;
         assert_eq!(
@@ -315,7 +319,15 @@ fn swmr_rewrites_filtered_chunks_elsewhere() {
         if swmr {
             let bytes = std::fs::read(&path).unwrap();
             let at = before.get() as usize;
-            assert_eq!(&bytes[at..at + 40], &stored[..]);
+            assert_eq!(&bytes[at..at + n], &stored[..]);
+        }
+        if !filtered {
+            // Through the chunk cache: a value changed in a stored chunk.
+            d.write_slice(&[7i32], &[3], &[1], None).unwrap();
+            f.flush().unwrap();
+            let again = d.chunks().unwrap()[0].addr;
+            assert_eq!(again != after, swmr, "swmr {swmr}: {after:?} -> {again:?}");
+            assert_eq!(d.read_slice::<i32>(&[3], &[1], None).unwrap(), vec![7]);
         }
         f.close().unwrap();
     }

@@ -162,17 +162,18 @@ impl Chunked {
                     (Some(_), false) => size,
                     _ => chunk_bytes as u64,
                 };
-                let stored = f.read(addr, stored_len)?;
                 match (&self.pipeline, self.skips_filters(scaled)) {
-                    (Some(p), false) => {
-                        p.decode(stored, mask, chunk_bytes)
-                            .map_err(|source| Error::Filter {
-                                dataset: path.to_owned(),
-                                chunk: scaled.to_vec(),
-                                source,
-                            })
-                    }
-                    _ => Ok(stored),
+                    (Some(p), false) => f.read_stored(
+                        addr,
+                        stored_len,
+                        |stored| p.decode(stored, mask, chunk_bytes),
+                        |source| Error::Filter {
+                            dataset: path.to_owned(),
+                            chunk: scaled.to_vec(),
+                            source,
+                        },
+                    ),
+                    _ => f.read(addr, stored_len),
                 }
             }
             _ => Ok(self.fill.repeat(self.chunk_elems() as usize)),
@@ -334,11 +335,14 @@ impl Chunked {
     /// other in the file).
     pub(crate) fn write_encoded(&mut self, f: &Store, chunks: &[NewChunk<'_>]) -> Result<()> {
         let filtered = self.pipeline.is_some();
-        // Under SWMR a reader may be reading a filtered chunk at its old place with its old
-        // size: new bytes go to new space (the old space is freed, and not reused while SWMR
-        // lasts). An unfiltered chunk keeps its place: every element a reader can see is
-        // rewritten with the value it had.
-        let keep_place = !(filtered && f.swmr_write());
+        // Under SWMR a reader may be reading a stored chunk while it is rewritten: a filtered
+        // one at its old place with its old size, an unfiltered one whose visible elements
+        // change (a fixed-size dataset being filled). A write is not atomic to a concurrent
+        // read, so the reader could see a mix of old and new bytes (libhdf5's SWMR writer lets
+        // that happen). New bytes go to new space instead, and the index moves to them once
+        // they are written: a reader sees the old chunk or the new one. The old space is
+        // freed, and not reused while SWMR lasts.
+        let keep_place = !f.swmr_write();
         let mut fresh: Vec<(&[u64], &[u8], u32)> = Vec::new();
         let mut in_place = Coalesced::default();
         for (scaled, stored, mask) in chunks {
@@ -357,7 +361,7 @@ impl Chunked {
                     addr: Some(a),
                     size,
                     ..
-                }) if !filtered || (keep_place && size == stored.len() as u64) => {
+                }) if keep_place && (!filtered || size == stored.len() as u64) => {
                     in_place.put(f, a, stored)?;
                     let rec = ChunkRecord {
                         addr: Some(a),
@@ -376,7 +380,15 @@ impl Chunked {
                     size,
                     ..
                 }) => {
-                    f.free(a, size)?;
+                    // Unfiltered records carry no size (above): every chunk is `chunk_bytes`.
+                    f.free(
+                        a,
+                        if filtered {
+                            size
+                        } else {
+                            self.shape.chunk_bytes
+                        },
+                    )?;
                     fresh.push((scaled, stored, mask));
                 }
                 _ => fresh.push((scaled, stored, mask)),

@@ -1034,13 +1034,14 @@ impl Dataset {
                 addr: Some(a),
                 size,
                 ..
-            }) if !filtered || (size == stored.len() as u64 && !f.swmr_write()) => a,
+            }) if !f.swmr_write() && (!filtered || size == stored.len() as u64) => a,
             Some(ChunkRecord {
                 addr: Some(a),
                 size,
                 ..
             }) => {
-                f.free(a, size)?;
+                // Unfiltered records may carry no size: every such chunk is `chunk_bytes`.
+                f.free(a, if filtered { size } else { c.shape.chunk_bytes })?;
                 f.allocate(stored.len() as u64)?
             }
             _ => f.allocate(stored.len() as u64)?,

@@ -141,12 +141,14 @@ fn whole_run(h: &Hyperslab, chunk: &[u64], scaled: &[u64], elem: usize) -> Optio
 
 /// Read (and decode) one fetched chunk: its unfiltered bytes.
 fn load(f: &Store, x: &Fetch, plan: &Plan) -> Result<Vec<u8>> {
-    let stored = f.read(x.addr, x.stored)?;
     match &plan.pipeline {
-        Some(p) if x.decode => p
-            .decode(stored, x.mask, plan.chunk_bytes)
-            .map_err(|source| filter_error(plan, x, source)),
-        _ => Ok(stored),
+        Some(p) if x.decode => f.read_stored(
+            x.addr,
+            x.stored,
+            |stored| p.decode(stored, x.mask, plan.chunk_bytes),
+            |source| filter_error(plan, x, source),
+        ),
+        _ => f.read(x.addr, x.stored),
     }
 }
 
@@ -318,15 +320,18 @@ impl Dataset {
                 base = at.saturating_add(plan.chunk_bytes);
             }
             let decode_into = |(x, dst): &mut (&Fetch, &mut [u8])| -> Result<()> {
-                let stored = f.read(x.addr, x.stored)?;
                 match &plan.pipeline {
-                    Some(p) => p.decode_into(stored, x.mask, dst),
+                    Some(p) => f.read_stored(
+                        x.addr,
+                        x.stored,
+                        |stored| p.decode_into(stored, x.mask, dst),
+                        |source| filter_error(plan, x, source),
+                    ),
                     None => {
-                        dst.copy_from_slice(&stored);
+                        dst.copy_from_slice(&f.read(x.addr, x.stored)?);
                         Ok(())
                     }
                 }
-                .map_err(|source| filter_error(plan, x, source))
             };
             match f.pool().filter(|_| targets.len() > 1) {
                 Some(p) => p.install(|| {
