@@ -231,6 +231,10 @@ pub fn outcome_of(stdout: &str) -> Outcome {
 }
 
 pub fn run(root: &Path, args: &[String]) -> TaskResult {
+    if args.iter().any(|a| a == "--swmr") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--swmr").cloned().collect();
+        return swmr(root, &rest);
+    }
     if args.iter().any(|a| a == "--bulk") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--bulk").cloned().collect();
         return crate::bulk::run(root, &rest);
@@ -814,6 +818,44 @@ pub fn svg(cases: &[(String, String)], r: &Results, n: u64) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// `cargo xtask bench --swmr`: `h5chunk-swmr bench` (SWMR writers' appends/s, h5chunk and
+/// `benches/libhdf5/swmr_writer.c`, SWMR on and off; polling readers' bytes and reads per
+/// refresh and latency, h5chunk and h5py), with its output in `target/bench/swmr.txt`. Extra
+/// arguments go to `h5chunk-swmr bench` (`--n`, `--chunk`, `--per-flush`, `--repeat`,
+/// `--scenarios`).
+fn swmr(root: &Path, args: &[String]) -> TaskResult {
+    let out_dir = root.join("target").join("bench");
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let python = crate::fixtures::ensure_venv(root)?;
+    let exe = build_bench_bin(root, "h5chunk-swmr")?;
+    let c = build_c_program(root, &out_dir, "swmr_writer")?;
+    let out = Command::new(&exe)
+        .arg("bench")
+        .args(["--python".as_ref(), python.as_os_str()])
+        .args(["--c-writer".as_ref(), c.as_os_str()])
+        .arg("--dir")
+        .arg(out_dir.join("swmr"))
+        .args(args)
+        .output()
+        .map_err(|e| format!("{}: {e}", exe.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let table: String = text
+        .lines()
+        .filter(|l| !l.starts_with("RESULT "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    print!("{table}");
+    std::io::stderr().write_all(&out.stderr).ok();
+    let path = out_dir.join("swmr.txt");
+    std::fs::write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("xtask bench --swmr: wrote {}", path.display());
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err("a done-when line of the SWMR benchmark is not met (see the table)".into())
+    }
 }
 
 #[cfg(test)]

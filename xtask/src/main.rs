@@ -81,24 +81,27 @@ const TASKS: &[Task] = &[
     Task {
         name: "swmr-soak",
         usage: "swmr-soak [--appends N] [--readers R] [--h5py-readers R] [--scenarios S,..] \
-                [--chunks E,..] [--deflate both|on|off] [--per-flush E] [--writer W]",
+                [--chunks E,..] [--deflate both|on|off] [--per-flush E] [--writer W] [--kill]",
         help: "an h5chunk SWMR writer appends N elements per scenario (extensible array 1-D and \
                2-D, v2 B-tree 2-D along each dimension and alternately, 3-D, fixed array), \
                flushing as it goes, while R h5chunk and R h5py reader processes refresh and \
                check every value they see; fails on any wrong value, reader error or \
                write-order violation (defaults: N 1,000,000, R 5); --writer h5py|c: a libhdf5 \
-               writer (h5py, or benches/libhdf5/swmr_writer.c on the system's libhdf5) instead",
+               writer (h5py, or benches/libhdf5/swmr_writer.c on the system's libhdf5) instead; \
+               --kill: SIGKILL the writer at a random point, then check the file after clear",
         run: swmr_soak,
     },
     Task {
         name: "bench",
-        usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--n N] \
+        usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--swmr] [--n N] \
                 [--scenario S,..] [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
                --instructions counts instructions per append and per lookup under callgrind \
                instead; also --repeat R, --chunk-bytes B; --bulk measures bulk write/read \
                throughput (1 GiB float32, unfiltered and shuffle+deflate, 1 and T threads) \
-               against libhdf5 and a dd-style copy (target/bench/bulk.csv)",
+               against libhdf5 and a dd-style copy (target/bench/bulk.csv); --swmr measures SWMR \
+               writers (h5chunk vs libhdf5's C writer, SWMR on and off) and polling readers \
+               (bytes and reads per refresh, flush-to-visible latency; h5chunk vs h5py)",
         run: bench,
     },
 ];
@@ -194,6 +197,24 @@ fn test(args: &[String]) -> TaskResult {
             "2",
             "--chunks",
             "1,8192",
+            "--deflate",
+            "both",
+        ],
+        &[],
+    )?;
+    // The writer killed with SIGKILL at a random point of each run: readers go on reading,
+    // and the file reopens after `h5chunk clear` with every flushed value.
+    eprintln!("xtask test: SWMR soak, short run, writer killed");
+    run_swmr_soak(
+        &root,
+        &[
+            "--kill",
+            "--appends",
+            "20000",
+            "--readers",
+            "2",
+            "--chunks",
+            "16",
             "--deflate",
             "both",
         ],
