@@ -314,6 +314,8 @@ pub struct Journaled {
     state: Mutex<State>,
     /// Whether `state.queue` may hold writes (reads skip the lock when it does not).
     queued: AtomicBool,
+    /// Writes go straight through, unjournaled (see [`bypass`](Journaled::bypass)).
+    bypass: AtomicBool,
 }
 
 impl fmt::Debug for Journaled {
@@ -345,11 +347,36 @@ impl Journaled {
                 ..State::default()
             }),
             queued: AtomicBool::new(false),
+            bypass: AtomicBool::new(false),
         })
+    }
+
+    /// From now on, write straight through with no journal: for a writer whose write order
+    /// alone keeps the file consistent at every instant (a SWMR writer, whose readers rely on
+    /// exactly that), against a process crash. Call it between flushes (after a commit);
+    /// there is no way back.
+    pub fn bypass(&self) -> io::Result<()> {
+        let mut st = self.state.lock();
+        if st.batching || st.changed {
+            return Err(io::Error::other(
+                "journal bypass asked for with a flush under way",
+            ));
+        }
+        st.journal = None;
+        self.bypass.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether writes go straight through (see [`bypass`](Self::bypass)).
+    pub fn is_bypassed(&self) -> bool {
+        self.bypass.load(Ordering::Acquire)
     }
 
     /// Start a flush: in-place writes wait for [`commit`](Self::commit).
     pub fn begin(&self) {
+        if self.is_bypassed() {
+            return;
+        }
         self.state.lock().batching = true;
     }
 
@@ -494,6 +521,9 @@ impl Journaled {
     }
 
     fn write(&self, addr: Addr, data: &[u8], first: bool) -> io::Result<()> {
+        if self.is_bypassed() {
+            return self.inner.write_at(addr, data);
+        }
         let start = addr.get();
         let end = start.saturating_add(data.len() as u64);
         let mut st = self.state.lock();
@@ -588,6 +618,9 @@ impl Storage for Journaled {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
+        if self.is_bypassed() {
+            return self.inner.set_len(len);
+        }
         let mut st = self.state.lock();
         let current = self.inner.len()?;
         if len == current && st.cut.is_none() {

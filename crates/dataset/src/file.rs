@@ -178,8 +178,33 @@ impl FileInner {
                 "a metadata flush blocked by chunks not yet written",
             ));
         }
+        // A SWMR writer's readers (and the file after a crash) must never find a pointer past
+        // the end of file the superblock records: the file is extended and the superblock
+        // written before the object headers that point at the new space. Otherwise (with a
+        // journal making the flush atomic) the superblock goes last.
+        let swmr = s.swmr_write();
+        if swmr {
+            self.write_superblock(true)?;
+        }
         s.flush_headers()?;
+        self.write_superblock(swmr)?;
+        // With a journal the commit makes the file durable.
+        if self.journal.is_none() && self.durability == Durability::Sync {
+            s.storage.sync().map_err(|e| s.io(e))?;
+        }
+        Ok(())
+    }
+
+    /// Write the superblock with the end of allocation as its end of file (unless the same
+    /// image was written last), and cut or extend the file to it; `extend_first`: extend the
+    /// file before the superblock says it is that long.
+    fn write_superblock(&self, extend_first: bool) -> Result<()> {
+        let s = &self.store;
         let eoa = s.cache.allocator().eoa().get();
+        if extend_first && s.storage.len().map_err(|e| s.io(e))? < eoa {
+            s.pages.clear();
+            s.storage.set_len(eoa).map_err(|e| s.io(e))?;
+        }
         let mut sb = self.superblock.lock();
         sb.eof_address = eoa
             .checked_add(sb.base_address)
@@ -208,9 +233,21 @@ impl FileInner {
             s.pages.clear();
             s.storage.set_len(eoa).map_err(|e| s.io(e))?;
         }
-        // With a journal the commit makes the file durable.
-        if self.journal.is_none() && self.durability == Durability::Sync {
-            s.storage.sync().map_err(|e| s.io(e))?;
+        Ok(())
+    }
+
+    /// Once SWMR writing has started (no new objects), with [`Durability::Flush`]: no more
+    /// journal. The SWMR write order keeps the file consistent at every instant, for its
+    /// readers and after a crash of the process alike (chunks and index blocks before their
+    /// parents, the end of file before the object headers, no rewrite in place of anything a
+    /// reader can see change, no reuse of freed space), so the journal's copies would only
+    /// cost each flush a file of its own. `Durability::Sync` keeps it: a power cut can tear
+    /// a write in place.
+    fn swmr_without_journal(&self) -> Result<()> {
+        if self.durability == Durability::Flush
+            && let Some(j) = &self.journal
+        {
+            j.bypass().map_err(|e| self.store.io(e))?;
         }
         Ok(())
     }
@@ -758,6 +795,9 @@ impl File {
                 inner.store.start_swmr_write(true);
             }
             inner.set_flags(options.swmr_write)?;
+            if options.swmr_write {
+                inner.swmr_without_journal()?;
+            }
         }
         Ok(File { inner })
     }
@@ -843,6 +883,7 @@ impl File {
         inner.flush()?;
         s.start_swmr_write(true);
         inner.set_flags(true)?;
+        inner.swmr_without_journal()?;
         inner.unlock()
     }
 

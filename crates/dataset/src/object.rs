@@ -21,6 +21,10 @@ const CONTINUATION_CHUNK: usize = 256;
 pub(crate) struct Headers {
     map: HashMap<Addr, ObjectHeader>,
     dirty: BTreeSet<Addr>,
+    /// The length chunk 0 of a header had when last read (a SWMR reader reads its datasets'
+    /// headers again at every refresh: one read of exactly those bytes, not a speculative
+    /// 512).
+    chunk0_len: HashMap<Addr, u64>,
 }
 
 /// Encode a typed message into a raw one with message flags `flags`.
@@ -42,8 +46,17 @@ impl Headers {
             std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let len = storage.len().map_err(h5chunk_cache::Error::from)?;
-                let h =
-                    ObjectHeader::read(at, sizes, |a, n| -> std::result::Result<Vec<u8>, Error> {
+                let first = self
+                    .chunk0_len
+                    .get(&at)
+                    .copied()
+                    .unwrap_or(h5chunk_format::object_header::SPECULATIVE_READ_LEN);
+                let mut seen_len = None;
+                let h = ObjectHeader::read_hinted(
+                    at,
+                    sizes,
+                    first,
+                    |a, n| -> std::result::Result<Vec<u8>, Error> {
                         let end = a.get().saturating_add(n).min(len);
                         let n = end.saturating_sub(a.get());
                         let n = usize::try_from(n)
@@ -52,8 +65,15 @@ impl Headers {
                         storage
                             .read_at(a, &mut buf)
                             .map_err(h5chunk_cache::Error::from)?;
+                        if a == at && seen_len.is_none() {
+                            seen_len = h5chunk_format::object_header::chunk0_len(&buf, at).ok();
+                        }
                         Ok(buf)
-                    })?;
+                    },
+                )?;
+                if let Some(l) = seen_len {
+                    self.chunk0_len.insert(at, l);
+                }
                 Ok(v.insert(h))
             }
         }

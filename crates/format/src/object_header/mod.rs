@@ -336,6 +336,9 @@ impl MessageFormat {
     }
 }
 
+/// Enough bytes for chunk 0's prefix (and its length field) in either version.
+const PREFIX_PROBE_LEN: u64 = MAX_PREFIX_LEN as u64;
+
 /// The length of chunk 0 (prefix, messages, gap and checksum) from its first bytes: 16 bytes
 /// suffice for version 1, at most [`MAX_PREFIX_LEN`] for version 2.
 pub fn chunk0_len(bytes: &[u8], at: Addr) -> Result<u64> {
@@ -364,9 +367,21 @@ impl ObjectHeader {
     pub fn read<E: From<Error>>(
         at: Addr,
         sizes: Sizes,
+        read: impl FnMut(Addr, u64) -> Result<Vec<u8>, E>,
+    ) -> Result<ObjectHeader, E> {
+        ObjectHeader::read_hinted(at, sizes, SPECULATIVE_READ_LEN, read)
+    }
+
+    /// [`read`](Self::read) with chunk 0 read first as `first` bytes (at least its prefix;
+    /// the length chunk 0 had when last read, for a header read again): a header whose chunk
+    /// 0 kept its length is read in exactly one read of exactly its bytes.
+    pub fn read_hinted<E: From<Error>>(
+        at: Addr,
+        sizes: Sizes,
+        first: u64,
         mut read: impl FnMut(Addr, u64) -> Result<Vec<u8>, E>,
     ) -> Result<ObjectHeader, E> {
-        let probe = read(at, SPECULATIVE_READ_LEN)?;
+        let probe = read(at, first.clamp(PREFIX_PROBE_LEN, MAX_CHUNK_LEN))?;
         let len = chunk0_len(&probe, at)?;
         let bytes = if probe.len() as u64 >= len {
             probe
