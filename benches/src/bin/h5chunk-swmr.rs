@@ -669,6 +669,9 @@ struct WriteArgs {
     /// Rows per append along dimension 0 (and per fill step): 1 by default; the benchmark
     /// appends a chunk's rows at a time, the chunk-index paper's unit.
     rows: u64,
+    /// Sleep this long after each flush (the polling benchmark: a writer at a steady pace, so
+    /// that readers poll while it writes).
+    pause: Duration,
 }
 
 fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
@@ -706,11 +709,19 @@ fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
         durability: Durability::Flush,
         flush_log: None,
         rows: 1,
+        pause: Duration::ZERO,
     };
     let mut it = rest.iter();
     while let Some(k) = it.next() {
         match k.as_str() {
             "--no-trace" => w.trace = false,
+            "--pause-us" => {
+                w.pause = Duration::from_micros(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .ok_or("--pause-us needs a number")?,
+                );
+            }
             "--rows" => {
                 w.rows = it
                     .next()
@@ -826,6 +837,7 @@ fn write_main(args: &[String]) -> Result<(), String> {
     let mut since_flush = 0u64;
     let mut row = Vec::new();
     let trace = w.trace;
+    let pause = w.pause;
     let mut log = match &w.flush_log {
         Some(p) => Some(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => None,
@@ -848,6 +860,7 @@ fn write_main(args: &[String]) -> Result<(), String> {
             writeln!(out, "flushed {}", dims_text(done_dims)).map_err(|e| e.to_string())?;
             out.flush().map_err(|e| e.to_string())?;
         }
+        std::thread::sleep(pause);
         Ok(())
     };
     while rep.elements < w.n {
@@ -1370,9 +1383,15 @@ fn poll_main(args: &[String]) -> Result<(), String> {
     let done = Path::new(done);
     let (mut polls, mut last, mut seen) = (0u64, Vec::new(), Vec::new());
     let mut final_dims: Option<Vec<u64>> = None;
-    let (b0, r0) = proc_io();
+    // Counted from the first poll that finds data, so that polls before the writer starts do
+    // not dilute the figures.
+    let (mut b0, mut r0) = (0u64, 0u64);
+    let mut counting = false;
     let mut aside = (0u64, 0u64);
     loop {
+        if !counting {
+            (b0, r0) = proc_io();
+        }
         if final_dims.is_none() && done.exists() {
             let (b, r) = proc_io();
             final_dims = std::fs::read_to_string(done)
@@ -1382,8 +1401,13 @@ fn poll_main(args: &[String]) -> Result<(), String> {
             aside = (aside.0 + b2 - b, aside.1 + r2 - r);
         }
         d.refresh().map_err(|e| format!("refresh: {e}"))?;
-        polls += 1;
         let shape = d.shape();
+        if shape.iter().all(|&x| x > 0) {
+            counting = true;
+        }
+        if counting {
+            polls += 1;
+        }
         if shape != last {
             seen.push((dims_text(&shape), wall_us()));
             last = shape.clone();
@@ -1424,9 +1448,11 @@ f = h5py.File(path, 'r', swmr=True)
 d = f['x']
 print('ready', flush=True)
 polls, last, seen, final = 0, None, [], None
-b0, r0 = io()
+counting = False
 aside = [0, 0]
 while True:
+    if not counting:
+        b0, r0 = io()
     if final is None and os.path.exists(done):
         b, r = io()
         with open(done) as fh:
@@ -1435,8 +1461,11 @@ while True:
         aside[0] += b2 - b
         aside[1] += r2 - r
     d.refresh()
-    polls += 1
     shape = list(d.shape)
+    if all(x > 0 for x in shape):
+        counting = True
+    if counting:
+        polls += 1
     if shape != last:
         seen.append((' '.join(str(x) for x in shape), int(time.time() * 1e6)))
         last = shape
@@ -1572,6 +1601,10 @@ fn bench_writer(
             .args(&args)
             .args(["--no-trace", "--rows", &rows, "--flush-log"])
             .arg(&log);
+        if !pollers.is_empty() {
+            // A steady pace, so that readers poll while it writes.
+            c.args(["--pause-us", "500"]);
+        }
         c
     } else {
         let mut c = Command::new(&o.c_writer);
@@ -1710,8 +1743,14 @@ fn bench_main(args: &[String]) -> Result<bool, String> {
                 percentile(&mut r.latencies, 0.5),
                 percentile(&mut r.latencies, 0.99),
             );
+            // A fixed extent (the fixed array being filled) shows once: no latency to tell.
+            let (l50, l99) = if r.latencies.len() > 1 {
+                (p50.to_string(), p99.to_string())
+            } else {
+                ("n/a".to_owned(), "n/a".to_owned())
+            };
             println!(
-                "{sc:<10} {who:<8} {:>7} {:>12.0} {:>11.1} {p50:>10} {p99:>10}",
+                "{sc:<10} {who:<8} {:>7} {:>12.0} {:>11.1} {l50:>10} {l99:>10}",
                 r.polls,
                 r.bytes as f64 / polls,
                 r.reads as f64 / polls
