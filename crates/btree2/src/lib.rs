@@ -83,9 +83,12 @@
 //!   or merge never rewrites a node a reader may be reading: the nodes involved are written to
 //!   new space and every ancestor up to the root is moved too (children before parents), so the
 //!   header, written last, switches readers from the old consistent tree to the new one. The
-//!   allocator defers reuse of the old space. Plain inserts and removals still update nodes in
-//!   place, as libhdf5 does; a reader that meets a half-written change sees a checksum mismatch
-//!   and retries.
+//!   allocator defers reuse of the old space. A plain insert or removal changes a node's record
+//!   count, and with it where a reader holding the parent's older count looks for the node's
+//!   checksum: a node a reader may reach (allocated before the header was last written) moves
+//!   to new space before its count changes, once per flush; its parent changes in place (same
+//!   count, same size), and a reader that meets that half-written sees a checksum mismatch and
+//!   retries. Nodes allocated since the header was last written change in place.
 //!
 //! # Hostile input
 //!

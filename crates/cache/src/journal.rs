@@ -306,7 +306,9 @@ struct State {
     changed: bool,
 }
 
-/// A storage whose in-place overwrites are journaled (see the [module docs](self)).
+/// A storage whose in-place overwrites are journaled: before the first overwrite since the last
+/// commit the original bytes go to a checksummed journal record, in-place writes of a flush wait
+/// for its commit, and removing the journal is the commit point ([`recover`] undoes the rest).
 pub struct Journaled {
     inner: Arc<dyn Storage>,
     place: JournalPlace,

@@ -5,8 +5,13 @@
 //! reaches the storage at `flush` (or `close`, or when the last handle is dropped), children
 //! first: each open dataset's dirty raw-data chunks and index changes, then the chunk-index
 //! blocks through the metadata cache (which orders them by their flush dependencies), then the
-//! object headers that point to the indexes, then the superblock with the end-of-file address.
-//! A file is readable by libhdf5 after every `flush`.
+//! object headers that point to the indexes, then the superblock with the end-of-file address
+//! (before the object headers for a SWMR writer: see `write_all`). A file is readable by
+//! libhdf5 after every `flush`.
+//!
+//! As libhdf5, an open for writing marks the superblock's consistency flags and takes the file
+//! lock, and a clean close clears and releases them (the single-writer/multiple-reader rules
+//! are in `swmr.rs`).
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -418,8 +423,9 @@ impl OpenOptions {
     }
 }
 
-/// An open HDF5 file. Cloning gives another handle on the same file; the file is flushed when
-/// the last handle on it (or on any of its groups and datasets) is dropped.
+/// An open HDF5 file. Cloning gives another handle on the same file; the file is closed
+/// (flushed, its consistency flags cleared, its lock released) by [`File::close`] or when the
+/// last handle on it (or on any of its groups and datasets) is dropped.
 #[derive(Clone, Debug)]
 pub struct File {
     pub(crate) inner: Arc<FileInner>,
