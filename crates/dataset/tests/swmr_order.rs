@@ -1,0 +1,277 @@
+//! The SWMR invariant itself, write by write: a SWMR reader may open the file between any two
+//! of the writer's writes, so the file after *every prefix* of the writer's writes must read,
+//! and every element inside the extent it shows must hold its value.
+//!
+//! The writer's writes (after SWMR writing starts) are logged with their bytes; each prefix is
+//! replayed onto the file as it was when SWMR writing started, opened as a SWMR reader and
+//! read whole. A flush dependency missing from any structure (an extensible array's header
+//! written before its index block, an index block before a data block, a v2 B-tree node before
+//! its children, a fixed array's header before its data block, ...) or an object header
+//! written before the index it covers leaves a prefix where a pointer leads to bytes not yet
+//! written, and this test fails there: it is the test that fails when a single flush
+//! dependency is removed.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use h5chunk::storage::{MemStorage, Storage};
+use h5chunk::{File, FileOptions, FilterSpec, IndexKind, OpenOptions};
+use h5chunk_format::Addr;
+use parking_lot::Mutex;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write(u64, Vec<u8>),
+    SetLen(u64),
+}
+
+/// Memory storage that logs its writes (with their bytes) while recording is on.
+#[derive(Debug, Default)]
+struct Logged {
+    inner: MemStorage,
+    ops: Mutex<Vec<Op>>,
+    on: AtomicBool,
+}
+
+impl Storage for Logged {
+    fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()> {
+        self.inner.read_at(addr, buf)
+    }
+    fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
+        if self.on.load(Ordering::SeqCst) {
+            self.ops.lock().push(Op::Write(addr.get(), data.to_vec()));
+        }
+        self.inner.write_at(addr, data)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        if self.on.load(Ordering::SeqCst) {
+            self.ops.lock().push(Op::SetLen(len));
+        }
+        self.inner.set_len(len)
+    }
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn oracle(c: &[u64]) -> i64 {
+    match c {
+        [i] => (i * 1_000_003) as i64,
+        [i, j] => (i * 1_000_003 + j) as i64,
+        _ => unreachable!(),
+    }
+}
+
+const FILL: i64 = -1;
+
+/// How the writer grows the dataset.
+#[derive(Clone, Copy, Debug)]
+enum Grow {
+    Rows,
+    Cols,
+    Fill,
+}
+
+/// Check one state of the file: it opens as a SWMR reader and every element inside the extent
+/// it shows holds its value (or, for a fixed extent being filled, the fill value).
+fn check(bytes: Vec<u8>, grow: Grow, what: &str) {
+    let r = File::open_on(
+        Arc::new(MemStorage::from_vec(bytes)),
+        OpenOptions::swmr_read(),
+    )
+    .unwrap_or_else(|e| panic!("{what}: open: {e}"));
+    let d = r
+        .dataset("x")
+        .unwrap_or_else(|e| panic!("{what}: dataset: {e}"));
+    let v = d
+        .read::<i64>()
+        .unwrap_or_else(|e| panic!("{what}: read: {e}"));
+    let shape = d.shape();
+    let mut i = 0;
+    let mut bad = 0;
+    let mut c = vec![0u64; shape.len()];
+    while i < v.len() {
+        let want = oracle(&c);
+        if v[i] != want && !(matches!(grow, Grow::Fill) && v[i] == FILL) {
+            bad += 1;
+        }
+        i += 1;
+        for k in (0..c.len()).rev() {
+            c[k] += 1;
+            if c[k] < shape[k] {
+                break;
+            }
+            c[k] = 0;
+        }
+    }
+    assert_eq!(bad, 0, "{what}: {bad} wrong values in extent {shape:?}");
+}
+
+/// Write `rounds` flushes of growth under SWMR, then replay every prefix of the writes.
+fn every_prefix_reads(
+    kind: IndexKind,
+    shape: &[u64],
+    max: &[Option<u64>],
+    chunk: &[u64],
+    grow: Grow,
+    deflate: bool,
+) -> usize {
+    let log = Arc::new(Logged::default());
+    let f = File::create_on(
+        Arc::clone(&log) as Arc<dyn Storage>,
+        FileOptions {
+            swmr_write: true,
+            // A small metadata cache: blocks are evicted (written) between flushes too.
+            metadata_cache_bytes: Some(16 << 10),
+            ..FileOptions::default()
+        },
+    )
+    .unwrap();
+    let mut b = f
+        .new_dataset::<i64>()
+        .shape(shape)
+        .max_shape(max)
+        .chunk(chunk)
+        .fill_value(FILL);
+    if deflate {
+        b = b.filter(FilterSpec::Shuffle).filter(FilterSpec::Deflate(1));
+    }
+    let d = b.create("x").unwrap();
+    assert_eq!(d.index_kind(), Some(kind));
+    let mut dims = shape.to_vec();
+    let write = |dims: &[u64], start: &[u64], count: &[u64]| {
+        if !matches!(grow, Grow::Fill) {
+            d.resize(dims).unwrap();
+        }
+        let mut v = Vec::new();
+        let mut c = start.to_vec();
+        let n: u64 = count.iter().product();
+        for _ in 0..n {
+            v.push(oracle(&c));
+            for k in (0..c.len()).rev() {
+                c[k] += 1;
+                if c[k] < start[k] + count[k] {
+                    break;
+                }
+                c[k] = start[k];
+            }
+        }
+        d.write_slice(&v, start, count, None).unwrap();
+    };
+    if !matches!(grow, Grow::Fill) {
+        // Something to see from the start.
+        let first: Vec<u64> = dims.iter().map(|&x| x.max(1)).collect();
+        dims.clone_from(&first);
+        write(&dims, &vec![0; dims.len()], &first);
+    }
+    f.flush().unwrap();
+    f.start_swmr_write().unwrap();
+    let base = log.inner.to_vec();
+    log.on.store(true, Ordering::SeqCst);
+    let mut filled = 0u64;
+    for round in 0..48u64 {
+        for _ in 0..(1 + round % 9) {
+            match grow {
+                Grow::Rows => {
+                    let r = dims[0];
+                    dims[0] += 1;
+                    let mut count = dims.clone();
+                    count[0] = 1;
+                    let mut start = vec![0; dims.len()];
+                    start[0] = r;
+                    write(&dims, &start, &count);
+                }
+                Grow::Cols => {
+                    let c = dims[1];
+                    dims[1] += 1;
+                    write(&dims, &[0, c], &[dims[0], 1]);
+                }
+                Grow::Fill => {
+                    if filled < dims[0] {
+                        write(&dims, &[filled, 0], &[1, dims[1]]);
+                        filled += 1;
+                    }
+                }
+            }
+        }
+        f.flush().unwrap();
+    }
+    log.on.store(false, Ordering::SeqCst);
+    let ops = log.ops.lock().clone();
+    assert!(ops.len() > 20, "{kind:?}: only {} writes", ops.len());
+    let mut state = base;
+    let what = |k: usize| format!("{kind:?} (deflate {deflate}), after {k} of {} writes", ops.len());
+    check(state.clone(), grow, &what(0));
+    for (k, op) in ops.iter().enumerate() {
+        match op {
+            Op::Write(at, bytes) => {
+                let end = *at as usize + bytes.len();
+                if state.len() < end {
+                    state.resize(end, 0);
+                }
+                state[*at as usize..end].copy_from_slice(bytes);
+            }
+            Op::SetLen(n) => state.resize(*n as usize, 0),
+        }
+        check(state.clone(), grow, &what(k + 1));
+    }
+    f.close().unwrap();
+    eprintln!("{kind:?} (deflate {deflate}): {} prefixes read", ops.len() + 1);
+    ops.len()
+}
+
+#[test]
+fn extensible_array_every_prefix_reads() {
+    for deflate in [false, true] {
+        every_prefix_reads(
+            IndexKind::ExtensibleArray,
+            &[0],
+            &[None],
+            &[2],
+            Grow::Rows,
+            deflate,
+        );
+    }
+}
+
+#[test]
+fn v2_btree_every_prefix_reads() {
+    for (grow, deflate) in [
+        (Grow::Rows, false),
+        (Grow::Cols, false),
+        (Grow::Rows, true),
+    ] {
+        every_prefix_reads(
+            IndexKind::BTree2,
+            &[0, 3],
+            &[None, None],
+            &[1, 1],
+            grow,
+            deflate,
+        );
+    }
+}
+
+#[test]
+fn fixed_array_every_prefix_reads() {
+    for deflate in [false, true] {
+        every_prefix_reads(
+            IndexKind::FixedArray,
+            &[200, 3],
+            &[Some(200), Some(3)],
+            &[1, 1],
+            Grow::Fill,
+            deflate,
+        );
+    }
+}
