@@ -717,14 +717,19 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
     }
 
-    /// Start a modifying operation. The nodes allocated since the header was last written
-    /// stay unreachable to readers until it is written again: a clean header means every node
-    /// may be in a reader's hands.
+    /// Start a modifying operation. A node allocated since the header was last written is
+    /// out of readers' reach while it is dirty: its parent waits for it (flush dependency), so
+    /// no written image points at it yet. Once written (a flush, or an eviction between
+    /// flushes) its parent may be written too, pointing at it from a node readers reach: from
+    /// then on it is treated as any other node. A clean header means every node may be in a
+    /// reader's hands.
     fn new_op(&mut self) -> Op {
         let swmr = self.cache.allocator().is_swmr_write();
         let mut fresh = std::mem::take(Arc::make_mut(&mut self.unpublished));
         if !swmr || !self.cache.is_dirty(self.addr) {
             fresh.clear();
+        } else {
+            fresh.retain(|&a| self.cache.is_dirty(a));
         }
         Op {
             swmr,
@@ -1449,7 +1454,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             total,
         };
         drop(node);
-        if op.shadowed {
+        // Under SWMR every node of the path changed (a child pointer's counts at least): one
+        // a reader may reach moves, as libhdf5 shadows it, so that no reader meets a parent
+        // of one flush over a child of the next (their counts would disagree).
+        if op.shadowed || op.swmr {
             out.addr = self.relocate(&out, depth, op)?;
         }
         Ok(out)
@@ -2096,7 +2104,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             total,
         };
         drop(node);
-        if op.shadowed {
+        // Under SWMR every node of the path changed (a child pointer's counts at least): one
+        // a reader may reach moves, as libhdf5 shadows it, so that no reader meets a parent
+        // of one flush over a child of the next (their counts would disagree).
+        if op.shadowed || op.swmr {
             out.addr = self.relocate(&out, depth, op)?;
         }
         Ok((removed, out))

@@ -3,8 +3,9 @@
 //! and every element inside the extent it shows must hold its value.
 //!
 //! The writer's writes (after SWMR writing starts) are logged with their bytes; each prefix is
-//! replayed onto the file as it was when SWMR writing started, opened as a SWMR reader and
-//! read whole. A flush dependency missing from any structure (an extensible array's header
+//! replayed onto the file as it was when SWMR writing started, opened as a SWMR reader, read
+//! whole, and its whole chunk index walked (past the extent: a reader bounded by the extent
+//! alone never follows a pointer to a block holding only elements past it). A flush dependency missing from any structure (an extensible array's header
 //! written before its index block, an index block before a data block, a v2 B-tree node before
 //! its children, a fixed array's header before its data block, ...) or an object header
 //! written before the index it covers leaves a prefix where a pointer leads to bytes not yet
@@ -96,6 +97,12 @@ fn check(bytes: Vec<u8>, grow: Grow, what: &str) {
     let v = d
         .read::<i64>()
         .unwrap_or_else(|e| panic!("{what}: read: {e}"));
+    // The whole index, past the extent too (what `get_chunk_info` and `h5chunk check` walk):
+    // every block a pointer leads to must be written.
+    let chunks = d
+        .chunks()
+        .unwrap_or_else(|e| panic!("{what}: walking the index: {e}"));
+    let _ = chunks;
     let shape = d.shape();
     let mut i = 0;
     let mut bad = 0;
@@ -117,15 +124,31 @@ fn check(bytes: Vec<u8>, grow: Grow, what: &str) {
     assert_eq!(bad, 0, "{what}: {bad} wrong values in extent {shape:?}");
 }
 
-/// Write `rounds` flushes of growth under SWMR, then replay every prefix of the writes.
+/// What one run writes.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    grow: Grow,
+    deflate: bool,
+    /// Rows (or columns) per growth step; steps per flush cycle from 1 to 9.
+    step: u64,
+    /// Write something before SWMR writing starts (else the index is made under SWMR).
+    seed: bool,
+}
+
+/// 48 flushes of growth under SWMR, then replay every prefix of the writes.
 fn every_prefix_reads(
     kind: IndexKind,
     shape: &[u64],
     max: &[Option<u64>],
     chunk: &[u64],
-    grow: Grow,
-    deflate: bool,
+    plan: Plan,
 ) -> usize {
+    let Plan {
+        grow,
+        deflate,
+        step,
+        seed,
+    } = plan;
     let log = Arc::new(Logged::default());
     let f = File::create_on(
         Arc::clone(&log) as Arc<dyn Storage>,
@@ -168,7 +191,7 @@ fn every_prefix_reads(
         }
         d.write_slice(&v, start, count, None).unwrap();
     };
-    if !matches!(grow, Grow::Fill) {
+    if seed && !matches!(grow, Grow::Fill) {
         // Something to see from the start.
         let first: Vec<u64> = dims.iter().map(|&x| x.max(1)).collect();
         dims.clone_from(&first);
@@ -184,22 +207,23 @@ fn every_prefix_reads(
             match grow {
                 Grow::Rows => {
                     let r = dims[0];
-                    dims[0] += 1;
+                    dims[0] += step;
                     let mut count = dims.clone();
-                    count[0] = 1;
+                    count[0] = step;
                     let mut start = vec![0; dims.len()];
                     start[0] = r;
                     write(&dims, &start, &count);
                 }
                 Grow::Cols => {
                     let c = dims[1];
-                    dims[1] += 1;
-                    write(&dims, &[0, c], &[dims[0], 1]);
+                    dims[1] += step;
+                    write(&dims, &[0, c], &[dims[0], step]);
                 }
                 Grow::Fill => {
-                    if filled < dims[0] {
-                        write(&dims, &[filled, 0], &[1, dims[1]]);
-                        filled += 1;
+                    let k = step.min(dims[0] - filled);
+                    if k > 0 {
+                        write(&dims, &[filled, 0], &[k, dims[1]]);
+                        filled += k;
                     }
                 }
             }
@@ -210,7 +234,12 @@ fn every_prefix_reads(
     let ops = log.ops.lock().clone();
     assert!(ops.len() > 20, "{kind:?}: only {} writes", ops.len());
     let mut state = base;
-    let what = |k: usize| format!("{kind:?} (deflate {deflate}), after {k} of {} writes", ops.len());
+    let what = |k: usize| {
+        format!(
+            "{kind:?} (deflate {deflate}), after {k} of {} writes",
+            ops.len()
+        )
+    };
     check(state.clone(), grow, &what(0));
     for (k, op) in ops.iter().enumerate() {
         match op {
@@ -226,52 +255,56 @@ fn every_prefix_reads(
         check(state.clone(), grow, &what(k + 1));
     }
     f.close().unwrap();
-    eprintln!("{kind:?} (deflate {deflate}): {} prefixes read", ops.len() + 1);
+    eprintln!(
+        "{kind:?} (deflate {deflate}): {} prefixes read",
+        ops.len() + 1
+    );
     ops.len()
 }
 
 #[test]
 fn extensible_array_every_prefix_reads() {
-    for deflate in [false, true] {
-        every_prefix_reads(
-            IndexKind::ExtensibleArray,
-            &[0],
-            &[None],
-            &[2],
-            Grow::Rows,
+    // 6,000 chunks: data blocks in the index block, super blocks, then paged data blocks.
+    for (deflate, seed) in [(false, true), (true, true), (false, false)] {
+        let plan = Plan {
+            grow: Grow::Rows,
             deflate,
-        );
+            step: 25,
+            seed,
+        };
+        every_prefix_reads(IndexKind::ExtensibleArray, &[0], &[None], &[1], plan);
     }
 }
 
 #[test]
 fn v2_btree_every_prefix_reads() {
-    for (grow, deflate) in [
-        (Grow::Rows, false),
-        (Grow::Cols, false),
-        (Grow::Rows, true),
-    ] {
-        every_prefix_reads(
-            IndexKind::BTree2,
-            &[0, 3],
-            &[None, None],
-            &[1, 1],
+    for (grow, deflate) in [(Grow::Rows, false), (Grow::Cols, false), (Grow::Rows, true)] {
+        let plan = Plan {
             grow,
             deflate,
-        );
+            step: 1,
+            seed: true,
+        };
+        every_prefix_reads(IndexKind::BTree2, &[0, 3], &[None, None], &[1, 1], plan);
     }
 }
 
 #[test]
 fn fixed_array_every_prefix_reads() {
+    // 2,400 chunks: a paged data block, its pages made as they are first written.
     for deflate in [false, true] {
+        let plan = Plan {
+            grow: Grow::Fill,
+            deflate,
+            step: 4,
+            seed: false,
+        };
         every_prefix_reads(
             IndexKind::FixedArray,
-            &[200, 3],
-            &[Some(200), Some(3)],
+            &[800, 3],
+            &[Some(800), Some(3)],
             &[1, 1],
-            Grow::Fill,
-            deflate,
+            plan,
         );
     }
 }
