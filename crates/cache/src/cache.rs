@@ -138,6 +138,10 @@ impl<T: CacheEntry> ErasedEntry for RwLock<T> {
 }
 
 /// A resident entry and its flags.
+/// A loaded entry: its value, its image's length, and its image's last 4 bytes (checksummed
+/// types).
+type Loaded<T> = (T, usize, Option<[u8; 4]>);
+
 struct Slot {
     value: Arc<dyn ErasedEntry>,
     type_name: &'static str,
@@ -155,6 +159,11 @@ struct Slot {
     /// An entry is evicted when the hand finds it clear (accessed less recently than one sweep).
     /// Atomic: a hit sets it holding the index lock shared.
     referenced: AtomicBool,
+    /// The last 4 bytes of the image as loaded (a checksummed image's checksum): what
+    /// [`MetadataCache::mark_stale`] compares with the file's to keep an unchanged entry.
+    tail: Option<[u8; 4]>,
+    /// Marked by [`MetadataCache::mark_stale`]: checked against the file before its next use.
+    stale: AtomicBool,
 }
 
 /// A counter threads add to side by side: one cache line per stripe, a thread's stripe chosen
@@ -1048,6 +1057,7 @@ impl MetadataCache {
             // Recursive: `f` may read other entries while a writer waits for the index.
             let inner = self.inner.read_recursive();
             if let Some(slot) = inner.entries.get(&addr)
+                && !slot.stale.load(AtomicOrdering::Acquire)
                 && let Some((_, hits)) =
                     (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
             {
@@ -1083,6 +1093,9 @@ impl MetadataCache {
         let Some(slot) = inner.entries.get(&addr) else {
             return Ok(None);
         };
+        if slot.stale.load(AtomicOrdering::Acquire) {
+            return Ok(None);
+        }
         let Some((_, hits)) =
             (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
         else {
@@ -1159,6 +1172,13 @@ impl MetadataCache {
     ) -> Result<Arc<RwLock<T>>> {
         let epoch = {
             let mut inner = self.inner.write();
+            if inner
+                .entries
+                .get(&addr)
+                .is_some_and(|s| s.stale.load(AtomicOrdering::Acquire))
+            {
+                self.revalidate(&mut inner, addr);
+            }
             if let Some(slot) = inner.entries.get_mut(&addr) {
                 let value = downcast::<T>(addr, slot)?;
                 on_resident(slot)?;
@@ -1197,7 +1217,7 @@ impl MetadataCache {
                 value
             }
             None => {
-                let (entry, len) = loaded?;
+                let (entry, len, tail) = loaded?;
                 let value = Arc::new(RwLock::new(entry));
                 let mut slot = Slot {
                     value: value.clone(),
@@ -1209,6 +1229,8 @@ impl MetadataCache {
                     protected: false,
                     protector: None,
                     referenced: AtomicBool::new(true),
+                    tail,
+                    stale: AtomicBool::new(false),
                 };
                 on_resident(&mut slot)?;
                 inner.entries.insert(addr, slot);
@@ -1236,7 +1258,7 @@ impl MetadataCache {
 
     /// Read and verify the entry at `addr`, retrying verification failures of checksummed types
     /// with a capped exponential back-off within the configured bounds.
-    fn load<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> (Result<(T, usize)>, LoadIo) {
+    fn load<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> (Result<Loaded<T>>, LoadIo) {
         let cfg = &self.config;
         let max_attempts = cfg.read_attempts.max(1);
         let start = Instant::now();
@@ -1283,7 +1305,7 @@ impl MetadataCache {
         addr: Addr,
         ctx: &T::Context,
         io: &mut LoadIo,
-    ) -> Result<(T, usize), AttemptError> {
+    ) -> Result<Loaded<T>, AttemptError> {
         let truncated = |needed: usize, available: usize| {
             AttemptError::Format(h5chunk_format::Error::Truncated {
                 structure: T::TYPE_NAME,
@@ -1332,7 +1354,11 @@ impl MetadataCache {
             scratch.sized(full)
         };
         let entry = T::decode(buf, addr, ctx).map_err(AttemptError::Format)?;
-        Ok((entry, full))
+        let tail = T::CHECKSUMMED
+            .then(|| buf.get(full.saturating_sub(4)..full))
+            .flatten()
+            .and_then(|t| <[u8; 4]>::try_from(t).ok());
+        Ok((entry, full, tail))
     }
 
     /// Insert a new entry at `addr` (space the caller has allocated). It starts dirty.
@@ -1361,6 +1387,8 @@ impl MetadataCache {
                 protected: false,
                 protector: None,
                 referenced: AtomicBool::new(true),
+                tail: None,
+                stale: AtomicBool::new(false),
             },
         );
         inner.add_bytes(len);
@@ -1519,6 +1547,66 @@ impl MetadataCache {
             }
         }
         n
+    }
+
+    /// A SWMR reader's refresh that re-reads only what changed: every clean entry whose image
+    /// ends in a checksum is kept but marked stale, the others are evicted. A stale entry is
+    /// checked before its next use by reading the last 4 bytes of its image in the file (its
+    /// checksum): unchanged, it is used as it is; changed, it is read again. A writer changes
+    /// a block in place only with a new checksum (or moves it), so 4 bytes tell. How many
+    /// entries were marked.
+    pub fn mark_stale(&self) -> usize {
+        let mut inner = self.inner.write();
+        let addrs: Vec<Addr> = inner
+            .entries
+            .iter()
+            .filter(|(_, s)| !s.dirty && !s.pinned && !s.protected)
+            .map(|(&a, _)| a)
+            .collect();
+        let mut n = 0usize;
+        for a in addrs {
+            let keep = inner
+                .entries
+                .get(&a)
+                .is_some_and(|s| s.checksummed && s.tail.is_some());
+            if keep {
+                if let Some(s) = inner.entries.get(&a) {
+                    s.stale.store(true, AtomicOrdering::Release);
+                }
+                n = n.saturating_add(1);
+            } else if !inner.is_blocked(Key::Entry(a)) {
+                inner.evict_slot(a);
+            }
+        }
+        n
+    }
+
+    /// Check the stale entry at `addr` against the file (see [`mark_stale`](Self::mark_stale)):
+    /// kept if its image still ends in the same 4 bytes, evicted otherwise (or on any doubt).
+    fn revalidate(&self, inner: &mut Inner, addr: Addr) {
+        let Some(slot) = inner.entries.get(&addr) else {
+            return;
+        };
+        let (type_name, len, tail) = (slot.type_name, slot.len, slot.tail);
+        let mut now = [0u8; 4];
+        let same = match (tail, addr.get().checked_add(len as u64)) {
+            (Some(t), Some(end)) if len >= 4 => {
+                let at = Addr(end.saturating_sub(4));
+                self.storage.read_at(at, &mut now).is_ok() && now == t
+            }
+            _ => false,
+        };
+        inner.count(type_name, |st| {
+            st.reads = st.reads.saturating_add(1);
+            st.bytes_read = st.bytes_read.saturating_add(4);
+        });
+        if same {
+            if let Some(slot) = inner.entries.get(&addr) {
+                slot.stale.store(false, AtomicOrdering::Release);
+            }
+        } else {
+            inner.evict_slot(addr);
+        }
     }
 
     // ----- flush dependencies and proxies --------------------------------------------------

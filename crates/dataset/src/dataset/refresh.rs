@@ -2,10 +2,12 @@
 //!
 //! libhdf5's `H5Drefresh` closes the dataset, evicts every metadata entry tagged with it and
 //! reopens it, so that the dataspace (current dims) and the layout (index address) come from
-//! the file again and the index is read again on demand. This cache does not tag entries by
-//! object, so a refresh drops every clean metadata entry of the file and every cached page of
-//! raw data, then reads the dataset's object header again. A reader never holds dirty entries,
-//! so nothing is lost; other open datasets read what they need again on their next access.
+//! the file again and the whole index is read again on demand. Here a refresh reads the
+//! dataset's object header again (one read of its known length) and marks every cached index
+//! block stale ([`MetadataCache::mark_stale`](h5chunk_cache::MetadataCache::mark_stale)): a
+//! stale block is checked before its next use by the 4 bytes of its checksum in the file, and
+//! read again only if they changed. Blocks the writer did not touch cost 4 bytes instead of
+//! their whole image. Cached pages of raw data are dropped.
 
 use super::{Dataset, StorageState};
 use crate::error::{Error, Result};
@@ -29,7 +31,9 @@ impl Dataset {
         // version moves).
         let mut st = self.shared.write();
         let (header, path) = (st.header, st.path.clone());
-        f.cache.evict_clean();
+        // Only what changed is read again: each cached block is checked by its checksum (4
+        // bytes) before its next use, and read whole only if that changed.
+        f.cache.mark_stale();
         f.pages.clear();
         let state = self.load_fresh(header, &path)?;
         if state.dtype != self.shared.dtype {
