@@ -217,6 +217,13 @@ impl<C: RecordClass, K: Kind> CacheEntry for NodeEntry<C, K> {
     fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
         self.data.encode(out)
     }
+
+    /// A node's checksum follows its records (and child pointers); zeros pad it to the node
+    /// size.
+    fn checksum_at(&self, len: usize) -> Option<usize> {
+        let at = Node::used_len(&self.data.geom, self.data.depth, self.data.records.len());
+        (at.saturating_add(4) <= len).then_some(at)
+    }
 }
 
 pub(crate) type LeafEntry<C> = NodeEntry<C, LeafKind>;

@@ -138,9 +138,9 @@ impl<T: CacheEntry> ErasedEntry for RwLock<T> {
 }
 
 /// A resident entry and its flags.
-/// A loaded entry: its value, its image's length, and its image's last 4 bytes (checksummed
-/// types).
-type Loaded<T> = (T, usize, Option<[u8; 4]>);
+/// A loaded entry: its value, its image's length, and where its checksum is with its bytes
+/// (checksummed types).
+type Loaded<T> = (T, usize, Option<(usize, [u8; 4])>);
 
 struct Slot {
     value: Arc<dyn ErasedEntry>,
@@ -159,9 +159,9 @@ struct Slot {
     /// An entry is evicted when the hand finds it clear (accessed less recently than one sweep).
     /// Atomic: a hit sets it holding the index lock shared.
     referenced: AtomicBool,
-    /// The last 4 bytes of the image as loaded (a checksummed image's checksum): what
+    /// Where the image's checksum is and its 4 bytes, as loaded: what
     /// [`MetadataCache::mark_stale`] compares with the file's to keep an unchanged entry.
-    tail: Option<[u8; 4]>,
+    tail: Option<(usize, [u8; 4])>,
     /// Marked by [`MetadataCache::mark_stale`]: checked against the file before its next use.
     stale: AtomicBool,
 }
@@ -1354,10 +1354,10 @@ impl MetadataCache {
             scratch.sized(full)
         };
         let entry = T::decode(buf, addr, ctx).map_err(AttemptError::Format)?;
-        let tail = T::CHECKSUMMED
-            .then(|| buf.get(full.saturating_sub(4)..full))
-            .flatten()
-            .and_then(|t| <[u8; 4]>::try_from(t).ok());
+        let tail = entry.checksum_at(full).and_then(|at| {
+            let t = buf.get(at..at.checked_add(4)?)?;
+            Some((at, <[u8; 4]>::try_from(t).ok()?))
+        });
         Ok((entry, full, tail))
     }
 
@@ -1549,10 +1549,11 @@ impl MetadataCache {
         n
     }
 
-    /// A SWMR reader's refresh that re-reads only what changed: every clean entry whose image
-    /// ends in a checksum is kept but marked stale, the others are evicted. A stale entry is
-    /// checked before its next use by reading the last 4 bytes of its image in the file (its
-    /// checksum): unchanged, it is used as it is; changed, it is read again. A writer changes
+    /// A SWMR reader's refresh that re-reads only what changed: every clean entry with a
+    /// checksum is kept but marked stale, the others are evicted. A stale entry is checked
+    /// before its next use by reading the 4 bytes of its checksum in the file
+    /// ([`CacheEntry::checksum_at`](crate::CacheEntry::checksum_at)): unchanged, it is used as
+    /// it is; changed, it is read again. A writer changes
     /// a block in place only with a new checksum (or moves it), so 4 bytes tell. How many
     /// entries were marked.
     pub fn mark_stale(&self) -> usize {
@@ -1589,10 +1590,12 @@ impl MetadataCache {
         };
         let (type_name, len, tail) = (slot.type_name, slot.len, slot.tail);
         let mut now = [0u8; 4];
-        let same = match (tail, addr.get().checked_add(len as u64)) {
-            (Some(t), Some(end)) if len >= 4 => {
-                let at = Addr(end.saturating_sub(4));
-                self.storage.read_at(at, &mut now).is_ok() && now == t
+        let same = match tail {
+            Some((off, t)) if off.saturating_add(4) <= len => {
+                match addr.get().checked_add(off as u64) {
+                    Some(at) => self.storage.read_at(Addr(at), &mut now).is_ok() && now == t,
+                    None => false,
+                }
             }
             _ => false,
         };

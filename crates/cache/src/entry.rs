@@ -60,6 +60,18 @@ pub trait CacheEntry: Send + Sync + Sized + 'static {
 
     /// Append the entry's image (checksum last) to `out`.
     fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()>;
+
+    /// Where the checksum of this entry's image of `len` bytes starts (`None`: none): a SWMR
+    /// reader's refresh compares those 4 bytes with the file's to keep an unchanged entry
+    /// ([`MetadataCache::mark_stale`](crate::MetadataCache::mark_stale)). By default the last
+    /// 4 bytes; a type whose image is padded after its checksum says where it is.
+    fn checksum_at(&self, len: usize) -> Option<usize> {
+        if Self::CHECKSUMMED {
+            len.checked_sub(4)
+        } else {
+            None
+        }
+    }
 }
 
 /// A chunk proxy: a node of the flush-dependency graph that stands for one raw-data chunk held
