@@ -469,6 +469,15 @@ impl Inner {
         Some(slot)
     }
 
+    /// The resident entries that are clean and held by nobody (not pinned, not protected).
+    fn clean_unheld(&self) -> Vec<Addr> {
+        self.entries
+            .iter()
+            .filter(|(_, s)| !s.dirty && !s.pinned && !s.protected)
+            .map(|(&a, _)| a)
+            .collect()
+    }
+
     fn evict_slot(&mut self, addr: Addr) {
         if let Some(slot) = self.take_slot(addr) {
             self.count(slot.type_name, |st| {
@@ -1532,12 +1541,7 @@ impl MetadataCache {
     /// reader's refresh does. Returns how many were evicted.
     pub fn evict_clean(&self) -> usize {
         let mut inner = self.inner.write();
-        let addrs: Vec<Addr> = inner
-            .entries
-            .iter()
-            .filter(|(_, s)| !s.dirty && !s.pinned && !s.protected)
-            .map(|(&a, _)| a)
-            .collect();
+        let addrs = inner.clean_unheld();
         let mut n = 0usize;
         for a in addrs {
             if !inner.is_blocked(Key::Entry(a)) {
@@ -1558,12 +1562,7 @@ impl MetadataCache {
     /// entries were marked.
     pub fn mark_stale(&self) -> usize {
         let mut inner = self.inner.write();
-        let addrs: Vec<Addr> = inner
-            .entries
-            .iter()
-            .filter(|(_, s)| !s.dirty && !s.pinned && !s.protected)
-            .map(|(&a, _)| a)
-            .collect();
+        let addrs = inner.clean_unheld();
         let mut n = 0usize;
         for a in addrs {
             let keep = inner
