@@ -166,6 +166,10 @@ fn every_prefix_reads(
         .max_shape(max)
         .chunk(chunk)
         .fill_value(FILL);
+    if kind == IndexKind::SkipList {
+        // h5chunk's own index: on request only.
+        b = b.index(kind);
+    }
     if deflate {
         b = b.filter(FilterSpec::Shuffle).filter(FilterSpec::Deflate(1));
     }
@@ -306,5 +310,18 @@ fn fixed_array_every_prefix_reads() {
             &[1, 1],
             plan,
         );
+    }
+}
+
+#[test]
+fn skip_list_every_prefix_reads() {
+    for deflate in [false, true] {
+        let plan = Plan {
+            grow: Grow::Rows,
+            deflate,
+            step: 25,
+            seed: true,
+        };
+        every_prefix_reads(IndexKind::SkipList, &[0], &[None], &[1], plan);
     }
 }
