@@ -282,6 +282,9 @@ impl Entries {
 #[derive(Default)]
 struct Inner {
     entries: Entries,
+    /// [`MetadataCache::mark_stale`] has marked entries (a SWMR reader's cache): lookups check
+    /// for stale entries only then, so a writer's hits pay nothing for it.
+    marked_stale: bool,
     /// The CLOCK hand: the address eviction looks at next (entries in address order, wrapping).
     /// Accesses only set a bit, so the bookkeeping of a hit is O(1) with no allocation.
     hand: Addr,
@@ -1181,10 +1184,11 @@ impl MetadataCache {
     ) -> Result<Arc<RwLock<T>>> {
         let epoch = {
             let mut inner = self.inner.write();
-            if inner
-                .entries
-                .get(&addr)
-                .is_some_and(|s| s.stale.load(AtomicOrdering::Acquire))
+            if inner.marked_stale
+                && inner
+                    .entries
+                    .get(&addr)
+                    .is_some_and(|s| s.stale.load(AtomicOrdering::Acquire))
             {
                 self.revalidate(&mut inner, addr);
             }
@@ -1562,6 +1566,7 @@ impl MetadataCache {
     /// entries were marked.
     pub fn mark_stale(&self) -> usize {
         let mut inner = self.inner.write();
+        inner.marked_stale = true;
         let addrs = inner.clean_unheld();
         let mut n = 0usize;
         for a in addrs {
