@@ -192,6 +192,22 @@ fn for_each_coord(start: &[u64], count: &[u64], mut f: impl FnMut(&[u64])) {
     }
 }
 
+/// This program, to run its command `command` in a process of its own.
+fn this_program(command: &str) -> Result<Command, String> {
+    let mut c = Command::new(std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?);
+    c.arg(command);
+    Ok(c)
+}
+
+/// The `key=value` fields of the first `RESULT` line of a program's output.
+fn result_fields(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+}
+
 fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
@@ -1001,11 +1017,9 @@ fn spawn_readers(
 ) -> Result<Readers, String> {
     let Paths { path, done, bound } = paths;
     let mut readers: Readers = Vec::new();
-    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     for _ in 0..o.readers {
-        let mut cmd = Command::new(&exe);
-        cmd.arg("read")
-            .args(["--file", &path.to_string_lossy()])
+        let mut cmd = this_program("read")?;
+        cmd.args(["--file", &path.to_string_lossy()])
             .args(["--scenario", sc.name])
             .args(["--n", &o.appends.to_string()])
             .args(["--chunk-elems", &chunk_elems.to_string()])
@@ -1108,12 +1122,7 @@ fn run_external(
             c
         }
         "c" => Command::new(o.c_writer.as_ref().ok_or("--writer c needs --c-writer")?),
-        "h5chunk" => {
-            let mut c =
-                Command::new(std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?);
-            c.arg("write");
-            c
-        }
+        "h5chunk" => this_program("write")?,
         other => return Err(format!("unknown writer {other} (h5chunk, h5py or c)")),
     };
     let mut writer = cmd
@@ -1176,17 +1185,12 @@ fn run_external(
     } else if !status.success() {
         rep.failures.push(format!("the writer ended with {status}"));
     }
-    for kv in text
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_default()
-        .split_whitespace()
-    {
-        match kv.split_once('=') {
-            Some(("appends", v)) => rep.elements = v.parse().unwrap_or(0),
-            Some(("flushes", v)) => rep.flushes = v.parse().unwrap_or(0),
-            Some(("seconds", v)) => rep.seconds = v.parse().unwrap_or(0.0),
-            Some(("violations", v)) if v != "0" => rep
+    for (k, v) in result_fields(&text) {
+        match k {
+            "appends" => rep.elements = v.parse().unwrap_or(0),
+            "flushes" => rep.flushes = v.parse().unwrap_or(0),
+            "seconds" => rep.seconds = v.parse().unwrap_or(0.0),
+            "violations" if v != "0" => rep
                 .failures
                 .push(format!("{v} flushes broke the flush-dependency order")),
             _ => {}
@@ -1612,9 +1616,8 @@ fn bench_writer(
     // A chunk's rows per append: each append is one chunk (or a row of chunks).
     let rows = scenario(sc, o.n, o.chunk)?.chunk[0].to_string();
     let mut cmd = if writer == "h5chunk" {
-        let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-        c.arg("write")
-            .args(&args)
+        let mut c = this_program("write")?;
+        c.args(&args)
             .args(["--no-trace", "--rows", &rows, "--flush-log"])
             .arg(&log);
         if !pollers.is_empty() {
@@ -1662,17 +1665,13 @@ fn bench_writer(
         return Err(format!("{writer} writer failed"));
     }
     let field = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix("RESULT "))
-            .and_then(|r| {
-                r.split_whitespace()
-                    .find_map(|kv| kv.strip_prefix(k))
-                    .and_then(|v| v.parse::<f64>().ok())
-            })
+        result_fields(&text)
+            .find(|&(key, _)| key == k)
+            .and_then(|(_, v)| v.parse::<f64>().ok())
             .ok_or_else(|| format!("{writer} writer printed no {k}: {text:?}"))
     };
     // Appends per second.
-    let seconds = field("seconds=")? / field("calls=")?;
+    let seconds = field("seconds")? / field("calls")?;
     let mut flushes = std::collections::HashMap::new();
     if let Ok(t) = std::fs::read_to_string(&log) {
         for line in t.lines() {
@@ -1746,8 +1745,7 @@ fn bench_main(args: &[String]) -> Result<bool, String> {
     std::fs::create_dir_all(&o.dir).map_err(|e| e.to_string())?;
     std::fs::write(&script, H5PY_POLL).map_err(|e| e.to_string())?;
     for sc in &o.scenarios {
-        let mut ours = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-        ours.arg("poll");
+        let ours = this_program("poll")?;
         let mut theirs = Command::new(&o.python);
         theirs.arg(&script);
         let (_, flushes, outs) = bench_writer(&o, "h5chunk", sc, true, &[ours, theirs])?;

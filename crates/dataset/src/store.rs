@@ -98,6 +98,30 @@ pub(crate) struct Store {
     closed: AtomicBool,
 }
 
+/// Run `attempt` (given its number, from 1) up to `attempts` times while `retry` says its
+/// error may pass on another try, sleeping between tries from 1 µs, doubling, capped at 10 ms:
+/// how a SWMR reader reads again what it caught mid-write.
+pub(crate) fn with_backoff<T, E>(
+    attempts: u32,
+    retry: impl Fn(&E) -> bool,
+    mut attempt: impl FnMut(u32) -> std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
+    let mut backoff = std::time::Duration::from_micros(1);
+    let mut tries = 1u32;
+    loop {
+        match attempt(tries) {
+            Err(e) if tries < attempts && retry(&e) => {
+                std::thread::sleep(backoff);
+                backoff = backoff
+                    .saturating_mul(2)
+                    .min(std::time::Duration::from_millis(10));
+                tries = tries.saturating_add(1);
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Bytes of raw-data pages a file keeps.
 const RAW_PAGE_CACHE_BYTES: usize = 4 << 20;
 
@@ -230,22 +254,19 @@ impl Store {
         } else {
             1
         };
-        let mut backoff = std::time::Duration::from_micros(1);
-        let mut tries = 1u32;
-        loop {
-            match decode(self.read(at, len)?) {
-                Ok(v) => return Ok(v),
-                Err(e) if tries >= attempts => return Err(err(e)),
-                Err(_) => {
-                    tries = tries.saturating_add(1);
+        // An I/O error ends it at once; a decoding error is worth another read.
+        with_backoff(
+            attempts,
+            |(_, again): &(Error, bool)| *again,
+            |tries| {
+                if tries > 1 {
                     self.pages.invalidate(at, len);
-                    std::thread::sleep(backoff);
-                    backoff = backoff
-                        .saturating_mul(2)
-                        .min(std::time::Duration::from_millis(10));
                 }
-            }
-        }
+                let stored = self.read(at, len).map_err(|e| (e, false))?;
+                decode(stored).map_err(|e| (err(e), true))
+            },
+        )
+        .map_err(|(e, _)| e)
     }
 
     /// [`read_into`](Self::read_into) past the page cache (a read no neighbour will follow).

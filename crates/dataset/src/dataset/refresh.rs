@@ -62,21 +62,13 @@ impl Dataset {
     /// back-off, as the metadata cache retries its entries for a SWMR reader.
     fn load_fresh(&self, header: h5chunk_format::Addr, path: &str) -> Result<super::DatasetState> {
         let f = &self.file.inner.store;
-        let attempts = h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS;
-        let mut backoff = std::time::Duration::from_micros(1);
-        let mut tries = 0u32;
-        loop {
-            f.forget_header(header);
-            match Dataset::load(&self.file, header, path.to_owned()) {
-                Err(Error::Format(_)) if tries.saturating_add(1) < attempts => {
-                    tries = tries.saturating_add(1);
-                    std::thread::sleep(backoff);
-                    backoff = backoff
-                        .saturating_mul(2)
-                        .min(std::time::Duration::from_millis(10));
-                }
-                other => return other,
-            }
-        }
+        crate::store::with_backoff(
+            h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS,
+            |e| matches!(e, Error::Format(_)),
+            |_| {
+                f.forget_header(header);
+                Dataset::load(&self.file, header, path.to_owned())
+            },
+        )
     }
 }
