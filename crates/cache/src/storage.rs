@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use h5chunk_format::Addr;
 use parking_lot::RwLock;
@@ -61,12 +62,28 @@ impl<S: Storage + ?Sized> Storage for Arc<S> {
 #[derive(Debug)]
 pub struct FileStorage {
     file: File,
+    /// The length, kept here when this process is the file's only writer
+    /// ([`FileStorage::sole_writer`]): then no write of another process can change it, and a
+    /// flush need not ask the file system (a `statx` each time) what it already knows.
+    len: Option<AtomicU64>,
 }
 
 impl FileStorage {
-    /// Wrap an open file (opened for reading, or reading and writing).
+    /// Wrap an open file (opened for reading, or reading and writing). Its length is asked of
+    /// the file system each time: another process may be writing it.
     pub fn new(file: File) -> Self {
-        FileStorage { file }
+        FileStorage { file, len: None }
+    }
+
+    /// Wrap a file this process alone writes (a writer holding the file's lock, or a SWMR
+    /// writer, whose readers never write): its length is read once and then followed through
+    /// this storage's own writes and `set_len`s.
+    pub fn sole_writer(file: File) -> io::Result<Self> {
+        let len = file.metadata()?.len();
+        Ok(FileStorage {
+            file,
+            len: Some(AtomicU64::new(len)),
+        })
     }
 
     /// The underlying file.
@@ -80,13 +97,39 @@ impl Storage for FileStorage {
         self.file.read_exact_at(buf, addr.get())
     }
     fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
-        self.file.write_all_at(data, addr.get())
+        let end = addr
+            .get()
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "write past 2^64"))?;
+        let r = self.file.write_all_at(data, addr.get());
+        if let Some(len) = &self.len {
+            // Even a failed write may have grown the file: ask again next time.
+            match &r {
+                // An empty write grows nothing.
+                Ok(()) if data.is_empty() => {}
+                Ok(()) => {
+                    len.fetch_max(end, Ordering::Relaxed);
+                }
+                Err(_) => len.store(self.file.metadata()?.len(), Ordering::Relaxed),
+            }
+        }
+        r
     }
     fn len(&self) -> io::Result<u64> {
-        Ok(self.file.metadata()?.len())
+        match &self.len {
+            Some(len) => Ok(len.load(Ordering::Relaxed)),
+            None => Ok(self.file.metadata()?.len()),
+        }
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.file.set_len(len)
+        let r = self.file.set_len(len);
+        if let Some(l) = &self.len {
+            match &r {
+                Ok(()) => l.store(len, Ordering::Relaxed),
+                Err(_) => l.store(self.file.metadata()?.len(), Ordering::Relaxed),
+            }
+        }
+        r
     }
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
@@ -206,6 +249,33 @@ mod tests {
             .open(&path)
             .unwrap();
         exercise(&FileStorage::new(file));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_sole_writers_file_storage_follows_its_length() {
+        let path =
+            std::env::temp_dir().join(format!("h5chunk-cache-sole-{}.bin", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let s = FileStorage::sole_writer(file).unwrap();
+        exercise(&s);
+        // Writes inside the file, an empty write past its end and a write past it: the length
+        // kept is the file system's.
+        s.write_at(Addr(2), b"z").unwrap();
+        s.write_at(Addr(100), b"").unwrap();
+        assert_eq!(s.len().unwrap(), 7);
+        s.write_at(Addr(20), b"end").unwrap();
+        assert_eq!(s.len().unwrap(), 23);
+        assert_eq!(s.file().metadata().unwrap().len(), 23);
+        s.set_len(3).unwrap();
+        assert_eq!(s.len().unwrap(), 3);
+        assert_eq!(s.file().metadata().unwrap().len(), 3);
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -452,9 +452,11 @@ impl File {
         let file = open.open(path).map_err(|e| io_error(path, e))?;
         let name = path.display().to_string();
         let lock = crate::swmr::lock(&file, crate::swmr::Lock::Exclusive, &name)?;
+        // Locked (or a SWMR writer, whose readers never write): this process alone writes it.
+        let storage = FileStorage::sole_writer(file).map_err(|e| io_error(path, e))?;
         let f = File::create_named(
             name,
-            Arc::new(FileStorage::new(file)),
+            Arc::new(storage),
             Some(JournalPlace::beside(path)),
             options,
             lock,
@@ -628,9 +630,15 @@ impl File {
             crate::swmr::Lock::Shared
         };
         let lock = crate::swmr::lock(&file, how, &name)?;
+        // A writer (locked, or SWMR, whose readers never write) is the file's only writer.
+        let storage = if options.writable || options.swmr_write {
+            FileStorage::sole_writer(file).map_err(|e| io_error(path, e))?
+        } else {
+            FileStorage::new(file)
+        };
         File::open_named(
             name,
-            Arc::new(FileStorage::new(file)),
+            Arc::new(storage),
             Some(JournalPlace::beside(path)),
             options,
             lock,
