@@ -304,7 +304,19 @@ struct State {
     /// Whether anything was written or cut since the last commit (a commit with nothing to
     /// make durable costs no `fsync`).
     changed: bool,
+    /// Bypassed, inside a flush: the file's length when the flush began. Nothing at or past
+    /// it is reachable from anything written before the flush.
+    frontier: u64,
+    /// Bypassed, inside a flush: writes at or past `frontier` (start -> bytes, disjoint, runs
+    /// that meet joined), written before every queued write and in address order.
+    fresh: BTreeMap<u64, Vec<u8>>,
+    /// Bytes held in `fresh`.
+    fresh_bytes: usize,
 }
+
+/// The most bytes a bypassed flush holds back in new space before writing them (they can go
+/// at any time: nothing points at them yet), and the most one joined write holds.
+const MAX_FRESH: usize = 4 << 20;
 
 /// A storage whose in-place overwrites are journaled: before the first overwrite since the last
 /// commit the original bytes go to a checksummed journal record, in-place writes of a flush wait
@@ -375,17 +387,30 @@ impl Journaled {
     }
 
     /// Start a flush: in-place writes wait for [`commit`](Self::commit).
+    ///
+    /// Bypassed (no journal), a flush is still held back, for fewer and larger writes with
+    /// the same guarantee: writes past the file's length at the start (new space, which
+    /// nothing the readers or a crash can reach points into yet) are joined in address
+    /// order, and the commit writes them first, then the writes over the existing file in
+    /// the order they were made. Every write over the existing file thus still follows
+    /// everything written before it, the only order a SWMR reader or a crash can observe.
     pub fn begin(&self) {
+        let mut st = self.state.lock();
         if self.is_bypassed() {
-            return;
+            // Unknown length: nothing counts as new space, every write keeps its place.
+            st.frontier = self.inner.len().unwrap_or(u64::MAX);
         }
-        self.state.lock().batching = true;
+        st.batching = true;
     }
 
     /// End a flush atomically: make the journal durable, apply the deferred writes in order,
     /// make the file durable, remove the journal. The file's state now is the durable one.
     pub fn commit(&self) -> io::Result<()> {
         let mut st = self.state.lock();
+        if self.is_bypassed() {
+            st.batching = false;
+            return self.drain(&mut st);
+        }
         if !st.changed {
             st.batching = false;
             return Ok(());
@@ -417,7 +442,84 @@ impl Journaled {
     pub fn abandon(&self) -> io::Result<()> {
         let mut st = self.state.lock();
         st.batching = false;
-        self.apply_queue(&mut st)
+        self.drain(&mut st)
+    }
+
+    /// Write what a flush holds back: the new space in address order (runs that meet in one
+    /// write), then the queued writes in order, then the deferred cut.
+    fn drain(&self, st: &mut State) -> io::Result<()> {
+        self.write_fresh(st)?;
+        self.apply_queue(st)
+    }
+
+    /// Write the held-back new space, joining runs that meet, up to [`MAX_FRESH`] bytes a
+    /// write.
+    fn write_fresh(&self, st: &mut State) -> io::Result<()> {
+        let fresh = std::mem::take(&mut st.fresh);
+        st.fresh_bytes = 0;
+        let mut run: Option<(u64, Vec<u8>)> = None;
+        for (at, bytes) in fresh {
+            match &mut run {
+                Some((start, buf))
+                    if start.saturating_add(buf.len() as u64) == at
+                        && buf.len().saturating_add(bytes.len()) <= MAX_FRESH =>
+                {
+                    buf.extend_from_slice(&bytes);
+                }
+                _ => {
+                    if let Some((start, buf)) = run.replace((at, bytes)) {
+                        self.inner.write_at(Addr(start), &buf)?;
+                    }
+                }
+            }
+        }
+        if let Some((start, buf)) = run {
+            self.inner.write_at(Addr(start), &buf)?;
+        }
+        Ok(())
+    }
+
+    /// Bypassed, inside a flush: hold `data` (at `start`, at or past the frontier) back in new
+    /// space, joined to the run it continues.
+    fn hold_fresh(&self, st: &mut State, start: u64, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let end = start.saturating_add(data.len() as u64);
+        // A write over bytes held already (rare: the same block written twice in a flush):
+        // what is held goes out first, so the later bytes win.
+        let overlaps = st
+            .fresh
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&a, b)| a.saturating_add(b.len() as u64) > start);
+        if overlaps || st.fresh_bytes.saturating_add(data.len()) > MAX_FRESH {
+            self.write_fresh(st)?;
+        }
+        st.fresh_bytes = st.fresh_bytes.saturating_add(data.len());
+        let before = st
+            .fresh
+            .range_mut(..start)
+            .next_back()
+            .filter(|(a, b)| a.saturating_add(b.len() as u64) == start);
+        match before {
+            Some((_, b)) => b.extend_from_slice(data),
+            None => {
+                st.fresh.insert(start, data.to_vec());
+            }
+        }
+        // The run after, if this write reaches it, joins too.
+        if let Some(next) = st.fresh.remove(&end) {
+            match st.fresh.range_mut(..end).next_back() {
+                Some((_, b)) => b.extend_from_slice(&next),
+                // Cannot happen (this write starts before `end`), but nothing is dropped.
+                None => {
+                    st.fresh.insert(end, next);
+                }
+            }
+        }
+        self.queued.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Write the deferred writes in the order they were made, then the deferred cut.
@@ -523,11 +625,23 @@ impl Journaled {
     }
 
     fn write(&self, addr: Addr, data: &[u8], first: bool) -> io::Result<()> {
-        if self.is_bypassed() {
-            return self.inner.write_at(addr, data);
-        }
         let start = addr.get();
         let end = start.saturating_add(data.len() as u64);
+        if self.is_bypassed() {
+            let mut st = self.state.lock();
+            if !st.batching {
+                return self.inner.write_at(addr, data);
+            }
+            // New space is held back and joined; a write over the existing file waits, in
+            // order, for everything before it (see `begin`).
+            let split = st.frontier.clamp(start, end).saturating_sub(start) as usize;
+            let (old, new) = data.split_at(split.min(data.len()));
+            if !old.is_empty() {
+                st.queue.push(Queued::Write(start, old.to_vec()));
+                self.queued.store(true, Ordering::Release);
+            }
+            return self.hold_fresh(&mut st, start.saturating_add(split as u64), new);
+        }
         let mut st = self.state.lock();
         st.changed = true;
         if let Some(cut) = &mut st.cut {
@@ -565,7 +679,13 @@ impl Storage for Journaled {
         if !self.queued.load(Ordering::Acquire) {
             return self.inner.read_at(addr, buf);
         }
-        let st = self.state.lock();
+        let mut st = self.state.lock();
+        if self.is_bypassed() {
+            // A read inside a bypassed flush (rare): what is held back goes out first, in its
+            // safe order, and the flush goes on holding what follows.
+            self.drain(&mut st)?;
+            return self.inner.read_at(addr, buf);
+        }
         // Deferred writes may extend past the file's current end: read what exists.
         let start = addr.get();
         let len = self.inner.len()?;
@@ -608,10 +728,12 @@ impl Storage for Journaled {
         match st.cut {
             Some(cut) => Ok(cut),
             None => {
-                let queued_end = st
-                    .queue
-                    .iter()
+                let queued_end = (st.queue.iter())
                     .map(|Queued::Write(a, d)| a.saturating_add(d.len() as u64))
+                    .chain(
+                        (st.fresh.iter().next_back())
+                            .map(|(a, d)| a.saturating_add(d.len() as u64)),
+                    )
                     .max()
                     .unwrap_or(0);
                 Ok(self.inner.len()?.max(queued_end))
@@ -621,6 +743,17 @@ impl Storage for Journaled {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         if self.is_bypassed() {
+            let mut st = self.state.lock();
+            let held_end = (st.queue.iter())
+                .map(|Queued::Write(a, d)| a.saturating_add(d.len() as u64))
+                .chain((st.fresh.iter().next_back()).map(|(a, d)| a.saturating_add(d.len() as u64)))
+                .max()
+                .unwrap_or(0);
+            // A cut lands after whatever the flush holds back (which must not undo it); a
+            // growth changes no byte anyone holds, and goes at once.
+            if len < held_end.max(self.inner.len()?) {
+                self.drain(&mut st)?;
+            }
             return self.inner.set_len(len);
         }
         let mut st = self.state.lock();
@@ -645,6 +778,10 @@ impl Storage for Journaled {
     }
 
     fn sync(&self) -> io::Result<()> {
+        if self.is_bypassed() {
+            let mut st = self.state.lock();
+            self.drain(&mut st)?;
+        }
         self.inner.sync()
     }
 }
@@ -670,6 +807,96 @@ mod tests {
         let mut b = vec![0u8; n];
         s.read_at(Addr(at), &mut b).unwrap();
         b
+    }
+
+    /// A storage that records each write's place and length, over memory.
+    #[derive(Debug, Default)]
+    struct Recorder {
+        mem: MemStorage,
+        writes: Mutex<Vec<(u64, usize)>>,
+    }
+
+    impl Storage for Recorder {
+        fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()> {
+            self.mem.read_at(addr, buf)
+        }
+        fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
+            self.writes.lock().push((addr.get(), data.len()));
+            self.mem.write_at(addr, data)
+        }
+        fn len(&self) -> io::Result<u64> {
+            self.mem.len()
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            self.mem.set_len(len)
+        }
+        fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_bypassed_flush_writes_new_space_first_joined_then_the_rest_in_order() {
+        let file = Arc::new(Recorder {
+            mem: MemStorage::from_vec(vec![0u8; 100]),
+            ..Recorder::default()
+        });
+        let j = Journaled::new(
+            file.clone(),
+            JournalPlace::Storage(Arc::new(MemStorage::new())),
+            Durability::Flush,
+        )
+        .unwrap();
+        j.bypass().unwrap();
+        let mut model = vec![0u8; 100];
+        let mut put = |at: usize, bytes: &[u8]| {
+            if model.len() < at + bytes.len() {
+                model.resize(at + bytes.len(), 0);
+            }
+            model[at..at + bytes.len()].copy_from_slice(bytes);
+            j.write_at(Addr(at as u64), bytes).unwrap();
+        };
+        j.begin();
+        // New space out of address order, a run that joins two, an in-place write between
+        // them, one straddling the old end, and a rewrite of bytes already held.
+        put(120, &[1; 10]);
+        put(10, &[2; 5]);
+        put(100, &[3; 10]);
+        put(110, &[4; 10]);
+        assert!(file.writes.lock().is_empty(), "held until the commit");
+        // Its new part rewrites held bytes: what is held goes out first.
+        put(95, &[5; 10]);
+        put(20, &[6; 5]);
+        put(112, &[7; 3]);
+        assert_eq!(j.len().unwrap(), 130);
+        // Growing the file changes nothing held.
+        j.set_len(140).unwrap();
+        assert_eq!(
+            file.writes.lock().len(),
+            1,
+            "only the run sent out by the rewrite"
+        );
+        j.commit().unwrap();
+        model.resize(140, 0);
+        assert_eq!(file.mem.to_vec(), model);
+        let writes = file.writes.lock().clone();
+        // New space, joined and in address order, before every write in place, which keep
+        // their order.
+        assert_eq!(
+            writes,
+            vec![(100, 30), (100, 5), (112, 3), (10, 5), (95, 5), (20, 5)],
+            "{writes:?}"
+        );
+        // Outside a flush, writes go straight through; a read inside one sends out what is
+        // held, in order.
+        file.writes.lock().clear();
+        j.write_at(Addr(0), &[9]).unwrap();
+        j.begin();
+        j.write_at(Addr(150), &[8; 2]).unwrap();
+        j.write_at(Addr(1), &[8]).unwrap();
+        assert_eq!(read(&j, 0, 2), vec![9, 8]);
+        j.commit().unwrap();
+        assert_eq!(file.writes.lock().clone(), vec![(0, 1), (150, 2), (1, 1)]);
     }
 
     #[test]
