@@ -309,9 +309,10 @@ impl Chunked {
                 _ => Ok(None),
             }
         };
-        let pool = f
-            .pool()
-            .filter(|_| self.pipeline.is_some() && chunks.len() > 1);
+        // Asked only when there is filtering to share: the pool's threads start on first use.
+        let pool = (self.pipeline.is_some() && chunks.len() > 1)
+            .then(|| f.pool())
+            .flatten();
         let encoded: Vec<Result<Option<Encoded>>> = match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;

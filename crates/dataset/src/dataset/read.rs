@@ -333,7 +333,7 @@ impl Dataset {
                     }
                 }
             };
-            match f.pool().filter(|_| targets.len() > 1) {
+            match (targets.len() > 1).then(|| f.pool()).flatten() {
                 Some(p) => p.install(|| {
                     use rayon::prelude::*;
                     targets.par_iter_mut().try_for_each(decode_into)
@@ -346,9 +346,10 @@ impl Dataset {
         // the others. It waits only once its own loads are handed over, and pool threads never
         // wait, so two readers never wait for each other.
         let roles: Vec<Role> = other.iter().map(|x| self.role(x, plan)).collect();
-        let pool = f
-            .pool()
-            .filter(|_| other.iter().filter(|x| x.decode).count() > 1);
+        // Asked only with decoding to share: the pool's threads start on first use.
+        let pool = (other.iter().filter(|x| x.decode).count() > 1)
+            .then(|| f.pool())
+            .flatten();
         let window = pool.map_or(1, |p| {
             p.current_num_threads()
                 .saturating_mul(DECODE_WINDOW_PER_THREAD)
