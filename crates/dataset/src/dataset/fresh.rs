@@ -6,8 +6,10 @@
 //! Every fresh chunk is whole and unfiltered (`chunk_bytes` long), so chunk `i` lies at
 //! `i × chunk_bytes` in the buffer and needs no per-chunk allocation. The buffer answers
 //! "is chunk `s` here?" without hashing for the append pattern: a chunk at or past the box of
-//! held coordinates in some dimension is not held. Only a question inside the box builds (once)
-//! a map from coordinates to position.
+//! held coordinates in some dimension is not held, and while the chunks came in row-major
+//! order (appends along the first dimension, of one chunk or a row of chunks) one past the
+//! last is not held and one before it is found by binary search. Only chunks that came out of
+//! order build (once) a map from coordinates to position.
 
 use h5chunk_cache::IntMap;
 use smallvec::SmallVec;
@@ -25,6 +27,8 @@ pub(crate) struct Fresh {
     coords: Vec<u64>,
     /// Per dimension, one past the largest coordinate held.
     hi: SmallVec<[u64; 4]>,
+    /// Whether the chunks came in strictly increasing row-major order of their coordinates.
+    out_of_order: bool,
     /// Position of each chunk by its coordinates, built on the first question inside `hi`.
     map: Option<IntMap<Coords, usize>>,
 }
@@ -75,9 +79,13 @@ impl Fresh {
         self.position_in_box(scaled)
     }
 
-    /// [`position`](Self::position) inside the box: the map answers (built on first use).
+    /// [`position`](Self::position) inside the box: the order answers while the chunks came in
+    /// order, else the map (built on first use).
     #[inline(never)]
     fn position_in_box(&mut self, scaled: &[u64]) -> Option<usize> {
+        if !self.out_of_order {
+            return self.position_in_order(scaled);
+        }
         let rank = self.rank.max(1);
         let map = self.map.get_or_insert_with(|| {
             self.coords
@@ -89,10 +97,48 @@ impl Fresh {
         map.get(scaled).copied()
     }
 
-    /// Whether [`position_shared`](Self::position_shared) can answer: nothing is held, or
-    /// the map from coordinates to positions is built.
+    /// Chunks in order: past the last one, not held; else found by binary search.
+    fn position_in_order(&self, scaled: &[u64]) -> Option<usize> {
+        let rank = self.rank.max(1);
+        let at = |i: usize| {
+            self.coords
+                .get(i.checked_mul(rank)?..i.checked_add(1)?.checked_mul(rank)?)
+        };
+        let n = self.len();
+        if at(n.checked_sub(1)?).is_some_and(|last| scaled > last) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = lo.saturating_add(hi.saturating_sub(lo) / 2);
+            match at(mid)?.cmp(scaled) {
+                std::cmp::Ordering::Less => lo = mid.saturating_add(1),
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// Note the order of a chunk about to be added at `scaled`.
+    #[inline]
+    fn note_order(&mut self, scaled: &[u64]) {
+        if !self.out_of_order
+            && let Some(last) = self
+                .coords
+                .len()
+                .checked_sub(self.rank)
+                .and_then(|at| self.coords.get(at..))
+            && scaled <= last
+        {
+            self.out_of_order = true;
+        }
+    }
+
+    /// Whether [`position_shared`](Self::position_shared) can answer: nothing is held, the
+    /// chunks came in order, or the map from coordinates to positions is built.
     pub fn shared_ready(&self) -> bool {
-        self.is_empty() || self.map.is_some()
+        self.is_empty() || !self.out_of_order || self.map.is_some()
     }
 
     /// [`position`](Self::position) without building the map (`None` also when it is not
@@ -100,6 +146,9 @@ impl Fresh {
     pub fn position_shared(&self, scaled: &[u64]) -> Option<usize> {
         if !self.in_box(scaled) {
             return None;
+        }
+        if !self.out_of_order {
+            return self.position_in_order(scaled);
         }
         self.map.as_ref()?.get(scaled).copied()
     }
@@ -125,6 +174,7 @@ impl Fresh {
         let i = self.len();
         let at = self.bytes.len();
         let end = at.checked_add(self.chunk_bytes)?;
+        self.note_order(scaled);
         self.bytes.resize(end, 0);
         self.coords.extend_from_slice(scaled);
         for (h, &s) in self.hi.iter_mut().zip(scaled) {
@@ -144,6 +194,7 @@ impl Fresh {
             return false;
         }
         let i = self.len();
+        self.note_order(scaled);
         // Element by element for the tiny chunks and coordinates of appends: a call to memcpy
         // costs more than copying a few bytes.
         if data.len() <= 16 {
@@ -189,6 +240,7 @@ impl Fresh {
         self.bytes.clear();
         self.coords.clear();
         self.hi.iter_mut().for_each(|h| *h = 0);
+        self.out_of_order = false;
         self.map = None;
     }
 }
@@ -207,7 +259,7 @@ mod tests {
         assert_eq!(f.position(&[1, 0]), None);
         assert!(f.map.is_none());
         assert_eq!(f.position(&[0, 1]), Some(1));
-        assert!(f.map.is_some());
+        assert!(f.map.is_none(), "in order: found without the map");
         // The map follows later pushes.
         f.push(&[1, 1]).unwrap().copy_from_slice(&[7, 8, 9]);
         assert_eq!(f.position(&[1, 1]), Some(2));
@@ -227,5 +279,34 @@ mod tests {
         f.clear();
         assert!(f.is_empty());
         assert_eq!(f.position(&[0, 0]), None);
+    }
+
+    #[test]
+    fn chunks_in_order_are_found_without_the_map() {
+        // A row of two chunks per append, as a 2-D append along the first dimension.
+        let mut f = Fresh::new(2, 1);
+        for r in 0..5u64 {
+            for c in 0..2u64 {
+                assert_eq!(f.position(&[r, c]), None);
+                assert!(f.push_copy(&[r, c], &[(r * 2 + c) as u8]));
+            }
+        }
+        for r in 0..5u64 {
+            for c in 0..2u64 {
+                let i = (r * 2 + c) as usize;
+                assert_eq!(f.position(&[r, c]), Some(i));
+                assert_eq!(f.position_shared(&[r, c]), Some(i));
+            }
+        }
+        assert_eq!(f.position(&[1, 2]), None);
+        assert!(f.map.is_none(), "in order: no map");
+        assert!(f.shared_ready());
+        // Out of order: the map takes over, with every chunk.
+        assert!(f.push_copy(&[0, 2], &[99]));
+        assert!(!f.shared_ready());
+        assert_eq!(f.position(&[0, 2]), Some(10));
+        assert_eq!(f.position(&[4, 1]), Some(9));
+        assert!(f.map.is_some());
+        assert_eq!(f.position(&[3, 2]), None);
     }
 }
