@@ -216,3 +216,72 @@ fn rewritten_chunks_are_not_served_stale_from_the_page_cache() {
     let d = f.dataset("d").unwrap();
     assert_eq!(d.read_slice::<i32>(&[11], &[1], None).unwrap(), vec![-2]);
 }
+
+/// Writes of several whole chunks at once (a row of chunks appended to a 2-D dataset, a block
+/// of a 3-D one) go straight into the chunks' buffers: checked against a model for every
+/// index kind, with chunks held fresh, cached (a partial write first) and on disk (after a
+/// flush), in 3-D, and after reopening. Unaligned boxes take the general path beside them.
+#[test]
+fn aligned_boxes_of_chunks_write_what_the_model_holds() {
+    let shape = [8u64, 9, 4];
+    let chunk = [2u64, 3, 2];
+    let n: usize = shape.iter().product::<u64>() as usize;
+    let at = |i: u64, j: u64, k: u64| ((i * shape[1] + j) * shape[2] + k) as usize;
+    for kind in [
+        IndexKind::BTree1,
+        IndexKind::BTree2,
+        IndexKind::ExtensibleArray,
+        IndexKind::FixedArray,
+    ] {
+        let path = tmp(&format!("append_path_aligned_{}.h5", kind.name()));
+        let f = File::create_with(&path, options(kind)).unwrap();
+        let max: Vec<Option<u64>> = match kind {
+            IndexKind::FixedArray => shape.iter().map(|&x| Some(x)).collect(),
+            IndexKind::ExtensibleArray => vec![None, Some(shape[1]), Some(shape[2])],
+            _ => vec![None; 3],
+        };
+        let mut b = f
+            .new_dataset::<i32>()
+            .shape(&shape)
+            .max_shape(&max)
+            .chunk(&chunk)
+            .fill_value(-1);
+        if kind != IndexKind::FixedArray {
+            b = b.index(kind);
+        }
+        let d = b.create("d").unwrap();
+        let mut model = vec![-1i32; n];
+        let mut write = |start: [u64; 3], count: [u64; 3], tag: i32| {
+            let mut v = Vec::new();
+            for i in start[0]..start[0] + count[0] {
+                for j in start[1]..start[1] + count[1] {
+                    for k in start[2]..start[2] + count[2] {
+                        let x = tag * 10_000 + at(i, j, k) as i32;
+                        model[at(i, j, k)] = x;
+                        v.push(x);
+                    }
+                }
+            }
+            d.write_slice(&v, &start, &count, None).unwrap();
+        };
+        // A partial write caches chunk (0, 0, 0); the aligned box then covers it.
+        write([0, 0, 0], [1, 1, 1], 1);
+        write([0, 0, 0], [4, 6, 4], 2);
+        // Aligned boxes of one row of chunks and of a single column.
+        write([4, 0, 0], [2, 9, 4], 3);
+        write([6, 3, 2], [2, 3, 2], 4);
+        f.flush().unwrap();
+        // Over chunks on disk, and an unaligned box beside them.
+        write([2, 3, 0], [4, 6, 2], 5);
+        write([1, 1, 1], [3, 4, 2], 6);
+        assert_eq!(d.read::<i32>().unwrap(), model, "{kind:?}");
+        f.close().unwrap();
+        drop(d);
+        let f = File::open(&path).unwrap();
+        assert_eq!(
+            f.dataset("d").unwrap().read::<i32>().unwrap(),
+            model,
+            "{kind:?} reopened"
+        );
+    }
+}

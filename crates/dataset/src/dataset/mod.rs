@@ -615,7 +615,10 @@ impl Dataset {
         count: &[u64],
         stride: Option<&[u64]>,
     ) -> Result<()> {
-        if stride.is_none() && self.write_whole_chunk(le, start, count)? {
+        if stride.is_none()
+            && (self.write_whole_chunk(le, start, count)?
+                || self.write_aligned(le, start, count)?)
+        {
             return Ok(());
         }
         let h = Hyperslab::new(start, count, stride, &self.shape())?;
@@ -670,6 +673,96 @@ impl Dataset {
             return Err(short_chunk(path, *header, &scaled));
         }
         Ok(true)
+    }
+
+    /// The append path of several chunks (a row of chunks appended to a 2-D dataset, a block of
+    /// them): a selection on the chunk grid, inside the extent, of a type stored
+    /// little-endian. Each chunk's rows are copied straight from `le` into the chunk's buffer
+    /// (a new fresh chunk when it is not cached), with no selection built or walked. Whether
+    /// the write was of that kind (and done).
+    fn write_aligned(&self, le: &[u8], start: &[u64], count: &[u64]) -> Result<bool> {
+        let f = &self.file.inner.store;
+        f.check_writable()?;
+        let mut st = self.shared.write();
+        let elem = st.dtype.size;
+        if !st.dtype.stored_le() {
+            return Ok(false);
+        }
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut **st;
+        let StorageState::Chunked(c) = storage else {
+            return Ok(false);
+        };
+        let Some(grid) = aligned_grid(&c.shape.chunk, &c.shape.dims, start, count) else {
+            return Ok(false);
+        };
+        let chunk = c.shape.chunk.clone();
+        let (Some(total), Some(row)) = (
+            count.iter().try_fold(elem as u64, |a, &n| a.checked_mul(n)),
+            chunk
+                .last()
+                .and_then(|&n| usize::try_from(n).ok()?.checked_mul(elem)),
+        ) else {
+            return Ok(false);
+        };
+        if total != le.len() as u64 || row == 0 {
+            return Err(Error::arg(
+                "data",
+                format!("{} bytes for a selection of {total} bytes", le.len()),
+            ));
+        }
+        let rank = chunk.len();
+        // Bytes between consecutive indices of each dimension in `le` (row-major over `count`).
+        let mut pitch: SmallVec<[usize; 4]> = smallvec::smallvec![0; rank];
+        let mut acc = elem;
+        for (p, &k) in pitch.iter_mut().zip(count).rev() {
+            *p = acc;
+            acc = acc.saturating_mul(usize::try_from(k).unwrap_or(usize::MAX));
+        }
+        // The chunks of the box `first .. first + n`, in row-major order; `at` counts from 0.
+        let (first, n) = grid;
+        let mut at: SmallVec<[u64; 4]> = smallvec::smallvec![0; rank];
+        let mut scaled: SmallVec<[u64; 4]> = first.clone();
+        // The chunk's row being copied: every dimension but the last counts (the last stays 0).
+        let mut rows: SmallVec<[u64; 4]> = smallvec::smallvec![0; rank];
+        let outer = chunk.get(..rank.saturating_sub(1)).unwrap_or_default();
+        loop {
+            let buf = c.write_target(f, path, &scaled, true)?;
+            let mut dst = 0usize;
+            loop {
+                let src = (at.iter().zip(&chunk).zip(&rows).zip(&pitch)).fold(
+                    0usize,
+                    |src, (((&a, &k), &r), &p)| {
+                        let i = usize::try_from(a.saturating_mul(k).saturating_add(r));
+                        src.saturating_add(i.unwrap_or(usize::MAX).saturating_mul(p))
+                    },
+                );
+                match (
+                    le.get(src..src.saturating_add(row)),
+                    buf.get_mut(dst..dst.saturating_add(row)),
+                ) {
+                    (Some(from), Some(to)) => to.copy_from_slice(from),
+                    _ => return Err(short_chunk(path, *header, &scaled)),
+                }
+                dst = dst.saturating_add(row);
+                let more = rows
+                    .get_mut(..outer.len())
+                    .is_some_and(|r| step_row_major(r, outer));
+                if !more {
+                    break;
+                }
+            }
+            if !step_row_major(&mut at, &n) {
+                return Ok(true);
+            }
+            for ((s, &f0), &a) in scaled.iter_mut().zip(&first).zip(&at) {
+                *s = f0.saturating_add(a);
+            }
+        }
     }
 
     /// A whole filtered chunk is encoded before the state is taken for the write, so that
@@ -1157,6 +1250,43 @@ fn whole_chunk_at(
         }
     }
     Some(scaled)
+}
+
+/// Step `idx` to the next index of the box `0 .. bound` in row-major order: `false` (with
+/// `idx` back at zeros) after the last.
+fn step_row_major(idx: &mut [u64], bound: &[u64]) -> bool {
+    for (i, &b) in idx.iter_mut().zip(bound).rev() {
+        *i = i.saturating_add(1);
+        if *i < b {
+            return true;
+        }
+        *i = 0;
+    }
+    false
+}
+
+/// Scaled coordinates (or counts of chunks), one per dimension.
+type Grid = SmallVec<[u64; 4]>;
+
+/// The box of chunks a selection covers exactly (its first chunk's scaled coordinates and the
+/// number of chunks along each dimension), when it lies on the chunk grid, whole chunks only,
+/// inside the extent; `None` otherwise.
+fn aligned_grid(chunk: &[u64], dims: &[u64], start: &[u64], count: &[u64]) -> Option<(Grid, Grid)> {
+    if start.len() != chunk.len() || count.len() != chunk.len() || dims.len() != chunk.len() {
+        return None;
+    }
+    let mut first = Grid::new();
+    let mut n = Grid::new();
+    for (((&s, &k), &c), &d) in start.iter().zip(count).zip(chunk).zip(dims) {
+        match (s.checked_rem(c), k.checked_rem(c), s.checked_add(k)) {
+            (Some(0), Some(0), Some(end)) if k > 0 && end <= d => {
+                first.push(s.checked_div(c)?);
+                n.push(k.checked_div(c)?);
+            }
+            _ => return None,
+        }
+    }
+    Some((first, n))
 }
 
 /// The scaled coordinates of the chunk whose first element is at `offset`.
