@@ -1550,9 +1550,16 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if usize::from(self.hdr.root_nrec) >= split_of(depth) {
             return Ok(0);
         }
+        // In SWMR-write mode the run changes every node of the right-most path in place: only
+        // a path no reader can reach yet will do (the per-record path moved it earlier in this
+        // flush, shadowing it as libhdf5 does); a published one is the per-record path's.
+        let unpublished = |a: &Addr| !op.swmr || op.fresh.contains(a);
         let mut path = Vec::with_capacity(usize::from(depth));
         let mut ptr = root;
         for d in (1..=depth).rev() {
+            if !unpublished(&ptr.addr) {
+                return Ok(0);
+            }
             let node = self
                 .cache
                 .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
@@ -1571,7 +1578,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
         // A leaf a reader may hold moves before its record count changes: the per-record
         // path's (which leaves it unpublished, so the next run appends in place).
-        if op.swmr && !op.fresh.contains(&ptr.addr) {
+        if !unpublished(&ptr.addr) {
             return Ok(0);
         }
         let leaf = self
@@ -1616,12 +1623,12 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if class.compare(class.key(rec), bound) != Ordering::Greater {
                 break;
             }
-            // Relieving the leaf in SWMR-write mode shadows the whole path, and a full root
-            // leaf grows the tree: both are the per-record path's.
+            // A full root leaf grows the tree: the per-record path's. (In SWMR-write mode the
+            // path is unpublished, and a sibling that takes records moves first.)
             let Some(parent) = run.path.last() else {
                 break;
             };
-            if op.swmr || parent.data().records.is_empty() {
+            if parent.data().records.is_empty() {
                 break;
             }
             self.relieve_leaf(&mut run, split0, op)?;
@@ -1712,7 +1719,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 .get(left)
                 .is_none_or(|c| (c.nrec as usize) < split);
             if retries > 0 && room {
-                self.shift_left(run, left)?;
+                self.shift_left(run, left, op)?;
             } else {
                 self.split_last(run, split, op)?;
             }
@@ -1722,23 +1729,43 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// `rebalance(parent, left, 2, 2)` for the last two leaves: the right-most leaf of `run`
     /// (the fuller one) hands its first records, through the separator, to its left sibling.
-    fn shift_left(&self, run: &mut Run<'c, '_, C>, left: usize) -> Result<()> {
+    /// In SWMR-write mode a left sibling a reader may reach moves first, as
+    /// [`rebalance`](Self::rebalance) moves it.
+    fn shift_left(&self, run: &mut Run<'c, '_, C>, left: usize, op: &mut Op) -> Result<()> {
         let r_addr = run.leaf.addr();
         let parent = run
             .path
-            .last()
+            .last_mut()
             .ok_or_else(|| self.corrupt(r_addr, "leaf without parent"))?;
         let p_addr = parent.addr();
-        let lp = *parent
-            .data()
+        let slot = parent
+            .data_mut()
             .children
-            .get(left)
+            .get_mut(left)
             .ok_or_else(|| self.corrupt(p_addr, "child index out of range"))?;
-        let proxies = if run.is_settled(lp.addr) && run.is_settled(r_addr) {
+        // Shadowed as `rebalance` shadows it: its records go to a new node (with the proxies
+        // it waits for), and the old image stays as readers know it.
+        let mut shadowed_proxies = Vec::new();
+        if op.swmr && !op.fresh.contains(&slot.addr) {
+            // Not held by the run (a held one was shadowed when it was taken).
+            if run.left.as_ref().is_some_and(|l| l.addr() == slot.addr) {
+                return Err(self.corrupt(slot.addr, "a held sibling not shadowed"));
+            }
+            let old = *slot;
+            shadowed_proxies = self.dirty_proxies([old.addr]);
+            let records = self.node_mut(&old, 0)?.records.clone();
+            let new = self.alloc_node(op)?;
+            self.insert_node(new, self.new_data(0, records, Vec::new()))?;
+            self.free_node(old.addr, op)?;
+            slot.addr = new;
+        }
+        let lp = *slot;
+        let mut proxies = if run.is_settled(lp.addr) && run.is_settled(r_addr) {
             Vec::new()
         } else {
             self.dirty_proxies([lp.addr, r_addr])
         };
+        proxies.append(&mut shadowed_proxies);
         let mut l = match run.left.take() {
             Some(l) if l.addr() == lp.addr => l,
             other => {

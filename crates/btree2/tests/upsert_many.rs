@@ -274,7 +274,14 @@ fn same_as_upsert_in<M: Maker>(
         let nodes = a.nodes().unwrap();
         prop_assert_eq!(&nodes, &b.nodes().unwrap());
         for addr in nodes.iter().map(|&(addr, _)| addr).chain([a.addr()]) {
-            prop_assert_eq!(one.flush_children(addr), many.flush_children(addr));
+            prop_assert_eq!(
+                one.flush_children(addr),
+                many.flush_children(addr),
+                "children of {:?} (header {:?}) nodes {:?}",
+                addr,
+                a.addr(),
+                &nodes
+            );
             prop_assert_eq!(one.flush_parents(addr), many.flush_parents(addr));
         }
         if let Some((p, q)) = proxies {
