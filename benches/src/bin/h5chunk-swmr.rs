@@ -698,6 +698,9 @@ struct WriteArgs {
     /// Sleep this long after each flush (the polling benchmark: a writer at a steady pace, so
     /// that readers poll while it writes).
     pause: Duration,
+    /// No `flushed DIMS` line after each flush (the benchmark's timed writers: the C writer
+    /// prints none either, and nobody reads them).
+    quiet: bool,
 }
 
 fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
@@ -716,7 +719,8 @@ fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
     else {
         return Err(
             "write PATH SCENARIO N CHUNK_ELEMS DEFLATE PER_FLUSH BOUND DONE swmr|plain \
-                    [--no-trace] [--durability sync|flush|none]"
+                    [--no-trace] [--quiet] [--rows R] [--pause-us US] [--flush-log PATH] \
+                    [--durability sync|flush|none]"
                 .into(),
         );
     };
@@ -736,11 +740,13 @@ fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
         flush_log: None,
         rows: 1,
         pause: Duration::ZERO,
+        quiet: false,
     };
     let mut it = rest.iter();
     while let Some(k) = it.next() {
         match k.as_str() {
             "--no-trace" => w.trace = false,
+            "--quiet" => w.quiet = true,
             "--pause-us" => {
                 w.pause = Duration::from_micros(
                     it.next()
@@ -867,6 +873,7 @@ fn write_main(args: &[String]) -> Result<(), String> {
     let mut row = Vec::new();
     let trace = w.trace;
     let pause = w.pause;
+    let quiet = w.quiet;
     let mut log = match &w.flush_log {
         Some(p) => Some(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => None,
@@ -885,7 +892,7 @@ fn write_main(args: &[String]) -> Result<(), String> {
                 rep.flushes
             );
         }
-        if swmr {
+        if swmr && !quiet {
             writeln!(out, "flushed {}", dims_text(done_dims)).map_err(|e| e.to_string())?;
             out.flush().map_err(|e| e.to_string())?;
         }
@@ -1617,12 +1624,14 @@ fn bench_writer(
     let rows = scenario(sc, o.n, o.chunk)?.chunk[0].to_string();
     let mut cmd = if writer == "h5chunk" {
         let mut c = this_program("write")?;
-        c.args(&args)
-            .args(["--no-trace", "--rows", &rows, "--flush-log"])
-            .arg(&log);
-        if !pollers.is_empty() {
-            // A steady pace, so that readers poll while it writes.
-            c.args(["--pause-us", "500"]);
+        c.args(&args).args(["--no-trace", "--rows", &rows]);
+        if pollers.is_empty() {
+            // Timed: no line and no log entry per flush (the C writer writes neither).
+            c.arg("--quiet");
+        } else {
+            // A steady pace, so that readers poll while it writes, and the flushes' times for
+            // the readers' latency.
+            c.args(["--pause-us", "500", "--flush-log"]).arg(&log);
         }
         c
     } else {
