@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use parking_lot::{ArcRwLockWriteGuard, Mutex, MutexGuard, RawRwLock, RwLock, RwLockReadGuard};
 
 use crate::alloc::Allocator;
+use crate::hash::IntMap;
 use crate::entry::{CacheEntry, Key, ProxyId};
 use crate::error::{Error, Result};
 use crate::stats::{CacheStats, TypeStats};
@@ -603,7 +604,7 @@ impl Inner {
         &mut self,
         storage: &dyn Storage,
         root: Key,
-        settled: &mut BTreeMap<Key, bool>,
+        settled: &mut IntMap<Key, bool>,
     ) -> Result<bool> {
         struct Frame {
             key: Key,
@@ -623,6 +624,14 @@ impl Inner {
                 match settled.get(&child) {
                     Some(true) => {}
                     Some(false) => top.ok = false,
+                    // Without children of its own (a leaf of the graph: most entries and every
+                    // proxy), a key settles by itself, without a frame or a memo: settling it
+                    // again costs a lookup (it was written the first time).
+                    None if !self.children.contains_key(&child) => {
+                        if !self.settle_self(storage, child)? {
+                            top.ok = false;
+                        }
+                    }
                     None => {
                         let children = self.children_of(child).into_iter();
                         stack.push(Frame {
@@ -693,7 +702,7 @@ impl Inner {
         if self.break_flush_order {
             report.written = self.flush_parents_first(storage, &dirty)?;
         } else {
-            let mut settled = BTreeMap::new();
+            let mut settled = IntMap::default();
             for &addr in &dirty {
                 self.settle(storage, Key::Entry(addr), &mut settled)?;
             }
@@ -1784,7 +1793,7 @@ impl MetadataCache {
     /// entry is now clean (false if a dirty proxy or protected entry blocks it).
     pub fn flush_entry(&self, addr: Addr) -> Result<bool> {
         let mut inner = self.inner.write();
-        let mut settled = BTreeMap::new();
+        let mut settled = IntMap::default();
         inner.settle(&*self.storage, Key::Entry(addr), &mut settled)
     }
 

@@ -24,6 +24,15 @@ impl Hasher for IntHasher {
         let m = u128::from(self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
         self.0 = (m as u64) ^ ((m >> 64) as u64);
     }
+    // Enum discriminants and `usize` keys: one step, not eight byte steps.
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    #[inline]
+    fn write_isize(&mut self, v: isize) {
+        self.write_u64(v as u64);
+    }
     fn write_u128(&mut self, v: u128) {
         self.write_u64(v as u64);
         self.write_u64((v >> 64) as u64);
