@@ -318,6 +318,9 @@ struct State {
 /// at any time: nothing points at them yet), and the most one joined write holds.
 const MAX_FRESH: usize = 4 << 20;
 
+/// A write into new space at least this long is not held (see `hold_fresh`).
+const DIRECT_FRESH: usize = 64 << 10;
+
 /// A storage whose in-place overwrites are journaled: before the first overwrite since the last
 /// commit the original bytes go to a checksummed journal record, in-place writes of a flush wait
 /// for its commit, and removing the journal is the commit point ([`recover`] undoes the rest).
@@ -495,6 +498,10 @@ impl Journaled {
             .is_some_and(|(&a, b)| a.saturating_add(b.len() as u64) > start);
         if overlaps || st.fresh_bytes.saturating_add(data.len()) > MAX_FRESH {
             self.write_fresh(st)?;
+        }
+        // A large write gains nothing from joining and would only be copied: it goes now.
+        if data.len() >= DIRECT_FRESH {
+            return self.inner.write_at(Addr(start), data);
         }
         st.fresh_bytes = st.fresh_bytes.saturating_add(data.len());
         let before = st
