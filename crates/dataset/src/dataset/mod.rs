@@ -700,7 +700,8 @@ impl Dataset {
         let Some(grid) = aligned_grid(&c.shape.chunk, &c.shape.dims, start, count) else {
             return Ok(false);
         };
-        let chunk = c.shape.chunk.clone();
+        // On the stack (the shape's chunk is a `Vec`; `c` is borrowed again below).
+        let chunk: Grid = SmallVec::from_slice(&c.shape.chunk);
         let (Some(total), Some(row)) = (
             count.iter().try_fold(elem as u64, |a, &n| a.checked_mul(n)),
             chunk
@@ -717,43 +718,49 @@ impl Dataset {
         }
         let rank = chunk.len();
         // Bytes between consecutive indices of each dimension in `le` (row-major over `count`).
-        let mut pitch: SmallVec<[usize; 4]> = smallvec::smallvec![0; rank];
+        let mut pitch: SmallVec<[usize; 4]> = SmallVec::from_slice(&[0usize; 4]);
+        pitch.resize(rank, 0);
         let mut acc = elem;
         for (p, &k) in pitch.iter_mut().zip(count).rev() {
             *p = acc;
             acc = acc.saturating_mul(usize::try_from(k).unwrap_or(usize::MAX));
         }
+        // Where each of a chunk's rows (its last dimension) starts in `le`, from where the
+        // chunk starts there: the same for every chunk of the box.
+        let outer = chunk.get(..rank.saturating_sub(1)).unwrap_or_default();
+        let nrows = outer
+            .iter()
+            .try_fold(1usize, |a, &k| a.checked_mul(usize::try_from(k).ok()?));
+        // Chunks of more rows than this (a million) take the general path.
+        let Some(nrows) = nrows.filter(|&r| r <= 1 << 20) else {
+            return Ok(false);
+        };
+        let mut offsets: SmallVec<[usize; 16]> = SmallVec::with_capacity(nrows);
+        let mut rows = zero_grid(outer.len());
+        loop {
+            offsets.push((rows.iter().zip(&pitch)).fold(0usize, |o, (&r, &p)| {
+                o.saturating_add(usize::try_from(r).unwrap_or(usize::MAX).saturating_mul(p))
+            }));
+            if !step_row_major(&mut rows, outer) {
+                break;
+            }
+        }
         // The chunks of the box `first .. first + n`, in row-major order; `at` counts from 0.
         let (first, n) = grid;
-        let mut at: SmallVec<[u64; 4]> = smallvec::smallvec![0; rank];
-        let mut scaled: SmallVec<[u64; 4]> = first.clone();
-        // The chunk's row being copied: every dimension but the last counts (the last stays 0).
-        let mut rows: SmallVec<[u64; 4]> = smallvec::smallvec![0; rank];
-        let outer = chunk.get(..rank.saturating_sub(1)).unwrap_or_default();
+        let mut at = zero_grid(rank);
+        let mut scaled: Grid = SmallVec::from_slice(&first);
         loop {
+            let base = (at.iter().zip(&chunk).zip(&pitch)).fold(0usize, |o, ((&a, &k), &p)| {
+                let i = usize::try_from(a.saturating_mul(k)).unwrap_or(usize::MAX);
+                o.saturating_add(i.saturating_mul(p))
+            });
             let buf = c.write_target(f, path, &scaled, true)?;
-            let mut dst = 0usize;
-            loop {
-                let src = (at.iter().zip(&chunk).zip(&rows).zip(&pitch)).fold(
-                    0usize,
-                    |src, (((&a, &k), &r), &p)| {
-                        let i = usize::try_from(a.saturating_mul(k).saturating_add(r));
-                        src.saturating_add(i.unwrap_or(usize::MAX).saturating_mul(p))
-                    },
-                );
-                match (
-                    le.get(src..src.saturating_add(row)),
-                    buf.get_mut(dst..dst.saturating_add(row)),
-                ) {
-                    (Some(from), Some(to)) => to.copy_from_slice(from),
+            let whole = buf.len() == offsets.len().saturating_mul(row);
+            for (&off, to) in offsets.iter().zip(buf.chunks_exact_mut(row)) {
+                let src = base.saturating_add(off);
+                match le.get(src..src.saturating_add(row)) {
+                    Some(from) if whole => to.copy_from_slice(from),
                     _ => return Err(short_chunk(path, *header, &scaled)),
-                }
-                dst = dst.saturating_add(row);
-                let more = rows
-                    .get_mut(..outer.len())
-                    .is_some_and(|r| step_row_major(r, outer));
-                if !more {
-                    break;
                 }
             }
             if !step_row_major(&mut at, &n) {
@@ -949,45 +956,55 @@ impl Dataset {
     /// `data.len()` divided by the product of the other dimensions.
     pub fn append<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
-        let (dims, k): (SmallVec<[u64; 4]>, usize) = {
+        // The new extent, and where the appended slab starts and how large it is, in one pass
+        // over the current dims (no copy of them kept).
+        let (new, start, count) = {
             let g = self.shared.dims.read();
-            let k =
-                g.1.iter()
-                    .position(Option::is_none)
-                    .ok_or_else(|| Error::arg("data", "append needs an unlimited dimension"))?;
-            (g.0.iter().copied().collect(), k)
+            let (cur, max) = (&g.0, &g.1);
+            let k = max
+                .iter()
+                .position(Option::is_none)
+                .ok_or_else(|| Error::arg("data", "append needs an unlimited dimension"))?;
+            let others: u64 = (cur.iter().enumerate())
+                .filter(|&(u, _)| u != k)
+                .map(|(_, &d)| d)
+                .product();
+            let values = data.len() as u64;
+            let grow = match values.checked_div(others) {
+                Some(grow) if values.is_multiple_of(others) => grow,
+                _ => {
+                    return Err(Error::arg(
+                        "data",
+                        format!(
+                            "{} values do not fill whole slices of {others} elements",
+                            data.len()
+                        ),
+                    ));
+                }
+            };
+            let old_len = *cur
+                .get(k)
+                .ok_or(Error::Internal("an unlimited dimension past the rank"))?;
+            let len = old_len
+                .checked_add(grow)
+                .ok_or_else(|| Error::arg("data", "appending past 2^64 elements"))?;
+            let at = |u: usize, here: u64, other: u64| if u == k { here } else { other };
+            let new: SmallVec<[u64; 4]> = (cur.iter().enumerate())
+                .map(|(u, &d)| at(u, len, d))
+                .collect();
+            let start: SmallVec<[u64; 4]> = (0..cur.len()).map(|u| at(u, old_len, 0)).collect();
+            let count: SmallVec<[u64; 4]> = (cur.iter().enumerate())
+                .map(|(u, &d)| at(u, grow, d))
+                .collect();
+            (new, start, count)
         };
-        let others: u64 = dims
-            .iter()
-            .enumerate()
-            .filter(|&(u, _)| u != k)
-            .map(|(_, &d)| d)
-            .product();
-        let values = data.len() as u64;
-        let grow = match values.checked_div(others) {
-            Some(grow) if values.is_multiple_of(others) => grow,
-            _ => {
-                return Err(Error::arg(
-                    "data",
-                    format!(
-                        "{} values do not fill whole slices of {others} elements",
-                        data.len()
-                    ),
-                ));
-            }
-        };
-        let past_rank = || Error::Internal("an unlimited dimension past the rank");
-        let mut new = dims.clone();
-        let len = new.get_mut(k).ok_or_else(past_rank)?;
-        let old_len = *len;
-        *len = old_len
-            .checked_add(grow)
-            .ok_or_else(|| Error::arg("data", "appending past 2^64 elements"))?;
         self.resize(&new)?;
-        let mut start: SmallVec<[u64; 4]> = smallvec::smallvec![0u64; dims.len()];
-        *start.get_mut(k).ok_or_else(past_rank)? = old_len;
-        let mut count = new.clone();
-        *count.get_mut(k).ok_or_else(past_rank)? = grow;
+        if cfg!(target_endian = "little")
+            && let Some(le) = T::bytes(data)
+        {
+            // The type is checked above: straight to the bytes' path.
+            return self.write_slice_raw(le, &start, &count, None);
+        }
         self.write_slice(data, &start, &count, None)
     }
 
@@ -1267,6 +1284,13 @@ fn step_row_major(idx: &mut [u64], bound: &[u64]) -> bool {
 
 /// Scaled coordinates (or counts of chunks), one per dimension.
 type Grid = SmallVec<[u64; 4]>;
+
+/// `rank` zeros, inline up to rank 4 (cheaper than `smallvec![0; rank]`'s general path).
+fn zero_grid(rank: usize) -> Grid {
+    let mut g = Grid::from_buf([0; 4]);
+    g.resize(rank, 0);
+    g
+}
 
 /// The box of chunks a selection covers exactly (its first chunk's scaled coordinates and the
 /// number of chunks along each dimension), when it lies on the chunk grid, whole chunks only,
