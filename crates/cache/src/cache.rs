@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use parking_lot::{ArcRwLockWriteGuard, Mutex, MutexGuard, RawRwLock, RwLock, RwLockReadGuard};
 
 use crate::alloc::Allocator;
-use crate::hash::IntMap;
 use crate::entry::{CacheEntry, Key, ProxyId};
 use crate::error::{Error, Result};
+use crate::hash::IntMap;
 use crate::stats::{CacheStats, TypeStats};
 use crate::storage::Storage;
 use crate::trace::{TraceEvent, WriteTrace};

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use h5chunk::storage::{MemStorage, Storage};
-use h5chunk::{File, FileOptions, FilterSpec, IndexKind, OpenOptions};
+use h5chunk::{Durability, File, FileOptions, FilterSpec, IndexKind, OpenOptions};
 use h5chunk_format::Addr;
 use parking_lot::Mutex;
 
@@ -135,13 +135,30 @@ struct Plan {
     seed: bool,
 }
 
-/// 48 flushes of growth under SWMR, then replay every prefix of the writes.
+/// 48 flushes of growth under SWMR, then replay every prefix of the writes: once with no
+/// journal (every block written as the flush comes to it), once as a file on disk is written
+/// (`Durability::Flush`: the journal bypassed, each flush's new space joined and written
+/// first, the writes in place after it in order).
 fn every_prefix_reads(
     kind: IndexKind,
     shape: &[u64],
     max: &[Option<u64>],
     chunk: &[u64],
     plan: Plan,
+) -> usize {
+    every_prefix_reads_with(kind, shape, max, chunk, plan, false)
+        + every_prefix_reads_with(kind, shape, max, chunk, plan, true)
+}
+
+/// 48 flushes of growth under SWMR, then replay every prefix of the writes (see
+/// [`every_prefix_reads`]).
+fn every_prefix_reads_with(
+    kind: IndexKind,
+    shape: &[u64],
+    max: &[Option<u64>],
+    chunk: &[u64],
+    plan: Plan,
+    journaled: bool,
 ) -> usize {
     let Plan {
         grow,
@@ -150,15 +167,19 @@ fn every_prefix_reads(
         seed,
     } = plan;
     let log = Arc::new(Logged::default());
-    let f = File::create_on(
-        Arc::clone(&log) as Arc<dyn Storage>,
-        FileOptions {
-            swmr_write: true,
-            // A small metadata cache: blocks are evicted (written) between flushes too.
-            metadata_cache_bytes: Some(16 << 10),
-            ..FileOptions::default()
-        },
-    )
+    let options = FileOptions {
+        swmr_write: true,
+        // A small metadata cache: blocks are evicted (written) between flushes too.
+        metadata_cache_bytes: Some(16 << 10),
+        durability: Durability::Flush,
+        ..FileOptions::default()
+    };
+    let storage = Arc::clone(&log) as Arc<dyn Storage>;
+    let f = if journaled {
+        File::create_on_journaled(storage, Arc::new(MemStorage::new()), options)
+    } else {
+        File::create_on(storage, options)
+    }
     .unwrap();
     let mut b = f
         .new_dataset::<i64>()
@@ -240,7 +261,7 @@ fn every_prefix_reads(
     let mut state = base;
     let what = |k: usize| {
         format!(
-            "{kind:?} (deflate {deflate}), after {k} of {} writes",
+            "{kind:?} (deflate {deflate}, journaled {journaled}), after {k} of {} writes",
             ops.len()
         )
     };
@@ -260,7 +281,7 @@ fn every_prefix_reads(
     }
     f.close().unwrap();
     eprintln!(
-        "{kind:?} (deflate {deflate}): {} prefixes read",
+        "{kind:?} (deflate {deflate}, journaled {journaled}): {} prefixes read",
         ops.len() + 1
     );
     ops.len()
@@ -323,5 +344,192 @@ fn skip_list_every_prefix_reads() {
             seed: true,
         };
         every_prefix_reads(IndexKind::SkipList, &[0], &[None], &[1], plan);
+    }
+}
+
+/// The flush dependencies the SWMR design asks of each chunk index (parent → child: the parent
+/// is written only once the child is), as the writer's trace records them: each pair of block
+/// types below must be linked at least once while the structure grows under SWMR writing.
+/// Removing any one of them from the code fails here, whether or not a reader could catch the
+/// resulting order in the act (several are unobservable while the object header, which holds
+/// the extent, goes last).
+#[test]
+fn the_designs_flush_dependencies_are_made() {
+    use h5chunk_cache::{Key, TraceEvent};
+    use std::collections::{BTreeSet, HashMap};
+
+    fn edges(
+        kind: IndexKind,
+        shape: &[u64],
+        max: &[Option<u64>],
+        grow: Grow,
+        (seed, step): (bool, u64),
+    ) -> BTreeSet<(String, String)> {
+        let f = File::create_on(
+            Arc::new(MemStorage::new()),
+            FileOptions {
+                swmr_write: true,
+                trace: true,
+                metadata_cache_bytes: Some(16 << 10),
+                durability: Durability::Flush,
+                ..FileOptions::default()
+            },
+        )
+        .unwrap();
+        let mut b = f
+            .new_dataset::<i64>()
+            .shape(shape)
+            .max_shape(max)
+            .chunk(&vec![1; shape.len()])
+            .fill_value(FILL);
+        if kind == IndexKind::SkipList {
+            b = b.index(kind);
+        }
+        let d = b.create("x").unwrap();
+        let mut dims = shape.to_vec();
+        if seed {
+            dims.iter_mut().for_each(|x| *x = (*x).max(1));
+            d.resize(&dims).unwrap();
+            d.write_slice(
+                &vec![1i64; dims.iter().product::<u64>() as usize],
+                &vec![0; dims.len()],
+                &dims,
+                None,
+            )
+            .unwrap();
+        }
+        f.flush().unwrap();
+        f.start_swmr_write().unwrap();
+        let mut filled = 0u64;
+        for round in 0..60u64 {
+            for _ in 0..(1 + round % 7) {
+                match grow {
+                    Grow::Rows => {
+                        let r = dims[0];
+                        dims[0] += step;
+                        d.resize(&dims).unwrap();
+                        let mut count = dims.clone();
+                        count[0] = step;
+                        let mut start = vec![0; dims.len()];
+                        start[0] = r;
+                        let n: u64 = count.iter().product();
+                        d.write_slice(&vec![2i64; n as usize], &start, &count, None)
+                            .unwrap();
+                    }
+                    Grow::Cols => unreachable!(),
+                    Grow::Fill => {
+                        let k = 10.min(dims[0] - filled);
+                        if k > 0 {
+                            let n = (k * dims[1]) as usize;
+                            d.write_slice(&vec![3i64; n], &[filled, 0], &[k, dims[1]], None)
+                                .unwrap();
+                            filled += k;
+                        }
+                    }
+                }
+            }
+            f.flush().unwrap();
+        }
+        let trace = f.take_write_trace();
+        eprintln!("{kind:?}: {} elements, types written {:?}", dims.iter().product::<u64>(), trace.events.iter().filter_map(|e| match e { TraceEvent::Written { type_name, .. } => Some(*type_name), _ => None }).collect::<BTreeSet<_>>());
+        f.close().unwrap();
+        // Each address's type, from its writes; a moved entry takes the type its new place
+        // is written with.
+        let mut ty: HashMap<Key, &'static str> = HashMap::new();
+        let mut moved: HashMap<Key, Key> = HashMap::new();
+        for e in &trace.events {
+            match e {
+                TraceEvent::Written { key, type_name, .. } => {
+                    ty.insert(*key, type_name);
+                }
+                TraceEvent::Moved { from, to } => {
+                    moved.insert(Key::Entry(*from), Key::Entry(*to));
+                }
+                _ => {}
+            }
+        }
+        let name = |k: Key| -> Option<String> {
+            if let Key::Proxy(_) = k {
+                return Some("chunk".into());
+            }
+            let mut k = k;
+            for _ in 0..64 {
+                if let Some(t) = ty.get(&k) {
+                    return Some((*t).to_owned());
+                }
+                k = *moved.get(&k)?;
+            }
+            None
+        };
+        let mut out = BTreeSet::new();
+        for e in &trace.events {
+            if let TraceEvent::DependencyAdded { parent, child } = e
+                && let (Some(p), Some(c)) = (name(*parent), name(*child))
+            {
+                out.insert((p, c));
+            }
+        }
+        out
+    }
+
+    let pairs = |v: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        v.iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    };
+    type Case<'a> = (
+        IndexKind,
+        &'a [u64],
+        &'a [Option<u64>],
+        Grow,
+        (bool, u64),
+        &'a [(&'a str, &'a str)],
+    );
+    let cases: [Case; 4] = [
+        // 480,000 chunks: data blocks in the index block, super blocks, paged data blocks.
+        (
+            IndexKind::ExtensibleArray,
+            &[0],
+            &[None],
+            Grow::Rows,
+            (true, 2000),
+            &[
+                ("EAHD", "EAIB"),
+                ("EAIB", "EADB"),
+                ("EAIB", "EASB"),
+                ("EASB", "EADB"),
+                ("EASB", "EADB page"),
+            ],
+        ),
+        (
+            IndexKind::FixedArray,
+            &[1200, 3],
+            &[Some(1200), Some(3)],
+            Grow::Fill,
+            (false, 0),
+            &[("FAHD", "FADB"), ("FADB", "FADB page")],
+        ),
+        (
+            IndexKind::BTree2,
+            &[0, 3],
+            &[None, None],
+            Grow::Rows,
+            (true, 25),
+            &[("BTHD", "BTLF"), ("BTHD", "BTIN"), ("BTIN", "BTLF")],
+        ),
+        (
+            IndexKind::SkipList,
+            &[0],
+            &[None],
+            Grow::Rows,
+            (true, 25),
+            &[],
+        ),
+    ];
+    for (kind, shape, max, grow, plan, want) in cases {
+        let got = edges(kind, shape, max, grow, plan);
+        eprintln!("{kind:?}: {got:?}");
+        let missing: Vec<_> = pairs(want).difference(&got).cloned().collect();
+        assert!(missing.is_empty(), "{kind:?}: no {missing:?} among {got:?}");
     }
 }
