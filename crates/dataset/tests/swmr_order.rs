@@ -431,7 +431,18 @@ fn the_designs_flush_dependencies_are_made() {
             f.flush().unwrap();
         }
         let trace = f.take_write_trace();
-        eprintln!("{kind:?}: {} elements, types written {:?}", dims.iter().product::<u64>(), trace.events.iter().filter_map(|e| match e { TraceEvent::Written { type_name, .. } => Some(*type_name), _ => None }).collect::<BTreeSet<_>>());
+        eprintln!(
+            "{kind:?}: {} elements, types written {:?}",
+            dims.iter().product::<u64>(),
+            trace
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    TraceEvent::Written { type_name, .. } => Some(*type_name),
+                    _ => None,
+                })
+                .collect::<BTreeSet<_>>()
+        );
         f.close().unwrap();
         // Each address's type, from its writes; a moved entry takes the type its new place
         // is written with.
@@ -515,7 +526,12 @@ fn the_designs_flush_dependencies_are_made() {
             &[None, None],
             Grow::Rows,
             (true, 25),
-            &[("BTHD", "BTLF"), ("BTHD", "BTIN"), ("BTIN", "BTLF")],
+            &[
+                ("BTHD", "BTLF"),
+                ("BTHD", "BTIN"),
+                ("BTIN", "BTIN"),
+                ("BTIN", "BTLF"),
+            ],
         ),
         (
             IndexKind::SkipList,
@@ -523,7 +539,7 @@ fn the_designs_flush_dependencies_are_made() {
             &[None],
             Grow::Rows,
             (true, 25),
-            &[],
+            &[("SKLT", "SKLS")],
         ),
     ];
     for (kind, shape, max, grow, plan, want) in cases {
