@@ -549,3 +549,209 @@ fn the_designs_flush_dependencies_are_made() {
         assert!(missing.is_empty(), "{kind:?}: no {missing:?} among {got:?}");
     }
 }
+
+/// libhdf5's other SWMR scenarios (`test/swmr_remove_*`, `test/swmr_sparse_*`), every prefix
+/// of the writer's writes replayed as in [`every_prefix_reads`]: `drive` writes under SWMR
+/// (flushing as it goes) and every state must open, walk its index and read its whole extent,
+/// each element holding its value or the fill value: a shrink may leave a reader's view with
+/// chunks already dropped (as libhdf5's readers allow), a sparse writer leaves holes, but no
+/// state may hold a wrong value or fail to read.
+fn every_prefix_reads_loosely(
+    kind: IndexKind,
+    shape: &[u64],
+    max: &[Option<u64>],
+    chunk: &[u64],
+    drive: &dyn Fn(&File, &h5chunk::Dataset),
+) -> usize {
+    let mut total = 0;
+    for journaled in [false, true] {
+        let log = Arc::new(Logged::default());
+        let options = FileOptions {
+            swmr_write: true,
+            metadata_cache_bytes: Some(16 << 10),
+            durability: Durability::Flush,
+            ..FileOptions::default()
+        };
+        let storage = Arc::clone(&log) as Arc<dyn Storage>;
+        let f = if journaled {
+            File::create_on_journaled(storage, Arc::new(MemStorage::new()), options)
+        } else {
+            File::create_on(storage, options)
+        }
+        .unwrap();
+        let mut b = f
+            .new_dataset::<i64>()
+            .shape(shape)
+            .max_shape(max)
+            .chunk(chunk)
+            .fill_value(FILL);
+        if kind == IndexKind::SkipList {
+            b = b.index(kind);
+        }
+        let d = b.create("x").unwrap();
+        assert_eq!(d.index_kind(), Some(kind));
+        f.flush().unwrap();
+        f.start_swmr_write().unwrap();
+        let base = log.inner.to_vec();
+        log.on.store(true, Ordering::SeqCst);
+        drive(&f, &d);
+        log.on.store(false, Ordering::SeqCst);
+        let ops = log.ops.lock().clone();
+        assert!(ops.len() > 20, "{kind:?}: only {} writes", ops.len());
+        let mut state = base;
+        for (k, op) in ops.iter().enumerate() {
+            match op {
+                Op::Write(at, bytes) => {
+                    let end = *at as usize + bytes.len();
+                    if state.len() < end {
+                        state.resize(end, 0);
+                    }
+                    state[*at as usize..end].copy_from_slice(bytes);
+                }
+                Op::SetLen(n) => state.resize(*n as usize, 0),
+            }
+            let what = format!(
+                "{kind:?} (journaled {journaled}), after {} of {} writes",
+                k + 1,
+                ops.len()
+            );
+            // The fill scenario's check: every element its value or the fill value.
+            check(state.clone(), Grow::Fill, &what);
+        }
+        f.close().unwrap();
+        total += ops.len();
+    }
+    total
+}
+
+/// Write the oracle's values over `start .. start + count` of `d`.
+fn write_box(d: &h5chunk::Dataset, start: &[u64], count: &[u64]) {
+    let mut v = Vec::new();
+    let mut c = start.to_vec();
+    let n: u64 = count.iter().product();
+    for _ in 0..n {
+        v.push(oracle(&c));
+        for k in (0..c.len()).rev() {
+            c[k] += 1;
+            if c[k] < start[k] + count[k] {
+                break;
+            }
+            c[k] = start[k];
+        }
+    }
+    d.write_slice(&v, start, count, None).unwrap();
+}
+
+/// Records added, then removed (`swmr_remove_writer`): the extent grows, then shrinks and grows
+/// again, chunks dropped and cut on the way, under SWMR.
+#[test]
+fn shrinking_every_prefix_reads() {
+    for kind in [IndexKind::ExtensibleArray, IndexKind::SkipList] {
+        let drive = |f: &File, d: &h5chunk::Dataset| {
+            let mut n = 0u64;
+            for round in 0..40u64 {
+                let new = if round < 10 || round % 2 == 1 {
+                    n + 37
+                } else {
+                    n.saturating_sub(29)
+                };
+                d.resize(&[new]).unwrap();
+                if new > n {
+                    write_box(d, &[n], &[new - n]);
+                }
+                n = new;
+                f.flush().unwrap();
+            }
+        };
+        let writes = every_prefix_reads_loosely(kind, &[0], &[None], &[4], &drive);
+        eprintln!("{kind:?} shrinking: {writes} writes replayed");
+    }
+    // Two unlimited dimensions: both shrink and grow.
+    let drive = |f: &File, d: &h5chunk::Dataset| {
+        let mut dims = [0u64, 0];
+        for round in 0..40u64 {
+            let shrink = round >= 8 && round % 3 == 0;
+            let new = if shrink {
+                [dims[0].saturating_sub(5), dims[1].saturating_sub(3)]
+            } else {
+                [dims[0] + 7, dims[1] + 4]
+            };
+            d.resize(&new).unwrap();
+            // Rewrite the whole extent's new parts: the rows and columns past the old one.
+            if new[0] > dims[0] {
+                write_box(d, &[dims[0], 0], &[new[0] - dims[0], new[1]]);
+            }
+            let top = dims[0].min(new[0]);
+            if new[1] > dims[1] && top > 0 {
+                write_box(d, &[0, dims[1]], &[top, new[1] - dims[1]]);
+            }
+            dims = new;
+            f.flush().unwrap();
+        }
+    };
+    let writes =
+        every_prefix_reads_loosely(IndexKind::BTree2, &[0, 0], &[None, None], &[2, 3], &drive);
+    eprintln!("BTree2 shrinking: {writes} writes replayed");
+}
+
+/// Sparse writes (`swmr_sparse_writer`): chunks written far apart and out of order, into a
+/// growing extent and into a fixed one, holes left unwritten.
+#[test]
+fn sparse_writes_every_prefix_reads() {
+    // An extent that grows by 1,000 at each flush, five scattered chunks written into it.
+    let growing = |f: &File, d: &h5chunk::Dataset| {
+        let mut n = 0u64;
+        for round in 0..40u64 {
+            n += 1000;
+            d.resize(&[n]).unwrap();
+            for k in 0..5u64 {
+                let at = (round * 7919 + k * 104_729) % (n / 4) * 4;
+                write_box(d, &[at], &[4]);
+            }
+            f.flush().unwrap();
+        }
+    };
+    for kind in [IndexKind::ExtensibleArray, IndexKind::SkipList] {
+        let writes = every_prefix_reads_loosely(kind, &[0], &[None], &[4], &growing);
+        eprintln!("{kind:?} sparse: {writes} writes replayed");
+    }
+    let growing_2d = |f: &File, d: &h5chunk::Dataset| {
+        let mut n = 0u64;
+        for round in 0..40u64 {
+            n += 30;
+            d.resize(&[n, n]).unwrap();
+            for k in 0..5u64 {
+                let i = (round * 31 + k * 17) % (n / 2) * 2;
+                let j = (round * 13 + k * 29) % (n / 2) * 2;
+                write_box(d, &[i, j], &[2, 2]);
+            }
+            f.flush().unwrap();
+        }
+    };
+    let writes = every_prefix_reads_loosely(
+        IndexKind::BTree2,
+        &[0, 0],
+        &[None, None],
+        &[2, 2],
+        &growing_2d,
+    );
+    eprintln!("BTree2 sparse: {writes} writes replayed");
+    // A fixed extent of 4,000 rows: 200 scattered chunks.
+    let fixed = |f: &File, d: &h5chunk::Dataset| {
+        for round in 0..40u64 {
+            for k in 0..5u64 {
+                let at = (round * 5 + k) * 1_237 % 1000 * 4;
+                write_box(d, &[at, 0], &[4, 3]);
+            }
+            f.flush().unwrap();
+        }
+    };
+    let writes = every_prefix_reads_loosely(
+        IndexKind::FixedArray,
+        &[4000, 3],
+        &[Some(4000), Some(3)],
+        &[4, 3],
+        &fixed,
+    );
+    eprintln!("FixedArray sparse: {writes} writes replayed");
+}
