@@ -496,7 +496,7 @@ fn the_designs_flush_dependencies_are_made() {
         (bool, u64),
         &'a [(&'a str, &'a str)],
     );
-    let cases: [Case; 4] = [
+    let cases: [Case<'_>; 4] = [
         // 480,000 chunks: data blocks in the index block, super blocks, paged data blocks.
         (
             IndexKind::ExtensibleArray,
