@@ -1570,7 +1570,9 @@ fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
         python: PathBuf::new(),
         c_writer: PathBuf::new(),
         dir: std::env::temp_dir().join("h5chunk-swmr-bench"),
-        repeat: 2,
+        // A writer run takes 5 to 50 ms: the best of five (each side alike) steadies the
+        // ratio on a shared machine at a cost of a second or two.
+        repeat: 5,
     };
     let mut it = args.iter();
     while let Some(k) = it.next() {
