@@ -100,8 +100,9 @@ pub(crate) struct FileInner {
     journal: Option<Arc<Journaled>>,
     /// What a flush promises to survive.
     durability: Durability,
-    /// The superblock image the last flush wrote (empty before the first).
-    superblock_written: Mutex<Vec<u8>>,
+    /// The superblock the last flush wrote (`None` before the first): the same one is not
+    /// encoded or written again.
+    superblock_written: Mutex<Option<Superblock>>,
     /// A second handle on the file's lock (`flock`), to release it when SWMR writing starts;
     /// the lock itself goes with the storage's handle.
     lock: Mutex<Option<std::fs::File>>,
@@ -214,13 +215,12 @@ impl FileInner {
         sb.eof_address = eoa
             .checked_add(sb.base_address)
             .ok_or(Error::Internal("end of allocation past 2^64"))?;
-        let mut out = Vec::new();
-        sb.encode(&mut out)?;
-        let base = sb.base_address;
-        drop(sb);
-        // Unchanged since the last flush wrote it: not rewritten (nor journaled, nor synced).
+        // Unchanged since the last flush wrote it: not encoded, rewritten, journaled or synced.
         let mut written = self.superblock_written.lock();
-        if *written != out {
+        if written.as_ref() != Some(&*sb) {
+            let mut out = Vec::new();
+            sb.encode(&mut out)?;
+            let base = sb.base_address;
             // The superblock sits at the base address, which is storage address 0.
             s.pages.invalidate(Addr(0), out.len() as u64);
             match &self.journal {
@@ -230,9 +230,10 @@ impl FileInner {
                 None => s.storage.write_at(Addr(0), &out),
             }
             .map_err(|e| s.io(e))?;
-            *written = out;
+            *written = Some(sb.clone());
         }
         drop(written);
+        drop(sb);
         let len = s.storage.len().map_err(|e| s.io(e))?;
         if len != eoa {
             s.pages.clear();
@@ -272,7 +273,7 @@ impl FileInner {
             open: Mutex::new(HashMap::new()),
             journal,
             durability,
-            superblock_written: Mutex::new(Vec::new()),
+            superblock_written: Mutex::new(None),
             lock: Mutex::new(lock),
         }
     }
