@@ -238,9 +238,10 @@ mod tests {
         exercise(&MemStorage::new());
     }
 
-    #[test]
-    fn file_storage_reads_writes_and_resizes() {
-        let path = std::env::temp_dir().join(format!("h5chunk-cache-{}.bin", std::process::id()));
+    /// An empty file of this test's own, and its path (to remove).
+    fn scratch(tag: &str) -> (File, std::path::PathBuf) {
+        let name = format!("h5chunk-cache-{tag}-{}.bin", std::process::id());
+        let path = std::env::temp_dir().join(name);
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -248,21 +249,19 @@ mod tests {
             .truncate(true)
             .open(&path)
             .unwrap();
+        (file, path)
+    }
+
+    #[test]
+    fn file_storage_reads_writes_and_resizes() {
+        let (file, path) = scratch("plain");
         exercise(&FileStorage::new(file));
         std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
     fn a_sole_writers_file_storage_follows_its_length() {
-        let path =
-            std::env::temp_dir().join(format!("h5chunk-cache-sole-{}.bin", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let (file, path) = scratch("sole");
         let s = FileStorage::sole_writer(file).unwrap();
         exercise(&s);
         // Writes inside the file, an empty write past its end and a write past it: the length

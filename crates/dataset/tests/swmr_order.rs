@@ -150,6 +150,71 @@ fn every_prefix_reads(
         + every_prefix_reads_with(kind, shape, max, chunk, plan, true)
 }
 
+/// A SWMR-write file over a [`Logged`] storage, with its journal bypassed (`journaled`, as a
+/// file on disk is written) or none.
+fn logged_file(journaled: bool) -> (Arc<Logged>, File) {
+    let log = Arc::new(Logged::default());
+    let options = FileOptions {
+        swmr_write: true,
+        // A small metadata cache: blocks are evicted (written) between flushes too.
+        metadata_cache_bytes: Some(16 << 10),
+        durability: Durability::Flush,
+        ..FileOptions::default()
+    };
+    let storage = Arc::clone(&log) as Arc<dyn Storage>;
+    let f = if journaled {
+        File::create_on_journaled(storage, Arc::new(MemStorage::new()), options)
+    } else {
+        File::create_on(storage, options)
+    }
+    .unwrap();
+    (log, f)
+}
+
+/// The dataset `x` the writers write: `i64`, fill value [`FILL`], on `kind`'s index.
+fn create_x(
+    f: &File,
+    kind: IndexKind,
+    (shape, max, chunk): (&[u64], &[Option<u64>], &[u64]),
+    deflate: bool,
+) -> h5chunk::Dataset {
+    let mut b = f
+        .new_dataset::<i64>()
+        .shape(shape)
+        .max_shape(max)
+        .chunk(chunk)
+        .fill_value(FILL);
+    if kind == IndexKind::SkipList {
+        // h5chunk's own index: on request only.
+        b = b.index(kind);
+    }
+    if deflate {
+        b = b.filter(FilterSpec::Shuffle).filter(FilterSpec::Deflate(1));
+    }
+    let d = b.create("x").unwrap();
+    assert_eq!(d.index_kind(), Some(kind));
+    d
+}
+
+/// Apply `ops` one by one to `state`, calling `check` on the state after each (and before the
+/// first), with how many were applied.
+fn replay(mut state: Vec<u8>, ops: &[Op], check: impl Fn(Vec<u8>, usize)) {
+    check(state.clone(), 0);
+    for (k, op) in ops.iter().enumerate() {
+        match op {
+            Op::Write(at, bytes) => {
+                let end = *at as usize + bytes.len();
+                if state.len() < end {
+                    state.resize(end, 0);
+                }
+                state[*at as usize..end].copy_from_slice(bytes);
+            }
+            Op::SetLen(n) => state.resize(*n as usize, 0),
+        }
+        check(state.clone(), k + 1);
+    }
+}
+
 /// 48 flushes of growth under SWMR, then replay every prefix of the writes (see
 /// [`every_prefix_reads`]).
 fn every_prefix_reads_with(
@@ -166,55 +231,14 @@ fn every_prefix_reads_with(
         step,
         seed,
     } = plan;
-    let log = Arc::new(Logged::default());
-    let options = FileOptions {
-        swmr_write: true,
-        // A small metadata cache: blocks are evicted (written) between flushes too.
-        metadata_cache_bytes: Some(16 << 10),
-        durability: Durability::Flush,
-        ..FileOptions::default()
-    };
-    let storage = Arc::clone(&log) as Arc<dyn Storage>;
-    let f = if journaled {
-        File::create_on_journaled(storage, Arc::new(MemStorage::new()), options)
-    } else {
-        File::create_on(storage, options)
-    }
-    .unwrap();
-    let mut b = f
-        .new_dataset::<i64>()
-        .shape(shape)
-        .max_shape(max)
-        .chunk(chunk)
-        .fill_value(FILL);
-    if kind == IndexKind::SkipList {
-        // h5chunk's own index: on request only.
-        b = b.index(kind);
-    }
-    if deflate {
-        b = b.filter(FilterSpec::Shuffle).filter(FilterSpec::Deflate(1));
-    }
-    let d = b.create("x").unwrap();
-    assert_eq!(d.index_kind(), Some(kind));
+    let (log, f) = logged_file(journaled);
+    let d = create_x(&f, kind, (shape, max, chunk), deflate);
     let mut dims = shape.to_vec();
     let write = |dims: &[u64], start: &[u64], count: &[u64]| {
         if !matches!(grow, Grow::Fill) {
             d.resize(dims).unwrap();
         }
-        let mut v = Vec::new();
-        let mut c = start.to_vec();
-        let n: u64 = count.iter().product();
-        for _ in 0..n {
-            v.push(oracle(&c));
-            for k in (0..c.len()).rev() {
-                c[k] += 1;
-                if c[k] < start[k] + count[k] {
-                    break;
-                }
-                c[k] = start[k];
-            }
-        }
-        d.write_slice(&v, start, count, None).unwrap();
+        write_box(&d, start, count);
     };
     if seed && !matches!(grow, Grow::Fill) {
         // Something to see from the start.
@@ -258,27 +282,13 @@ fn every_prefix_reads_with(
     log.on.store(false, Ordering::SeqCst);
     let ops = log.ops.lock().clone();
     assert!(ops.len() > 20, "{kind:?}: only {} writes", ops.len());
-    let mut state = base;
-    let what = |k: usize| {
-        format!(
+    replay(base, &ops, |state, k| {
+        let what = format!(
             "{kind:?} (deflate {deflate}, journaled {journaled}), after {k} of {} writes",
             ops.len()
-        )
-    };
-    check(state.clone(), grow, &what(0));
-    for (k, op) in ops.iter().enumerate() {
-        match op {
-            Op::Write(at, bytes) => {
-                let end = *at as usize + bytes.len();
-                if state.len() < end {
-                    state.resize(end, 0);
-                }
-                state[*at as usize..end].copy_from_slice(bytes);
-            }
-            Op::SetLen(n) => state.resize(*n as usize, 0),
-        }
-        check(state.clone(), grow, &what(k + 1));
-    }
+        );
+        check(state, grow, &what);
+    });
     f.close().unwrap();
     eprintln!(
         "{kind:?} (deflate {deflate}, journaled {journaled}): {} prefixes read",
@@ -565,31 +575,8 @@ fn every_prefix_reads_loosely(
 ) -> usize {
     let mut total = 0;
     for journaled in [false, true] {
-        let log = Arc::new(Logged::default());
-        let options = FileOptions {
-            swmr_write: true,
-            metadata_cache_bytes: Some(16 << 10),
-            durability: Durability::Flush,
-            ..FileOptions::default()
-        };
-        let storage = Arc::clone(&log) as Arc<dyn Storage>;
-        let f = if journaled {
-            File::create_on_journaled(storage, Arc::new(MemStorage::new()), options)
-        } else {
-            File::create_on(storage, options)
-        }
-        .unwrap();
-        let mut b = f
-            .new_dataset::<i64>()
-            .shape(shape)
-            .max_shape(max)
-            .chunk(chunk)
-            .fill_value(FILL);
-        if kind == IndexKind::SkipList {
-            b = b.index(kind);
-        }
-        let d = b.create("x").unwrap();
-        assert_eq!(d.index_kind(), Some(kind));
+        let (log, f) = logged_file(journaled);
+        let d = create_x(&f, kind, (shape, max, chunk), false);
         f.flush().unwrap();
         f.start_swmr_write().unwrap();
         let base = log.inner.to_vec();
@@ -598,26 +585,14 @@ fn every_prefix_reads_loosely(
         log.on.store(false, Ordering::SeqCst);
         let ops = log.ops.lock().clone();
         assert!(ops.len() > 20, "{kind:?}: only {} writes", ops.len());
-        let mut state = base;
-        for (k, op) in ops.iter().enumerate() {
-            match op {
-                Op::Write(at, bytes) => {
-                    let end = *at as usize + bytes.len();
-                    if state.len() < end {
-                        state.resize(end, 0);
-                    }
-                    state[*at as usize..end].copy_from_slice(bytes);
-                }
-                Op::SetLen(n) => state.resize(*n as usize, 0),
-            }
+        // The fill scenario's check: every element its value or the fill value.
+        replay(base, &ops, |state, k| {
             let what = format!(
-                "{kind:?} (journaled {journaled}), after {} of {} writes",
-                k + 1,
+                "{kind:?} (journaled {journaled}), after {k} of {} writes",
                 ops.len()
             );
-            // The fill scenario's check: every element its value or the fill value.
-            check(state.clone(), Grow::Fill, &what);
-        }
+            check(state, Grow::Fill, &what);
+        });
         f.close().unwrap();
         total += ops.len();
     }

@@ -637,52 +637,42 @@ impl Dataset {
         } else {
             None
         };
-        let mut st = self.shared.write();
-        if !st.dtype.stored_le() {
-            return Ok(false);
-        }
-        let DatasetState {
-            path,
-            header,
-            storage,
-            ..
-        } = &mut **st;
-        let StorageState::Chunked(c) = storage else {
-            return Ok(false);
-        };
-        let Some(scaled) = whole_chunk_at(c, le, start, count) else {
-            return Ok(false);
-        };
-        // Stored as it is, written at once with no copy to batch: a chunk encoded before the
-        // state was taken, or a large unfiltered one from the caller's buffer.
-        let ready = match encoded {
-            Some((bytes, mask)) if c.pipeline.is_some() => Some((Cow::Owned(bytes), mask)),
-            _ if c.pipeline.is_none() && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES => {
-                Some((Cow::Borrowed(le), 0))
+        self.with_chunked_le(|f, path, header, c, _| {
+            let Some(scaled) = whole_chunk_at(c, le, start, count) else {
+                return Ok(false);
+            };
+            // Stored as it is, written at once with no copy to batch: a chunk encoded before the
+            // state was taken, or a large unfiltered one from the caller's buffer.
+            let ready = match encoded {
+                Some((bytes, mask)) if c.pipeline.is_some() => Some((Cow::Owned(bytes), mask)),
+                _ if c.pipeline.is_none() && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES => {
+                    Some((Cow::Borrowed(le), 0))
+                }
+                _ => None,
+            };
+            if let Some((stored, mask)) = ready
+                && !c.cache.get_mut().contains(&scaled)
+                && c.fresh.position(&scaled).is_none()
+            {
+                c.write_encoded(f, &[(&scaled, stored, mask)])?;
+                return Ok(true);
             }
-            _ => None,
-        };
-        if let Some((stored, mask)) = ready
-            && !c.cache.get_mut().contains(&scaled)
-            && c.fresh.position(&scaled).is_none()
-        {
-            c.write_encoded(f, &[(&scaled, stored, mask)])?;
-            return Ok(true);
-        }
-        if !c.write_whole(f, path, &scaled, le)? {
-            return Err(short_chunk(path, *header, &scaled));
-        }
-        Ok(true)
+            if !c.write_whole(f, path, &scaled, le)? {
+                return Err(short_chunk(path, header, &scaled));
+            }
+            Ok(true)
+        })
     }
 
-    /// The append path of several chunks (a row of chunks appended to a 2-D dataset, a block of
-    /// them): a selection on the chunk grid, inside the extent, of a type stored
-    /// little-endian. Each chunk's rows are copied straight from `le` into the chunk's buffer
-    /// (a new fresh chunk when it is not cached), with no selection built or walked. Whether
-    /// the write was of that kind (and done).
-    fn write_aligned(&self, le: &[u8], start: &[u64], count: &[u64]) -> Result<bool> {
+    /// Run `body` on the chunked storage of a dataset whose type is stored little-endian
+    /// (the append paths' case), holding the state: `body` gets the store, the path, the
+    /// object header address, the chunked storage and the element size. `Ok(false)` for any
+    /// other dataset.
+    fn with_chunked_le(
+        &self,
+        body: impl FnOnce(&Store, &str, Addr, &mut Chunked, usize) -> Result<bool>,
+    ) -> Result<bool> {
         let f = &self.file.inner.store;
-        f.check_writable()?;
         let mut st = self.shared.write();
         let elem = st.dtype.size;
         if !st.dtype.stored_le() {
@@ -697,79 +687,91 @@ impl Dataset {
         let StorageState::Chunked(c) = storage else {
             return Ok(false);
         };
-        let Some(grid) = aligned_grid(&c.shape.chunk, &c.shape.dims, start, count) else {
-            return Ok(false);
-        };
-        // On the stack (the shape's chunk is a `Vec`; `c` is borrowed again below).
-        let chunk: Grid = SmallVec::from_slice(&c.shape.chunk);
-        let (Some(total), Some(row)) = (
-            count.iter().try_fold(elem as u64, |a, &n| a.checked_mul(n)),
-            chunk
-                .last()
-                .and_then(|&n| usize::try_from(n).ok()?.checked_mul(elem)),
-        ) else {
-            return Ok(false);
-        };
-        if total != le.len() as u64 || row == 0 {
-            return Err(Error::arg(
-                "data",
-                format!("{} bytes for a selection of {total} bytes", le.len()),
-            ));
-        }
-        let rank = chunk.len();
-        // Bytes between consecutive indices of each dimension in `le` (row-major over `count`).
-        let mut pitch: SmallVec<[usize; 4]> = SmallVec::from_slice(&[0usize; 4]);
-        pitch.resize(rank, 0);
-        let mut acc = elem;
-        for (p, &k) in pitch.iter_mut().zip(count).rev() {
-            *p = acc;
-            acc = acc.saturating_mul(usize::try_from(k).unwrap_or(usize::MAX));
-        }
-        // Where each of a chunk's rows (its last dimension) starts in `le`, from where the
-        // chunk starts there: the same for every chunk of the box.
-        let outer = chunk.get(..rank.saturating_sub(1)).unwrap_or_default();
-        let nrows = outer
-            .iter()
-            .try_fold(1usize, |a, &k| a.checked_mul(usize::try_from(k).ok()?));
-        // Chunks of more rows than this (a million) take the general path.
-        let Some(nrows) = nrows.filter(|&r| r <= 1 << 20) else {
-            return Ok(false);
-        };
-        let mut offsets: SmallVec<[usize; 16]> = SmallVec::with_capacity(nrows);
-        let mut rows = zero_grid(outer.len());
-        loop {
-            offsets.push((rows.iter().zip(&pitch)).fold(0usize, |o, (&r, &p)| {
-                o.saturating_add(usize::try_from(r).unwrap_or(usize::MAX).saturating_mul(p))
-            }));
-            if !step_row_major(&mut rows, outer) {
-                break;
+        body(f, path, *header, c, elem)
+    }
+
+    /// The append path of several chunks (a row of chunks appended to a 2-D dataset, a block of
+    /// them): a selection on the chunk grid, inside the extent, of a type stored
+    /// little-endian. Each chunk's rows are copied straight from `le` into the chunk's buffer
+    /// (a new fresh chunk when it is not cached), with no selection built or walked. Whether
+    /// the write was of that kind (and done).
+    fn write_aligned(&self, le: &[u8], start: &[u64], count: &[u64]) -> Result<bool> {
+        self.file.inner.store.check_writable()?;
+        self.with_chunked_le(|f, path, header, c, elem| {
+            let Some(grid) = aligned_grid(&c.shape.chunk, &c.shape.dims, start, count) else {
+                return Ok(false);
+            };
+            // On the stack (the shape's chunk is a `Vec`; `c` is borrowed again below).
+            let chunk: Grid = SmallVec::from_slice(&c.shape.chunk);
+            let (Some(total), Some(row)) = (
+                count.iter().try_fold(elem as u64, |a, &n| a.checked_mul(n)),
+                chunk
+                    .last()
+                    .and_then(|&n| usize::try_from(n).ok()?.checked_mul(elem)),
+            ) else {
+                return Ok(false);
+            };
+            if total != le.len() as u64 || row == 0 {
+                return Err(Error::arg(
+                    "data",
+                    format!("{} bytes for a selection of {total} bytes", le.len()),
+                ));
             }
-        }
-        // The chunks of the box `first .. first + n`, in row-major order; `at` counts from 0.
-        let (first, n) = grid;
-        let mut at = zero_grid(rank);
-        let mut scaled: Grid = SmallVec::from_slice(&first);
-        loop {
-            let base = (at.iter().zip(&chunk).zip(&pitch)).fold(0usize, |o, ((&a, &k), &p)| {
-                let i = usize::try_from(a.saturating_mul(k)).unwrap_or(usize::MAX);
-                o.saturating_add(i.saturating_mul(p))
-            });
-            let buf = c.write_target(f, path, &scaled, true)?;
-            let whole = buf.len() == offsets.len().saturating_mul(row);
-            for (&off, to) in offsets.iter().zip(buf.chunks_exact_mut(row)) {
-                let src = base.saturating_add(off);
-                match le.get(src..src.saturating_add(row)) {
-                    Some(from) if whole => to.copy_from_slice(from),
-                    _ => return Err(short_chunk(path, *header, &scaled)),
+            let rank = chunk.len();
+            // Bytes between consecutive indices of each dimension in `le` (row-major over `count`).
+            let mut pitch: SmallVec<[usize; 4]> = SmallVec::from_slice(&[0usize; 4]);
+            pitch.resize(rank, 0);
+            let mut acc = elem;
+            for (p, &k) in pitch.iter_mut().zip(count).rev() {
+                *p = acc;
+                acc = acc.saturating_mul(usize::try_from(k).unwrap_or(usize::MAX));
+            }
+            // Where each of a chunk's rows (its last dimension) starts in `le`, from where the
+            // chunk starts there: the same for every chunk of the box.
+            let outer = chunk.get(..rank.saturating_sub(1)).unwrap_or_default();
+            let nrows = outer
+                .iter()
+                .try_fold(1usize, |a, &k| a.checked_mul(usize::try_from(k).ok()?));
+            // Chunks of more rows than this (a million) take the general path.
+            let Some(nrows) = nrows.filter(|&r| r <= 1 << 20) else {
+                return Ok(false);
+            };
+            let mut offsets: SmallVec<[usize; 16]> = SmallVec::with_capacity(nrows);
+            let mut rows = zero_grid(outer.len());
+            loop {
+                offsets.push((rows.iter().zip(&pitch)).fold(0usize, |o, (&r, &p)| {
+                    o.saturating_add(usize::try_from(r).unwrap_or(usize::MAX).saturating_mul(p))
+                }));
+                if !step_row_major(&mut rows, outer) {
+                    break;
                 }
             }
-            if !step_row_major(&mut at, &n) {
-                return Ok(true);
+            // The chunks of the box `first .. first + n`, in row-major order; `at` counts from 0.
+            let (first, n) = grid;
+            let mut at = zero_grid(rank);
+            let mut scaled: Grid = SmallVec::from_slice(&first);
+            loop {
+                let base = (at.iter().zip(&chunk).zip(&pitch)).fold(0usize, |o, ((&a, &k), &p)| {
+                    let i = usize::try_from(a.saturating_mul(k)).unwrap_or(usize::MAX);
+                    o.saturating_add(i.saturating_mul(p))
+                });
+                let buf = c.write_target(f, path, &scaled, true)?;
+                let whole = buf.len() == offsets.len().saturating_mul(row);
+                for (&off, to) in offsets.iter().zip(buf.chunks_exact_mut(row)) {
+                    let src = base.saturating_add(off);
+                    match le.get(src..src.saturating_add(row)) {
+                        Some(from) if whole => to.copy_from_slice(from),
+                        _ => return Err(short_chunk(path, header, &scaled)),
+                    }
+                }
+                if !step_row_major(&mut at, &n) {
+                    return Ok(true);
+                }
+                for ((s, &f0), &a) in scaled.iter_mut().zip(&first).zip(&at) {
+                    *s = f0.saturating_add(a);
+                }
             }
-            for ((s, &f0), &a) in scaled.iter_mut().zip(&first).zip(&at) {
-                *s = f0.saturating_add(a);
-            }
-        }
+        })
     }
 
     /// A whole filtered chunk is encoded before the state is taken for the write, so that
