@@ -14,6 +14,13 @@
 //! sees written never pass the rows the writer announced it would write before its next
 //! announcement.
 //!
+//! libhdf5's own shrink and sparse scenarios (`test/swmr_remove_*`, `test/swmr_sparse_*`) are
+//! re-expressed for h5chunk readers: `shrink` appends rows and every fourth step removes two
+//! (chunks dropped and cut under the readers), `sparse` grows the extent by four chunks a
+//! step and writes one whole chunk at a scattered place. Their readers check a window of the
+//! extent that moves with each refresh, every element its value or the fill value, the extent
+//! free to shrink.
+//!
 //! The writer records its metadata writes and checks their order against the flush
 //! dependencies after every flush (`h5chunk_cache::check_write_order`).
 //!
@@ -41,6 +48,20 @@ enum Grow {
     Alternate,
     /// A fixed extent, filled row by row.
     Fill,
+    /// Rows appended along dimension 0, and every fourth step two rows removed instead
+    /// (libhdf5's `swmr_remove_*`): chunks dropped and cut under the readers.
+    Shrink,
+    /// The extent grows by four chunks a step while one whole chunk is written at a scattered
+    /// place in it (libhdf5's `swmr_sparse_*`): most chunks stay holes.
+    Sparse,
+}
+
+impl Grow {
+    /// Scenarios whose readers check each element for its value or the fill value over a
+    /// window of the extent, and whose extent may shrink (no monotonic checks).
+    fn loose(self) -> bool {
+        matches!(self, Grow::Shrink | Grow::Sparse)
+    }
 }
 
 /// One dataset shape and growth pattern.
@@ -64,6 +85,8 @@ const SCENARIOS: &[&str] = &[
     "btree2-3d",
     "farray",
     "skiplist",
+    "shrink",
+    "sparse",
 ];
 
 /// The value at `coords`.
@@ -134,6 +157,22 @@ fn scenario(name: &str, n: u64, chunk_elems: u64) -> Result<Scenario, String> {
             index: IndexKind::BTree2,
         },
         // h5chunk's own index (h5py cannot read it): h5chunk readers only.
+        "shrink" => Scenario {
+            name: "shrink",
+            initial: vec![0],
+            max: vec![None],
+            chunk: vec![e],
+            grow: Grow::Shrink,
+            index: IndexKind::ExtensibleArray,
+        },
+        "sparse" => Scenario {
+            name: "sparse",
+            initial: vec![0],
+            max: vec![None],
+            chunk: vec![e],
+            grow: Grow::Sparse,
+            index: IndexKind::ExtensibleArray,
+        },
         "skiplist" => Scenario {
             name: "skiplist",
             initial: vec![0],
@@ -324,7 +363,41 @@ fn read_main(args: &[String]) -> Result<(), String> {
         let announced = std::fs::read_to_string(&bound)
             .ok()
             .and_then(|s| parse_dims(&s));
-        if sc.grow == Grow::Fill {
+        if sc.grow.loose() {
+            // A window at a place that moves with each refresh: every element its value or
+            // the fill value (a shrink may have dropped what an older view still shows; a
+            // sparse writer leaves holes).
+            let len = shape.first().copied().unwrap_or(0);
+            let window = 4096.min(len);
+            if window > 0 {
+                let at = rep.refreshes.wrapping_mul(2_654_435_761) % (len - window + 1);
+                match d.read_slice::<i64>(&[at], &[window], None) {
+                    Ok(v) => {
+                        rep.checked += v.len() as u64;
+                        for (i, &x) in (at..).zip(&v) {
+                            let want = oracle(&[i]);
+                            if x != FILL && x != want {
+                                if is_torn(x, FILL, want) {
+                                    rep.torn += 1;
+                                } else {
+                                    rep.wrong += 1;
+                                }
+                                if rep.wrong + rep.torn < 5 {
+                                    eprintln!("h5chunk reader: [{i}] holds {x}");
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        rep.errors += 1;
+                        eprintln!("h5chunk reader: read: {e}");
+                    }
+                }
+            }
+            if final_dims.as_deref() == Some(&shape[..]) {
+                break;
+            }
+        } else if sc.grow == Grow::Fill {
             if shape != sc.initial {
                 rep.wrong += 1;
                 eprintln!(
@@ -947,6 +1020,28 @@ fn write_main(args: &[String]) -> Result<(), String> {
                     .map_err(|e| format!("write: {e}"))?;
                 rep.elements += count.iter().product::<u64>();
             }
+            Grow::Shrink => {
+                if calls % 4 == 3 && dims[0] >= 3 * w.rows {
+                    dims[0] -= 2 * w.rows;
+                    d.resize(&dims).map_err(|e| format!("shrink: {e}"))?;
+                } else {
+                    let r = dims[0];
+                    row.extend((r..r + w.rows).map(|i| oracle(&[i])));
+                    d.append(&row).map_err(|e| format!("append: {e}"))?;
+                    dims[0] += w.rows;
+                    rep.elements += w.rows;
+                }
+            }
+            Grow::Sparse => {
+                let c = sc.chunk[0];
+                dims[0] += 4 * c;
+                d.resize(&dims).map_err(|e| format!("resize: {e}"))?;
+                let at = calls.wrapping_mul(7919) % (dims[0] / c) * c;
+                row.extend((at..at + c).map(|i| oracle(&[i])));
+                d.write_slice(&row, &[at], &[c], None)
+                    .map_err(|e| format!("write: {e}"))?;
+                rep.elements += c;
+            }
             Grow::Fill => {
                 if filled >= dims[0] {
                     break;
@@ -989,6 +1084,12 @@ fn write_main(args: &[String]) -> Result<(), String> {
         rep.elements, rep.flushes, rep.seconds
     );
     Ok(())
+}
+
+/// Whether only h5chunk readers follow `sc`: h5py cannot read the skip list, and the shrink
+/// and sparse scenarios (libhdf5's own) are re-expressed for h5chunk readers.
+fn h5chunk_readers_only(sc: &Scenario) -> bool {
+    sc.index == IndexKind::SkipList || sc.grow.loose()
 }
 
 /// The files of one run: the HDF5 file, the final extent the writer writes when done, and
@@ -1034,8 +1135,9 @@ fn spawn_readers(
             .args(["--bound", &bound.to_string_lossy()]);
         readers.push(("h5chunk", spawn_reader(cmd)?));
     }
-    // h5py cannot read h5chunk's skip list.
-    if o.h5py_readers > 0 && sc.index != IndexKind::SkipList {
+    // h5py cannot read h5chunk's skip list; libhdf5's own shrink and sparse scenarios are
+    // followed by h5chunk readers.
+    if o.h5py_readers > 0 && !h5chunk_readers_only(sc) {
         let python = o
             .python
             .as_ref()
@@ -1256,7 +1358,7 @@ fn after_kill(o: &Options, sc: &Scenario, paths: &Paths, last: &[u64]) -> Result
     }
     f.close().map_err(|e| format!("close: {e}"))?;
     if let Some(python) = &o.python
-        && sc.index != IndexKind::SkipList
+        && !h5chunk_readers_only(sc)
     {
         // h5py (libhdf5) reads the same file and checks it the same way.
         let mut cmd = Command::new(python);
@@ -1819,6 +1921,10 @@ fn soak_main(args: &[String]) -> Result<bool, String> {
             // h5chunk's own index: libhdf5 writes no skip list.
             continue;
         }
+        if matches!(name.as_str(), "shrink" | "sparse") && (o.writer != "h5chunk" || o.kill) {
+            // h5chunk's writer only; a killed writer's check assumes an extent that only grows.
+            continue;
+        }
         for &chunk in &o.chunks {
             for &deflate in &o.deflate {
                 let sc = scenario(name, o.appends, chunk)?;
@@ -1862,7 +1968,7 @@ fn soak_main(args: &[String]) -> Result<bool, String> {
                 for f in &rep.failures {
                     println!("  FAILED: {f}");
                 }
-                let expected_readers = if sc.index == IndexKind::SkipList {
+                let expected_readers = if h5chunk_readers_only(&sc) {
                     o.readers
                 } else {
                     o.readers + o.h5py_readers
