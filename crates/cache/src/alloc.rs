@@ -16,6 +16,11 @@
 //!   to read up to the old EOA.
 //! - Alignment fragments (the gap an aligned allocation skips) were never handed out, so no
 //!   reader can reach them: they are free at once, even under SWMR.
+//! - Under SWMR the EOA grows in steps of [`SWMR_EOA_STEP`]: an allocation past it moves it to
+//!   the next multiple of the step, and the rest of the step is free space (never handed out,
+//!   like an alignment gap) that the next allocations take first. The superblock, whose EOF a
+//!   SWMR writer rewrites whenever the EOA moves, then changes once a step rather than at
+//!   every flush. [`Allocator::release_tail`] gives the unused rest back at close.
 //!
 //! Free space is not persisted (libhdf5's default strategy): holes left at close are forgotten,
 //! which every HDF5 tool accepts.
@@ -25,6 +30,9 @@ use std::collections::BTreeMap;
 use h5chunk_format::Addr;
 
 use crate::error::{Error, Result};
+
+/// The step the EOA grows by under SWMR (see the module docs).
+pub const SWMR_EOA_STEP: u64 = 1 << 20;
 
 /// A first-fit allocator over the EOA, with optional alignment and SWMR-deferred reuse.
 #[derive(Debug)]
@@ -42,6 +50,9 @@ pub struct Allocator {
     free: BTreeMap<u64, u64>,
     /// Start → length of blocks freed under SWMR, not reusable until SWMR ends.
     deferred: BTreeMap<u64, u64>,
+    /// The end of the highest block handed out (at most the EOA): nothing at or past it was
+    /// ever given to anyone, so nothing written before points there.
+    high: u64,
 }
 
 /// A copy has its own shared EOA: it allocates on its own.
@@ -55,6 +66,7 @@ impl Clone for Allocator {
             swmr: self.swmr,
             free: self.free.clone(),
             deferred: self.deferred.clone(),
+            high: self.high,
         }
     }
 }
@@ -71,7 +83,14 @@ impl Allocator {
             swmr: false,
             free: BTreeMap::new(),
             deferred: BTreeMap::new(),
+            high: eoa.get(),
         }
+    }
+
+    /// The end of the highest block ever handed out (or the EOA it started from): no block
+    /// handed out so far reaches past it.
+    pub fn high_water(&self) -> Addr {
+        Addr(self.high)
     }
 
     /// The end-of-allocation address: what the superblock's EOF field must hold.
@@ -86,6 +105,7 @@ impl Allocator {
 
     fn store_eoa(&mut self, eoa: u64) {
         self.eoa = eoa;
+        self.high = self.high.min(eoa);
         self.shared_eoa
             .store(eoa, std::sync::atomic::Ordering::Release);
     }
@@ -94,6 +114,7 @@ impl Allocator {
     /// (it is not persisted in the file).
     pub fn set_eoa(&mut self, eoa: Addr) {
         self.store_eoa(eoa.get());
+        self.high = eoa.get();
         self.free.clear();
         self.deferred.clear();
     }
@@ -152,6 +173,7 @@ impl Allocator {
             if tail > 0 {
                 self.free.insert(end, tail);
             }
+            self.high = self.high.max(end);
             return Ok(Addr(at));
         }
         let overflow = Error::AddressOverflow {
@@ -164,13 +186,25 @@ impl Allocator {
             len,
         })?;
         let gap_start = self.eoa;
-        self.store_eoa(end);
+        // Under SWMR the EOA moves a step at a time; the rest of the step is free.
+        let eoa = if self.swmr {
+            align_up(end, SWMR_EOA_STEP).unwrap_or(end)
+        } else {
+            end
+        };
+        self.store_eoa(eoa);
+        self.high = self.high.max(end);
         // `align_up` never rounds down, so `at >= gap_start`. The alignment gap was never handed
-        // out, so it is reusable even under SWMR.
+        // out, so it is reusable even under SWMR; so is the rest of a step.
         if let Some(gap) = at.checked_sub(gap_start)
             && gap > 0
         {
             self.insert_free(gap_start, gap);
+        }
+        if let Some(rest) = eoa.checked_sub(end)
+            && rest > 0
+        {
+            self.insert_free(end, rest);
         }
         Ok(Addr(at))
     }
@@ -246,6 +280,13 @@ impl Allocator {
         if self.swmr {
             return;
         }
+        self.release_tail();
+    }
+
+    /// Give the free space that ends at the EOA back, even under SWMR (a closing writer's
+    /// unused rest of a step): free blocks were never handed out while SWMR lasts (blocks freed
+    /// under it are deferred, not free), so no reader can be about to read there.
+    pub fn release_tail(&mut self) {
         while let Some((&start, &len)) = self.free.iter().next_back() {
             if start.checked_add(len) != Some(self.eoa) {
                 break;
@@ -370,6 +411,39 @@ mod tests {
         assert_eq!(a.deferred_space(), 0);
         assert_eq!(a.free_blocks(), vec![(Addr(0), 64)]);
         assert_eq!(a.allocate(64).unwrap(), Addr(0));
+    }
+
+    #[test]
+    fn swmr_moves_the_eoa_in_steps_and_close_gives_the_rest_back() {
+        let mut a = Allocator::new(Addr(100));
+        a.set_swmr_write(true);
+        assert_eq!(a.allocate(50).unwrap(), Addr(100));
+        // The EOA jumps to the step; the rest of it is free, and handed out next.
+        assert_eq!(a.eoa(), Addr(SWMR_EOA_STEP));
+        assert_eq!(a.high_water(), Addr(150));
+        assert_eq!(a.free_blocks(), vec![(Addr(150), SWMR_EOA_STEP - 150)]);
+        assert_eq!(a.allocate(10).unwrap(), Addr(150));
+        assert_eq!(a.eoa(), Addr(SWMR_EOA_STEP));
+        // A request larger than the rest starts at the EOA and takes the next step.
+        assert_eq!(a.allocate(SWMR_EOA_STEP).unwrap(), Addr(SWMR_EOA_STEP));
+        assert_eq!(a.eoa(), Addr(2 * SWMR_EOA_STEP));
+        assert_eq!(a.high_water(), Addr(2 * SWMR_EOA_STEP));
+        let x = a.allocate(20).unwrap();
+        assert_eq!(x, Addr(160), "first fit: the rest of the first step");
+        assert_eq!(a.eoa(), Addr(2 * SWMR_EOA_STEP));
+        // Freed under SWMR: deferred, the rest of the step stays free.
+        a.free(x, 20).unwrap();
+        assert_eq!(a.deferred_space(), 20);
+        // Closing: nothing free ends at the EOA here (the second step is full).
+        a.release_tail();
+        assert_eq!(a.eoa(), Addr(2 * SWMR_EOA_STEP));
+        // The next step, all but 8 bytes of it: those 8 are the rest, at the EOA.
+        let y = a.allocate(SWMR_EOA_STEP - 8).unwrap();
+        assert_eq!(y, Addr(2 * SWMR_EOA_STEP));
+        assert_eq!(a.eoa(), Addr(3 * SWMR_EOA_STEP));
+        a.release_tail();
+        assert_eq!(a.eoa(), Addr(3 * SWMR_EOA_STEP - 8));
+        assert_eq!(a.high_water(), a.eoa());
     }
 
     #[test]

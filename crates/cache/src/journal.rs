@@ -398,10 +398,18 @@ impl Journaled {
     /// the order they were made. Every write over the existing file thus still follows
     /// everything written before it, the only order a SWMR reader or a crash can observe.
     pub fn begin(&self) {
+        // Unknown length: nothing counts as new space, every write keeps its place.
+        self.begin_with_frontier(self.inner.len().unwrap_or(u64::MAX));
+    }
+
+    /// [`begin`](Self::begin), with the caller saying where new space starts: `frontier` (in
+    /// this storage's addresses) must lie past everything written before the flush that anyone
+    /// could reach (the end of the highest block ever allocated, say, when the file is longer
+    /// than what is allocated). Bypassed, writes at or past it are held and joined.
+    pub fn begin_with_frontier(&self, frontier: u64) {
         let mut st = self.state.lock();
         if self.is_bypassed() {
-            // Unknown length: nothing counts as new space, every write keeps its place.
-            st.frontier = self.inner.len().unwrap_or(u64::MAX);
+            st.frontier = frontier;
         }
         st.batching = true;
     }

@@ -149,7 +149,11 @@ impl FileInner {
         let Some(journal) = &self.journal else {
             return self.write_all();
         };
-        journal.begin();
+        // New space starts past the highest block ever allocated (under SWMR the file runs
+        // ahead of it, to the end of the allocator's step), in storage addresses.
+        let high = s.cache.allocator().high_water().get();
+        let base = self.superblock.lock().base_address;
+        journal.begin_with_frontier(high.saturating_add(base));
         match self.write_all() {
             Ok(()) => journal.commit().map_err(|e| s.io(e)),
             Err(e) => {
@@ -307,6 +311,9 @@ impl FileInner {
         }
         self.flush()?;
         if self.store.writable {
+            // A SWMR writer's unused rest of its last allocation step goes back: the file
+            // ends where its last block does, as libhdf5 leaves it.
+            self.store.cache.allocator().release_tail();
             self.superblock.lock().consistency_flags = ConsistencyFlags::empty();
             self.flush()?;
         }
