@@ -492,6 +492,37 @@ impl Chunked {
         Ok(&mut entry.data)
     }
 
+    /// Write the whole chunk at `scaled` from its rows, `rows(i)` the `i`-th of `n` (each
+    /// `len` bytes, in the file's order): appended straight to a new fresh chunk when the
+    /// chunk is neither cached nor fresh, else copied into its buffer. `false` if the rows do
+    /// not make the chunk (a row missing or the wrong length).
+    pub(crate) fn write_whole_rows<'d>(
+        &mut self,
+        f: &Store,
+        path: &str,
+        scaled: &[u64],
+        (n, len): (usize, usize),
+        rows: impl Fn(usize) -> Option<&'d [u8]>,
+    ) -> Result<bool> {
+        if n.checked_mul(len) != usize::try_from(self.shape.chunk_bytes).ok() {
+            return Ok(false);
+        }
+        if !self.cache.get_mut().contains(scaled) && self.fresh.position(scaled).is_none() {
+            self.make_fresh_room(f, path)?;
+            if let Some(pushed) = self.fresh.push_rows(scaled, (0..n).map(&rows)) {
+                return Ok(pushed);
+            }
+        }
+        let buf = self.write_target(f, path, scaled, true)?;
+        for (i, to) in buf.chunks_exact_mut(len.max(1)).enumerate() {
+            match rows(i) {
+                Some(from) if from.len() == to.len() => to.copy_from_slice(from),
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Write the whole chunk at `scaled` from `data` (its bytes in the file's order): into the
     /// cached or fresh copy, or as a new fresh chunk, copied once.
     pub(crate) fn write_whole(

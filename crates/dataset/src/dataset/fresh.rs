@@ -212,6 +212,43 @@ impl Fresh {
         true
     }
 
+    /// Add the chunk at `scaled` (not held) from its rows, appended one after the other with
+    /// no zeroing first: `Some(true)` when they made exactly one chunk, `Some(false)` when a
+    /// row was missing or they made another length (nothing is added), `None` for a wrong rank.
+    pub fn push_rows<'d>(
+        &mut self,
+        scaled: &[u64],
+        rows: impl Iterator<Item = Option<&'d [u8]>>,
+    ) -> Option<bool> {
+        if scaled.len() != self.rank {
+            return None;
+        }
+        let at = self.bytes.len();
+        for row in rows {
+            match row {
+                Some(r) => self.bytes.extend_from_slice(r),
+                None => {
+                    self.bytes.truncate(at);
+                    return Some(false);
+                }
+            }
+        }
+        if self.bytes.len().checked_sub(at) != Some(self.chunk_bytes) {
+            self.bytes.truncate(at);
+            return Some(false);
+        }
+        let i = at.checked_div(self.chunk_bytes).unwrap_or(0);
+        self.note_order(scaled);
+        self.coords.extend_from_slice(scaled);
+        for (h, &s) in self.hi.iter_mut().zip(scaled) {
+            *h = (*h).max(s.saturating_add(1));
+        }
+        if let Some(map) = &mut self.map {
+            map.insert(Coords::from_slice(scaled), i);
+        }
+        Some(true)
+    }
+
     /// The chunks' bytes, back to back.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
@@ -279,6 +316,31 @@ mod tests {
         f.clear();
         assert!(f.is_empty());
         assert_eq!(f.position(&[0, 0]), None);
+    }
+
+    #[test]
+    fn a_chunk_pushed_from_its_rows() {
+        let mut f = Fresh::new(2, 4);
+        let rows: [&[u8]; 2] = [&[1, 2], &[3, 4]];
+        assert_eq!(
+            f.push_rows(&[0, 0], rows.iter().map(|r| Some(*r))),
+            Some(true)
+        );
+        assert_eq!(f.position(&[0, 0]), Some(0));
+        assert_eq!(f.chunk(0), Some(&[1u8, 2, 3, 4][..]));
+        // A missing row, or rows that make another length: nothing is added.
+        assert_eq!(
+            f.push_rows(&[0, 1], [Some(&[5u8, 6][..]), None].into_iter()),
+            Some(false)
+        );
+        assert_eq!(
+            f.push_rows(&[0, 1], [Some(&[5u8, 6, 7][..])].into_iter()),
+            Some(false)
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(f.bytes(), &[1, 2, 3, 4]);
+        assert_eq!(f.position(&[0, 1]), None);
+        assert_eq!(f.push_rows(&[1], std::iter::empty()), None, "wrong rank");
     }
 
     #[test]

@@ -698,16 +698,31 @@ impl Dataset {
     fn write_aligned(&self, le: &[u8], start: &[u64], count: &[u64]) -> Result<bool> {
         self.file.inner.store.check_writable()?;
         self.with_chunked_le(|f, path, header, c, elem| {
-            let Some(grid) = aligned_grid(&c.shape.chunk, &c.shape.dims, start, count) else {
+            // Fixed arrays for up to four dimensions (the common ranks; others take the
+            // general path): this runs once an append.
+            let mut bufs = [[0u64; MAX_FAST_RANK]; 4];
+            let [first_b, n_b, at_b, scaled_b] = &mut bufs;
+            let rank = c.shape.chunk.len();
+            let (Some(first), Some(n), Some(at), Some(scaled)) = (
+                first_b.get_mut(..rank),
+                n_b.get_mut(..rank),
+                at_b.get_mut(..rank),
+                scaled_b.get_mut(..rank),
+            ) else {
                 return Ok(false);
             };
-            // On the stack (the shape's chunk is a `Vec`; `c` is borrowed again below).
-            let chunk: Grid = SmallVec::from_slice(&c.shape.chunk);
+            if !aligned_grid(&c.shape.chunk, &c.shape.dims, (start, count), first, n) {
+                return Ok(false);
+            }
+            scaled.copy_from_slice(first);
+            let mut chunk_b = [0u64; MAX_FAST_RANK];
+            let chunk = chunk_b.get_mut(..rank).unwrap_or_default();
+            chunk.copy_from_slice(&c.shape.chunk);
             let (Some(total), Some(row)) = (
-                count.iter().try_fold(elem as u64, |a, &n| a.checked_mul(n)),
+                count.iter().try_fold(elem as u64, |a, &k| a.checked_mul(k)),
                 chunk
                     .last()
-                    .and_then(|&n| usize::try_from(n).ok()?.checked_mul(elem)),
+                    .and_then(|&k| usize::try_from(k).ok()?.checked_mul(elem)),
             ) else {
                 return Ok(false);
             };
@@ -717,10 +732,8 @@ impl Dataset {
                     format!("{} bytes for a selection of {total} bytes", le.len()),
                 ));
             }
-            let rank = chunk.len();
             // Bytes between consecutive indices of each dimension in `le` (row-major over `count`).
-            let mut pitch: SmallVec<[usize; 4]> = SmallVec::from_slice(&[0usize; 4]);
-            pitch.resize(rank, 0);
+            let mut pitch = [0usize; MAX_FAST_RANK];
             let mut acc = elem;
             for (p, &k) in pitch.iter_mut().zip(count).rev() {
                 *p = acc;
@@ -737,37 +750,35 @@ impl Dataset {
                 return Ok(false);
             };
             let mut offsets: SmallVec<[usize; 16]> = SmallVec::with_capacity(nrows);
-            let mut rows = zero_grid(outer.len());
+            let mut rows_b = [0u64; MAX_FAST_RANK];
+            let rows = rows_b.get_mut(..outer.len()).unwrap_or_default();
             loop {
                 offsets.push((rows.iter().zip(&pitch)).fold(0usize, |o, (&r, &p)| {
                     o.saturating_add(usize::try_from(r).unwrap_or(usize::MAX).saturating_mul(p))
                 }));
-                if !step_row_major(&mut rows, outer) {
+                if !step_row_major(rows, outer) {
                     break;
                 }
             }
+            let offsets: &[usize] = &offsets;
             // The chunks of the box `first .. first + n`, in row-major order; `at` counts from 0.
-            let (first, n) = grid;
-            let mut at = zero_grid(rank);
-            let mut scaled: Grid = SmallVec::from_slice(&first);
             loop {
-                let base = (at.iter().zip(&chunk).zip(&pitch)).fold(0usize, |o, ((&a, &k), &p)| {
-                    let i = usize::try_from(a.saturating_mul(k)).unwrap_or(usize::MAX);
-                    o.saturating_add(i.saturating_mul(p))
-                });
-                let buf = c.write_target(f, path, &scaled, true)?;
-                let whole = buf.len() == offsets.len().saturating_mul(row);
-                for (&off, to) in offsets.iter().zip(buf.chunks_exact_mut(row)) {
-                    let src = base.saturating_add(off);
-                    match le.get(src..src.saturating_add(row)) {
-                        Some(from) if whole => to.copy_from_slice(from),
-                        _ => return Err(short_chunk(path, header, &scaled)),
-                    }
+                let base =
+                    (at.iter().zip(&*chunk).zip(&pitch)).fold(0usize, |o, ((&a, &k), &p)| {
+                        let i = usize::try_from(a.saturating_mul(k)).unwrap_or(usize::MAX);
+                        o.saturating_add(i.saturating_mul(p))
+                    });
+                let rows = |i: usize| {
+                    let src = base.saturating_add(*offsets.get(i)?);
+                    le.get(src..src.checked_add(row)?)
+                };
+                if !c.write_whole_rows(f, path, scaled, (offsets.len(), row), rows)? {
+                    return Err(short_chunk(path, header, scaled));
                 }
-                if !step_row_major(&mut at, &n) {
+                if !step_row_major(at, n) {
                     return Ok(true);
                 }
-                for ((s, &f0), &a) in scaled.iter_mut().zip(&first).zip(&at) {
+                for ((s, &f0), &a) in scaled.iter_mut().zip(&*first).zip(&*at) {
                     *s = f0.saturating_add(a);
                 }
             }
@@ -1284,35 +1295,38 @@ fn step_row_major(idx: &mut [u64], bound: &[u64]) -> bool {
     false
 }
 
-/// Scaled coordinates (or counts of chunks), one per dimension.
-type Grid = SmallVec<[u64; 4]>;
+/// The most dimensions the box-of-chunks append path handles (on the stack).
+const MAX_FAST_RANK: usize = 4;
 
-/// `rank` zeros, inline up to rank 4 (cheaper than `smallvec![0; rank]`'s general path).
-fn zero_grid(rank: usize) -> Grid {
-    let mut g = Grid::from_buf([0; 4]);
-    g.resize(rank, 0);
-    g
-}
-
-/// The box of chunks a selection covers exactly (its first chunk's scaled coordinates and the
-/// number of chunks along each dimension), when it lies on the chunk grid, whole chunks only,
-/// inside the extent; `None` otherwise.
-fn aligned_grid(chunk: &[u64], dims: &[u64], start: &[u64], count: &[u64]) -> Option<(Grid, Grid)> {
-    if start.len() != chunk.len() || count.len() != chunk.len() || dims.len() != chunk.len() {
-        return None;
+/// Whether a selection covers a box of whole chunks exactly, on the chunk grid and inside the
+/// extent; if so `first` gets its first chunk's scaled coordinates and `n` the number of
+/// chunks along each dimension (all slices one per dimension).
+fn aligned_grid(
+    chunk: &[u64],
+    dims: &[u64],
+    (start, count): (&[u64], &[u64]),
+    first: &mut [u64],
+    n: &mut [u64],
+) -> bool {
+    let rank = chunk.len();
+    if [start.len(), count.len(), dims.len(), first.len(), n.len()]
+        .iter()
+        .any(|&l| l != rank)
+    {
+        return false;
     }
-    let mut first = Grid::new();
-    let mut n = Grid::new();
-    for (((&s, &k), &c), &d) in start.iter().zip(count).zip(chunk).zip(dims) {
-        match (s.checked_rem(c), k.checked_rem(c), s.checked_add(k)) {
-            (Some(0), Some(0), Some(end)) if k > 0 && end <= d => {
-                first.push(s.checked_div(c)?);
-                n.push(k.checked_div(c)?);
+    let dims_iter = start.iter().zip(count).zip(chunk).zip(dims);
+    for ((((&s, &k), &c), &d), (f, m)) in dims_iter.zip(first.iter_mut().zip(n.iter_mut())) {
+        let (q, r) = (s.checked_div(c), k.checked_div(c));
+        match (s.checked_rem(c), k.checked_rem(c), s.checked_add(k), q, r) {
+            (Some(0), Some(0), Some(end), Some(q), Some(r)) if k > 0 && end <= d => {
+                *f = q;
+                *m = r;
             }
-            _ => return None,
+            _ => return false,
         }
     }
-    Some((first, n))
+    true
 }
 
 /// The scaled coordinates of the chunk whose first element is at `offset`.
