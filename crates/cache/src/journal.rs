@@ -304,8 +304,9 @@ struct State {
     /// Whether anything was written or cut since the last commit (a commit with nothing to
     /// make durable costs no `fsync`).
     changed: bool,
-    /// Bypassed, inside a flush: the file's length when the flush began. Nothing at or past
-    /// it is reachable from anything written before the flush.
+    /// Bypassed, inside a flush: where new space starts (the file's length when the flush
+    /// began, or what the caller said: see `begin_with_frontier`). Nothing at or past it is
+    /// reachable from anything written before the flush.
     frontier: u64,
     /// Bypassed, inside a flush: writes at or past `frontier` (start -> bytes, disjoint, runs
     /// that meet joined), written before every queued write and in address order.
@@ -393,8 +394,8 @@ impl Journaled {
     ///
     /// Bypassed (no journal), a flush is still held back, for fewer and larger writes with
     /// the same guarantee: writes past the file's length at the start (new space, which
-    /// nothing the readers or a crash can reach points into yet) are joined in address
-    /// order, and the commit writes them first, then the writes over the existing file in
+    /// nothing the readers or a crash can reach points into yet; see
+    /// [`begin_with_frontier`](Self::begin_with_frontier)) are joined in address order, and the commit writes them first, then the writes over the existing file in
     /// the order they were made. Every write over the existing file thus still follows
     /// everything written before it, the only order a SWMR reader or a crash can observe.
     pub fn begin(&self) {
