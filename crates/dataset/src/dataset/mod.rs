@@ -913,10 +913,25 @@ impl Dataset {
         if let Some(old) = old {
             // Write what is cached so the index knows every chunk, then prune.
             c.flush_cache(f, path)?;
-            let mut chunks = Vec::new();
-            c.index
-                .for_each(f, &mut |s, r| chunks.push((s.to_vec(), r)))?;
             let chunk = c.shape.chunk.clone();
+            let chunks = match pruned_region(&chunk, &old, dims) {
+                // A small region past the new extent: its chunks are looked up one by one
+                // (a shrink by a few rows costs a few lookups, not a walk of the index).
+                Some(region) => {
+                    let mut found = Vec::new();
+                    for scaled in region {
+                        if let Some(rec) = c.index.get(f, &scaled)? {
+                            found.push((scaled, rec));
+                        }
+                    }
+                    found
+                }
+                None => {
+                    let mut all = Vec::new();
+                    c.index.for_each(f, &mut |s, r| all.push((s.to_vec(), r)))?;
+                    all
+                }
+            };
             for (scaled, rec) in chunks {
                 let outside = scaled
                     .iter()
@@ -1282,6 +1297,74 @@ fn whole_chunk_at(
     Some(scaled)
 }
 
+/// The scaled coordinates of every chunk of the `old` extent that reaches past the `new` one
+/// (to drop or to cut), when there are at most [`PRUNE_LOOKUPS`]; `None` when there are more
+/// (walking the index is then cheaper) or a bound overflows. For each dimension that shrinks,
+/// the slab of chunks from the first one the new extent does not hold whole, with the
+/// dimensions before it that shrink too kept inside theirs, so that no chunk comes twice.
+fn pruned_region(chunk: &[u64], old: &[u64], new: &[u64]) -> Option<Vec<Vec<u64>>> {
+    let rank = chunk.len();
+    if old.len() != rank || new.len() != rank {
+        return None;
+    }
+    // Per dimension: chunks in the old extent, and chunks the new extent holds whole.
+    let grid: Vec<u64> = (old.iter().zip(chunk))
+        .map(|(&o, &c)| o.checked_add(c.checked_sub(1)?)?.checked_div(c))
+        .collect::<Option<_>>()?;
+    let whole: Vec<u64> = (new.iter().zip(chunk))
+        .map(|(&n, &c)| n.checked_div(c))
+        .collect::<Option<_>>()?;
+    let mut out = Vec::new();
+    for d in 0..rank {
+        let (Some(&n), Some(&o)) = (new.get(d), old.get(d)) else {
+            return None;
+        };
+        if n >= o {
+            continue;
+        }
+        // The slab: dimension d from `whole[d]`, earlier shrinking dimensions inside their
+        // whole chunks, every other dimension over the old grid.
+        let mut lo = vec![0u64; rank];
+        let mut hi = grid.clone();
+        for e in 0..rank {
+            let (Some(l), Some(h), Some(&w)) = (lo.get_mut(e), hi.get_mut(e), whole.get(e)) else {
+                return None;
+            };
+            if e == d {
+                *l = w;
+            } else if e < d && new.get(e) < old.get(e) {
+                *h = (*h).min(w);
+            }
+        }
+        let count = (lo.iter().zip(&hi))
+            .try_fold(1u64, |a, (&l, &h)| a.checked_mul(h.saturating_sub(l)))?;
+        if count == 0 {
+            continue;
+        }
+        if (out.len() as u64).saturating_add(count) > PRUNE_LOOKUPS {
+            return None;
+        }
+        let span: Vec<u64> = (lo.iter().zip(&hi))
+            .map(|(&l, &h)| h.saturating_sub(l))
+            .collect();
+        let mut rel = vec![0u64; rank];
+        loop {
+            out.push(
+                (lo.iter().zip(&rel))
+                    .map(|(&l, &r)| l.saturating_add(r))
+                    .collect(),
+            );
+            if !step_row_major(&mut rel, &span) {
+                break;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The most chunk lookups a shrink makes before it walks the whole index instead.
+const PRUNE_LOOKUPS: u64 = 4096;
+
 /// Step `idx` to the next index of the box `0 .. bound` in row-major order: `false` (with
 /// `idx` back at zeros) after the last.
 fn step_row_major(idx: &mut [u64], bound: &[u64]) -> bool {
@@ -1538,5 +1621,71 @@ fn reset_outside(
         if outside {
             slot.copy_from_slice(fill);
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+mod prune_tests {
+    use super::pruned_region;
+    use std::collections::BTreeSet;
+
+    /// Every chunk of the old grid that reaches past the new extent in a dimension that
+    /// shrinks, by brute force.
+    fn brute(chunk: &[u64], old: &[u64], new: &[u64]) -> BTreeSet<Vec<u64>> {
+        let grid: Vec<u64> = old.iter().zip(chunk).map(|(o, c)| o.div_ceil(*c)).collect();
+        let mut out = BTreeSet::new();
+        let mut at = vec![0u64; chunk.len()];
+        if grid.contains(&0) {
+            return out;
+        }
+        loop {
+            let past = (0..chunk.len()).any(|d| new[d] < old[d] && (at[d] + 1) * chunk[d] > new[d]);
+            if past {
+                out.insert(at.clone());
+            }
+            let mut d = chunk.len();
+            loop {
+                if d == 0 {
+                    return out;
+                }
+                d -= 1;
+                at[d] += 1;
+                if at[d] < grid[d] {
+                    break;
+                }
+                at[d] = 0;
+            }
+        }
+    }
+
+    #[test]
+    fn the_pruned_region_is_every_chunk_past_the_new_extent_once() {
+        let cases: &[(&[u64], &[u64], &[u64])] = &[
+            (&[16], &[100], &[98]),
+            (&[16], &[100], &[96]),
+            (&[16], &[100], &[0]),
+            (&[4, 3], &[10, 9], &[7, 9]),
+            (&[4, 3], &[10, 9], &[10, 4]),
+            (&[4, 3], &[10, 9], &[5, 2]),
+            (&[2, 3, 2], &[7, 8, 5], &[3, 8, 1]),
+            (&[2, 3, 2], &[7, 8, 5], &[7, 8, 5]),
+        ];
+        for &(chunk, old, new) in cases {
+            let got = pruned_region(chunk, old, new).unwrap();
+            let set: BTreeSet<Vec<u64>> = got.iter().cloned().collect();
+            assert_eq!(
+                set.len(),
+                got.len(),
+                "{chunk:?} {old:?} {new:?}: a chunk twice"
+            );
+            assert_eq!(set, brute(chunk, old, new), "{chunk:?} {old:?} {new:?}");
+        }
+        // Too many to look up one by one: walk the index instead.
+        assert!(pruned_region(&[1, 1], &[100, 100], &[0, 0]).is_none());
     }
 }
