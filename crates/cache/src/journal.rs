@@ -315,6 +315,17 @@ struct State {
     fresh_bytes: usize,
 }
 
+impl State {
+    /// The end of the furthest write a flush holds back (queued or in new space), 0 if none.
+    fn held_end(&self) -> u64 {
+        (self.queue.iter())
+            .map(|Queued::Write(a, d)| a.saturating_add(d.len() as u64))
+            .chain((self.fresh.iter().next_back()).map(|(a, d)| a.saturating_add(d.len() as u64)))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// The most bytes a bypassed flush holds back in new space before writing them (they can go
 /// at any time: nothing points at them yet), and the most one joined write holds.
 const MAX_FRESH: usize = 4 << 20;
@@ -743,31 +754,16 @@ impl Storage for Journaled {
         let st = self.state.lock();
         match st.cut {
             Some(cut) => Ok(cut),
-            None => {
-                let queued_end = (st.queue.iter())
-                    .map(|Queued::Write(a, d)| a.saturating_add(d.len() as u64))
-                    .chain(
-                        (st.fresh.iter().next_back())
-                            .map(|(a, d)| a.saturating_add(d.len() as u64)),
-                    )
-                    .max()
-                    .unwrap_or(0);
-                Ok(self.inner.len()?.max(queued_end))
-            }
+            None => Ok(self.inner.len()?.max(st.held_end())),
         }
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         if self.is_bypassed() {
             let mut st = self.state.lock();
-            let held_end = (st.queue.iter())
-                .map(|Queued::Write(a, d)| a.saturating_add(d.len() as u64))
-                .chain((st.fresh.iter().next_back()).map(|(a, d)| a.saturating_add(d.len() as u64)))
-                .max()
-                .unwrap_or(0);
             // A cut lands after whatever the flush holds back (which must not undo it); a
             // growth changes no byte anyone holds, and goes at once.
-            if len < held_end.max(self.inner.len()?) {
+            if len < st.held_end().max(self.inner.len()?) {
                 self.drain(&mut st)?;
             }
             return self.inner.set_len(len);

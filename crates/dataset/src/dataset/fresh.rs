@@ -120,9 +120,10 @@ impl Fresh {
         None
     }
 
-    /// Note the order of a chunk about to be added at `scaled`.
+    /// Record chunk `i`, whose bytes are in the buffer, at `scaled`: its order, coordinates,
+    /// the box of held coordinates and (once built) the map.
     #[inline]
-    fn note_order(&mut self, scaled: &[u64]) {
+    fn record(&mut self, scaled: &[u64], i: usize) {
         if !self.out_of_order
             && let Some(last) = self
                 .coords
@@ -132,6 +133,14 @@ impl Fresh {
             && scaled <= last
         {
             self.out_of_order = true;
+        }
+        // Element by element: the coordinates of appends are a few words.
+        self.coords.extend(scaled.iter().copied());
+        for (h, &s) in self.hi.iter_mut().zip(scaled) {
+            *h = (*h).max(s.saturating_add(1));
+        }
+        if let Some(map) = &mut self.map {
+            map.insert(Coords::from_slice(scaled), i);
         }
     }
 
@@ -174,15 +183,8 @@ impl Fresh {
         let i = self.len();
         let at = self.bytes.len();
         let end = at.checked_add(self.chunk_bytes)?;
-        self.note_order(scaled);
         self.bytes.resize(end, 0);
-        self.coords.extend_from_slice(scaled);
-        for (h, &s) in self.hi.iter_mut().zip(scaled) {
-            *h = (*h).max(s.saturating_add(1));
-        }
-        if let Some(map) = &mut self.map {
-            map.insert(Coords::from_slice(scaled), i);
-        }
+        self.record(scaled, i);
         self.bytes.get_mut(at..end)
     }
 
@@ -194,21 +196,14 @@ impl Fresh {
             return false;
         }
         let i = self.len();
-        self.note_order(scaled);
-        // Element by element for the tiny chunks and coordinates of appends: a call to memcpy
-        // costs more than copying a few bytes.
+        // Element by element for the tiny chunks of appends: a call to memcpy costs more than
+        // copying a few bytes.
         if data.len() <= 16 {
             self.bytes.extend(data.iter().copied());
         } else {
             self.bytes.extend_from_slice(data);
         }
-        self.coords.extend(scaled.iter().copied());
-        for (h, &s) in self.hi.iter_mut().zip(scaled) {
-            *h = (*h).max(s.saturating_add(1));
-        }
-        if let Some(map) = &mut self.map {
-            map.insert(Coords::from_slice(scaled), i);
-        }
+        self.record(scaled, i);
         true
     }
 
@@ -238,14 +233,7 @@ impl Fresh {
             return Some(false);
         }
         let i = at.checked_div(self.chunk_bytes).unwrap_or(0);
-        self.note_order(scaled);
-        self.coords.extend_from_slice(scaled);
-        for (h, &s) in self.hi.iter_mut().zip(scaled) {
-            *h = (*h).max(s.saturating_add(1));
-        }
-        if let Some(map) = &mut self.map {
-            map.insert(Coords::from_slice(scaled), i);
-        }
+        self.record(scaled, i);
         Some(true)
     }
 

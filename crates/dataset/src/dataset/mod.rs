@@ -1648,17 +1648,8 @@ mod prune_tests {
             if past {
                 out.insert(at.clone());
             }
-            let mut d = chunk.len();
-            loop {
-                if d == 0 {
-                    return out;
-                }
-                d -= 1;
-                at[d] += 1;
-                if at[d] < grid[d] {
-                    break;
-                }
-                at[d] = 0;
+            if !super::step_row_major(&mut at, &grid) {
+                return out;
             }
         }
     }
