@@ -31,6 +31,25 @@ pub trait RecordClass: fmt::Debug + Send + Sync + 'static {
     /// Append one encoded record (exactly [`record_size`](Self::record_size) bytes).
     fn encode(&self, record: &Self::Record, out: &mut Vec<u8>) -> h5chunk_format::Result<()>;
 
+    /// Encode one record into `slot`, its place in a node image. The default goes through
+    /// [`encode`](Self::encode) and checks the length; classes on hot paths write in place.
+    fn encode_slot(&self, record: &Self::Record, slot: &mut [u8]) -> h5chunk_format::Result<()> {
+        let mut raw = Vec::with_capacity(slot.len());
+        self.encode(record, &mut raw)?;
+        if raw.len() != slot.len() {
+            return Err(FormatError::Unencodable {
+                structure: "v2 B-tree record",
+                reason: format!(
+                    "record class wrote {} bytes, record size is {}",
+                    raw.len(),
+                    slot.len()
+                ),
+            });
+        }
+        slot.copy_from_slice(&raw);
+        Ok(())
+    }
+
     /// The key a record is ordered by.
     fn key<'r>(&self, record: &'r Self::Record) -> &'r Self::Key;
 
@@ -162,6 +181,14 @@ impl RecordClass for ChunkClass {
             });
         }
         self.codec.encode_bt2(&r.record, &r.scaled, out)
+    }
+
+    fn encode_slot(&self, r: &ChunkEntry, slot: &mut [u8]) -> h5chunk_format::Result<()> {
+        if r.scaled.len() != self.rank || r.record.addr.is_none() {
+            // The checks and their message are `encode`'s.
+            return RecordClass::encode(self, r, &mut Vec::new());
+        }
+        self.codec.encode_bt2_slot(&r.record, &r.scaled, slot)
     }
 
     #[inline]

@@ -102,29 +102,29 @@ impl<C: RecordClass> NodeData<C> {
     }
 
     fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
-        let mut raw =
-            Vec::with_capacity(self.records.len().saturating_mul(self.geom.record_size()));
-        for r in &self.records {
-            let before = raw.len();
-            self.class.encode(r, &mut raw)?;
-            let written = raw.len().saturating_sub(before);
-            if written != self.geom.record_size() {
-                return Err(FormatError::Unencodable {
-                    structure: "v2 B-tree record",
-                    reason: format!(
-                        "record class wrote {} bytes, record size is {}",
-                        written,
-                        self.geom.record_size()
-                    ),
-                });
-            }
+        let rs = self.geom.record_size();
+        if rs == 0 {
+            return Err(FormatError::Unencodable {
+                structure: "v2 B-tree record",
+                reason: "record size 0".into(),
+            });
         }
-        let node = Node {
-            tree_type: self.class.tree_type(),
-            records: raw,
-            children: self.children.clone(),
-        };
-        node.encode(self.sizes, &self.geom, self.depth, out)
+        // Records straight into the node's image.
+        Node::encode_parts(
+            self.class.tree_type(),
+            self.sizes,
+            &self.geom,
+            self.depth,
+            self.records.len(),
+            &self.children,
+            out,
+            |raw| {
+                for (slot, r) in raw.chunks_exact_mut(rs).zip(&self.records) {
+                    self.class.encode_slot(r, slot)?;
+                }
+                Ok(())
+            },
+        )
     }
 }
 

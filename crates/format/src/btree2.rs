@@ -377,19 +377,77 @@ impl Node {
 
     /// Append the node at `depth`, zero-filled to the node size.
     pub fn encode(&self, sizes: Sizes, g: &Geometry, depth: u16, out: &mut Vec<u8>) -> Result<()> {
+        let nrec = self.records.len().checked_div(g.record_size).unwrap_or(0);
+        Self::encode_parts(
+            self.tree_type,
+            sizes,
+            g,
+            depth,
+            nrec,
+            &self.children,
+            out,
+            |raw| {
+                if raw.len() != self.records.len() {
+                    return Err(Error::Unencodable {
+                        structure: if depth == 0 { "BTLF" } else { "BTIN" },
+                        reason: format!(
+                            "{} bytes of records, not a whole number of {}-byte records",
+                            self.records.len(),
+                            g.record_size
+                        ),
+                    });
+                }
+                raw.copy_from_slice(&self.records);
+                Ok(())
+            },
+        )
+    }
+
+    /// Append a node at `depth` of `nrec` records and (internal nodes) `children`, zero-filled
+    /// to the node size; `records` writes the records straight into their
+    /// `nrec * record_size` bytes of the image (a node is written at every change of it, and
+    /// an intermediate buffer of records would be copied once more).
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_parts(
+        tree_type: u8,
+        sizes: Sizes,
+        g: &Geometry,
+        depth: u16,
+        nrec: usize,
+        children: &[ChildPointer],
+        out: &mut Vec<u8>,
+        records: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
         let (sig, name) = if depth == 0 {
             (&LEAF_SIGNATURE, "BTLF")
         } else {
             (&INTERNAL_SIGNATURE, "BTIN")
         };
+        let too_big = |used: usize| Error::Unencodable {
+            structure: name,
+            reason: format!("{used} bytes exceed the node size {}", g.node_size),
+        };
+        let used = Self::used_len(g, depth, nrec);
+        if used.saturating_add(4) > g.node_size {
+            return Err(too_big(used.saturating_add(4)));
+        }
+        out.reserve(g.node_size);
+        let start = out.len();
         let mut e = Encoder::new(out, sizes, name);
         e.bytes(sig);
         e.u8(VERSION);
-        e.u8(self.tree_type);
-        e.bytes(&self.records);
+        e.u8(tree_type);
+        let at = start.saturating_add(e.position());
+        e.zeros(nrec.saturating_mul(g.record_size));
+        let end = start.saturating_add(e.position());
+        records(
+            e.written_mut()
+                .get_mut(at.saturating_sub(start)..end.saturating_sub(start))
+                .unwrap_or_default(),
+        )?;
         if depth > 0 {
             let below = g.level(depth.saturating_sub(1)).map_or(0, |l| l.cum_size);
-            for c in &self.children {
+            for c in children {
                 e.offset(Some(c.addr), "child node address")?;
                 e.uint(c.nrec, g.max_nrec_size as u8, "records in child node")?;
                 if depth > 1 {
@@ -400,10 +458,7 @@ impl Node {
         e.checksum();
         let used = e.position();
         let Some(fill) = g.node_size.checked_sub(used) else {
-            return Err(Error::Unencodable {
-                structure: name,
-                reason: format!("{used} bytes exceed the node size {}", g.node_size),
-            });
+            return Err(too_big(used));
         };
         e.zeros(fill);
         Ok(())

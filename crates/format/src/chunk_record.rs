@@ -232,6 +232,29 @@ impl RecordCodec {
         Ok((r, scaled))
     }
 
+    /// Encode a v2 B-tree chunk record into `slot`, exactly
+    /// [`bt2_record_size`](Self::bt2_record_size)`(scaled.len())` bytes (its place in a node).
+    pub fn encode_bt2_slot(&self, r: &ChunkRecord, scaled: &[u64], slot: &mut [u8]) -> Result<()> {
+        if Some(slot.len()) != self.bt2_record_size_checked(scaled.len()) {
+            return Err(Error::Unencodable {
+                structure: "v2 B-tree chunk record",
+                reason: format!(
+                    "{} bytes for a record of {} dimensions",
+                    slot.len(),
+                    scaled.len()
+                ),
+            });
+        }
+        let (head, coords) = slot
+            .split_at_mut_checked(self.element_size())
+            .unwrap_or_default();
+        self.encode_slice(r, head)?;
+        for (field, &s) in coords.chunks_exact_mut(8).zip(scaled) {
+            field.copy_from_slice(&s.to_le_bytes());
+        }
+        Ok(())
+    }
+
     /// Append a v2 B-tree chunk record.
     pub fn encode_bt2(&self, r: &ChunkRecord, scaled: &[u64], out: &mut Vec<u8>) -> Result<()> {
         // Straight into the buffer (node images encode hundreds of records each).
@@ -326,6 +349,22 @@ mod tests {
         assert_eq!((back.addr, scaled.as_slice()), (r.addr, &[3u64, 4][..]));
         for n in 0..out.len() {
             assert!(u.decode_bt2(&out[..n], Addr(0), 2).is_err());
+        }
+        // In place (a node image's record slot): the same bytes, and only into a slot of the
+        // record's size.
+        for codec in [u, f] {
+            let mut appended = Vec::new();
+            codec.encode_bt2(&r, &[3, 4], &mut appended).unwrap();
+            let mut slot = vec![0xee; codec.bt2_record_size(2)];
+            codec.encode_bt2_slot(&r, &[3, 4], &mut slot).unwrap();
+            assert_eq!(slot, appended);
+            for wrong in [slot.len() - 1, slot.len() + 1, 0] {
+                assert!(
+                    codec
+                        .encode_bt2_slot(&r, &[3, 4], &mut vec![0; wrong])
+                        .is_err()
+                );
+            }
         }
         // A size that does not fit its field is refused, not truncated.
         let too_big = ChunkRecord { size: 1 << 24, ..r };
