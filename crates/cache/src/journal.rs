@@ -313,6 +313,9 @@ struct State {
     fresh: BTreeMap<u64, Vec<u8>>,
     /// Bytes held in `fresh`.
     fresh_bytes: usize,
+    /// The buffer of the largest run written out last, emptied, for the next flush's first
+    /// run: a flush's held bytes are then joined without growing a buffer again.
+    spare: Vec<u8>,
 }
 
 impl State {
@@ -329,6 +332,14 @@ impl State {
 /// The most bytes a bypassed flush holds back in new space before writing them (they can go
 /// at any time: nothing points at them yet), and the most one joined write holds.
 const MAX_FRESH: usize = 4 << 20;
+
+/// Keep `buf`, written out, as the spare run buffer if it is the largest seen.
+fn keep_spare(st: &mut State, mut buf: Vec<u8>) {
+    if buf.capacity() > st.spare.capacity() {
+        buf.clear();
+        st.spare = buf;
+    }
+}
 
 /// A write into new space at least this long is not held (see `hold_fresh`).
 const DIRECT_FRESH: usize = 64 << 10;
@@ -492,12 +503,14 @@ impl Journaled {
                 _ => {
                     if let Some((start, buf)) = run.replace((at, bytes)) {
                         self.inner.write_at(Addr(start), &buf)?;
+                        keep_spare(st, buf);
                     }
                 }
             }
         }
         if let Some((start, buf)) = run {
             self.inner.write_at(Addr(start), &buf)?;
+            keep_spare(st, buf);
         }
         Ok(())
     }
@@ -532,7 +545,9 @@ impl Journaled {
         match before {
             Some((_, b)) => b.extend_from_slice(data),
             None => {
-                st.fresh.insert(start, data.to_vec());
+                let mut run = std::mem::take(&mut st.spare);
+                run.extend_from_slice(data);
+                st.fresh.insert(start, run);
             }
         }
         // The run after, if this write reaches it, joins too.
@@ -909,6 +924,22 @@ mod tests {
         assert_eq!(read(&j, 0, 2), vec![9, 8]);
         j.commit().unwrap();
         assert_eq!(file.writes.lock().clone(), vec![(0, 1), (150, 2), (1, 1)]);
+        // Later flushes join their new space in the buffer of an earlier run (kept, emptied):
+        // nothing of the earlier run's bytes shows through.
+        for round in 0..3u8 {
+            file.writes.lock().clear();
+            let at = 200 + 100 * u64::from(round);
+            j.begin();
+            j.write_at(Addr(at + 4), &[round + 20; 4]).unwrap();
+            j.write_at(Addr(at), &[round + 10; 4]).unwrap();
+            j.write_at(Addr(at + 8), &[round + 30; 2]).unwrap();
+            j.commit().unwrap();
+            assert_eq!(file.writes.lock().clone(), vec![(at, 10)]);
+            let mut want = vec![round + 10; 4];
+            want.extend([round + 20; 4]);
+            want.extend([round + 30; 2]);
+            assert_eq!(read(&j, at, 10), want);
+        }
     }
 
     #[test]
