@@ -87,6 +87,25 @@ enum Command {
         /// The HDF5 file.
         file: PathBuf,
     },
+    /// Write kerchunk (version 1 JSON) references to the file's datasets: Zarr metadata and
+    /// one `[url, offset, size]` per allocated chunk, so that fsspec's reference file system
+    /// with zarr, xarray or dask reads the file without libhdf5.
+    Refs {
+        /// The HDF5 file.
+        file: PathBuf,
+        /// The datasets to describe (default: every dataset of the file).
+        datasets: Vec<String>,
+        /// Where to write the references (default: stdout).
+        #[arg(short = 'o', long, value_name = "PATH")]
+        output: Option<PathBuf>,
+        /// The URL the references give for the file's bytes (default: the file's absolute
+        /// path); e.g. `s3://bucket/key` for a copy kept in object storage.
+        #[arg(long)]
+        url: Option<String>,
+        /// Leave out the datasets Zarr cannot describe (printed to stderr) instead of failing.
+        #[arg(long)]
+        skip_unsupported: bool,
+    },
     /// Clear the superblock's file consistency flags of a file a crashed writer left marked
     /// open for writing (libhdf5 and h5chunk refuse such a file), as `h5clear -s` does. Only
     /// when no process has the file open.
@@ -197,6 +216,13 @@ fn main() -> ExitCode {
         Command::Check { file } => check(&file),
         Command::Recover { file } => recover(&file),
         Command::Clear { file } => clear(&file),
+        Command::Refs {
+            file,
+            datasets,
+            output,
+            url,
+            skip_unsupported,
+        } => refs(&file, datasets, output.as_deref(), url, skip_unsupported),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -414,6 +440,43 @@ fn attrs(file: &Path, path: &str) -> CliResult<Outcome> {
         .is_err()
         {
             break;
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn refs(
+    file: &Path,
+    datasets: Vec<String>,
+    output: Option<&Path>,
+    url: Option<String>,
+    skip_unsupported: bool,
+) -> CliResult<Outcome> {
+    let f = open(file)?;
+    let url = match url {
+        Some(u) => u,
+        None => std::path::absolute(file)
+            .map_err(|e| format!("{}: {e}", file.display()))?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let options = h5chunk::RefsOptions {
+        datasets,
+        skip_unsupported,
+    };
+    let refs = in_file(file, f.references(&url, &options))?;
+    for (path, why) in &refs.skipped {
+        eprintln!("h5chunk: skipped {path}: {why}");
+    }
+    let json = refs.to_json();
+    match output {
+        Some(out) => std::fs::write(out, json).map_err(|e| format!("{}: {e}", out.display()))?,
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(json.as_bytes())
+                .and_then(|()| stdout.write_all(b"\n"))
+                .map_err(|e| format!("stdout: {e}"))?;
         }
     }
     Ok(Outcome::Ok)

@@ -45,7 +45,7 @@ fn manifest_dims(v: &Value) -> Vec<Option<u64>> {
 #[test]
 fn help_for_every_command() {
     let top = ok_text(&["--help"]);
-    for cmd in ["ls", "inspect", "cat", "import", "check"] {
+    for cmd in ["ls", "inspect", "cat", "import", "check", "refs"] {
         assert!(top.contains(cmd), "{top}");
         let help = ok_text(&[cmd, "--help"]);
         assert!(help.contains(&format!("Usage: h5chunk {cmd}")), "{help}");
@@ -811,4 +811,74 @@ fn clear_reopens_a_file_a_killed_writer_left_flagged() {
         out.contains("[np.int32(0), np.int32(1)") || out.contains("[0, 1, 2, 3, 4]"),
         "{out}"
     );
+}
+
+#[test]
+fn refs_writes_kerchunk_json_and_refuses_lzf_unless_told_to_skip() {
+    let dir = tmp("refs");
+    let path = dir.join("r.h5");
+    let raw: Vec<u8> = (0..24u32).flat_map(|v| v.to_le_bytes()).collect();
+    let input = dir.join("in.bin");
+    std::fs::write(&input, &raw).unwrap();
+    for (name, extra) in [("plain", None), ("packed", Some("--lzf"))] {
+        let mut args = vec![
+            "import",
+            s(&path),
+            name,
+            "--dtype",
+            "u4",
+            "--shape",
+            "4,6",
+            "--chunks",
+            "2,3",
+            "--input",
+            s(&input),
+        ];
+        args.extend(extra);
+        ok(&args);
+    }
+    // Refused, naming the dataset, with a non-zero status.
+    let err = fails(&["refs", s(&path)]);
+    assert!(err.contains("/packed") && err.contains("lzf"), "{err}");
+    // Skipped on request: stdout holds the rest, stderr says what was left out.
+    let out = run(&[
+        "refs",
+        s(&path),
+        "--skip-unsupported",
+        "--url",
+        "s3://bucket/r.h5",
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped /packed"));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["version"], 1);
+    let refs = json["refs"].as_object().unwrap();
+    let chunks: Vec<&String> = refs
+        .keys()
+        .filter(|k| k.starts_with("plain/") && !k.contains("/."))
+        .collect();
+    assert_eq!(chunks, ["plain/0.0", "plain/0.1", "plain/1.0", "plain/1.1"]);
+    assert_eq!(refs["plain/1.1"][0], "s3://bucket/r.h5");
+    assert!(!refs.keys().any(|k| k.starts_with("packed")));
+    // One dataset by name, to a file; the URL defaults to the file's absolute path.
+    let out_path = dir.join("refs.json");
+    ok(&["refs", s(&path), "plain", "-o", s(&out_path)]);
+    let json: Value = serde_json::from_slice(&std::fs::read(&out_path).unwrap()).unwrap();
+    let url = json["refs"]["plain/0.0"][0].as_str().unwrap();
+    assert!(
+        Path::new(url).is_absolute() && url.ends_with("r.h5"),
+        "{url}"
+    );
+    // The bytes a reference names are the chunk: the first chunk holds 0, 1, 2, 6, 7, 8.
+    let (at, size) = (
+        json["refs"]["plain/0.0"][1].as_u64().unwrap() as usize,
+        json["refs"]["plain/0.0"][2].as_u64().unwrap() as usize,
+    );
+    let file = std::fs::read(&path).unwrap();
+    let first: Vec<u32> = file[at..at + size]
+        .chunks(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(first, [0, 1, 2, 6, 7, 8]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -109,6 +109,12 @@ pub(crate) struct FileInner {
 }
 
 impl FileInner {
+    /// The superblock's base address: where address 0 of the file's structures is (past a
+    /// userblock).
+    pub(crate) fn base_address(&self) -> u64 {
+        self.superblock.lock().base_address
+    }
+
     /// The shared state of the object at `header`, made by `make` the first time.
     pub(crate) fn open_object<T: OpenObject>(
         &self,

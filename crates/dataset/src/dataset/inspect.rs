@@ -115,6 +115,52 @@ impl Dataset {
         }
     }
 
+    /// One element of the fill value in the file's byte order (empty when the file defines
+    /// none: reads then see zeros).
+    pub fn fill_value_raw(&self) -> Vec<u8> {
+        match &self.shared.state.read().storage {
+            StorageState::Chunked(c) => c.fill.clone(),
+            StorageState::Contiguous { fill, .. } => fill.clone(),
+            StorageState::Compact { .. } => Vec::new(),
+        }
+    }
+
+    /// Whether the dataset stores its partial edge chunks unfiltered
+    /// (`H5Pset_chunk_opts`'s `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`) and has a filter
+    /// pipeline they skip.
+    pub(crate) fn edge_chunks_unfiltered(&self) -> bool {
+        match &self.shared.state.read().storage {
+            StorageState::Chunked(c) => {
+                c.pipeline.is_some()
+                    && c.layout.flags.contains(
+                        h5chunk_format::message::ChunkedFlags::DONT_FILTER_PARTIAL_BOUND_CHUNKS,
+                    )
+            }
+            _ => false,
+        }
+    }
+
+    /// A contiguous dataset's data in the file: address (from the base address) and size;
+    /// `None` for other layouts and for storage never allocated.
+    pub(crate) fn contiguous_extent(&self) -> Option<(u64, u64)> {
+        match &self.shared.state.read().storage {
+            StorageState::Contiguous {
+                addr: Some(a),
+                size,
+                ..
+            } => Some((a.get(), *size)),
+            _ => None,
+        }
+    }
+
+    /// A compact dataset's data, as stored in its object header.
+    pub(crate) fn compact_data(&self) -> Option<Vec<u8>> {
+        match &self.shared.state.read().storage {
+            StorageState::Compact { data } => Some(data.clone()),
+            _ => None,
+        }
+    }
+
     /// The filter pipeline, in the order filters apply when writing (empty if unfiltered).
     pub fn filters(&self) -> Result<Vec<FilterInfo>> {
         let header = self.header_addr();

@@ -1102,8 +1102,8 @@ impl Dataset {
         let mut past = None;
         c.index.for_each(f, &mut |s, r| {
             if let Some(addr) = r.addr {
-                let offset = s
-                    .iter()
+                // A single-chunk index reports its one chunk with no coordinates: the origin.
+                let offset = (s.iter().chain(std::iter::repeat(&0)))
                     .zip(&chunk)
                     .map(|(a, b)| a.checked_mul(*b))
                     .collect();

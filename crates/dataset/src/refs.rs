@@ -1,0 +1,580 @@
+//! Chunk references in kerchunk's format (version 1): every dataset of a file described as a
+//! Zarr (format 2) array whose chunks are byte ranges of the HDF5 file, so that `fsspec`'s
+//! reference file system with `zarr`, `xarray` or `dask` reads the file without libhdf5.
+//!
+//! What one dataset becomes:
+//! - `path/.zarray`: shape, chunk shape (the dataset's chunks; the whole extent for contiguous
+//!   and compact storage, as kerchunk does), numpy dtype with byte order, fill value, and the
+//!   filter pipeline as numcodecs filters in HDF5's order (shuffle, zlib, fletcher32; no
+//!   separate compressor). A filter without a numcodecs codec of the same bytes (LZF, szip,
+//!   any third-party filter) and an element type Zarr cannot describe are refused with
+//!   [`Error::NoZarrEquivalent`] naming the dataset.
+//! - `path/.zattrs`: the dataset's number and string attributes, and `_ARRAY_DIMENSIONS`
+//!   (what xarray reads) with phony dimension names shared by the group's datasets as h5netcdf
+//!   names them (`phony_dim_K`, one per distinct length in the group, by increasing length).
+//! - `path/I.J...`: one reference per allocated chunk, `[url, offset, size]` with the absolute
+//!   file offset (a userblock included); chunks never written are left out, so readers see the
+//!   fill value there. Compact data is inline (`base64:...`).
+//!
+//! Groups become `path/.zgroup` and `path/.zattrs`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use h5chunk_format::message::filter_pipeline::id;
+
+use crate::attr::Attr;
+use crate::dataset::Dataset;
+use crate::dataset::inspect::StorageKind;
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::group::Group;
+use crate::link::MemberKind;
+use crate::types::{TypeClass, TypeDesc};
+
+/// What one key of the references points at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefValue {
+    /// Text stored in the references themselves (Zarr metadata: `.zarray`, `.zattrs`, ...).
+    Text(String),
+    /// Bytes stored in the references themselves (compact data), written as `base64:...`.
+    Bytes(Vec<u8>),
+    /// A byte range of the file: absolute offset and length.
+    Range {
+        /// Offset from the start of the file (a userblock included).
+        offset: u64,
+        /// Bytes.
+        size: u64,
+    },
+}
+
+/// kerchunk references to the datasets of one file (see the [module docs](self)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refs {
+    /// The URL every byte range names: the file's path, or where the same bytes are served
+    /// (`s3://bucket/key`).
+    pub url: String,
+    /// Zarr keys (`group/dataset/0.1`, `group/dataset/.zarray`) and what they hold, in key
+    /// order.
+    pub entries: BTreeMap<String, RefValue>,
+    /// Datasets left out by [`RefsOptions::skip_unsupported`], with the reason.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// What [`File::references`] describes and how.
+#[derive(Clone, Debug, Default)]
+pub struct RefsOptions {
+    /// The datasets to describe (paths from the root); all of the file's when empty.
+    pub datasets: Vec<String>,
+    /// Leave out a dataset Zarr cannot describe (listed in [`Refs::skipped`]) instead of
+    /// failing.
+    pub skip_unsupported: bool,
+}
+
+/// Attributes HDF5 and netCDF-4 keep for their own bookkeeping, which mean nothing in Zarr
+/// (dimension-scale links, netCDF's dimension ids).
+const BOOKKEEPING_ATTRS: &[&str] = &[
+    "CLASS",
+    "DIMENSION_LIST",
+    "NAME",
+    "REFERENCE_LIST",
+    "_Netcdf4Dimid",
+    "_Netcdf4Coordinates",
+    "_NCProperties",
+    "_nc3_strict",
+];
+
+impl File {
+    /// kerchunk (version 1) references to the file's datasets, their byte ranges named by
+    /// `url` (see [`crate::refs`]).
+    pub fn references(&self, url: &str, options: &RefsOptions) -> Result<Refs> {
+        let mut refs = Refs {
+            url: url.to_owned(),
+            entries: BTreeMap::new(),
+            skipped: Vec::new(),
+        };
+        let base = self.inner.base_address();
+        let root = self.root()?;
+        if options.datasets.is_empty() {
+            let mut groups = vec![root];
+            while let Some(g) = groups.pop() {
+                describe_group(&g, options.skip_unsupported, &mut refs)?;
+                let members = match g.members() {
+                    Ok(m) => m,
+                    Err(Error::Unsupported(what)) if options.skip_unsupported => {
+                        refs.skipped
+                            .push((g.path().to_owned(), format!("members not listed: {what}")));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let mut datasets = Vec::new();
+                for (name, kind) in members {
+                    match kind {
+                        MemberKind::Group => groups.push(g.group(&name)?),
+                        MemberKind::Dataset => datasets.push(name),
+                        MemberKind::Other => {}
+                    }
+                }
+                let opened: Vec<(String, Result<Dataset>)> = datasets
+                    .into_iter()
+                    .map(|n| {
+                        let d = g.dataset(&n);
+                        (join(g.path(), &n), d)
+                    })
+                    .collect();
+                let dims = phony_dims(opened.iter().filter_map(|(_, d)| d.as_ref().ok()));
+                for (path, d) in opened {
+                    let done = d.and_then(|d| {
+                        describe_dataset(&d, base, &dims, options.skip_unsupported, &mut refs)
+                    });
+                    skip_or_fail(done, &path, options, &mut refs)?;
+                }
+            }
+        } else {
+            for path in &options.datasets {
+                let path = format!("/{}", path.trim_start_matches('/'));
+                // The groups on the way, so that Zarr finds the array.
+                let mut at = String::new();
+                describe_group(&root, options.skip_unsupported, &mut refs)?;
+                let parents: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+                for part in parents.iter().take(parents.len().saturating_sub(1)) {
+                    at = join(&at, part);
+                    describe_group(&self.group(&at)?, options.skip_unsupported, &mut refs)?;
+                }
+                let done = self.dataset(&path).and_then(|d| {
+                    let dims = phony_dims(std::iter::once(&d));
+                    describe_dataset(&d, base, &dims, options.skip_unsupported, &mut refs)
+                });
+                skip_or_fail(done, &path, options, &mut refs)?;
+            }
+        }
+        Ok(refs)
+    }
+}
+
+/// `parent/name` as an absolute path.
+fn join(parent: &str, name: &str) -> String {
+    format!("{}/{name}", parent.trim_end_matches('/'))
+}
+
+fn skip_or_fail(
+    done: Result<()>,
+    path: &str,
+    options: &RefsOptions,
+    refs: &mut Refs,
+) -> Result<()> {
+    match done {
+        Ok(()) => Ok(()),
+        Err(e @ (Error::NoZarrEquivalent { .. } | Error::Unsupported(_)))
+            if options.skip_unsupported =>
+        {
+            // Whatever was written of the dataset goes too.
+            let prefix = format!("{}/", key_of(path));
+            refs.entries.retain(|k, _| !k.starts_with(&prefix));
+            let why = match e {
+                Error::NoZarrEquivalent { what, .. } => what,
+                other => other.to_string(),
+            };
+            refs.skipped.push((path.to_owned(), why));
+            Ok(())
+        }
+        Err(Error::Unsupported(what)) => Err(Error::NoZarrEquivalent {
+            dataset: path.to_owned(),
+            what: what.to_owned(),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The Zarr key prefix of an object at `path` (`""` for the root).
+fn key_of(path: &str) -> &str {
+    path.trim_matches('/')
+}
+
+/// `prefix/name`, or `name` at the root.
+fn key(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
+/// Phony dimension names for datasets of one group: one per distinct length, by increasing
+/// length (h5netcdf's `phony_dims="sort"`).
+fn phony_dims<'a>(datasets: impl Iterator<Item = &'a Dataset>) -> BTreeMap<u64, String> {
+    let lengths: BTreeSet<u64> = datasets.flat_map(|d| d.shape()).collect();
+    lengths
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| (n, format!("phony_dim_{i}")))
+        .collect()
+}
+
+/// The attributes `read` found; with `skip`, none when they are stored in a way h5chunk does
+/// not read yet (the data is still described, the attributes listed in [`Refs::skipped`]).
+fn readable_attrs(
+    read: Result<Vec<Attr>>,
+    path: &str,
+    skip: bool,
+    refs: &mut Refs,
+) -> Result<Vec<Attr>> {
+    match read {
+        Err(Error::Unsupported(what)) if skip => {
+            refs.skipped.push((
+                format!("{path} (attributes)"),
+                format!("unsupported: {what}"),
+            ));
+            Ok(Vec::new())
+        }
+        other => other,
+    }
+}
+
+fn describe_group(g: &Group, skip: bool, refs: &mut Refs) -> Result<()> {
+    let prefix = key_of(g.path()).to_owned();
+    refs.entries.insert(
+        key(&prefix, ".zgroup"),
+        RefValue::Text("{\"zarr_format\":2}".to_owned()),
+    );
+    let attrs = attrs_json(&readable_attrs(g.attrs(), g.path(), skip, refs)?, None);
+    if attrs != "{}" {
+        refs.entries
+            .insert(key(&prefix, ".zattrs"), RefValue::Text(attrs));
+    }
+    Ok(())
+}
+
+fn describe_dataset(
+    d: &Dataset,
+    base: u64,
+    dims: &BTreeMap<u64, String>,
+    skip: bool,
+    refs: &mut Refs,
+) -> Result<()> {
+    let path = d.path();
+    let prefix = key_of(&path).to_owned();
+    let refuse = |what: String| Error::NoZarrEquivalent {
+        dataset: path.clone(),
+        what,
+    };
+    let dtype = d.dtype();
+    let shape = d.shape();
+    let kind = d.storage_kind();
+    // Zarr chunks have at least one element along each dimension.
+    let chunks: Vec<u64> = match kind {
+        StorageKind::Chunked => d.chunk().unwrap_or_else(|| shape.clone()),
+        StorageKind::Contiguous | StorageKind::Compact => shape.clone(),
+    }
+    .into_iter()
+    .map(|c| c.max(1))
+    .collect();
+    let mut filters = Vec::new();
+    for f in d.filters()? {
+        filters.push(match f.id {
+            id::DEFLATE => format!(
+                "{{\"id\":\"zlib\",\"level\":{}}}",
+                f.client_data.first().copied().unwrap_or(6)
+            ),
+            id::SHUFFLE => format!("{{\"id\":\"shuffle\",\"elementsize\":{}}}", dtype.size),
+            id::FLETCHER32 => "{\"id\":\"fletcher32\"}".to_owned(),
+            _ => return Err(refuse(format!("filter {f} (no numcodecs codec reads it)"))),
+        });
+    }
+    let partial = (shape.iter().zip(&chunks)).any(|(n, c)| n.checked_rem(*c).unwrap_or(0) != 0);
+    if partial && d.edge_chunks_unfiltered() {
+        return Err(refuse(
+            "partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)"
+                .to_owned(),
+        ));
+    }
+    let fill = fill_json(dtype, &d.fill_value_raw());
+    let zarray = format!(
+        "{{\"chunks\":{},\"compressor\":null,\"dtype\":\"{}\",\"fill_value\":{fill},\"filters\":{},\"order\":\"C\",\"shape\":{},\"zarr_format\":2}}",
+        list(&chunks),
+        dtype.numpy(),
+        if filters.is_empty() {
+            "null".to_owned()
+        } else {
+            format!("[{}]", filters.join(","))
+        },
+        list(&shape)
+    );
+    let names: Vec<String> = shape
+        .iter()
+        .map(|n| {
+            dims.get(n)
+                .cloned()
+                .unwrap_or_else(|| format!("phony_dim_{n}"))
+        })
+        .collect();
+    let attrs = attrs_json(&readable_attrs(d.attrs(), &path, skip, refs)?, Some(&names));
+    let chunk_key = |scaled: &mut dyn Iterator<Item = u64>| -> String {
+        let mut k = String::new();
+        for (i, s) in scaled.enumerate() {
+            if i > 0 {
+                k.push('.');
+            }
+            let _ = write!(k, "{s}");
+        }
+        if k.is_empty() {
+            k.push('0');
+        }
+        key(&prefix, &k)
+    };
+    match kind {
+        StorageKind::Chunked => {
+            for c in d.chunks()? {
+                if c.filter_mask != 0 {
+                    return Err(refuse(format!(
+                        "the chunk at {:?} skips filters (mask {:#x}), which a Zarr array cannot say",
+                        c.offset, c.filter_mask
+                    )));
+                }
+                let k = chunk_key(
+                    &mut c
+                        .offset
+                        .iter()
+                        .zip(&chunks)
+                        .map(|(o, n)| o.checked_div(*n).unwrap_or(0)),
+                );
+                refs.entries.insert(
+                    k,
+                    RefValue::Range {
+                        offset: c.addr.get().saturating_add(base),
+                        size: c.size,
+                    },
+                );
+            }
+        }
+        StorageKind::Contiguous => {
+            if let Some((addr, size)) = d.contiguous_extent() {
+                let k = chunk_key(&mut shape.iter().map(|_| 0));
+                refs.entries.insert(
+                    k,
+                    RefValue::Range {
+                        offset: addr.saturating_add(base),
+                        size,
+                    },
+                );
+            }
+        }
+        StorageKind::Compact => {
+            let data = d.compact_data().unwrap_or_default();
+            if !data.is_empty() {
+                let k = chunk_key(&mut shape.iter().map(|_| 0));
+                refs.entries.insert(k, RefValue::Bytes(data));
+            }
+        }
+    }
+    refs.entries
+        .insert(key(&prefix, ".zarray"), RefValue::Text(zarray));
+    refs.entries
+        .insert(key(&prefix, ".zattrs"), RefValue::Text(attrs));
+    Ok(())
+}
+
+fn list(v: &[u64]) -> String {
+    let items: Vec<String> = v.iter().map(u64::to_string).collect();
+    format!("[{}]", items.join(","))
+}
+
+/// A number as Zarr's JSON writes it: non-finite floats as the strings `"NaN"`,
+/// `"Infinity"` and `"-Infinity"`.
+fn float_json(v: f64) -> String {
+    if v.is_nan() {
+        "\"NaN\"".to_owned()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "\"Infinity\""
+        } else {
+            "\"-Infinity\""
+        }
+        .to_owned()
+    } else {
+        // `{:?}` keeps the shortest form that reads back exactly, with a `.0` for integers.
+        format!("{v:?}")
+    }
+}
+
+/// Element `e` (file byte order) of type `t` as a JSON number.
+fn element_json(t: TypeDesc, e: &[u8]) -> String {
+    let mut le = [0u8; 8];
+    let n = t.size.min(8).min(e.len());
+    if let (Some(dst), Some(src)) = (le.get_mut(..n), e.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    if let Some(bytes) = le.get_mut(..n) {
+        t.to_from_le(bytes);
+    }
+    let raw = u64::from_le_bytes(le);
+    match (t.class, t.size) {
+        (TypeClass::Float, 8) => float_json(f64::from_bits(raw)),
+        (TypeClass::Float, 4) => float_json(f64::from(f32::from_bits(raw as u32))),
+        (TypeClass::Float, _) => float_json(f16_to_f64(raw as u16)),
+        (TypeClass::Uint, _) => raw.to_string(),
+        (TypeClass::Int, size) => {
+            // Sign-extend from `size` bytes.
+            let shift = 64u32.saturating_sub((size as u32).saturating_mul(8));
+            ((raw << shift) as i64 >> shift).to_string()
+        }
+    }
+}
+
+/// An IEEE half-precision value as f64.
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f64::from(h & 0x3ff);
+    match exp {
+        0 => sign * frac * 2f64.powi(-24),
+        31 if frac == 0.0 => sign * f64::INFINITY,
+        31 => f64::NAN,
+        e => sign * (1.0 + frac / 1024.0) * 2f64.powi(e.saturating_sub(15)),
+    }
+}
+
+/// The fill value (one element, file byte order; empty: none defined, zeros) as JSON.
+fn fill_json(t: TypeDesc, fill: &[u8]) -> String {
+    if fill.len() < t.size {
+        return element_json(t, &[0; 8]);
+    }
+    element_json(t, fill)
+}
+
+/// A JSON string literal.
+fn string_json(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().saturating_add(2));
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The attributes Zarr can hold (numbers and strings, scalar or one list), and
+/// `_ARRAY_DIMENSIONS` when `dims` is given, as a JSON object.
+fn attrs_json(attrs: &[Attr], dims: Option<&[String]>) -> String {
+    let mut fields = Vec::new();
+    for a in attrs {
+        if BOOKKEEPING_ATTRS.contains(&a.name()) || a.name() == "_ARRAY_DIMENSIONS" {
+            continue;
+        }
+        let Some(shape) = a.shape() else {
+            continue;
+        };
+        let scalar = shape.is_empty();
+        let values: Vec<String> = if let Ok(s) = a.strings() {
+            s.iter().map(|v| string_json(v)).collect()
+        } else if let Ok(t) = a.dtype() {
+            a.raw()
+                .chunks_exact(t.size.max(1))
+                .map(|e| element_json(t, e))
+                .collect()
+        } else {
+            continue;
+        };
+        let value = match values.as_slice() {
+            [one] if scalar => one.clone(),
+            _ => format!("[{}]", values.join(",")),
+        };
+        fields.push(format!("{}:{value}", string_json(a.name())));
+    }
+    if let Some(dims) = dims {
+        let names: Vec<String> = dims.iter().map(|d| string_json(d)).collect();
+        fields.push(format!("\"_ARRAY_DIMENSIONS\":[{}]", names.join(",")));
+    }
+    format!("{{{}}}", fields.join(","))
+}
+
+/// Standard base64 with padding.
+fn base64(data: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let sym = |v: u32| char::from(ABC.get((v & 63) as usize).copied().unwrap_or(b'A'));
+    let mut out = String::with_capacity(data.len().div_ceil(3).saturating_mul(4));
+    for group in data.chunks(3) {
+        let b = |i: usize| u32::from(group.get(i).copied().unwrap_or(0));
+        let v = (b(0) << 16) | (b(1) << 8) | b(2);
+        out.push(sym(v >> 18));
+        out.push(sym(v >> 12));
+        out.push(if group.len() > 1 { sym(v >> 6) } else { '=' });
+        out.push(if group.len() > 2 { sym(v) } else { '=' });
+    }
+    out
+}
+
+impl Refs {
+    /// The references as kerchunk's version 1 JSON: `{"version":1,"refs":{...}}`, metadata
+    /// as JSON text, byte ranges as `[url, offset, size]`, inline bytes as `base64:...`.
+    pub fn to_json(&self) -> String {
+        let url = string_json(&self.url);
+        let mut out = String::from("{\"version\":1,\"refs\":{");
+        for (i, (k, v)) in self.entries.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&string_json(k));
+            out.push(':');
+            match v {
+                RefValue::Text(t) => out.push_str(&string_json(t)),
+                RefValue::Bytes(b) => {
+                    out.push_str("\"base64:");
+                    out.push_str(&base64(b));
+                    out.push('"');
+                }
+                RefValue::Range { offset, size } => {
+                    let _ = write!(out, "[{url},{offset},{size}]");
+                }
+            }
+        }
+        out.push_str("}}");
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard_alphabet_and_padding() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
+    }
+
+    #[test]
+    fn numbers_and_strings_are_json() {
+        let le = TypeDesc::from_numpy("<i2").unwrap();
+        assert_eq!(element_json(le, &(-3i16).to_le_bytes()), "-3");
+        let be = TypeDesc::from_numpy(">u4").unwrap();
+        assert_eq!(element_json(be, &7u32.to_be_bytes()), "7");
+        let f = TypeDesc::from_numpy("<f8").unwrap();
+        assert_eq!(element_json(f, &1.5f64.to_le_bytes()), "1.5");
+        assert_eq!(element_json(f, &f64::NAN.to_le_bytes()), "\"NaN\"");
+        assert_eq!(
+            element_json(f, &(-f64::INFINITY).to_le_bytes()),
+            "\"-Infinity\""
+        );
+        let h = TypeDesc::from_numpy("<f2").unwrap();
+        assert_eq!(element_json(h, &0x3e00u16.to_le_bytes()), "1.5");
+        assert_eq!(fill_json(f, &[]), "0.0");
+        assert_eq!(string_json("a\"b\\\n\u{1}"), "\"a\\\"b\\\\\\n\\u0001\"");
+    }
+}
