@@ -235,6 +235,10 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--swmr").cloned().collect();
         return swmr(root, &rest);
     }
+    if args.iter().any(|a| a == "--refs") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--refs").cloned().collect();
+        return refs(root, &rest);
+    }
     if args.iter().any(|a| a == "--bulk") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--bulk").cloned().collect();
         return crate::bulk::run(root, &rest);
@@ -855,6 +859,42 @@ fn swmr(root: &Path, args: &[String]) -> TaskResult {
         Ok(())
     } else {
         Err("a done-when line of the SWMR benchmark is not met (see the table)".into())
+    }
+}
+
+/// `cargo xtask bench --refs`: `benches/refs/refs_bench.py` with the venv's Python (h5py
+/// writes the files, kerchunk is the comparison) and the release `h5chunk` binary; its table
+/// in `target/bench/refs.txt`. Extra arguments go to the script (`--chunks N`, `--kinds`).
+fn refs(root: &Path, args: &[String]) -> TaskResult {
+    let out_dir = root.join("target").join("bench");
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let python = crate::fixtures::ensure_venv(root)?;
+    let exe = build_release_bin(root, "h5chunk-cli", "h5chunk")?;
+    let script = root.join("benches").join("refs").join("refs_bench.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg("--h5chunk")
+        .arg(&exe)
+        .arg("--dir")
+        .arg(out_dir.join("refs"))
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let table: String = text
+        .lines()
+        .filter(|l| !l.starts_with("RESULT "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    print!("{table}");
+    let path = out_dir.join("refs.txt");
+    std::fs::write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("xtask bench --refs: wrote {}", path.display());
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err("a done-when line of the references benchmark is not met (see the table)".into())
     }
 }
 

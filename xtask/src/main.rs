@@ -93,15 +93,18 @@ const TASKS: &[Task] = &[
     },
     Task {
         name: "bench",
-        usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--swmr] [--n N] \
-                [--scenario S,..] [--index I,..]",
+        usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--swmr] \
+                [--refs [--chunks N] [--kinds K,..]] [--n N] [--scenario S,..] [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
                --instructions counts instructions per append and per lookup under callgrind \
                instead; also --repeat R, --chunk-bytes B; --bulk measures bulk write/read \
                throughput (1 GiB float32, unfiltered and shuffle+deflate, 1 and T threads) \
                against libhdf5 and a dd-style copy (target/bench/bulk.csv); --swmr measures SWMR \
                writers (h5chunk vs libhdf5's C writer, SWMR on and off) and polling readers \
-               (bytes and reads per refresh, flush-to-visible latency; h5chunk vs h5py)",
+               (bytes and reads per refresh, flush-to-visible latency; h5chunk vs h5py); \
+               --refs times kerchunk reference generation for a 1,000,000-chunk dataset of \
+               each index kind, `h5chunk refs` vs kerchunk's SingleHdf5ToZarr on the same \
+               h5py-written file (seconds, peak RSS; target/bench/refs.txt)",
         run: bench,
     },
 ];

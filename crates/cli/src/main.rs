@@ -468,13 +468,16 @@ fn refs(
     for (path, why) in &refs.skipped {
         eprintln!("h5chunk: skipped {path}: {why}");
     }
-    let json = refs.to_json();
     match output {
-        Some(out) => std::fs::write(out, json).map_err(|e| format!("{}: {e}", out.display()))?,
+        Some(out) => {
+            let mut w = std::fs::File::create(out)
+                .and_then(|mut f| refs.write_json(&mut f).map(|()| f))
+                .map_err(|e| format!("{}: {e}", out.display()))?;
+            w.flush().map_err(|e| format!("{}: {e}", out.display()))?;
+        }
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(json.as_bytes())
+            refs.write_json(&mut stdout)
                 .and_then(|()| stdout.write_all(b"\n"))
                 .map_err(|e| format!("stdout: {e}"))?;
         }

@@ -94,7 +94,7 @@ pub use h5chunk_cache::{Durability, Recovery};
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};
-pub use refs::{RefValue, Refs, RefsOptions};
+pub use refs::{ChunkRanges, RefValue, Refs, RefsOptions};
 pub use types::{H5Type, TypeClass, TypeDesc};
 
 /// Guides, one page per concern. Documentation only: every example in them is a tested

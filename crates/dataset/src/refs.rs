@@ -54,11 +54,78 @@ pub struct Refs {
     /// The URL every byte range names: the file's path, or where the same bytes are served
     /// (`s3://bucket/key`).
     pub url: String,
-    /// Zarr keys (`group/dataset/0.1`, `group/dataset/.zarray`) and what they hold, in key
-    /// order.
-    pub entries: BTreeMap<String, RefValue>,
-    /// Datasets left out by [`RefsOptions::skip_unsupported`], with the reason.
+    /// Zarr metadata (`group/.zgroup`, `group/dataset/.zarray`, `.zattrs`) and inline data
+    /// (compact datasets), by key.
+    pub meta: BTreeMap<String, RefValue>,
+    /// The byte ranges of each array's chunks.
+    pub arrays: Vec<ChunkRanges>,
+    /// Datasets (or their attributes, or groups' members) left out by
+    /// [`RefsOptions::skip_unsupported`], with the reason.
     pub skipped: Vec<(String, String)>,
+}
+
+/// The chunks of one array, packed: a million-chunk dataset costs no allocation per chunk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkRanges {
+    /// The array's key (`group/dataset`); its chunks' keys are `group/dataset/I.J...`.
+    pub prefix: String,
+    /// Dimensions of the chunk grid.
+    pub rank: usize,
+    /// Each chunk's grid indices, `rank` integers a chunk, chunk after chunk.
+    pub scaled: Vec<u64>,
+    /// Each chunk's absolute file offset and size.
+    pub ranges: Vec<(u64, u64)>,
+}
+
+impl ChunkRanges {
+    /// The key of chunk `i` (`prefix/I.J...`, `prefix/0` for a scalar).
+    pub fn key(&self, i: usize) -> Option<String> {
+        let mut k = Vec::new();
+        self.push_key(i, &mut k)?;
+        String::from_utf8(k).ok()
+    }
+
+    /// Append the key of chunk `i`.
+    fn push_key(&self, i: usize, out: &mut Vec<u8>) -> Option<()> {
+        let from = i.checked_mul(self.rank)?;
+        let scaled = self.scaled.get(from..from.checked_add(self.rank)?)?;
+        push_chunk_key(out, &self.prefix, scaled);
+        Some(())
+    }
+}
+
+/// Append `prefix/I.J...` (`prefix/0` for a scalar; no `prefix/` at the root).
+fn push_chunk_key(out: &mut Vec<u8>, prefix: &str, scaled: &[u64]) {
+    out.extend_from_slice(prefix.as_bytes());
+    if !prefix.is_empty() {
+        out.push(b'/');
+    }
+    if scaled.is_empty() {
+        out.push(b'0');
+    }
+    for (j, &v) in scaled.iter().enumerate() {
+        if j > 0 {
+            out.push(b'.');
+        }
+        push_decimal(out, v);
+    }
+}
+
+/// Append `v` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = digits.len();
+    loop {
+        n = n.saturating_sub(1);
+        if let Some(d) = digits.get_mut(n) {
+            *d = b'0'.saturating_add((v % 10) as u8);
+        }
+        v /= 10;
+        if v == 0 || n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(n..).unwrap_or_default());
 }
 
 /// What [`File::references`] describes and how.
@@ -90,7 +157,8 @@ impl File {
     pub fn references(&self, url: &str, options: &RefsOptions) -> Result<Refs> {
         let mut refs = Refs {
             url: url.to_owned(),
-            entries: BTreeMap::new(),
+            meta: BTreeMap::new(),
+            arrays: Vec::new(),
             skipped: Vec::new(),
         };
         let base = self.inner.base_address();
@@ -171,7 +239,8 @@ fn skip_or_fail(
         {
             // Whatever was written of the dataset goes too.
             let prefix = format!("{}/", key_of(path));
-            refs.entries.retain(|k, _| !k.starts_with(&prefix));
+            refs.meta.retain(|k, _| !k.starts_with(&prefix));
+            refs.arrays.retain(|a| a.prefix != key_of(path));
             let why = match e {
                 Error::NoZarrEquivalent { what, .. } => what,
                 other => other.to_string(),
@@ -234,13 +303,13 @@ fn readable_attrs(
 
 fn describe_group(g: &Group, skip: bool, refs: &mut Refs) -> Result<()> {
     let prefix = key_of(g.path()).to_owned();
-    refs.entries.insert(
+    refs.meta.insert(
         key(&prefix, ".zgroup"),
         RefValue::Text("{\"zarr_format\":2}".to_owned()),
     );
     let attrs = attrs_json(&readable_attrs(g.attrs(), g.path(), skip, refs)?, None);
     if attrs != "{}" {
-        refs.entries
+        refs.meta
             .insert(key(&prefix, ".zattrs"), RefValue::Text(attrs));
     }
     Ok(())
@@ -310,67 +379,54 @@ fn describe_dataset(
         })
         .collect();
     let attrs = attrs_json(&readable_attrs(d.attrs(), &path, skip, refs)?, Some(&names));
-    let chunk_key = |scaled: &mut dyn Iterator<Item = u64>| -> String {
-        let mut k = String::new();
-        for (i, s) in scaled.enumerate() {
-            if i > 0 {
-                k.push('.');
-            }
-            let _ = write!(k, "{s}");
-        }
-        if k.is_empty() {
-            k.push('0');
-        }
-        key(&prefix, &k)
+    let rank = shape.len();
+    let mut ranges = ChunkRanges {
+        prefix: prefix.clone(),
+        rank,
+        scaled: Vec::new(),
+        ranges: Vec::new(),
     };
     match kind {
         StorageKind::Chunked => {
-            for c in d.chunks()? {
-                if c.filter_mask != 0 {
-                    return Err(refuse(format!(
-                        "the chunk at {:?} skips filters (mask {:#x}), which a Zarr array cannot say",
-                        c.offset, c.filter_mask
-                    )));
+            let mut skipped_filters = None;
+            d.for_each_chunk(&mut |s, addr, size, mask| {
+                if mask != 0 {
+                    skipped_filters.get_or_insert_with(|| (s.to_vec(), mask));
                 }
-                let k = chunk_key(
-                    &mut c
-                        .offset
-                        .iter()
-                        .zip(&chunks)
-                        .map(|(o, n)| o.checked_div(*n).unwrap_or(0)),
-                );
-                refs.entries.insert(
-                    k,
-                    RefValue::Range {
-                        offset: c.addr.get().saturating_add(base),
-                        size: c.size,
-                    },
-                );
+                // A single-chunk index gives its chunk no coordinates: the origin.
+                let s = s.iter().chain(std::iter::repeat(&0)).take(rank);
+                ranges.scaled.extend(s);
+                ranges.ranges.push((addr.get().saturating_add(base), size));
+            })?;
+            if let Some((s, mask)) = skipped_filters {
+                return Err(refuse(format!(
+                    "the chunk at grid index {s:?} skips filters (mask {mask:#x}), which a Zarr array cannot say"
+                )));
             }
         }
         StorageKind::Contiguous => {
             if let Some((addr, size)) = d.contiguous_extent() {
-                let k = chunk_key(&mut shape.iter().map(|_| 0));
-                refs.entries.insert(
-                    k,
-                    RefValue::Range {
-                        offset: addr.saturating_add(base),
-                        size,
-                    },
-                );
+                ranges.scaled.extend(std::iter::repeat_n(0, rank));
+                ranges.ranges.push((addr.saturating_add(base), size));
             }
         }
         StorageKind::Compact => {
             let data = d.compact_data().unwrap_or_default();
             if !data.is_empty() {
-                let k = chunk_key(&mut shape.iter().map(|_| 0));
-                refs.entries.insert(k, RefValue::Bytes(data));
+                ranges.scaled.extend(std::iter::repeat_n(0, rank));
+                if let Some(k) = ranges.key(0) {
+                    refs.meta.insert(k, RefValue::Bytes(data));
+                }
+                ranges.scaled.clear();
             }
         }
     }
-    refs.entries
+    if !ranges.ranges.is_empty() {
+        refs.arrays.push(ranges);
+    }
+    refs.meta
         .insert(key(&prefix, ".zarray"), RefValue::Text(zarray));
-    refs.entries
+    refs.meta
         .insert(key(&prefix, ".zattrs"), RefValue::Text(attrs));
     Ok(())
 }
@@ -516,31 +572,94 @@ fn base64(data: &[u8]) -> String {
 }
 
 impl Refs {
-    /// The references as kerchunk's version 1 JSON: `{"version":1,"refs":{...}}`, metadata
-    /// as JSON text, byte ranges as `[url, offset, size]`, inline bytes as `base64:...`.
-    pub fn to_json(&self) -> String {
-        let url = string_json(&self.url);
-        let mut out = String::from("{\"version\":1,\"refs\":{");
-        for (i, (k, v)) in self.entries.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&string_json(k));
-            out.push(':');
-            match v {
-                RefValue::Text(t) => out.push_str(&string_json(t)),
-                RefValue::Bytes(b) => {
-                    out.push_str("\"base64:");
-                    out.push_str(&base64(b));
-                    out.push('"');
-                }
-                RefValue::Range { offset, size } => {
-                    let _ = write!(out, "[{url},{offset},{size}]");
+    /// Every key and what it holds: the metadata and inline data, and each chunk's byte
+    /// range (one map entry a chunk: for inspection, not for millions of chunks).
+    pub fn entries(&self) -> BTreeMap<String, RefValue> {
+        let mut all = self.meta.clone();
+        for a in &self.arrays {
+            for (i, &(offset, size)) in a.ranges.iter().enumerate() {
+                if let Some(k) = a.key(i) {
+                    all.insert(k, RefValue::Range { offset, size });
                 }
             }
         }
-        out.push_str("}}");
-        out
+        all
+    }
+
+    /// The number of chunks with a byte range.
+    pub fn chunk_count(&self) -> usize {
+        self.arrays.iter().map(|a| a.ranges.len()).sum()
+    }
+
+    /// The references as kerchunk's version 1 JSON: `{"version":1,"refs":{...}}`, metadata
+    /// as JSON text, byte ranges as `[url, offset, size]`, inline bytes as `base64:...`.
+    pub fn to_json(&self) -> String {
+        let mut out = Vec::new();
+        // Writing to a vector cannot fail.
+        let _ = self.write_json(&mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Write [`to_json`](Self::to_json)'s text to `w`, a piece at a time.
+    pub fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        const PIECE: usize = 1 << 16;
+        let url = string_json(&self.url);
+        let mut out = Vec::with_capacity(PIECE.saturating_mul(2));
+        out.extend_from_slice(b"{\"version\":1,\"refs\":{");
+        let mut first = true;
+        let mut sep = |out: &mut Vec<u8>| {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+        };
+        for (k, v) in &self.meta {
+            sep(&mut out);
+            out.extend_from_slice(string_json(k).as_bytes());
+            out.push(b':');
+            match v {
+                RefValue::Text(t) => out.extend_from_slice(string_json(t).as_bytes()),
+                RefValue::Bytes(b) => {
+                    out.extend_from_slice(b"\"base64:");
+                    out.extend_from_slice(base64(b).as_bytes());
+                    out.push(b'"');
+                }
+                RefValue::Range { offset, size } => {
+                    out.push(b'[');
+                    out.extend_from_slice(url.as_bytes());
+                    out.push(b',');
+                    push_decimal(&mut out, *offset);
+                    out.push(b',');
+                    push_decimal(&mut out, *size);
+                    out.push(b']');
+                }
+            }
+        }
+        for a in &self.arrays {
+            // Keys are the prefix (escaped once), `/`, and digits and dots.
+            let quoted = string_json(&a.prefix);
+            let prefix = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or("");
+            for (i, &(offset, size)) in a.ranges.iter().enumerate() {
+                sep(&mut out);
+                out.push(b'"');
+                let from = i.saturating_mul(a.rank);
+                let scaled = (a.scaled.get(from..from.saturating_add(a.rank))).unwrap_or_default();
+                push_chunk_key(&mut out, prefix, scaled);
+                out.extend_from_slice(b"\":[");
+                out.extend_from_slice(url.as_bytes());
+                out.push(b',');
+                push_decimal(&mut out, offset);
+                out.push(b',');
+                push_decimal(&mut out, size);
+                out.push(b']');
+                if out.len() >= PIECE {
+                    w.write_all(&out)?;
+                    out.clear();
+                }
+            }
+        }
+        out.extend_from_slice(b"}}");
+        w.write_all(&out)
     }
 }
 
@@ -560,6 +679,31 @@ mod tests {
     }
 
     #[test]
+    fn chunk_keys_are_decimal_indices_joined_by_dots() {
+        let mut out = Vec::new();
+        for v in [0, 7, 10, 12345, u64::MAX] {
+            push_decimal(&mut out, v);
+            out.push(b' ');
+        }
+        assert_eq!(out, b"0 7 10 12345 18446744073709551615 ");
+        let a = ChunkRanges {
+            prefix: "g/d".into(),
+            rank: 2,
+            scaled: vec![0, 1, 20, 3],
+            ranges: vec![(1, 2), (3, 4)],
+        };
+        assert_eq!(a.key(1).as_deref(), Some("g/d/20.3"));
+        assert_eq!(a.key(2), None);
+        let scalar = ChunkRanges {
+            prefix: String::new(),
+            rank: 0,
+            scaled: Vec::new(),
+            ranges: vec![(1, 2)],
+        };
+        assert_eq!(scalar.key(0).as_deref(), Some("0"));
+    }
+
+    #[test]
     fn numbers_and_strings_are_json() {
         let le = TypeDesc::from_numpy("<i2").unwrap();
         assert_eq!(element_json(le, &(-3i16).to_le_bytes()), "-3");
@@ -572,7 +716,11 @@ mod tests {
             element_json(f, &(-f64::INFINITY).to_le_bytes()),
             "\"-Infinity\""
         );
-        let h = TypeDesc::from_numpy("<f2").unwrap();
+        let h = TypeDesc {
+            class: TypeClass::Float,
+            size: 2,
+            order: crate::types::ByteOrder::LittleEndian,
+        };
         assert_eq!(element_json(h, &0x3e00u16.to_le_bytes()), "1.5");
         assert_eq!(fill_json(f, &[]), "0.0");
         assert_eq!(string_json("a\"b\\\n\u{1}"), "\"a\\\"b\\\\\\n\\u0001\"");

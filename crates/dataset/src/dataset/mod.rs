@@ -1087,36 +1087,26 @@ impl Dataset {
     /// Every allocated chunk, as `H5Dchunk_iter` reports them (dirty cached chunks are written
     /// first so that they are listed).
     pub fn chunks(&self) -> Result<Vec<ChunkInfo>> {
-        let f = &self.file.inner.store;
-        let mut st = self.shared.write();
-        let DatasetState { path, storage, .. } = &mut **st;
-        let StorageState::Chunked(c) = storage else {
-            return Ok(Vec::new());
-        };
-        c.flush_cache(f, path)?;
-        let chunk = c.shape.chunk.clone();
-        let chunk_bytes = c.shape.chunk_bytes;
-        let filtered = c.pipeline.is_some();
+        let chunk = self.chunk().unwrap_or_default();
+        let path = self.path();
         let mut out = Vec::new();
         // The first chunk whose offset does not fit `u64`.
         let mut past = None;
-        c.index.for_each(f, &mut |s, r| {
-            if let Some(addr) = r.addr {
-                // A single-chunk index reports its one chunk with no coordinates: the origin.
-                let offset = (s.iter().chain(std::iter::repeat(&0)))
-                    .zip(&chunk)
-                    .map(|(a, b)| a.checked_mul(*b))
-                    .collect();
-                match offset {
-                    Some(offset) => out.push(ChunkInfo {
-                        offset,
-                        addr,
-                        size: if filtered { r.size } else { chunk_bytes },
-                        filter_mask: r.mask,
-                    }),
-                    None => {
-                        past.get_or_insert_with(|| s.to_vec());
-                    }
+        self.for_each_chunk(&mut |s, addr, size, mask| {
+            // A single-chunk index reports its one chunk with no coordinates: the origin.
+            let offset = (s.iter().chain(std::iter::repeat(&0)))
+                .zip(&chunk)
+                .map(|(a, b)| a.checked_mul(*b))
+                .collect();
+            match offset {
+                Some(offset) => out.push(ChunkInfo {
+                    offset,
+                    addr,
+                    size,
+                    filter_mask: mask,
+                }),
+                None => {
+                    past.get_or_insert_with(|| s.to_vec());
                 }
             }
         })?;
@@ -1128,6 +1118,30 @@ impl Dataset {
             ));
         }
         Ok(out)
+    }
+
+    /// Visit every allocated chunk: its scaled coordinates (chunk grid indices; none for a
+    /// single-chunk index), address, stored size and filter mask. Dirty cached chunks are
+    /// written first. Nothing per chunk is allocated (a million-chunk index is walked for
+    /// `h5chunk refs`).
+    pub(crate) fn for_each_chunk(
+        &self,
+        visit: &mut dyn FnMut(&[u64], Addr, u64, u32),
+    ) -> Result<()> {
+        let f = &self.file.inner.store;
+        let mut st = self.shared.write();
+        let DatasetState { path, storage, .. } = &mut **st;
+        let StorageState::Chunked(c) = storage else {
+            return Ok(());
+        };
+        c.flush_cache(f, path)?;
+        let chunk_bytes = c.shape.chunk_bytes;
+        let filtered = c.pipeline.is_some();
+        c.index.for_each(f, &mut |s, r| {
+            if let Some(addr) = r.addr {
+                visit(s, addr, if filtered { r.size } else { chunk_bytes }, r.mask);
+            }
+        })
     }
 
     /// Write a chunk's stored bytes as they are (already filtered, with `filter_mask` saying
