@@ -54,6 +54,10 @@ pub struct ChunkInfo {
     pub filter_mask: u32,
 }
 
+/// What [`Dataset::for_each_chunk`] calls for each chunk: grid indices, address, stored size,
+/// filter mask.
+pub(crate) type ChunkVisitor<'a> = dyn FnMut(&[u64], Addr, u64, u32) + 'a;
+
 #[derive(Debug)]
 pub(crate) enum StorageState {
     Chunked(Box<Chunked>),
@@ -1126,7 +1130,7 @@ impl Dataset {
     /// `h5chunk refs`).
     pub(crate) fn for_each_chunk(
         &self,
-        visit: &mut dyn FnMut(&[u64], Addr, u64, u32),
+        visit: &mut ChunkVisitor<'_>,
     ) -> Result<()> {
         let f = &self.file.inner.store;
         let mut st = self.shared.write();
