@@ -144,6 +144,8 @@ mod faulty;
 mod hash;
 mod journal;
 mod line;
+#[cfg(feature = "object-store")]
+mod object;
 mod pages;
 mod stats;
 mod storage;
@@ -160,6 +162,8 @@ pub use journal::{
     Durability, JournalPlace, Journaled, Recovery, discard_journal, needs_recovery, recover,
 };
 pub use line::CacheLine;
+#[cfg(feature = "object-store")]
+pub use object::{BLOCK, GAP, ObjectStorage, READ_AHEAD};
 pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};
 pub use storage::{FileStorage, MemStorage, Storage};

@@ -38,6 +38,14 @@ pub trait Storage: Send + Sync + fmt::Debug {
 
     /// Make every completed write durable.
     fn sync(&self) -> io::Result<()>;
+
+    /// Say that the byte ranges `(address, length)` are about to be read: a storage for which
+    /// each request costs a round trip (an object store) fetches them together now. The
+    /// default does nothing.
+    fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
+        let _ = ranges;
+        Ok(())
+    }
 }
 
 impl<S: Storage + ?Sized> Storage for Arc<S> {
@@ -55,6 +63,9 @@ impl<S: Storage + ?Sized> Storage for Arc<S> {
     }
     fn sync(&self) -> io::Result<()> {
         (**self).sync()
+    }
+    fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
+        (**self).prefetch(ranges)
     }
 }
 

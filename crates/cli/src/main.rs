@@ -236,8 +236,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// Open a path, or a URL of a file in object storage (`s3://bucket/key`: endpoint and
+/// credentials from the `AWS_*` environment variables).
 fn open(file: &Path) -> CliResult<File> {
-    File::open(file).map_err(|e| e.to_string())
+    open_file(file).map_err(|e| e.to_string())
+}
+
+fn open_file(file: &Path) -> h5chunk::Result<File> {
+    match file.to_str() {
+        Some(url) if url.contains("://") => File::open_url(url),
+        _ => File::open(file),
+    }
 }
 
 fn in_file<T>(file: &Path, r: h5chunk::Result<T>) -> CliResult<T> {
@@ -455,6 +464,10 @@ fn refs(
     let f = open(file)?;
     let url = match url {
         Some(u) => u,
+        // An object-store URL names itself.
+        None if file.to_str().is_some_and(|f| f.contains("://")) => {
+            file.to_string_lossy().into_owned()
+        }
         None => std::path::absolute(file)
             .map_err(|e| format!("{}: {e}", file.display()))?
             .to_string_lossy()
@@ -983,7 +996,7 @@ fn write_values(
 }
 
 fn check(file: &Path) -> CliResult<Outcome> {
-    let f = match File::open(file) {
+    let f = match open_file(file) {
         Ok(f) => f,
         Err(e @ h5chunk::Error::Io { .. }) => return Err(e.to_string()),
         // A file that does not open because it is damaged is a problem found, not a failure

@@ -882,3 +882,53 @@ fn refs_writes_kerchunk_json_and_refuses_lzf_unless_told_to_skip() {
     assert_eq!(first, [0, 1, 2, 6, 7, 8]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
+    let Some(python) = interop::python("commands_take_s3_urls") else {
+        return;
+    };
+    let moto = h5chunk_testkit::moto::Moto::start(&python);
+    let local = fixtures::dir().join("index_latest.h5");
+    moto.upload(&python, "cli-bucket", &[&local]);
+    let url = "s3://cli-bucket/index_latest.h5";
+    let with_env = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h5chunk"));
+        c.args(args);
+        for (k, v) in moto.env() {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // ls, cat and check read the object as they read the local file.
+    for args in [vec!["ls"], vec!["cat", "", "btree2/btree2"], vec!["check"]] {
+        let mut remote = args.clone();
+        let mut here = args.clone();
+        if remote.len() > 1 {
+            remote[1] = url;
+            here[1] = s(&local);
+        } else {
+            remote.push(url);
+            here.push(s(&local));
+        }
+        let out = with_env(&remote);
+        assert!(
+            out.status.success(),
+            "{remote:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, ok(&here), "{remote:?}");
+    }
+    // refs names the URL it read.
+    let out = with_env(&["refs", url, "single/single"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["refs"]["single/single/0.0"][0], url);
+    // A missing object: one line naming it.
+    let out = with_env(&["ls", "s3://cli-bucket/missing.h5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("s3://cli-bucket/missing.h5") && err.contains("no such object"),
+        "{err}"
+    );
+}

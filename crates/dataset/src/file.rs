@@ -75,6 +75,13 @@ impl Storage for BaseStorage {
     fn sync(&self) -> std::io::Result<()> {
         self.inner.sync()
     }
+    fn prefetch(&self, ranges: &[(Addr, u64)]) -> std::io::Result<()> {
+        let shifted = ranges
+            .iter()
+            .map(|&(a, n)| Ok((self.shifted(a)?, n)))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        self.inner.prefetch(&shifted)
+    }
 }
 
 /// An object that stays open with the file and is written by its flush (a dataset's chunk
@@ -657,6 +664,41 @@ impl File {
             options,
             lock,
         )
+    }
+
+    /// Open a file in object storage, read-only: `s3://bucket/key` (credentials, region and
+    /// endpoint from the standard `AWS_*` environment variables: `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP` for a
+    /// local server) or `file:///path`; a plain path opens as [`File::open`] does. Reads are
+    /// range requests: the first bytes come with the opening request, metadata is cached,
+    /// and a read's chunks are fetched together (see
+    /// [`ObjectStorage`](crate::storage::ObjectStorage)).
+    #[cfg(feature = "object-store")]
+    pub fn open_url(url: &str) -> Result<File> {
+        File::open_url_with(url, &[], OpenOptions::read_only())
+    }
+
+    /// [`File::open_url`] with object_store's configuration keys (`aws_endpoint`,
+    /// `aws_allow_http`, `aws_access_key_id`, ...) over the environment's, and `options`
+    /// (which must be read-only).
+    #[cfg(feature = "object-store")]
+    pub fn open_url_with(
+        url: &str,
+        store_options: &[(String, String)],
+        options: OpenOptions,
+    ) -> Result<File> {
+        if !url.contains("://") {
+            return File::open_with(url, options);
+        }
+        if options.writable || options.swmr_write {
+            return Err(Error::arg(
+                "options",
+                "files in object storage open read-only",
+            ));
+        }
+        let storage = h5chunk_cache::ObjectStorage::open(url, store_options)
+            .map_err(|e| io_error(Path::new(url), e))?;
+        File::open_named(url.to_owned(), Arc::new(storage), None, options, None)
     }
 
     /// Open a file held by any storage backend, as [`File::open_with`] opens a path.

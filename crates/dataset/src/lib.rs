@@ -117,5 +117,7 @@ pub mod guide {
 /// Storage backends a [`File`] can live on ([`File::create_on`], [`File::open_on`]): the
 /// metadata cache's positioned-I/O trait and its file and memory implementations.
 pub mod storage {
+    #[cfg(feature = "object-store")]
+    pub use h5chunk_cache::{BLOCK, GAP, ObjectStorage, READ_AHEAD};
     pub use h5chunk_cache::{FileStorage, MemStorage, Storage};
 }

@@ -20,6 +20,7 @@
 pub mod fixtures;
 pub mod h5py;
 pub mod interop;
+pub mod moto;
 mod read;
 mod write;
 

@@ -1128,10 +1128,7 @@ impl Dataset {
     /// single-chunk index), address, stored size and filter mask. Dirty cached chunks are
     /// written first. Nothing per chunk is allocated (a million-chunk index is walked for
     /// `h5chunk refs`).
-    pub(crate) fn for_each_chunk(
-        &self,
-        visit: &mut ChunkVisitor<'_>,
-    ) -> Result<()> {
+    pub(crate) fn for_each_chunk(&self, visit: &mut ChunkVisitor<'_>) -> Result<()> {
         let f = &self.file.inner.store;
         let mut st = self.shared.write();
         let DatasetState { path, storage, .. } = &mut **st;

@@ -287,6 +287,13 @@ impl Dataset {
         h: &Hyperslab,
         out: &mut [u8],
     ) -> Result<Vec<(Coords, Vec<u8>)>> {
+        if plan.fetches.len() > 1 {
+            // A storage where each request is a round trip (an object store) fetches the
+            // selection's chunks together; a failure shows in the reads that follow.
+            let ranges: Vec<(Addr, u64)> =
+                plan.fetches.iter().map(|x| (x.addr, x.stored)).collect();
+            let _ = f.storage.prefetch(&ranges);
+        }
         let (direct, other): (Vec<&Fetch>, Vec<&Fetch>) =
             plan.fetches.iter().partition(|x| x.direct.is_some());
         let (mut decoded, read): (Vec<&Fetch>, Vec<&Fetch>) =

@@ -1,0 +1,424 @@
+//! A read-only [`Storage`] over an object store (S3 and its kin, through `object_store`):
+//! HDF5 files read in place, with range requests.
+//!
+//! What keeps the requests few:
+//! - **Read-ahead.** Opening fetches the object's first [`READ_AHEAD`] bytes in the same
+//!   request that tells its size: the superblock, the root group and most object headers and
+//!   small indexes sit there, so opening and listing a small file costs one GET.
+//! - **A block cache.** Everything else is fetched in [`BLOCK`]-byte blocks, kept up to a
+//!   budget (oldest first out): metadata read once stays.
+//! - **Coalescing.** A read needing several missing blocks fetches each run of them in one
+//!   request; [`Storage::prefetch`] takes a whole selection's ranges at once, joins runs
+//!   closer than [`GAP`] and fetches the joined runs concurrently.
+//!
+//! Every GET is counted ([`ObjectStorage::requests`]): what the tests bound.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
+use parking_lot::Mutex;
+
+use h5chunk_format::Addr;
+
+use crate::storage::Storage;
+
+/// Bytes fetched with the object's size when it is opened.
+pub const READ_AHEAD: u64 = 256 << 10;
+/// The unit of the block cache.
+pub const BLOCK: u64 = 64 << 10;
+/// Missing runs closer than this are fetched as one request.
+pub const GAP: u64 = 256 << 10;
+/// The block cache's budget.
+const CACHE_BYTES: usize = 256 << 20;
+
+/// A read-only storage over one object (see the [module docs](self)).
+pub struct ObjectStorage {
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    url: String,
+    len: u64,
+    runtime: tokio::runtime::Runtime,
+    /// The object's first bytes (all of it when smaller than [`READ_AHEAD`]).
+    head: Vec<u8>,
+    blocks: Mutex<Blocks>,
+    requests: AtomicU64,
+    bytes_fetched: AtomicU64,
+}
+
+#[derive(Default)]
+struct Blocks {
+    /// Block index -> its bytes (the last block may be short).
+    have: BTreeMap<u64, Arc<[u8]>>,
+    /// Insertion order, for eviction.
+    order: VecDeque<u64>,
+    bytes: usize,
+}
+
+impl Blocks {
+    fn insert(&mut self, index: u64, data: Arc<[u8]>) {
+        if self.have.insert(index, data.clone()).is_none() {
+            self.order.push_back(index);
+            self.bytes = self.bytes.saturating_add(data.len());
+        }
+        while self.bytes > CACHE_BYTES {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(d) = self.have.remove(&old) {
+                self.bytes = self.bytes.saturating_sub(d.len());
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ObjectStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStorage")
+            .field("url", &self.url)
+            .field("len", &self.len)
+            .field("requests", &self.requests())
+            .finish()
+    }
+}
+
+fn other(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl ObjectStorage {
+    /// Open the object at `url`: `s3://bucket/key` (credentials, region and endpoint from the
+    /// standard `AWS_*` environment variables, then from `options`: object_store's S3 keys
+    /// such as `aws_endpoint`, `aws_allow_http`, `aws_access_key_id`) or `file:///path`.
+    pub fn open(url: &str, options: &[(String, String)]) -> io::Result<ObjectStorage> {
+        let (store, path): (Arc<dyn ObjectStore>, ObjectPath) =
+            if let Some(rest) = url.strip_prefix("s3://") {
+                let (_, key) = rest.split_once('/').unwrap_or((rest, ""));
+                let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(url);
+                for (k, v) in options {
+                    let key = k.parse().map_err(|e| {
+                        io::Error::new(io::ErrorKind::InvalidInput, format!("{k}: {e}"))
+                    })?;
+                    b = b.with_config(key, v);
+                }
+                let path = ObjectPath::from_url_path(key)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+                (Arc::new(b.build().map_err(other)?), path)
+            } else if let Some(p) = url.strip_prefix("file://") {
+                let path = ObjectPath::from_filesystem_path(p)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+                (Arc::new(object_store::local::LocalFileSystem::new()), path)
+            } else {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("{url}: only s3:// and file:// URLs are supported"),
+                ));
+            };
+        Self::open_on(store, path, url)
+    }
+
+    /// Open `path` in `store`; `url` names it in messages.
+    pub fn open_on(
+        store: Arc<dyn ObjectStore>,
+        path: ObjectPath,
+        url: &str,
+    ) -> io::Result<ObjectStorage> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        // One request: the first bytes, and the object's size with them.
+        let got = runtime
+            .block_on(async {
+                let r = store
+                    .get_opts(&path, GetOptions::new().with_range(Some(0..READ_AHEAD)))
+                    .await?;
+                let len = r.meta.size;
+                Ok::<_, object_store::Error>((len, r.bytes().await?))
+            })
+            // The caller names the URL.
+            .map_err(|e| match e {
+                object_store::Error::NotFound { .. } => {
+                    io::Error::new(io::ErrorKind::NotFound, "no such object")
+                }
+                e => io::Error::other(e.to_string()),
+            })?;
+        let s = ObjectStorage {
+            store,
+            path,
+            url: url.to_owned(),
+            len: got.0,
+            runtime,
+            head: got.1.to_vec(),
+            blocks: Mutex::new(Blocks::default()),
+            requests: AtomicU64::new(1),
+            bytes_fetched: AtomicU64::new(got.1.len() as u64),
+        };
+        Ok(s)
+    }
+
+    /// GET requests made so far (the opening one included).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Bytes those requests returned.
+    pub fn bytes_fetched(&self) -> u64 {
+        self.bytes_fetched.load(Ordering::Relaxed)
+    }
+
+    /// The URL it was opened with.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Fetch the missing blocks that `ranges` touch (beyond the read-ahead): runs of missing
+    /// blocks closer than [`GAP`] in one request each, the requests concurrently.
+    fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        let head = self.head.len() as u64;
+        let mut wanted: Vec<u64> = Vec::new();
+        {
+            let blocks = self.blocks.lock();
+            for r in ranges {
+                let start = r.start.max(head);
+                if start >= r.end {
+                    continue;
+                }
+                let (first, last) = (start / BLOCK, (r.end.saturating_sub(1)) / BLOCK);
+                wanted.extend((first..=last).filter(|b| !blocks.have.contains_key(b)));
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        // Join into requests.
+        let gap_blocks = GAP / BLOCK;
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for b in wanted {
+            match runs.last_mut() {
+                Some((_, end)) if b <= end.saturating_add(gap_blocks) => *end = b,
+                _ => runs.push((b, b)),
+            }
+        }
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let requests: Vec<Range<u64>> = runs
+            .iter()
+            .map(|&(a, b)| {
+                a.saturating_mul(BLOCK)..b.saturating_add(1).saturating_mul(BLOCK).min(self.len)
+            })
+            .filter(|r| r.start < r.end)
+            .collect();
+        self.requests
+            .fetch_add(requests.len() as u64, Ordering::Relaxed);
+        let store = &self.store;
+        let path = &self.path;
+        let got = self
+            .runtime
+            .block_on(futures::future::try_join_all(
+                requests.iter().map(|r| store.get_range(path, r.clone())),
+            ))
+            .map_err(|e| io::Error::other(format!("{}: {e}", self.url)))?;
+        let mut blocks = self.blocks.lock();
+        for (r, bytes) in requests.iter().zip(got) {
+            self.bytes_fetched
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            if bytes.len() as u64 != r.end.saturating_sub(r.start) {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "{}: asked for bytes {}..{}, got {}",
+                        self.url,
+                        r.start,
+                        r.end,
+                        bytes.len()
+                    ),
+                ));
+            }
+            for (i, piece) in bytes.chunks(BLOCK as usize).enumerate() {
+                let index = (r.start / BLOCK).saturating_add(i as u64);
+                blocks.insert(index, Arc::from(piece));
+            }
+        }
+        Ok(())
+    }
+
+    /// Copy `buf.len()` bytes at `start` from the read-ahead and the cached blocks; false if
+    /// a block is missing.
+    fn copy_out(&self, start: u64, buf: &mut [u8]) -> bool {
+        let head = self.head.len() as u64;
+        let mut at = start;
+        let mut done = 0usize;
+        if at < head {
+            let n = (head.saturating_sub(at) as usize).min(buf.len());
+            let (src, dst) = (
+                self.head.get(at as usize..(at as usize).saturating_add(n)),
+                buf.get_mut(..n),
+            );
+            match (src, dst) {
+                (Some(s), Some(d)) => d.copy_from_slice(s),
+                _ => return false,
+            }
+            done = n;
+            at = at.saturating_add(n as u64);
+        }
+        let blocks = self.blocks.lock();
+        while done < buf.len() {
+            let Some(block) = blocks.have.get(&(at / BLOCK)) else {
+                return false;
+            };
+            let off = (at % BLOCK) as usize;
+            let n = block
+                .len()
+                .saturating_sub(off)
+                .min(buf.len().saturating_sub(done));
+            if n == 0 {
+                return false;
+            }
+            match (
+                block.get(off..off.saturating_add(n)),
+                buf.get_mut(done..done.saturating_add(n)),
+            ) {
+                (Some(s), Some(d)) => d.copy_from_slice(s),
+                _ => return false,
+            }
+            done = done.saturating_add(n);
+            at = at.saturating_add(n as u64);
+        }
+        true
+    }
+}
+
+impl Storage for ObjectStorage {
+    fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()> {
+        let start = addr.get();
+        let end = start
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.len);
+        let Some(end) = end else {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{}: {} bytes at {start} pass the object's end ({})",
+                    self.url,
+                    buf.len(),
+                    self.len
+                ),
+            ));
+        };
+        if self.copy_out(start, buf) {
+            return Ok(());
+        }
+        self.fetch(std::slice::from_ref(&(start..end)))?;
+        if self.copy_out(start, buf) {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!(
+                "{}: bytes {start}..{end} not cached after fetching them",
+                self.url
+            )))
+        }
+    }
+
+    fn write_at(&self, _addr: Addr, _data: &[u8]) -> io::Result<()> {
+        Err(read_only(&self.url))
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.len)
+    }
+
+    fn set_len(&self, _len: u64) -> io::Result<()> {
+        Err(read_only(&self.url))
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
+        let ranges: Vec<Range<u64>> = ranges
+            .iter()
+            .map(|&(a, n)| a.get()..a.get().saturating_add(n).min(self.len))
+            .collect();
+        self.fetch(&ranges)
+    }
+}
+
+fn read_only(url: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("{url}: object storage is opened read-only"),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use object_store::memory::InMemory;
+
+    fn storage(bytes: &[u8]) -> ObjectStorage {
+        let store = Arc::new(InMemory::new());
+        let path = ObjectPath::from("f.h5");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(store.put(&path, bytes.to_vec().into()))
+            .unwrap();
+        ObjectStorage::open_on(store, path, "memory:///f.h5").unwrap()
+    }
+
+    #[test]
+    fn reads_come_from_the_read_ahead_then_from_blocks_fetched_once() {
+        let data: Vec<u8> = (0..(READ_AHEAD + 5 * BLOCK + 100))
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let s = storage(&data);
+        assert_eq!(s.len().unwrap(), data.len() as u64);
+        assert_eq!(s.requests(), 1);
+        let mut b = vec![0; 1000];
+        s.read_at(Addr(10), &mut b).unwrap();
+        assert_eq!(b, data[10..1010]);
+        assert_eq!(s.requests(), 1, "inside the read-ahead");
+        // Across the read-ahead's end and two blocks: one request.
+        let at = READ_AHEAD - 50;
+        let mut b = vec![0; (BLOCK + 100) as usize];
+        s.read_at(Addr(at), &mut b).unwrap();
+        assert_eq!(b, data[at as usize..at as usize + b.len()]);
+        assert_eq!(s.requests(), 2);
+        s.read_at(Addr(at + 10), &mut b[..100]).unwrap();
+        assert_eq!(s.requests(), 2, "cached");
+        // The short last block, and past the end.
+        let end = data.len() as u64;
+        let mut tail = vec![0; 60];
+        s.read_at(Addr(end - 60), &mut tail).unwrap();
+        assert_eq!(tail, data[data.len() - 60..]);
+        assert!(s.read_at(Addr(end - 10), &mut [0; 11]).is_err());
+        assert!(s.write_at(Addr(0), &[1]).is_err());
+    }
+
+    #[test]
+    fn a_prefetch_joins_near_ranges_and_fetches_the_rest_concurrently() {
+        let data: Vec<u8> = (0..(READ_AHEAD + 40 * BLOCK))
+            .map(|i| (i % 7) as u8)
+            .collect();
+        let s = storage(&data);
+        let far = READ_AHEAD + 30 * BLOCK;
+        s.prefetch(&[
+            (Addr(READ_AHEAD + 10), 100),
+            (Addr(READ_AHEAD + BLOCK + 5), 100),
+            (Addr(far), 2 * BLOCK),
+        ])
+        .unwrap();
+        assert_eq!(s.requests(), 3, "one near run, one far");
+        let mut b = vec![0; 2 * BLOCK as usize];
+        s.read_at(Addr(far), &mut b).unwrap();
+        assert_eq!(s.requests(), 3);
+        assert_eq!(b, data[far as usize..far as usize + b.len()]);
+    }
+}
