@@ -13,8 +13,14 @@ written by h5py once and kept under DIR. Then, on the same file, in one run:
 Both reference sets must name the same byte range for every chunk (kerchunk as the oracle);
 the table gives seconds, peak RSS and the speedup. Exit status 1 when a speedup is below 10x
 or the references differ.
+
+Then (`--dask-gib G`, default 2; 0 skips it) a G GiB float32 file (4 MiB chunks) written by
+h5py is put in a local S3 server (moto's, started here); both tools make references to it
+through S3, and a dask.distributed LocalCluster (2 worker processes) reads the whole array
+through each reference set (fsspec's reference file system over s3fs, zarr): the time, and
+the sum and a strided sample checked against h5py's local read.
 """
-import argparse, json, os, subprocess, sys, time
+import argparse, json, os, socket, subprocess, sys, time
 
 KINDS = ["btree1", "earray", "btree2", "farray", "implicit"]
 
@@ -92,12 +98,150 @@ def chunk_ranges(path):
             if isinstance(v, list) and len(v) == 3 and not k.split("/")[-1].startswith(".")}
 
 
+DASK_GEN = r"""
+import sys, h5py, numpy as np
+path, rows, cols, block = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 256
+with h5py.File(path, "w", libver="latest") as f:
+    d = f.create_dataset("data", shape=(rows, cols), dtype="<f4", chunks=(256, 4096))
+    j = np.arange(cols, dtype=np.int64)
+    for r in range(0, rows, block):
+        i = np.arange(r, min(r + block, rows), dtype=np.int64)[:, None]
+        d[r : r + block] = ((i * 7 + j * 3) % 1000).astype("<f4")
+"""
+
+KERCHUNK_S3 = r"""
+import sys, time, ujson
+from kerchunk.hdf import SingleHdf5ToZarr
+url, endpoint, out = sys.argv[1:4]
+so = {"key": "testing", "secret": "testing",
+      "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+t = time.perf_counter()
+refs = SingleHdf5ToZarr(url, storage_options=so, inline_threshold=0).translate()
+open(out, "w").write(ujson.dumps(refs))
+print(time.perf_counter() - t)
+"""
+
+DASK_READ = r"""
+import sys, time
+import numpy as np, h5py, fsspec, zarr, dask.array as da
+from dask.distributed import Client, LocalCluster
+
+def main():
+    endpoint, local, sets = sys.argv[1], sys.argv[2], sys.argv[3:]
+    so = {"key": "testing", "secret": "testing", "asynchronous": True,
+          "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    with h5py.File(local, "r") as h:
+        d = h["data"]
+        want_sample = d[::97, ::89]
+        want_sum = sum(float(d[r : r + 1024].astype("f8").sum()) for r in range(0, d.shape[0], 1024))
+    cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                           dashboard_address=None)
+    client = Client(cluster)
+    for refs in sets:
+        z = zarr.open_array("reference://data", mode="r", zarr_format=2, storage_options={
+            "fo": refs, "remote_protocol": "s3", "remote_options": so})
+        a = da.from_zarr(z)
+        t = time.perf_counter()
+        total = float(a.astype("f8").sum().compute())
+        seconds = time.perf_counter() - t
+        sample = a[::97, ::89].compute()
+        ok = total == want_sum and np.array_equal(sample, want_sample)
+        print(refs, seconds, total, want_sum, ok, len(client.scheduler_info()["workers"]))
+    client.close()
+    cluster.close()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def wait_for_port(port):
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise SystemExit("moto_server did not start")
+            time.sleep(0.1)
+
+
+def dask_over_s3(o, python):
+    """The dask read through each reference set; True when both read the right values."""
+    cols = 32768
+    rows = int(o.dask_gib * (1 << 30) / 4 / cols) // 256 * 256
+    big = os.path.join(o.dir, f"dask-{rows}x{cols}.h5")
+    if not os.path.exists(big):
+        t = time.perf_counter()
+        subprocess.run([python, "-c", DASK_GEN, big + ".tmp", str(rows), str(cols)], check=True)
+        os.replace(big + ".tmp", big)
+        print(f"  (wrote {big} with h5py in {time.perf_counter() - t:.1f} s)", file=sys.stderr)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([os.path.join(os.path.dirname(python), "moto_server"), "-H",
+                               "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        import boto3
+        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+        s3.create_bucket(Bucket="bench")
+        t = time.perf_counter()
+        s3.upload_file(big, "bench", "big.h5")
+        print(f"  (uploaded {os.path.getsize(big) / (1 << 30):.2f} GiB to moto in "
+              f"{time.perf_counter() - t:.1f} s)", file=sys.stderr)
+        url = "s3://bench/big.h5"
+        env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ALLOW_HTTP="true",
+                   AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                   AWS_REGION="us-east-1")
+        ours = os.path.join(o.dir, "dask.h5chunk.json")
+        theirs = os.path.join(o.dir, "dask.kerchunk.json")
+        t = time.perf_counter()
+        subprocess.run([o.h5chunk, "refs", url, "-o", ours], check=True, env=env)
+        ours_s = time.perf_counter() - t
+        p = subprocess.run([python, "-c", KERCHUNK_S3, url, endpoint, theirs], check=True,
+                           capture_output=True, text=True)
+        theirs_s = float(p.stdout.strip().splitlines()[-1])
+        same = chunk_ranges(ours) == chunk_ranges(theirs)
+        p = subprocess.run([python, "-c", DASK_READ, endpoint, big, ours, theirs],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"dask read failed: {p.stderr[-3000:]}")
+        lines = [l.split() for l in p.stdout.strip().splitlines()[-2:]]
+        size = os.path.getsize(big) / (1 << 30)
+        print()
+        print(f"dask.distributed LocalCluster (2 worker processes, 2 threads each) reading a "
+              f"{size:.2f} GiB float32 file ({rows} x {cols}, 4 MiB chunks) from a local S3 "
+              f"server (moto) through each reference set")
+        print(f"{'references':<10} {'made from S3 s':>15} {'dask read s':>12} {'GiB/s':>7}  values")
+        ok = same
+        for name, made, (_, secs, total, _want, good, workers) in zip(
+                ["h5chunk", "kerchunk"], [ours_s, theirs_s], lines):
+            secs = float(secs)
+            print(f"{name:<10} {made:>15.3f} {secs:>12.2f} {size / secs:>7.2f}  "
+                  f"{'equal to h5py' if good == 'True' else 'WRONG'} (sum {total}, "
+                  f"{workers} workers)")
+            print(f"RESULT kind=refs_dask refs={name} gib={size:.2f} made_s={made:.4f} "
+                  f"read_s={secs:.3f} ok={good} workers={workers}")
+            ok &= good == "True" and int(workers) >= 2
+        print(f"both reference sets name the same byte ranges: {'yes' if same else 'NO'}")
+        return ok
+    finally:
+        server.kill()
+        server.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--h5chunk", required=True)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--dask-gib", type=float, default=2.0)
     o = ap.parse_args()
     os.makedirs(o.dir, exist_ok=True)
     print(f"kerchunk references to one dataset of {o.chunks} chunks per index kind "
@@ -132,6 +276,9 @@ def main():
             only = sorted(set(ours.items()) ^ set(theirs.items()))[:5]
             print(f"  references differ ({len(ours)} vs {len(theirs)} chunks), e.g. {only}")
         ok &= same and speedup >= 10 and n == o.chunks
+    sys.stdout.flush()
+    if o.dask_gib > 0:
+        ok &= dask_over_s3(o, sys.executable)
     sys.exit(0 if ok else 1)
 
 

@@ -94,7 +94,8 @@ const TASKS: &[Task] = &[
     Task {
         name: "bench",
         usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--swmr] \
-                [--refs [--chunks N] [--kinds K,..]] [--n N] [--scenario S,..] [--index I,..]",
+                [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] [--n N] [--scenario S,..] \
+                [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
                --instructions counts instructions per append and per lookup under callgrind \
                instead; also --repeat R, --chunk-bytes B; --bulk measures bulk write/read \
@@ -104,7 +105,9 @@ const TASKS: &[Task] = &[
                (bytes and reads per refresh, flush-to-visible latency; h5chunk vs h5py); \
                --refs times kerchunk reference generation for a 1,000,000-chunk dataset of \
                each index kind, `h5chunk refs` vs kerchunk's SingleHdf5ToZarr on the same \
-               h5py-written file (seconds, peak RSS; target/bench/refs.txt)",
+               h5py-written file (seconds, peak RSS), then a dask LocalCluster reading a 2 GiB \
+               file from a local S3 server (moto) through each reference set \
+               (--dask-gib G; target/bench/refs.txt)",
         run: bench,
     },
 ];
