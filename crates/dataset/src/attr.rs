@@ -242,13 +242,31 @@ fn attributes_in(f: &Store, header: Addr, all: Vec<Message>) -> Result<Vec<Resul
                         .and_then(|_| Err(Error::Internal("an attribute decoded the second time"))),
                 );
             }
-            Message::Unknown { kind, data }
-                if kind == MessageType::ATTRIBUTE_INFO && dense_in_use(&data, f.sizes) =>
-            {
-                return Err(Error::Unsupported(
-                    "dense attribute storage (fractal heap): more attributes than fit the \
-                     object header",
-                ));
+            Message::Unknown { kind, data } if kind == MessageType::ATTRIBUTE_INFO => {
+                if let Some((heap, names)) = dense_in_use(&data, header, f.sizes)? {
+                    // In name order, as libhdf5 lists them (the index is in hash order).
+                    let mut dense = Vec::new();
+                    for bytes in crate::dense::attribute_messages(f, heap, names)? {
+                        dense.push(
+                            match Message::decode(MessageType::ATTRIBUTE, &bytes, heap, f.sizes) {
+                                Ok(Message::Attribute(a)) => Ok(a),
+                                Ok(_) => {
+                                    Err(Error::Internal("an attribute decoded as another message"))
+                                }
+                                Err(e) => Err(e.into()),
+                            },
+                        );
+                    }
+                    dense.sort_by(
+                        |a: &Result<Attribute>, b: &Result<Attribute>| match (a, b) {
+                            (Ok(a), Ok(b)) => a.name.cmp(&b.name),
+                            (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+                            (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+                            (Err(_), Err(_)) => std::cmp::Ordering::Equal,
+                        },
+                    );
+                    out.extend(dense);
+                }
             }
             _ => {}
         }
@@ -256,14 +274,33 @@ fn attributes_in(f: &Store, header: Addr, all: Vec<Message>) -> Result<Vec<Resul
     Ok(out)
 }
 
-/// Whether an Attribute Info message points at a fractal heap (dense storage in use):
-/// version 0, flags, [max creation index u16], fractal heap address, ...
-fn dense_in_use(data: &[u8], sizes: h5chunk_format::Sizes) -> bool {
-    let flags = data.get(1).copied().unwrap_or(0);
-    let at: usize = if flags & 0x01 != 0 { 4 } else { 2 };
-    let width = usize::from(sizes.offsets());
-    data.get(at..at.saturating_add(width))
-        .is_some_and(|a| a.iter().any(|&b| b != 0xff))
+/// The fractal heap and name index of an Attribute Info message, when dense storage is in
+/// use: version 0, flags (bit 0: creation order tracked, with a u16 maximum index; bit 1:
+/// indexed, with a third address), fractal heap address, name index address.
+fn dense_in_use(
+    data: &[u8],
+    header: Addr,
+    sizes: h5chunk_format::Sizes,
+) -> Result<Option<(Addr, Addr)>> {
+    let mut d = h5chunk_format::cursor::Decoder::new(data, header, sizes, "attribute info message");
+    let v_at = d.addr();
+    let version = d.u8()?;
+    if version != 0 {
+        return Err(d.bad_version(v_at, version).into());
+    }
+    let flags = d.u8()?;
+    if flags & 0x01 != 0 {
+        d.u16()?;
+    }
+    match (d.offset()?, d.offset()?) {
+        (Some(heap), Some(names)) => Ok(Some((heap, names))),
+        (None, _) => Ok(None),
+        (Some(_), None) => Err(Error::corrupt(
+            "attribute info message",
+            Some(header),
+            "a fractal heap of attributes but no name index",
+        )),
+    }
 }
 
 /// The attributes of the object whose header is at `header`.

@@ -247,6 +247,9 @@ pub enum Error {
     /// The B-tree or local heap of an old-style group failed.
     #[error("old-style group: {0}")]
     SymbolTable(#[source] h5chunk_btree1::Error),
+    /// The name index (a v2 B-tree) of a group with dense link storage failed.
+    #[error("dense group's name index: {0}")]
+    NameIndex(#[source] h5chunk_btree2::Error),
     /// The metadata cache or storage failed.
     #[error(transparent)]
     Cache(#[from] h5chunk_cache::Error),

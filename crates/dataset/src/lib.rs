@@ -68,6 +68,7 @@ mod attr;
 mod check;
 mod chunk_cache;
 mod dataset;
+mod dense;
 mod error;
 mod file;
 pub mod filters;

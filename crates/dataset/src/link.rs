@@ -1,6 +1,7 @@
-//! Link storage of groups: new-style (links in the object header, "compact" storage) and
-//! old-style (a symbol table: local heap of names, group B-tree, symbol table nodes). Dense
-//! link storage (fractal heap) is reported as unsupported. [`crate::Group`] is built on this.
+//! Link storage of groups: new-style (links in the object header, "compact" storage, or in a
+//! fractal heap indexed by a v2 B-tree, "dense" storage, read only: see `crate::dense`) and
+//! old-style (a symbol table: local heap of names, group B-tree, symbol table nodes).
+//! [`crate::Group`] is built on this.
 
 use h5chunk_format::Addr;
 use h5chunk_format::message::{GroupInfo, Link, LinkInfo, LinkTarget, Message, SymbolTable};
@@ -32,7 +33,15 @@ pub enum LinkValue {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum LinkStorage {
     Compact,
-    SymbolTable { btree: Addr, heap: Addr },
+    SymbolTable {
+        btree: Addr,
+        heap: Addr,
+    },
+    /// A fractal heap of link messages and the v2 B-tree of their names' hashes.
+    Dense {
+        heap: Addr,
+        names: Addr,
+    },
 }
 
 pub(crate) fn storage_of(f: &Store, group: Addr) -> Result<LinkStorage> {
@@ -46,10 +55,17 @@ pub(crate) fn storage_of(f: &Store, group: Addr) -> Result<LinkStorage> {
                 });
             }
             Message::LinkInfo(li) => {
-                if li.fractal_heap_address.is_some() {
-                    return Err(Error::Unsupported("dense link storage (fractal heap)"));
-                }
-                found = Some(LinkStorage::Compact);
+                found = Some(match (li.fractal_heap_address, li.name_index_address) {
+                    (Some(heap), Some(names)) => LinkStorage::Dense { heap, names },
+                    (Some(_), None) => {
+                        return Err(Error::corrupt(
+                            "link info message",
+                            Some(group),
+                            "a fractal heap of links but no name index",
+                        ));
+                    }
+                    _ => LinkStorage::Compact,
+                });
             }
             _ => {}
         }
@@ -110,6 +126,13 @@ pub(crate) fn links(f: &Store, group: Addr) -> Result<Vec<(String, LinkValue)>> 
                 }
             }
         }
+        LinkStorage::Dense { heap, names } => {
+            for l in crate::dense::links(f, heap, names)? {
+                if let Some(value) = compact_value(l.target) {
+                    out.push((String::from_utf8_lossy(&l.name).into_owned(), value));
+                }
+            }
+        }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
@@ -135,6 +158,9 @@ pub(crate) fn lookup(f: &Store, group: Addr, name: &str) -> Result<Option<LinkVa
                 Some(entry) => entry_value(&entry, &g.names().map_err(bt1_err)?),
                 None => Ok(None),
             }
+        }
+        LinkStorage::Dense { heap, names } => {
+            Ok(crate::dense::lookup(f, heap, names, name)?.and_then(|l| compact_value(l.target)))
         }
     }
 }
@@ -225,6 +251,9 @@ pub(crate) fn add_link(
         LinkStorage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
             .insert(name.as_bytes(), target, cache)
             .map_err(bt1_err),
+        LinkStorage::Dense { .. } => Err(Error::Unsupported(
+            "adding links to a group with dense link storage (fractal heap)",
+        )),
     }
 }
 

@@ -32,6 +32,7 @@ pub mod cursor;
 pub mod earray;
 pub mod error;
 pub mod farray;
+pub mod fractal_heap;
 pub mod global_heap;
 pub mod local_heap;
 pub mod message;

@@ -1,0 +1,317 @@
+//! Dense storage, read: a new-style group's links, or an object's attributes, kept in a
+//! fractal heap and indexed by a v2 B-tree of name hashes (record types 5 and 8), as libhdf5
+//! stores them once there are more than the object header keeps (8 links by default;
+//! netCDF-4 files, h5py with `track_order=True` or `libver='latest'`; attributes past the
+//! header's room).
+//!
+//! Every length read from the file is checked before it sizes a buffer: the header is read
+//! in a bounded prefix, blocks only at the sizes the header's geometry gives (bounded by the
+//! file's end), objects only inside the block that holds them.
+
+use std::cmp::Ordering;
+use std::ops::ControlFlow;
+
+use h5chunk_btree2::{BTree2, RecordClass};
+use h5chunk_format::cursor::Decoder;
+use h5chunk_format::fractal_heap::{self, Header, HeapId, IndirectBlock};
+use h5chunk_format::message::Link;
+use h5chunk_format::{Addr, Error as FormatError};
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// The most indirect-block levels a lookup descends (heap offsets have at most 64 bits, and
+/// each level at least doubles the span): a cycle in a damaged file ends here.
+const MAX_DEPTH: usize = 64;
+
+/// A fractal heap, opened for reading objects.
+#[derive(Debug)]
+pub(crate) struct Heap {
+    addr: Addr,
+    h: Header,
+}
+
+fn bt2_err(e: h5chunk_btree2::Error) -> Error {
+    Error::NameIndex(e)
+}
+
+impl Heap {
+    pub(crate) fn open(f: &Store, addr: Addr) -> Result<Heap> {
+        let avail = f.cache.eoa().get().saturating_sub(addr.get());
+        let first = (fractal_heap::MAX_HEADER_LEN as u64).min(avail);
+        let bytes = f.read(addr, first)?;
+        let h = match Header::decode(&bytes, addr, f.sizes) {
+            // A filter pipeline makes the header longer than the fixed part: read it all.
+            Err(FormatError::Truncated { .. }) if first == fractal_heap::MAX_HEADER_LEN as u64 => {
+                let with_filters = first.saturating_add(u64::from(u16::MAX)).min(avail);
+                Header::decode(&f.read(addr, with_filters)?, addr, f.sizes)?
+            }
+            other => other?,
+        };
+        if h.filters_len > 0 {
+            return Err(Error::Unsupported("filtered fractal heaps"));
+        }
+        Ok(Heap { addr, h })
+    }
+
+    /// Bytes of a heap ID.
+    pub(crate) fn id_len(&self) -> usize {
+        usize::from(self.h.id_len)
+    }
+
+    /// The object a heap ID names.
+    pub(crate) fn object(&self, f: &Store, id: &[u8]) -> Result<Vec<u8>> {
+        match HeapId::decode(id, &self.h, self.addr)? {
+            HeapId::Tiny(data) => Ok(data),
+            HeapId::Huge => Err(Error::Unsupported("huge objects in fractal heaps")),
+            HeapId::Managed { offset, len } => self.managed(f, offset, len),
+        }
+    }
+
+    /// A managed object: find its direct block through the doubling table.
+    fn managed(&self, f: &Store, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let corrupt = |what: String| Error::corrupt("fractal heap", Some(self.addr), what);
+        if len == 0 || len > u64::from(self.h.max_managed).max(self.h.max_direct) {
+            return Err(corrupt(format!("managed object of {len} bytes")));
+        }
+        let root = self.h.root.ok_or_else(|| corrupt("no root block".into()))?;
+        // (block address, its heap offset, its size) of the direct block holding `offset`.
+        let (block, block_offset, size) = if self.h.root_rows == 0 {
+            (root, 0, self.h.start_block)
+        } else {
+            let mut at = root;
+            let mut rows = u32::from(self.h.root_rows);
+            let mut depth = 0usize;
+            loop {
+                depth = depth.saturating_add(1);
+                if depth > MAX_DEPTH {
+                    return Err(corrupt("indirect blocks nest too deep".into()));
+                }
+                let len = self.h.indirect_len(f.sizes, rows) as u64;
+                let ib = IndirectBlock::decode(
+                    &f.read(at, len)?,
+                    at,
+                    f.sizes,
+                    &self.h,
+                    self.addr,
+                    rows,
+                )?;
+                let rel = offset
+                    .checked_sub(ib.block_offset)
+                    .ok_or_else(|| corrupt(format!("offset {offset} before its block")))?;
+                // The row and column whose block spans `rel`.
+                let w = u64::from(self.h.width);
+                let mut start = 0u64;
+                let mut found = None;
+                for row in 0..rows {
+                    let bs = self.h.row_block_size(row);
+                    let span = bs.saturating_mul(w);
+                    if rel < start.saturating_add(span) {
+                        let col = rel.saturating_sub(start).checked_div(bs).unwrap_or(0);
+                        found = Some((row, col, start.saturating_add(col.saturating_mul(bs)), bs));
+                        break;
+                    }
+                    start = start.saturating_add(span);
+                }
+                let (row, col, child_start, bs) =
+                    found.ok_or_else(|| corrupt(format!("offset {offset} past the table")))?;
+                let index = u64::from(row).saturating_mul(w).saturating_add(col);
+                let child = ib
+                    .children
+                    .get(index as usize)
+                    .and_then(|c| c.addr)
+                    .ok_or_else(|| corrupt(format!("offset {offset} in an unallocated block")))?;
+                let child_offset = ib.block_offset.saturating_add(child_start);
+                if row < self.h.direct_rows() {
+                    break (child, child_offset, bs);
+                }
+                at = child;
+                rows = self.h.rows_for_size(bs);
+            }
+        };
+        let avail = f.cache.eoa().get().saturating_sub(block.get());
+        if size
+            > avail.max(
+                f.storage
+                    .len()
+                    .map_err(|e| f.io(e))?
+                    .saturating_sub(block.get()),
+            )
+        {
+            return Err(corrupt(format!(
+                "direct block of {size} bytes past the file's end"
+            )));
+        }
+        let bytes = f.read(block, size)?;
+        fractal_heap::check_direct(&bytes, block, f.sizes, &self.h, self.addr, block_offset)?;
+        let from = offset.saturating_sub(block_offset);
+        let header = self.h.direct_header_len(f.sizes) as u64;
+        let end = from.saturating_add(len);
+        if from < header || end > size {
+            return Err(corrupt(format!(
+                "object {offset}+{len} outside its direct block (offset {block_offset}, {size} bytes)"
+            )));
+        }
+        Ok(bytes
+            .get(from as usize..end as usize)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default())
+    }
+}
+
+/// Records of a name index: v2 B-tree type 5 (links: the name's lookup3 hash, then the heap
+/// ID of the link message) or type 8 (attributes: the heap ID of the attribute message,
+/// message flags u8, creation order u32, then the hash).
+#[derive(Debug)]
+pub(crate) struct LinkNames {
+    id_len: usize,
+    attributes: bool,
+}
+
+/// One record of [`LinkNames`].
+#[derive(Clone, Debug)]
+pub(crate) struct LinkName {
+    hash: u32,
+    id: Vec<u8>,
+}
+
+impl RecordClass for LinkNames {
+    type Record = LinkName;
+    type Key = u32;
+
+    fn tree_type(&self) -> u8 {
+        if self.attributes { 8 } else { 5 }
+    }
+
+    fn record_size(&self) -> usize {
+        if self.attributes {
+            self.id_len.saturating_add(9)
+        } else {
+            self.id_len.saturating_add(4)
+        }
+    }
+
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<LinkName> {
+        let short = FormatError::Truncated {
+            structure: "name index record",
+            at,
+            needed: self.record_size() as u64,
+            available: raw.len() as u64,
+        };
+        let (id, hash) = if self.attributes {
+            let id = raw.get(..self.id_len).ok_or(short.clone())?;
+            let from = self.id_len.saturating_add(5);
+            (id, raw.get(from..from.saturating_add(4)).ok_or(short)?)
+        } else {
+            (
+                raw.get(4..).ok_or(short.clone())?,
+                raw.get(..4).ok_or(short)?,
+            )
+        };
+        let mut h = [0u8; 4];
+        h.copy_from_slice(hash);
+        Ok(LinkName {
+            hash: u32::from_le_bytes(h),
+            id: id.to_vec(),
+        })
+    }
+
+    fn encode(&self, r: &LinkName, _out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        let _ = r;
+        Err(FormatError::Unencodable {
+            structure: "name index record",
+            reason: "dense storage is read only".into(),
+        })
+    }
+
+    fn key<'r>(&self, r: &'r LinkName) -> &'r u32 {
+        &r.hash
+    }
+
+    fn compare(&self, key: &u32, r: &LinkName) -> Ordering {
+        key.cmp(&r.hash)
+    }
+}
+
+/// The heap IDs of the name index's records whose hash `pick` accepts (every record: `None`).
+fn ids(f: &Store, heap: &Heap, names: Addr, pick: Option<u32>) -> Result<Vec<Vec<u8>>> {
+    let class = LinkNames {
+        id_len: heap.id_len(),
+        attributes: false,
+    };
+    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
+    let mut ids = Vec::new();
+    // The closure never breaks: the flow it returns says nothing.
+    let _ = tree
+        .iterate(|r| {
+            if pick.is_none_or(|h| h == r.hash) {
+                ids.push(r.id.clone());
+            }
+            ControlFlow::Continue(())
+        })
+        .map_err(bt2_err)?;
+    Ok(ids)
+}
+
+fn link(f: &Store, heap: &Heap, id: &[u8]) -> Result<Link> {
+    let bytes = heap.object(f, id)?;
+    let mut d = Decoder::new(&bytes, heap.addr, f.sizes, "link message (dense)");
+    Ok(Link::decode(&mut d)?)
+}
+
+/// Every link of a group stored densely (heap at `heap`, name index at `names`).
+pub(crate) fn links(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Link>> {
+    let heap = Heap::open(f, heap)?;
+    ids(f, &heap, names, None)?
+        .iter()
+        .map(|id| link(f, &heap, id))
+        .collect()
+}
+
+/// The link `name` of a group stored densely: the records of its name's hash (libhdf5's
+/// lookup3 of the name), then the one whose message holds the name.
+pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<Option<Link>> {
+    let heap = Heap::open(f, heap)?;
+    let hash = h5chunk_format::checksum::lookup3(name.as_bytes());
+    // One descent finds a record of the hash; only when its link has another name (two names
+    // of one hash) are all the records of the hash looked at.
+    let class = LinkNames {
+        id_len: heap.id_len(),
+        attributes: false,
+    };
+    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
+    let Some(first) = tree.find(&hash).map_err(bt2_err)? else {
+        return Ok(None);
+    };
+    let l = link(f, &heap, &first.id)?;
+    if l.name == name.as_bytes() {
+        return Ok(Some(l));
+    }
+    for id in ids(f, &heap, names, Some(hash))? {
+        let l = link(f, &heap, &id)?;
+        if l.name == name.as_bytes() {
+            return Ok(Some(l));
+        }
+    }
+    Ok(None)
+}
+
+/// The attribute messages (encoded) of an object whose attributes are stored densely, in the
+/// name index's order.
+pub(crate) fn attribute_messages(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Vec<u8>>> {
+    let heap = Heap::open(f, heap)?;
+    let class = LinkNames {
+        id_len: heap.id_len(),
+        attributes: true,
+    };
+    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
+    let mut ids = Vec::new();
+    // The closure never breaks: the flow it returns says nothing.
+    let _ = tree
+        .iterate(|r| {
+            ids.push(r.id.clone());
+            ControlFlow::Continue(())
+        })
+        .map_err(bt2_err)?;
+    ids.iter().map(|id| heap.object(f, id)).collect()
+}

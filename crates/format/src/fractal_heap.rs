@@ -1,0 +1,507 @@
+//! Fractal heap (`FRHP` header, `FHIB` indirect and `FHDB` direct blocks): where new-style
+//! groups keep their links and objects their attributes once there are too many for the
+//! object header ("dense" storage). Objects are found by heap ID; managed objects live in
+//! direct blocks laid out as a doubling table (width blocks a row; rows 0 and 1 of the
+//! starting block size, each later row twice the one before), rows past the largest direct
+//! block size holding indirect blocks of their own.
+//!
+//! Header (`FRHP`, version 0): heap ID length u16, I/O filters' encoded length u16, flags u8
+//! (bit 1: direct blocks checksummed), maximum managed object size u32, next huge ID (L),
+//! huge-object B-tree address (O), free space (L), free-space manager address (O), managed
+//! space (L), allocated managed space (L), direct-block allocation iterator (L), managed
+//! objects (L), huge objects' size (L) and count (L), tiny objects' size (L) and count (L),
+//! table width u16, starting block size (L), maximum direct block size (L), maximum heap size
+//! (u16, bits of heap offsets), starting rows of the root indirect block u16, root block
+//! address (O), current rows of the root indirect block u16 (0: the root is a direct block),
+//! then with filters the filtered root direct block's size (L), its filter mask u32 and the
+//! filter pipeline, and the checksum.
+
+use crate::addr::{Addr, Sizes};
+use crate::cursor::Decoder;
+use crate::error::{Error, Result};
+
+/// The header's signature.
+pub const HEADER_SIGNATURE: &[u8; 4] = b"FRHP";
+/// An indirect block's signature.
+pub const INDIRECT_SIGNATURE: &[u8; 4] = b"FHIB";
+/// A direct block's signature.
+pub const DIRECT_SIGNATURE: &[u8; 4] = b"FHDB";
+
+/// Flag bit: direct blocks carry a checksum.
+const FLAG_CHECKSUM_DIRECT: u8 = 0x02;
+
+/// The largest header: fixed fields at the widest sizes, without a filter pipeline.
+pub const MAX_HEADER_LEN: usize = 4 + 1 + 2 + 2 + 1 + 4 + 12 * 8 + 2 * 8 + 2 + 2 + 8 + 2 + 4;
+
+/// A decoded fractal heap header (the fields a reader needs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Bytes of a heap ID.
+    pub id_len: u16,
+    /// Bytes of the encoded filter pipeline (0: direct blocks unfiltered).
+    pub filters_len: u16,
+    /// Whether direct blocks carry a checksum.
+    pub checksum_direct: bool,
+    /// The largest managed object.
+    pub max_managed: u32,
+    /// The huge objects' B-tree, if any.
+    pub huge_btree: Option<Addr>,
+    /// Doubling-table width (blocks a row), a power of two.
+    pub width: u16,
+    /// Bytes of the blocks of rows 0 and 1, a power of two.
+    pub start_block: u64,
+    /// The largest direct block, a power of two.
+    pub max_direct: u64,
+    /// Bits of a heap offset.
+    pub max_heap_bits: u16,
+    /// The root block: a direct block when `root_rows` is 0, else an indirect block.
+    pub root: Option<Addr>,
+    /// Rows of the root indirect block (0: the root is a direct block).
+    pub root_rows: u16,
+    /// Bytes of the header, checksum included.
+    pub len: usize,
+}
+
+impl Header {
+    /// Decode a header from `bytes` (at least [`Header::len`] of them) at `at`, checksum
+    /// verified and the table's geometry checked.
+    pub fn decode(bytes: &[u8], at: Addr, sizes: Sizes) -> Result<Header> {
+        let mut d = Decoder::new(bytes, at, sizes, "fractal heap header");
+        d.signature(HEADER_SIGNATURE)?;
+        let v_at = d.addr();
+        let version = d.u8()?;
+        if version != 0 {
+            return Err(d.bad_version(v_at, version));
+        }
+        let id_len = d.u16()?;
+        let filters_len = d.u16()?;
+        let flags = d.u8()?;
+        let max_managed = d.u32()?;
+        let _next_huge = d.length()?;
+        let huge_btree = d.offset()?;
+        let _free = d.length()?;
+        let _free_manager = d.offset()?;
+        for _ in 0..8 {
+            // Managed space, allocated, iterator, managed objects, huge size and count, tiny
+            // size and count: statistics a reader does not need.
+            d.length()?;
+        }
+        let w_at = d.addr();
+        let width = d.u16()?;
+        let start_block = d.length()?;
+        let max_direct = d.length()?;
+        let bits_at = d.addr();
+        let max_heap_bits = d.u16()?;
+        let _start_rows = d.u16()?;
+        let root = d.offset()?;
+        let rows_at = d.addr();
+        let root_rows = d.u16()?;
+        if filters_len > 0 {
+            d.length()?;
+            d.u32()?;
+            d.skip(usize::from(filters_len))?;
+        }
+        let covered = d.position();
+        d.verify_checksum(covered)?;
+        if width == 0 || !width.is_power_of_two() || width > 4096 {
+            return Err(d.bad_value(w_at, "table width", u64::from(width)));
+        }
+        if !start_block.is_power_of_two()
+            || !max_direct.is_power_of_two()
+            || max_direct < start_block
+        {
+            return Err(d.invalid(
+                w_at,
+                format!("block sizes {start_block} (start) and {max_direct} (largest direct)"),
+            ));
+        }
+        if max_heap_bits == 0 || max_heap_bits > 64 {
+            return Err(d.bad_value(bits_at, "maximum heap size", u64::from(max_heap_bits)));
+        }
+        let h = Header {
+            id_len,
+            filters_len,
+            checksum_direct: flags & FLAG_CHECKSUM_DIRECT != 0,
+            max_managed,
+            huge_btree,
+            width,
+            start_block,
+            max_direct,
+            max_heap_bits,
+            root,
+            root_rows,
+            len: covered.saturating_add(4),
+        };
+        if u32::from(root_rows) > h.max_rows() {
+            return Err(d.bad_value(
+                rows_at,
+                "rows of the root indirect block",
+                u64::from(root_rows),
+            ));
+        }
+        Ok(h)
+    }
+
+    /// Bytes of a heap offset (in heap IDs and block headers).
+    pub fn offset_bytes(&self) -> usize {
+        usize::from(self.max_heap_bits.div_ceil(8))
+    }
+
+    /// Bytes of a managed object's length in its heap ID: enough for the smaller of the
+    /// largest direct block and the largest managed object.
+    pub fn length_bytes(&self) -> usize {
+        let limit = self.max_direct.min(u64::from(self.max_managed));
+        // Bytes needed to encode `limit`: floor(log2) / 8 + 1.
+        (limit.max(1).ilog2() / 8).saturating_add(1) as usize
+    }
+
+    /// Rows of the table held in direct blocks.
+    pub fn direct_rows(&self) -> u32 {
+        // Rows 0 and 1 are start-sized; row r >= 1 is start << (r - 1).
+        self.max_direct
+            .ilog2()
+            .saturating_sub(self.start_block.ilog2())
+            .saturating_add(2)
+    }
+
+    /// The most rows any indirect block can have (heap offsets are `max_heap_bits` wide).
+    pub fn max_rows(&self) -> u32 {
+        let width_bits = u32::from(self.width).ilog2();
+        u32::from(self.max_heap_bits)
+            .saturating_sub(self.start_block.ilog2())
+            .saturating_sub(width_bits)
+            .saturating_add(2)
+    }
+
+    /// Bytes of each block of `row`.
+    pub fn row_block_size(&self, row: u32) -> u64 {
+        if row == 0 {
+            self.start_block
+        } else {
+            self.start_block
+                .checked_shl(row.saturating_sub(1))
+                .unwrap_or(u64::MAX)
+        }
+    }
+
+    /// Rows of an indirect block that spans `size` bytes of heap (a child's size is its
+    /// row's block size times the width... as libhdf5 sizes it: the rows whose blocks add up
+    /// to `size`).
+    pub fn rows_for_size(&self, size: u64) -> u32 {
+        let w = u64::from(self.width);
+        let mut total = 0u64;
+        let mut rows = 0u32;
+        while total < size && rows < self.max_rows() {
+            total = total.saturating_add(self.row_block_size(rows).saturating_mul(w));
+            rows = rows.saturating_add(1);
+        }
+        rows
+    }
+
+    /// Bytes of a direct block's header (before its objects).
+    pub fn direct_header_len(&self, sizes: Sizes) -> usize {
+        let sum =
+            usize::from(sizes.offsets()).saturating_add(self.offset_bytes().saturating_add(5));
+        if self.checksum_direct {
+            sum.saturating_add(4)
+        } else {
+            sum
+        }
+    }
+
+    /// Bytes of an indirect block of `rows` rows.
+    pub fn indirect_len(&self, sizes: Sizes, rows: u32) -> usize {
+        let w = usize::from(self.width);
+        let direct = (rows.min(self.direct_rows()) as usize).saturating_mul(w);
+        let indirect = (rows.saturating_sub(self.direct_rows()) as usize).saturating_mul(w);
+        let o = usize::from(sizes.offsets());
+        let per_direct = if self.filters_len > 0 {
+            o.saturating_add(usize::from(sizes.lengths()))
+                .saturating_add(4)
+        } else {
+            o
+        };
+        (o.saturating_add(5).saturating_add(self.offset_bytes()))
+            .saturating_add(direct.saturating_mul(per_direct))
+            .saturating_add(indirect.saturating_mul(o))
+            .saturating_add(4)
+    }
+}
+
+/// A decoded heap ID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeapId {
+    /// A managed object: its offset in the heap and its length.
+    Managed {
+        /// Offset in the heap's managed space.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+    },
+    /// A tiny object, stored in the ID itself.
+    Tiny(Vec<u8>),
+    /// A huge object (stored outside the heap's blocks, found through a B-tree).
+    Huge,
+}
+
+impl HeapId {
+    /// Decode a heap ID of `h`.
+    pub fn decode(id: &[u8], h: &Header, at: Addr) -> Result<HeapId> {
+        let bad = |reason: String| Error::Invalid {
+            structure: "fractal heap ID",
+            at,
+            reason,
+        };
+        let (&first, rest) = id.split_first().ok_or_else(|| bad("empty".into()))?;
+        if first >> 6 != 0 {
+            return Err(bad(format!("version {}", first >> 6)));
+        }
+        match (first >> 4) & 0x3 {
+            0 => {
+                let (o, l) = (h.offset_bytes(), h.length_bytes());
+                let off = rest
+                    .get(..o)
+                    .ok_or_else(|| bad("short managed ID".into()))?;
+                let len = rest
+                    .get(o..o.saturating_add(l))
+                    .ok_or_else(|| bad("short managed ID".into()))?;
+                Ok(HeapId::Managed {
+                    offset: le(off),
+                    len: le(len),
+                })
+            }
+            1 => Ok(HeapId::Huge),
+            2 => {
+                // IDs up to 18 bytes keep the length (less one) in the first byte's low bits;
+                // longer ones in the next byte too.
+                let (len, data) = if id.len() <= 18 {
+                    (usize::from(first & 0x0f).saturating_add(1), rest)
+                } else {
+                    let (&second, data) = rest
+                        .split_first()
+                        .ok_or_else(|| bad("short tiny ID".into()))?;
+                    (
+                        (usize::from(first & 0x0f) << 8 | usize::from(second)).saturating_add(1),
+                        data,
+                    )
+                };
+                data.get(..len)
+                    .map(|d| HeapId::Tiny(d.to_vec()))
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "tiny object of {len} bytes in a {}-byte ID",
+                            id.len()
+                        ))
+                    })
+            }
+            t => Err(bad(format!("type {t}"))),
+        }
+    }
+}
+
+/// A little-endian integer of up to 8 bytes.
+fn le(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    for (d, s) in b.iter_mut().zip(bytes) {
+        *d = *s;
+    }
+    u64::from_le_bytes(b)
+}
+
+/// One child of an indirect block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Child {
+    /// Where it is (`None`: not allocated yet).
+    pub addr: Option<Addr>,
+    /// Its row in the block's table.
+    pub row: u32,
+    /// Its column.
+    pub col: u32,
+}
+
+/// A decoded indirect block: its heap offset and its children, row by row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndirectBlock {
+    /// The heap offset of the block's first byte of managed space.
+    pub block_offset: u64,
+    /// Children, `width` a row; rows below [`Header::direct_rows`] are direct blocks.
+    pub children: Vec<Child>,
+}
+
+impl IndirectBlock {
+    /// Decode an indirect block of `rows` rows ([`Header::indirect_len`] bytes) at `at`,
+    /// checksum verified.
+    pub fn decode(
+        bytes: &[u8],
+        at: Addr,
+        sizes: Sizes,
+        h: &Header,
+        heap: Addr,
+        rows: u32,
+    ) -> Result<IndirectBlock> {
+        let len = h.indirect_len(sizes, rows);
+        let bytes = bytes.get(..len).ok_or(Error::Truncated {
+            structure: "fractal heap indirect block",
+            at,
+            needed: len as u64,
+            available: bytes.len() as u64,
+        })?;
+        let mut d = Decoder::new(bytes, at, sizes, "fractal heap indirect block");
+        d.signature(INDIRECT_SIGNATURE)?;
+        d.verify_checksum(len.saturating_sub(4))?;
+        let v_at = d.addr();
+        let version = d.u8()?;
+        if version != 0 {
+            return Err(d.bad_version(v_at, version));
+        }
+        let h_at = d.addr();
+        if d.offset()? != Some(heap) {
+            return Err(d.invalid(h_at, format!("belongs to another heap than {heap}")));
+        }
+        let block_offset = d.uint(h.offset_bytes() as u8)?;
+        let mut children = Vec::new();
+        for row in 0..rows {
+            for col in 0..u32::from(h.width) {
+                let addr = d.offset()?;
+                if row < h.direct_rows() && h.filters_len > 0 {
+                    d.length()?;
+                    d.u32()?;
+                }
+                children.push(Child { addr, row, col });
+            }
+        }
+        Ok(IndirectBlock {
+            block_offset,
+            children,
+        })
+    }
+}
+
+/// Check a direct block's header (the first [`Header::direct_header_len`] bytes of `block`,
+/// all of it when checksummed): signature, version, heap, and the block's heap offset, which
+/// must be `offset`.
+pub fn check_direct(
+    block: &[u8],
+    at: Addr,
+    sizes: Sizes,
+    h: &Header,
+    heap: Addr,
+    offset: u64,
+) -> Result<()> {
+    let mut d = Decoder::new(block, at, sizes, "fractal heap direct block");
+    d.signature(DIRECT_SIGNATURE)?;
+    let v_at = d.addr();
+    let version = d.u8()?;
+    if version != 0 {
+        return Err(d.bad_version(v_at, version));
+    }
+    let h_at = d.addr();
+    if d.offset()? != Some(heap) {
+        return Err(d.invalid(h_at, format!("belongs to another heap than {heap}")));
+    }
+    let o_at = d.addr();
+    let got = d.uint(h.offset_bytes() as u8)?;
+    if got != offset {
+        return Err(d.invalid(o_at, format!("block offset {got}, the table says {offset}")));
+    }
+    if h.checksum_direct {
+        // The checksum covers the whole block with its own field zeroed.
+        let c_at = d.position();
+        let stored = d.u32()?;
+        let mut copy = block.to_vec();
+        if let Some(field) = copy.get_mut(c_at..c_at.saturating_add(4)) {
+            field.fill(0);
+        }
+        let computed = crate::checksum::lookup3(&copy);
+        if computed != stored {
+            return Err(Error::ChecksumMismatch {
+                structure: "fractal heap direct block",
+                at,
+                stored,
+                computed,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            id_len: 7,
+            filters_len: 0,
+            checksum_direct: true,
+            max_managed: 4096,
+            huge_btree: None,
+            width: 4,
+            start_block: 512,
+            max_direct: 65536,
+            max_heap_bits: 32,
+            root: Some(Addr(4096)),
+            root_rows: 0,
+            len: 0,
+        }
+    }
+
+    #[test]
+    fn the_doubling_table_and_heap_ids_follow_the_header() {
+        let h = header();
+        assert_eq!(h.offset_bytes(), 4);
+        // min(64 KiB, 4096) = 4096 needs 2 bytes.
+        assert_eq!(h.length_bytes(), 2);
+        // Rows 0 and 1 of 512, then 1 KiB .. 64 KiB: 9 direct rows.
+        assert_eq!(h.direct_rows(), 9);
+        assert_eq!(
+            (0..4).map(|r| h.row_block_size(r)).collect::<Vec<_>>(),
+            [512, 512, 1024, 2048]
+        );
+        // A child indirect block of a row of 128 KiB blocks spans rows summing to it.
+        assert_eq!(h.rows_for_size(4 * 512), 1);
+        assert_eq!(h.rows_for_size(4 * 1024), 2);
+        let managed = HeapId::decode(&[0x00, 0x10, 0, 0, 0, 0x2a, 0], &h, Addr(0)).unwrap();
+        assert_eq!(
+            managed,
+            HeapId::Managed {
+                offset: 16,
+                len: 42
+            }
+        );
+        let tiny = HeapId::decode(&[0x22, 1, 2, 3, 0, 0, 0], &h, Addr(0)).unwrap();
+        assert_eq!(tiny, HeapId::Tiny(vec![1, 2, 3]));
+        assert_eq!(
+            HeapId::decode(&[0x10; 7], &h, Addr(0)).unwrap(),
+            HeapId::Huge
+        );
+        // Bad versions and types, and IDs too short for what they say: errors.
+        for bad in [
+            &[0x40u8, 0, 0][..],
+            &[0x30, 0],
+            &[0x00, 1, 2],
+            &[0x2f, 1, 2],
+            &[],
+        ] {
+            assert!(HeapId::decode(bad, &h, Addr(0)).is_err(), "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes: a header, an indirect block or a direct block decodes or is an error;
+        /// nothing panics and no length read from the bytes sizes an allocation.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let sizes = Sizes::DEFAULT;
+            let _ = Header::decode(&bytes, Addr(0), sizes);
+            let mut signed = b"FRHP".to_vec();
+            signed.extend(&bytes);
+            let _ = Header::decode(&signed, Addr(0), sizes);
+            let h = header();
+            let _ = IndirectBlock::decode(&bytes, Addr(0), sizes, &h, Addr(0), 3);
+            let _ = check_direct(&bytes, Addr(0), sizes, &h, Addr(0), 0);
+            let _ = HeapId::decode(&bytes, &h, Addr(0));
+        }
+    }
+}
