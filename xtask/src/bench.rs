@@ -844,6 +844,13 @@ fn swmr(root: &Path, args: &[String]) -> TaskResult {
         .args(args)
         .output()
         .map_err(|e| format!("{}: {e}", exe.display()))?;
+    std::io::stderr().write_all(&out.stderr).ok();
+    report(&out, &out_dir.join("swmr.txt"), "swmr", "SWMR")
+}
+
+/// Print a benchmark program's table (its output less the `RESULT` lines), keep all of its
+/// output in `path`, and fail when the program said a done-when line is not met.
+fn report(out: &std::process::Output, path: &Path, verb: &str, what: &str) -> TaskResult {
     let text = String::from_utf8_lossy(&out.stdout);
     let table: String = text
         .lines()
@@ -851,20 +858,21 @@ fn swmr(root: &Path, args: &[String]) -> TaskResult {
         .map(|l| format!("{l}\n"))
         .collect();
     print!("{table}");
-    std::io::stderr().write_all(&out.stderr).ok();
-    let path = out_dir.join("swmr.txt");
-    std::fs::write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("xtask bench --swmr: wrote {}", path.display());
+    std::fs::write(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("xtask bench --{verb}: wrote {}", path.display());
     if out.status.success() {
         Ok(())
     } else {
-        Err("a done-when line of the SWMR benchmark is not met (see the table)".into())
+        Err(format!(
+            "a done-when line of the {what} benchmark is not met (see the table)"
+        ))
     }
 }
 
 /// `cargo xtask bench --refs`: `benches/refs/refs_bench.py` with the venv's Python (h5py
 /// writes the files, kerchunk is the comparison) and the release `h5chunk` binary; its table
-/// in `target/bench/refs.txt`. Extra arguments go to the script (`--chunks N`, `--kinds`).
+/// in `target/bench/refs.txt`. Extra arguments go to the script (`--chunks N`, `--kinds`,
+/// `--dask-gib G`).
 fn refs(root: &Path, args: &[String]) -> TaskResult {
     let out_dir = root.join("target").join("bench");
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
@@ -881,21 +889,7 @@ fn refs(root: &Path, args: &[String]) -> TaskResult {
         .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| format!("{}: {e}", python.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let table: String = text
-        .lines()
-        .filter(|l| !l.starts_with("RESULT "))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    print!("{table}");
-    let path = out_dir.join("refs.txt");
-    std::fs::write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("xtask bench --refs: wrote {}", path.display());
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err("a done-when line of the references benchmark is not met (see the table)".into())
-    }
+    report(&out, &out_dir.join("refs.txt"), "refs", "references")
 }
 
 #[cfg(test)]

@@ -233,11 +233,18 @@ impl RecordClass for LinkNames {
     }
 }
 
-/// The heap IDs of the name index's records whose hash `pick` accepts (every record: `None`).
-fn ids(f: &Store, heap: &Heap, names: Addr, pick: Option<u32>) -> Result<Vec<Vec<u8>>> {
+/// The heap IDs of the records of the name index at `names` (links, or `attributes`) whose
+/// hash `pick` accepts (every record: `None`), in the index's order.
+fn ids(
+    f: &Store,
+    heap: &Heap,
+    names: Addr,
+    attributes: bool,
+    pick: Option<u32>,
+) -> Result<Vec<Vec<u8>>> {
     let class = LinkNames {
         id_len: heap.id_len(),
-        attributes: false,
+        attributes,
     };
     let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
     let mut ids = Vec::new();
@@ -262,7 +269,7 @@ fn link(f: &Store, heap: &Heap, id: &[u8]) -> Result<Link> {
 /// Every link of a group stored densely (heap at `heap`, name index at `names`).
 pub(crate) fn links(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Link>> {
     let heap = Heap::open(f, heap)?;
-    ids(f, &heap, names, None)?
+    ids(f, &heap, names, false, None)?
         .iter()
         .map(|id| link(f, &heap, id))
         .collect()
@@ -287,7 +294,7 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
     if l.name == name.as_bytes() {
         return Ok(Some(l));
     }
-    for id in ids(f, &heap, names, Some(hash))? {
+    for id in ids(f, &heap, names, false, Some(hash))? {
         let l = link(f, &heap, &id)?;
         if l.name == name.as_bytes() {
             return Ok(Some(l));
@@ -300,18 +307,8 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
 /// name index's order.
 pub(crate) fn attribute_messages(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Vec<u8>>> {
     let heap = Heap::open(f, heap)?;
-    let class = LinkNames {
-        id_len: heap.id_len(),
-        attributes: true,
-    };
-    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
-    let mut ids = Vec::new();
-    // The closure never breaks: the flow it returns says nothing.
-    let _ = tree
-        .iterate(|r| {
-            ids.push(r.id.clone());
-            ControlFlow::Continue(())
-        })
-        .map_err(bt2_err)?;
-    ids.iter().map(|id| heap.object(f, id)).collect()
+    ids(f, &heap, names, true, None)?
+        .iter()
+        .map(|id| heap.object(f, id))
+        .collect()
 }

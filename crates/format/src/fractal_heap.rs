@@ -347,18 +347,7 @@ impl IndirectBlock {
             available: bytes.len() as u64,
         })?;
         let mut d = Decoder::new(bytes, at, sizes, "fractal heap indirect block");
-        d.signature(INDIRECT_SIGNATURE)?;
-        d.verify_checksum(len.saturating_sub(4))?;
-        let v_at = d.addr();
-        let version = d.u8()?;
-        if version != 0 {
-            return Err(d.bad_version(v_at, version));
-        }
-        let h_at = d.addr();
-        if d.offset()? != Some(heap) {
-            return Err(d.invalid(h_at, format!("belongs to another heap than {heap}")));
-        }
-        let block_offset = d.uint(h.offset_bytes() as u8)?;
+        let block_offset = block_prefix(&mut d, INDIRECT_SIGNATURE, Some(len), h, heap)?;
         let mut children = Vec::new();
         for row in 0..rows {
             for col in 0..u32::from(h.width) {
@@ -377,6 +366,32 @@ impl IndirectBlock {
     }
 }
 
+/// The fields a block starts with: signature, version 0, the heap's header address, the
+/// block's heap offset (returned); with `checksummed`, the checksum after that many bytes is
+/// verified first.
+fn block_prefix(
+    d: &mut Decoder<'_>,
+    signature: &'static [u8; 4],
+    checksummed: Option<usize>,
+    h: &Header,
+    heap: Addr,
+) -> Result<u64> {
+    d.signature(signature)?;
+    if let Some(len) = checksummed {
+        d.verify_checksum(len.saturating_sub(4))?;
+    }
+    let v_at = d.addr();
+    let version = d.u8()?;
+    if version != 0 {
+        return Err(d.bad_version(v_at, version));
+    }
+    let h_at = d.addr();
+    if d.offset()? != Some(heap) {
+        return Err(d.invalid(h_at, format!("belongs to another heap than {heap}")));
+    }
+    d.uint(h.offset_bytes() as u8)
+}
+
 /// Check a direct block's header (the first [`Header::direct_header_len`] bytes of `block`,
 /// all of it when checksummed): signature, version, heap, and the block's heap offset, which
 /// must be `offset`.
@@ -389,18 +404,12 @@ pub fn check_direct(
     offset: u64,
 ) -> Result<()> {
     let mut d = Decoder::new(block, at, sizes, "fractal heap direct block");
-    d.signature(DIRECT_SIGNATURE)?;
-    let v_at = d.addr();
-    let version = d.u8()?;
-    if version != 0 {
-        return Err(d.bad_version(v_at, version));
-    }
-    let h_at = d.addr();
-    if d.offset()? != Some(heap) {
-        return Err(d.invalid(h_at, format!("belongs to another heap than {heap}")));
-    }
-    let o_at = d.addr();
-    let got = d.uint(h.offset_bytes() as u8)?;
+    let o_at = Addr(
+        at.get()
+            .saturating_add(5)
+            .saturating_add(u64::from(sizes.offsets())),
+    );
+    let got = block_prefix(&mut d, DIRECT_SIGNATURE, None, h, heap)?;
     if got != offset {
         return Err(d.invalid(o_at, format!("block offset {got}, the table says {offset}")));
     }
