@@ -36,7 +36,10 @@ pub const GAP: u64 = 256 << 10;
 /// The block cache's budget.
 const CACHE_BYTES: usize = 256 << 20;
 
-/// A read-only storage over one object (see the [module docs](self)).
+/// A read-only storage over one object: one ranged GET at open brings the first
+/// [`READ_AHEAD`] bytes and the size; later reads go through a cache of [`BLOCK`]-byte
+/// blocks; [`Storage::prefetch`] joins missing runs closer than [`GAP`] and fetches them
+/// concurrently. Every GET is counted ([`ObjectStorage::requests`]).
 pub struct ObjectStorage {
     store: Arc<dyn ObjectStore>,
     path: ObjectPath,

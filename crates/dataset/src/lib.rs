@@ -57,6 +57,9 @@
 //! - [`guide::filters`]: compression and checksums, and which readers know them.
 //! - [`guide::errors`]: the error type, what each variant means, and checking a damaged file.
 //! - [`guide::swmr`]: one writer appending while other processes (h5chunk or h5py) read.
+//! - [`refs`]: kerchunk references (`File::references`, `h5chunk refs`), so that zarr and
+//!   dask read a file's chunks without libhdf5; `File::open_url` (feature `object-store`)
+//!   reads a file where it is kept in S3, with range requests.
 //!
 //! The `examples/` folder of this crate holds programs to copy: `append_logger` (a growing
 //! log), `print_dataset` (a reader) and `to_npy` (a converter to NumPy's `.npy`). The byte
