@@ -413,11 +413,13 @@ fn describe_dataset(
         StorageKind::Compact => {
             let data = d.compact_data().unwrap_or_default();
             if !data.is_empty() {
-                ranges.scaled.extend(std::iter::repeat_n(0, rank));
-                if let Some(k) = ranges.key(0) {
-                    refs.meta.insert(k, RefValue::Bytes(data));
-                }
-                ranges.scaled.clear();
+                // One chunk at the origin, inline.
+                let mut k = Vec::new();
+                push_chunk_key(&mut k, &prefix, &vec![0; rank]);
+                refs.meta.insert(
+                    String::from_utf8_lossy(&k).into_owned(),
+                    RefValue::Bytes(data),
+                );
             }
         }
     }
