@@ -21,7 +21,7 @@ through each reference set (fsspec's reference file system over s3fs, zarr): the
 the sum and a strided sample checked against h5py's local read. moto reads a whole object to
 answer each ranged GET (seconds for a 2 GiB object), so the chunks are large: 64 GETs a pass.
 """
-import argparse, json, os, socket, subprocess, sys, time
+import argparse, json, os, shutil, socket, subprocess, sys, time
 
 KINDS = ["btree1", "earray", "btree2", "farray", "implicit"]
 
@@ -250,7 +250,8 @@ def main():
           f"{__import__('h5py').version.hdf5_version}; kerchunk "
           f"{__import__('kerchunk').__version__})")
     print(f"{'index':<9} {'chunks':>9} {'h5chunk s':>10} {'RSS MiB':>8} "
-          f"{'kerchunk s':>11} {'RSS MiB':>8} {'speedup':>8}  same ranges")
+          f"{'kerchunk s':>11} {'RSS MiB':>8} {'speedup':>8}  same ranges  "
+          f"{'h5chunk parquet s':>17} {'RSS MiB':>8}")
     ok = True
     for kind in o.kinds.split(","):
         h5 = os.path.join(o.dir, f"{kind}-{o.chunks}.h5")
@@ -262,6 +263,11 @@ def main():
         ours_json = os.path.join(o.dir, f"{kind}.h5chunk.json")
         theirs_json = os.path.join(o.dir, f"{kind}.kerchunk.json")
         ours_s, ours_rss, _ = run_measured([o.h5chunk, "refs", h5, "-o", ours_json])
+        # The same references in kerchunk's Parquet layout (h5chunk only: kerchunk makes it
+        # from its JSON).
+        ours_parq = os.path.join(o.dir, f"{kind}.h5chunk.parq")
+        shutil.rmtree(ours_parq, ignore_errors=True)
+        parq_s, parq_rss, _ = run_measured([o.h5chunk, "refs", h5, "--parquet", ours_parq])
         _, theirs_rss, out = run_measured([sys.executable, "-c", KERCHUNK, h5, theirs_json])
         theirs_s = float(out.strip().splitlines()[-1])
         ours, theirs = chunk_ranges(ours_json), chunk_ranges(theirs_json)
@@ -269,10 +275,12 @@ def main():
         n = len(ours)
         speedup = theirs_s / ours_s
         print(f"{kind:<9} {n:>9} {ours_s:>10.3f} {ours_rss:>8.0f} {theirs_s:>11.3f} "
-              f"{theirs_rss:>8.0f} {speedup:>7.1f}x  {'yes' if same else 'NO'}")
+              f"{theirs_rss:>8.0f} {speedup:>7.1f}x  {'yes' if same else 'NO':<11}  "
+              f"{parq_s:>17.3f} {parq_rss:>8.0f}")
         print(f"RESULT kind=refs index={kind} chunks={n} h5chunk_s={ours_s:.4f} "
               f"h5chunk_rss_mib={ours_rss:.0f} kerchunk_s={theirs_s:.4f} "
-              f"kerchunk_rss_mib={theirs_rss:.0f} speedup={speedup:.2f} same={same}")
+              f"kerchunk_rss_mib={theirs_rss:.0f} speedup={speedup:.2f} same={same} "
+              f"h5chunk_parquet_s={parq_s:.4f} h5chunk_parquet_rss_mib={parq_rss:.0f}")
         if not same:
             only = sorted(set(ours.items()) ^ set(theirs.items()))[:5]
             print(f"  references differ ({len(ours)} vs {len(theirs)} chunks), e.g. {only}")

@@ -96,8 +96,15 @@ enum Command {
         /// The datasets to describe (default: every dataset of the file).
         datasets: Vec<String>,
         /// Where to write the references (default: stdout).
-        #[arg(short = 'o', long, value_name = "PATH")]
+        #[arg(short = 'o', long, value_name = "PATH", conflicts_with = "parquet")]
         output: Option<PathBuf>,
+        /// Write kerchunk's Parquet layout into this directory instead (a `.zmetadata` and
+        /// one `refs.N.parq` per record of each array): for files of many chunks.
+        #[arg(long, value_name = "DIR")]
+        parquet: Option<PathBuf>,
+        /// References per Parquet file, with `--parquet`.
+        #[arg(long, value_name = "N", default_value_t = h5chunk::refs::DEFAULT_RECORD_SIZE, requires = "parquet")]
+        record_size: usize,
         /// The URL the references give for the file's bytes (default: the file's absolute
         /// path); e.g. `s3://bucket/key` for a copy kept in object storage.
         #[arg(long)]
@@ -220,9 +227,18 @@ fn main() -> ExitCode {
             file,
             datasets,
             output,
+            parquet,
+            record_size,
             url,
             skip_unsupported,
-        } => refs(&file, datasets, output.as_deref(), url, skip_unsupported),
+        } => refs(
+            &file,
+            datasets,
+            output.as_deref(),
+            parquet.as_deref().map(|dir| (dir, record_size)),
+            url,
+            skip_unsupported,
+        ),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -458,6 +474,7 @@ fn refs(
     file: &Path,
     datasets: Vec<String>,
     output: Option<&Path>,
+    parquet: Option<(&Path, usize)>,
     url: Option<String>,
     skip_unsupported: bool,
 ) -> CliResult<Outcome> {
@@ -480,6 +497,11 @@ fn refs(
     let refs = in_file(file, f.references(&url, &options))?;
     for (path, why) in &refs.skipped {
         eprintln!("h5chunk: skipped {path}: {why}");
+    }
+    if let Some((dir, record_size)) = parquet {
+        refs.write_parquet(dir, record_size)
+            .map_err(|e| e.to_string())?;
+        return Ok(Outcome::Ok);
     }
     match output {
         Some(out) => {

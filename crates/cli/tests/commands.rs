@@ -880,6 +880,37 @@ fn refs_writes_kerchunk_json_and_refuses_lzf_unless_told_to_skip() {
         .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
         .collect();
     assert_eq!(first, [0, 1, 2, 6, 7, 8]);
+    // kerchunk's Parquet layout: the consolidated metadata, and one file per record of
+    // references (4 chunks, 3 to a record: two files).
+    let parq = dir.join("refs.parq");
+    ok(&[
+        "refs",
+        s(&path),
+        "plain",
+        "--parquet",
+        s(&parq),
+        "--record-size",
+        "3",
+    ]);
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(parq.join(".zmetadata")).unwrap()).unwrap();
+    assert_eq!(meta["record_size"], 3);
+    assert_eq!(
+        meta["metadata"]["plain/.zarray"]["chunks"],
+        serde_json::json!([2, 3])
+    );
+    for record in ["refs.0.parq", "refs.1.parq"] {
+        let bytes = std::fs::read(parq.join("plain").join(record)).unwrap();
+        assert!(
+            bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"),
+            "{record}"
+        );
+    }
+    assert!(!parq.join("plain/refs.2.parq").exists());
+    // One output only.
+    let both = run(&["refs", s(&path), "-o", s(&out_path), "--parquet", s(&parq)]);
+    assert!(!both.status.success());
+    assert!(String::from_utf8_lossy(&both.stderr).contains("--parquet"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

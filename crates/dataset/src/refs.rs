@@ -17,6 +17,14 @@
 //!   fill value there. Compact data is inline (`base64:...`).
 //!
 //! Groups become `path/.zgroup` and `path/.zattrs`.
+//!
+//! [`Refs::to_json`] / [`Refs::write_json`] give kerchunk's JSON; `Refs::write_parquet`
+//! (cargo feature `parquet`) its Parquet layout, for files of many chunks.
+
+#[cfg(feature = "parquet")]
+mod parquet;
+#[cfg(feature = "parquet")]
+pub use parquet::DEFAULT_RECORD_SIZE;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -71,6 +79,9 @@ pub struct ChunkRanges {
     pub prefix: String,
     /// Dimensions of the chunk grid.
     pub rank: usize,
+    /// Chunks along each dimension of the array's current extent (the Zarr grid:
+    /// `ceil(shape / chunks)`), `rank` of them.
+    pub grid: Vec<u64>,
     /// Each chunk's grid indices, `rank` integers a chunk, chunk after chunk.
     pub scaled: Vec<u64>,
     /// Each chunk's absolute file offset and size.
@@ -383,6 +394,9 @@ fn describe_dataset(
     let mut ranges = ChunkRanges {
         prefix: prefix.clone(),
         rank,
+        grid: (shape.iter().zip(&chunks))
+            .map(|(n, c)| n.div_ceil(*c))
+            .collect(),
         scaled: Vec::new(),
         ranges: Vec::new(),
     };
@@ -691,6 +705,7 @@ mod tests {
         let a = ChunkRanges {
             prefix: "g/d".into(),
             rank: 2,
+            grid: vec![21, 4],
             scaled: vec![0, 1, 20, 3],
             ranges: vec![(1, 2), (3, 4)],
         };
@@ -699,6 +714,7 @@ mod tests {
         let scalar = ChunkRanges {
             prefix: String::new(),
             rank: 0,
+            grid: Vec::new(),
             scaled: Vec::new(),
             ranges: vec![(1, 2)],
         };
