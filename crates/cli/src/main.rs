@@ -608,8 +608,27 @@ fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
     let f = open(file)?;
     let d = in_file(file, f.dataset(path))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    let class = d.dtype().class;
     // Slab by slab: a dataset larger than memory streams through.
     let written = (|| -> Result<(), Result<String, std::io::Error>> {
+        // Strings as text, one element a line (fixed-length ones go to `.npy` as `S<n>`).
+        if class == TypeClass::VarLenString || (class == TypeClass::FixedString && !as_npy) {
+            if as_npy {
+                return Err(Ok(format!(
+                    "{path}: variable-length strings have no .npy form (numpy's object arrays \
+                     are pickles); cat prints them as lines without --npy"
+                )));
+            }
+            for slab in d.slabs(SLAB_BYTES) {
+                let strings = (slab.and_then(|s| d.decode_strings(&s.bytes)))
+                    .map_err(|e| Ok(format!("{}: {e}", file.display())))?;
+                for s in strings {
+                    out.write_all(s.as_bytes()).map_err(Err)?;
+                    out.write_all(b"\n").map_err(Err)?;
+                }
+            }
+            return out.flush().map_err(Err);
+        }
         if as_npy {
             let descr = type_text(&d).replace('>', "<");
             out.write_all(&npy::encode_header(&descr, &d.shape()))
@@ -698,6 +717,9 @@ fn parse_value(dtype: TypeDesc, text: &str) -> CliResult<Vec<u8>> {
             }
             // Two's complement: the low `n` bytes are the value in the element's width.
             v.to_le_bytes().get(..n).ok_or_else(bad)?.to_vec()
+        }
+        TypeClass::FixedString | TypeClass::VarLenString | TypeClass::Other => {
+            return Err(bad());
         }
     };
     Ok(bytes)

@@ -963,3 +963,71 @@ fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
         "{err}"
     );
 }
+
+/// A netCDF-4 file of 30 variables written by the `netCDF4` package (its root group's links
+/// in dense storage): `ls -a` lists every variable with each of its attributes and their
+/// values, `cat` prints a string variable a line an element, and `check` finds it sound.
+#[test]
+fn ls_a_lists_every_variable_and_attribute_of_a_netcdf4_file() {
+    let Some(python) = interop::python("ls_a_lists_every_variable_and_attribute_of_a_netcdf4")
+    else {
+        return;
+    };
+    let dir = tmp("netcdf-wide");
+    let path = dir.join("wide.nc");
+    interop::run_python(
+        &python,
+        r#"
+import sys, numpy as np, netCDF4
+ds = netCDF4.Dataset(sys.argv[1], "w", format="NETCDF4")
+ds.title = "thirty variables"
+ds.createDimension("time", None)
+ds.createDimension("x", 4)
+for i in range(29):
+    v = ds.createVariable(f"var_{i:02}", "f4" if i % 2 else "i2", ("time", "x"), zlib=i % 3 == 0)
+    v.units = f"unit {i}"
+    v.long_name = f"variable number {i}"
+    v[0:2] = np.full((2, 4), i)
+names = ds.createVariable("names", str, ("x",))
+names[:] = np.array(["a", "bb", "ccc", "dddd"], dtype=object)
+ds.close()
+"#,
+        &[s(&path)],
+    );
+    let listing = ok_text(&["ls", "-a", s(&path)]);
+    assert!(
+        listing.contains("@title |S16 = \"thirty variables\""),
+        "{listing}"
+    );
+    for i in 0..29 {
+        let var = format!("/var_{i:02} ");
+        let at = listing
+            .find(&var)
+            .unwrap_or_else(|| panic!("{var} not listed:\n{listing}"));
+        // The variable's own attributes follow its line, before the next variable.
+        let rest = &listing[at + var.len()..];
+        let own = &rest[..rest.find("\n/").unwrap_or(rest.len())];
+        let units = format!("unit {i}");
+        assert!(
+            own.contains(&format!("@units |S{} = \"{units}\"", units.len())),
+            "{var}: {own}"
+        );
+        let long_name = format!("variable number {i}");
+        assert!(
+            own.contains(&format!(
+                "@long_name |S{} = \"{long_name}\"",
+                long_name.len()
+            )),
+            "{var}: {own}"
+        );
+        assert!(own.contains("@DIMENSION_LIST"), "{var}: {own}");
+    }
+    assert!(listing.contains("/names |O shape=(4,)"), "{listing}");
+    assert_eq!(ok_text(&["cat", s(&path), "names"]), "a\nbb\nccc\ndddd\n");
+    let report = ok_text(&["check", s(&path)]);
+    assert!(
+        report.contains("32 datasets") && report.ends_with(": 0 problems\n"),
+        "{report}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

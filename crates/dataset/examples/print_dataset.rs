@@ -52,7 +52,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         d.read_slice_raw(&start, &count, None)?
     };
-    let values = format_values(&bytes, dtype);
+    let values = match dtype.class {
+        // Strings: fixed-length ones unpadded, variable-length ones from the global heap.
+        TypeClass::FixedString | TypeClass::VarLenString => d
+            .decode_strings(&bytes)?
+            .into_iter()
+            .map(|s| format!("{s:?}"))
+            .collect(),
+        _ => format_values(&bytes, dtype),
+    };
     for (i, line) in values.chunks(row.max(1) as usize).enumerate() {
         println!("  [{i}] {}", line.join(" "));
     }
@@ -80,6 +88,8 @@ fn format_values(bytes: &[u8], t: TypeDesc) -> Vec<String> {
                 (TypeClass::Int, 2) => (bits as u16 as i16).to_string(),
                 (TypeClass::Int, 4) => (bits as u32 as i32).to_string(),
                 (TypeClass::Int, _) => (bits as i64).to_string(),
+                // Compound, enumeration, opaque, ...: the bytes as stored.
+                _ => b.iter().map(|x| format!("{x:02x}")).collect(),
             }
         })
         .collect()

@@ -25,13 +25,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shape = d.shape();
     let dtype = d.dtype();
     // h5chunk's raw reads give little-endian bytes whatever the order on disk.
-    let kind = match dtype.class {
-        TypeClass::Int => 'i',
-        TypeClass::Uint => 'u',
-        TypeClass::Float => 'f',
+    let descr = match dtype.class {
+        TypeClass::Int | TypeClass::Uint | TypeClass::Float => {
+            let kind = match dtype.class {
+                TypeClass::Int => 'i',
+                TypeClass::Uint => 'u',
+                _ => 'f',
+            };
+            let order = if dtype.size == 1 { '|' } else { '<' };
+            format!("{order}{kind}{}", dtype.size)
+        }
+        // Fixed-length strings and other fixed-size elements go to `.npy` as their bytes.
+        TypeClass::FixedString => format!("|S{}", dtype.size),
+        TypeClass::Other => format!("|V{}", dtype.size),
+        TypeClass::VarLenString => {
+            eprintln!("{name}: variable-length strings have no .npy form");
+            std::process::exit(1);
+        }
     };
-    let order = if dtype.size == 1 { '|' } else { '<' };
-    let descr = format!("{order}{kind}{}", dtype.size);
 
     let mut w = BufWriter::new(std::fs::File::create(out)?);
     w.write_all(&npy_header(&descr, &shape))?;

@@ -3,7 +3,8 @@
 //!
 //! Compact storage (attribute messages in the object header, versions 1 to 3) is read and
 //! written; dense storage (a fractal heap and a v2 B-tree of names, what libhdf5 switches to
-//! past eight attributes at the newer format bounds) is a typed [`Error::Unsupported`].
+//! past eight attributes at the newer format bounds) is read, and writing to it is a typed
+//! [`Error::Unsupported`].
 //! Attributes are written as h5py writes them: numbers in their Rust type's little-endian
 //! form, strings as variable-length UTF-8 (h5py's `str`) with their bytes in a new global heap
 //! collection, attribute message version 1 in a version 1 object header and version 3 in a
@@ -180,6 +181,7 @@ impl Attr {
             (Uint, _) => self.values::<u64>().map(|v| list(&v, self.len(), scalar)),
             (Float, 4) => self.values::<f32>().map(|v| list(&v, self.len(), scalar)),
             (Float, _) => self.values::<f64>().map(|v| list(&v, self.len(), scalar)),
+            _ => return format!("({} data)", self.datatype.class.name()),
         };
         out.unwrap_or_else(|e| format!("({e})"))
     }
@@ -202,7 +204,7 @@ impl Attr {
 }
 
 /// A fixed-length string element without its padding.
-fn unpad(e: &[u8], t: StringType) -> String {
+pub(crate) fn unpad(e: &[u8], t: StringType) -> String {
     let s = match t.padding {
         StringPadding::NullTerminate => e.split(|&b| b == 0).next().unwrap_or_default(),
         StringPadding::NullPad => {
@@ -352,33 +354,7 @@ fn resolve(
         DatatypeClass::VarLen {
             kind: VarLenKind::String(t),
             ..
-        } => {
-            let id_len = HeapId::encoded_len(f.sizes);
-            let mut out = Vec::new();
-            for e in a.data.chunks_exact(id_len) {
-                let id = HeapId::decode(e, Addr(0), f.sizes)?;
-                out.push(match id.collection {
-                    Some(c) if id.len > 0 => {
-                        let bytes = heap_object(f, c, id.index, heaps)?;
-                        let len = usize::try_from(id.len).unwrap_or(usize::MAX);
-                        let s = bytes.get(..len).ok_or_else(|| {
-                            Error::corrupt(
-                                "global heap",
-                                c,
-                                format!(
-                                    "object {} holds {} bytes, not {len}",
-                                    id.index,
-                                    bytes.len()
-                                ),
-                            )
-                        })?;
-                        unpad(s, *t)
-                    }
-                    _ => String::new(),
-                });
-            }
-            Some(out)
-        }
+        } => Some(heap_strings(f, &a.data, *t, heaps)?),
         _ => None,
     };
     Ok(Attr {
@@ -388,6 +364,49 @@ fn resolve(
         data: a.data,
         strings,
     })
+}
+
+/// Most bytes of variable-length strings one call reads: past it, a file whose heap IDs name
+/// the same large object many times would make a read allocate without bound.
+const MAX_STRING_BYTES: usize = 1 << 32;
+
+/// The variable-length strings whose heap IDs are packed in `ids` (as stored), read from the
+/// global heap (each collection once); a null ID is the empty string.
+pub(crate) fn heap_strings(
+    f: &Store,
+    ids: &[u8],
+    t: StringType,
+    heaps: &mut HashMap<Addr, GlobalHeapCollection>,
+) -> Result<Vec<String>> {
+    let id_len = HeapId::encoded_len(f.sizes);
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for e in ids.chunks_exact(id_len) {
+        let id = HeapId::decode(e, Addr(0), f.sizes)?;
+        out.push(match id.collection {
+            Some(c) if id.len > 0 => {
+                let bytes = heap_object(f, c, id.index, heaps)?;
+                let len = usize::try_from(id.len).unwrap_or(usize::MAX);
+                let s = bytes.get(..len).ok_or_else(|| {
+                    Error::corrupt(
+                        "global heap",
+                        c,
+                        format!("object {} holds {} bytes, not {len}", id.index, bytes.len()),
+                    )
+                })?;
+                total = total.saturating_add(len);
+                if total > MAX_STRING_BYTES {
+                    return Err(Error::arg(
+                        "selection",
+                        "more than 4 GiB of strings in one read: read them in slices",
+                    ));
+                }
+                unpad(s, t)
+            }
+            _ => String::new(),
+        });
+    }
+    Ok(out)
 }
 
 /// Object `index` of the global heap collection at `at` (collections read once per call).
@@ -464,7 +483,12 @@ pub(crate) fn write(
     }
     let v1 = f.header_version(header)? == 1;
     let (datatype, data) = match values {
-        NewValues::Numbers(desc, le) => (desc.to_datatype(), le),
+        NewValues::Numbers(desc, le) => (
+            desc.to_datatype().ok_or(Error::Unsupported(
+                "attributes of other types than numbers and strings",
+            ))?,
+            le,
+        ),
         NewValues::Strings(strings) => {
             // Every string is a heap object, the empty one too: libhdf5 reads a zero-length
             // element's heap object all the same.

@@ -340,6 +340,12 @@ fn describe_dataset(
         what,
     };
     let dtype = d.dtype();
+    if !dtype.is_number() {
+        return Err(refuse(format!(
+            "element type {} (only numbers are described so far)",
+            d.datatype().class.name()
+        )));
+    }
     let shape = d.shape();
     let kind = d.storage_kind();
     // Zarr chunks have at least one element along each dimension.
@@ -490,6 +496,9 @@ fn element_json(t: TypeDesc, e: &[u8]) -> String {
             // Sign-extend from `size` bytes.
             let shift = 64u32.saturating_sub((size as u32).saturating_mul(8));
             ((raw << shift) as i64 >> shift).to_string()
+        }
+        (TypeClass::FixedString | TypeClass::VarLenString | TypeClass::Other, _) => {
+            "null".to_owned()
         }
     }
 }

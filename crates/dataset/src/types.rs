@@ -1,7 +1,8 @@
 //! Element types: the Rust number types a dataset can be read into or written from, the
-//! runtime description of a dataset's integer or floating-point type, and the stored
-//! description of any HDF5 type ([`Datatype`], every class: what an [`Attr`](crate::Attr)
-//! of a string, compound, enumeration or array type reports).
+//! runtime description of a dataset's element type ([`TypeDesc`]: numbers, strings, and any
+//! other class as raw bytes), and the stored description of any HDF5 type ([`Datatype`], every
+//! class: what [`Dataset::datatype`](crate::Dataset::datatype) and an
+//! [`Attr`](crate::Attr) of a string, compound, enumeration or array type report).
 
 use h5chunk_format::message::FloatByteOrder;
 pub use h5chunk_format::message::{
@@ -11,7 +12,8 @@ pub use h5chunk_format::message::{
 
 use crate::error::{Error, Result};
 
-/// Integer or floating point.
+/// What kind of element: a number h5chunk reads as a Rust number, a string, or another class
+/// read as raw bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TypeClass {
     /// Signed integer.
@@ -20,9 +22,22 @@ pub enum TypeClass {
     Uint,
     /// IEEE 754 floating point.
     Float,
+    /// Fixed-length strings of `size` bytes, padding as the [`Datatype`] says (h5py's `S<n>`,
+    /// netCDF's `char` arrays): read with [`Dataset::read_strings`](crate::Dataset::read_strings).
+    FixedString,
+    /// Variable-length strings (h5py's `str`, netCDF's `string`): each element a reference
+    /// into the file's global heap, read with
+    /// [`Dataset::read_strings`](crate::Dataset::read_strings).
+    VarLenString,
+    /// Any other class (compound, enumeration, array, opaque, bitfield, reference, time,
+    /// variable-length sequence, numbers with padding bits or of other sizes): elements of
+    /// `size` bytes as stored, read with [`Dataset::read_raw`](crate::Dataset::read_raw);
+    /// [`Dataset::datatype`](crate::Dataset::datatype) describes them.
+    Other,
 }
 
-/// A dataset's element type: class, size in bytes and byte order on disk.
+/// A dataset's element type: class, size in bytes and byte order on disk (little-endian for
+/// anything but numbers: their bytes are read as stored).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TypeDesc {
     /// Integer or float.
@@ -88,14 +103,62 @@ impl TypeDesc {
         Ok(desc)
     }
 
-    /// The Datatype message h5py writes for this type.
-    pub fn to_datatype(self) -> Datatype {
+    /// The description of any Datatype message: numbers as [`from_datatype`] reads them,
+    /// enumerations as their integer base type, strings, and every other class (or a number of a form h5chunk does not convert) as
+    /// [`TypeClass::Other`] elements of the type's size.
+    ///
+    /// [`from_datatype`]: TypeDesc::from_datatype
+    pub fn of(t: &Datatype) -> Result<TypeDesc> {
+        if let Ok(number) = TypeDesc::from_datatype(t) {
+            return Ok(number);
+        }
+        // An enumeration reads as its integer values (h5py's `bool` is one over int8; netCDF's
+        // enums too), its names in `Datatype`.
+        if let DatatypeClass::Enum { base, .. } = &t.class
+            && let Ok(number) = TypeDesc::from_datatype(base)
+            && u32::try_from(number.size).ok() == Some(t.size)
+        {
+            return Ok(number);
+        }
+        let size = usize::try_from(t.size).unwrap_or(usize::MAX);
+        if size == 0 {
+            return Err(Error::Unsupported("element types of zero bytes"));
+        }
+        let class = match &t.class {
+            DatatypeClass::String(_) => TypeClass::FixedString,
+            DatatypeClass::VarLen {
+                kind: VarLenKind::String(_),
+                ..
+            } => TypeClass::VarLenString,
+            _ => TypeClass::Other,
+        };
+        Ok(TypeDesc {
+            class,
+            size,
+            order: ByteOrder::LittleEndian,
+        })
+    }
+
+    /// Whether it is a number type (integer or float) that reads as a Rust number.
+    pub fn is_number(self) -> bool {
+        matches!(
+            self.class,
+            TypeClass::Int | TypeClass::Uint | TypeClass::Float
+        )
+    }
+
+    /// The Datatype message h5py writes for this type; `None` for a type h5chunk does not
+    /// create datasets of (anything but numbers, for now).
+    pub fn to_datatype(self) -> Option<Datatype> {
+        let size = u8::try_from(self.size).ok()?;
         match self.class {
-            TypeClass::Int | TypeClass::Uint => {
-                Datatype::int(self.size as u8, self.class == TypeClass::Int, self.order)
-            }
-            TypeClass::Float => Datatype::float(self.size as u8, self.order)
-                .unwrap_or_else(|| Datatype::int(self.size as u8, true, self.order)),
+            TypeClass::Int | TypeClass::Uint => Some(Datatype::int(
+                size,
+                self.class == TypeClass::Int,
+                self.order,
+            )),
+            TypeClass::Float => Datatype::float(size, self.order),
+            TypeClass::FixedString | TypeClass::VarLenString | TypeClass::Other => None,
         }
     }
 
@@ -110,6 +173,9 @@ impl TypeDesc {
             TypeClass::Int => 'i',
             TypeClass::Uint => 'u',
             TypeClass::Float => 'f',
+            TypeClass::FixedString => return format!("|S{}", self.size),
+            TypeClass::VarLenString => return "|O".to_owned(),
+            TypeClass::Other => return format!("|V{}", self.size),
         };
         format!("{o}{c}{}", self.size)
     }
@@ -145,11 +211,11 @@ impl TypeDesc {
     ///
     /// [`to_from_le`]: TypeDesc::to_from_le
     pub(crate) fn stored_le(self) -> bool {
-        self.order != ByteOrder::BigEndian || self.size <= 1
+        self.order != ByteOrder::BigEndian || self.size <= 1 || !self.is_number()
     }
 
     pub fn to_from_le(self, buf: &mut [u8]) {
-        if self.order == ByteOrder::BigEndian && self.size > 1 {
+        if self.order == ByteOrder::BigEndian && self.size > 1 && self.is_number() {
             for e in buf.chunks_exact_mut(self.size) {
                 e.reverse();
             }
@@ -237,7 +303,10 @@ mod tests {
         ] {
             let t = TypeDesc::from_numpy(name).unwrap();
             assert_eq!(t.numpy(), name);
-            assert_eq!(TypeDesc::from_datatype(&t.to_datatype()).unwrap(), t);
+            assert_eq!(
+                TypeDesc::from_datatype(&t.to_datatype().unwrap()).unwrap(),
+                t
+            );
         }
         assert_eq!(TypeDesc::from_numpy("i4").unwrap(), i32::DESC);
         assert!(TypeDesc::from_numpy("<f1").is_err());

@@ -146,6 +146,9 @@ impl DatasetBuilder {
         let f = &file.store;
         f.check_writable()?;
         f.check_no_swmr("dataset")?;
+        let datatype = self.dtype.to_datatype().ok_or(Error::Unsupported(
+            "creating datasets of types other than integers and floats",
+        ))?;
         let (parent_path, name) = link::split_relative(path)?;
         let resolver = Resolver {
             store: f,
@@ -283,10 +286,7 @@ impl DatasetBuilder {
                 Message::Dataspace(dataspace(new_style, &self.shape, &max_dims)),
                 MessageFlags::empty(),
             ),
-            (
-                Message::Datatype(self.dtype.to_datatype()),
-                MessageFlags::CONSTANT,
-            ),
+            (Message::Datatype(datatype.clone()), MessageFlags::CONSTANT),
             (Message::FillValue(fill_msg), MessageFlags::CONSTANT),
         ];
         if !new_style && self.fill.is_some() {
@@ -327,6 +327,7 @@ impl DatasetBuilder {
             path: link::child_path(&parent.path, name),
             header,
             dtype: self.dtype,
+            datatype,
             dims_written: self.shape.clone(),
             storage: StorageState::Chunked(Box::new(Chunked {
                 layout_written: (index.layout()),

@@ -21,7 +21,7 @@ use crate::index::adapter::{self, Shape};
 use crate::index::select::IndexKind;
 use crate::select::{Hyperslab, Run};
 use crate::store::Store;
-use crate::types::{H5Type, TypeDesc, to_le_bytes};
+use crate::types::{Datatype, H5Type, TypeDesc, to_le_bytes};
 
 use builder::{dataspace, record_codec};
 use chunked::Chunked;
@@ -33,6 +33,7 @@ pub(crate) mod inspect;
 mod read;
 mod refresh;
 pub(crate) mod stream;
+mod strings;
 
 pub use builder::{DatasetBuilder, FilterSpec};
 pub use stream::{RowWriter, Slab, Slabs};
@@ -77,6 +78,8 @@ pub(crate) struct DatasetState {
     pub(crate) path: String,
     pub(crate) header: Addr,
     pub(crate) dtype: TypeDesc,
+    /// The Datatype message, as stored.
+    pub(crate) datatype: Datatype,
     /// The dimensions the file's dataspace message holds.
     pub(crate) dims_written: Vec<u64>,
     pub(crate) storage: StorageState,
@@ -97,6 +100,8 @@ pub(crate) struct DatasetShared {
     filtered: bool,
     /// The element type (fixed too): asked on every read, without the lock.
     dtype: TypeDesc,
+    /// The element type as stored (every class).
+    datatype: Datatype,
     /// Chunk loads readers have under way (see `read.rs`).
     inflight: read::InFlight,
 }
@@ -205,6 +210,7 @@ impl Dataset {
         Arc::new(DatasetShared {
             filtered,
             dtype: state.dtype,
+            datatype: state.datatype.clone(),
             inflight: read::InFlight::default(),
             state: RwLock::new(h5chunk_cache::CacheLine(state)),
             dims: RwLock::new((dims, max)),
@@ -251,9 +257,10 @@ impl Dataset {
         let space = space.ok_or_else(|| {
             Error::corrupt("dataset", header, format!("{path}: no dataspace message"))
         })?;
-        let dtype = TypeDesc::from_datatype(&dtype.ok_or(Error::Unsupported(
-            "datatypes other than integers and floats",
-        ))?)?;
+        let datatype = dtype.ok_or_else(|| {
+            Error::corrupt("dataset", header, format!("{path}: no datatype message"))
+        })?;
+        let dtype = TypeDesc::of(&datatype)?;
         if space.kind != DataspaceKind::Simple && space.kind != DataspaceKind::Scalar {
             return Err(Error::Unsupported("null dataspaces"));
         }
@@ -359,6 +366,7 @@ impl Dataset {
             path,
             header,
             dtype,
+            datatype,
             dims_written: dims,
             storage,
         })
@@ -390,6 +398,12 @@ impl Dataset {
     /// The element type.
     pub fn dtype(&self) -> TypeDesc {
         self.shared.dtype
+    }
+
+    /// The element type as the file stores it (every class: string padding and character
+    /// set, compound members, enumeration names and values, ...).
+    pub fn datatype(&self) -> &Datatype {
+        &self.shared.datatype
     }
 
     /// Chunk dimensions, if chunked.
@@ -566,7 +580,7 @@ impl Dataset {
         Ok(true)
     }
 
-    fn read_selection_raw(&self, h: &Hyperslab) -> Result<Vec<u8>> {
+    pub(crate) fn read_selection_raw(&self, h: &Hyperslab) -> Result<Vec<u8>> {
         let elem = self.dtype().size;
         let n = usize::try_from(h.len())
             .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;

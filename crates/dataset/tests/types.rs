@@ -1,0 +1,147 @@
+//! Element types beyond numbers, in files h5py writes: strings (fixed-length of each padding,
+//! variable-length in chunked and filtered datasets, with unwritten elements), compound
+//! records, enumerations (h5py's `bool`), opaque and array types. Strings read as h5py's
+//! `.asstr()` reads them, other classes as their stored bytes (equal to numpy's), enumerations
+//! as their integers; creating datasets of such types is refused with a typed error.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use h5chunk::types::DatatypeClass;
+use h5chunk::{Error, File, RefsOptions, TypeClass, TypeDesc};
+use h5chunk_testkit::interop;
+use serde_json::Value;
+
+const WRITE: &str = r#"
+import json, sys
+import numpy as np, h5py
+
+path = sys.argv[1]
+comp = np.array([(1, 2.5, b"ab"), (-3, 4.5, b"xyz")],
+                dtype=[("a", "<i4"), ("b", ">f8"), ("c", "S3")])
+with h5py.File(path, "w") as f:
+    f["comp"] = comp
+    f["flag"] = np.array([True, False, True])
+    f.create_dataset("opaque", data=np.array([b"abcd", b"efgh"], dtype="V4"))
+    f["fixed"] = np.array([b"ab", b"c", b""], "S3")
+    t = h5py.h5t.C_S1.copy(); t.set_size(4); t.set_strpad(h5py.h5t.STR_SPACEPAD)
+    sp = f.create_dataset("spacepad", (2,), dtype=h5py.Datatype(t))
+    sp[...] = np.array([b"ab", b"wxyz"], "S4")
+    vs = f.create_dataset("names", shape=(5,), maxshape=(None,), chunks=(2,),
+                          dtype=h5py.string_dtype(), compression="gzip", shuffle=True)
+    vs[0:3] = ["alpha", "béta", "a much longer string than the others"]
+    f.create_dataset("utf8_fixed", data=np.array(["é".encode(), b"z"], "S2"))
+    json.dump({
+        "comp": comp.tobytes().hex(),
+        "opaque": f["opaque"][...].tobytes().hex(),
+        "names": [s for s in f["names"].asstr()[...]],
+        "spacepad": [s.decode() for s in f["spacepad"][...]],
+    }, sys.stdout)
+"#;
+
+#[test]
+fn strings_compounds_enums_and_opaque_read_as_h5py_reads_them() {
+    let Some(python) = interop::python("strings_compounds_enums_and_opaque_read_as_h5py") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-types-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("types.h5");
+    let want: Value = serde_json::from_str(&interop::run_python(
+        &python,
+        WRITE,
+        &[path.to_str().unwrap()],
+    ))
+    .unwrap();
+    let file = File::open(&path).unwrap();
+
+    // Variable-length strings, chunked and filtered; the two never written are empty.
+    let names = file.dataset("names").unwrap();
+    assert_eq!(names.dtype().class, TypeClass::VarLenString);
+    let got = names.read_strings().unwrap();
+    assert_eq!(Value::from(got.clone()), want["names"]);
+    assert_eq!(got[3], "");
+    assert_eq!(
+        names.read_slice_strings(&[1], &[2], None).unwrap(),
+        ["béta", "a much longer string than the others"]
+    );
+    // Fixed-length strings: NUL- and space-padded, UTF-8 bytes kept.
+    let fixed = file.dataset("fixed").unwrap();
+    assert_eq!(fixed.dtype().numpy(), "|S3");
+    assert_eq!(fixed.read_strings().unwrap(), ["ab", "c", ""]);
+    assert_eq!(
+        Value::from(file.dataset("spacepad").unwrap().read_strings().unwrap()),
+        want["spacepad"]
+    );
+    assert_eq!(
+        file.dataset("utf8_fixed").unwrap().read_strings().unwrap(),
+        ["é", "z"]
+    );
+    // A compound: its bytes as stored (big-endian member included), its members described.
+    let comp = file.dataset("comp").unwrap();
+    assert_eq!(comp.dtype().class, TypeClass::Other);
+    assert_eq!(comp.dtype().size, 15);
+    assert_eq!(
+        hex(&comp.read_raw().unwrap()),
+        want["comp"].as_str().unwrap()
+    );
+    let DatatypeClass::Compound(members) = &comp.datatype().class else {
+        panic!("{:?}", comp.datatype());
+    };
+    let names_of: Vec<String> = members
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.name).into_owned())
+        .collect();
+    assert_eq!(names_of, ["a", "b", "c"]);
+    // Numbers and strings are asked of the right types only.
+    assert!(matches!(
+        comp.read::<i32>(),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        comp.read_strings(),
+        Err(Error::InvalidArgument { .. })
+    ));
+    // h5py's bool: an enumeration over int8, read as its integers.
+    let flag = file.dataset("flag").unwrap();
+    assert_eq!(flag.read::<i8>().unwrap(), [1, 0, 1]);
+    assert!(matches!(flag.datatype().class, DatatypeClass::Enum { .. }));
+    let opaque = file.dataset("opaque").unwrap();
+    assert_eq!(
+        hex(&opaque.read_raw().unwrap()),
+        want["opaque"].as_str().unwrap()
+    );
+    // References describe numbers only, so far: a string dataset is refused by name.
+    match file.references(
+        "x.h5",
+        &RefsOptions {
+            datasets: vec!["names".into()],
+            ..RefsOptions::default()
+        },
+    ) {
+        Err(Error::NoZarrEquivalent { dataset, .. }) => assert_eq!(dataset, "/names"),
+        other => panic!("{other:?}"),
+    }
+    assert!(file.check().is_clean());
+
+    // Creating a dataset of a string type: a typed refusal, nothing written.
+    let file = File::create(dir.join("new.h5")).unwrap();
+    let s3 = fixed_desc();
+    assert!(matches!(
+        file.new_dataset_of(s3).shape(&[2]).create("new_strings"),
+        Err(Error::Unsupported(_))
+    ));
+    drop((file, names, fixed, comp, flag, opaque));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn fixed_desc() -> TypeDesc {
+    TypeDesc {
+        class: TypeClass::FixedString,
+        size: 3,
+        order: h5chunk::types::ByteOrder::LittleEndian,
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
