@@ -117,6 +117,20 @@ fn dense_groups_and_attributes_read_as_h5py_reads_them() {
         other => panic!("expected a refusal of the huge attribute, got {other:?}"),
     }
     drop(file);
+    // Changing dense attributes is refused, typed, and leaves them as they were (a compact
+    // message beside a fractal heap would be invisible to libhdf5).
+    {
+        let copy = dir.join("rw.h5");
+        std::fs::copy(&path, &copy).unwrap();
+        let file = File::open_rw(&copy).unwrap();
+        let d = file.dataset("attrs").unwrap();
+        assert!(matches!(
+            d.set_attr_str("new", "x"),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(d.delete_attr("a101"), Err(Error::Unsupported(_))));
+        assert_eq!(d.attrs().unwrap().len(), want_attrs.len());
+    }
 
     // Damage anywhere in the heaps and indexes: errors, never a panic or a hang.
     let bytes = std::fs::read(&path).unwrap();
