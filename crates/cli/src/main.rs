@@ -282,8 +282,13 @@ fn dims_text(dims: impl IntoIterator<Item = Option<u64>>) -> String {
 }
 
 /// `<i4`: the type numpy would name (`|u1` for one-byte types).
+/// numpy's name for the element type (a compound as its field list).
 fn type_text(d: &Dataset) -> String {
-    d.dtype().numpy()
+    match d.dtype().class {
+        TypeClass::Other => h5chunk::types::numpy_descr(d.datatype())
+            .unwrap_or_else(|| d.datatype().class.name().to_owned()),
+        _ => d.dtype().numpy(),
+    }
 }
 
 fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
@@ -630,7 +635,16 @@ fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
             return out.flush().map_err(Err);
         }
         if as_npy {
-            let descr = type_text(&d).replace('>', "<");
+            // Numbers come little-endian from h5chunk; other elements as stored.
+            let descr = match class {
+                TypeClass::Other => h5chunk::types::numpy_descr(d.datatype()).ok_or_else(|| {
+                    Ok(format!(
+                        "{path}: {} elements have no .npy form",
+                        d.datatype().class.name()
+                    ))
+                })?,
+                _ => type_text(&d).replace('>', "<"),
+            };
             out.write_all(&npy::encode_header(&descr, &d.shape()))
                 .map_err(Err)?;
         }

@@ -26,8 +26,14 @@ pub struct Npy<'a> {
     pub data: &'a [u8],
 }
 
-/// The `.npy` bytes of a C-order array of `descr` values.
+/// The `.npy` header of a C-order array of `descr` values (`descr` a type name such as `<i4`,
+/// or a structured type's field list, `[...]`).
 pub fn encode_header(descr: &str, shape: &[u64]) -> Vec<u8> {
+    let descr = if descr.starts_with('[') {
+        descr.to_owned()
+    } else {
+        format!("'{}'", descr.trim_matches('\''))
+    };
     let dims = match shape {
         [one] => format!("({one},)"),
         _ => format!(
@@ -39,7 +45,7 @@ pub fn encode_header(descr: &str, shape: &[u64]) -> Vec<u8> {
                 .join(", ")
         ),
     };
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
+    let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': {dims}, }}");
     // Magic (6), version (2), length (2), the dict and a newline: a multiple of 64.
     // A `String` is far shorter than `usize::MAX`, so none of these sizes saturates or fails.
     let unpadded = dict.len().saturating_add(10 + 1);

@@ -1031,3 +1031,58 @@ ds.close()
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Compound records (nested, with an array member, padding and a big-endian member) go to
+/// `.npy` as numpy structured arrays equal to h5py's; `ls` shows their fields; a
+/// variable-length string dataset has no `.npy` form and says so.
+#[test]
+fn cat_npy_writes_compound_datasets_as_structured_arrays() {
+    let Some(python) = interop::python("cat_npy_writes_compound_datasets_as_structured") else {
+        return;
+    };
+    let dir = tmp("compound");
+    let path = dir.join("comp.h5");
+    interop::run_python(
+        &python,
+        r#"
+import sys, numpy as np, h5py
+dt = np.dtype({"names": ["a", "b", "c", "arr"],
+               "formats": ["<i4", ">f8", "S3", ("<i2", (2, 3))],
+               "offsets": [0, 8, 16, 20], "itemsize": 40})
+x = np.zeros(4, dt)
+x["a"] = [1, 2, 3, -4]; x["b"] = [.5, 1.5, 2.5, 3.5]; x["c"] = [b"a", b"bb", b"ccc", b""]
+x["arr"][2] = np.arange(6).reshape(2, 3)
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("table", data=x, chunks=(2,), compression="gzip")
+    f["nested"] = np.array([((1.5, -2.0), 7), ((0.0, 3.25), 255)],
+                           dtype=[("p", [("x", "<f4"), ("y", "<f4")]), ("n", "u1")])
+    f["names"] = ["x", "yy"]
+"#,
+        &[s(&path)],
+    );
+    let listing = ok_text(&["ls", s(&path)]);
+    assert!(
+        listing.contains("/nested [('p', [('x', '<f4'), ('y', '<f4')]), ('n', '|u1')] shape=(2,)"),
+        "{listing}"
+    );
+    for name in ["table", "nested"] {
+        let npy = dir.join(format!("{name}.npy"));
+        std::fs::write(&npy, ok(&["cat", s(&path), name, "--npy"])).unwrap();
+        let same = interop::run_python(
+            &python,
+            r#"
+import sys, numpy as np, h5py
+got = np.load(sys.argv[2])
+want = h5py.File(sys.argv[1], "r")[sys.argv[3]][...]
+print(got.dtype == want.dtype and got.tobytes() == want.tobytes()
+      and all(np.array_equal(got[k], want[k]) for k in want.dtype.names))
+"#,
+            &[s(&path), s(&npy), name],
+        );
+        assert_eq!(same.trim(), "True", "{name}");
+    }
+    let err = fails(&["cat", s(&path), "names", "--npy"]);
+    assert!(err.contains("no .npy form"), "{err}");
+    assert_eq!(ok_text(&["cat", s(&path), "names"]), "x\nyy\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

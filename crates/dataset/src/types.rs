@@ -223,6 +223,71 @@ impl TypeDesc {
     }
 }
 
+/// numpy's description of elements of type `t` as stored, as the Python literal a `.npy`
+/// header's `descr` holds: a quoted name for numbers (`'<i4'`, `'>f8'`; an enumeration as its
+/// integers), fixed-length strings (`'|S3'`) and opaque, bitfield, reference and time elements
+/// (`'|V4'`); for a compound, the list of `(name, type[, shape])` fields in offset order, with
+/// `('', '|Vn')` padding wherever members leave a gap. `None` for variable-length types (numpy
+/// holds them as Python objects) and anything numpy cannot lay out as stored.
+pub fn numpy_descr(t: &Datatype) -> Option<String> {
+    numpy_descr_at(t, 0)
+}
+
+fn numpy_descr_at(t: &Datatype, depth: usize) -> Option<String> {
+    // As deep as a decoded type can nest, no further.
+    if depth > 32 {
+        return None;
+    }
+    let size = usize::try_from(t.size).ok()?;
+    if let Ok(number) = TypeDesc::of(t)
+        && number.is_number()
+    {
+        return Some(format!("'{}'", number.numpy()));
+    }
+    match &t.class {
+        DatatypeClass::String(_) => Some(format!("'|S{size}'")),
+        DatatypeClass::Opaque { .. }
+        | DatatypeClass::Bitfield(_)
+        | DatatypeClass::Reference { .. }
+        | DatatypeClass::Time { .. } => Some(format!("'|V{size}'")),
+        DatatypeClass::Compound(members) => {
+            let mut sorted: Vec<&CompoundMember> = members.iter().collect();
+            sorted.sort_by_key(|m| m.offset);
+            let mut fields = Vec::new();
+            let mut at = 0usize;
+            for (i, m) in sorted.into_iter().enumerate() {
+                let offset = usize::try_from(m.offset).ok()?;
+                // Overlapping members have no numpy layout.
+                let gap = offset.checked_sub(at)?;
+                if gap > 0 {
+                    fields.push(format!("('', '|V{gap}')"));
+                }
+                let name = String::from_utf8_lossy(&m.name);
+                let name = if name.is_empty() {
+                    format!("f{i}")
+                } else {
+                    name.replace('\\', "\\\\").replace('\'', "\\'")
+                };
+                let next = depth.saturating_add(1);
+                fields.push(match &m.datatype.class {
+                    DatatypeClass::Array { dims, base, .. } => {
+                        let shape: String = dims.iter().map(|d| format!("{d},")).collect();
+                        format!("('{name}', {}, ({shape}))", numpy_descr_at(base, next)?)
+                    }
+                    _ => format!("('{name}', {})", numpy_descr_at(&m.datatype, next)?),
+                });
+                at = offset.checked_add(usize::try_from(m.datatype.size).ok()?)?;
+            }
+            let tail = size.checked_sub(at)?;
+            if tail > 0 {
+                fields.push(format!("('', '|V{tail}')"));
+            }
+            Some(format!("[{}]", fields.join(", ")))
+        }
+        _ => None,
+    }
+}
+
 /// A Rust number type that maps to an HDF5 integer or float type.
 pub trait H5Type: Copy + Default + Send + Sync + 'static {
     /// Its class and size (in native little-endian order).
