@@ -308,6 +308,10 @@ fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
             ));
         }
         (StorageKind::Compact, ..) => line.push_str(" layout=compact"),
+        _ if d.external_files().is_some() => line.push_str(&format!(
+            " layout=external({} files)",
+            d.external_files().map_or(0, |e| e.len())
+        )),
         _ => line.push_str(" layout=contiguous"),
     }
     let filters = d.filters()?;

@@ -1086,3 +1086,70 @@ print(got.dtype == want.dtype and got.tobytes() == want.tobytes()
     assert_eq!(ok_text(&["cat", s(&path), "names"]), "x\nyy\n");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// External storage with relative names, resolved as libhdf5 resolves them: against the
+/// current directory, or under `HDF5_EXTFILE_PREFIX` (`${ORIGIN}`: the HDF5 file's own
+/// directory). h5py writes the parts from one directory; `h5chunk cat` reads them from there,
+/// from elsewhere with the prefix, and from elsewhere without it fails naming the file.
+#[test]
+fn external_files_resolve_relative_names_as_libhdf5_does() {
+    let Some(python) = interop::python("external_files_resolve_relative_names") else {
+        return;
+    };
+    let dir = tmp("external-relative");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let path = data.join("e.h5");
+    let out = std::process::Command::new(&python)
+        .current_dir(&data)
+        .args([
+            "-c",
+            r#"
+import sys, numpy as np, h5py
+with h5py.File("e.h5", "w") as f:
+    x = f.create_dataset("x", (10,), "<u2", external=[("p1.bin", 0, 8), ("p2.bin", 4, 12)])
+    x[...] = np.arange(10, dtype="<u2") * 3
+"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<u8> = (0..10u16).flat_map(|v| (v * 3).to_le_bytes()).collect();
+    let cat = |cwd: &Path, prefix: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h5chunk"));
+        c.current_dir(cwd).args(["cat", s(&path), "x"]);
+        c.env_remove("HDF5_EXTFILE_PREFIX");
+        if let Some(p) = prefix {
+            c.env("HDF5_EXTFILE_PREFIX", p);
+        }
+        c.output().unwrap()
+    };
+    let here = cat(&data, None);
+    assert!(
+        here.status.success(),
+        "{}",
+        String::from_utf8_lossy(&here.stderr)
+    );
+    assert_eq!(here.stdout, want);
+    let origin = cat(&dir, Some("${ORIGIN}"));
+    assert!(
+        origin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&origin.stderr)
+    );
+    assert_eq!(origin.stdout, want);
+    let prefixed = cat(&dir, Some("data"));
+    assert_eq!(prefixed.stdout, want);
+    let elsewhere = cat(&dir, None);
+    assert!(!elsewhere.status.success());
+    assert!(String::from_utf8_lossy(&elsewhere.stderr).contains("p1.bin"));
+    assert!(
+        ok_text(&["ls", s(&path)])
+            .contains("/x <u2 shape=(10,) max=(10,) layout=external(2 files)")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

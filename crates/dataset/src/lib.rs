@@ -89,6 +89,7 @@ pub mod types;
 
 pub use attr::Attr;
 pub use check::{CheckReport, Problem};
+pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs};
 pub use error::{Error, Result};

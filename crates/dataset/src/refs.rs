@@ -346,6 +346,11 @@ fn describe_dataset(
             d.datatype().class.name()
         )));
     }
+    if d.external_files().is_some() {
+        return Err(refuse(
+            "external storage (its bytes are in other files; not described so far)".to_owned(),
+        ));
+    }
     let shape = d.shape();
     let kind = d.storage_kind();
     // Zarr chunks have at least one element along each dimension.

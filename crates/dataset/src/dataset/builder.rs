@@ -4,18 +4,20 @@
 use std::sync::Arc;
 
 use h5chunk_format::chunk_record::{RecordCodec, chunk_size_len};
+use h5chunk_format::cursor::Encoder;
 use h5chunk_format::message::fill_value::AllocTime as FillAlloc;
 use h5chunk_format::message::{
     ChunkedFlags, ChunkedLayout, DataLayout, Dataspace, DataspaceKind, DataspaceVersion, Extent,
     FillDefinition, FillTime, FillValue, FillValueOld, FillValueVersion, Filter, FilterPipeline,
     LayoutVersion, Message, PipelineVersion, filter_pipeline::id,
 };
+use h5chunk_format::message::{ExternalFiles, ExternalSlot, MessageType};
 use h5chunk_format::object_header::MessageFlags;
 
 use crate::chunk_cache::{ChunkCache, DEFAULT_BUDGET};
 use crate::dataset::chunked::Chunked;
 use crate::dataset::fresh::Fresh;
-use crate::dataset::{Dataset, DatasetState, StorageState};
+use crate::dataset::{Dataset, DatasetState, StorageState, external};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::filters::Pipeline;
@@ -23,7 +25,7 @@ use crate::index::adapter::{self, Shape};
 use crate::index::select::{AllocTime, IndexKind, IndexRequest, choose};
 use crate::link::{self, At, Resolver};
 use crate::store::{HeaderPad, Store};
-use crate::types::{H5Type, TypeDesc};
+use crate::types::{Datatype, H5Type, TypeDesc};
 
 /// A filter to apply when creating a dataset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +40,11 @@ pub enum FilterSpec {
     Lzf,
 }
 
-/// Builds a new chunked dataset.
+/// Messages of a new object header, with their flags.
+type HeaderMessages = Vec<(Message, MessageFlags)>;
+
+/// Builds a new dataset: chunked (any index kind), or contiguous in external files
+/// ([`external`](Self::external)).
 #[derive(Debug)]
 pub struct DatasetBuilder {
     file: File,
@@ -53,6 +59,7 @@ pub struct DatasetBuilder {
     index: Option<IndexKind>,
     dont_filter_partial: bool,
     cache_bytes: usize,
+    external: Option<Vec<(String, u64, Option<u64>)>>,
 }
 
 impl DatasetBuilder {
@@ -70,6 +77,7 @@ impl DatasetBuilder {
             index: None,
             dont_filter_partial: false,
             cache_bytes: DEFAULT_BUDGET,
+            external: None,
         }
     }
 
@@ -140,6 +148,24 @@ impl DatasetBuilder {
         self
     }
 
+    /// Keep the dataset's bytes in other files (libhdf5's `H5Pset_external`, h5py's
+    /// `external=[(name, offset, size), ...]`): each part a file name, where the part starts in
+    /// that file, and its bytes (`None`: unlimited, the last part only). The parts, one after
+    /// the other, hold the dataset's bytes (C order, the file's byte order) and must hold all
+    /// of them. The storage is contiguous: no [`chunk`](Self::chunk), no filter, fixed
+    /// dimensions. Files are created on the first write and never truncated. Relative names
+    /// resolve as libhdf5 resolves them: under `HDF5_EXTFILE_PREFIX` when set (`${ORIGIN}`:
+    /// the HDF5 file's directory), else the current working directory.
+    pub fn external(mut self, parts: &[(&str, u64, Option<u64>)]) -> Self {
+        self.external = Some(
+            parts
+                .iter()
+                .map(|&(name, offset, size)| (name.to_owned(), offset, size))
+                .collect(),
+        );
+        self
+    }
+
     /// Create the dataset at `path` (relative to the builder's group, or absolute).
     pub fn create(self, path: &str) -> Result<Dataset> {
         let file = Arc::clone(&self.file.inner);
@@ -159,6 +185,9 @@ impl DatasetBuilder {
             path: "/".into(),
         });
         let parent = resolver.group(&start, parent_path)?;
+        if let Some(parts) = &self.external {
+            return self.create_external(f, &parent, name, datatype, parts);
+        }
         let rank = self.shape.len();
         let max_dims = self
             .max_shape
@@ -249,54 +278,13 @@ impl DatasetBuilder {
         }
         let index = adapter::create(f, &shape, sel.index, sel.kind)?;
         let kind = index.kind();
-        // The fill value, one element in the file's byte order.
-        let mut fill = self.fill.clone().unwrap_or_else(|| vec![0; elem as usize]);
-        if fill.len() != elem as usize {
-            return Err(Error::arg(
-                "fill value",
-                format!("{} bytes for {elem}-byte elements", fill.len()),
-            ));
-        }
-        self.dtype.to_from_le(&mut fill);
         let (layout_index, address) = index.layout();
         let mut layout = ChunkedLayout::new(version, &chunk, elem, layout_index, address);
         if self.dont_filter_partial {
             layout.flags |= ChunkedFlags::DONT_FILTER_PARTIAL_BOUND_CHUNKS;
         }
         let new_style = f.bounds.new_style();
-        let fill_msg = FillValue {
-            version: if new_style {
-                FillValueVersion::V3
-            } else {
-                FillValueVersion::V2
-            },
-            alloc_time: match self.alloc_time {
-                AllocTime::Early => FillAlloc::Early,
-                AllocTime::Late => FillAlloc::Late,
-                AllocTime::Incremental => FillAlloc::Incremental,
-            },
-            fill_time: FillTime::IfSet,
-            value: match &self.fill {
-                Some(_) => FillDefinition::User(fill.clone()),
-                None => FillDefinition::Default,
-            },
-        };
-        let mut messages = vec![
-            (
-                Message::Dataspace(dataspace(new_style, &self.shape, &max_dims)),
-                MessageFlags::empty(),
-            ),
-            (Message::Datatype(datatype.clone()), MessageFlags::CONSTANT),
-            (Message::FillValue(fill_msg), MessageFlags::CONSTANT),
-        ];
-        if !new_style && self.fill.is_some() {
-            messages.push((
-                Message::FillValueOld(FillValueOld {
-                    value: fill.clone(),
-                }),
-                MessageFlags::CONSTANT,
-            ));
-        }
+        let (fill, mut messages) = self.header_messages(new_style, &max_dims, &datatype)?;
         if let Some(p) = &pipeline_msg {
             messages.push((Message::FilterPipeline(p.clone()), MessageFlags::CONSTANT));
         }
@@ -351,6 +339,182 @@ impl DatasetBuilder {
             d.allocate_all()?;
         }
         Ok(d)
+    }
+
+    /// The messages every new dataset's header starts with (dataspace, datatype, fill value,
+    /// and the old fill value message at the earliest bounds), and the fill value, one element
+    /// in the file's byte order.
+    fn header_messages(
+        &self,
+        new_style: bool,
+        max_dims: &[Option<u64>],
+        datatype: &Datatype,
+    ) -> Result<(Vec<u8>, HeaderMessages)> {
+        let elem = self.dtype.size as u64;
+        // The fill value, one element in the file's byte order.
+        let mut fill = self.fill.clone().unwrap_or_else(|| vec![0; elem as usize]);
+        if fill.len() != elem as usize {
+            return Err(Error::arg(
+                "fill value",
+                format!("{} bytes for {elem}-byte elements", fill.len()),
+            ));
+        }
+        self.dtype.to_from_le(&mut fill);
+        let fill_msg = FillValue {
+            version: if new_style {
+                FillValueVersion::V3
+            } else {
+                FillValueVersion::V2
+            },
+            alloc_time: match self.alloc_time {
+                AllocTime::Early => FillAlloc::Early,
+                AllocTime::Late => FillAlloc::Late,
+                AllocTime::Incremental => FillAlloc::Incremental,
+            },
+            fill_time: FillTime::IfSet,
+            value: match &self.fill {
+                Some(_) => FillDefinition::User(fill.clone()),
+                None => FillDefinition::Default,
+            },
+        };
+        let mut messages = vec![
+            (
+                Message::Dataspace(dataspace(new_style, &self.shape, max_dims)),
+                MessageFlags::empty(),
+            ),
+            (Message::Datatype(datatype.clone()), MessageFlags::CONSTANT),
+            (Message::FillValue(fill_msg), MessageFlags::CONSTANT),
+        ];
+        if !new_style && self.fill.is_some() {
+            messages.push((
+                Message::FillValueOld(FillValueOld {
+                    value: fill.clone(),
+                }),
+                MessageFlags::CONSTANT,
+            ));
+        }
+        Ok((fill, messages))
+    }
+
+    /// [`create`](Self::create) for [`external`](Self::external) storage.
+    fn create_external(
+        &self,
+        f: &Store,
+        parent: &At,
+        name: &str,
+        datatype: Datatype,
+        parts: &[(String, u64, Option<u64>)],
+    ) -> Result<Dataset> {
+        if self.chunk.is_some() || !self.filters.is_empty() {
+            return Err(Error::arg(
+                "external",
+                "external storage is contiguous: no chunks and no filters",
+            ));
+        }
+        let max_dims: Vec<Option<u64>> = self.shape.iter().map(|&d| Some(d)).collect();
+        if self.max_shape.as_ref().is_some_and(|m| *m != max_dims) {
+            return Err(Error::Unsupported(
+                "external storage of datasets whose dimensions can grow",
+            ));
+        }
+        let elem = self.dtype.size as u64;
+        let needed = (self.shape.iter())
+            .try_fold(elem, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| Error::arg("shape", "more bytes than a file can address"))?;
+        let bad = |why: String| Error::arg("external", why);
+        if parts.is_empty() || parts.len() > usize::from(u16::MAX) {
+            return Err(bad(format!("{} parts (1 to 65535)", parts.len())));
+        }
+        for (i, (n, _, size)) in parts.iter().enumerate() {
+            if n.is_empty() || n.contains('\0') {
+                return Err(bad(format!("part {i}: {n:?} is not a file name")));
+            }
+            if size.is_none() && i.saturating_add(1) != parts.len() {
+                return Err(bad(format!(
+                    "part {i}: only the last part may be unlimited"
+                )));
+            }
+            if size.is_some_and(|s| s >= f.sizes.undef_length()) {
+                return Err(bad(format!("part {i}: size {size:?} too large")));
+            }
+        }
+        let capacity = (parts.iter()).fold(0u64, |n, p| n.saturating_add(p.2.unwrap_or(u64::MAX)));
+        if capacity < needed {
+            return Err(bad(format!(
+                "the parts hold {capacity} bytes, the dataset needs {needed}"
+            )));
+        }
+        let names: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+        let (heap, offsets) = external::create_name_heap(f, &names)?;
+        let efl = ExternalFiles {
+            allocated: u16::try_from(parts.len()).unwrap_or(u16::MAX),
+            heap,
+            slots: (parts.iter().zip(&offsets))
+                .map(|(p, &name_offset)| ExternalSlot {
+                    name_offset,
+                    offset: p.1,
+                    size: p.2,
+                })
+                .collect(),
+        };
+        let mut body = Vec::new();
+        efl.encode(&mut Encoder::new(
+            &mut body,
+            f.sizes,
+            "external data files message",
+        ))?;
+        let new_style = f.bounds.new_style();
+        let (fill, mut messages) = self.header_messages(new_style, &max_dims, &datatype)?;
+        messages.push((
+            Message::Unknown {
+                kind: MessageType::EXTERNAL_FILES,
+                data: body,
+            },
+            MessageFlags::CONSTANT,
+        ));
+        messages.push((
+            Message::DataLayout(DataLayout::Contiguous {
+                version: LayoutVersion::V3,
+                address: None,
+                size: needed,
+            }),
+            MessageFlags::empty(),
+        ));
+        let header = f.create_object(&messages, HeaderPad::Dataset)?;
+        link::add_link(
+            f,
+            parent.addr,
+            &parent.path,
+            name,
+            header,
+            h5chunk_format::symbol_table_entry::Cache::Nothing,
+        )?;
+        let prefix = std::env::var(external::PREFIX_ENV).ok();
+        let resolved = external::External {
+            parts: parts
+                .iter()
+                .map(|(n, offset, size)| external::Part {
+                    path: external::resolve(n, prefix.as_deref(), &f.name),
+                    name: n.clone(),
+                    offset: *offset,
+                    size: size.unwrap_or(u64::MAX),
+                })
+                .collect(),
+        };
+        let state = DatasetState {
+            path: link::child_path(&parent.path, name),
+            header,
+            dtype: self.dtype,
+            datatype,
+            dims_written: self.shape.clone(),
+            storage: StorageState::Contiguous {
+                addr: None,
+                size: needed,
+                fill,
+                external: Some(Arc::new(resolved)),
+            },
+        };
+        Dataset::from_state(&self.file, state)
     }
 }
 

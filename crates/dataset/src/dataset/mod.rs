@@ -10,6 +10,7 @@ use h5chunk_format::Addr;
 use h5chunk_format::chunk_record::ChunkRecord;
 use h5chunk_format::message::{
     DataLayout, Dataspace, DataspaceKind, DataspaceVersion, Extent, FillDefinition, Message,
+    MessageType,
 };
 use parking_lot::{RwLock, RwLockWriteGuard};
 
@@ -28,6 +29,7 @@ use chunked::Chunked;
 
 pub(crate) mod builder;
 pub(crate) mod chunked;
+pub(crate) mod external;
 pub(crate) mod fresh;
 pub(crate) mod inspect;
 mod read;
@@ -67,6 +69,8 @@ pub(crate) enum StorageState {
         size: u64,
         /// One element of fill value (file byte order), for storage never allocated.
         fill: Vec<u8>,
+        /// The files holding the bytes instead, for external storage (then `addr` is none).
+        external: Option<Arc<external::External>>,
     },
     Compact {
         data: Vec<u8>,
@@ -244,8 +248,12 @@ impl Dataset {
         let f = &file.inner.store;
         let (mut space, mut dtype, mut layout, mut pipeline, mut fill) =
             (None, None, None, None, None);
+        let mut external = None;
         for m in f.messages(header)? {
             match m {
+                Message::Unknown { kind, data } if kind == MessageType::EXTERNAL_FILES => {
+                    external = Some(data);
+                }
                 Message::Dataspace(d) => space = Some(d),
                 Message::Datatype(t) => dtype = Some(t),
                 Message::DataLayout(l) => layout = Some(l),
@@ -352,10 +360,37 @@ impl Dataset {
                     fresh,
                 }))
             }
-            DataLayout::Contiguous { address, size, .. } => StorageState::Contiguous {
-                addr: address,
-                size,
-                fill: fill_bytes,
+            DataLayout::Contiguous { address, size, .. } => match external {
+                // The bytes are in other files, however the layout message reads.
+                Some(body) => {
+                    let e = external::External::load(f, header, &path, &body)?;
+                    let needed = dims
+                        .iter()
+                        .try_fold(elem as u64, |n, &d| n.checked_mul(d))
+                        .unwrap_or(u64::MAX);
+                    if e.capacity() < needed {
+                        return Err(Error::corrupt(
+                            "external data files message",
+                            header,
+                            format!(
+                                "{path}: the external files hold {} bytes, the dataset {needed}",
+                                e.capacity()
+                            ),
+                        ));
+                    }
+                    StorageState::Contiguous {
+                        addr: None,
+                        size,
+                        fill: fill_bytes,
+                        external: Some(Arc::new(e)),
+                    }
+                }
+                None => StorageState::Contiguous {
+                    addr: address,
+                    size,
+                    fill: fill_bytes,
+                    external: None,
+                },
             },
             DataLayout::Compact { data, .. } => StorageState::Compact { data },
             DataLayout::Legacy(_) => {
@@ -840,6 +875,7 @@ impl Dataset {
     fn write_selection_raw(&self, h: &Hyperslab, mut data: Vec<u8>) -> Result<()> {
         let f = &self.file.inner.store;
         f.check_writable()?;
+        let dims = self.shape();
         let mut st = self.shared.write();
         let elem = st.dtype.size;
         if h.len().checked_mul(elem as u64) != Some(data.len() as u64) {
@@ -859,6 +895,12 @@ impl Dataset {
             storage,
             ..
         } = &mut **st;
+        if let StorageState::Contiguous {
+            external: Some(e), ..
+        } = storage
+        {
+            return e.write_selection(h, &dims, &data, elem);
+        }
         let StorageState::Chunked(c) = storage else {
             return Err(Error::Unsupported("writing contiguous or compact datasets"));
         };
@@ -1575,7 +1617,7 @@ fn copy_out(out: &mut [u8], chunk: &[u8], r: Run, elem: usize) -> Option<()> {
 }
 
 /// Copy run `r` from the selection buffer into a chunk buffer; `None` if it does not fit them.
-fn copy_in(chunk: &mut [u8], data: &[u8], r: Run, elem: usize) -> Option<()> {
+pub(crate) fn copy_in(chunk: &mut [u8], data: &[u8], r: Run, elem: usize) -> Option<()> {
     if elem == 0 {
         return Some(());
     }

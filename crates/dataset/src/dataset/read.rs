@@ -671,7 +671,27 @@ fn read_unchunked(
     let (path, header) = (&st.path, st.header);
     let (whole, base): (Cow<'_, [u8]>, u64) = match &st.storage {
         StorageState::Chunked(_) => return Err(Error::Internal("a chunked dataset read whole")),
-        StorageState::Contiguous { addr, size, fill } => match addr {
+        StorageState::Contiguous {
+            external: Some(e), ..
+        } => {
+            // Only the elements from the selection's first to its last are read.
+            let (lo, hi) = span(h, dims);
+            let (from, to) = (
+                lo.saturating_mul(elem as u64),
+                hi.saturating_mul(elem as u64),
+            );
+            let len = usize::try_from(to.saturating_sub(from))
+                .map_err(|_| Error::arg("selection", "more bytes than memory can address"))?;
+            let mut buf = Vec::new();
+            buf.try_reserve_exact(len)
+                .map_err(|_| Error::arg("selection", "does not fit in memory"))?;
+            buf.resize(len, 0);
+            e.read(from, &mut buf)?;
+            (Cow::Owned(buf), lo)
+        }
+        StorageState::Contiguous {
+            addr, size, fill, ..
+        } => match addr {
             // Only the elements from the selection's first to its last are read: a slab of a
             // huge dataset costs its own size.
             Some(a) => {
@@ -708,7 +728,7 @@ fn read_unchunked(
 
 /// The selection's first and one past its last element, as indices into the C-order
 /// elements of `dims` (`(0, 0)` for an empty selection).
-fn span(h: &Hyperslab, dims: &[u64]) -> (u64, u64) {
+pub(crate) fn span(h: &Hyperslab, dims: &[u64]) -> (u64, u64) {
     let chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
     let zero = vec![0u64; dims.len()];
     let (mut lo, mut hi) = (u64::MAX, 0u64);

@@ -30,6 +30,7 @@ pub mod attribute;
 pub mod continuation;
 pub mod dataspace;
 pub mod datatype;
+pub mod external_files;
 pub mod fill_value;
 pub mod filter_pipeline;
 pub mod group_info;
@@ -48,6 +49,7 @@ pub use datatype::{
     FixedPoint, FloatByteOrder, FloatingPoint, MemberArrayV1, NativeType, Normalization,
     StringPadding, StringType, VarLenKind,
 };
+pub use external_files::{ExternalFiles, ExternalSlot};
 pub use fill_value::{
     AllocTime, FillDefinition, FillTime, FillValue, FillValueOld, FillValueVersion,
 };
