@@ -409,6 +409,36 @@ pub(crate) fn heap_strings(
     Ok(out)
 }
 
+/// The variable-length sequences whose heap IDs are packed in `ids`, each as its element count
+/// and bytes (`elem` bytes an element), read from the global heap.
+pub(crate) fn heap_sequences(f: &Store, ids: &[u8], elem: usize) -> Result<Vec<(u32, Vec<u8>)>> {
+    let mut heaps = HashMap::new();
+    let id_len = HeapId::encoded_len(f.sizes);
+    let mut out = Vec::new();
+    for e in ids.chunks_exact(id_len) {
+        let id = HeapId::decode(e, Addr(0), f.sizes)?;
+        out.push(match id.collection {
+            Some(c) if id.len > 0 => {
+                let bytes = heap_object(f, c, id.index, &mut heaps)?;
+                let len = usize::try_from(id.len)
+                    .ok()
+                    .and_then(|n| n.checked_mul(elem))
+                    .unwrap_or(usize::MAX);
+                let b = bytes.get(..len).ok_or_else(|| {
+                    Error::corrupt(
+                        "global heap",
+                        c,
+                        format!("object {} holds {} bytes, not {len}", id.index, bytes.len()),
+                    )
+                })?;
+                (id.len, b.to_vec())
+            }
+            _ => (0, Vec::new()),
+        });
+    }
+    Ok(out)
+}
+
 /// Object `index` of the global heap collection at `at` (collections read once per call).
 fn heap_object<'h>(
     f: &Store,
@@ -441,6 +471,11 @@ pub(crate) enum NewValues<'a> {
     Numbers(TypeDesc, Vec<u8>),
     /// Strings, stored variable-length UTF-8.
     Strings(&'a [&'a str]),
+    /// Elements of any fixed-size type, as stored.
+    Raw(Datatype, Vec<u8>),
+    /// Variable-length sequences of `base` elements: each sequence's element count and
+    /// packed bytes (stored in a new global heap collection; empty ones as null elements).
+    Sequences(Datatype, Vec<(u32, Vec<u8>)>),
 }
 
 /// Store attribute `name` (replacing one of that name) on the object at `header`: `shape`
@@ -464,6 +499,11 @@ pub(crate) fn write(
     let count = match values {
         NewValues::Numbers(d, ref le) => le.len().checked_div(d.size).unwrap_or(0),
         NewValues::Strings(s) => s.len(),
+        NewValues::Raw(ref t, ref b) => b
+            .len()
+            .checked_div(usize::try_from(t.size).unwrap_or(0))
+            .unwrap_or(0),
+        NewValues::Sequences(_, ref items) => items.len(),
     };
     let elements = shape.map_or(Some(1u64), |s| {
         s.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
@@ -522,6 +562,49 @@ pub(crate) fn write(
                         false,
                         h5chunk_format::message::ByteOrder::LittleEndian,
                     )),
+                },
+            };
+            (datatype, data)
+        }
+        NewValues::Raw(datatype, data) => (datatype, data),
+        NewValues::Sequences(base, items) => {
+            let objects: Vec<&[u8]> = (items.iter())
+                .filter(|(n, _)| *n > 0)
+                .map(|(_, b)| b.as_slice())
+                .collect();
+            let at = if objects.is_empty() {
+                None
+            } else {
+                let heap = global_heap::encode_collection(&objects, f.sizes)?;
+                let at = f.allocate(heap.len() as u64)?;
+                f.write(at, &heap)?;
+                Some(at)
+            };
+            let mut data = Vec::new();
+            let mut index = 0u32;
+            for (n, _) in &items {
+                let id = if *n == 0 {
+                    HeapId {
+                        len: 0,
+                        collection: None,
+                        index: 0,
+                    }
+                } else {
+                    index = index.saturating_add(1);
+                    HeapId {
+                        len: *n,
+                        collection: at,
+                        index,
+                    }
+                };
+                id.encode(&mut data, f.sizes)?;
+            }
+            let datatype = Datatype {
+                version: h5chunk_format::message::DatatypeVersion::V1,
+                size: u32::try_from(HeapId::encoded_len(f.sizes)).unwrap_or(16),
+                class: DatatypeClass::VarLen {
+                    kind: VarLenKind::Sequence,
+                    base: Box::new(base),
                 },
             };
             (datatype, data)

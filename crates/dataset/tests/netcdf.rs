@@ -15,7 +15,7 @@
     clippy::float_cmp
 )]
 
-use h5chunk::{Attr, Dataset, File, TypeClass, TypeDesc};
+use h5chunk::{Attr, Dataset, File, FilterSpec, TypeClass, TypeDesc};
 use h5chunk_testkit::interop;
 use serde_json::Value;
 
@@ -234,5 +234,157 @@ fn a_netcdf4_file_reads_as_netcdf4_reads_it() {
     let report = file.check();
     assert!(report.is_clean(), "{report:?}");
     drop(file);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Reads the file h5chunk wrote (argument 1) with netCDF4 and with xarray, and prints what
+/// they see: dimensions, each variable's dimensions, values and attributes.
+const READ_BACK: &str = r#"
+import json, sys
+import numpy as np, netCDF4, xarray
+
+path = sys.argv[1]
+out = {}
+with netCDF4.Dataset(path) as ds:
+    out["dims"] = {k: len(v) for k, v in ds.dimensions.items()}
+    out["unlimited"] = [k for k, v in ds.dimensions.items() if v.isunlimited()]
+    out["globals"] = {k: str(ds.getncattr(k)) for k in ds.ncattrs()}
+    out["vars"] = {}
+    for name, v in ds.variables.items():
+        v.set_auto_maskandscale(False)
+        out["vars"][name] = {
+            "dims": list(v.dimensions),
+            "values": np.asarray(v[...], dtype="f8").ravel().tolist(),
+            "attrs": {k: (np.asarray(v.getncattr(k)).tolist() if not isinstance(v.getncattr(k), str)
+                          else v.getncattr(k)) for k in v.ncattrs()},
+        }
+with xarray.open_dataset(path, engine="netcdf4", mask_and_scale=False, decode_times=False) as x:
+    out["xarray"] = {
+        "tas_dims": list(x["tas"].dims),
+        "coords": sorted(x.coords),
+        "tas": np.asarray(x["tas"].values, dtype="f8").ravel().tolist(),
+        "lat": np.asarray(x["lat"].values, dtype="f8").tolist(),
+        "tas_at": float(x["tas"].sel(time=2.0, lat=30.0, lon=120.0)),
+    }
+print(json.dumps(out))
+"#;
+
+#[test]
+fn a_file_h5chunk_writes_with_dimension_scales_opens_in_netcdf4_and_xarray() {
+    let Some(python) = interop::python("a_file_h5chunk_writes_opens_in_netcdf4_and_xarray") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-netcdf-w-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ours.nc");
+    let (nt, ny, nx) = (4u64, 3u64, 5u64);
+    let lat_values = [-30.0f32, 0.0, 30.0];
+    let lon_values: Vec<f32> = (0..nx).map(|i| i as f32 * 60.0).collect();
+    let tas_values: Vec<f32> = (0..nt * ny * nx).map(|i| 200.0 + i as f32 * 0.5).collect();
+    {
+        let file = File::create(&path).unwrap();
+        let root = file.root().unwrap();
+        root.set_attr_str("title", "written by h5chunk").unwrap();
+        root.set_attr_str("Conventions", "CF-1.8").unwrap();
+        let time = file
+            .new_dataset::<f64>()
+            .shape(&[0])
+            .max_shape(&[None])
+            .chunk(&[16])
+            .create("time")
+            .unwrap();
+        let lat = file
+            .new_dataset::<f32>()
+            .shape(&[ny])
+            .chunk(&[ny])
+            .create("lat")
+            .unwrap();
+        let lon = file
+            .new_dataset::<f32>()
+            .shape(&[nx])
+            .chunk(&[nx])
+            .create("lon")
+            .unwrap();
+        lat.write(&lat_values).unwrap();
+        lon.write(&lon_values).unwrap();
+        let tas = file
+            .new_dataset::<f32>()
+            .shape(&[0, ny, nx])
+            .max_shape(&[None, Some(ny), Some(nx)])
+            .chunk(&[1, ny, nx])
+            .fill_value(-999.0f32)
+            .filter(FilterSpec::Shuffle)
+            .filter(FilterSpec::Deflate(4))
+            .create("tas")
+            .unwrap();
+        for (i, step) in tas_values.chunks((ny * nx) as usize).enumerate() {
+            time.append(&[i as f64]).unwrap();
+            tas.append(step).unwrap();
+        }
+        for (d, (name, id)) in [(&time, ("time", 0)), (&lat, ("lat", 1)), (&lon, ("lon", 2))] {
+            d.make_scale(name).unwrap();
+            d.set_attr_scalar("_Netcdf4Dimid", id as i32).unwrap();
+        }
+        time.set_attr_str("units", "days since 2000-01-01").unwrap();
+        lat.set_attr_str("units", "degrees_north").unwrap();
+        lon.set_attr_str("units", "degrees_east").unwrap();
+        tas.set_attr_str("units", "K").unwrap();
+        tas.set_attr_str("standard_name", "air_temperature")
+            .unwrap();
+        tas.set_attr("_FillValue", &[-999.0f32]).unwrap();
+        for (dim, scale) in [&time, &lat, &lon].into_iter().enumerate() {
+            tas.attach_scale(scale, dim).unwrap();
+        }
+        // Attaching twice changes nothing; a scale must be one.
+        tas.attach_scale(&lat, 1).unwrap();
+        assert!(tas.attach_scale(&tas, 0).is_err());
+        assert!(time.is_scale() && !tas.is_scale());
+        file.close().unwrap();
+    }
+    if let Some(h5dump) = interop::h5dump("a_file_h5chunk_writes_opens_in_netcdf4_and_xarray") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    let out = interop::run_python(&python, READ_BACK, &[path.to_str().unwrap()]);
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        got["dims"],
+        serde_json::json!({"time": nt, "lat": ny, "lon": nx})
+    );
+    assert_eq!(got["unlimited"], serde_json::json!(["time"]));
+    assert_eq!(got["globals"]["title"], "written by h5chunk");
+    let vars = &got["vars"];
+    assert_eq!(
+        vars["tas"]["dims"],
+        serde_json::json!(["time", "lat", "lon"])
+    );
+    assert_eq!(vars["time"]["dims"], serde_json::json!(["time"]));
+    let as_f64 = |v: &[f32]| Value::from(v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>());
+    assert_eq!(vars["tas"]["values"], as_f64(&tas_values));
+    assert_eq!(vars["lat"]["values"], as_f64(&lat_values));
+    assert_eq!(
+        vars["time"]["values"],
+        serde_json::json!([0.0, 1.0, 2.0, 3.0])
+    );
+    assert_eq!(vars["tas"]["attrs"]["units"], "K");
+    assert_eq!(vars["tas"]["attrs"]["_FillValue"], serde_json::json!(-999.0));
+    assert_eq!(vars["lat"]["attrs"]["units"], "degrees_north");
+    // xarray: the same variable on named, coordinate-carrying dimensions.
+    let x = &got["xarray"];
+    assert_eq!(x["tas_dims"], serde_json::json!(["time", "lat", "lon"]));
+    assert_eq!(x["coords"], serde_json::json!(["lat", "lon", "time"]));
+    assert_eq!(x["tas"], as_f64(&tas_values));
+    assert_eq!(x["lat"], as_f64(&lat_values));
+    let at = (2 * ny * nx + 2 * nx + 2) as usize;
+    assert_eq!(x["tas_at"], Value::from(f64::from(tas_values[at])));
+    // h5chunk reads its own scales back as the netCDF reader does.
+    let file = File::open(&path).unwrap();
+    let tas = file.dataset("tas").unwrap();
+    assert!(file.dataset("lat").unwrap().is_scale());
+    assert_eq!(
+        tas.attr("DIMENSION_LIST").unwrap().shape(),
+        Some(&[3u64][..])
+    );
+    assert!(file.check().is_clean());
+    drop((tas, file));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -34,6 +34,7 @@ pub(crate) mod fresh;
 pub(crate) mod inspect;
 mod read;
 mod refresh;
+mod scales;
 pub(crate) mod stream;
 mod strings;
 
