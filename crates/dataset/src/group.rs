@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::file::{File, group_flags, symbol_cache};
 use crate::link::{self, At, LinkValue, MemberKind, Resolver};
 use crate::store::HeaderPad;
-use crate::types::{H5Type, TypeDesc};
+use crate::types::{Datatype, H5Type, TypeDesc};
 
 /// A group of an open file.
 #[derive(Clone, Debug)]
@@ -125,6 +125,12 @@ impl Group {
     pub fn new_dataset_of(&self, dtype: TypeDesc) -> DatasetBuilder {
         DatasetBuilder::new(self.file.clone(), dtype).in_group(self.at.clone())
     }
+
+    /// Start building a dataset of elements of `datatype`, any fixed-size HDF5 type (see
+    /// [`File::new_dataset_with_type`]).
+    pub fn new_dataset_with_type(&self, datatype: Datatype) -> DatasetBuilder {
+        DatasetBuilder::with_datatype(self.file.clone(), datatype).in_group(self.at.clone())
+    }
 }
 
 impl File {
@@ -163,5 +169,16 @@ impl File {
     /// Start building a dataset of a runtime-chosen element type.
     pub fn new_dataset_of(&self, dtype: TypeDesc) -> DatasetBuilder {
         DatasetBuilder::new(self.clone(), dtype)
+    }
+
+    /// Start building a dataset of elements of `datatype`, any fixed-size HDF5 type: compound
+    /// records, enumerations, arrays, fixed-length strings, opaque and bitfield elements (or
+    /// numbers, stored as that message says). Elements are written and read as their stored
+    /// bytes ([`Dataset::write_raw`](crate::Dataset::write_raw),
+    /// [`Dataset::read_raw`](crate::Dataset::read_raw)); fixed-length strings also with
+    /// [`Dataset::write_strings`](crate::Dataset::write_strings). Variable-length types are
+    /// refused when the dataset is created.
+    pub fn new_dataset_with_type(&self, datatype: Datatype) -> DatasetBuilder {
+        DatasetBuilder::with_datatype(self.clone(), datatype)
     }
 }

@@ -6,8 +6,8 @@
 
 use h5chunk_format::message::FloatByteOrder;
 pub use h5chunk_format::message::{
-    ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, StringPadding, StringType,
-    VarLenKind,
+    ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, DatatypeVersion, StringPadding,
+    StringType, VarLenKind,
 };
 
 use crate::error::{Error, Result};

@@ -321,9 +321,13 @@ fn a_file_h5chunk_writes_with_dimension_scales_opens_in_netcdf4_and_xarray() {
             time.append(&[i as f64]).unwrap();
             tas.append(step).unwrap();
         }
-        for (d, (name, id)) in [(&time, ("time", 0)), (&lat, ("lat", 1)), (&lon, ("lon", 2))] {
+        for (d, (name, id)) in [
+            (&time, ("time", 0i32)),
+            (&lat, ("lat", 1)),
+            (&lon, ("lon", 2)),
+        ] {
             d.make_scale(name).unwrap();
-            d.set_attr_scalar("_Netcdf4Dimid", id as i32).unwrap();
+            d.set_attr_scalar("_Netcdf4Dimid", id).unwrap();
         }
         time.set_attr_str("units", "days since 2000-01-01").unwrap();
         lat.set_attr_str("units", "degrees_north").unwrap();
@@ -366,7 +370,10 @@ fn a_file_h5chunk_writes_with_dimension_scales_opens_in_netcdf4_and_xarray() {
         serde_json::json!([0.0, 1.0, 2.0, 3.0])
     );
     assert_eq!(vars["tas"]["attrs"]["units"], "K");
-    assert_eq!(vars["tas"]["attrs"]["_FillValue"], serde_json::json!(-999.0));
+    assert_eq!(
+        vars["tas"]["attrs"]["_FillValue"],
+        serde_json::json!(-999.0)
+    );
     assert_eq!(vars["lat"]["attrs"]["units"], "degrees_north");
     // xarray: the same variable on named, coordinate-carrying dimensions.
     let x = &got["xarray"];

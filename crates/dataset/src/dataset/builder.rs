@@ -25,7 +25,7 @@ use crate::index::adapter::{self, Shape};
 use crate::index::select::{AllocTime, IndexKind, IndexRequest, choose};
 use crate::link::{self, At, Resolver};
 use crate::store::{HeaderPad, Store};
-use crate::types::{Datatype, H5Type, TypeDesc};
+use crate::types::{Datatype, DatatypeClass, H5Type, TypeDesc};
 
 /// A filter to apply when creating a dataset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +60,8 @@ pub struct DatasetBuilder {
     dont_filter_partial: bool,
     cache_bytes: usize,
     external: Option<Vec<(String, u64, Option<u64>)>>,
+    /// The stored type, when given as a Datatype rather than a number type.
+    datatype: Option<Datatype>,
 }
 
 impl DatasetBuilder {
@@ -78,6 +80,20 @@ impl DatasetBuilder {
             dont_filter_partial: false,
             cache_bytes: DEFAULT_BUDGET,
             external: None,
+            datatype: None,
+        }
+    }
+
+    /// A builder of a dataset of elements of `datatype` as stored.
+    pub(crate) fn with_datatype(file: File, datatype: Datatype) -> DatasetBuilder {
+        let dtype = TypeDesc::of(&datatype).unwrap_or(TypeDesc {
+            class: crate::types::TypeClass::Other,
+            size: 0,
+            order: crate::types::ByteOrder::LittleEndian,
+        });
+        DatasetBuilder {
+            datatype: Some(datatype),
+            ..DatasetBuilder::new(file, dtype)
         }
     }
 
@@ -172,9 +188,22 @@ impl DatasetBuilder {
         let f = &file.store;
         f.check_writable()?;
         f.check_no_swmr("dataset")?;
-        let datatype = self.dtype.to_datatype().ok_or(Error::Unsupported(
-            "creating datasets of types other than integers and floats",
-        ))?;
+        let datatype = match &self.datatype {
+            Some(t) => {
+                if matches!(t.class, DatatypeClass::VarLen { .. }) {
+                    return Err(Error::Unsupported(
+                        "creating datasets of variable-length types (strings or sequences)",
+                    ));
+                }
+                if self.dtype.size == 0 {
+                    return Err(Error::arg("datatype", "elements of zero bytes"));
+                }
+                t.clone()
+            }
+            None => self.dtype.to_datatype().ok_or(Error::Unsupported(
+                "creating datasets of types other than integers and floats",
+            ))?,
+        };
         let (parent_path, name) = link::split_relative(path)?;
         let resolver = Resolver {
             store: f,

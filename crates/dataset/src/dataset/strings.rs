@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use h5chunk_format::message::{DatatypeClass, StringType, VarLenKind};
+use h5chunk_format::message::{DatatypeClass, StringPadding, StringType, VarLenKind};
 
 use super::Dataset;
 use crate::attr::{heap_strings, unpad};
@@ -26,6 +26,51 @@ impl Dataset {
         stride: Option<&[u64]>,
     ) -> Result<Vec<String>> {
         self.strings_of(&Hyperslab::new(start, count, stride, &self.shape())?)
+    }
+
+    /// Write every element of a fixed-length string dataset, in C order: each value's bytes
+    /// padded as the type says (NUL or spaces); a value longer than the element is refused.
+    pub fn write_strings(&self, values: &[&str]) -> Result<()> {
+        let shape = self.shape();
+        self.write_slice_strings(values, &vec![0; shape.len()], &shape, None)
+    }
+
+    /// Write a hyperslab of a fixed-length string dataset (see
+    /// [`write_strings`](Self::write_strings)).
+    pub fn write_slice_strings(
+        &self,
+        values: &[&str],
+        start: &[u64],
+        count: &[u64],
+        stride: Option<&[u64]>,
+    ) -> Result<()> {
+        let t = self.strings_type()?;
+        let size = self.dtype().size;
+        if self.dtype().class != TypeClass::FixedString {
+            return Err(Error::Unsupported(
+                "writing variable-length strings into a dataset",
+            ));
+        }
+        let pad = if t.padding == StringPadding::SpacePad {
+            b' '
+        } else {
+            0
+        };
+        let mut raw = Vec::with_capacity(values.len().saturating_mul(size));
+        for v in values {
+            if v.len() > size {
+                return Err(Error::arg(
+                    "values",
+                    format!(
+                        "{v:?} is longer than the {size}-byte strings of {}",
+                        self.path()
+                    ),
+                ));
+            }
+            raw.extend_from_slice(v.as_bytes());
+            raw.resize(raw.len().saturating_add(size.saturating_sub(v.len())), pad);
+        }
+        self.write_slice_raw(&raw, start, count, stride)
     }
 
     fn strings_of(&self, h: &Hyperslab) -> Result<Vec<String>> {
