@@ -366,6 +366,47 @@ fn resolve(
     })
 }
 
+/// Objects per global heap collection written (the index is 16 bits; libhdf5's own
+/// collections hold far fewer).
+const OBJECTS_PER_COLLECTION: usize = 4096;
+
+/// Store `objects` in new global heap collections (as many as they need); each one's heap ID
+/// with `len` from `lens` (the string's bytes, or the sequence's elements).
+pub(crate) fn store_objects(f: &Store, objects: &[&[u8]], lens: &[u32]) -> Result<Vec<HeapId>> {
+    let mut ids = Vec::with_capacity(objects.len());
+    for (batch, lens) in objects
+        .chunks(OBJECTS_PER_COLLECTION)
+        .zip(lens.chunks(OBJECTS_PER_COLLECTION))
+    {
+        let heap = global_heap::encode_collection(batch, f.sizes)?;
+        let at = f.allocate(heap.len() as u64)?;
+        f.write(at, &heap)?;
+        for (i, &len) in lens.iter().enumerate() {
+            ids.push(HeapId {
+                len,
+                collection: Some(at),
+                index: u32::try_from(i.saturating_add(1)).unwrap_or(u32::MAX),
+            });
+        }
+    }
+    Ok(ids)
+}
+
+/// Strings stored as variable-length elements: their heap IDs, packed (every string is a heap
+/// object, the empty one too: libhdf5 reads a zero-length element's object all the same).
+pub(crate) fn string_ids(f: &Store, strings: &[&str]) -> Result<Vec<u8>> {
+    let bytes: Vec<&[u8]> = strings.iter().map(|s| s.as_bytes()).collect();
+    let lens = bytes
+        .iter()
+        .map(|b| u32::try_from(b.len()).map_err(|_| Error::arg("values", "a string over 4 GiB")))
+        .collect::<Result<Vec<u32>>>()?;
+    let mut data = Vec::new();
+    for id in store_objects(f, &bytes, &lens)? {
+        id.encode(&mut data, f.sizes)?;
+    }
+    Ok(data)
+}
+
 /// Most bytes of variable-length strings one call reads: past it, a file whose heap IDs name
 /// the same large object many times would make a read allocate without bound.
 const MAX_STRING_BYTES: usize = 1 << 32;
@@ -531,24 +572,7 @@ pub(crate) fn write(
             le,
         ),
         NewValues::Strings(strings) => {
-            // Every string is a heap object, the empty one too: libhdf5 reads a zero-length
-            // element's heap object all the same.
-            let bytes: Vec<&[u8]> = strings.iter().map(|s| s.as_bytes()).collect();
-            let mut data = Vec::new();
-            if !bytes.is_empty() {
-                let heap = global_heap::encode_collection(&bytes, f.sizes)?;
-                let at = f.allocate(heap.len() as u64)?;
-                f.write(at, &heap)?;
-                for (i, b) in bytes.iter().enumerate() {
-                    HeapId {
-                        len: u32::try_from(b.len())
-                            .map_err(|_| Error::arg("values", "a string over 4 GiB"))?,
-                        collection: Some(at),
-                        index: u32::try_from(i.saturating_add(1)).unwrap_or(u32::MAX),
-                    }
-                    .encode(&mut data, f.sizes)?;
-                }
-            }
+            let data = string_ids(f, strings)?;
             let datatype = Datatype {
                 version: h5chunk_format::message::DatatypeVersion::V1,
                 size: u32::try_from(HeapId::encoded_len(f.sizes)).unwrap_or(16),
@@ -568,33 +592,22 @@ pub(crate) fn write(
         }
         NewValues::Raw(datatype, data) => (datatype, data),
         NewValues::Sequences(base, items) => {
-            let objects: Vec<&[u8]> = (items.iter())
+            let (objects, lens): (Vec<&[u8]>, Vec<u32>) = (items.iter())
                 .filter(|(n, _)| *n > 0)
-                .map(|(_, b)| b.as_slice())
-                .collect();
-            let at = if objects.is_empty() {
-                None
-            } else {
-                let heap = global_heap::encode_collection(&objects, f.sizes)?;
-                let at = f.allocate(heap.len() as u64)?;
-                f.write(at, &heap)?;
-                Some(at)
-            };
+                .map(|(n, b)| (b.as_slice(), *n))
+                .unzip();
+            let mut stored = store_objects(f, &objects, &lens)?.into_iter();
             let mut data = Vec::new();
-            let mut index = 0u32;
             for (n, _) in &items {
-                let id = if *n == 0 {
+                let id = if *n > 0 {
+                    stored
+                        .next()
+                        .ok_or(Error::Internal("a sequence without its heap object"))?
+                } else {
                     HeapId {
                         len: 0,
                         collection: None,
                         index: 0,
-                    }
-                } else {
-                    index = index.saturating_add(1);
-                    HeapId {
-                        len: *n,
-                        collection: at,
-                        index,
                     }
                 };
                 id.encode(&mut data, f.sizes)?;

@@ -223,6 +223,35 @@ impl TypeDesc {
     }
 }
 
+/// The type of variable-length UTF-8 strings (h5py's `str`, `h5py.string_dtype()`), for
+/// [`File::new_dataset_with_type`](crate::File::new_dataset_with_type).
+pub fn vlen_utf8() -> Datatype {
+    Datatype {
+        version: DatatypeVersion::V1,
+        size: 16,
+        class: DatatypeClass::VarLen {
+            kind: VarLenKind::String(StringType {
+                padding: StringPadding::NullTerminate,
+                charset: CharSet::Utf8,
+            }),
+            base: Box::new(Datatype::int(1, false, ByteOrder::LittleEndian)),
+        },
+    }
+}
+
+/// A fixed-length string type of `size` bytes, NUL-padded ASCII (numpy's `S<size>`, what
+/// h5py writes for `bytes` arrays).
+pub fn fixed_ascii(size: u32) -> Datatype {
+    Datatype {
+        version: DatatypeVersion::V1,
+        size,
+        class: DatatypeClass::String(StringType {
+            padding: StringPadding::NullPad,
+            charset: CharSet::Ascii,
+        }),
+    }
+}
+
 /// numpy's description of elements of type `t` as stored, as the Python literal a `.npy`
 /// header's `descr` holds: a quoted name for numbers (`'<i4'`, `'>f8'`; an enumeration as its
 /// integers), fixed-length strings (`'|S3'`) and opaque, bitfield, reference and time elements

@@ -150,7 +150,7 @@ fn hex(b: &[u8]) -> String {
 /// members, enumeration, opaque, fixed-length strings of each padding, bitfield-free numbers
 /// in big-endian), created by h5chunk from the same datatypes and bytes, chunked and
 /// filtered: h5py reads them equal to its own, type and bytes; a fixed-length string dataset
-/// written from `&str`s reads back padded as its type says; variable-length types are
+/// written from `&str`s reads back padded as its type says; variable-length sequences are
 /// refused at creation.
 #[test]
 fn datasets_of_any_fixed_size_type_written_by_h5chunk_read_in_h5py() {
@@ -215,23 +215,18 @@ with h5py.File(sys.argv[1], "w") as f:
             s8.write_strings(&["too long", "a", "b"]),
             Err(Error::InvalidArgument { .. })
         ));
-        // Variable-length types: refused, typed.
-        use h5chunk::types::{
-            ByteOrder, CharSet, Datatype, DatatypeVersion, StringPadding, StringType, VarLenKind,
-        };
-        let vlen = Datatype {
+        // Variable-length sequences: refused, typed.
+        use h5chunk::types::{ByteOrder, Datatype, DatatypeVersion, VarLenKind};
+        let sequences = Datatype {
             version: DatatypeVersion::V1,
             size: 16,
             class: DatatypeClass::VarLen {
-                kind: VarLenKind::String(StringType {
-                    padding: StringPadding::NullTerminate,
-                    charset: CharSet::Utf8,
-                }),
-                base: Box::new(Datatype::int(1, false, ByteOrder::LittleEndian)),
+                kind: VarLenKind::Sequence,
+                base: Box::new(Datatype::int(4, true, ByteOrder::LittleEndian)),
             },
         };
         assert!(matches!(
-            file.new_dataset_with_type(vlen)
+            file.new_dataset_with_type(sequences)
                 .shape(&[1])
                 .chunk(&[1])
                 .create("vlen"),
@@ -278,5 +273,96 @@ print(sorted(h5py.check_enum_dtype(ours["colors"].dtype).items()))
     if let Some(h5dump) = interop::h5dump("datasets_of_any_fixed_size_type_written") {
         interop::h5dump_ok(&h5dump, &ours);
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// String datasets h5chunk writes, both kinds: variable-length UTF-8 (h5py's `str`), chunked
+/// and deflated, written whole, by strided slice and by append, with elements never written;
+/// and fixed-length ASCII. h5py reads the same strings; h5dump reads the file.
+#[test]
+fn string_datasets_written_by_h5chunk_read_in_h5py() {
+    let Some(python) = interop::python("string_datasets_written_by_h5chunk") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-strings-w-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("strings.h5");
+    let long = "x".repeat(5000);
+    let mut want: Vec<String> = ["alpha", "", "béta ünïcode", "🦀", "gamma"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    {
+        let file = File::create(&path).unwrap();
+        let names = file
+            .new_dataset_with_type(h5chunk::types::vlen_utf8())
+            .shape(&[8])
+            .chunk(&[3])
+            .filter(FilterSpec::Deflate(4))
+            .create("names")
+            .unwrap();
+        assert_eq!(names.dtype().class, TypeClass::VarLenString);
+        let refs: Vec<&str> = want.iter().map(String::as_str).collect();
+        names.write_slice_strings(&refs, &[0], &[5], None).unwrap();
+        // Overwrite elements 1 and 3 (strided); 5 stays unwritten, 6 and 7 get a long one.
+        names
+            .write_slice_strings(&["one", "three"], &[1], &[2], Some(&[2]))
+            .unwrap();
+        names
+            .write_slice_strings(&[&long, "last"], &[6], &[2], None)
+            .unwrap();
+        want[1] = "one".into();
+        want[3] = "three".into();
+        want.extend([String::new(), long.clone(), "last".into()]);
+        assert_eq!(names.read_strings().unwrap(), want);
+        // Many strings: more than one heap collection holds them.
+        let log = file
+            .new_dataset_with_type(h5chunk::types::vlen_utf8())
+            .shape(&[0])
+            .max_shape(&[None])
+            .chunk(&[1000])
+            .create("log")
+            .unwrap();
+        let lines: Vec<String> = (0..10_000).map(|i| format!("line {i}")).collect();
+        let line_refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        log.resize(&[10_000]).unwrap();
+        log.write_strings(&line_refs).unwrap();
+        let fixed = file
+            .new_dataset_with_type(h5chunk::types::fixed_ascii(4))
+            .shape(&[3])
+            .chunk(&[3])
+            .create("codes")
+            .unwrap();
+        fixed.write_strings(&["AB", "CDEF", ""]).unwrap();
+        file.close().unwrap();
+    }
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, json, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    log = f["log"].asstr()[...]
+    print(json.dumps({
+        "names": list(f["names"].asstr()[...]),
+        "log_len": len(log), "log_last": log[-1], "log_ok": all(s == f"line {i}" for i, s in enumerate(log)),
+        "codes": [c.decode() for c in f["codes"][...]],
+        "dtype": str(h5py.check_string_dtype(f["names"].dtype)),
+    }))
+"#,
+        &[path.to_str().unwrap()],
+    );
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(got["names"], Value::from(want.clone()));
+    assert_eq!(got["log_len"], 10_000);
+    assert_eq!(got["log_ok"], true);
+    assert_eq!(got["codes"], serde_json::json!(["AB", "CDEF", ""]));
+    assert_eq!(got["dtype"], "string_info(encoding='utf-8', length=None)");
+    if let Some(h5dump) = interop::h5dump("string_datasets_written_by_h5chunk") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    let file = File::open(&path).unwrap();
+    assert_eq!(file.dataset("names").unwrap().read_strings().unwrap(), want);
+    assert!(file.check().is_clean());
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -25,7 +25,7 @@ use crate::index::adapter::{self, Shape};
 use crate::index::select::{AllocTime, IndexKind, IndexRequest, choose};
 use crate::link::{self, At, Resolver};
 use crate::store::{HeaderPad, Store};
-use crate::types::{Datatype, DatatypeClass, H5Type, TypeDesc};
+use crate::types::{Datatype, DatatypeClass, H5Type, TypeClass, TypeDesc, VarLenKind};
 
 /// A filter to apply when creating a dataset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +85,12 @@ impl DatasetBuilder {
     }
 
     /// A builder of a dataset of elements of `datatype` as stored.
-    pub(crate) fn with_datatype(file: File, datatype: Datatype) -> DatasetBuilder {
+    pub(crate) fn with_datatype(file: File, mut datatype: Datatype) -> DatasetBuilder {
+        // A variable-length element is a heap ID, as wide as the file's addresses make it.
+        if matches!(datatype.class, DatatypeClass::VarLen { .. }) {
+            let len = h5chunk_format::global_heap::HeapId::encoded_len(file.inner.store.sizes);
+            datatype.size = u32::try_from(len).unwrap_or(16);
+        }
         let dtype = TypeDesc::of(&datatype).unwrap_or(TypeDesc {
             class: crate::types::TypeClass::Other,
             size: 0,
@@ -190,9 +195,20 @@ impl DatasetBuilder {
         f.check_no_swmr("dataset")?;
         let datatype = match &self.datatype {
             Some(t) => {
-                if matches!(t.class, DatatypeClass::VarLen { .. }) {
+                if matches!(
+                    t.class,
+                    DatatypeClass::VarLen {
+                        kind: VarLenKind::Sequence,
+                        ..
+                    }
+                ) {
                     return Err(Error::Unsupported(
-                        "creating datasets of variable-length types (strings or sequences)",
+                        "creating datasets of variable-length sequences",
+                    ));
+                }
+                if self.external.is_some() && self.dtype.class == TypeClass::VarLenString {
+                    return Err(Error::Unsupported(
+                        "external storage of variable-length strings",
                     ));
                 }
                 if self.dtype.size == 0 {

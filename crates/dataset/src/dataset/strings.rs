@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use h5chunk_format::message::{DatatypeClass, StringPadding, StringType, VarLenKind};
 
 use super::Dataset;
-use crate::attr::{heap_strings, unpad};
+use crate::attr::{heap_strings, string_ids, unpad};
 use crate::error::{Error, Result};
 use crate::select::Hyperslab;
 use crate::types::TypeClass;
@@ -28,8 +28,10 @@ impl Dataset {
         self.strings_of(&Hyperslab::new(start, count, stride, &self.shape())?)
     }
 
-    /// Write every element of a fixed-length string dataset, in C order: each value's bytes
-    /// padded as the type says (NUL or spaces); a value longer than the element is refused.
+    /// Write every element of a string dataset, in C order. Fixed-length strings: each value's
+    /// bytes padded as the type says (NUL or spaces), a value longer than the element refused.
+    /// Variable-length strings: each value a new object in the file's global heap (what an
+    /// element held before is left unused).
     pub fn write_strings(&self, values: &[&str]) -> Result<()> {
         let shape = self.shape();
         self.write_slice_strings(values, &vec![0; shape.len()], &shape, None)
@@ -46,10 +48,10 @@ impl Dataset {
     ) -> Result<()> {
         let t = self.strings_type()?;
         let size = self.dtype().size;
-        if self.dtype().class != TypeClass::FixedString {
-            return Err(Error::Unsupported(
-                "writing variable-length strings into a dataset",
-            ));
+        if self.dtype().class == TypeClass::VarLenString {
+            // Each string a global heap object; the elements are their heap IDs.
+            let ids = string_ids(&self.file.inner.store, values)?;
+            return self.write_slice_raw(&ids, start, count, stride);
         }
         let pad = if t.padding == StringPadding::SpacePad {
             b' '
