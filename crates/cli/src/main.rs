@@ -377,7 +377,8 @@ fn walk(
             format!("{}/{name}", g.path())
         }
     };
-    let members = match g.members() {
+    // As h5py lists them: in creation order where the group tracks it, else by name.
+    let members = match g.members_in_creation_order() {
         Ok(m) => m,
         Err(e) => {
             let path = g.path().trim_end_matches('/');

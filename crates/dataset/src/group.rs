@@ -49,9 +49,24 @@ impl Group {
 
     /// Every member: name and kind, sorted by name.
     pub fn members(&self) -> Result<Vec<(String, MemberKind)>> {
+        self.members_ordered(false)
+    }
+
+    /// The members in the order they were created, when the group tracks it (netCDF-4 files
+    /// do; h5py's `track_order=True`; h5py then iterates in this order), else by name.
+    pub fn members_in_creation_order(&self) -> Result<Vec<(String, MemberKind)>> {
+        self.members_ordered(true)
+    }
+
+    /// Whether the group tracks its members' creation order.
+    pub fn tracks_creation_order(&self) -> Result<bool> {
+        link::tracks_creation_order(&self.file.inner.store, self.at.addr)
+    }
+
+    fn members_ordered(&self, by_creation: bool) -> Result<Vec<(String, MemberKind)>> {
         let s = &self.file.inner.store;
         let mut out = Vec::new();
-        for (name, v) in link::links(s, self.at.addr)? {
+        for (name, v) in link::links_in_order(s, self.at.addr, by_creation)? {
             let kind = match v {
                 LinkValue::Hard(a) => link::kind_of(s, a)?,
                 _ => MemberKind::Other,

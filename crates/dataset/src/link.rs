@@ -106,7 +106,18 @@ fn entry_value(
 
 /// Every link of the group whose header is at `group`, sorted by name.
 pub(crate) fn links(f: &Store, group: Addr) -> Result<Vec<(String, LinkValue)>> {
+    links_in_order(f, group, false)
+}
+
+/// Every link of the group, in creation order when `by_creation` and the links carry one
+/// (groups that track it: netCDF-4 files, h5py's `track_order=True`), else by name.
+pub(crate) fn links_in_order(
+    f: &Store,
+    group: Addr,
+    by_creation: bool,
+) -> Result<Vec<(String, LinkValue)>> {
     let mut out = Vec::new();
+    let mut order: Vec<Option<u64>> = Vec::new();
     match storage_of(f, group)? {
         LinkStorage::Compact => {
             for m in f.messages(group)? {
@@ -114,6 +125,7 @@ pub(crate) fn links(f: &Store, group: Addr) -> Result<Vec<(String, LinkValue)>> 
                     && let Some(value) = compact_value(l.target)
                 {
                     out.push((String::from_utf8_lossy(&l.name).into_owned(), value));
+                    order.push(l.creation_order);
                 }
             }
         }
@@ -128,14 +140,31 @@ pub(crate) fn links(f: &Store, group: Addr) -> Result<Vec<(String, LinkValue)>> 
         }
         LinkStorage::Dense { heap, names } => {
             for l in crate::dense::links(f, heap, names)? {
+                let crt = l.creation_order;
                 if let Some(value) = compact_value(l.target) {
                     out.push((String::from_utf8_lossy(&l.name).into_owned(), value));
+                    order.push(crt);
                 }
             }
         }
     }
+    if by_creation && !order.is_empty() && order.iter().all(Option::is_some) {
+        let mut keyed: Vec<(Option<u64>, (String, LinkValue))> =
+            order.into_iter().zip(out).collect();
+        // Ties (a damaged file) fall back to the name.
+        keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.0.cmp(&b.1.0)));
+        return Ok(keyed.into_iter().map(|(_, l)| l).collect());
+    }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+/// Whether the group at `group` tracks its links' creation order (its Link Info message
+/// says so).
+pub(crate) fn tracks_creation_order(f: &Store, group: Addr) -> Result<bool> {
+    Ok(f.messages(group)?
+        .iter()
+        .any(|m| matches!(m, Message::LinkInfo(li) if li.max_creation_index.is_some())))
 }
 
 /// The link `name` of the group whose header is at `group`, found without listing the others:

@@ -37,6 +37,8 @@ with h5py.File(path, "r") as f:
     out = {
         "big": sorted(f["big"].keys()),
         "ordered": sorted(f["ordered"].keys()),
+        # h5py iterates a group that tracks creation order in that order.
+        "ordered_as_created": list(f["ordered"].keys()),
         "attrs": {k: (v.item() if hasattr(v, "item") else v) for k, v in f["attrs"].attrs.items()},
     }
 print(json.dumps(out))
@@ -91,6 +93,17 @@ fn dense_groups_and_attributes_read_as_h5py_reads_them() {
         .collect();
     assert_eq!(ordered, want_ordered);
     assert!(file.group("ordered/g123").is_ok());
+    // In creation order (dense: the order each link message carries), as h5py lists them.
+    let g = file.group("ordered").unwrap();
+    assert!(g.tracks_creation_order().unwrap());
+    let as_created: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        serde_json::Value::from(as_created.clone()),
+        want["ordered_as_created"]
+    );
+    assert_eq!(as_created.first().map(String::as_str), Some("g299"));
     // 200 attributes in a fractal heap, numbers and strings, in name order as h5py lists them.
     let attrs = file.dataset("attrs").unwrap().attrs().unwrap();
     let want_attrs = want["attrs"].as_object().unwrap();

@@ -202,6 +202,30 @@ fn a_netcdf4_file_reads_as_netcdf4_reads_it() {
     }
     let variables = want["variables"].as_array().unwrap();
     assert!(variables.len() >= 12, "{} variables", variables.len());
+    // The root's members in creation order, as netCDF4 lists its variables (the group tracks
+    // it); name order otherwise.
+    let root = file.root().unwrap();
+    assert!(root.tracks_creation_order().unwrap());
+    let in_root: Vec<&str> = variables
+        .iter()
+        .map(|v| v["path"].as_str().unwrap())
+        .filter(|p| !p.contains('/'))
+        .collect();
+    let ours: Vec<String> = root
+        .members_in_creation_order()
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| in_root.contains(&n.as_str()))
+        .collect();
+    assert_eq!(ours, in_root);
+    let by_name: Vec<String> = root
+        .members()
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert!(by_name.windows(2).all(|w| w[0] < w[1]));
     let mut strings = 0;
     for v in variables {
         let path = v["path"].as_str().unwrap();
