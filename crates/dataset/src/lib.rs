@@ -60,12 +60,8 @@
 //! - [`refs`]: kerchunk references (`File::references`, `h5chunk refs`), so that zarr and
 //!   dask read a file's chunks without libhdf5; `File::open_url` (feature `object-store`)
 //!   reads a file where it is kept in S3, with range requests.
-//! - Element types beyond numbers: [`Dataset::read_strings`] (fixed- and variable-length
-//!   strings), [`Dataset::datatype`] and [`types::numpy_descr`] (compound, enumeration,
-//!   opaque, ... as raw bytes); [`Dataset::attrs`] for attributes, dense ones included.
-//! - netCDF-4 and xarray: [`Dataset::make_scale`] and [`Dataset::attach_scale`] give
-//!   variables named dimensions and coordinates; [`DatasetBuilder::external`] stores a dataset
-//!   in other files (`H5Pset_external`).
+//! - [`guide::types`]: strings, compound and other element types, attributes, netCDF-4
+//!   (dimension scales that netCDF4 and xarray read) and external storage.
 //!
 //! The `examples/` folder of this crate holds programs to copy: `append_logger` (a growing
 //! log), `print_dataset` (a reader) and `to_npy` (a converter to NumPy's `.npy`). The byte
@@ -123,6 +119,8 @@ pub mod guide {
     pub mod errors {}
     #[doc = include_str!("guide/swmr.md")]
     pub mod swmr {}
+    #[doc = include_str!("guide/types.md")]
+    pub mod types {}
 }
 
 /// Storage backends a [`File`] can live on ([`File::create_on`], [`File::open_on`]): the
