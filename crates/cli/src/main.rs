@@ -596,10 +596,37 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
         _ => {
             let kind = match d.storage_kind() {
                 StorageKind::Compact => "compact",
+                _ if d.external_files().is_some() => "external",
                 _ => "contiguous",
             };
             lines.push(format!("layout: {kind} (no chunk index)"));
+            for e in d.external_files().unwrap_or_default() {
+                lines.push(format!(
+                    "external file: {} at {} ({})",
+                    e.path.display(),
+                    e.offset,
+                    e.size
+                        .map_or("unlimited".to_owned(), |n| format!("{n} bytes"))
+                ));
+            }
         }
+    }
+    // The attributes, as `attrs` prints them (unreadable ones say why).
+    match d.attrs() {
+        Ok(all) if all.is_empty() => lines.push("attributes: none".into()),
+        Ok(all) => {
+            lines.push(format!("attributes: {}", all.len()));
+            for a in all {
+                lines.push(format!(
+                    "  {} {} {} = {}",
+                    a.name(),
+                    a.type_name(),
+                    attr_shape(&a),
+                    a.summary()
+                ));
+            }
+        }
+        Err(e) => lines.push(format!("attributes: not read ({e})")),
     }
     let mut out = std::io::stdout().lock();
     for l in lines {

@@ -1023,6 +1023,13 @@ ds.close()
         assert!(own.contains("@DIMENSION_LIST"), "{var}: {own}");
     }
     assert!(listing.contains("/names |O shape=(4,)"), "{listing}");
+    // inspect ends with the dataset's attributes.
+    let inspected = ok_text(&["inspect", s(&path), "var_00"]);
+    assert!(inspected.contains("attributes: 4\n"), "{inspected}");
+    assert!(
+        inspected.contains("  units |S6 scalar = \"unit 0\"\n"),
+        "{inspected}"
+    );
     assert_eq!(ok_text(&["cat", s(&path), "names"]), "a\nbb\nccc\ndddd\n");
     let report = ok_text(&["check", s(&path)]);
     assert!(
