@@ -83,6 +83,7 @@ mod index_kind;
 pub mod libver;
 mod link;
 mod object;
+mod object_refs;
 pub mod refs;
 mod select;
 mod store;

@@ -253,6 +253,18 @@ fn a_netcdf4_file_reads_as_netcdf4_reads_it() {
         check_attrs(path, &d.attrs().unwrap(), &v["attrs"]);
     }
     assert_eq!(strings, 2, "the string variable and the char array");
+    // The dimensions netCDF4 gives each variable are the scales its DIMENSION_LIST names.
+    let tas = file.dataset("tas").unwrap();
+    assert_eq!(
+        tas.dimension_scales().unwrap(),
+        [
+            vec!["/time".to_owned()],
+            vec!["/lat".into()],
+            vec!["/lon".into()]
+        ]
+    );
+    let v = file.dataset("obs/v").unwrap();
+    assert_eq!(v.dimension_scales().unwrap(), [vec!["/obs/n".to_owned()]]);
     // Every dataset, dimension scales without values included, opens; `check` finds the file
     // sound, its dense root group too.
     let report = file.check();

@@ -366,3 +366,50 @@ with h5py.File(sys.argv[1], "r") as f:
     drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Object references h5py writes, in a dataset and an attribute: read as object header
+/// addresses, resolved to the paths h5py's `f[ref].name` gives.
+#[test]
+fn object_references_resolve_to_the_paths_h5py_names() {
+    let Some(python) = interop::python("object_references_resolve_to_the_paths") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-refs-obj-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("refs.h5");
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, json, numpy as np, h5py
+with h5py.File(sys.argv[1], "w") as f:
+    a = f.create_dataset("grp/a", data=np.arange(3))
+    b = f.create_group("grp/sub/b")
+    f.create_dataset("targets", data=[a.ref, b.ref, f.ref], dtype=h5py.ref_dtype)
+    f["grp"].attrs["favourite"] = b.ref
+    print(json.dumps([f[r].name for r in f["targets"][...]] + [f[f["grp"].attrs["favourite"]].name]))
+"#,
+        &[path.to_str().unwrap()],
+    );
+    let want: Vec<String> = serde_json::from_str(&out).unwrap();
+    let file = File::open(&path).unwrap();
+    let targets = file.dataset("targets").unwrap();
+    let mut got = Vec::new();
+    for r in targets.read_object_refs().unwrap() {
+        got.push(file.object_path(r).unwrap().unwrap());
+    }
+    let fav = file.group("grp").unwrap().attr("favourite").unwrap();
+    got.push(
+        file.object_path(fav.object_refs().unwrap()[0])
+            .unwrap()
+            .unwrap(),
+    );
+    assert_eq!(got, want);
+    // Not references: a typed error naming what they are.
+    assert!(matches!(
+        file.dataset("grp/a").unwrap().read_object_refs(),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(file.object_path(u64::MAX - 7).unwrap(), None);
+    drop((targets, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

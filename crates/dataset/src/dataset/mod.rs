@@ -436,6 +436,11 @@ impl Dataset {
         self.shared.dtype
     }
 
+    /// The file the dataset belongs to.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
     /// The element type as the file stores it (every class: string padding and character
     /// set, compound members, enumeration names and values, ...).
     pub fn datatype(&self) -> &Datatype {
