@@ -54,6 +54,11 @@ impl Heap {
         Ok(Heap { addr, h })
     }
 
+    /// The decoded header.
+    pub(crate) fn header(&self) -> &Header {
+        &self.h
+    }
+
     /// Bytes of a heap ID.
     pub(crate) fn id_len(&self) -> usize {
         usize::from(self.h.id_len)
@@ -168,11 +173,23 @@ pub(crate) struct LinkNames {
     attributes: bool,
 }
 
+impl LinkNames {
+    pub(crate) fn new(id_len: usize, attributes: bool) -> LinkNames {
+        LinkNames { id_len, attributes }
+    }
+}
+
 /// One record of [`LinkNames`].
 #[derive(Clone, Debug)]
 pub(crate) struct LinkName {
     hash: u32,
     id: Vec<u8>,
+}
+
+impl LinkName {
+    pub(crate) fn new(hash: u32, id: Vec<u8>) -> LinkName {
+        LinkName { hash, id }
+    }
 }
 
 impl RecordClass for LinkNames {
@@ -216,12 +233,17 @@ impl RecordClass for LinkNames {
         })
     }
 
-    fn encode(&self, r: &LinkName, _out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
-        let _ = r;
-        Err(FormatError::Unencodable {
-            structure: "name index record",
-            reason: "dense storage is read only".into(),
-        })
+    fn encode(&self, r: &LinkName, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        if self.attributes || r.id.len() != self.id_len {
+            return Err(FormatError::Unencodable {
+                structure: "name index record",
+                reason: "only link records (type 5) with IDs of the heap's width are written"
+                    .into(),
+            });
+        }
+        out.extend_from_slice(&r.hash.to_le_bytes());
+        out.extend_from_slice(&r.id);
+        Ok(())
     }
 
     fn key<'r>(&self, r: &'r LinkName) -> &'r u32 {

@@ -74,6 +74,7 @@ mod check;
 mod chunk_cache;
 mod dataset;
 mod dense;
+mod dense_write;
 mod error;
 mod file;
 pub mod filters;

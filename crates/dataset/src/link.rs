@@ -1,5 +1,6 @@
 //! Link storage of groups: new-style (links in the object header, "compact" storage, or in a
-//! fractal heap indexed by a v2 B-tree, "dense" storage, read only: see `crate::dense`) and
+//! fractal heap indexed by a v2 B-tree, "dense" storage: `crate::dense` reads it,
+//! `crate::dense_write` moves a group there past its compact limit and appends to it) and
 //! old-style (a symbol table: local heap of names, group B-tree, symbol table nodes).
 //! [`crate::Group`] is built on this.
 
@@ -268,21 +269,61 @@ pub(crate) fn add_link(
             name: name.to_owned(),
         });
     }
+    let link = Link::hard(name.as_bytes(), target);
     match storage_of(f, group)? {
         LinkStorage::Compact => {
-            let m = raw(
-                &Message::Link(Link::hard(name.as_bytes(), target)),
-                MessageFlags::empty(),
-                f.sizes,
-            )?;
-            f.add_message(group, m)
+            // Past the Group Info message's compact limit (libhdf5's 8 by default) the links
+            // move to dense storage, as libhdf5 moves them.
+            let (mut links, mut info, mut max_compact) = (Vec::new(), None, 8usize);
+            for m in f.messages(group)? {
+                match m {
+                    Message::Link(l) => links.push(l),
+                    Message::LinkInfo(li) => info = Some(li),
+                    Message::GroupInfo(gi) => {
+                        if let Some(p) = gi.link_phase_change {
+                            max_compact = usize::from(p.max_compact);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match info {
+                Some(li) if links.len() >= max_compact && li.max_creation_index.is_none() => {
+                    links.push(link);
+                    let (heap, names) = crate::dense_write::create(f, &links)?;
+                    while f.remove_message(group, |kind, _| {
+                        kind == h5chunk_format::message::MessageType::LINK
+                    })? {}
+                    f.replace_message(
+                        group,
+                        &Message::LinkInfo(LinkInfo {
+                            fractal_heap_address: Some(heap),
+                            name_index_address: Some(names),
+                            ..li
+                        }),
+                    )
+                }
+                _ => {
+                    let m = raw(&Message::Link(link), MessageFlags::empty(), f.sizes)?;
+                    f.add_message(group, m)
+                }
+            }
         }
         LinkStorage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
             .insert(name.as_bytes(), target, cache)
             .map_err(bt1_err),
-        LinkStorage::Dense { .. } => Err(Error::Unsupported(
-            "adding links to a group with dense link storage (fractal heap)",
-        )),
+        LinkStorage::Dense { heap, names } => {
+            let tracked = f
+                .messages(group)?
+                .iter()
+                .any(|m| matches!(m, Message::LinkInfo(li) if li.max_creation_index.is_some()));
+            if tracked {
+                return Err(Error::Unsupported(
+                    "adding links to a dense group that tracks creation order",
+                ));
+            }
+            crate::dense_write::add(f, heap, names, &link)
+        }
     }
 }
 

@@ -17,7 +17,7 @@
 //! filter pipeline, and the checksum.
 
 use crate::addr::{Addr, Sizes};
-use crate::cursor::Decoder;
+use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 
 /// The header's signature.
@@ -60,6 +60,37 @@ pub struct Header {
     pub root_rows: u16,
     /// Bytes of the header, checksum included.
     pub len: usize,
+    /// The statistics and bookkeeping a writer keeps up to date.
+    pub stats: HeapStats,
+}
+
+/// The header's bookkeeping fields: what a reader does not need and a writer must keep true.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeapStats {
+    /// The next huge object's ID.
+    pub next_huge_id: u64,
+    /// Free bytes in the managed (direct) blocks.
+    pub free_space: u64,
+    /// The managed blocks' free-space manager, if any.
+    pub free_manager: Option<Addr>,
+    /// Bytes of heap space the root's rows cover.
+    pub managed_space: u64,
+    /// Bytes of direct blocks allocated.
+    pub allocated_space: u64,
+    /// Heap offset of the next direct block to allocate.
+    pub iterator_offset: u64,
+    /// Managed objects stored.
+    pub managed_objects: u64,
+    /// Bytes and count of huge objects.
+    pub huge_size: u64,
+    /// Count of huge objects.
+    pub huge_count: u64,
+    /// Bytes of tiny objects.
+    pub tiny_size: u64,
+    /// Count of tiny objects.
+    pub tiny_count: u64,
+    /// "Starting # of rows in root indirect block".
+    pub start_rows: u16,
 }
 
 impl Header {
@@ -77,22 +108,28 @@ impl Header {
         let filters_len = d.u16()?;
         let flags = d.u8()?;
         let max_managed = d.u32()?;
-        let _next_huge = d.length()?;
+        let mut stats = HeapStats {
+            next_huge_id: d.length()?,
+            ..HeapStats::default()
+        };
         let huge_btree = d.offset()?;
-        let _free = d.length()?;
-        let _free_manager = d.offset()?;
-        for _ in 0..8 {
-            // Managed space, allocated, iterator, managed objects, huge size and count, tiny
-            // size and count: statistics a reader does not need.
-            d.length()?;
-        }
+        stats.free_space = d.length()?;
+        stats.free_manager = d.offset()?;
+        stats.managed_space = d.length()?;
+        stats.allocated_space = d.length()?;
+        stats.iterator_offset = d.length()?;
+        stats.managed_objects = d.length()?;
+        stats.huge_size = d.length()?;
+        stats.huge_count = d.length()?;
+        stats.tiny_size = d.length()?;
+        stats.tiny_count = d.length()?;
         let w_at = d.addr();
         let width = d.u16()?;
         let start_block = d.length()?;
         let max_direct = d.length()?;
         let bits_at = d.addr();
         let max_heap_bits = d.u16()?;
-        let _start_rows = d.u16()?;
+        stats.start_rows = d.u16()?;
         let root = d.offset()?;
         let rows_at = d.addr();
         let root_rows = d.u16()?;
@@ -131,6 +168,7 @@ impl Header {
             root,
             root_rows,
             len: covered.saturating_add(4),
+            stats,
         };
         if u32::from(root_rows) > h.max_rows() {
             return Err(d.bad_value(
@@ -225,6 +263,128 @@ impl Header {
             .saturating_add(direct.saturating_mul(per_direct))
             .saturating_add(indirect.saturating_mul(o))
             .saturating_add(4)
+    }
+}
+
+impl Header {
+    /// Encode the header (unfiltered heaps only), checksum included.
+    pub fn encode(&self, sizes: Sizes) -> Result<Vec<u8>> {
+        if self.filters_len > 0 {
+            return Err(Error::Unencodable {
+                structure: "fractal heap header",
+                reason: "filtered heaps are not written".into(),
+            });
+        }
+        let mut out = Vec::with_capacity(MAX_HEADER_LEN);
+        let mut e = Encoder::new(&mut out, sizes, "fractal heap header");
+        let st = &self.stats;
+        e.bytes(HEADER_SIGNATURE);
+        e.u8(0);
+        e.u16(self.id_len);
+        e.u16(0);
+        e.u8(if self.checksum_direct {
+            FLAG_CHECKSUM_DIRECT
+        } else {
+            0
+        });
+        e.u32(self.max_managed);
+        e.length(st.next_huge_id, "next huge object ID")?;
+        e.offset(self.huge_btree, "huge objects B-tree")?;
+        e.length(st.free_space, "free space")?;
+        e.offset(st.free_manager, "free-space manager")?;
+        for (v, field) in [
+            (st.managed_space, "managed space"),
+            (st.allocated_space, "allocated managed space"),
+            (st.iterator_offset, "direct block allocation iterator"),
+            (st.managed_objects, "managed objects"),
+            (st.huge_size, "huge objects' size"),
+            (st.huge_count, "huge objects"),
+            (st.tiny_size, "tiny objects' size"),
+            (st.tiny_count, "tiny objects"),
+        ] {
+            e.length(v, field)?;
+        }
+        e.u16(self.width);
+        e.length(self.start_block, "starting block size")?;
+        e.length(self.max_direct, "maximum direct block size")?;
+        e.u16(self.max_heap_bits);
+        e.u16(st.start_rows);
+        e.offset(self.root, "root block")?;
+        e.u16(self.root_rows);
+        e.checksum();
+        Ok(out)
+    }
+
+    /// A managed object's heap ID (`id_len` bytes): version 0, type managed, its offset and
+    /// length.
+    pub fn managed_id(&self, offset: u64, len: u64) -> Vec<u8> {
+        let mut id = vec![0u8];
+        id.extend_from_slice(
+            offset
+                .to_le_bytes()
+                .get(..self.offset_bytes())
+                .unwrap_or_default(),
+        );
+        id.extend_from_slice(
+            len.to_le_bytes()
+                .get(..self.length_bytes())
+                .unwrap_or_default(),
+        );
+        id.resize(usize::from(self.id_len), 0);
+        id
+    }
+
+    /// The first bytes of a direct block at heap offset `block_offset`
+    /// ([`direct_header_len`](Self::direct_header_len) of them; a zero checksum field, which
+    /// [`seal_direct`](Self::seal_direct) fills).
+    pub fn direct_prefix(&self, sizes: Sizes, heap: Addr, block_offset: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut e = Encoder::new(&mut out, sizes, "fractal heap direct block");
+        e.bytes(DIRECT_SIGNATURE);
+        e.u8(0);
+        e.offset(Some(heap), "heap header address")?;
+        e.uint(block_offset, self.offset_bytes() as u8, "block offset")?;
+        if self.checksum_direct {
+            e.u32(0);
+        }
+        Ok(out)
+    }
+
+    /// Fill a whole direct block's checksum field (the block's lookup3 with the field zeroed).
+    pub fn seal_direct(&self, sizes: Sizes, block: &mut [u8]) {
+        if !self.checksum_direct {
+            return;
+        }
+        let at = self.direct_header_len(sizes).saturating_sub(4);
+        if let Some(field) = block.get_mut(at..at.saturating_add(4)) {
+            field.fill(0);
+        }
+        let c = crate::checksum::lookup3(block);
+        if let Some(field) = block.get_mut(at..at.saturating_add(4)) {
+            field.copy_from_slice(&c.to_le_bytes());
+        }
+    }
+
+    /// An indirect block of `children.len() / width` rows at heap offset `block_offset`
+    /// (unfiltered), checksum included.
+    pub fn encode_indirect(
+        &self,
+        sizes: Sizes,
+        heap: Addr,
+        block_offset: u64,
+        children: &[Option<Addr>],
+    ) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut e = Encoder::new(&mut out, sizes, "fractal heap indirect block");
+        e.bytes(INDIRECT_SIGNATURE);
+        e.u8(0);
+        e.offset(Some(heap), "heap header address")?;
+        e.uint(block_offset, self.offset_bytes() as u8, "block offset")?;
+        for c in children {
+            e.offset(*c, "child block")?;
+        }
+        e.checksum();
+        Ok(out)
     }
 }
 
@@ -453,6 +613,7 @@ mod tests {
             root: Some(Addr(4096)),
             root_rows: 0,
             len: 0,
+            stats: HeapStats::default(),
         }
     }
 
@@ -512,5 +673,58 @@ mod tests {
             let _ = check_direct(&bytes, Addr(0), sizes, &h, Addr(0), 0);
             let _ = HeapId::decode(&bytes, &h, Addr(0));
         }
+    }
+
+    #[test]
+    fn written_headers_and_blocks_read_back() {
+        let sizes = Sizes::DEFAULT;
+        let mut h = header();
+        h.root_rows = 9;
+        h.stats = HeapStats {
+            free_space: 100,
+            managed_space: 524_288,
+            allocated_space: 1024,
+            iterator_offset: 1024,
+            managed_objects: 3,
+            start_rows: 1,
+            ..HeapStats::default()
+        };
+        let bytes = h.encode(sizes).unwrap();
+        let back = Header::decode(&bytes, Addr(64), sizes).unwrap();
+        assert_eq!(
+            back,
+            Header {
+                len: bytes.len(),
+                ..h.clone()
+            }
+        );
+        // A direct block: its prefix, sealed, passes the reader's check.
+        let mut block = h.direct_prefix(sizes, Addr(64), 512).unwrap();
+        assert_eq!(block.len(), h.direct_header_len(sizes));
+        block.resize(512, 0);
+        block[40] = 7;
+        h.seal_direct(sizes, &mut block);
+        check_direct(&block, Addr(9000), sizes, &h, Addr(64), 512).unwrap();
+        block[41] = 1;
+        assert!(check_direct(&block, Addr(9000), sizes, &h, Addr(64), 512).is_err());
+        // An indirect block of 9 rows, two children.
+        let mut children = vec![None; 36];
+        children[0] = Some(Addr(4096));
+        children[1] = Some(Addr(8192));
+        let ib = h.encode_indirect(sizes, Addr(64), 0, &children).unwrap();
+        assert_eq!(ib.len(), h.indirect_len(sizes, 9));
+        let back = IndirectBlock::decode(&ib, Addr(5000), sizes, &h, Addr(64), 9).unwrap();
+        assert_eq!(back.children[1].addr, Some(Addr(8192)));
+        assert_eq!(back.children[2].addr, None);
+        // A managed ID decodes to its offset and length.
+        let id = h.managed_id(1234, 56);
+        assert_eq!(id.len(), 7);
+        assert_eq!(
+            HeapId::decode(&id, &h, Addr(0)).unwrap(),
+            HeapId::Managed {
+                offset: 1234,
+                len: 56
+            }
+        );
     }
 }

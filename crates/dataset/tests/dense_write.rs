@@ -1,0 +1,107 @@
+//! Dense link storage written by h5chunk: a new-style group past its compact limit moves its
+//! links into a fractal heap and a v2 B-tree of names, as libhdf5 does. A 10,000-member group
+//! (appended to again after reopening) is read by h5py and h5dump; libhdf5 then adds and
+//! deletes members in it, and the file stays sound.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use h5chunk::{Error, File, FileOptions, Libver, LibverBounds};
+use h5chunk_testkit::interop;
+
+#[test]
+fn a_dense_group_h5chunk_writes_is_read_and_changed_by_libhdf5() {
+    let Some(python) = interop::python("a_dense_group_h5chunk_writes") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-w-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("dense.h5");
+    let name = |i: usize| format!("member_{i:05}");
+    {
+        let options = FileOptions {
+            bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        };
+        let file = File::create_with(&path, options).unwrap();
+        let g = file.create_group("g").unwrap();
+        for i in 0..10_000 {
+            if i % 1000 == 7 {
+                let d = g
+                    .new_dataset::<i32>()
+                    .shape(&[1])
+                    .chunk(&[1])
+                    .create(&name(i))
+                    .unwrap();
+                d.write(&[i as i32]).unwrap();
+            } else {
+                g.create_group(&name(i)).unwrap();
+            }
+        }
+        // A name already there: refused, as before.
+        assert!(matches!(
+            g.create_group(&name(42)),
+            Err(Error::Exists { .. })
+        ));
+        assert!(g.contains(&name(9_999)).unwrap());
+        file.close().unwrap();
+    }
+    // Reopened: more members go into the same heap.
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("g").unwrap();
+        for i in 10_000..10_500 {
+            g.create_group(&name(i)).unwrap();
+        }
+        assert_eq!(g.members().unwrap().len(), 10_500);
+        file.close().unwrap();
+    }
+    let report = File::open(&path).unwrap().check();
+    assert!(report.is_clean(), "{report:?}");
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    g = f["g"]
+    names = list(g)
+    print(len(names), names == sorted(names), names[0], names[-1], int(g["member_03007"][0]))
+with h5py.File(sys.argv[1], "r+") as f:
+    g = f["g"]
+    g.create_group("added_by_libhdf5")
+    del g["member_00100"]
+with h5py.File(sys.argv[1], "r") as f:
+    print(len(f["g"]), "added_by_libhdf5" in f["g"], "member_00100" in f["g"])
+"#,
+        &[path.to_str().unwrap()],
+    );
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "10500 True member_00000 member_10499 3007"
+    );
+    assert_eq!(lines.next().unwrap(), "10500 True False");
+    if let Some(h5dump) = interop::h5dump("a_dense_group_h5chunk_writes") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    // After libhdf5's changes: h5chunk reads them, and the file is sound.
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    let g = file.group("g").unwrap();
+    assert!(g.contains("added_by_libhdf5").unwrap());
+    assert!(!g.contains("member_00100").unwrap());
+    assert_eq!(g.members().unwrap().len(), 10_500);
+    drop((g, file));
+    // libhdf5 may have laid free space out its own way: adding more is done or refused,
+    // typed, never a damaged file.
+    {
+        let file = File::open_rw(&path).unwrap();
+        match file.group("g").unwrap().create_group("after_libhdf5") {
+            Ok(_) | Err(Error::Unsupported(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+        file.close().unwrap();
+    }
+    assert!(File::open(&path).unwrap().check().is_clean());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
