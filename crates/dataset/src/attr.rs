@@ -2,9 +2,11 @@
 //! CF conventions, NeXus classes, instrument settings), read as h5py's `obj.attrs` reads them.
 //!
 //! Compact storage (attribute messages in the object header, versions 1 to 3) is read and
-//! written; dense storage (a fractal heap and a v2 B-tree of names, what libhdf5 switches to
-//! past eight attributes at the newer format bounds) is read, and writing to it is a typed
-//! [`Error::Unsupported`].
+//! written; dense storage (a fractal heap and a v2 B-tree of names) is read, and written as
+//! libhdf5 writes it: a version 2 header's ninth attribute moves them all there. Changes to
+//! dense attributes go into the heap h5chunk made (deleting works in libhdf5's heaps too;
+//! adding to those, and objects tracking attribute creation order, are typed
+//! [`Error::Unsupported`]).
 //! Attributes are written as h5py writes them: numbers in their Rust type's little-endian
 //! form, strings as variable-length UTF-8 (h5py's `str`) with their bytes in a new global heap
 //! collection, attribute message version 1 in a version 1 object header and version 3 in a
@@ -366,6 +368,10 @@ fn resolve(
     })
 }
 
+/// Attributes a version 2 header keeps before they move to dense storage (libhdf5's default
+/// `H5Pset_attr_phase_change` maximum).
+const MAX_COMPACT_ATTRIBUTES: usize = 8;
+
 /// Objects per global heap collection written (the index is 16 bits; libhdf5's own
 /// collections hold far fewer).
 const OBJECTS_PER_COLLECTION: usize = 4096;
@@ -557,8 +563,12 @@ pub(crate) fn write(
     }
     // The existing attributes: dense storage is not written, a damaged one is not replaced.
     let all = f.messages(header)?;
-    refuse_dense(f, header, &all)?;
+    let dense = dense_storage(f, header, &all)?;
     let has_info = all.iter().any(|m| m.kind() == MessageType::ATTRIBUTE_INFO);
+    let tracked = all.iter().any(|m| {
+        matches!(m, Message::Unknown { kind, data }
+            if *kind == MessageType::ATTRIBUTE_INFO && data.get(1).is_some_and(|fl| fl & 1 != 0))
+    });
     for a in &attributes_in(f, header, all)? {
         a.as_ref()
             .map_err(|e| Error::corrupt("attribute", header, format!("{path}: {e}")))?;
@@ -658,7 +668,45 @@ pub(crate) fn write(
         MessageFlags::empty(),
         f.sizes,
     )?;
+    if let Some((heap, names)) = dense {
+        return crate::dense_write::put_attribute(f, heap, names, &raw.data, name.as_bytes());
+    }
     remove(f, header, name)?;
+    // Past libhdf5's compact limit (8 attributes; a version 2 header with an Attribute Info
+    // message that does not track creation order) the attributes move to dense storage.
+    let compact: Vec<Attribute> = (f.messages(header)?.into_iter())
+        .filter_map(|m| match m {
+            Message::Attribute(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    if !v1 && has_info && !tracked && compact.len() >= MAX_COMPACT_ATTRIBUTES {
+        let mut messages = Vec::with_capacity(compact.len().saturating_add(1));
+        for a in compact {
+            let name = a.name.clone();
+            let body = crate::object::raw(&Message::Attribute(a), MessageFlags::empty(), f.sizes)?;
+            messages.push((body.data, name));
+        }
+        messages.push((raw.data, name.as_bytes().to_vec()));
+        let (heap, names) = crate::dense_write::create_attributes(f, &messages)?;
+        while f.remove_message(header, |kind, _| kind == MessageType::ATTRIBUTE)? {}
+        let mut info = vec![0u8, 0];
+        for a in [heap, names] {
+            info.extend_from_slice(
+                a.get()
+                    .to_le_bytes()
+                    .get(..usize::from(f.sizes.offsets()))
+                    .unwrap_or_default(),
+            );
+        }
+        return f.replace_message(
+            header,
+            &Message::Unknown {
+                kind: MessageType::ATTRIBUTE_INFO,
+                data: info,
+            },
+        );
+    }
     // libhdf5 counts the attributes of a version 2 header through its Attribute Info message
     // (none: zero attributes, whatever the header holds). No creation order, no dense storage.
     if !v1 && !has_info {
@@ -679,26 +727,31 @@ pub(crate) fn write(
     f.add_message(header, raw)
 }
 
-/// A typed refusal when the header's attributes are in dense storage: h5chunk reads them
-/// there but does not write the fractal heap and name index yet, and a compact message beside
-/// them would be invisible to libhdf5.
-fn refuse_dense(f: &Store, header: Addr, all: &[Message]) -> Result<()> {
+/// The dense storage (fractal heap, name index) of the header's attributes, when they are
+/// kept there; a typed refusal when its Attribute Info message tracks creation order (h5chunk
+/// writes no creation-order index).
+fn dense_storage(f: &Store, header: Addr, all: &[Message]) -> Result<Option<(Addr, Addr)>> {
     for m in all {
         if let Message::Unknown { kind, data } = m
             && *kind == MessageType::ATTRIBUTE_INFO
-            && dense_in_use(data, header, f.sizes)?.is_some()
+            && let Some(found) = dense_in_use(data, header, f.sizes)?
         {
-            return Err(Error::Unsupported(
-                "changing attributes kept in dense storage (fractal heap)",
-            ));
+            if data.get(1).is_some_and(|flags| flags & 0x01 != 0) {
+                return Err(Error::Unsupported(
+                    "changing dense attributes that track creation order",
+                ));
+            }
+            return Ok(Some(found));
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Remove attribute `name` from the object at `header`; whether it was there.
 pub(crate) fn remove(f: &Store, header: Addr, name: &str) -> Result<bool> {
-    refuse_dense(f, header, &f.messages(header)?)?;
+    if let Some((heap, names)) = dense_storage(f, header, &f.messages(header)?)? {
+        return crate::dense_write::remove_attribute(f, heap, names, name.as_bytes());
+    }
     let sizes = f.sizes;
     f.remove_message(header, |kind, body| {
         kind == MessageType::ATTRIBUTE

@@ -190,6 +190,11 @@ impl LinkName {
     pub(crate) fn new(hash: u32, id: Vec<u8>) -> LinkName {
         LinkName { hash, id }
     }
+
+    /// The heap ID of the message.
+    pub(crate) fn id(&self) -> &[u8] {
+        &self.id
+    }
 }
 
 impl RecordClass for LinkNames {
@@ -234,15 +239,23 @@ impl RecordClass for LinkNames {
     }
 
     fn encode(&self, r: &LinkName, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
-        if self.attributes || r.id.len() != self.id_len {
+        if r.id.len() != self.id_len {
             return Err(FormatError::Unencodable {
                 structure: "name index record",
-                reason: "only link records (type 5) with IDs of the heap's width are written"
-                    .into(),
+                reason: format!("a {}-byte heap ID in a heap of {}", r.id.len(), self.id_len),
             });
         }
-        out.extend_from_slice(&r.hash.to_le_bytes());
-        out.extend_from_slice(&r.id);
+        if self.attributes {
+            // Type 8: the ID, the message's flags (none), its creation order (not tracked:
+            // 0), the hash.
+            out.extend_from_slice(&r.id);
+            out.push(0);
+            out.extend_from_slice(&0u32.to_le_bytes());
+            out.extend_from_slice(&r.hash.to_le_bytes());
+        } else {
+            out.extend_from_slice(&r.hash.to_le_bytes());
+            out.extend_from_slice(&r.id);
+        }
         Ok(())
     }
 

@@ -52,6 +52,17 @@ fn link_heap_header() -> Header {
     h
 }
 
+/// The header of a new attribute heap (libhdf5's `H5A` dense-storage parameters: 1 KiB
+/// starting blocks, 40-bit offsets, 8-byte IDs).
+fn attribute_heap_header() -> Header {
+    let mut h = link_heap_header();
+    h.id_len = 8;
+    h.start_block = 1024;
+    h.max_heap_bits = 40;
+    h.root_rows = u16::try_from(h.direct_rows()).unwrap_or(8);
+    h
+}
+
 /// A heap open for appending objects.
 struct HeapWriter {
     addr: Addr,
@@ -84,9 +95,8 @@ impl HeapWriter {
         )
     }
 
-    /// A new, empty heap with its first direct block.
-    fn create(f: &Store) -> Result<HeapWriter> {
-        let mut h = link_heap_header();
+    /// A new, empty heap (of `h`'s parameters) with its first direct block.
+    fn create(f: &Store, mut h: Header) -> Result<HeapWriter> {
         let rows = u32::from(h.root_rows);
         let addr = f.allocate(h.encode(f.sizes)?.len() as u64)?;
         let root = f.allocate(h.indirect_len(f.sizes, rows) as u64)?;
@@ -274,7 +284,7 @@ fn bt2(e: h5chunk_btree2::Error) -> Error {
 
 /// Move `links` into new dense storage: the fractal heap's and the name index's addresses.
 pub(crate) fn create(f: &Store, links: &[Link]) -> Result<(Addr, Addr)> {
-    let mut heap = HeapWriter::create(f)?;
+    let mut heap = HeapWriter::create(f, link_heap_header())?;
     let class = LinkNames::new(usize::from(heap.h.id_len), false);
     let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
     for l in links {
@@ -302,4 +312,88 @@ pub(crate) fn add(f: &Store, heap: Addr, names: Addr, link: &Link) -> Result<()>
     let id = w.insert(f, &encode_link(f, link)?)?;
     tree.insert(LinkName::new(hash, id)).map_err(bt2)?;
     w.write_header(f)
+}
+
+/// The length of the attribute message at the start of `bytes`.
+fn attribute_len(f: &Store, bytes: &[u8]) -> Option<usize> {
+    let mut d = Decoder::new(bytes, Addr(0), f.sizes, "attribute message (dense)");
+    h5chunk_format::message::Attribute::decode(&mut d).ok()?;
+    Some(d.position())
+}
+
+/// Move attribute messages (each its encoded body and name) into new dense storage: the
+/// fractal heap's and the name index's (type 8) addresses.
+pub(crate) fn create_attributes(
+    f: &Store,
+    messages: &[(Vec<u8>, Vec<u8>)],
+) -> Result<(Addr, Addr)> {
+    let mut heap = HeapWriter::create(f, attribute_heap_header())?;
+    let class = LinkNames::new(usize::from(heap.h.id_len), true);
+    let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    for (body, name) in messages {
+        let id = heap.insert(f, body)?;
+        tree.insert(LinkName::new(h5chunk_format::checksum::lookup3(name), id))
+            .map_err(bt2)?;
+    }
+    heap.write_root(f)?;
+    heap.write_header(f)?;
+    Ok((heap.addr, tree.addr()))
+}
+
+/// Store an attribute message (its encoded body, its name) in the dense storage at `heap` /
+/// `names`, replacing the attribute of that name if there is one. The new message goes into
+/// the heap first: when the heap cannot take it, nothing changes.
+pub(crate) fn put_attribute(
+    f: &Store,
+    heap: Addr,
+    names: Addr,
+    body: &[u8],
+    name: &[u8],
+) -> Result<()> {
+    let mut w = HeapWriter::open(f, heap, |b| attribute_len(f, b))?;
+    let hash = h5chunk_format::checksum::lookup3(name);
+    {
+        // A different name of the same hash: refused before anything is written.
+        let h = Heap::open(f, heap)?;
+        let class = LinkNames::new(h.id_len(), true);
+        let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+        if let Some(r) = tree.find(&hash).map_err(bt2)?
+            && attribute_name(f, &h, heap, r.id())? != name
+        {
+            return Err(bt2(h5chunk_btree2::Error::Duplicate { header: names }));
+        }
+    }
+    let id = w.insert(f, body)?;
+    w.write_header(f)?;
+    remove_attribute(f, heap, names, name)?;
+    let class = LinkNames::new(usize::from(w.h.id_len), true);
+    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+    tree.insert(LinkName::new(hash, id)).map_err(bt2)
+}
+
+/// The name of the attribute message the heap object `id` holds.
+fn attribute_name(f: &Store, h: &Heap, heap: Addr, id: &[u8]) -> Result<Vec<u8>> {
+    let body = h.object(f, id)?;
+    let mut d = Decoder::new(&body, heap, f.sizes, "attribute message (dense)");
+    Ok(h5chunk_format::message::Attribute::decode(&mut d)?.name)
+}
+
+/// Remove attribute `name` from the dense storage at `heap` / `names` (its record; the heap
+/// object is left unused); whether it was there.
+pub(crate) fn remove_attribute(f: &Store, heap: Addr, names: Addr, name: &[u8]) -> Result<bool> {
+    let h = Heap::open(f, heap)?;
+    let class = LinkNames::new(h.id_len(), true);
+    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+    let hash = h5chunk_format::checksum::lookup3(name);
+    let Some(record) = tree.find(&hash).map_err(bt2)? else {
+        return Ok(false);
+    };
+    if attribute_name(f, &h, heap, record.id())? != name {
+        // Another attribute of the same hash: libhdf5 tells them apart by name.
+        return Err(Error::Unsupported(
+            "two attribute names of one object with the same hash",
+        ));
+    }
+    tree.remove(&hash).map_err(bt2)?;
+    Ok(true)
 }

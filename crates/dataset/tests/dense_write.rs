@@ -105,3 +105,82 @@ with h5py.File(sys.argv[1], "r") as f:
     assert!(File::open(&path).unwrap().check().is_clean());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Attributes past libhdf5's compact limit (8) move to dense storage as libhdf5 moves them:
+/// 100 attributes on a dataset and on a group (numbers and strings), some replaced and some
+/// deleted after the move, read by h5py; then libhdf5 adds and deletes some, and h5chunk reads
+/// what it left.
+#[test]
+fn a_hundred_attributes_go_dense_and_h5py_reads_them() {
+    let Some(python) = interop::python("a_hundred_attributes_go_dense") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-attrs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("attrs.h5");
+    {
+        let options = FileOptions {
+            bounds: LibverBounds::new(Libver::V110, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        };
+        let file = File::create_with(&path, options).unwrap();
+        let d = file
+            .new_dataset::<f64>()
+            .shape(&[2])
+            .chunk(&[2])
+            .create("d")
+            .unwrap();
+        let g = file.create_group("g").unwrap();
+        for i in 0..100 {
+            d.set_attr_scalar(&format!("n{i:03}"), f64::from(i) * 0.5)
+                .unwrap();
+            g.set_attr_str(&format!("s{i:03}"), &format!("text {i}"))
+                .unwrap();
+        }
+        // Replaced and deleted once dense.
+        d.set_attr("n007", &[1i32, 2, 3]).unwrap();
+        d.delete_attr("n050").unwrap();
+        g.set_attr_str("s099", "changed").unwrap();
+        assert!(matches!(
+            d.delete_attr("n050"),
+            Err(Error::NoAttribute { .. })
+        ));
+        assert_eq!(d.attrs().unwrap().len(), 99);
+        assert_eq!(d.attr("n007").unwrap().values::<i32>().unwrap(), [1, 2, 3]);
+        file.close().unwrap();
+    }
+    let report = File::open(&path).unwrap().check();
+    assert!(report.is_clean(), "{report:?}");
+    // Two fractal heaps and two type-8 name indexes: both objects went dense.
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.windows(4).filter(|w| w == b"FRHP").count(), 2);
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    d, g = f["d"].attrs, f["g"].attrs
+    print(len(d), len(g), d["n001"], list(d["n007"]), "n050" in d, g["s099"], g["s042"])
+with h5py.File(sys.argv[1], "r+") as f:
+    f["d"].attrs["from_libhdf5"] = 42
+    del f["d"].attrs["n002"]
+"#,
+        &[path.to_str().unwrap()],
+    );
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "99 100 0.5 [np.int32(1), np.int32(2), np.int32(3)] False changed text 42"
+    );
+    if let Some(h5dump) = interop::h5dump("a_hundred_attributes_go_dense") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    let file = File::open(&path).unwrap();
+    let d = file.dataset("d").unwrap();
+    assert_eq!(d.attr("from_libhdf5").unwrap().value::<i64>().unwrap(), 42);
+    assert!(d.attr("n002").is_err());
+    assert_eq!(d.attrs().unwrap().len(), 99);
+    assert!(file.check().is_clean());
+    drop((d, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
