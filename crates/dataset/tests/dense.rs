@@ -163,6 +163,7 @@ fn dense_groups_and_attributes_read_as_h5py_reads_them() {
     let damaged = dir.join("damaged.h5");
     let step = (bytes.len() / 997).max(1);
     let mut errors = 0;
+    let (mut checked, mut caught) = (0, 0);
     for at in (0..bytes.len()).step_by(step) {
         let mut b = bytes.clone();
         b[at] ^= 0x5a;
@@ -174,7 +175,15 @@ fn dense_groups_and_attributes_read_as_h5py_reads_them() {
         let listed = f.group("big").and_then(|g| g.members());
         let attrs = f.dataset("attrs").and_then(|d| d.attrs());
         errors += usize::from(listed.is_err()) + usize::from(attrs.is_err());
+        // `check` walks the same heaps and indexes and reports what the reads ran into.
+        if (listed.is_err() || attrs.is_err()) && checked < 40 {
+            checked += 1;
+            let report = f.check();
+            assert!(!report.is_clean(), "check missed damage at byte {at}");
+            caught += 1;
+        }
     }
     assert!(errors > 0, "no damage was noticed");
+    assert!(caught > 0, "check never ran into the damage");
     std::fs::remove_dir_all(&dir).unwrap();
 }
