@@ -9,7 +9,7 @@
     clippy::unwrap_used
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use h5chunk::{Error, File, FilterSpec, IndexKind, RefValue, RefsOptions};
 use h5chunk_testkit::{fixtures, interop};
@@ -19,6 +19,29 @@ fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("h5chunk-refs-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Write `script` to `path` and run it with `args` (too many for `python -c`); its stdout,
+/// a failed test with its stderr when it fails.
+fn run_script(
+    python: &Path,
+    path: &Path,
+    script: &str,
+    args: &[impl AsRef<std::ffi::OsStr>],
+) -> String {
+    std::fs::write(path, script).unwrap();
+    let out = std::process::Command::new(python)
+        .arg(path)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
 fn range(v: &RefValue) -> (u64, u64) {
@@ -288,19 +311,7 @@ fn every_fixture_dataset_reads_through_its_references_as_h5py_reads_it() {
         );
     }
     assert!(arrays > 100, "{arrays} arrays");
-    let script = dir.join("check_refs.py");
-    std::fs::write(&script, CHECK).unwrap();
-    let out = std::process::Command::new(&python)
-        .arg(&script)
-        .args(&args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = run_script(&python, &dir.join("check_refs.py"), CHECK, &args);
     assert!(
         stdout.contains(&format!("dask {arrays} workers 2")),
         "{stdout}"
@@ -425,19 +436,7 @@ fn parquet_references_read_as_h5py_reads_and_match_kerchunks_layout() {
             refs.write_parquet(&parq, 16).unwrap();
             args.extend([h5, json, parq]);
         }
-        let script = dir.join("check_parquet.py");
-        std::fs::write(&script, CHECK_PARQUET).unwrap();
-        let out = std::process::Command::new(&python)
-            .arg(&script)
-            .args(&args)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = run_script(&python, &dir.join("check_parquet.py"), CHECK_PARQUET, &args);
         assert!(
             stdout.contains(&format!("parquet arrays {arrays} keys")),
             "{stdout}"

@@ -337,15 +337,7 @@ impl DatasetBuilder {
             Message::DataLayout(DataLayout::Chunked(layout.clone())),
             MessageFlags::empty(),
         ));
-        let header = f.create_object(&messages, HeaderPad::Dataset)?;
-        link::add_link(
-            f,
-            parent.addr,
-            &parent.path,
-            name,
-            header,
-            h5chunk_format::symbol_table_entry::Cache::Nothing,
-        )?;
+        let header = new_header(f, &parent, name, &messages)?;
         let pipeline = pipeline_msg
             .as_ref()
             .map(|p| Pipeline::new(p, elem as usize))
@@ -525,15 +517,7 @@ impl DatasetBuilder {
             }),
             MessageFlags::empty(),
         ));
-        let header = f.create_object(&messages, HeaderPad::Dataset)?;
-        link::add_link(
-            f,
-            parent.addr,
-            &parent.path,
-            name,
-            header,
-            h5chunk_format::symbol_table_entry::Cache::Nothing,
-        )?;
+        let header = new_header(f, parent, name, &messages)?;
         let prefix = std::env::var(external::PREFIX_ENV).ok();
         let resolved = external::External {
             parts: parts
@@ -561,6 +545,25 @@ impl DatasetBuilder {
         };
         Dataset::from_state(&self.file, state)
     }
+}
+
+/// A new dataset's object header of `messages`, linked as `name` in `parent`.
+fn new_header(
+    f: &Store,
+    parent: &At,
+    name: &str,
+    messages: &HeaderMessages,
+) -> Result<h5chunk_format::Addr> {
+    let header = f.create_object(messages, HeaderPad::Dataset)?;
+    link::add_link(
+        f,
+        parent.addr,
+        &parent.path,
+        name,
+        header,
+        h5chunk_format::symbol_table_entry::Cache::Nothing,
+    )?;
+    Ok(header)
 }
 
 pub(crate) fn record_codec(

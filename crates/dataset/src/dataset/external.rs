@@ -193,13 +193,8 @@ impl External {
     }
 
     /// Fill `out` with the dataset's bytes from `from`. Bytes past a file's end read as zeros;
-    /// a missing file is an error.
-    pub(crate) fn read(&self, from: u64, out: &mut [u8]) -> Result<()> {
-        self.read_or_zeros(from, out, false)
-    }
-
-    /// [`read`](Self::read), a missing file reading as zeros when `missing_ok` (before a write:
-    /// the write creates it).
+    /// a missing file is an error, or zeros when `missing_ok` (before a write: the write
+    /// creates it).
     fn read_or_zeros(&self, from: u64, out: &mut [u8], missing_ok: bool) -> Result<()> {
         let len = out.len() as u64;
         if self.capacity() < from.saturating_add(len) {
@@ -241,16 +236,16 @@ impl External {
         Ok(())
     }
 
-    /// Write the selection `h` of a dataset of `dims` (`data`: its elements of `elem` bytes, in
-    /// the file's byte order): the bytes from its first to its last element are read (missing
-    /// files as zeros), the selection copied in, and written back.
-    pub(crate) fn write_selection(
+    /// The dataset's bytes from the selection `h`'s first element to its last (a dataset of
+    /// `dims`, `elem`-byte elements), and the first element's index. Missing files read as
+    /// zeros when `missing_ok`.
+    pub(crate) fn read_span(
         &self,
         h: &Hyperslab,
         dims: &[u64],
-        data: &[u8],
         elem: usize,
-    ) -> Result<()> {
+        missing_ok: bool,
+    ) -> Result<(u64, Vec<u8>)> {
         let (lo, hi) = super::read::span(h, dims);
         let (from, to) = (
             lo.saturating_mul(elem as u64),
@@ -262,7 +257,22 @@ impl External {
         buf.try_reserve_exact(len)
             .map_err(|_| Error::arg("selection", "does not fit in memory"))?;
         buf.resize(len, 0);
-        self.read_or_zeros(from, &mut buf, true)?;
+        self.read_or_zeros(from, &mut buf, missing_ok)?;
+        Ok((lo, buf))
+    }
+
+    /// Write the selection `h` of a dataset of `dims` (`data`: its elements of `elem` bytes, in
+    /// the file's byte order): the bytes from its first to its last element are read (missing
+    /// files as zeros), the selection copied in, and written back.
+    pub(crate) fn write_selection(
+        &self,
+        h: &Hyperslab,
+        dims: &[u64],
+        data: &[u8],
+        elem: usize,
+    ) -> Result<()> {
+        let (lo, mut buf) = self.read_span(h, dims, elem, true)?;
+        let from = lo.saturating_mul(elem as u64);
         let whole: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
         let zero = vec![0u64; dims.len()];
         let mut fits = true;

@@ -675,18 +675,7 @@ fn read_unchunked(
             external: Some(e), ..
         } => {
             // Only the elements from the selection's first to its last are read.
-            let (lo, hi) = span(h, dims);
-            let (from, to) = (
-                lo.saturating_mul(elem as u64),
-                hi.saturating_mul(elem as u64),
-            );
-            let len = usize::try_from(to.saturating_sub(from))
-                .map_err(|_| Error::arg("selection", "more bytes than memory can address"))?;
-            let mut buf = Vec::new();
-            buf.try_reserve_exact(len)
-                .map_err(|_| Error::arg("selection", "does not fit in memory"))?;
-            buf.resize(len, 0);
-            e.read(from, &mut buf)?;
+            let (lo, buf) = e.read_span(h, dims, elem, false)?;
             (Cow::Owned(buf), lo)
         }
         StorageState::Contiguous {
