@@ -287,6 +287,25 @@ pub(crate) fn add_link(
                     _ => {}
                 }
             }
+            // A group that tracks creation order gives each link the next index (libhdf5's
+            // maximum creation index counts the links ever made); it stays compact here (its
+            // dense form needs a creation-order index h5chunk does not write).
+            if let Some(li) = &info
+                && let Some(next) = li.max_creation_index
+            {
+                let mut link = link;
+                link.creation_order = Some(next);
+                let m = raw(&Message::Link(link), MessageFlags::empty(), f.sizes)?;
+                // The link first: if the header refuses it, nothing has changed.
+                f.add_message(group, m)?;
+                return f.replace_message(
+                    group,
+                    &Message::LinkInfo(LinkInfo {
+                        max_creation_index: Some(next.saturating_add(1)),
+                        ..li.clone()
+                    }),
+                );
+            }
             match info {
                 Some(li) if links.len() >= max_compact && li.max_creation_index.is_none() => {
                     links.push(link);

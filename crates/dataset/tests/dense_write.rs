@@ -184,3 +184,64 @@ with h5py.File(sys.argv[1], "r+") as f:
     drop((d, file));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Links added to a group that tracks link creation order carry the next creation index, so
+/// h5py lists them in the order they were made, after its own; the group stays compact past
+/// eight members (its dense form needs a creation-order index), and libhdf5 goes on adding to
+/// it. (h5py's `track_order=True` also tracks attribute order in the group's header, which
+/// h5chunk refuses to add to, typed.)
+#[test]
+fn links_added_to_a_tracked_group_keep_their_creation_order() {
+    let Some(python) = interop::python("links_added_to_a_tracked_group") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-tracked-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tracked.h5");
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_link_creation_order(h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED)
+    h5py.h5g.create(f.id, b"t", gcpl=gcpl)
+    g = f["t"]
+    for n in ["zeta", "alpha", "mu"]:
+        g.create_group(n)
+    f.create_group("both", track_order=True)
+"#);
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("t").unwrap();
+        for n in ["omega", "beta", "kappa", "a1", "a2", "a3", "a4", "a5", "a6"] {
+            g.create_group(n).unwrap();
+        }
+        // h5py's track_order=True: the header tracks attribute order too: refused, typed.
+        let both = file.group("both").unwrap();
+        assert!(matches!(both.create_group("x"), Err(Error::Unsupported(_))));
+        assert!(both.members().unwrap().is_empty());
+        let ours: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(
+            ours,
+            [
+                "zeta", "alpha", "mu", "omega", "beta", "kappa", "a1", "a2", "a3", "a4", "a5", "a6"
+            ]
+        );
+        file.close().unwrap();
+    }
+    let out = run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f["t"].create_group("last")
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f["t"]))
+"#);
+    assert_eq!(
+        out.trim(),
+        "zeta alpha mu omega beta kappa a1 a2 a3 a4 a5 a6 last"
+    );
+    assert!(File::open(&path).unwrap().check().is_clean());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
