@@ -302,7 +302,7 @@ pub(crate) fn add_link(
                     group,
                     &Message::LinkInfo(LinkInfo {
                         max_creation_index: Some(next.saturating_add(1)),
-                        ..li.clone()
+                        ..*li
                     }),
                 );
             }
