@@ -87,9 +87,10 @@ enum Command {
         /// The HDF5 file.
         file: PathBuf,
     },
-    /// Write kerchunk (version 1 JSON) references to the file's datasets: Zarr metadata and
-    /// one `[url, offset, size]` per allocated chunk, so that fsspec's reference file system
-    /// with zarr, xarray or dask reads the file without libhdf5.
+    /// Write kerchunk references to the file's datasets (version 1 JSON, or kerchunk's Parquet
+    /// layout with `--parquet`): Zarr metadata and one `[url, offset, size]` per allocated
+    /// chunk, so that fsspec's reference file system with zarr, xarray or dask reads the file
+    /// without libhdf5.
     Refs {
         /// The HDF5 file.
         file: PathBuf,
