@@ -351,23 +351,23 @@ pub(crate) fn put_attribute(
     name: &[u8],
 ) -> Result<()> {
     let mut w = HeapWriter::open(f, heap, |b| attribute_len(f, b))?;
+    let h = Heap::open(f, heap)?;
+    let class = LinkNames::new(h.id_len(), true);
+    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(name);
-    {
-        // A different name of the same hash: refused before anything is written.
-        let h = Heap::open(f, heap)?;
-        let class = LinkNames::new(h.id_len(), true);
-        let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
-        if let Some(r) = tree.find(&hash).map_err(bt2)?
-            && attribute_name(f, &h, heap, r.id())? != name
-        {
+    // The attribute it replaces; a different name of the same hash is refused before anything
+    // is written.
+    let replaced = match tree.find(&hash).map_err(bt2)? {
+        Some(r) if attribute_name(f, &h, heap, r.id())? != name => {
             return Err(bt2(h5chunk_btree2::Error::Duplicate { header: names }));
         }
-    }
+        found => found.is_some(),
+    };
     let id = w.insert(f, body)?;
     w.write_header(f)?;
-    remove_attribute(f, heap, names, name)?;
-    let class = LinkNames::new(usize::from(w.h.id_len), true);
-    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+    if replaced {
+        tree.remove(&hash).map_err(bt2)?;
+    }
     tree.insert(LinkName::new(hash, id)).map_err(bt2)
 }
 

@@ -13,7 +13,7 @@ use crate::file::File;
 use crate::link::LinkValue;
 
 /// Object references of `t`, packed in `raw`: each the referenced object header's address.
-fn decode_refs(t: &Datatype, raw: &[u8], what: &str) -> Result<Vec<u64>> {
+pub(crate) fn decode_refs(t: &Datatype, raw: &[u8], what: &str) -> Result<Vec<u64>> {
     let size = usize::try_from(t.size).unwrap_or(0);
     match t.class {
         // Type 0 in the low bits: an object reference (1 is a region reference).

@@ -20,6 +20,7 @@ use h5chunk_format::message::{
 use super::Dataset;
 use crate::attr::{NewValues, heap_sequences};
 use crate::error::{Error, Result};
+use crate::object_refs::decode_refs;
 
 /// `CLASS` of a dimension scale.
 const SCALE_CLASS: &str = "DIMENSION_SCALE";
@@ -128,18 +129,14 @@ impl Dataset {
         }
         let f = &self.file.inner.store;
         let width = usize::from(f.sizes.offsets());
+        let reference = object_ref(f.sizes.offsets());
         let addr_bytes = |a: u64| a.to_le_bytes().get(..width).unwrap_or_default().to_vec();
-        let addr_of = |b: &[u8]| {
-            let mut le = [0u8; 8];
-            le.iter_mut().zip(b).for_each(|(d, s)| *d = *s);
-            u64::from_le_bytes(le)
-        };
         // This dataset's DIMENSION_LIST: one sequence of references per dimension.
         let mut lists: Vec<Vec<u64>> = vec![Vec::new(); rank];
         if let Ok(a) = self.attr("DIMENSION_LIST") {
             let seqs = heap_sequences(f, a.raw(), width)?;
             for (list, (_, bytes)) in lists.iter_mut().zip(seqs) {
-                list.extend(bytes.chunks_exact(width).map(addr_of));
+                list.extend(decode_refs(&reference, &bytes, "DIMENSION_LIST")?);
             }
         }
         let slot = lists
@@ -158,7 +155,7 @@ impl Dataset {
         self.write_attr(
             "DIMENSION_LIST",
             Some(&[rank as u64]),
-            NewValues::Sequences(object_ref(f.sizes.offsets()), items),
+            NewValues::Sequences(reference.clone(), items),
         )?;
         // The scale's REFERENCE_LIST: (dataset, dimension) pairs.
         let mut pairs: Vec<(u64, u32)> = Vec::new();
@@ -167,10 +164,14 @@ impl Dataset {
                 let (r, d) = e.split_at(8);
                 let mut le = [0u8; 4];
                 le.iter_mut().zip(d).for_each(|(x, y)| *x = *y);
-                pairs.push((
-                    addr_of(r.get(..width).unwrap_or_default()),
-                    u32::from_le_bytes(le),
-                ));
+                let refs = decode_refs(
+                    &reference,
+                    r.get(..width).unwrap_or_default(),
+                    "REFERENCE_LIST",
+                )?;
+                if let Some(&a) = refs.first() {
+                    pairs.push((a, u32::from_le_bytes(le)));
+                }
             }
         }
         let pair = (me.get(), u32::try_from(dim).unwrap_or(u32::MAX));
