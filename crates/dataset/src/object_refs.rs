@@ -4,38 +4,14 @@
 
 use std::collections::HashSet;
 
-use h5chunk_format::message::{Datatype, DatatypeClass};
+use h5chunk_format::message::DatatypeClass;
 
 use crate::attr::{Attr, heap_sequences};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::link::LinkValue;
-
-/// Object references of `t`, packed in `raw`: each the referenced object header's address.
-pub(crate) fn decode_refs(t: &Datatype, raw: &[u8], what: &str) -> Result<Vec<u64>> {
-    let size = usize::try_from(t.size).unwrap_or(0);
-    match t.class {
-        // Type 0 in the low bits: an object reference (1 is a region reference).
-        DatatypeClass::Reference { flags } if flags & 0x0f == 0 && (1..=8).contains(&size) => {
-            Ok(raw
-                .chunks_exact(size)
-                .map(|b| {
-                    let mut le = [0u8; 8];
-                    le.iter_mut().zip(b).for_each(|(d, s)| *d = *s);
-                    u64::from_le_bytes(le)
-                })
-                .collect())
-        }
-        _ => Err(Error::arg(
-            "element type",
-            format!(
-                "{what} holds {} elements, not object references",
-                t.class.name()
-            ),
-        )),
-    }
-}
+use crate::types::decode_refs;
 
 impl Attr {
     /// The object references an attribute holds (their object header addresses; see

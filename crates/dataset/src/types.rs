@@ -317,6 +317,31 @@ fn numpy_descr_at(t: &Datatype, depth: usize) -> Option<String> {
     }
 }
 
+/// Object references of `t`, packed in `raw`: each the referenced object header's address.
+pub(crate) fn decode_refs(t: &Datatype, raw: &[u8], what: &str) -> Result<Vec<u64>> {
+    let size = usize::try_from(t.size).unwrap_or(0);
+    match t.class {
+        // Type 0 in the low bits: an object reference (1 is a region reference).
+        DatatypeClass::Reference { flags } if flags & 0x0f == 0 && (1..=8).contains(&size) => {
+            Ok(raw
+                .chunks_exact(size)
+                .map(|b| {
+                    let mut le = [0u8; 8];
+                    le.iter_mut().zip(b).for_each(|(d, s)| *d = *s);
+                    u64::from_le_bytes(le)
+                })
+                .collect())
+        }
+        _ => Err(Error::arg(
+            "element type",
+            format!(
+                "{what} holds {} elements, not object references",
+                t.class.name()
+            ),
+        )),
+    }
+}
+
 /// A Rust number type that maps to an HDF5 integer or float type.
 pub trait H5Type: Copy + Default + Send + Sync + 'static {
     /// Its class and size (in native little-endian order).

@@ -20,7 +20,7 @@ use h5chunk_format::message::{
 use super::Dataset;
 use crate::attr::{NewValues, heap_sequences};
 use crate::error::{Error, Result};
-use crate::object_refs::decode_refs;
+use crate::types::decode_refs;
 
 /// `CLASS` of a dimension scale.
 const SCALE_CLASS: &str = "DIMENSION_SCALE";
