@@ -50,6 +50,23 @@ pub trait RecordClass: fmt::Debug + Send + Sync + 'static {
         Ok(())
     }
 
+    /// Encode `records` into `raw`, one slot of [`record_size`](Self::record_size) bytes each
+    /// (a node image's records; `raw` holds exactly as many slots). The default encodes slot by
+    /// slot; a class can write a whole node's records in one loop.
+    fn encode_slots(&self, records: &[Self::Record], raw: &mut [u8]) -> h5chunk_format::Result<()> {
+        let rs = self.record_size();
+        if rs == 0 {
+            return Err(FormatError::Unencodable {
+                structure: "v2 B-tree record",
+                reason: "record size 0".into(),
+            });
+        }
+        for (slot, r) in raw.chunks_exact_mut(rs).zip(records) {
+            self.encode_slot(r, slot)?;
+        }
+        Ok(())
+    }
+
     /// The key a record is ordered by.
     fn key<'r>(&self, record: &'r Self::Record) -> &'r Self::Key;
 
@@ -189,6 +206,32 @@ impl RecordClass for ChunkClass {
             return RecordClass::encode(self, r, &mut Vec::new());
         }
         self.codec.encode_bt2_slot(&r.record, &r.scaled, slot)
+    }
+
+    /// Unfiltered records of 8-byte addresses (nearly every file): the address and the
+    /// coordinates written straight into each slot, a node's records in one loop (a SWMR
+    /// writer encodes the right-most leaf again on every flush).
+    fn encode_slots(&self, records: &[ChunkEntry], raw: &mut [u8]) -> h5chunk_format::Result<()> {
+        let rs = self.record_size();
+        if self.codec.is_filtered() || self.codec.element_size() != 8 || rs == 0 {
+            for (slot, r) in raw.chunks_exact_mut(rs.max(1)).zip(records) {
+                self.encode_slot(r, slot)?;
+            }
+            return Ok(());
+        }
+        for (slot, r) in raw.chunks_exact_mut(rs).zip(records) {
+            match (r.record.addr, slot.split_first_chunk_mut::<8>()) {
+                (Some(a), Some((head, coords))) if r.scaled.len() == self.rank => {
+                    *head = a.get().to_le_bytes();
+                    for (field, &s) in coords.as_chunks_mut::<8>().0.iter_mut().zip(&r.scaled) {
+                        *field = s.to_le_bytes();
+                    }
+                }
+                // The checks and their message are `encode_slot`'s.
+                _ => self.encode_slot(r, slot)?,
+            }
+        }
+        Ok(())
     }
 
     #[inline]

@@ -118,12 +118,7 @@ impl<C: RecordClass> NodeData<C> {
             self.records.len(),
             &self.children,
             out,
-            |raw| {
-                for (slot, r) in raw.chunks_exact_mut(rs).zip(&self.records) {
-                    self.class.encode_slot(r, slot)?;
-                }
-                Ok(())
-            },
+            |raw| self.class.encode_slots(&self.records, raw),
         )
     }
 }

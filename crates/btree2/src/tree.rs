@@ -44,7 +44,9 @@ pub struct TreeStats {
     pub records: u64,
     /// Nodes per depth, index 0 = leaves.
     pub nodes: Vec<u64>,
-    /// Fewest records in a non-root node, per depth (`u64::MAX` when the depth has only the root).
+    /// Fewest records in a non-root node other than the right-most of its depth, per depth
+    /// (`u64::MAX` when there is none). The right-most is left out: the split an append makes
+    /// leaves it short until later appends fill it (see `Deal::KeepLeft`).
     pub min_fill: Vec<u64>,
     /// Most records in a node, per depth.
     pub max_fill: Vec<u64>,
@@ -64,6 +66,18 @@ enum Hint {
     Left,
     /// The key is above the tree's maximum: always the right-most child.
     Right,
+}
+
+/// How [`BTree2::rebalance`] deals the pooled records into the new nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deal {
+    /// As evenly as possible, earlier nodes taking the remainder (libhdf5's way).
+    Even,
+    /// All in the first node, the others empty: the split of a full right-most leaf that an
+    /// append enters. Appends fill leaves left to right, so the full leaf stays full (an even
+    /// split would leave it half full for good, and libhdf5's moves to the left sibling
+    /// rewrite a second leaf on every split) and the new leaf takes the appended records.
+    KeepLeft,
 }
 
 /// The state of one modifying operation.
@@ -115,8 +129,6 @@ struct Run<'c, 'r, C: RecordClass> {
     /// Leaves linked to the leaf's parent during this run and found without dirty proxies:
     /// relieving the leaf again with them needs neither, as nothing else runs meanwhile.
     settled: [Option<Addr>; 2],
-    /// The leaf's left sibling once records moved to it, kept protected for the next time.
-    left: Option<EntryMut<'c, LeafEntry<C>>>,
 }
 
 /// The pointers to two sibling leaves of `s0` and `s1` records (a leaf's total is its count).
@@ -803,6 +815,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         first: usize,
         k: usize,
         m: usize,
+        deal: Deal,
         op: &mut Op,
     ) -> Result<()> {
         let cd = node
@@ -854,16 +867,23 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .len()
             .checked_sub(m.saturating_sub(1))
             .ok_or_else(|| self.corrupt(node_addr, "too few records to rebalance"))?;
-        let (base, rem) = (
-            body.checked_div(m).unwrap_or(0),
-            body.checked_rem(m).unwrap_or(0),
-        );
+        let (base, rem) = match deal {
+            Deal::Even => (
+                body.checked_div(m).unwrap_or(0),
+                body.checked_rem(m).unwrap_or(0),
+            ),
+            // Every record in the first node, none in the others (see `Deal::KeepLeft`).
+            Deal::KeepLeft => (0, usize::from(m > 0)),
+        };
         let mut recs = recs.into_iter();
         let mut kids = kids.into_iter();
         let mut new_seps = Vec::with_capacity(m.saturating_sub(1));
         let mut ptrs = Vec::with_capacity(m);
         for j in 0..m {
-            let s = base.saturating_add(usize::from(j < rem));
+            let s = match deal {
+                Deal::KeepLeft if j == 0 => body,
+                _ => base.saturating_add(usize::from(j < rem)),
+            };
             let r: Vec<C::Record> = recs.by_ref().take(s).collect();
             let c: Vec<ChildPointer> = if cd > 0 {
                 kids.by_ref().take(s.saturating_add(1)).collect()
@@ -1140,7 +1160,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         };
         if let Some(root) = self.root_ptr() {
             let mut last: Option<C::Record> = None;
-            self.validate_node(&root, self.hdr.depth, true, &mut last, &mut st)?;
+            self.validate_node(&root, self.hdr.depth, (true, true), &mut last, &mut st)?;
         }
         if st.records != self.hdr.total_records {
             return Err(self.corrupt(self.addr, "header total differs from the records found"));
@@ -1152,7 +1172,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         &self,
         ptr: &ChildPointer,
         depth: u16,
-        is_root: bool,
+        (is_root, rightmost): (bool, bool),
         last: &mut Option<C::Record>,
         st: &mut TreeStats,
     ) -> Result<u64> {
@@ -1168,7 +1188,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             *c = c.saturating_add(1);
             *x = (*x).max(n);
         }
-        if !is_root && let Some(m) = st.min_fill.get_mut(di) {
+        if !rightmost && let Some(m) = st.min_fill.get_mut(di) {
             *m = (*m).min(n);
         }
         let mut total = 0u64;
@@ -1189,7 +1209,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 total = total.saturating_add(self.validate_node(
                     c,
                     depth.saturating_sub(1),
-                    false,
+                    (false, false),
                     last,
                     st,
                 )?);
@@ -1204,7 +1224,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             total = total.saturating_add(self.validate_node(
                 c,
                 depth.saturating_sub(1),
-                false,
+                (false, rightmost),
                 last,
                 st,
             )?);
@@ -1312,7 +1332,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut root = root;
         let (split, _) = self.thresholds(self.hdr.depth)?;
         if usize::from(self.hdr.root_nrec) >= split {
-            root = self.split_root(root, &mut op)?;
+            root = self.split_root(root, hint, &mut op)?;
         }
         let new_root = self.insert_rec(root, self.hdr.depth, &record, hint, proxy, &mut op)?;
         self.set_root(new_root)?;
@@ -1335,8 +1355,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         self.link(self.addr, root.addr)
     }
 
-    /// A full root: a new root above it, then the old root split in two under it.
-    fn split_root(&mut self, root: ChildPointer, op: &mut Op) -> Result<ChildPointer> {
+    /// A full root: a new root above it, then the old root split in two under it (a leaf that
+    /// an append enters keeps its records, as `insert_rec` splits the right-most leaf).
+    fn split_root(&mut self, root: ChildPointer, hint: Hint, op: &mut Op) -> Result<ChildPointer> {
         let depth = self
             .hdr
             .depth
@@ -1357,7 +1378,12 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
         let addr = self.alloc_node(op)?;
         let mut data = self.new_data(depth, Vec::new(), vec![root]);
-        self.rebalance(&mut data, addr, 0, 1, 2, op)?;
+        let deal = if hint == Hint::Right && depth == 1 {
+            Deal::KeepLeft
+        } else {
+            Deal::Even
+        };
+        self.rebalance(&mut data, addr, 0, 1, 2, deal, op)?;
         let total = self.subtree_total(addr, data.records.len(), &data.children)?;
         let ptr = ChildPointer {
             addr,
@@ -1418,7 +1444,12 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 break idx;
             }
             let room = |i: usize| nrec_of(i) < split;
-            let (first, k, m) = if idx == 0 {
+            let (first, k, m) = if hint == Hint::Right && depth == 1 {
+                // An append into the full right-most leaf: it splits keeping every record
+                // but the one that moves up (see `Deal::KeepLeft`); nothing moves to its left
+                // sibling, which stays as it is, on disk and for readers.
+                (idx, 1, 2)
+            } else if idx == 0 {
                 if retries > 0 && n >= 1 && room(1) {
                     (0, 2, 2)
                 } else {
@@ -1435,7 +1466,12 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             } else {
                 (idx, 1, 2)
             };
-            self.rebalance(&mut node, ptr.addr, first, k, m, op)?;
+            let deal = if hint == Hint::Right && depth == 1 {
+                Deal::KeepLeft
+            } else {
+                Deal::Even
+            };
+            self.rebalance(&mut node, ptr.addr, first, k, m, deal, op)?;
             retries = retries.saturating_sub(1);
         };
         let child = *node
@@ -1592,7 +1628,6 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             pending: 0,
             taken: 0,
             settled: [None; 2],
-            left: None,
         };
 
         let class = Arc::clone(&self.class);
@@ -1684,11 +1719,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// The right-most leaf of `run` is full and a record is to be appended: make room as
-    /// `insert_rec` does in the leaf's parent for its last child (two attempts to move records
-    /// to the left sibling, else a split), each step dealing the records as
-    /// [`rebalance`](Self::rebalance) deals them.
+    /// `insert_rec` does in the leaf's parent for its last child when it appends (a split that
+    /// keeps the leaf full, [`Deal::KeepLeft`]).
     fn relieve_leaf(&self, run: &mut Run<'c, '_, C>, split: usize, op: &mut Op) -> Result<()> {
-        let mut retries = 2u32;
         loop {
             let len = run.leaf_len();
             let addr = run.leaf.addr();
@@ -1711,114 +1744,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if len < split {
                 return Ok(());
             }
-            let left = n
-                .checked_sub(1)
-                .ok_or_else(|| self.corrupt(p_addr, "internal node without records"))?;
-            let room = p
-                .children
-                .get(left)
-                .is_none_or(|c| (c.nrec as usize) < split);
-            if retries > 0 && room {
-                self.shift_left(run, left, op)?;
-            } else {
-                self.split_last(run, split, op)?;
-            }
-            retries = retries.saturating_sub(1);
+            self.split_last(run, op)?;
         }
-    }
-
-    /// `rebalance(parent, left, 2, 2)` for the last two leaves: the right-most leaf of `run`
-    /// (the fuller one) hands its first records, through the separator, to its left sibling.
-    /// In SWMR-write mode a left sibling a reader may reach moves first, as
-    /// [`rebalance`](Self::rebalance) moves it.
-    fn shift_left(&self, run: &mut Run<'c, '_, C>, left: usize, op: &mut Op) -> Result<()> {
-        let r_addr = run.leaf.addr();
-        let parent = run
-            .path
-            .last_mut()
-            .ok_or_else(|| self.corrupt(r_addr, "leaf without parent"))?;
-        let p_addr = parent.addr();
-        let slot = parent
-            .data_mut()
-            .children
-            .get_mut(left)
-            .ok_or_else(|| self.corrupt(p_addr, "child index out of range"))?;
-        // Shadowed as `rebalance` shadows it: its records go to a new node (with the proxies
-        // it waits for), and the old image stays as readers know it.
-        let mut shadowed_proxies = Vec::new();
-        if op.swmr && !op.fresh.contains(&slot.addr) {
-            // Not held by the run (a held one was shadowed when it was taken).
-            if run.left.as_ref().is_some_and(|l| l.addr() == slot.addr) {
-                return Err(self.corrupt(slot.addr, "a held sibling not shadowed"));
-            }
-            let old = *slot;
-            shadowed_proxies = self.dirty_proxies([old.addr]);
-            let records = self.node_mut(&old, 0)?.records.clone();
-            let new = self.alloc_node(op)?;
-            self.insert_node(new, self.new_data(0, records, Vec::new()))?;
-            self.free_node(old.addr, op)?;
-            slot.addr = new;
-        }
-        let lp = *slot;
-        let mut proxies = if run.is_settled(lp.addr) && run.is_settled(r_addr) {
-            Vec::new()
-        } else {
-            self.dirty_proxies([lp.addr, r_addr])
-        };
-        proxies.append(&mut shadowed_proxies);
-        let mut l = match run.left.take() {
-            Some(l) if l.addr() == lp.addr => l,
-            other => {
-                drop(other);
-                let l = self
-                    .cache
-                    .protect::<LeafEntry<C>>(lp.addr, &self.ctx(0, lp.nrec))?;
-                self.check_node(&lp, 0, l.data())?;
-                l
-            }
-        };
-        let (a, b) = (l.data().records.len(), run.leaf_len());
-        // Pooled: a + 1 + b records; the left leaf takes the larger half of the a + b that are
-        // not the new separator, then the separator, then the right leaf the rest.
-        let body = a
-            .checked_add(b)
-            .ok_or_else(|| self.corrupt(p_addr, "record count overflow"))?;
-        let s1 = body / 2;
-        let s0 = body.saturating_sub(s1);
-        // Records leaving the right leaf: those the left one takes beyond the old separator,
-        // then the new separator. The right leaf is the fuller, so there is at least one.
-        let moved = s0
-            .checked_sub(a)
-            .filter(|&m| m >= 1 && m <= b)
-            .ok_or_else(|| self.corrupt(p_addr, "no record to move left"))?;
-        run.store(moved.saturating_sub(run.leaf.data().records.len()));
-        let parent = run
-            .path
-            .last_mut()
-            .ok_or_else(|| self.corrupt(r_addr, "leaf without parent"))?;
-        let p = parent.data_mut();
-        let sep = p
-            .records
-            .get_mut(left)
-            .ok_or_else(|| self.corrupt(p_addr, "separator index out of range"))?;
-        let stored = &mut run.leaf.data_mut().records;
-        let mut drained = stored.drain(..moved.min(stored.len()));
-        let new_sep = drained
-            .next_back()
-            .ok_or_else(|| self.corrupt(p_addr, "missing separator"))?;
-        let old_sep = std::mem::replace(sep, new_sep);
-        let lr = &mut l.data_mut().records;
-        lr.reserve(moved);
-        lr.push(old_sep);
-        lr.extend(drained);
-        run.left = Some(l);
-        let ptrs = leaf_pair(lp.addr, s0, r_addr, s1);
-        let slots = p
-            .children
-            .get_mut(left..left.saturating_add(2))
-            .ok_or_else(|| self.corrupt(p_addr, "child index out of range"))?;
-        slots.copy_from_slice(&ptrs);
-        self.settle(run, p_addr, ptrs, &proxies)
     }
 
     /// What `rebalance` does last for the two leaves `ptrs` it dealt records into, under the
@@ -1847,10 +1774,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Ok(())
     }
 
-    /// `rebalance(parent, last, 1, 2)` for the last leaf: the right-most leaf of `run` keeps
-    /// the larger half, the middle record moves up, and a new leaf (allocated where `rebalance`
-    /// allocates it) takes the rest and becomes the right-most leaf, with room for `split`.
-    fn split_last(&self, run: &mut Run<'c, '_, C>, split: usize, op: &mut Op) -> Result<()> {
+    /// `rebalance(parent, last, 1, 2, Deal::KeepLeft)` for the last leaf: the right-most leaf
+    /// of `run` keeps its records but the last, which moves up, and a new leaf (allocated
+    /// where `rebalance` allocates it) takes the pending ones and becomes the right-most leaf.
+    fn split_last(&self, run: &mut Run<'c, '_, C>, op: &mut Op) -> Result<()> {
         let l_addr = run.leaf.addr();
         let proxies = if run.is_settled(l_addr) {
             Vec::new()
@@ -1861,22 +1788,21 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .leaf_len()
             .checked_sub(1)
             .ok_or_else(|| self.corrupt(l_addr, "too few records to rebalance"))?;
-        let s1 = body / 2;
-        let s0 = body.saturating_sub(s1);
+        let (s0, s1) = (body, 0);
         let r_addr = self.alloc_node(op)?;
-        // Every record of the leaf is stored now, the left half in it, the right half in the
-        // new leaf.
+        // Every record of the leaf is stored now (the separator last), and the new leaf
+        // starts empty.
         run.store(
             s0.saturating_add(1)
                 .saturating_sub(run.leaf.data().records.len()),
         );
-        let mut moved = Vec::with_capacity(split.max(s1));
+        let rest = run.input.get(run.pending..run.taken).unwrap_or_default();
+        let mut moved = Vec::with_capacity(rest.len());
         let stored = &mut run.leaf.data_mut().records;
         moved.extend(stored.drain(s0.saturating_add(1).min(stored.len())..));
         let sep = stored
             .pop()
             .ok_or_else(|| self.corrupt(l_addr, "missing separator"))?;
-        let rest = run.input.get(run.pending..run.taken).unwrap_or_default();
         moved.extend_from_slice(rest);
         run.pending = run.taken;
         self.insert_node(r_addr, self.new_data(0, moved, Vec::new()))?;
@@ -1899,8 +1825,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .cache
             .protect::<LeafEntry<C>>(r_addr, &self.ctx(0, ptrs[1].nrec))?;
         self.check_node(&ptrs[1], 0, right.data())?;
-        // The split leaf is the new leaf's left sibling: keep it for the next relief.
-        run.left = Some(std::mem::replace(&mut run.leaf, right));
+        // The split leaf is full: the run moves on to the new leaf.
+        run.leaf = right;
         Ok(())
     }
 
@@ -1995,7 +1921,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if sum >= low.saturating_add(1).saturating_mul(2) {
                 break;
             }
-            self.rebalance(&mut node, root.addr, 0, 2, 1, &mut op)?;
+            self.rebalance(&mut node, root.addr, 0, 2, 1, Deal::Even, &mut op)?;
             let child = *node
                 .children
                 .first()
@@ -2099,7 +2025,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             } else {
                 1
             };
-            self.rebalance(&mut node, ptr.addr, first, 2, m, op)?;
+            self.rebalance(&mut node, ptr.addr, first, 2, m, Deal::Even, op)?;
         };
         let child = *node
             .children

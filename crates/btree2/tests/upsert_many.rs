@@ -371,6 +371,13 @@ fn upsert_many_appends_50k() {
     assert_eq!(st.records, N);
     assert!(st.depth >= 2, "{st:?}");
     check_fill(&b, &st);
+    // Appends split a full right-most leaf keeping it full: every leaf but the right-most
+    // holds as many records as a split allows (an even split would leave them half full).
+    let h = b.header();
+    let g = h5chunk_format::btree2::Geometry::new(h, S).unwrap();
+    let split = g.level(0).unwrap().max_nrec * u64::from(h.split_percent) / 100;
+    assert_eq!(st.min_fill[0], split - 1, "{st:?}");
+    assert_eq!(st.nodes[0], N.div_ceil(split), "{st:?}");
     for i in (0..N).step_by(97).chain([N - 1]) {
         assert_eq!(
             b.find(&[i / W, i % W]).unwrap(),

@@ -279,6 +279,67 @@ impl Entries {
     }
 }
 
+/// One key's set of flush-dependency neighbours, sorted: a handful of keys in place (a node's
+/// parent, a leaf's few proxies), spilling to the heap for an internal node's children.
+#[derive(Debug, Default)]
+struct KeySet(smallvec::SmallVec<[Key; 4]>);
+
+/// The keys a walk of the graph has visited.
+type KeySeen =
+    std::collections::HashSet<Key, std::hash::BuildHasherDefault<crate::hash::IntHasher>>;
+
+impl KeySet {
+    fn contains(&self, k: &Key) -> bool {
+        self.0.binary_search(k).is_ok()
+    }
+    /// Whether `k` was new.
+    fn insert(&mut self, k: Key) -> bool {
+        match self.0.binary_search(&k) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, k);
+                true
+            }
+        }
+    }
+    /// Whether `k` was there.
+    fn remove(&mut self, k: &Key) -> bool {
+        match self.0.binary_search(k) {
+            Ok(i) => {
+                self.0.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+    /// Put `to` in the place of `from` (a moved entry): in place when the order allows it, as
+    /// for a key's only parent.
+    fn replace(&mut self, from: &Key, to: Key) {
+        let Ok(i) = self.0.binary_search(from) else {
+            self.insert(to);
+            return;
+        };
+        let fits = i
+            .checked_sub(1)
+            .is_none_or(|l| self.0.get(l).is_some_and(|k| *k < to))
+            && self.0.get(i.saturating_add(1)).is_none_or(|k| to < *k);
+        if fits {
+            if let Some(slot) = self.0.get_mut(i) {
+                *slot = to;
+            }
+        } else {
+            self.0.remove(i);
+            self.insert(to);
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn iter(&self) -> std::slice::Iter<'_, Key> {
+        self.0.iter()
+    }
+}
+
 /// Everything behind the index lock.
 #[derive(Default)]
 struct Inner {
@@ -298,8 +359,11 @@ struct Inner {
     next_proxy: u64,
     /// The dependency graph over keys. It outlives residency: a clean entry can be evicted and
     /// reloaded without losing its dependencies; `remove` drops them.
-    children: BTreeMap<Key, BTreeSet<Key>>,
-    parents: BTreeMap<Key, BTreeSet<Key>>,
+    /// Hashed, not ordered: a SWMR writer's moves re-key a node's every edge once a flush, and
+    /// an ordered map's searches cost most of that. Each set is kept sorted, so walks visit
+    /// children in key order whatever the order the edges were added in.
+    children: IntMap<Key, KeySet>,
+    parents: IntMap<Key, KeySet>,
     /// Per-type statistics, a handful of types: a linear scan comparing the `&'static str`
     /// pointers first is cheaper than an ordered map on every access.
     stats: Vec<(&'static str, TypeStats)>,
@@ -408,7 +472,7 @@ impl Inner {
     /// Whether any descendant of `key` is dirty or protected: then `key` may be neither written
     /// nor evicted.
     fn is_blocked(&self, key: Key) -> bool {
-        let mut seen = BTreeSet::new();
+        let mut seen = KeySeen::default();
         let mut stack = self.children_of(key);
         while let Some(k) = stack.pop() {
             if !seen.insert(k) {
@@ -417,28 +481,32 @@ impl Inner {
             if self.is_dirty(k) || self.is_protected(k) {
                 return true;
             }
-            stack.extend(self.children_of(k));
+            if let Some(cs) = self.children.get(&k) {
+                stack.extend(cs.iter().copied());
+            }
         }
         false
     }
 
     /// Whether `to` is reachable from `from` along parent → child edges.
     fn reaches(&self, from: Key, to: Key) -> bool {
-        let mut seen = BTreeSet::new();
+        let mut seen = KeySeen::default();
         let mut stack = vec![from];
         while let Some(k) = stack.pop() {
             if k == to {
                 return true;
             }
-            if seen.insert(k) {
-                stack.extend(self.children_of(k));
+            if seen.insert(k)
+                && let Some(cs) = self.children.get(&k)
+            {
+                stack.extend(cs.iter().copied());
             }
         }
         false
     }
 
     fn drop_edges(&mut self, key: Key) {
-        for c in self.children.remove(&key).unwrap_or_default() {
+        for c in self.children.remove(&key).unwrap_or_default().0 {
             if let Some(p) = self.parents.get_mut(&c) {
                 p.remove(&key);
                 if p.is_empty() {
@@ -446,7 +514,7 @@ impl Inner {
                 }
             }
         }
-        for p in self.parents.remove(&key).unwrap_or_default() {
+        for p in self.parents.remove(&key).unwrap_or_default().0 {
             if let Some(c) = self.children.get_mut(&p) {
                 c.remove(&key);
                 if c.is_empty() {
@@ -733,11 +801,15 @@ impl Inner {
             .filter(|k| !self.parents.contains_key(k))
             .collect();
         // Entries whose parents are all clean are reached from their clean ancestors.
-        roots.extend(
-            self.children
-                .keys()
-                .filter(|k| !self.parents.contains_key(k)),
-        );
+        // In key order (the map is hashed), so the wrong order is the same on every run.
+        let mut clean_roots: Vec<Key> = self
+            .children
+            .keys()
+            .filter(|k| !self.parents.contains_key(k))
+            .copied()
+            .collect();
+        clean_roots.sort_unstable();
+        roots.extend(clean_roots);
         let mut seen = BTreeSet::new();
         let mut written = 0usize;
         let mut stack: Vec<Key> = roots.into_iter().rev().collect();
@@ -813,19 +885,17 @@ impl Inner {
     /// Re-key the dependencies of `from` to `to`.
     fn move_edges(&mut self, from: Key, to: Key) {
         if let Some(cs) = self.children.remove(&from) {
-            for c in &cs {
+            for c in cs.iter() {
                 if let Some(ps) = self.parents.get_mut(c) {
-                    ps.remove(&from);
-                    ps.insert(to);
+                    ps.replace(&from, to);
                 }
             }
             self.children.insert(to, cs);
         }
         if let Some(ps) = self.parents.remove(&from) {
-            for p in &ps {
+            for p in ps.iter() {
                 if let Some(cs) = self.children.get_mut(p) {
-                    cs.remove(&from);
-                    cs.insert(to);
+                    cs.replace(&from, to);
                 }
             }
             self.parents.insert(to, ps);
@@ -1681,7 +1751,7 @@ impl MetadataCache {
         if !removed {
             return Err(Error::NoSuchDependency { parent, child });
         }
-        if inner.children.get(&parent).is_some_and(BTreeSet::is_empty) {
+        if inner.children.get(&parent).is_some_and(KeySet::is_empty) {
             inner.children.remove(&parent);
         }
         if let Some(ps) = inner.parents.get_mut(&child) {

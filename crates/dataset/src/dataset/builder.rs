@@ -354,6 +354,7 @@ impl DatasetBuilder {
             dtype: self.dtype,
             datatype,
             dims_written: self.shape.clone(),
+            dataspace_v2: None,
             storage: StorageState::Chunked(Box::new(Chunked {
                 layout_written: (index.layout()),
                 layout,
@@ -536,6 +537,7 @@ impl DatasetBuilder {
             dtype: self.dtype,
             datatype,
             dims_written: self.shape.clone(),
+            dataspace_v2: None,
             storage: StorageState::Contiguous {
                 addr: None,
                 size: needed,

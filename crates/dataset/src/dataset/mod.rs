@@ -87,6 +87,9 @@ pub(crate) struct DatasetState {
     pub(crate) datatype: Datatype,
     /// The dimensions the file's dataspace message holds.
     pub(crate) dims_written: Vec<u64>,
+    /// Whether that message is of version 2, once a flush has looked (a message rewritten on
+    /// every flush keeps its version; the header is not decoded again to learn it).
+    pub(crate) dataspace_v2: Option<bool>,
     pub(crate) storage: StorageState,
 }
 
@@ -154,6 +157,7 @@ impl OpenObject for DatasetShared {
             header,
             storage,
             dims_written,
+            dataspace_v2,
             ..
         } = &mut **st;
         if let StorageState::Chunked(c) = storage {
@@ -171,15 +175,22 @@ impl OpenObject for DatasetShared {
         }
         if *dims_written != dims {
             let max = self.dims.read().1.clone();
-            let new_style = matches!(
-                f.messages(*header)?
-                    .iter()
-                    .find(|m| matches!(m, Message::Dataspace(_))),
-                Some(Message::Dataspace(Dataspace {
-                    version: DataspaceVersion::V2,
-                    ..
-                }))
-            );
+            let new_style = match *dataspace_v2 {
+                Some(v2) => v2,
+                None => {
+                    let v2 = matches!(
+                        f.messages(*header)?
+                            .iter()
+                            .find(|m| matches!(m, Message::Dataspace(_))),
+                        Some(Message::Dataspace(Dataspace {
+                            version: DataspaceVersion::V2,
+                            ..
+                        }))
+                    );
+                    *dataspace_v2 = Some(v2);
+                    v2
+                }
+            };
             f.replace_message(
                 *header,
                 &Message::Dataspace(dataspace(new_style, &dims, &max)),
@@ -404,6 +415,7 @@ impl Dataset {
             dtype,
             datatype,
             dims_written: dims,
+            dataspace_v2: None,
             storage,
         })
     }
