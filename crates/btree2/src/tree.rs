@@ -812,9 +812,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         &self,
         node: &mut NodeData<C>,
         node_addr: Addr,
-        first: usize,
-        k: usize,
-        m: usize,
+        (first, k, m): (usize, usize, usize),
         deal: Deal,
         op: &mut Op,
     ) -> Result<()> {
@@ -1383,7 +1381,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         } else {
             Deal::Even
         };
-        self.rebalance(&mut data, addr, 0, 1, 2, deal, op)?;
+        self.rebalance(&mut data, addr, (0, 1, 2), deal, op)?;
         let total = self.subtree_total(addr, data.records.len(), &data.children)?;
         let ptr = ChildPointer {
             addr,
@@ -1471,7 +1469,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             } else {
                 Deal::Even
             };
-            self.rebalance(&mut node, ptr.addr, first, k, m, deal, op)?;
+            self.rebalance(&mut node, ptr.addr, (first, k, m), deal, op)?;
             retries = retries.saturating_sub(1);
         };
         let child = *node
@@ -1921,7 +1919,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if sum >= low.saturating_add(1).saturating_mul(2) {
                 break;
             }
-            self.rebalance(&mut node, root.addr, 0, 2, 1, Deal::Even, &mut op)?;
+            self.rebalance(&mut node, root.addr, (0, 2, 1), Deal::Even, &mut op)?;
             let child = *node
                 .children
                 .first()
@@ -2025,7 +2023,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             } else {
                 1
             };
-            self.rebalance(&mut node, ptr.addr, first, 2, m, Deal::Even, op)?;
+            self.rebalance(&mut node, ptr.addr, (first, 2, m), Deal::Even, op)?;
         };
         let child = *node
             .children

@@ -285,3 +285,81 @@ fn aligned_boxes_of_chunks_write_what_the_model_holds() {
         );
     }
 }
+
+/// `append` of whole chunks takes its own path (straight into the fresh chunks, the extent
+/// grown under the same lock); everything it must not take goes the general way. Checked
+/// against a model for 1-, 2- and 3-D datasets: whole chunk rows, a partial row (after which
+/// the extent is off the grid), rows again, a shrink that leaves a chunk cached past the end,
+/// and a filtered dataset.
+#[test]
+fn appends_of_whole_chunks_and_the_appends_they_decline_write_what_the_model_holds() {
+    let path = tmp("append_path_appends.h5");
+    let f = File::create_with(&path, options(IndexKind::ExtensibleArray)).unwrap();
+    // (name, chunk, the other dimensions, deflate)
+    let cases: [(&str, Vec<u64>, Vec<u64>, bool); 4] = [
+        ("one", vec![5], vec![], false),
+        ("two", vec![3, 4], vec![8], false),
+        ("three", vec![2, 3, 2], vec![6, 4], false),
+        ("zipped", vec![3, 4], vec![8], true),
+    ];
+    for (name, chunk, others, deflate) in cases {
+        let inner: u64 = others.iter().product();
+        let mut shape = vec![0u64];
+        shape.extend(&others);
+        let mut max = vec![None];
+        max.extend(others.iter().map(|&d| Some(d)));
+        let mut b = f
+            .new_dataset::<i64>()
+            .shape(&shape)
+            .max_shape(&max)
+            .chunk(&chunk);
+        if deflate {
+            b = b.filter(h5chunk::FilterSpec::Deflate(1));
+        }
+        let d = b.create(name).unwrap();
+        let mut model: Vec<i64> = Vec::new();
+        let append = |model: &mut Vec<i64>, rows: u64| {
+            let start = model.len() as i64;
+            let v: Vec<i64> = (start..start + (rows * inner) as i64).collect();
+            d.append(&v).unwrap();
+            model.extend(&v);
+        };
+        let c0 = chunk[0];
+        // Whole chunk rows, one and three at a time.
+        append(&mut model, c0);
+        append(&mut model, 3 * c0);
+        // A partial row: the extent leaves the grid, and the appends after it complete the
+        // chunk row through the general path.
+        append(&mut model, 1);
+        append(&mut model, c0 - 1);
+        append(&mut model, 2 * c0);
+        assert_eq!(d.read::<i64>().unwrap(), model, "{name}");
+        f.flush().unwrap();
+        // A shrink by part of a chunk row (the cut chunk stays cached), then whole rows again
+        // from an extent off the grid, then back on it.
+        let rows = model.len() as u64 / inner;
+        let keep = rows - 1;
+        let mut dims = vec![keep];
+        dims.extend(&others);
+        d.resize(&dims).unwrap();
+        model.truncate((keep * inner) as usize);
+        append(&mut model, 1);
+        append(&mut model, c0);
+        assert_eq!(d.read::<i64>().unwrap(), model, "{name}");
+        f.flush().unwrap();
+        let n = model.len() as u64 / inner;
+        assert_eq!(d.shape()[0], n, "{name}");
+    }
+    f.close().unwrap();
+    let f = File::open(&path).unwrap();
+    for name in ["one", "two", "three", "zipped"] {
+        let d = f.dataset(name).unwrap();
+        let v = d.read::<i64>().unwrap();
+        // Values are their own positions (shrunk rows were appended again with new values).
+        assert_eq!(v.len() as u64 % d.shape()[1..].iter().product::<u64>(), 0);
+        assert!(
+            v.iter().enumerate().all(|(i, &x)| x == i as i64),
+            "{name}: {v:?}"
+        );
+    }
+}

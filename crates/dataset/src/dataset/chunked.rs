@@ -193,13 +193,13 @@ impl Chunked {
 
     /// Most bytes fresh chunks hold before they are written: the chunk cache's budget, and at
     /// least 1 MiB (a dataset with no chunk cache still appends in batches).
-    fn fresh_budget(&self) -> usize {
+    pub(crate) fn fresh_budget(&self) -> usize {
         self.cache.read().budget().max(1 << 20)
     }
 
     /// Write the fresh chunks if one more would take them past their budget.
     #[inline]
-    fn make_fresh_room(&mut self, f: &Store, path: &str) -> Result<()> {
+    pub(crate) fn make_fresh_room(&mut self, f: &Store, path: &str) -> Result<()> {
         if !self.fresh.is_empty()
             && self.fresh.cost().saturating_add(self.fresh.cost_of_one()) > self.fresh_budget()
         {

@@ -16,6 +16,17 @@ use smallvec::SmallVec;
 
 use crate::chunk_cache::Coords;
 
+/// Where a chunk's rows lie in a strided source (see [`Fresh::push_strided`]).
+#[derive(Debug)]
+pub(crate) struct Rows<'a> {
+    /// Bytes between consecutive indices of each of the chunk's outer dimensions.
+    pub pitch: &'a [usize],
+    /// The chunk's extent in each outer dimension (all but the last).
+    pub outer: &'a [u64],
+    /// Bytes of one row (the chunk's last dimension).
+    pub len: usize,
+}
+
 /// Fresh chunks of one dataset.
 #[derive(Debug, Default)]
 pub(crate) struct Fresh {
@@ -235,6 +246,72 @@ impl Fresh {
         let i = at.checked_div(self.chunk_bytes).unwrap_or(0);
         self.record(scaled, i);
         Some(true)
+    }
+
+    /// Add the chunk at `scaled` (not held) from a strided source: its rows are `rows.len`
+    /// bytes each, the first at `base` in `src`, the others where `rows` steps to (the chunk's
+    /// outer dimensions, row-major). Whether the rows made exactly one chunk (nothing is added
+    /// otherwise).
+    pub fn push_strided(
+        &mut self,
+        scaled: &[u64],
+        src: &[u8],
+        base: usize,
+        rows: &Rows<'_>,
+    ) -> bool {
+        if scaled.len() != self.rank {
+            return false;
+        }
+        let at = self.bytes.len();
+        self.bytes.reserve(self.chunk_bytes);
+        let copied = match (rows.outer, rows.pitch) {
+            // One row (a 1-D chunk), or rows one pitch apart (a 2-D chunk): no index kept.
+            ([], _) => self.copy_row(src, base, rows.len),
+            (&[n], &[pitch]) => {
+                let mut from = base;
+                (0..n).all(|_| {
+                    let ok = self.copy_row(src, from, rows.len);
+                    from = from.saturating_add(pitch);
+                    ok
+                })
+            }
+            _ => {
+                let mut o = [0u64; 8];
+                match o.get_mut(..rows.outer.len()) {
+                    Some(o) => loop {
+                        let from = (o.iter().zip(rows.pitch)).fold(base, |f, (&i, &p)| {
+                            f.saturating_add((i as usize).saturating_mul(p))
+                        });
+                        if !self.copy_row(src, from, rows.len) {
+                            break false;
+                        }
+                        if !super::step_row_major(o, rows.outer) {
+                            break true;
+                        }
+                    },
+                    None => false,
+                }
+            }
+        };
+        if !copied || self.bytes.len().checked_sub(at) != Some(self.chunk_bytes) {
+            self.bytes.truncate(at);
+            return false;
+        }
+        let i = at.checked_div(self.chunk_bytes).unwrap_or(0);
+        self.record(scaled, i);
+        true
+    }
+
+    /// Append `len` bytes of `src` from `from`; whether they were there.
+    #[inline]
+    fn copy_row(&mut self, src: &[u8], from: usize, len: usize) -> bool {
+        match src.get(from..from.saturating_add(len)) {
+            Some(r) => {
+                self.bytes.extend_from_slice(r);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The chunks' bytes, back to back.

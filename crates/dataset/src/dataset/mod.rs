@@ -27,6 +27,7 @@ use crate::types::{Datatype, H5Type, TypeDesc, to_le_bytes};
 use builder::{dataspace, record_codec};
 use chunked::Chunked;
 
+mod append;
 pub(crate) mod builder;
 pub(crate) mod chunked;
 pub(crate) mod external;
@@ -1062,6 +1063,12 @@ impl Dataset {
     /// `data.len()` divided by the product of the other dimensions.
     pub fn append<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
+        if cfg!(target_endian = "little")
+            && let Some(le) = T::bytes(data)
+            && self.append_whole_chunks(le)?
+        {
+            return Ok(());
+        }
         // The new extent, and where the appended slab starts and how large it is, in one pass
         // over the current dims (no copy of them kept).
         let (new, start, count) = {
