@@ -8,8 +8,11 @@
 //! in a bounded prefix, blocks only at the sizes the header's geometry gives (bounded by the
 //! file's end), objects only inside the block that holds them.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::rc::Rc;
 
 use h5chunk_btree2::{BTree2, RecordClass};
 use h5chunk_format::cursor::Decoder;
@@ -22,13 +25,50 @@ use crate::store::Store;
 
 /// The most indirect-block levels a lookup descends (heap offsets have at most 64 bits, and
 /// each level at least doubles the span): a cycle in a damaged file ends here.
-const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// Bytes of blocks one [`Heap`] keeps once read and verified: listing a group of 100,000
+/// links reads each 64 KiB block once, not once a link. Past this, the kept blocks are
+/// dropped and read again as needed.
+const KEPT_BLOCK_BYTES: usize = 32 << 20;
 
 /// A fractal heap, opened for reading objects.
 #[derive(Debug)]
 pub(crate) struct Heap {
     addr: Addr,
     h: Header,
+    /// Blocks read and verified so far (see [`KEPT_BLOCK_BYTES`]).
+    kept: RefCell<Kept>,
+}
+
+/// Blocks a [`Heap`] keeps: indirect blocks decoded, direct blocks verified.
+#[derive(Default)]
+struct Kept {
+    indirect: HashMap<Addr, Rc<IndirectBlock>>,
+    /// By address and heap offset (a block is verified at the offset it was reached by).
+    direct: HashMap<(Addr, u64), Rc<Vec<u8>>>,
+    bytes: usize,
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            out,
+            "Kept({} indirect, {} direct blocks)",
+            self.indirect.len(),
+            self.direct.len()
+        )
+    }
+}
+
+impl Kept {
+    /// Make room for `n` more bytes.
+    fn room(&mut self, n: usize) {
+        if self.bytes.saturating_add(n) > KEPT_BLOCK_BYTES {
+            *self = Kept::default();
+        }
+        self.bytes = self.bytes.saturating_add(n);
+    }
 }
 
 fn bt2_err(e: h5chunk_btree2::Error) -> Error {
@@ -36,7 +76,15 @@ fn bt2_err(e: h5chunk_btree2::Error) -> Error {
 }
 
 impl Heap {
+    /// Open the heap at `addr`, its changes not yet written (by a writer of this file)
+    /// written first.
     pub(crate) fn open(f: &Store, addr: Addr) -> Result<Heap> {
+        f.heaps.flush_one(f, addr)?;
+        Heap::open_file(f, addr)
+    }
+
+    /// Open the heap at `addr` as the file has it.
+    pub(crate) fn open_file(f: &Store, addr: Addr) -> Result<Heap> {
         let avail = f.cache.eoa().get().saturating_sub(addr.get());
         let first = (fractal_heap::MAX_HEADER_LEN as u64).min(avail);
         let bytes = f.read(addr, first)?;
@@ -51,7 +99,11 @@ impl Heap {
         if h.filters_len > 0 {
             return Err(Error::Unsupported("filtered fractal heaps"));
         }
-        Ok(Heap { addr, h })
+        Ok(Heap {
+            addr,
+            h,
+            kept: RefCell::new(Kept::default()),
+        })
     }
 
     /// The decoded header.
@@ -73,6 +125,28 @@ impl Heap {
         }
     }
 
+    /// The indirect block of `rows` rows at `at`, decoded (once).
+    fn indirect(&self, f: &Store, at: Addr, rows: u32) -> Result<Rc<IndirectBlock>> {
+        if let Some(ib) = self.kept.borrow().indirect.get(&at)
+            && ib.children.len() as u64 == u64::from(rows).saturating_mul(u64::from(self.h.width))
+        {
+            return Ok(Rc::clone(ib));
+        }
+        let len = self.h.indirect_len(f.sizes, rows);
+        let ib = Rc::new(IndirectBlock::decode(
+            &f.read(at, len as u64)?,
+            at,
+            f.sizes,
+            &self.h,
+            self.addr,
+            rows,
+        )?);
+        let mut kept = self.kept.borrow_mut();
+        kept.room(len);
+        kept.indirect.insert(at, Rc::clone(&ib));
+        Ok(ib)
+    }
+
     /// A managed object: find its direct block through the doubling table.
     fn managed(&self, f: &Store, offset: u64, len: u64) -> Result<Vec<u8>> {
         let corrupt = |what: String| Error::corrupt("fractal heap", Some(self.addr), what);
@@ -92,15 +166,7 @@ impl Heap {
                 if depth > MAX_DEPTH {
                     return Err(corrupt("indirect blocks nest too deep".into()));
                 }
-                let len = self.h.indirect_len(f.sizes, rows) as u64;
-                let ib = IndirectBlock::decode(
-                    &f.read(at, len)?,
-                    at,
-                    f.sizes,
-                    &self.h,
-                    self.addr,
-                    rows,
-                )?;
+                let ib = self.indirect(f, at, rows)?;
                 let rel = offset
                     .checked_sub(ib.block_offset)
                     .ok_or_else(|| corrupt(format!("offset {offset} before its block")))?;
@@ -134,21 +200,42 @@ impl Heap {
                 rows = self.h.rows_for_size(bs);
             }
         };
-        let avail = f.cache.eoa().get().saturating_sub(block.get());
-        if size
-            > avail.max(
-                f.storage
+        let kept = self
+            .kept
+            .borrow()
+            .direct
+            .get(&(block, block_offset))
+            .cloned();
+        let bytes = match kept {
+            Some(bytes) if bytes.len() as u64 == size => bytes,
+            _ => {
+                let avail = f.cache.eoa().get().saturating_sub(block.get());
+                let in_file = f
+                    .storage
                     .len()
                     .map_err(|e| f.io(e))?
-                    .saturating_sub(block.get()),
-            )
-        {
-            return Err(corrupt(format!(
-                "direct block of {size} bytes past the file's end"
-            )));
-        }
-        let bytes = f.read(block, size)?;
-        fractal_heap::check_direct(&bytes, block, f.sizes, &self.h, self.addr, block_offset)?;
+                    .saturating_sub(block.get());
+                if size > avail.max(in_file) {
+                    return Err(corrupt(format!(
+                        "direct block of {size} bytes past the file's end"
+                    )));
+                }
+                let bytes = f.read(block, size)?;
+                fractal_heap::check_direct(
+                    &bytes,
+                    block,
+                    f.sizes,
+                    &self.h,
+                    self.addr,
+                    block_offset,
+                )?;
+                let bytes = Rc::new(bytes);
+                let mut kept = self.kept.borrow_mut();
+                kept.room(bytes.len());
+                kept.direct.insert((block, block_offset), Rc::clone(&bytes));
+                bytes
+            }
+        };
         let from = offset.saturating_sub(block_offset);
         let header = self.h.direct_header_len(f.sizes) as u64;
         let end = from.saturating_add(len);
@@ -313,18 +400,23 @@ pub(crate) fn links(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Link>> {
 /// The link `name` of a group stored densely: the records of its name's hash (libhdf5's
 /// lookup3 of the name), then the one whose message holds the name.
 pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<Option<Link>> {
-    let heap = Heap::open(f, heap)?;
     let hash = h5chunk_format::checksum::lookup3(name.as_bytes());
     // One descent finds a record of the hash; only when its link has another name (two names
-    // of one hash) are all the records of the hash looked at.
+    // of one hash) are all the records of the hash looked at. A name not there (a link about
+    // to be added) reads nothing of the heap, so its changes not yet written stay in memory.
+    let id_len = match f.heaps.id_len(heap) {
+        Some(n) => n,
+        None => Heap::open(f, heap)?.id_len(),
+    };
     let class = LinkNames {
-        id_len: heap.id_len(),
+        id_len,
         attributes: false,
     };
     let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
     let Some(first) = tree.find(&hash).map_err(bt2_err)? else {
         return Ok(None);
     };
+    let heap = Heap::open(f, heap)?;
     let l = link(f, &heap, &first.id)?;
     if l.name == name.as_bytes() {
         return Ok(Some(l));

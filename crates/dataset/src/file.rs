@@ -195,6 +195,9 @@ impl FileInner {
         for o in open {
             o.flush(s)?;
         }
+        // Heap blocks before the name indexes (in the metadata cache) whose records hold
+        // their IDs.
+        s.heaps.flush(s)?;
         let report = s.cache.flush()?;
         if !report.is_complete() {
             return Err(Error::Internal(

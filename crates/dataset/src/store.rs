@@ -81,6 +81,8 @@ pub(crate) struct Store {
     /// lookups cost a memory copy once their page has been read.
     pub pages: PageCache,
     headers: Mutex<Headers>,
+    /// Fractal heaps being appended to (dense links and attributes), written at each flush.
+    pub heaps: crate::dense_write::PendingHeaps,
     /// Counts raw-data writes and frees (see [`epoch`](Self::epoch)).
     epoch: AtomicU64,
     /// Threads a read or flush may filter chunks on (1: the calling thread alone).
@@ -145,6 +147,7 @@ impl Store {
             k,
             pages: PageCache::new(RAW_PAGE_CACHE_BYTES),
             headers: Mutex::new(Headers::default()),
+            heaps: crate::dense_write::PendingHeaps::default(),
             epoch: AtomicU64::new(0),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             swmr_read: false,

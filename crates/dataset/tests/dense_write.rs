@@ -1,12 +1,33 @@
 //! Dense link storage written by h5chunk: a new-style group past its compact limit moves its
-//! links into a fractal heap and a v2 B-tree of names, as libhdf5 does. A 10,000-member group
-//! (appended to again after reopening) is read by h5py and h5dump; libhdf5 then adds and
-//! deletes members in it, and the file stays sound.
+//! links into a fractal heap and a v2 B-tree of names, as libhdf5 does. Groups of 10,000 and
+//! 100,000 members (appended to again after reopening) are read by h5py and h5dump; libhdf5
+//! then adds and deletes members in them, and the file stays sound. h5chunk reads h5py's
+//! groups of 100,000 members, in creation order when tracked.
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use std::time::Instant;
+
 use h5chunk::{Error, File, FileOptions, Libver, LibverBounds};
 use h5chunk_testkit::interop;
+
+/// Prints the header fields of every fractal heap of a file (64-bit offsets and lengths), one
+/// line of JSON per heap: the accounting libhdf5 keeps as the heap grows.
+const HEAP_STATS: &str = r#"
+def heap_stats(path):
+    import struct
+    b = open(path, "rb").read()
+    out, i = [], b.find(b"FRHP")
+    while i >= 0:
+        p = i + 5 + 9
+        v = struct.unpack_from("<12Q", b, p)
+        width, start, maxd, bits, start_rows, root, root_rows = struct.unpack_from("<HQQHHQH", b, p + 96)
+        out.append(dict(free=v[2], managed=v[4], allocated=v[5], iterator=v[6], objects=v[7],
+                        width=width, start=start, max_direct=maxd, bits=bits,
+                        start_rows=start_rows, root_rows=root_rows))
+        i = b.find(b"FRHP", i + 4)
+    return out
+"#;
 
 #[test]
 fn a_dense_group_h5chunk_writes_is_read_and_changed_by_libhdf5() {
@@ -243,5 +264,268 @@ with h5py.File(sys.argv[1], "r") as f:
         "zeta alpha mu omega beta kappa a1 a2 a3 a4 a5 a6 last"
     );
     assert!(File::open(&path).unwrap().check().is_clean());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A member name of 40 characters: 100,000 links of 51 bytes fill 5 MB of heap, past the
+/// root's direct rows (512 KiB) and past its rows of child indirect blocks that hold direct
+/// blocks only (4 MiB), into children that hold indirect blocks of their own.
+///
+/// Among 100,000 names two are likely to share a lookup3 hash (about 1.2 pairs are expected);
+/// h5chunk refuses to add a name whose hash a dense group already has (typed), so this set is
+/// one without such a pair (the same names padded with `x` have two).
+fn long_name(i: usize) -> String {
+    format!("member_{i:06}_{}", "y".repeat(26))
+}
+
+/// h5chunk makes a group of 100,000 members (99,500, then 500 more after reopening): its
+/// heap's header says what libhdf5's says for the same links (blocks, root rows, iterator,
+/// free and managed space); h5py lists every name and opens members; h5dump lists them;
+/// libhdf5 adds and deletes members; h5chunk reads the result and `check` finds it sound.
+#[test]
+fn a_group_of_100000_members_h5chunk_writes_is_read_and_changed_by_libhdf5() {
+    let Some(python) = interop::python("a_group_of_100000_members_h5chunk_writes") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-100k-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.h5");
+    let reference = dir.join("reference.h5");
+    let n = 100_000;
+    let started = Instant::now();
+    {
+        let options = FileOptions {
+            bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        };
+        let file = File::create_with(&path, options).unwrap();
+        let g = file.create_group("g").unwrap();
+        for i in 0..n / 2 {
+            g.create_group(&long_name(i)).unwrap();
+        }
+        let half = started.elapsed();
+        for i in n / 2..n - 500 {
+            g.create_group(&long_name(i)).unwrap();
+        }
+        // Linear, not quadratic: the second half costs about what the first did.
+        eprintln!(
+            "first 50,000 members in {half:?}, next 49,500 in {:?}",
+            started.elapsed() - half
+        );
+        file.close().unwrap();
+    }
+    let written = started.elapsed();
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("g").unwrap();
+        for i in n - 500..n {
+            g.create_group(&long_name(i)).unwrap();
+        }
+        assert!(matches!(
+            g.create_group(&long_name(4242)),
+            Err(Error::Exists { .. })
+        ));
+        file.close().unwrap();
+    }
+    let listed = Instant::now();
+    {
+        let file = File::open(&path).unwrap();
+        let members = file.group("g").unwrap().members().unwrap();
+        assert_eq!(members.len(), n);
+        assert!(
+            members
+                .iter()
+                .enumerate()
+                .all(|(i, (m, _))| *m == long_name(i))
+        );
+    }
+    eprintln!(
+        "100,000 members: written in {written:?}, listed in {:?}",
+        listed.elapsed()
+    );
+    let t = Instant::now();
+    let script = format!(
+        "{HEAP_STATS}{}",
+        r#"
+import sys, h5py
+path, reference, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+name = lambda i: f"member_{i:06}_" + "y" * 26
+with h5py.File(path, "r") as f:
+    g = f["g"]
+    names = list(g)
+    print(len(names), names == [name(i) for i in range(n)])
+    print(all(isinstance(g[name(i)], h5py.Group) for i in range(0, n, 997)))
+# The same links made by libhdf5 (hard links to one group: the same 51-byte messages).
+with h5py.File(reference, "w", libver="latest") as f:
+    g, t = f.create_group("g"), f.create_group("t")
+    for i in range(n):
+        g[name(i)] = t
+ours, theirs = heap_stats(path), heap_stats(reference)
+print(ours == theirs, ours)
+with h5py.File(path, "r+") as f:
+    g = f["g"]
+    for i in range(100):
+        g.create_group(f"added_by_libhdf5_{i}")
+        del g[name(i * 7)]
+with h5py.File(path, "r") as f:
+    g = f["g"]
+    print(len(g), "added_by_libhdf5_99" in g, name(693) in g, name(694) in g)
+"#
+    );
+    let out = interop::run_python(
+        &python,
+        &script,
+        &[
+            path.to_str().unwrap(),
+            reference.to_str().unwrap(),
+            &n.to_string(),
+        ],
+    );
+    eprintln!(
+        "h5py (reading, the reference heap, changes) in {:?}",
+        t.elapsed()
+    );
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), "100000 True");
+    assert_eq!(lines.next().unwrap(), "True");
+    let same = lines.next().unwrap();
+    assert!(same.starts_with("True "), "libhdf5's heap differs: {same}");
+    // 16 root rows: rows 9 to 15 hold child indirect blocks.
+    assert!(same.contains("'root_rows': 16"), "{same}");
+    assert_eq!(lines.next().unwrap(), "100000 True False True");
+    if let Some(h5dump) = interop::h5dump("a_group_of_100000_members_h5chunk_writes") {
+        let out = std::process::Command::new(h5dump)
+            .arg("-n")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listing = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(listing.matches(" /g/member_").count(), n - 100);
+        assert_eq!(listing.matches(" /g/added_by_libhdf5_").count(), 100);
+    }
+    // After libhdf5's changes: h5chunk reads them, and the file is sound.
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("g").unwrap();
+        assert!(g.contains("added_by_libhdf5_0").unwrap());
+        assert!(!g.contains(&long_name(7)).unwrap());
+        assert!(g.contains(&long_name(8)).unwrap());
+        assert_eq!(g.members().unwrap().len(), n);
+    }
+    // libhdf5 keeps a free-space manager now: adding more is done or refused, typed.
+    let added = {
+        let file = File::open_rw(&path).unwrap();
+        let added = match file.group("g").unwrap().create_group("after_libhdf5") {
+            Ok(_) => 1,
+            Err(Error::Unsupported(_)) => 0,
+            Err(e) => panic!("{e}"),
+        };
+        file.close().unwrap();
+        added
+    };
+    let members = File::open(&path).unwrap().group("g").unwrap().members();
+    assert_eq!(members.unwrap().len(), n + added);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// h5py writes two groups of 100,000 members (libver='latest'): one plain, one tracking
+/// creation order, its members made in an order other than their names'. h5chunk lists both
+/// (by name, and the second in creation order as h5py does) and follows their links.
+#[test]
+fn groups_of_100000_members_h5py_writes_are_read_in_name_and_creation_order() {
+    let Some(python) = interop::python("groups_of_100000_members_h5py_writes") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-100k-r-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("h5py.h5");
+    let n = 100_000usize;
+    // Creation order: i * 7919 mod n runs through every number below n once.
+    let created = |i: usize| format!("o{:06}", i * 7919 % n);
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, h5py
+path, n = sys.argv[1], int(sys.argv[2])
+with h5py.File(path, "w", libver="latest") as f:
+    t = f.create_group("t")
+    plain, ordered = f.create_group("plain"), f.create_group("ordered", track_order=True)
+    for i in range(n):
+        plain[f"n{i:06}"] = t
+        ordered[f"o{i * 7919 % n:06}"] = t
+with h5py.File(path, "r") as f:
+    o = list(f["ordered"])
+    print(len(f["plain"]), len(o), o[:3])
+"#,
+        &[path.to_str().unwrap(), &n.to_string()],
+    );
+    assert_eq!(
+        out.trim(),
+        "100000 100000 ['o000000', 'o007919', 'o015838']"
+    );
+    let started = Instant::now();
+    let file = File::open(&path).unwrap();
+    let t = file.group("t").unwrap().object_address();
+    let plain = file.group("plain").unwrap();
+    let names = plain.members().unwrap();
+    assert_eq!(names.len(), n);
+    assert!(
+        names
+            .iter()
+            .enumerate()
+            .all(|(i, (m, _))| *m == format!("n{i:06}"))
+    );
+    let ordered = file.group("ordered").unwrap();
+    assert!(ordered.tracks_creation_order().unwrap());
+    let as_created = ordered.members_in_creation_order().unwrap();
+    assert_eq!(as_created.len(), n);
+    assert!(
+        as_created
+            .iter()
+            .enumerate()
+            .all(|(i, (m, _))| *m == created(i))
+    );
+    let by_name = ordered.members().unwrap();
+    assert!(
+        by_name
+            .iter()
+            .enumerate()
+            .all(|(i, (m, _))| *m == format!("o{i:06}"))
+    );
+    for i in (0..n).step_by(4999) {
+        assert_eq!(
+            file.group(&format!("plain/n{i:06}"))
+                .unwrap()
+                .object_address(),
+            t
+        );
+        assert_eq!(
+            file.group(&format!("ordered/{}", created(i)))
+                .unwrap()
+                .object_address(),
+            t
+        );
+    }
+    assert!(!plain.contains("n100000").unwrap());
+    // Two names of one lookup3 hash in each group (n008595 and n098836, o008380 and
+    // o083401): libhdf5 orders their records by name; both are found.
+    for name in [
+        "plain/n008595",
+        "plain/n098836",
+        "ordered/o008380",
+        "ordered/o083401",
+    ] {
+        assert_eq!(file.group(name).unwrap().object_address(), t, "{name}");
+    }
+    eprintln!("h5py's 2 x 100,000 members read in {:?}", started.elapsed());
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -236,6 +236,96 @@ impl Header {
         rows
     }
 
+    /// Bits of the heap span of the table's first row (`start_block` times `width`).
+    fn first_row_bits(&self) -> u32 {
+        self.start_block
+            .max(1)
+            .ilog2()
+            .saturating_add(u32::from(self.width.max(1)).ilog2())
+    }
+
+    /// The most rows the root indirect block grows to, as libhdf5 bounds it: the rows whose
+    /// blocks span the `max_heap_bits`-bit heap.
+    pub fn max_root_rows(&self) -> u32 {
+        u32::from(self.max_heap_bits)
+            .saturating_sub(self.first_row_bits())
+            .saturating_add(1)
+    }
+
+    /// Heap offset of the first block of `row`, from the start of its indirect block: rows 0
+    /// and 1 span `width` starting blocks each, and each later row as much as all before it.
+    pub fn row_offset(&self, row: u32) -> u64 {
+        if row == 0 {
+            0
+        } else {
+            self.start_block
+                .saturating_mul(u64::from(self.width))
+                .checked_shl(row.saturating_sub(1))
+                .unwrap_or(u64::MAX)
+        }
+    }
+
+    /// Rows of a child indirect block in row `row` (`row` at or past [`direct_rows`]): the
+    /// rows whose blocks span that row's block size.
+    ///
+    /// [`direct_rows`]: Self::direct_rows
+    pub fn child_rows(&self, row: u32) -> u32 {
+        self.row_block_size(row)
+            .max(1)
+            .ilog2()
+            .saturating_sub(self.first_row_bits())
+            .saturating_add(1)
+    }
+
+    /// The row whose blocks are `size` bytes (a power of two, at least the starting size).
+    pub fn size_to_row(&self, size: u64) -> u32 {
+        if size <= self.start_block {
+            0
+        } else {
+            size.ilog2()
+                .saturating_sub(self.start_block.max(1).ilog2())
+                .saturating_add(1)
+        }
+    }
+
+    /// The smallest direct block libhdf5 makes for a new object of `len` bytes: the starting
+    /// size, or the power of two above `len`, doubled when the block's header leaves too
+    /// little room.
+    pub fn min_block_size(&self, sizes: Sizes, len: u64) -> u64 {
+        let size = if len < self.start_block {
+            self.start_block
+        } else {
+            1u64.checked_shl(len.max(1).ilog2().saturating_add(1))
+                .unwrap_or(u64::MAX)
+        };
+        if size < (self.direct_header_len(sizes) as u64).saturating_add(len) {
+            size.saturating_mul(2)
+        } else {
+            size
+        }
+    }
+
+    /// Free bytes of one entry of each row `0..rows` with all its direct blocks made and
+    /// empty: a direct block's size less its header, an indirect block's the sum over the
+    /// entries of its rows. libhdf5 counts this space free as soon as a root row covers it.
+    pub fn entry_free(&self, sizes: Sizes, rows: u32) -> Vec<u64> {
+        let w = u64::from(self.width);
+        let mut free: Vec<u64> = Vec::new();
+        for row in 0..rows {
+            let f = if row < self.direct_rows() {
+                self.row_block_size(row)
+                    .saturating_sub(self.direct_header_len(sizes) as u64)
+            } else {
+                let child = self.child_rows(row) as usize;
+                free.iter()
+                    .take(child)
+                    .fold(0u64, |acc, f| acc.saturating_add(f.saturating_mul(w)))
+            };
+            free.push(f);
+        }
+        free
+    }
+
     /// Bytes of a direct block's header (before its objects).
     pub fn direct_header_len(&self, sizes: Sizes) -> usize {
         let sum =
@@ -656,6 +746,40 @@ mod tests {
         ] {
             assert!(HeapId::decode(bad, &h, Addr(0)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_table_grows_as_libhdf5_grows_it() {
+        let h = header();
+        let sizes = Sizes::DEFAULT;
+        // 32-bit offsets over a first row of 4 x 512 bytes: 22 root rows at most.
+        assert_eq!(h.max_root_rows(), 22);
+        assert_eq!(
+            (0..4).map(|r| h.row_offset(r)).collect::<Vec<_>>(),
+            [0, 2048, 4096, 8192]
+        );
+        // A root of 16 rows spans 64 MiB (libhdf5's managed space for such a heap).
+        assert_eq!(h.row_offset(16), 64 << 20);
+        // Child indirect blocks: rows 9, 10 and 11 (128, 256 and 512 KiB blocks) hold only
+        // direct rows; row 12's (1 MiB) hold a row of indirect blocks of their own.
+        assert_eq!(
+            (9..13).map(|r| h.child_rows(r)).collect::<Vec<_>>(),
+            [7, 8, 9, 10]
+        );
+        assert_eq!(h.size_to_row(512), 0);
+        assert_eq!(h.size_to_row(1024), 2);
+        assert_eq!(h.size_to_row(65536), 8);
+        // Direct block header: 21 bytes with 8-byte addresses and 4-byte heap offsets.
+        assert_eq!(h.min_block_size(sizes, 24), 512);
+        assert_eq!(h.min_block_size(sizes, 491), 512);
+        assert_eq!(h.min_block_size(sizes, 492), 1024);
+        assert_eq!(h.min_block_size(sizes, 1024), 2048);
+        assert_eq!(h.min_block_size(sizes, 2040), 4096);
+        // libhdf5's free space of a 16-row root holding 20,000 links of 24 bytes.
+        let free = h.entry_free(sizes, 16);
+        assert_eq!(free[0], 491);
+        let covered: u64 = free.iter().map(|f| f * 4).sum();
+        assert_eq!(covered - 20_000 * 24, 66_464_140);
     }
 
     proptest::proptest! {
