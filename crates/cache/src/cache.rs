@@ -260,6 +260,10 @@ impl Entries {
         self.map.len()
     }
     /// Every entry, in address order.
+    /// Every entry, in no particular order (one pass over the map, no lookups).
+    fn iter_unordered(&self) -> impl Iterator<Item = (&Addr, &Slot)> {
+        self.map.iter()
+    }
     fn iter(&self) -> impl Iterator<Item = (&Addr, &Slot)> {
         self.order
             .iter()
@@ -568,54 +572,74 @@ impl Inner {
         if self.swmr_write && !slot.checksummed {
             return Err(Error::NotChecksummed { type_name, addr });
         }
-        let mut image = Vec::with_capacity(len);
-        slot.value
-            .encode_into(&mut image)
-            .map_err(|source| Error::Encode {
+        let value = Arc::clone(&slot.value);
+        let encode = |out: &mut Vec<u8>| -> Result<()> {
+            let start = out.len();
+            let encoded = value.encode_into(out).map_err(|source| Error::Encode {
                 type_name,
                 addr,
                 source,
-            })?;
-        if image.len() != len {
-            return Err(Error::ImageLength {
-                type_name,
-                addr,
-                expected: len,
-                actual: image.len(),
             });
-        }
-        match &mut self.pending {
-            Some(p)
-                if p.at.get().checked_add(p.bytes.len() as u64) == Some(addr.get())
-                    && p.bytes.len().saturating_add(image.len()) <= MAX_JOINED_WRITE =>
-            {
-                p.bytes.extend_from_slice(&image);
-                p.entries.push((addr, type_name));
+            let actual = out.len().saturating_sub(start);
+            if encoded.is_err() || actual != len {
+                out.truncate(start);
             }
-            Some(_) => {
-                self.write_pending(storage)?;
-                self.pending = Some(Pending {
-                    at: addr,
-                    bytes: image,
-                    entries: vec![(addr, type_name)],
+            encoded?;
+            if actual != len {
+                return Err(Error::ImageLength {
+                    type_name,
+                    addr,
+                    expected: len,
+                    actual,
                 });
             }
-            None => storage
+            Ok(())
+        };
+        let Some(p) = &mut self.pending else {
+            let mut image = Vec::with_capacity(len);
+            encode(&mut image)?;
+            storage
                 .write_at(addr, &image)
                 .map_err(|source| Error::EntryIo {
                     type_name,
                     addr,
                     op: "writing",
                     source,
-                })?,
+                })?;
+            self.bump_epoch();
+            return self.written(addr, type_name, len);
+        };
+        // Joined to the run when it continues it; else the run is written and this image
+        // starts the next one, in the same buffer. Either way it is encoded in place.
+        let joins = p.at.get().checked_add(p.bytes.len() as u64) == Some(addr.get())
+            && p.bytes.len().saturating_add(len) <= MAX_JOINED_WRITE;
+        if !joins {
+            self.write_pending(storage)?;
+        }
+        if let Some(p) = &mut self.pending {
+            if p.bytes.is_empty() {
+                p.at = addr;
+            }
+            p.bytes.reserve(len);
+            encode(&mut p.bytes)?;
+            p.entries.push((addr, type_name));
         }
         self.bump_epoch();
+        self.written(addr, type_name, len)
+    }
+
+    /// The entry at `addr` was written (or joined to the pending run): clean, counted, traced.
+    fn written(&mut self, addr: Addr, type_name: &'static str, len: usize) -> Result<()> {
         let key = Key::Entry(addr);
-        let dirty_children: Vec<Key> = self
-            .children_of(key)
-            .into_iter()
-            .filter(|&c| self.is_dirty(c))
-            .collect();
+        // Only a traced run looks at them (the write-order checker).
+        let dirty_children: Vec<Key> = if self.trace.is_some() {
+            self.children_of(key)
+                .into_iter()
+                .filter(|&c| self.is_dirty(c))
+                .collect()
+        } else {
+            Vec::new()
+        };
         if let Some(slot) = self.entries.get_mut(&addr) {
             slot.dirty = false;
         }
@@ -760,20 +784,28 @@ impl Inner {
     }
 
     fn flush_entries(&mut self, storage: &dyn Storage) -> Result<FlushReport> {
-        let dirty: Vec<Addr> = self
-            .entries
-            .iter()
-            .filter(|(_, s)| s.dirty)
-            .map(|(&a, _)| a)
-            .collect();
+        let mut dirty: Vec<Addr> = Vec::new();
+        // What may hold a dirty entry back: dirty and protected entries, dirty proxies.
+        let mut blockers: Vec<Key> = Vec::new();
+        for (&a, s) in self.entries.iter_unordered() {
+            if s.dirty {
+                dirty.push(a);
+            }
+            if s.dirty || s.protected {
+                blockers.push(Key::Entry(a));
+            }
+        }
+        dirty.sort_unstable();
+        blockers.extend(
+            (self.proxies.iter())
+                .filter(|&(_, &d)| d)
+                .map(|(&p, _)| Key::Proxy(p)),
+        );
         let mut report = FlushReport::default();
         if self.break_flush_order {
             report.written = self.flush_parents_first(storage, &dirty)?;
         } else {
-            let mut settled = IntMap::default();
-            for &addr in &dirty {
-                self.settle(storage, Key::Entry(addr), &mut settled)?;
-            }
+            self.settle_upward(storage, blockers)?;
             report.written = dirty
                 .iter()
                 .filter(|&&a| !self.is_dirty(Key::Entry(a)))
@@ -790,6 +822,53 @@ impl Inner {
             .map(|(&p, _)| p)
             .collect();
         Ok(report)
+    }
+
+    /// Write every dirty entry whose descendants are all settled, children first: Kahn's
+    /// order over `blockers` and their ancestors, found walking up the graph. A key is
+    /// settled once its children among them are (the others have nothing dirty or protected
+    /// below them); the lowest address goes first among those ready, so that new nodes,
+    /// allocated in order, join into long writes. Walking down from each dirty entry instead
+    /// visits every child of every internal node on every flush, clean or not.
+    fn settle_upward(&mut self, storage: &dyn Storage, blockers: Vec<Key>) -> Result<()> {
+        // Per key of the set, its children in the set not settled yet.
+        let mut waiting: IntMap<Key, usize> = IntMap::default();
+        let mut seen: KeySeen = blockers.iter().copied().collect();
+        let mut stack = blockers;
+        let mut all: Vec<Key> = stack.clone();
+        while let Some(k) = stack.pop() {
+            if let Some(ps) = self.parents.get(&k) {
+                for &p in ps.iter() {
+                    let w = waiting.entry(p).or_insert(0);
+                    *w = w.saturating_add(1);
+                    if seen.insert(p) {
+                        stack.push(p);
+                        all.push(p);
+                    }
+                }
+            }
+        }
+        let mut ready: BTreeSet<Key> = all
+            .into_iter()
+            .filter(|k| !waiting.contains_key(k))
+            .collect();
+        while let Some(k) = ready.pop_first() {
+            if !self.settle_self(storage, k)? {
+                // Blocked: its ancestors stay dirty, for a later flush.
+                continue;
+            }
+            if let Some(ps) = self.parents.get(&k) {
+                for &p in ps.iter() {
+                    if let Some(w) = waiting.get_mut(&p) {
+                        *w = w.saturating_sub(1);
+                        if *w == 0 {
+                            ready.insert(p);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The deliberately wrong order of the `testing` feature: a pre-order walk from the entries
