@@ -256,6 +256,11 @@ impl ChunkCache {
         self.budget
     }
 
+    /// Whether no chunk is cached.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
     /// Whether the chunk at `scaled` is cached (without making it the most recent).
     pub fn contains(&self, scaled: &[u64]) -> bool {
         !self.map.is_empty()

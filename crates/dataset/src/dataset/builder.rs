@@ -370,6 +370,7 @@ impl DatasetBuilder {
                 // A new index holds no chunk.
                 known: Chunked::first_known(kind, vec![0; grid.len()]),
                 fresh,
+                append_plan: None,
             })),
         };
         let d = Dataset::from_state(&self.file, state)?;

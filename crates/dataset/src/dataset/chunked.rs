@@ -47,6 +47,8 @@ pub(crate) struct Chunked {
     pub(crate) known: Vec<u64>,
     /// Chunks written whole and not yet stored (see [`Fresh`]).
     pub(crate) fresh: Fresh,
+    /// The shape of the last append of whole chunks, for the next one of the same length.
+    pub(crate) append_plan: Option<super::append::AppendPlan>,
 }
 
 /// Copy `src` into `dst` (of the same length): as one fixed-size move for ranks up to 4, where

@@ -371,6 +371,7 @@ impl Dataset {
                     // leaves outside).
                     known: Chunked::first_known(kind, grid),
                     fresh,
+                    append_plan: None,
                 }))
             }
             DataLayout::Contiguous { address, size, .. } => match external {
