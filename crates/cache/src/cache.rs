@@ -380,6 +380,8 @@ struct Inner {
     /// During a flush: images written in order, held while each starts where the last ended
     /// (see `Pending`).
     pending: Option<Pending>,
+    /// The pending run's buffers between flushes, kept so that a flush does not grow new ones.
+    spare: (Vec<u8>, Vec<(Addr, &'static str)>),
 }
 
 /// Metadata images a flush has written, in order, that lie end to end in the file: one
@@ -769,15 +771,22 @@ impl Inner {
         // The deliberately wrong order writes every image alone, as the crash tests that must
         // catch it expect (joined, a parent and the child after it could land together).
         if !self.break_flush_order {
+            let (mut bytes, mut entries) = std::mem::take(&mut self.spare);
+            bytes.clear();
+            entries.clear();
             self.pending = Some(Pending {
                 at: Addr(0),
-                bytes: Vec::new(),
-                entries: Vec::new(),
+                bytes,
+                entries,
             });
         }
         let report = self.flush_entries(storage);
         let last = self.write_pending(storage);
-        self.pending = None;
+        if let Some(p) = self.pending.take()
+            && p.bytes.capacity() <= MAX_JOINED_WRITE
+        {
+            self.spare = (p.bytes, p.entries);
+        }
         let report = report?;
         last?;
         Ok(report)

@@ -670,6 +670,10 @@ impl ObjectHeader {
                 reason: format!("no chunk {i} (the header has {})", self.chunks.len()),
             });
         };
+        // The image's length is known: one allocation, not one per doubling.
+        if let Some(e) = self.chunk_extent(i) {
+            out.reserve(usize::try_from(e.len).unwrap_or(0));
+        }
         match (&self.prefix, i) {
             (Prefix::V1(p), 0) => v1::encode_chunk0(p, chunk, self.sizes, out),
             (Prefix::V1(_), _) => v1::encode_continuation(chunk, self.sizes, out),
