@@ -415,6 +415,80 @@ impl RecordClass for LinkNames {
     }
 }
 
+/// Records of a group's creation-order index: v2 B-tree type 6 (a link's creation order, a
+/// 64-bit integer, then the heap ID of its link message), ordered by creation order.
+#[derive(Debug)]
+pub(crate) struct CreationOrders {
+    id_len: usize,
+}
+
+impl CreationOrders {
+    pub(crate) fn new(id_len: usize) -> CreationOrders {
+        CreationOrders { id_len }
+    }
+}
+
+/// One record of [`CreationOrders`].
+#[derive(Clone, Debug)]
+pub(crate) struct CreationOrder {
+    order: u64,
+    id: Vec<u8>,
+}
+
+impl CreationOrder {
+    pub(crate) fn new(order: u64, id: Vec<u8>) -> CreationOrder {
+        CreationOrder { order, id }
+    }
+}
+
+impl RecordClass for CreationOrders {
+    type Record = CreationOrder;
+    type Key = u64;
+
+    fn tree_type(&self) -> u8 {
+        6
+    }
+
+    fn record_size(&self) -> usize {
+        self.id_len.saturating_add(8)
+    }
+
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<CreationOrder> {
+        let short = || FormatError::Truncated {
+            structure: "creation-order index record",
+            at,
+            needed: self.record_size() as u64,
+            available: raw.len() as u64,
+        };
+        let (order, id) = raw.split_first_chunk::<8>().ok_or_else(short)?;
+        let id = id.get(..self.id_len).ok_or_else(short)?;
+        Ok(CreationOrder {
+            order: u64::from_le_bytes(*order),
+            id: id.to_vec(),
+        })
+    }
+
+    fn encode(&self, r: &CreationOrder, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        if r.id.len() != self.id_len {
+            return Err(FormatError::Unencodable {
+                structure: "creation-order index record",
+                reason: format!("a {}-byte heap ID in a heap of {}", r.id.len(), self.id_len),
+            });
+        }
+        out.extend_from_slice(&r.order.to_le_bytes());
+        out.extend_from_slice(&r.id);
+        Ok(())
+    }
+
+    fn key<'r>(&self, r: &'r CreationOrder) -> &'r u64 {
+        &r.order
+    }
+
+    fn compare(&self, key: &u64, r: &CreationOrder) -> Ordering {
+        key.cmp(&r.order)
+    }
+}
+
 /// The heap IDs of the records of the name index at `names` (links, or `attributes`), in the
 /// index's order.
 fn ids(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<Vec<u8>>> {

@@ -32,7 +32,7 @@ use h5chunk_format::fractal_heap::{Header, HeapStats, IndirectBlock};
 use h5chunk_format::message::Link;
 use parking_lot::Mutex;
 
-use crate::dense::{Heap, LinkName, LinkNames, Names};
+use crate::dense::{CreationOrder, CreationOrders, Heap, LinkName, LinkNames, Names};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -852,11 +852,28 @@ fn id_len(f: &Store, heap: Addr) -> Result<usize> {
     }
 }
 
-/// Move `links` into new dense storage: the fractal heap's and the name index's addresses.
-pub(crate) fn create(f: &Store, links: &[Link]) -> Result<(Addr, Addr)> {
+/// Dense storage made by [`create`]: the fractal heap, the name index and, for a group that
+/// indexes creation order, the creation-order index.
+#[derive(Debug)]
+pub(crate) struct Created {
+    pub(crate) heap: Addr,
+    pub(crate) names: Addr,
+    pub(crate) orders: Option<Addr>,
+}
+
+/// Move `links` into new dense storage, with a creation-order index (type 6) when
+/// `index_order` (every link then carries its creation order).
+pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Created> {
     let mut heap = HeapWriter::create(f, link_heap_header())?;
-    let class = LinkNames::new(usize::from(heap.h.id_len), false);
+    let id_len = usize::from(heap.h.id_len);
+    let class = LinkNames::new(id_len, false);
     let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    let mut by_order = if index_order {
+        let class = CreationOrders::new(id_len);
+        Some(BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?)
+    } else {
+        None
+    };
     // Names of one hash are ordered by name: the names inserted so far, by heap ID.
     let mut known = Names::default();
     for l in links {
@@ -864,17 +881,35 @@ pub(crate) fn create(f: &Store, links: &[Link]) -> Result<(Addr, Addr)> {
         let record = LinkName::new(h5chunk_format::checksum::lookup3(&l.name), id.clone());
         tree.insert_by(record, known.tie(&l.name)).map_err(bt2)?;
         known.check()?;
+        if let Some(t) = &mut by_order {
+            let order = l.creation_order.ok_or(Error::Unsupported(
+                "indexing the creation order of a link that has none",
+            ))?;
+            t.insert(CreationOrder::new(order, id.clone()))
+                .map_err(bt2)?;
+        }
         known.insert(id, l.name.clone());
     }
     let addr = heap.addr;
     f.heaps.adopt(f, heap)?;
-    Ok((addr, tree.addr()))
+    Ok(Created {
+        heap: addr,
+        names: tree.addr(),
+        orders: by_order.map(|t| t.addr()),
+    })
 }
 
 /// Add `link` to the dense storage at `heap` / `names` (the caller has made sure no link of
 /// its name is there). Among other names of its hash, its record goes where libhdf5 puts it:
-/// in name order.
-pub(crate) fn add(f: &Store, heap: Addr, names: Addr, link: &Link) -> Result<()> {
+/// in name order. A group that indexes creation order (`orders`: its type-6 B-tree) gets a
+/// record there too, keyed by the link's creation order.
+pub(crate) fn add(
+    f: &Store,
+    heap: Addr,
+    names: Addr,
+    orders: Option<Addr>,
+    link: &Link,
+) -> Result<()> {
     let body = encode_link(f, link)?;
     let hash = h5chunk_format::checksum::lookup3(&link.name);
     let class = LinkNames::new(id_len(f, heap)?, false);
@@ -896,10 +931,35 @@ pub(crate) fn add(f: &Store, heap: Addr, names: Addr, link: &Link) -> Result<()>
         heap,
         |b| link_len(f, b),
         |w| {
+            // A creation order already indexed is refused before anything changes.
+            let mut by_order = match (orders, link.creation_order) {
+                (Some(at), Some(order)) => {
+                    let class = CreationOrders::new(usize::from(w.h.id_len));
+                    let t = BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2)?;
+                    if t.find(&order).map_err(bt2)?.is_some() {
+                        return Err(Error::corrupt(
+                            "creation-order index",
+                            at,
+                            format!("creation order {order} is there, past the group's maximum"),
+                        ));
+                    }
+                    Some((t, order))
+                }
+                (None, _) => None,
+                (Some(_), None) => {
+                    return Err(Error::Internal(
+                        "a link without creation order for a creation-order index",
+                    ));
+                }
+            };
             let id = w.insert(f, &body)?;
-            tree.insert_by(LinkName::new(hash, id), known.tie(&link.name))
+            tree.insert_by(LinkName::new(hash, id.clone()), known.tie(&link.name))
                 .map_err(bt2)?;
-            known.check()
+            known.check()?;
+            if let Some((t, order)) = &mut by_order {
+                t.insert(CreationOrder::new(*order, id)).map_err(bt2)?;
+            }
+            Ok(())
         },
     )
 }

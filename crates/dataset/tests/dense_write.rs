@@ -207,9 +207,8 @@ with h5py.File(sys.argv[1], "r+") as f:
 }
 
 /// Links added to a group that tracks link creation order carry the next creation index, so
-/// h5py lists them in the order they were made, after its own; the group stays compact past
-/// eight members (its dense form needs a creation-order index), and libhdf5 goes on adding to
-/// it. (h5py's `track_order=True` also tracks attribute order in the group's header, which
+/// h5py lists them in the order they were made, after its own; past eight members the group
+/// goes dense with a creation-order index, and libhdf5 goes on adding to it. (h5py's `track_order=True` also tracks attribute order in the group's header, which
 /// h5chunk refuses to add to, typed.)
 #[test]
 fn links_added_to_a_tracked_group_keep_their_creation_order() {
@@ -783,5 +782,90 @@ with h5py.File(path, "r") as f:
     assert_eq!(d.attr(&pairs[1].1).unwrap().value::<i64>().unwrap(), p1);
     assert_eq!(d.attrs().unwrap().len(), want.len());
     drop((d, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A group that tracks and indexes creation order (made by h5py, 3 links) grows past 8 links
+/// in h5chunk: its links move to dense storage with a creation-order index (v2 B-tree type
+/// 6) beside the name index, and later links (also after reopening) carry the next creation
+/// index and get a record in both. h5py lists them in the order made, through that index;
+/// libhdf5 adds one and deletes one of h5chunk's (from both indexes); h5chunk lists the result
+/// in creation order and `check` finds it sound.
+#[test]
+fn links_added_to_a_dense_tracked_group_are_indexed_by_creation_order() {
+    let Some(python) = interop::python("links_added_to_a_dense_tracked_group") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-crt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("crt.h5");
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_link_creation_order(h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED)
+    h5py.h5g.create(f.id, b"t", gcpl=gcpl)
+    for n in ["zeta", "alpha", "mu"]:
+        f["t"].create_group(n)
+"#);
+    let ours: Vec<String> = (0..45).map(|i| format!("c{:02}", 44 - i)).collect();
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("t").unwrap();
+        for n in &ours[..40] {
+            g.create_group(n).unwrap();
+        }
+        file.close().unwrap();
+    }
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("t").unwrap();
+        for n in &ours[40..] {
+            g.create_group(n).unwrap();
+        }
+        file.close().unwrap();
+    }
+    let mut want: Vec<String> = ["zeta", "alpha", "mu"].map(String::from).to_vec();
+    want.extend(ours.iter().cloned());
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("t").unwrap();
+        let listed: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(listed, want);
+    }
+    // Dense now: one fractal heap, two v2 B-trees (names, creation order).
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.windows(4).filter(|w| w == b"FRHP").count(), 1);
+    assert_eq!(bytes.windows(4).filter(|w| w == b"BTHD").count(), 2);
+    let out = run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f["t"]))
+with h5py.File(sys.argv[1], "r+") as f:
+    f["t"].create_group("last")
+    del f["t"]["c20"]
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f["t"]))
+"#);
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), want.join(" "));
+    want.retain(|n| n != "c20");
+    want.push("last".into());
+    assert_eq!(lines.next().unwrap(), want.join(" "));
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    let listed: Vec<String> = (file.group("t").unwrap().members_in_creation_order())
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(listed, want);
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
