@@ -71,8 +71,20 @@ pub trait RecordClass: fmt::Debug + Send + Sync + 'static {
     fn key<'r>(&self, record: &'r Self::Record) -> &'r Self::Key;
 
     /// How `key` compares with the key of `record`. Must be a total order consistent over all
-    /// records of a tree.
+    /// records of a tree (a total preorder when [`keys_repeat`](Self::keys_repeat)).
     fn compare(&self, key: &Self::Key, record: &Self::Record) -> Ordering;
+
+    /// Whether two records of one tree may have equal keys. libhdf5's name indexes (types 5
+    /// and 8) are keyed by a name's hash, and two names may share one: their records are
+    /// ordered by the names, which live outside the tree (in a fractal heap), so the class
+    /// cannot compare them on its own. The caller of each operation gives that order as a
+    /// tie-break ([`BTree2::insert_by`](crate::BTree2::insert_by),
+    /// [`find_by`](crate::BTree2::find_by), [`remove_by`](crate::BTree2::remove_by)), and
+    /// [`find_all`](crate::BTree2::find_all) lists the records of one key. `false`, the
+    /// default: a key names at most one record.
+    fn keys_repeat(&self) -> bool {
+        false
+    }
 
     /// The keys of `records` flattened into one array, the same number of integers for each,
     /// ordered as those integer tuples compare (lexicographically) exactly as

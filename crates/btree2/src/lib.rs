@@ -52,7 +52,11 @@
 //!   size, decode/encode, and a total order by a key each record carries. [`ChunkClass`] is the
 //!   chunk index's (types 10 and 11, rank 1 to 32); libhdf5's other record types (links by name
 //!   hash, attributes, huge objects) are further classes, with no change to the tree (the tests
-//!   implement type 5 to prove it).
+//!   implement type 5 to prove it). A class whose keys repeat (two link names of one hash)
+//!   leaves the order of such records to the caller: [`BTree2::insert_by`],
+//!   [`BTree2::find_by`] and [`BTree2::remove_by`] take a tie-break, as libhdf5's compare
+//!   callbacks read the names through the heap, and [`BTree2::find_all`] lists one key's
+//!   records.
 //! - **Nodes in the cache**: the header (`BTHD`), internal nodes (`BTIN`) and leaves (`BTLF`) are
 //!   cache entries holding decoded records. A node's record count lives in its parent (or the
 //!   header), so every load passes it, with the depth, and a node met again at another depth or

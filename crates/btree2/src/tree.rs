@@ -52,6 +52,38 @@ pub struct TreeStats {
     pub max_fill: Vec<u64>,
 }
 
+/// What a search seeks: a key, and how the sought record compares with each record of an equal
+/// key (`tie`; consulted only when the class's keys repeat, see [`RecordClass::keys_repeat`]).
+struct Probe<'k, C: RecordClass, T> {
+    key: &'k C::Key,
+    tie: T,
+}
+
+/// The tie-break of a search by key alone: every record of the key is the one sought.
+fn no_tie<R>(_: &R) -> Ordering {
+    Ordering::Equal
+}
+
+/// A [`Probe`] by key alone.
+type KeyProbe<'k, C> = Probe<'k, C, fn(&<C as RecordClass>::Record) -> Ordering>;
+
+impl<'k, C: RecordClass> KeyProbe<'k, C> {
+    fn key(key: &'k C::Key) -> Self {
+        Probe { key, tie: no_tie }
+    }
+}
+
+impl<C: RecordClass, T: Fn(&C::Record) -> Ordering> Probe<'_, C, T> {
+    /// How the sought record compares with `r`.
+    #[inline]
+    fn cmp(&self, class: &C, r: &C::Record) -> Ordering {
+        match class.compare(self.key, r) {
+            Ordering::Equal => (self.tie)(r),
+            other => other,
+        }
+    }
+}
+
 /// Where a key leads in one node.
 enum Pos {
     Found(usize),
@@ -547,17 +579,23 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// the key (`Err`), else the child to descend to, if any (`Ok`). The search runs on the
     /// node's flattened keys when the class has them.
     #[allow(clippy::type_complexity)]
-    fn search_node(
+    fn search_node<T: Fn(&C::Record) -> Ordering>(
         &self,
         ptr: &ChildPointer,
         depth: u16,
-        key: &C::Key,
+        p: &Probe<'_, C, T>,
     ) -> Result<core::result::Result<Option<ChildPointer>, Option<C::Record>>> {
+        // Flattened keys say nothing of a tie-break: classes whose keys repeat compare records.
+        let flat_key = if self.class.keys_repeat() {
+            None
+        } else {
+            self.class.flat_key(p.key)
+        };
         let step = |data: &NodeData<C>, flat: Option<&[u64]>| {
             let pos = flat
-                .zip(self.class.flat_key(key))
+                .zip(flat_key)
                 .and_then(|(flat, x)| locate_flat(flat, x, data.records.len()))
-                .unwrap_or_else(|| self.locate(data, key));
+                .unwrap_or_else(|| self.locate(data, p));
             match pos {
                 Pos::Found(i) => Err(data.records.get(i).cloned()),
                 Pos::Child(i) => Ok(data.children.get(i).copied()),
@@ -711,20 +749,24 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Ok((split, low))
     }
 
-    fn locate(&self, data: &NodeData<C>, key: &C::Key) -> Pos {
+    fn locate<T: Fn(&C::Record) -> Ordering>(
+        &self,
+        data: &NodeData<C>,
+        p: &Probe<'_, C, T>,
+    ) -> Pos {
         match data
             .records
-            .binary_search_by(|r| self.class.compare(key, r).reverse())
+            .binary_search_by(|r| p.cmp(&self.class, r).reverse())
         {
             Ok(i) => Pos::Found(i),
             Err(i) => Pos::Child(i),
         }
     }
 
-    fn hint(&self, key: &C::Key) -> Hint {
+    fn hint<T: Fn(&C::Record) -> Ordering>(&self, p: &Probe<'_, C, T>) -> Hint {
         match &self.minmax {
-            Some((min, _)) if self.class.compare(key, min) == Ordering::Less => Hint::Left,
-            Some((_, max)) if self.class.compare(key, max) == Ordering::Greater => Hint::Right,
+            Some((min, _)) if p.cmp(&self.class, min) == Ordering::Less => Hint::Left,
+            Some((_, max)) if p.cmp(&self.class, max) == Ordering::Greater => Hint::Right,
             _ => Hint::Search,
         }
     }
@@ -947,11 +989,32 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     // ----- reading ------------------------------------------------------------------------
 
-    /// The record whose key is `key`.
+    /// The record whose key is `key` (when the class's keys repeat: one of the records of
+    /// that key, whichever the descent meets first; see [`find_by`](Self::find_by) and
+    /// [`find_all`](Self::find_all)).
     pub fn find(&self, key: &C::Key) -> Result<Option<C::Record>> {
+        self.find_probe(&Probe::key(key))
+    }
+
+    /// The record of key `key` that `tie` picks among the records of that key: `tie(r)` says
+    /// how the record sought compares with `r` (a record of key `key`), in the order the
+    /// tree keeps such records (libhdf5's name indexes: the names, read through the heap ID
+    /// of `r`). `tie` is called only on records of key `key`.
+    pub fn find_by(
+        &self,
+        key: &C::Key,
+        tie: impl Fn(&C::Record) -> Ordering,
+    ) -> Result<Option<C::Record>> {
+        self.find_probe(&Probe { key, tie })
+    }
+
+    fn find_probe<T: Fn(&C::Record) -> Ordering>(
+        &self,
+        p: &Probe<'_, C, T>,
+    ) -> Result<Option<C::Record>> {
         if let Some((min, max)) = &self.minmax
-            && (self.class.compare(key, min) == Ordering::Less
-                || self.class.compare(key, max) == Ordering::Greater)
+            && (p.cmp(&self.class, min) == Ordering::Less
+                || p.cmp(&self.class, max) == Ordering::Greater)
         {
             return Ok(None);
         }
@@ -962,7 +1025,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // Each step goes one level down from the header's depth (at most MAX_DEPTH), so a
         // cyclic corrupt tree ends in an error, never a loop.
         loop {
-            let step = self.search_node(&ptr, depth, key)?;
+            let step = self.search_node(&ptr, depth, p)?;
             match step {
                 Err(found) => return Ok(found),
                 Ok(None) => return Ok(None),
@@ -974,6 +1037,74 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 }
             }
         }
+    }
+
+    /// Every record of key `key`, in the tree's order: one descent, then the records of that
+    /// key and the subtrees between them (libhdf5's name indexes: the records of one hash,
+    /// whose names tell them apart).
+    pub fn find_all(&self, key: &C::Key) -> Result<Vec<C::Record>> {
+        let mut out = Vec::new();
+        if let Some((min, max)) = &self.minmax
+            && (self.class.compare(key, min) == Ordering::Less
+                || self.class.compare(key, max) == Ordering::Greater)
+        {
+            return Ok(out);
+        }
+        if let Some(root) = self.root_ptr() {
+            self.find_all_node(&root, self.hdr.depth, key, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn find_all_node(
+        &self,
+        ptr: &ChildPointer,
+        depth: u16,
+        key: &C::Key,
+        out: &mut Vec<C::Record>,
+    ) -> Result<()> {
+        /// A record of the key, or a subtree that may hold some.
+        enum Item<R> {
+            Record(R),
+            Child(ChildPointer),
+        }
+        // The node's records `lo..hi` have the key; its children `lo..=hi` may hold more.
+        // They are listed first and visited after the node's lock is released.
+        let items = self.read_node(ptr, depth, |n| {
+            let lo = n
+                .records
+                .partition_point(|r| self.class.compare(key, r) == Ordering::Greater);
+            let hi = n
+                .records
+                .partition_point(|r| self.class.compare(key, r) != Ordering::Less);
+            let mut items = Vec::new();
+            for i in lo..=hi {
+                if depth > 0 {
+                    let c = n
+                        .children
+                        .get(i)
+                        .ok_or_else(|| self.corrupt(ptr.addr, "child index out of range"))?;
+                    items.push(Item::Child(*c));
+                }
+                if let Some(r) = n.records.get(i).filter(|_| i < hi) {
+                    items.push(Item::Record(r.clone()));
+                }
+            }
+            Ok(items)
+        })?;
+        // Recursion depth is the header's depth, at most MAX_DEPTH.
+        for item in items {
+            match item {
+                Item::Record(r) => out.push(r),
+                Item::Child(c) => {
+                    let d = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| self.corrupt(c.addr, "descent below a leaf"))?;
+                    self.find_all_node(&c, d, key, out)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The `n`th record in key order (0-based), found through the subtree counts in O(depth).
@@ -1191,8 +1322,15 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
         let mut total = 0u64;
         let check = |r: &C::Record, last: &mut Option<C::Record>| -> Result<()> {
+            // Records of one key (a class whose keys repeat) are ordered by what only the
+            // caller knows: equal neighbours are in order as far as the tree can tell.
+            let repeat = self.class.keys_repeat();
             if let Some(prev) = last.as_ref()
-                && self.class.compare(self.class.key(r), prev) != Ordering::Greater
+                && match self.class.compare(self.class.key(r), prev) {
+                    Ordering::Greater => false,
+                    Ordering::Equal => !repeat,
+                    Ordering::Less => true,
+                }
             {
                 return Err(self.corrupt(ptr.addr, "records out of order"));
             }
@@ -1287,11 +1425,18 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 // ----- modification -------------------------------------------------------------------------
 
 /// What a removal descends for.
-#[derive(Clone, Copy)]
-enum Target<'k, K: ?Sized> {
-    Key(&'k K),
+enum Target<'p, P> {
+    Key(&'p P),
     Min,
 }
+
+impl<P> Clone for Target<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Target<'_, P> {}
 
 impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Insert `record`; an error if a record with its key is there already.
@@ -1302,6 +1447,27 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Insert `record` for a chunk whose data the chunk proxy `proxy` stands for: the node that
     /// holds the record is not written before the chunk is.
     pub fn insert_with_proxy(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<()> {
+        self.insert_probe(record, proxy, no_tie)
+    }
+
+    /// Insert `record` among the records of its key where `tie` places it: `tie(r)` says how
+    /// `record` compares with `r`, a record of the same key (a class whose keys repeat, see
+    /// [`RecordClass::keys_repeat`]; libhdf5's name indexes order two names of one hash by
+    /// name). An error, the tree untouched, if `tie` finds it equal to one of them.
+    pub fn insert_by(
+        &mut self,
+        record: C::Record,
+        tie: impl Fn(&C::Record) -> Ordering,
+    ) -> Result<()> {
+        self.insert_probe(record, None, tie)
+    }
+
+    fn insert_probe<T: Fn(&C::Record) -> Ordering>(
+        &mut self,
+        record: C::Record,
+        proxy: Option<ProxyId>,
+        tie: T,
+    ) -> Result<()> {
         if self.minmax.is_none() && !self.is_empty() {
             self.min_max()?;
         }
@@ -1321,10 +1487,15 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             self.end_op(op);
             return self.store_header();
         };
-        let hint = self.hint(self.class.key(&record));
+        let class = Arc::clone(&self.class);
+        let p = Probe {
+            key: class.key(&record),
+            tie,
+        };
+        let hint = self.hint(&p);
         // Look before restructuring anything: a duplicate must leave the tree untouched. A key
         // beyond the minimum or maximum cannot be in the tree, so appends skip this search.
-        if hint == Hint::Search && self.find(self.class.key(&record))?.is_some() {
+        if hint == Hint::Search && self.find_probe(&p)?.is_some() {
             return Err(Error::Duplicate { header: self.addr });
         }
         let mut root = root;
@@ -1332,7 +1503,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if usize::from(self.hdr.root_nrec) >= split {
             root = self.split_root(root, hint, &mut op)?;
         }
-        let new_root = self.insert_rec(root, self.hdr.depth, &record, hint, proxy, &mut op)?;
+        let new_root = self.insert_rec(root, self.hdr.depth, &record, &p, hint, proxy, &mut op)?;
         self.set_root(new_root)?;
         if let Some((min, max)) = &mut self.minmax {
             match hint {
@@ -1394,21 +1565,22 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Ok(ptr)
     }
 
-    fn insert_rec(
+    #[allow(clippy::too_many_arguments)]
+    fn insert_rec<T: Fn(&C::Record) -> Ordering>(
         &self,
         ptr: ChildPointer,
         depth: u16,
         record: &C::Record,
+        p: &Probe<'_, C, T>,
         hint: Hint,
         proxy: Option<ProxyId>,
         op: &mut Op,
     ) -> Result<ChildPointer> {
-        let key = self.class.key(record);
         let mut node = self.node_mut(&ptr, depth)?;
         let pos = |node: &NodeData<C>| match hint {
             Hint::Left => Pos::Child(0),
             Hint::Right => Pos::Child(node.records.len()),
-            Hint::Search => self.locate(node, key),
+            Hint::Search => self.locate(node, p),
         };
         if depth == 0 {
             let Pos::Child(i) = pos(&node) else {
@@ -1477,7 +1649,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .get(idx)
             .ok_or_else(|| self.corrupt(ptr.addr, "child index out of range"))?;
         self.link(ptr.addr, child.addr)?;
-        let new_child = self.insert_rec(child, depth.saturating_sub(1), record, hint, proxy, op)?;
+        let new_child =
+            self.insert_rec(child, depth.saturating_sub(1), record, p, hint, proxy, op)?;
         if let Some(c) = node.children.get_mut(idx) {
             *c = new_child;
         }
@@ -1498,12 +1671,18 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Replace the record with `record`'s key, or insert it (libhdf5's `H5B2_update`). A key
-    /// above the maximum (an append) goes straight to the insert without a search.
+    /// above the maximum (an append) goes straight to the insert without a search. Refused
+    /// (typed) for a class whose keys repeat: a key alone does not name the record to replace.
     pub fn upsert(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<bool> {
+        if self.class.keys_repeat() {
+            return Err(Error::Unsupported(
+                "replacing or modifying records by key in a v2 B-tree whose keys repeat",
+            ));
+        }
         if self.minmax.is_none() && !self.is_empty() {
             self.min_max()?;
         }
-        if self.hint(self.class.key(&record)) == Hint::Search {
+        if self.hint(&Probe::key(self.class.key(&record))) == Hint::Search {
             let replacement = record.clone();
             let key_of = self.class.clone();
             let done = self.modify_with_proxy(key_of.key(&record), proxy, move |r| {
@@ -1531,12 +1710,17 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// take the per-record path. After an error, as after one of `insert`, the tree may be
     /// left inconsistent.
     pub fn upsert_many(&mut self, records: &[C::Record]) -> Result<()> {
+        if self.class.keys_repeat() {
+            return Err(Error::Unsupported(
+                "replacing or modifying records by key in a v2 B-tree whose keys repeat",
+            ));
+        }
         let mut rest = records;
         while let Some((first, tail)) = rest.split_first() {
             if self.minmax.is_none() && !self.is_empty() {
                 self.min_max()?;
             }
-            let taken = if self.hint(self.class.key(first)) == Hint::Right {
+            let taken = if self.hint(&Probe::key(self.class.key(first))) == Hint::Right {
                 self.append_run(rest)?
             } else {
                 0
@@ -1829,7 +2013,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Modify the record with key `key` in place (its key must not change); returns whether it
-    /// was found.
+    /// was found. Refused (typed) for a class whose keys repeat, as [`upsert`](Self::upsert).
     pub fn modify(&mut self, key: &C::Key, f: impl FnOnce(&mut C::Record)) -> Result<bool> {
         self.modify_with_proxy(key, None, f)
     }
@@ -1841,6 +2025,11 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         proxy: Option<ProxyId>,
         f: impl FnOnce(&mut C::Record),
     ) -> Result<bool> {
+        if self.class.keys_repeat() {
+            return Err(Error::Unsupported(
+                "replacing or modifying records by key in a v2 B-tree whose keys repeat",
+            ));
+        }
         let Some(mut ptr) = self.root_ptr() else {
             return Ok(false);
         };
@@ -1849,7 +2038,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         for _ in 0..=MAX_DEPTH {
             // Look without dirtying; protect only the node that holds the record.
             let step = self.read_node(&ptr, depth, |n| {
-                Ok(match self.locate(n, key) {
+                Ok(match self.locate(n, &Probe::key(key)) {
                     Pos::Found(_) => None,
                     Pos::Child(i) => Some(n.children.get(i).copied()),
                 })
@@ -1857,7 +2046,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             match step {
                 None => {
                     let mut node = self.node_mut(&ptr, depth)?;
-                    let Pos::Found(i) = self.locate(&node, key) else {
+                    let Pos::Found(i) = self.locate(&node, &Probe::key(key)) else {
                         return Err(self.corrupt(ptr.addr, "record vanished"));
                     };
                     let class = self.class.clone();
@@ -1898,12 +2087,31 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Err(self.corrupt(self.addr, "descent deeper than MAX_DEPTH"))
     }
 
-    /// Remove the record with key `key`; returns it, or `None` when absent.
+    /// Remove the record with key `key`; returns it, or `None` when absent. (When the
+    /// class's keys repeat: one of the records of that key, whichever the descent meets
+    /// first; see [`remove_by`](Self::remove_by).)
     pub fn remove(&mut self, key: &C::Key) -> Result<Option<C::Record>> {
+        self.remove_probe(&Probe::key(key))
+    }
+
+    /// Remove the record of key `key` that `tie` picks (as [`find_by`](Self::find_by) picks
+    /// it); returns it, or `None` when absent.
+    pub fn remove_by(
+        &mut self,
+        key: &C::Key,
+        tie: impl Fn(&C::Record) -> Ordering,
+    ) -> Result<Option<C::Record>> {
+        self.remove_probe(&Probe { key, tie })
+    }
+
+    fn remove_probe<T: Fn(&C::Record) -> Ordering>(
+        &mut self,
+        p: &Probe<'_, C, T>,
+    ) -> Result<Option<C::Record>> {
         if self.minmax.is_none() && !self.is_empty() {
             self.min_max()?;
         }
-        if self.hint(key) != Hint::Search {
+        if self.hint(p) != Hint::Search {
             return Ok(None);
         }
         let Some(mut root) = self.root_ptr() else {
@@ -1930,8 +2138,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             self.set_root(child)?;
             root = child;
         }
-        let (removed, new_root) =
-            self.remove_rec(root, self.hdr.depth, Target::Key(key), &mut op)?;
+        let (removed, new_root) = self.remove_rec(root, self.hdr.depth, Target::Key(p), &mut op)?;
         if new_root.nrec == 0 {
             // The root leaf lost its last record: the tree is empty again.
             self.free_node(new_root.addr, &mut op)?;
@@ -1942,6 +2149,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         } else {
             self.set_root(new_root)?;
         }
+        // Another record of the same key (a class whose keys repeat) also drops the cached
+        // extremes: they are found again when needed.
         if let (Some(r), Some((min, max))) = (&removed, &self.minmax) {
             let k = self.class.key(r);
             if self.class.compare(k, min) == Ordering::Equal
@@ -1958,11 +2167,11 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Ok(removed)
     }
 
-    fn remove_rec(
+    fn remove_rec<T: Fn(&C::Record) -> Ordering>(
         &self,
         ptr: ChildPointer,
         depth: u16,
-        target: Target<'_, C::Key>,
+        target: Target<'_, Probe<'_, C, T>>,
         op: &mut Op,
     ) -> Result<(Option<C::Record>, ChildPointer)> {
         let mut node = self.node_mut(&ptr, depth)?;

@@ -161,3 +161,150 @@ fn delete_frees_everything_and_bytes_used_counts_nodes() {
     assert_eq!(free1 - free0 + (eoa0.get() - eoa1.get()), used);
     assert!(cache.resident().is_empty());
 }
+
+/// Type-5-shaped records whose keys repeat: a hash of only a few values, and names kept
+/// outside the tree (as a fractal heap keeps them), which order the records of one hash.
+#[derive(Debug)]
+struct CollidingNames;
+
+impl RecordClass for CollidingNames {
+    type Record = LinkRec;
+    type Key = u32;
+    fn tree_type(&self) -> u8 {
+        5
+    }
+    fn record_size(&self) -> usize {
+        11
+    }
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<LinkRec> {
+        LinkNameClass.decode(raw, at)
+    }
+    fn encode(&self, r: &LinkRec, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        LinkNameClass.encode(r, out)
+    }
+    fn key<'r>(&self, r: &'r LinkRec) -> &'r u32 {
+        &r.hash
+    }
+    fn compare(&self, key: &u32, r: &LinkRec) -> Ordering {
+        key.cmp(&r.hash)
+    }
+    fn keys_repeat(&self) -> bool {
+        true
+    }
+}
+
+/// Name number `i`, its "hash" (five values: most names collide) and its record.
+fn colliding(i: u16) -> (String, LinkRec) {
+    let name = format!("name{:05}", u32::from(i).wrapping_mul(7919) % 10_007);
+    let hash = u32::from(i % 5) * 1000;
+    let mut heap_id = [0u8; 7];
+    heap_id[..2].copy_from_slice(&i.to_le_bytes());
+    (name, LinkRec { hash, heap_id })
+}
+
+/// The name a record's heap ID stands for.
+fn name_of(r: &LinkRec) -> String {
+    colliding(u16::from_le_bytes([r.heap_id[0], r.heap_id[1]])).0
+}
+
+/// 200-byte nodes: about seventeen records a leaf, so a few hundred make a tree three deep.
+const TINY: Params = Params {
+    node_size: 200,
+    split_percent: 100,
+    merge_percent: 40,
+};
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Inserts and removals by (hash, name) keep the records ordered by hash, then by name (as
+    /// libhdf5 orders two link names of one hash), against a `BTreeMap` model: every record
+    /// found by its name, each hash's records listed in order, after reopening too.
+    #[test]
+    fn records_of_one_key_ordered_by_a_tie_break(
+        ops in proptest::collection::vec((proptest::bool::weighted(0.7), 0u16..600), 1..900)
+    ) {
+        let storage = MemStorage::new();
+        let cache = mem_cache(&storage, false);
+        let mut t = BTree2::create(&cache, S, CollidingNames, TINY).unwrap();
+        let mut model: BTreeMap<(u32, String), LinkRec> = BTreeMap::new();
+        for (insert, i) in ops {
+            let (name, rec) = colliding(i);
+            let tie = |r: &LinkRec| name.as_str().cmp(name_of(r).as_str());
+            let key = (rec.hash, name.clone());
+            if insert {
+                let done = t.insert_by(rec.clone(), tie);
+                match model.entry(key) {
+                    std::collections::btree_map::Entry::Occupied(_) => {
+                        let duplicate =
+                            matches!(done, Err(h5chunk_btree2::Error::Duplicate { .. }));
+                        proptest::prop_assert!(duplicate, "{:?}", done);
+                    }
+                    std::collections::btree_map::Entry::Vacant(slot) => {
+                        done.unwrap();
+                        slot.insert(rec);
+                    }
+                }
+            } else {
+                proptest::prop_assert_eq!(t.remove_by(&rec.hash, tie).unwrap(), model.remove(&key));
+            }
+        }
+        t.validate().unwrap();
+        let header = t.addr();
+        proptest::prop_assert!(cache.flush().unwrap().is_complete());
+        let eoa = cache.allocator().eoa();
+        let reader = mem_cache(&storage, false);
+        reader.allocator().set_eoa(eoa);
+        let t = BTree2::open(&reader, S, header, CollidingNames).unwrap();
+        let all: Vec<LinkRec> = model.values().cloned().collect();
+        proptest::prop_assert_eq!(t.records().unwrap(), all);
+        for hash in (0..5).map(|h| h * 1000) {
+            let want: Vec<LinkRec> = model
+                .range((hash, String::new())..(hash + 1, String::new()))
+                .map(|(_, r)| r.clone())
+                .collect();
+            proptest::prop_assert_eq!(t.find_all(&hash).unwrap(), want);
+        }
+        for i in (0..600).step_by(7) {
+            let (name, rec) = colliding(i);
+            let found = t
+                .find_by(&rec.hash, |r| name.as_str().cmp(name_of(r).as_str()))
+                .unwrap();
+            proptest::prop_assert_eq!(found.as_ref(), model.get(&(rec.hash, name)));
+        }
+        proptest::prop_assert!(t.find_all(&1).unwrap().is_empty());
+    }
+}
+
+/// A key alone does not name a record of a class whose keys repeat: replacing by key is
+/// refused, typed; inserting a second record of a key without a tie-break is a duplicate.
+#[test]
+fn replacing_by_a_repeated_key_is_refused() {
+    let storage = MemStorage::new();
+    let cache = mem_cache(&storage, false);
+    let mut t = BTree2::create(&cache, S, CollidingNames, TINY).unwrap();
+    let (_, a) = colliding(0);
+    let (_, b) = colliding(5);
+    t.insert(a.clone()).unwrap();
+    assert!(matches!(
+        t.insert(b.clone()),
+        Err(h5chunk_btree2::Error::Duplicate { .. })
+    ));
+    assert!(matches!(
+        t.upsert(b.clone(), None),
+        Err(h5chunk_btree2::Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        t.upsert_many(&[b]),
+        Err(h5chunk_btree2::Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        t.modify(&0, |_| {}),
+        Err(h5chunk_btree2::Error::Unsupported(_))
+    ));
+    assert_eq!(t.find(&0).unwrap(), Some(a));
+}

@@ -278,6 +278,19 @@ fn attributes_in(f: &Store, header: Addr, all: Vec<Message>) -> Result<Vec<Resul
     Ok(out)
 }
 
+/// The fractal heap and name index of the attributes of the object at `header`, when they
+/// are stored densely.
+pub(crate) fn dense_addresses(f: &Store, header: Addr) -> Result<Option<(Addr, Addr)>> {
+    for m in f.messages(header)? {
+        if let Message::Unknown { kind, data } = m
+            && kind == MessageType::ATTRIBUTE_INFO
+        {
+            return dense_in_use(&data, header, f.sizes);
+        }
+    }
+    Ok(None)
+}
+
 /// The fractal heap and name index of an Attribute Info message, when dense storage is in
 /// use: version 0, flags (bit 0: creation order tracked, with a u16 maximum index; bit 1:
 /// indexed, with a third address), fractal heap address, name index address.

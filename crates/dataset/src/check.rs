@@ -102,6 +102,9 @@ impl File {
                     continue;
                 }
             };
+            if let Ok(link::LinkStorage::Dense { heap, names }) = link::storage_of(&f.store, addr) {
+                name_order(f, addr, &path, heap, names, false, &mut report);
+            }
             for (name, value) in links {
                 let child = if path == "/" {
                     format!("/{name}")
@@ -216,11 +219,45 @@ impl File {
 /// skipped line for storage h5chunk does not read yet.
 fn check_attributes(f: &crate::file::FileInner, addr: Addr, path: &str, report: &mut CheckReport) {
     match crate::attr::read_all(&f.store, addr) {
-        Ok(_) => {}
+        // Dense attributes: libhdf5 finds each by its name's hash, then its name.
+        Ok(_) => match crate::attr::dense_addresses(&f.store, addr) {
+            Ok(Some((heap, names))) => name_order(f, addr, path, heap, names, true, report),
+            Ok(None) => {}
+            Err(e) => report.problems.push(problem(addr, path, &e)),
+        },
         Err(Error::Unsupported(what)) => {
             report
                 .skipped
                 .push(format!("{path}: attributes: unsupported: {what}"));
+        }
+        Err(e) => report.problems.push(problem(addr, path, &e)),
+    }
+}
+
+/// A problem for each record of the dense name index at `names` (links, or `attributes`)
+/// out of libhdf5's order: two names of one hash must be in name order, or libhdf5's
+/// lookups, which compare the hash and then the name, may miss one.
+fn name_order(
+    f: &crate::file::FileInner,
+    addr: Addr,
+    path: &str,
+    heap: Addr,
+    names: Addr,
+    attributes: bool,
+    report: &mut CheckReport,
+) {
+    match crate::dense::misordered(&f.store, heap, names, attributes) {
+        Ok(pairs) => {
+            for (a, b) in pairs {
+                report.problems.push(Problem {
+                    addr: Some(names.get()),
+                    object: path.to_owned(),
+                    what: format!(
+                        "name index: {a:?} before {b:?}, names of one hash out of name order \
+                         (libhdf5 may not find them)"
+                    ),
+                });
+            }
         }
         Err(e) => report.problems.push(problem(addr, path, &e)),
     }

@@ -8,7 +8,7 @@
 //! in a bounded prefix, blocks only at the sizes the header's geometry gives (bounded by the
 //! file's end), objects only inside the block that holds them.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -277,10 +277,65 @@ impl LinkName {
     pub(crate) fn new(hash: u32, id: Vec<u8>) -> LinkName {
         LinkName { hash, id }
     }
+}
 
-    /// The heap ID of the message.
-    pub(crate) fn id(&self) -> &[u8] {
-        &self.id
+/// Names of records of a name index, by heap ID: what orders records of one hash. libhdf5
+/// compares two names of one hash as `strcmp` does (bytes as unsigned, a name before any
+/// longer one it begins), which is how byte strings compare; a name holds no NUL.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    by_id: HashMap<Vec<u8>, Vec<u8>>,
+    /// A tie-break met a record whose name is not here (see [`Names::check`]).
+    missing: Cell<bool>,
+}
+
+impl Names {
+    /// The records of `hash` in `tree`, with their names (`name_of` reads one through its
+    /// heap ID). Only those records are read from the heap: none, nearly always.
+    pub(crate) fn of_hash(
+        tree: &BTree2<'_, LinkNames>,
+        hash: u32,
+        mut name_of: impl FnMut(&[u8]) -> Result<Vec<u8>>,
+    ) -> Result<Names> {
+        let mut names = Names::default();
+        for r in tree.find_all(&hash).map_err(bt2_err)? {
+            let name = name_of(&r.id)?;
+            names.by_id.insert(r.id, name);
+        }
+        Ok(names)
+    }
+
+    /// Record that heap object `id` holds `name`.
+    pub(crate) fn insert(&mut self, id: Vec<u8>, name: Vec<u8>) {
+        self.by_id.insert(id, name);
+    }
+
+    /// Whether a record's name is `name`.
+    pub(crate) fn has(&self, name: &[u8]) -> bool {
+        self.by_id.values().any(|n| n.as_slice() == name)
+    }
+
+    /// How `name` compares with the name of `r`, a record of its hash: the tie-break of the
+    /// tree's operations on that hash.
+    pub(crate) fn tie<'a>(&'a self, name: &'a [u8]) -> impl Fn(&LinkName) -> Ordering + 'a {
+        move |r| match self.by_id.get(&r.id) {
+            Some(other) => name.cmp(other.as_slice()),
+            None => {
+                self.missing.set(true);
+                Ordering::Less
+            }
+        }
+    }
+
+    /// An error if a tie-break met a record not listed here: [`of_hash`](Self::of_hash)
+    /// lists every record of the hash, so the tree changed between (a bug, not the file).
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.missing.get() {
+            return Err(Error::Internal(
+                "a name index record of the hash was not among those read before",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -353,17 +408,90 @@ impl RecordClass for LinkNames {
     fn compare(&self, key: &u32, r: &LinkName) -> Ordering {
         key.cmp(&r.hash)
     }
+
+    /// Two names of one hash: their records are ordered by name (see [`Names`]).
+    fn keys_repeat(&self) -> bool {
+        true
+    }
 }
 
-/// The heap IDs of the records of the name index at `names` (links, or `attributes`) whose
-/// hash `pick` accepts (every record: `None`), in the index's order.
-fn ids(
-    f: &Store,
-    heap: &Heap,
-    names: Addr,
-    attributes: bool,
-    pick: Option<u32>,
-) -> Result<Vec<Vec<u8>>> {
+/// Records of a group's creation-order index: v2 B-tree type 6 (a link's creation order, a
+/// 64-bit integer, then the heap ID of its link message), ordered by creation order.
+#[derive(Debug)]
+pub(crate) struct CreationOrders {
+    id_len: usize,
+}
+
+impl CreationOrders {
+    pub(crate) fn new(id_len: usize) -> CreationOrders {
+        CreationOrders { id_len }
+    }
+}
+
+/// One record of [`CreationOrders`].
+#[derive(Clone, Debug)]
+pub(crate) struct CreationOrder {
+    order: u64,
+    id: Vec<u8>,
+}
+
+impl CreationOrder {
+    pub(crate) fn new(order: u64, id: Vec<u8>) -> CreationOrder {
+        CreationOrder { order, id }
+    }
+}
+
+impl RecordClass for CreationOrders {
+    type Record = CreationOrder;
+    type Key = u64;
+
+    fn tree_type(&self) -> u8 {
+        6
+    }
+
+    fn record_size(&self) -> usize {
+        self.id_len.saturating_add(8)
+    }
+
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<CreationOrder> {
+        let short = || FormatError::Truncated {
+            structure: "creation-order index record",
+            at,
+            needed: self.record_size() as u64,
+            available: raw.len() as u64,
+        };
+        let (order, id) = raw.split_first_chunk::<8>().ok_or_else(short)?;
+        let id = id.get(..self.id_len).ok_or_else(short)?;
+        Ok(CreationOrder {
+            order: u64::from_le_bytes(*order),
+            id: id.to_vec(),
+        })
+    }
+
+    fn encode(&self, r: &CreationOrder, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        if r.id.len() != self.id_len {
+            return Err(FormatError::Unencodable {
+                structure: "creation-order index record",
+                reason: format!("a {}-byte heap ID in a heap of {}", r.id.len(), self.id_len),
+            });
+        }
+        out.extend_from_slice(&r.order.to_le_bytes());
+        out.extend_from_slice(&r.id);
+        Ok(())
+    }
+
+    fn key<'r>(&self, r: &'r CreationOrder) -> &'r u64 {
+        &r.order
+    }
+
+    fn compare(&self, key: &u64, r: &CreationOrder) -> Ordering {
+        key.cmp(&r.order)
+    }
+}
+
+/// The heap IDs of the records of the name index at `names` (links, or `attributes`), in the
+/// index's order.
+fn ids(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<Vec<u8>>> {
     let class = LinkNames {
         id_len: heap.id_len(),
         attributes,
@@ -373,9 +501,7 @@ fn ids(
     // The closure never breaks: the flow it returns says nothing.
     let _ = tree
         .iterate(|r| {
-            if pick.is_none_or(|h| h == r.hash) {
-                ids.push(r.id.clone());
-            }
+            ids.push(r.id.clone());
             ControlFlow::Continue(())
         })
         .map_err(bt2_err)?;
@@ -391,7 +517,7 @@ fn link(f: &Store, heap: &Heap, id: &[u8]) -> Result<Link> {
 /// Every link of a group stored densely (heap at `heap`, name index at `names`).
 pub(crate) fn links(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Link>> {
     let heap = Heap::open(f, heap)?;
-    ids(f, &heap, names, false, None)?
+    ids(f, &heap, names, false)?
         .iter()
         .map(|id| link(f, &heap, id))
         .collect()
@@ -401,9 +527,9 @@ pub(crate) fn links(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Link>> {
 /// lookup3 of the name), then the one whose message holds the name.
 pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<Option<Link>> {
     let hash = h5chunk_format::checksum::lookup3(name.as_bytes());
-    // One descent finds a record of the hash; only when its link has another name (two names
-    // of one hash) are all the records of the hash looked at. A name not there (a link about
-    // to be added) reads nothing of the heap, so its changes not yet written stay in memory.
+    // One descent finds the records of the hash (nearly always none or one), and each one's
+    // link is read until the name matches. A name not there (a link about to be added) most
+    // often reads nothing of the heap, so its changes not yet written stay in memory.
     let id_len = match f.heaps.id_len(heap) {
         Some(n) => n,
         None => Heap::open(f, heap)?.id_len(),
@@ -413,16 +539,13 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
         attributes: false,
     };
     let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
-    let Some(first) = tree.find(&hash).map_err(bt2_err)? else {
+    let records = tree.find_all(&hash).map_err(bt2_err)?;
+    if records.is_empty() {
         return Ok(None);
-    };
-    let heap = Heap::open(f, heap)?;
-    let l = link(f, &heap, &first.id)?;
-    if l.name == name.as_bytes() {
-        return Ok(Some(l));
     }
-    for id in ids(f, &heap, names, false, Some(hash))? {
-        let l = link(f, &heap, &id)?;
+    let heap = Heap::open(f, heap)?;
+    for r in records {
+        let l = link(f, &heap, &r.id)?;
         if l.name == name.as_bytes() {
             return Ok(Some(l));
         }
@@ -430,11 +553,62 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
     Ok(None)
 }
 
+/// The name of the link message heap object `id` of `heap` holds.
+pub(crate) fn link_name(f: &Store, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
+    Ok(link(f, heap, id)?.name)
+}
+
+/// The name of the attribute message heap object `id` of `heap` holds.
+pub(crate) fn attribute_name(f: &Store, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
+    let body = heap.object(f, id)?;
+    let mut d = Decoder::new(&body, heap.addr, f.sizes, "attribute message (dense)");
+    Ok(h5chunk_format::message::Attribute::decode(&mut d)?.name)
+}
+
+/// Records of the name index at `names` (links, or `attributes`; heap at `heap`) that share
+/// a hash with the record before them but whose name does not follow its name: libhdf5 finds
+/// a name by comparing the hash, then the name, so it may miss such a record. Each as the two
+/// names, in the index's order.
+pub(crate) fn misordered(
+    f: &Store,
+    heap: Addr,
+    names: Addr,
+    attributes: bool,
+) -> Result<Vec<(String, String)>> {
+    let heap = Heap::open(f, heap)?;
+    let class = LinkNames::new(heap.id_len(), attributes);
+    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
+    let records = tree.records().map_err(bt2_err)?;
+    let name_of = |r: &LinkName| {
+        if attributes {
+            attribute_name(f, &heap, &r.id)
+        } else {
+            link_name(f, &heap, &r.id)
+        }
+    };
+    let mut out = Vec::new();
+    // Only the names of records of a shared hash are read.
+    for run in records.chunk_by(|a, b| a.hash == b.hash) {
+        let mut prev: Option<Vec<u8>> = None;
+        for r in run.iter().filter(|_| run.len() > 1) {
+            let name = name_of(r)?;
+            if let Some(p) = prev.as_ref().filter(|p| **p >= name) {
+                out.push((
+                    String::from_utf8_lossy(p).into_owned(),
+                    String::from_utf8_lossy(&name).into_owned(),
+                ));
+            }
+            prev = Some(name);
+        }
+    }
+    Ok(out)
+}
+
 /// The attribute messages (encoded) of an object whose attributes are stored densely, in the
 /// name index's order.
 pub(crate) fn attribute_messages(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Vec<u8>>> {
     let heap = Heap::open(f, heap)?;
-    ids(f, &heap, names, true, None)?
+    ids(f, &heap, names, true)?
         .iter()
         .map(|id| heap.object(f, id))
         .collect()

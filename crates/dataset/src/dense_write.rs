@@ -32,7 +32,7 @@ use h5chunk_format::fractal_heap::{Header, HeapStats, IndirectBlock};
 use h5chunk_format::message::Link;
 use parking_lot::Mutex;
 
-use crate::dense::{Heap, LinkName, LinkNames};
+use crate::dense::{CreationOrder, CreationOrders, Heap, LinkName, LinkNames, Names};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -841,48 +841,125 @@ fn encode_link(f: &Store, l: &Link) -> Result<Vec<u8>> {
 }
 
 fn bt2(e: h5chunk_btree2::Error) -> Error {
-    match e {
-        h5chunk_btree2::Error::Duplicate { .. } => Error::Unsupported(
-            "two link names of one dense group with the same hash (libhdf5 orders them by name)",
-        ),
-        other => Error::NameIndex(other),
+    Error::NameIndex(e)
+}
+
+/// The heap ID length of the heap at `heap`.
+fn id_len(f: &Store, heap: Addr) -> Result<usize> {
+    match f.heaps.id_len(heap) {
+        Some(n) => Ok(n),
+        None => Ok(Heap::open(f, heap)?.id_len()),
     }
 }
 
-/// Move `links` into new dense storage: the fractal heap's and the name index's addresses.
-pub(crate) fn create(f: &Store, links: &[Link]) -> Result<(Addr, Addr)> {
+/// Dense storage made by [`create`]: the fractal heap, the name index and, for a group that
+/// indexes creation order, the creation-order index.
+#[derive(Debug)]
+pub(crate) struct Created {
+    pub(crate) heap: Addr,
+    pub(crate) names: Addr,
+    pub(crate) orders: Option<Addr>,
+}
+
+/// Move `links` into new dense storage, with a creation-order index (type 6) when
+/// `index_order` (every link then carries its creation order).
+pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Created> {
     let mut heap = HeapWriter::create(f, link_heap_header())?;
-    let class = LinkNames::new(usize::from(heap.h.id_len), false);
+    let id_len = usize::from(heap.h.id_len);
+    let class = LinkNames::new(id_len, false);
     let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    let mut by_order = if index_order {
+        let class = CreationOrders::new(id_len);
+        Some(BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?)
+    } else {
+        None
+    };
+    // Names of one hash are ordered by name: the names inserted so far, by heap ID.
+    let mut known = Names::default();
     for l in links {
         let id = heap.insert(f, &encode_link(f, l)?)?;
-        tree.insert(LinkName::new(
-            h5chunk_format::checksum::lookup3(&l.name),
-            id,
-        ))
-        .map_err(bt2)?;
+        let record = LinkName::new(h5chunk_format::checksum::lookup3(&l.name), id.clone());
+        tree.insert_by(record, known.tie(&l.name)).map_err(bt2)?;
+        known.check()?;
+        if let Some(t) = &mut by_order {
+            let order = l.creation_order.ok_or(Error::Unsupported(
+                "indexing the creation order of a link that has none",
+            ))?;
+            t.insert(CreationOrder::new(order, id.clone()))
+                .map_err(bt2)?;
+        }
+        known.insert(id, l.name.clone());
     }
     let addr = heap.addr;
     f.heaps.adopt(f, heap)?;
-    Ok((addr, tree.addr()))
+    Ok(Created {
+        heap: addr,
+        names: tree.addr(),
+        orders: by_order.map(|t| t.addr()),
+    })
 }
 
-/// Add `link` to the dense storage at `heap` / `names`.
-pub(crate) fn add(f: &Store, heap: Addr, names: Addr, link: &Link) -> Result<()> {
+/// Add `link` to the dense storage at `heap` / `names` (the caller has made sure no link of
+/// its name is there). Among other names of its hash, its record goes where libhdf5 puts it:
+/// in name order. A group that indexes creation order (`orders`: its type-6 B-tree) gets a
+/// record there too, keyed by the link's creation order.
+pub(crate) fn add(
+    f: &Store,
+    heap: Addr,
+    names: Addr,
+    orders: Option<Addr>,
+    link: &Link,
+) -> Result<()> {
     let body = encode_link(f, link)?;
     let hash = h5chunk_format::checksum::lookup3(&link.name);
+    let class = LinkNames::new(id_len(f, heap)?, false);
+    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+    // The names of the hash's other records (nearly always none: the heap is not read).
+    let mut reader = None;
+    let known = Names::of_hash(&tree, hash, |id| {
+        let h = match &mut reader {
+            Some(h) => h,
+            None => reader.insert(Heap::open(f, heap)?),
+        };
+        crate::dense::link_name(f, h, id)
+    })?;
+    if known.has(&link.name) {
+        return Err(Error::Internal("adding a dense link whose name is there"));
+    }
     f.heaps.with(
         f,
         heap,
         |b| link_len(f, b),
         |w| {
-            let class = LinkNames::new(usize::from(w.h.id_len), false);
-            let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
-            if tree.find(&hash).map_err(bt2)?.is_some() {
-                return Err(bt2(h5chunk_btree2::Error::Duplicate { header: names }));
-            }
+            // A creation order already indexed is refused before anything changes.
+            let mut by_order = match (orders, link.creation_order) {
+                (Some(at), Some(order)) => {
+                    let class = CreationOrders::new(usize::from(w.h.id_len));
+                    let t = BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2)?;
+                    if t.find(&order).map_err(bt2)?.is_some() {
+                        return Err(Error::corrupt(
+                            "creation-order index",
+                            at,
+                            format!("creation order {order} is there, past the group's maximum"),
+                        ));
+                    }
+                    Some((t, order))
+                }
+                (None, _) => None,
+                (Some(_), None) => {
+                    return Err(Error::Internal(
+                        "a link without creation order for a creation-order index",
+                    ));
+                }
+            };
             let id = w.insert(f, &body)?;
-            tree.insert(LinkName::new(hash, id)).map_err(bt2)
+            tree.insert_by(LinkName::new(hash, id.clone()), known.tie(&link.name))
+                .map_err(bt2)?;
+            known.check()?;
+            if let Some((t, order)) = &mut by_order {
+                t.insert(CreationOrder::new(*order, id)).map_err(bt2)?;
+            }
+            Ok(())
         },
     )
 }
@@ -903,10 +980,14 @@ pub(crate) fn create_attributes(
     let mut heap = HeapWriter::create(f, attribute_heap_header())?;
     let class = LinkNames::new(usize::from(heap.h.id_len), true);
     let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    // Names of one hash are ordered by name: the names inserted so far, by heap ID.
+    let mut known = Names::default();
     for (body, name) in messages {
         let id = heap.insert(f, body)?;
-        tree.insert(LinkName::new(h5chunk_format::checksum::lookup3(name), id))
-            .map_err(bt2)?;
+        let record = LinkName::new(h5chunk_format::checksum::lookup3(name), id.clone());
+        tree.insert_by(record, known.tie(name)).map_err(bt2)?;
+        known.check()?;
+        known.insert(id, name.clone());
     }
     let addr = heap.addr;
     f.heaps.adopt(f, heap)?;
@@ -927,28 +1008,20 @@ pub(crate) fn put_attribute(
     let class = LinkNames::new(h.id_len(), true);
     let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(name);
-    // The attribute it replaces; a different name of the same hash is refused before anything
-    // is written.
-    let replaced = match tree.find(&hash).map_err(bt2)? {
-        Some(r) if attribute_name(f, &h, heap, r.id())? != name => {
-            return Err(bt2(h5chunk_btree2::Error::Duplicate { header: names }));
-        }
-        found => found.is_some(),
-    };
+    // The records of the hash with their names: the attribute it replaces, if one has its
+    // name, and where its record goes among the others (in name order, as libhdf5 orders
+    // them).
+    let known = Names::of_hash(&tree, hash, |id| crate::dense::attribute_name(f, &h, id))?;
+    let replaced = known.has(name);
     let id = f
         .heaps
         .with(f, heap, |b| attribute_len(f, b), |w| w.insert(f, body))?;
     if replaced {
-        tree.remove(&hash).map_err(bt2)?;
+        tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
     }
-    tree.insert(LinkName::new(hash, id)).map_err(bt2)
-}
-
-/// The name of the attribute message the heap object `id` holds.
-fn attribute_name(f: &Store, h: &Heap, heap: Addr, id: &[u8]) -> Result<Vec<u8>> {
-    let body = h.object(f, id)?;
-    let mut d = Decoder::new(&body, heap, f.sizes, "attribute message (dense)");
-    Ok(h5chunk_format::message::Attribute::decode(&mut d)?.name)
+    tree.insert_by(LinkName::new(hash, id), known.tie(name))
+        .map_err(bt2)?;
+    known.check()
 }
 
 /// Remove attribute `name` from the dense storage at `heap` / `names` (its record; the heap
@@ -958,17 +1031,14 @@ pub(crate) fn remove_attribute(f: &Store, heap: Addr, names: Addr, name: &[u8]) 
     let class = LinkNames::new(h.id_len(), true);
     let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(name);
-    let Some(record) = tree.find(&hash).map_err(bt2)? else {
+    // Other attributes of the hash stay: the record removed is the one of this name.
+    let known = Names::of_hash(&tree, hash, |id| crate::dense::attribute_name(f, &h, id))?;
+    if !known.has(name) {
         return Ok(false);
-    };
-    if attribute_name(f, &h, heap, record.id())? != name {
-        // Another attribute of the same hash: libhdf5 tells them apart by name.
-        return Err(Error::Unsupported(
-            "two attribute names of one object with the same hash",
-        ));
     }
-    tree.remove(&hash).map_err(bt2)?;
-    Ok(true)
+    let removed = tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
+    known.check()?;
+    Ok(removed.is_some())
 }
 
 #[cfg(test)]

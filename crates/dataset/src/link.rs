@@ -288,13 +288,31 @@ pub(crate) fn add_link(
                 }
             }
             // A group that tracks creation order gives each link the next index (libhdf5's
-            // maximum creation index counts the links ever made); it stays compact here (its
-            // dense form needs a creation-order index h5chunk does not write).
+            // maximum creation index counts the links ever made). Past the compact limit its
+            // links move to dense storage with, when the group indexes creation order, a
+            // creation-order index (v2 B-tree type 6) beside the name index.
             if let Some(li) = &info
                 && let Some(next) = li.max_creation_index
             {
                 let mut link = link;
                 link.creation_order = Some(next);
+                if links.len() >= max_compact {
+                    links.push(link);
+                    let made = crate::dense_write::create(f, &links, li.creation_order_indexed)?;
+                    while f.remove_message(group, |kind, _| {
+                        kind == h5chunk_format::message::MessageType::LINK
+                    })? {}
+                    return f.replace_message(
+                        group,
+                        &Message::LinkInfo(LinkInfo {
+                            max_creation_index: Some(next.saturating_add(1)),
+                            fractal_heap_address: Some(made.heap),
+                            name_index_address: Some(made.names),
+                            creation_order_index_address: made.orders,
+                            ..*li
+                        }),
+                    );
+                }
                 let m = raw(&Message::Link(link), MessageFlags::empty(), f.sizes)?;
                 // The link first: if the header refuses it, nothing has changed.
                 f.add_message(group, m)?;
@@ -309,15 +327,15 @@ pub(crate) fn add_link(
             match info {
                 Some(li) if links.len() >= max_compact && li.max_creation_index.is_none() => {
                     links.push(link);
-                    let (heap, names) = crate::dense_write::create(f, &links)?;
+                    let made = crate::dense_write::create(f, &links, false)?;
                     while f.remove_message(group, |kind, _| {
                         kind == h5chunk_format::message::MessageType::LINK
                     })? {}
                     f.replace_message(
                         group,
                         &Message::LinkInfo(LinkInfo {
-                            fractal_heap_address: Some(heap),
-                            name_index_address: Some(names),
+                            fractal_heap_address: Some(made.heap),
+                            name_index_address: Some(made.names),
                             ..li
                         }),
                     )
@@ -332,16 +350,38 @@ pub(crate) fn add_link(
             .insert(name.as_bytes(), target, cache)
             .map_err(bt1_err),
         LinkStorage::Dense { heap, names } => {
-            let tracked = f
-                .messages(group)?
-                .iter()
-                .any(|m| matches!(m, Message::LinkInfo(li) if li.max_creation_index.is_some()));
-            if tracked {
-                return Err(Error::Unsupported(
-                    "adding links to a dense group that tracks creation order",
-                ));
-            }
-            crate::dense_write::add(f, heap, names, &link)
+            let info = f.messages(group)?.into_iter().find_map(|m| match m {
+                Message::LinkInfo(li) => Some(li),
+                _ => None,
+            });
+            let Some(li) = info.filter(|li| li.max_creation_index.is_some()) else {
+                return crate::dense_write::add(f, heap, names, None, &link);
+            };
+            // A group that tracks creation order gives the link the next index, and one that
+            // indexes it adds a record to its creation-order B-tree (type 6), as libhdf5
+            // does; the maximum index goes up once the link is in.
+            let next = li.max_creation_index.unwrap_or(0);
+            let orders = match (li.creation_order_indexed, li.creation_order_index_address) {
+                (true, Some(at)) => Some(at),
+                (true, None) => {
+                    return Err(Error::corrupt(
+                        "link info message",
+                        group,
+                        "creation order indexed, without an index",
+                    ));
+                }
+                (false, _) => None,
+            };
+            let mut link = link;
+            link.creation_order = Some(next);
+            crate::dense_write::add(f, heap, names, orders, &link)?;
+            f.replace_message(
+                group,
+                &Message::LinkInfo(LinkInfo {
+                    max_creation_index: Some(next.saturating_add(1)),
+                    ..li
+                }),
+            )
         }
     }
 }

@@ -207,9 +207,8 @@ with h5py.File(sys.argv[1], "r+") as f:
 }
 
 /// Links added to a group that tracks link creation order carry the next creation index, so
-/// h5py lists them in the order they were made, after its own; the group stays compact past
-/// eight members (its dense form needs a creation-order index), and libhdf5 goes on adding to
-/// it. (h5py's `track_order=True` also tracks attribute order in the group's header, which
+/// h5py lists them in the order they were made, after its own; past eight members the group
+/// goes dense with a creation-order index, and libhdf5 goes on adding to it. (h5py's `track_order=True` also tracks attribute order in the group's header, which
 /// h5chunk refuses to add to, typed.)
 #[test]
 fn links_added_to_a_tracked_group_keep_their_creation_order() {
@@ -271,11 +270,10 @@ with h5py.File(sys.argv[1], "r") as f:
 /// root's direct rows (512 KiB) and past its rows of child indirect blocks that hold direct
 /// blocks only (4 MiB), into children that hold indirect blocks of their own.
 ///
-/// Among 100,000 names two are likely to share a lookup3 hash (about 1.2 pairs are expected);
-/// h5chunk refuses to add a name whose hash a dense group already has (typed), so this set is
-/// one without such a pair (the same names padded with `x` have two).
+/// Among 100,000 names two are likely to share a lookup3 hash (about 1.2 pairs are expected):
+/// these have a pair, whose records h5chunk orders by name as libhdf5 does.
 fn long_name(i: usize) -> String {
-    format!("member_{i:06}_{}", "y".repeat(26))
+    format!("member_{i:06}_{}", "x".repeat(26))
 }
 
 /// h5chunk makes a group of 100,000 members (99,500, then 500 more after reopening): its
@@ -343,18 +341,37 @@ fn a_group_of_100000_members_h5chunk_writes_is_read_and_changed_by_libhdf5() {
         "100,000 members: written in {written:?}, listed in {:?}",
         listed.elapsed()
     );
+    // The names that share a hash: both found, by h5chunk and by libhdf5.
+    let mut seen = std::collections::HashMap::new();
+    let same_hash: Vec<usize> = (0..n)
+        .filter_map(|i| {
+            let hash = h5chunk_format::checksum::lookup3(long_name(i).as_bytes());
+            seen.insert(hash, i).map(|j| [j, i])
+        })
+        .flatten()
+        .collect();
+    assert!(!same_hash.is_empty());
+    {
+        let file = File::open(&path).unwrap();
+        let g = file.group("g").unwrap();
+        for &i in &same_hash {
+            assert!(g.group(&long_name(i)).is_ok(), "{}", long_name(i));
+        }
+    }
+    let same_hash = serde_json::to_string(&same_hash).unwrap();
     let t = Instant::now();
     let script = format!(
         "{HEAP_STATS}{}",
         r#"
-import sys, h5py
+import sys, json, h5py
 path, reference, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-name = lambda i: f"member_{i:06}_" + "y" * 26
+same_hash = json.loads(sys.argv[4])
+name = lambda i: f"member_{i:06}_" + "x" * 26
 with h5py.File(path, "r") as f:
     g = f["g"]
     names = list(g)
     print(len(names), names == [name(i) for i in range(n)])
-    print(all(isinstance(g[name(i)], h5py.Group) for i in range(0, n, 997)))
+    print(all(isinstance(g[name(i)], h5py.Group) for i in list(range(0, n, 997)) + same_hash))
 # The same links made by libhdf5 (hard links to one group: the same 51-byte messages).
 with h5py.File(reference, "w", libver="latest") as f:
     g, t = f.create_group("g"), f.create_group("t")
@@ -379,6 +396,7 @@ with h5py.File(path, "r") as f:
             path.to_str().unwrap(),
             reference.to_str().unwrap(),
             &n.to_string(),
+            &same_hash,
         ],
     );
     eprintln!(
@@ -527,5 +545,327 @@ with h5py.File(path, "r") as f:
     eprintln!("h5py's 2 x 100,000 members read in {:?}", started.elapsed());
     let report = file.check();
     assert!(report.is_clean(), "{report:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `pairs` pairs of names `{prefix}{i:07}` whose lookup3 hashes (libhdf5's name hash) are
+/// equal, found by brute force: among n names about n² / 2³³ pairs share a hash, so a few
+/// hundred thousand names give a few pairs. Each pair in name order.
+fn colliding_pairs(prefix: &str, pairs: usize) -> Vec<(String, String)> {
+    let mut seen = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for i in 0u32.. {
+        let name = format!("{prefix}{i:07}");
+        let hash = h5chunk_format::checksum::lookup3(name.as_bytes());
+        if let Some(earlier) = seen.insert(hash, name.clone()) {
+            out.push((earlier, name));
+            if out.len() == pairs {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Names of one lookup3 hash in a dense group h5chunk writes: their records are ordered by
+/// name, as libhdf5 orders them (two pairs among the links that move into dense storage
+/// together, two added one by one, the larger name first or second). h5py finds each by
+/// name and h5dump lists them; libhdf5 deletes one name of a pair and adds the second name
+/// of another next to the first; h5chunk reads the result, and `check` (which also checks
+/// that names of one hash are in name order) finds it sound.
+#[test]
+fn names_of_one_hash_in_a_dense_group_are_ordered_as_libhdf5_orders_them() {
+    let Some(python) = interop::python("names_of_one_hash_in_a_dense_group") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-hash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("hash.h5");
+    let pairs = colliding_pairs("link_", 4);
+    // The order h5chunk adds them in: 6 others, pair 0 (larger first) then pair 1's first
+    // name (the ninth link: the move to dense storage), pair 1's second, pair 2 (larger
+    // first), 20 others, pair 3's first name (libhdf5 adds its second).
+    let mut order: Vec<String> = (0..6).map(|i| format!("other_{i:02}")).collect();
+    order.extend([pairs[0].1.clone(), pairs[0].0.clone(), pairs[1].0.clone()]);
+    order.extend([pairs[1].1.clone(), pairs[2].1.clone(), pairs[2].0.clone()]);
+    order.extend((6..26).map(|i| format!("other_{i:02}")));
+    order.push(pairs[3].0.clone());
+    {
+        let options = FileOptions {
+            bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        };
+        let file = File::create_with(&path, options).unwrap();
+        let g = file.create_group("g").unwrap();
+        for (i, name) in order.iter().enumerate() {
+            let d = g
+                .new_dataset::<i32>()
+                .shape(&[1])
+                .chunk(&[1])
+                .create(name)
+                .unwrap();
+            d.write(&[i as i32]).unwrap();
+        }
+        // A name already there is refused, though another of its hash is there too.
+        assert!(matches!(
+            g.create_group(&pairs[2].0),
+            Err(Error::Exists { .. })
+        ));
+        assert!(!g.contains(&pairs[3].1).unwrap());
+        file.close().unwrap();
+    }
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("g").unwrap();
+        for (i, name) in order.iter().enumerate() {
+            assert_eq!(g.dataset(name).unwrap().read::<i32>().unwrap(), [i as i32]);
+        }
+        let mut sorted = order.clone();
+        sorted.sort();
+        let members: Vec<String> = g.members().unwrap().into_iter().map(|m| m.0).collect();
+        assert_eq!(members, sorted);
+    }
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, json, h5py
+path, order, pairs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+with h5py.File(path, "r") as f:
+    g = f["g"]
+    print(list(g) == sorted(order), all(int(g[n][0]) == i for i, n in enumerate(order)))
+with h5py.File(path, "r+") as f:
+    g = f["g"]
+    del g[pairs[0][0]]
+    g.create_group(pairs[3][1])
+with h5py.File(path, "r") as f:
+    g = f["g"]
+    print(len(g), pairs[0][0] in g, pairs[0][1] in g, isinstance(g[pairs[3][1]], h5py.Group))
+"#,
+        &[
+            path.to_str().unwrap(),
+            &serde_json::to_string(&order).unwrap(),
+            &serde_json::to_string(&pairs).unwrap(),
+        ],
+    );
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), "True True");
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("{} False True True", order.len())
+    );
+    if let Some(h5dump) = interop::h5dump("names_of_one_hash_in_a_dense_group") {
+        let out = std::process::Command::new(h5dump)
+            .arg("-n")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listing = String::from_utf8_lossy(&out.stdout);
+        for (a, b) in &pairs[1..] {
+            assert!(listing.contains(&format!(" /g/{a}\n")), "{listing}");
+            assert!(listing.contains(&format!(" /g/{b}\n")), "{listing}");
+        }
+    }
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    let g = file.group("g").unwrap();
+    assert!(!g.contains(&pairs[0].0).unwrap());
+    assert_eq!(g.dataset(&pairs[0].1).unwrap().read::<i32>().unwrap(), [6]);
+    assert!(g.group(&pairs[3].1).is_ok());
+    assert_eq!(
+        g.dataset(&pairs[3].0).unwrap().read::<i32>().unwrap(),
+        [order.len() as i32 - 1]
+    );
+    assert_eq!(g.members().unwrap().len(), order.len());
+    drop((g, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Attribute names of one lookup3 hash on one object, in dense storage h5chunk writes: a
+/// pair among the attributes that move there together, two added one by one; h5chunk
+/// replaces one name of a pair and deletes one name of another (the other stays). h5py reads
+/// every attribute by name; libhdf5 deletes one name of a pair and adds back the one h5chunk
+/// deleted; h5chunk reads the result and `check` finds it sound.
+#[test]
+fn attribute_names_of_one_hash_are_ordered_as_libhdf5_orders_them() {
+    let Some(python) = interop::python("attribute_names_of_one_hash") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-ahash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ahash.h5");
+    let pairs = colliding_pairs("attr_", 3);
+    let mut order: Vec<String> = (0..6).map(|i| format!("other_{i:02}")).collect();
+    order.extend([pairs[0].1.clone(), pairs[0].0.clone(), pairs[1].0.clone()]);
+    order.extend([pairs[1].1.clone(), pairs[2].1.clone(), pairs[2].0.clone()]);
+    order.extend((6..12).map(|i| format!("other_{i:02}")));
+    let mut want: std::collections::BTreeMap<String, i64> = (order.iter().enumerate())
+        .map(|(i, n)| (n.clone(), i as i64))
+        .collect();
+    {
+        let options = FileOptions {
+            bounds: LibverBounds::new(Libver::V110, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        };
+        let file = File::create_with(&path, options).unwrap();
+        let d = file
+            .new_dataset::<f64>()
+            .shape(&[1])
+            .chunk(&[1])
+            .create("d")
+            .unwrap();
+        for (i, name) in order.iter().enumerate() {
+            d.set_attr_scalar(name, i as i64).unwrap();
+        }
+        // Replaced: the record of this name, not its partner's.
+        d.set_attr_scalar(&pairs[0].0, 1000i64).unwrap();
+        want.insert(pairs[0].0.clone(), 1000);
+        // Deleted: its partner stays.
+        d.delete_attr(&pairs[1].0).unwrap();
+        want.remove(&pairs[1].0);
+        assert!(matches!(
+            d.delete_attr(&pairs[1].0),
+            Err(Error::NoAttribute { .. })
+        ));
+        for (name, v) in &want {
+            assert_eq!(d.attr(name).unwrap().value::<i64>().unwrap(), *v, "{name}");
+        }
+        assert_eq!(d.attrs().unwrap().len(), want.len());
+        file.close().unwrap();
+    }
+    let report = File::open(&path).unwrap().check();
+    assert!(report.is_clean(), "{report:?}");
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, json, h5py
+path, want, pairs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+with h5py.File(path, "r") as f:
+    a = f["d"].attrs
+    print(sorted(a.keys()) == sorted(want), all(int(a[n]) == v for n, v in want.items()),
+          pairs[1][0] in a, pairs[1][1] in a)
+with h5py.File(path, "r+") as f:
+    a = f["d"].attrs
+    del a[pairs[2][1]]
+    a[pairs[1][0]] = 77
+with h5py.File(path, "r") as f:
+    a = f["d"].attrs
+    print(len(a), pairs[2][1] in a, int(a[pairs[2][0]]), int(a[pairs[1][0]]), int(a[pairs[1][1]]))
+"#,
+        &[
+            path.to_str().unwrap(),
+            &serde_json::to_string(&want).unwrap(),
+            &serde_json::to_string(&pairs).unwrap(),
+        ],
+    );
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), "True True False True");
+    let (p2, p1) = (want[&pairs[2].0], want[&pairs[1].1]);
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("{} False {p2} 77 {p1}", want.len())
+    );
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    let d = file.dataset("d").unwrap();
+    assert!(d.attr(&pairs[2].1).is_err());
+    assert_eq!(d.attr(&pairs[2].0).unwrap().value::<i64>().unwrap(), p2);
+    assert_eq!(d.attr(&pairs[1].0).unwrap().value::<i64>().unwrap(), 77);
+    assert_eq!(d.attr(&pairs[1].1).unwrap().value::<i64>().unwrap(), p1);
+    assert_eq!(d.attrs().unwrap().len(), want.len());
+    drop((d, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A group that tracks and indexes creation order (made by h5py, 3 links) grows past 8 links
+/// in h5chunk: its links move to dense storage with a creation-order index (v2 B-tree type
+/// 6) beside the name index, and later links (also after reopening) carry the next creation
+/// index and get a record in both. h5py lists them in the order made, through that index;
+/// libhdf5 adds one and deletes one of h5chunk's (from both indexes); h5chunk lists the result
+/// in creation order and `check` finds it sound.
+#[test]
+fn links_added_to_a_dense_tracked_group_are_indexed_by_creation_order() {
+    let Some(python) = interop::python("links_added_to_a_dense_tracked_group") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-crt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("crt.h5");
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_link_creation_order(h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED)
+    h5py.h5g.create(f.id, b"t", gcpl=gcpl)
+    for n in ["zeta", "alpha", "mu"]:
+        f["t"].create_group(n)
+"#);
+    let ours: Vec<String> = (0..45).map(|i| format!("c{:02}", 44 - i)).collect();
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("t").unwrap();
+        for n in &ours[..40] {
+            g.create_group(n).unwrap();
+        }
+        file.close().unwrap();
+    }
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("t").unwrap();
+        for n in &ours[40..] {
+            g.create_group(n).unwrap();
+        }
+        file.close().unwrap();
+    }
+    let mut want: Vec<String> = ["zeta", "alpha", "mu"].map(String::from).to_vec();
+    want.extend(ours.iter().cloned());
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("t").unwrap();
+        let listed: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(listed, want);
+    }
+    // Dense now: one fractal heap, two v2 B-trees (names, creation order).
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.windows(4).filter(|w| w == b"FRHP").count(), 1);
+    assert_eq!(bytes.windows(4).filter(|w| w == b"BTHD").count(), 2);
+    let out = run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f["t"]))
+with h5py.File(sys.argv[1], "r+") as f:
+    f["t"].create_group("last")
+    del f["t"]["c20"]
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f["t"]))
+"#);
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), want.join(" "));
+    want.retain(|n| n != "c20");
+    want.push("last".into());
+    assert_eq!(lines.next().unwrap(), want.join(" "));
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    let listed: Vec<String> = (file.group("t").unwrap().members_in_creation_order())
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(listed, want);
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
