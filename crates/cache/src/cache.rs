@@ -497,7 +497,7 @@ impl Inner {
     /// Whether `to` is reachable from `from` along parent → child edges.
     fn reaches(&self, from: Key, to: Key) -> bool {
         let mut seen = KeySeen::default();
-        let mut stack = vec![from];
+        let mut stack: smallvec::SmallVec<[Key; 16]> = smallvec::smallvec![from];
         while let Some(k) = stack.pop() {
             if k == to {
                 return true;
@@ -1815,7 +1815,9 @@ impl MetadataCache {
             return Err(Error::DependencyExists { parent, child });
         }
         // A proxy has no children, so an edge to one cannot close a cycle.
-        if parent == child || (!matches!(child, Key::Proxy(_)) && inner.reaches(child, parent)) {
+        // A key without children (a proxy, a leaf node) cannot reach `parent`: no search.
+        if parent == child || (inner.children.contains_key(&child) && inner.reaches(child, parent))
+        {
             return Err(Error::DependencyCycle { parent, child });
         }
         inner.children.entry(parent).or_default().insert(child);
