@@ -140,16 +140,18 @@ impl Dataset {
             return Ok(false);
         };
         let cur_k = cur.get(k).copied().unwrap_or(0);
+        // Boxed, so that taking it out and putting it back moves a pointer.
         let plan = match c.append_plan.take() {
             Some(p) if p.fits(le.len(), k, cur) => p,
             _ => match AppendPlan::new(le.len(), elem, k, cur, &c.shape.chunk) {
-                Some(p) if max.len() == p.rank && p.rank <= MAX_FAST_RANK => p,
+                Some(p) if max.len() == p.rank && p.rank <= MAX_FAST_RANK => Box::new(p),
                 _ => return Ok(false),
             },
         };
         let appended = append_with(f, c, &plan, le, cur_k, (path, *header));
-        c.append_plan = Some(plan.clone());
-        let Some(len) = appended?.then(|| cur_k.checked_add(plan.grow)).flatten() else {
+        let grow = plan.grow;
+        c.append_plan = Some(plan);
+        let Some(len) = appended?.then(|| cur_k.checked_add(grow)).flatten() else {
             return Ok(false);
         };
         if let Some(d) = cur.get_mut(k) {

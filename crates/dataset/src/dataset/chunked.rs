@@ -48,7 +48,7 @@ pub(crate) struct Chunked {
     /// Chunks written whole and not yet stored (see [`Fresh`]).
     pub(crate) fresh: Fresh,
     /// The shape of the last append of whole chunks, for the next one of the same length.
-    pub(crate) append_plan: Option<super::append::AppendPlan>,
+    pub(crate) append_plan: Option<Box<super::append::AppendPlan>>,
 }
 
 /// Copy `src` into `dst` (of the same length): as one fixed-size move for ranks up to 4, where
