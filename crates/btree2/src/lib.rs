@@ -65,6 +65,11 @@
 //!   level); on the way down, a full child is relieved by moving records to a sibling with room
 //!   (two rebalancing attempts, with one or both neighbours), and only then split in two, the
 //!   middle record moving up. Every node on the path therefore has room when it is reached.
+//!   One departure from libhdf5: an append (a key above the maximum) that meets a full
+//!   right-most leaf splits it keeping every record but the one that moves up, and starts a new
+//!   leaf. Appends fill leaves left to right, so leaves end full rather than 50-88 % full, and
+//!   no second leaf is rewritten (under SWMR, shadowed) on every split. Any valid tree shape
+//!   reads the same in libhdf5; only the right-most leaf of a level is ever short.
 //! - **Remove** (top-down): a child at or below the merge threshold is refilled from a sibling
 //!   or merged with it before the descent enters it; a record found in an internal node is
 //!   replaced by its successor. A root left with one child is collapsed (the tree shrinks).
@@ -76,7 +81,7 @@
 //!   straight down the right-most path.
 //! - **Batched upserts** ([`BTree2::upsert_many`]): the result of [`BTree2::upsert`] on each
 //!   record in turn, to the byte. A run of appends keeps the right-most path protected, fills
-//!   the right-most leaf directly and relieves it (left sibling, then split) as an insert
+//!   the right-most leaf directly and relieves it (the split an append makes) as an insert
 //!   would, touching the counts above it and the header once per run; anything else takes
 //!   the per-record path.
 //! - **Flush dependencies** (the SWMR design, section 9): header -> root, internal node -> each

@@ -1,4 +1,5 @@
-//! The tree: create, open, find, insert (redistributing to siblings before splitting), update,
+//! The tree: create, open, find, insert (redistributing to siblings before splitting, except
+//! for appends, which split the full right-most leaf keeping it full), update,
 //! remove (merging and redistributing), in-order iteration, nth record, delete, bytes used;
 //! flush dependencies and SWMR shadowing.
 
