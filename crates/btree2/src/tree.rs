@@ -925,7 +925,14 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 Deal::KeepLeft if j == 0 => body,
                 _ => base.saturating_add(usize::from(j < rem)),
             };
-            let r: Vec<C::Record> = recs.by_ref().take(s).collect();
+            // The empty node an append's split starts gets room for a full leaf: the appends
+            // that follow fill it without regrowing it.
+            let cap = match deal {
+                Deal::KeepLeft if j > 0 => self.thresholds(cd).map_or(s, |(split, _)| split.max(s)),
+                _ => s,
+            };
+            let mut r: Vec<C::Record> = Vec::with_capacity(cap);
+            r.extend(recs.by_ref().take(s));
             let c: Vec<ChildPointer> = if cd > 0 {
                 kids.by_ref().take(s.saturating_add(1)).collect()
             } else {
@@ -1927,7 +1934,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if len < split {
                 return Ok(());
             }
-            self.split_last(run, op)?;
+            self.split_last(run, split, op)?;
         }
     }
 
@@ -1960,7 +1967,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// `rebalance(parent, last, 1, 2, Deal::KeepLeft)` for the last leaf: the right-most leaf
     /// of `run` keeps its records but the last, which moves up, and a new leaf (allocated
     /// where `rebalance` allocates it) takes the pending ones and becomes the right-most leaf.
-    fn split_last(&self, run: &mut Run<'c, '_, C>, op: &mut Op) -> Result<()> {
+    fn split_last(&self, run: &mut Run<'c, '_, C>, split: usize, op: &mut Op) -> Result<()> {
         let l_addr = run.leaf.addr();
         let proxies = if run.is_settled(l_addr) {
             Vec::new()
@@ -1980,7 +1987,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 .saturating_sub(run.leaf.data().records.len()),
         );
         let rest = run.input.get(run.pending..run.taken).unwrap_or_default();
-        let mut moved = Vec::with_capacity(rest.len());
+        // Room for the whole leaf the run is about to fill: no regrowth on the way.
+        let mut moved = Vec::with_capacity(split.max(rest.len()));
         let stored = &mut run.leaf.data_mut().records;
         moved.extend(stored.drain(s0.saturating_add(1).min(stored.len())..));
         let sep = stored
