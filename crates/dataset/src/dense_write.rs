@@ -20,17 +20,16 @@
 //! laid out (one with a free-space manager or huge objects) is refused for appending, typed.
 //!
 //! The newest block, the indirect blocks and the header are kept in memory between changes
-//! ([`PendingHeaps`]) and written when the file is flushed or when the heap is read, so adding
+//! (`store::PendingHeaps`) and written when the file is flushed or when the heap is read, so adding
 //! a link costs its copy into the block, not a rewrite and checksum of the whole block.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use h5chunk_btree2::{BTree2, Params};
 use h5chunk_format::Addr;
 use h5chunk_format::cursor::Decoder;
 use h5chunk_format::fractal_heap::{Header, HeapStats, IndirectBlock};
 use h5chunk_format::message::Link;
-use parking_lot::Mutex;
 
 use crate::dense::{CreationOrder, CreationOrders, Heap, LinkName, LinkNames, Names};
 use crate::error::{Error, Result};
@@ -737,89 +736,65 @@ fn set_top(levels: &mut [Level], level: Level) {
     }
 }
 
-/// The heaps of one open file being appended to, by header address: kept in memory between
-/// changes and written by [`flush`](PendingHeaps::flush) (at every file flush), or for one
-/// heap before it is read ([`flush_one`](PendingHeaps::flush_one)).
-#[derive(Default)]
-pub(crate) struct PendingHeaps(Mutex<HashMap<Addr, HeapWriter>>);
-
-impl std::fmt::Debug for PendingHeaps {
-    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(out, "PendingHeaps({} open)", self.0.lock().len())
+impl crate::store::HeldHeap for HeapWriter {
+    fn write(&mut self, f: &Store) -> Result<()> {
+        HeapWriter::write(self, f)
+    }
+    fn is_dirty(&self) -> bool {
+        HeapWriter::is_dirty(self)
+    }
+    fn id_len(&self) -> usize {
+        usize::from(self.h.id_len)
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 
-impl PendingHeaps {
-    /// Run `op` on the writer of the heap at `heap` (opened from the file if not open yet;
-    /// `object_len` as for [`HeapWriter::open`]).
-    fn with<R>(
-        &self,
-        f: &Store,
-        heap: Addr,
-        object_len: impl Fn(&[u8]) -> Option<usize>,
-        op: impl FnOnce(&mut HeapWriter) -> Result<R>,
-    ) -> Result<R> {
-        let mut map = self.0.lock();
-        if !map.contains_key(&heap) {
-            if map.len() >= MAX_PENDING {
-                for w in map.values_mut() {
-                    w.write(f)?;
-                }
-                map.clear();
-            }
-            map.insert(heap, HeapWriter::open(f, heap, object_len)?);
-        }
-        let w = map
-            .get_mut(&heap)
-            .ok_or(Error::Internal("a heap writer gone"))?;
-        let out = op(w)?;
-        // A SWMR writer's readers must find every change in the file at once.
-        if f.swmr_write() {
-            w.write(f)?;
-        }
-        Ok(out)
-    }
-
-    /// Keep `w` (a heap just made) open.
-    fn adopt(&self, f: &Store, w: HeapWriter) -> Result<()> {
-        let mut map = self.0.lock();
-        if map.len() >= MAX_PENDING || f.swmr_write() {
-            for other in map.values_mut() {
-                other.write(f)?;
+/// Run `op` on the writer of the heap at `heap`, held by the store between calls (opened from
+/// the file if not held yet; `object_len` as for [`HeapWriter::open`]).
+fn with_heap<R>(
+    f: &Store,
+    heap: Addr,
+    object_len: impl Fn(&[u8]) -> Option<usize>,
+    op: impl FnOnce(&mut HeapWriter) -> Result<R>,
+) -> Result<R> {
+    let mut map = f.heaps.0.lock();
+    if !map.contains_key(&heap) {
+        if map.len() >= MAX_PENDING {
+            for w in map.values_mut() {
+                w.write(f)?;
             }
             map.clear();
         }
-        let mut w = w;
-        if f.swmr_write() {
-            return w.write(f);
-        }
-        map.insert(w.addr, w);
-        Ok(())
+        map.insert(heap, Box::new(HeapWriter::open(f, heap, object_len)?));
     }
-
-    /// Write the changes to the heap at `heap`, if it has any (before it is read).
-    pub(crate) fn flush_one(&self, f: &Store, heap: Addr) -> Result<()> {
-        let mut map = self.0.lock();
-        match map.get_mut(&heap) {
-            Some(w) if w.is_dirty() => w.write(f),
-            _ => Ok(()),
-        }
+    let w = map
+        .get_mut(&heap)
+        .and_then(|w| w.as_any_mut().downcast_mut::<HeapWriter>())
+        .ok_or(Error::Internal("a heap writer gone"))?;
+    let out = op(w)?;
+    // A SWMR writer's readers must find every change in the file at once.
+    if f.swmr_write() {
+        w.write(f)?;
     }
+    Ok(out)
+}
 
-    /// The heap ID length of the heap at `heap`, if it is open here.
-    pub(crate) fn id_len(&self, heap: Addr) -> Option<usize> {
-        self.0.lock().get(&heap).map(|w| usize::from(w.h.id_len))
-    }
-
-    /// Write every heap's changes and close them all.
-    pub(crate) fn flush(&self, f: &Store) -> Result<()> {
-        let mut map = self.0.lock();
-        for w in map.values_mut() {
-            w.write(f)?;
+/// Keep `w` (a heap just made) open in the store.
+fn adopt_heap(f: &Store, mut w: HeapWriter) -> Result<()> {
+    let mut map = f.heaps.0.lock();
+    if map.len() >= MAX_PENDING || f.swmr_write() {
+        for other in map.values_mut() {
+            other.write(f)?;
         }
         map.clear();
-        Ok(())
     }
+    if f.swmr_write() {
+        return w.write(f);
+    }
+    map.insert(w.addr, Box::new(w));
+    Ok(())
 }
 
 /// The length of the link message at the start of `bytes`.
@@ -891,7 +866,7 @@ pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Cre
         known.insert(id, l.name.clone());
     }
     let addr = heap.addr;
-    f.heaps.adopt(f, heap)?;
+    adopt_heap(f, heap)?;
     Ok(Created {
         heap: addr,
         names: tree.addr(),
@@ -926,7 +901,7 @@ pub(crate) fn add(
     if known.has(&link.name) {
         return Err(Error::Internal("adding a dense link whose name is there"));
     }
-    f.heaps.with(
+    with_heap(
         f,
         heap,
         |b| link_len(f, b),
@@ -990,7 +965,7 @@ pub(crate) fn create_attributes(
         known.insert(id, name.clone());
     }
     let addr = heap.addr;
-    f.heaps.adopt(f, heap)?;
+    adopt_heap(f, heap)?;
     Ok((addr, tree.addr()))
 }
 
@@ -1013,9 +988,7 @@ pub(crate) fn put_attribute(
     // them).
     let known = Names::of_hash(&tree, hash, |id| crate::dense::attribute_name(f, &h, id))?;
     let replaced = known.has(name);
-    let id = f
-        .heaps
-        .with(f, heap, |b| attribute_len(f, b), |w| w.insert(f, body))?;
+    let id = with_heap(f, heap, |b| attribute_len(f, b), |w| w.insert(f, body))?;
     if replaced {
         tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
     }
@@ -1126,7 +1099,7 @@ mod tests {
         let mut a = HeapWriter::create(f, link_heap_header()).unwrap();
         let b_header = HeapWriter::create(f, link_heap_header()).unwrap();
         let b_addr = b_header.addr;
-        f.heaps.adopt(f, b_header).unwrap();
+        adopt_heap(f, b_header).unwrap();
         let len = |bytes: &[u8]| (bytes.first() != Some(&0)).then_some(100);
         let total = 70_000u32;
         let mut ids = Vec::new();
@@ -1136,7 +1109,7 @@ mod tests {
             let mut o = object(i, 100);
             o[0] = 1;
             let id = a.insert(f, &o).unwrap();
-            let id_b = f.heaps.with(f, b_addr, len, |w| w.insert(f, &o)).unwrap();
+            let id_b = with_heap(f, b_addr, len, |w| w.insert(f, &o)).unwrap();
             assert_eq!(id, id_b);
             ids.push(id);
             if i % 9_973 == 0 {

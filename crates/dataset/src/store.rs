@@ -82,7 +82,7 @@ pub(crate) struct Store {
     pub pages: PageCache,
     headers: Mutex<Headers>,
     /// Fractal heaps being appended to (dense links and attributes), written at each flush.
-    pub heaps: crate::dense_write::PendingHeaps,
+    pub heaps: PendingHeaps,
     /// Counts raw-data writes and frees (see [`epoch`](Self::epoch)).
     epoch: AtomicU64,
     /// Threads a read or flush may filter chunks on (1: the calling thread alone).
@@ -147,7 +147,7 @@ impl Store {
             k,
             pages: PageCache::new(RAW_PAGE_CACHE_BYTES),
             headers: Mutex::new(Headers::default()),
-            heaps: crate::dense_write::PendingHeaps::default(),
+            heaps: PendingHeaps::default(),
             epoch: AtomicU64::new(0),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             swmr_read: false,
@@ -457,5 +457,59 @@ impl Store {
     /// Write every changed object header.
     pub fn flush_headers(&self) -> Result<()> {
         self.headers.lock().flush(&*self.storage)
+    }
+}
+
+/// A fractal heap being appended to, its changes held in memory between calls (dense links
+/// and attributes: `dense_write` implements it). The store holds them and writes them at each
+/// flush, without depending on the module that makes them.
+pub(crate) trait HeldHeap: Send {
+    /// Write the held changes.
+    fn write(&mut self, f: &Store) -> Result<()>;
+    /// Whether changes are held.
+    fn is_dirty(&self) -> bool;
+    /// The heap's ID length.
+    fn id_len(&self) -> usize;
+    /// The concrete writer, for the module that made it.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+/// The heaps of one open file being appended to, by header address: written by
+/// [`flush`](PendingHeaps::flush) at every file flush, or one by
+/// [`flush_one`](PendingHeaps::flush_one) before the heap is read.
+#[derive(Default)]
+pub(crate) struct PendingHeaps(
+    pub(crate) Mutex<std::collections::HashMap<Addr, Box<dyn HeldHeap>>>,
+);
+
+impl std::fmt::Debug for PendingHeaps {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(out, "PendingHeaps({} open)", self.0.lock().len())
+    }
+}
+
+impl PendingHeaps {
+    /// Write the changes to the heap at `heap`, if it has any (before it is read).
+    pub(crate) fn flush_one(&self, f: &Store, heap: Addr) -> Result<()> {
+        let mut map = self.0.lock();
+        match map.get_mut(&heap) {
+            Some(w) if w.is_dirty() => w.write(f),
+            _ => Ok(()),
+        }
+    }
+
+    /// The heap ID length of the heap at `heap`, if it is open here.
+    pub(crate) fn id_len(&self, heap: Addr) -> Option<usize> {
+        self.0.lock().get(&heap).map(|w| w.id_len())
+    }
+
+    /// Write every heap's changes and close them all.
+    pub(crate) fn flush(&self, f: &Store) -> Result<()> {
+        let mut map = self.0.lock();
+        for w in map.values_mut() {
+            w.write(f)?;
+        }
+        map.clear();
+        Ok(())
     }
 }
