@@ -16,8 +16,17 @@
 //!
 //! Objects are packed one after the other into the newest block; one that does not fit starts
 //! the next block (libhdf5 would also fill earlier blocks' tails from its free-space manager,
-//! which h5chunk does not write: that space stays counted free, unused). A heap another writer
-//! laid out (one with a free-space manager or huge objects) is refused for appending, typed.
+//! which h5chunk does not write: that space stays counted free, unused).
+//!
+//! A heap libhdf5 made has a free-space manager whose sections (earlier blocks' tails, holes
+//! of deleted objects, skipped blocks) libhdf5 allocates from. h5chunk never allocates from
+//! them: its objects go into new blocks from the "next block" iterator on, as libhdf5's own
+//! next block would, space no section lists (checked: a manager listing space there is
+//! refused, typed), and the manager is left as it is. libhdf5's later allocations then land
+//! in its sections or in blocks past h5chunk's; the new blocks' unused tails, not listed, stay
+//! unused (counted free in the header, as libhdf5 counts a new block's space). Editing the
+//! manager instead would mean rewriting its section info, for no more safety. Heaps with huge
+//! objects or filters are refused for appending, typed.
 //!
 //! The newest block, the indirect blocks and the header are kept in memory between changes
 //! ([`PendingHeaps`]) and written when the file is flushed or when the heap is read, so adding
@@ -185,9 +194,22 @@ impl HeapWriter {
         let refuse =
             || Error::Unsupported("appending to a fractal heap laid out by another writer");
         let h = Heap::open_file(f, addr)?.header().clone();
-        if h.stats.free_manager.is_some() || h.huge_btree.is_some() || h.filters_len > 0 {
-            return Err(refuse());
+        if h.huge_btree.is_some() {
+            return Err(Error::Unsupported(
+                "appending to a fractal heap that holds huge objects",
+            ));
         }
+        if h.filters_len > 0 {
+            return Err(Error::Unsupported("appending to a filtered fractal heap"));
+        }
+        // A heap with a free-space manager (libhdf5's): its sections list the free bytes of
+        // the blocks before the "next block" iterator (their tails, the holes of deleted
+        // objects, blocks skipped), which libhdf5 allocates from. h5chunk never writes into
+        // those blocks: new objects go into new blocks from the iterator on, space no section
+        // lists (libhdf5 drops sections past its iterator), so the manager stays true and
+        // libhdf5's later allocations land elsewhere. The new blocks' tails are not added to
+        // it: libhdf5 leaves them unused (counted free in the header, as libhdf5 counts them).
+        let foreign = h.stats.free_manager.is_some();
         let entry_free = h.entry_free(f.sizes, h.max_root_rows());
         let mut w = HeapWriter {
             addr,
@@ -198,6 +220,13 @@ impl HeapWriter {
             header_dirty: false,
             entry_free,
         };
+        if foreign {
+            if let (Some(root), rows @ 1..) = (w.h.root, w.h.root_rows) {
+                w.load(f, 0, root, u32::from(rows))?;
+            }
+            w.check_free_space(f)?;
+            return Ok(w);
+        }
         let newest = match (w.h.root, w.h.root_rows) {
             (None, _) => None,
             (Some(root), 0) => Some((root, 0, w.h.start_block)),
@@ -237,6 +266,66 @@ impl HeapWriter {
             dirty: false,
         });
         Ok(w)
+    }
+
+    /// Check that the heap's free-space manager lists no space where new blocks go: every
+    /// section ends before the "next block" iterator (past the root direct block, when that
+    /// is the heap's only block). libhdf5 drops sections past its iterator, so its files pass;
+    /// a manager that did list such space would have libhdf5 allocate over h5chunk's objects.
+    fn check_free_space(&self, f: &Store) -> Result<()> {
+        use h5chunk_format::free_space::{self, HeapSection};
+        let Some(at) = self.h.stats.free_manager else {
+            return Ok(());
+        };
+        let len = free_space::Header::encoded_len(f.sizes) as u64;
+        let fs = free_space::Header::decode(&f.read(at, len)?, at, f.sizes)?;
+        if fs.client != 0 {
+            return Err(Error::corrupt(
+                "fractal heap",
+                self.addr,
+                format!("its free-space manager at {at} is of client {}", fs.client),
+            ));
+        }
+        let sections = match fs.sections_addr {
+            Some(s) if fs.serial_sections > 0 => free_space::decode_heap_sections(
+                &f.read(s, fs.sections_len)?,
+                s,
+                f.sizes,
+                &fs,
+                at,
+                u8::try_from(self.h.offset_bytes()).map_err(|_| heap_full())?,
+            )?,
+            _ => Vec::new(),
+        };
+        let frontier = match (self.h.root, self.h.root_rows) {
+            (None, _) => 0,
+            (Some(_), 0) => self.h.start_block,
+            (Some(_), _) => self.h.stats.iterator_offset,
+        };
+        for s in sections {
+            let end = match s {
+                HeapSection::Single { offset, size } => offset.saturating_add(size),
+                HeapSection::Blocks {
+                    iblock,
+                    row,
+                    col,
+                    entries,
+                } => {
+                    let last = u32::from(row)
+                        .saturating_mul(self.width())
+                        .saturating_add(u32::from(col))
+                        .saturating_add(u32::from(entries).saturating_sub(1));
+                    let (offset, size) = self.entry_geometry(iblock, last);
+                    offset.saturating_add(size)
+                }
+            };
+            if end > frontier {
+                return Err(Error::Unsupported(
+                    "appending to a fractal heap whose free-space manager lists space past its next-block iterator",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Read the indirect block of `rows` rows at `at`, heap offset `offset`, into `iblocks`.

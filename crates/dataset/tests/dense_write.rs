@@ -113,17 +113,19 @@ with h5py.File(sys.argv[1], "r") as f:
     assert!(!g.contains("member_00100").unwrap());
     assert_eq!(g.members().unwrap().len(), 10_500);
     drop((g, file));
-    // libhdf5 may have laid free space out its own way: adding more is done or refused,
-    // typed, never a damaged file.
+    // libhdf5 laid free space out its own way (a free-space manager): h5chunk adds past it.
     {
         let file = File::open_rw(&path).unwrap();
-        match file.group("g").unwrap().create_group("after_libhdf5") {
-            Ok(_) | Err(Error::Unsupported(_)) => {}
-            Err(e) => panic!("{e}"),
-        }
+        file.group("g")
+            .unwrap()
+            .create_group("after_libhdf5")
+            .unwrap();
         file.close().unwrap();
     }
-    assert!(File::open(&path).unwrap().check().is_clean());
+    let file = File::open(&path).unwrap();
+    assert!(file.check().is_clean());
+    assert_eq!(file.group("g").unwrap().members().unwrap().len(), 10_501);
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -437,19 +439,19 @@ with h5py.File(path, "r") as f:
         assert!(g.contains(&long_name(8)).unwrap());
         assert_eq!(g.members().unwrap().len(), n);
     }
-    // libhdf5 keeps a free-space manager now: adding more is done or refused, typed.
-    let added = {
+    // libhdf5 keeps a free-space manager now: h5chunk adds past the space it lists.
+    {
         let file = File::open_rw(&path).unwrap();
-        let added = match file.group("g").unwrap().create_group("after_libhdf5") {
-            Ok(_) => 1,
-            Err(Error::Unsupported(_)) => 0,
-            Err(e) => panic!("{e}"),
-        };
+        file.group("g")
+            .unwrap()
+            .create_group("after_libhdf5")
+            .unwrap();
         file.close().unwrap();
-        added
-    };
-    let members = File::open(&path).unwrap().group("g").unwrap().members();
-    assert_eq!(members.unwrap().len(), n + added);
+    }
+    let file = File::open(&path).unwrap();
+    assert!(file.check().is_clean());
+    assert_eq!(file.group("g").unwrap().members().unwrap().len(), n + 1);
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -868,4 +870,161 @@ with h5py.File(sys.argv[1], "r") as f:
     assert_eq!(listed, want);
     drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Dense storage libhdf5 made (a free-space manager, holes left by deleted members) takes
+/// h5chunk's links and attributes in new heap blocks, which the manager does not list: libhdf5
+/// then adds 200 more of each, filling its own free space and growing the heap past h5chunk's
+/// blocks, and every link and attribute still reads right in h5py and h5chunk; h5chunk then
+/// adds again after libhdf5.
+#[test]
+fn links_and_attributes_added_to_libhdf5_dense_storage_survive_libhdf5_adding_more() {
+    let Some(python) = interop::python("added_to_libhdf5_dense_storage") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-fsm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fsm.h5");
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    run(r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    g = f.create_group("g")
+    for i in range(20):
+        g.create_group("py%02d" % i)
+    d = f.create_dataset("d", data=np.arange(4))
+    for i in range(20):
+        d.attrs["pa%02d" % i] = np.arange(i + 1, dtype="i4")
+with h5py.File(sys.argv[1], "r+") as f:
+    for i in (3, 4, 11):
+        del f["g"]["py%02d" % i]
+        del f["d"].attrs["pa%02d" % i]
+"#);
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(
+        bytes.windows(4).any(|w| w == b"FSHD"),
+        "libhdf5 kept no free-space manager"
+    );
+    let ours = |i: usize| format!("h5chunk_link_{i:03}");
+    let attr = |i: usize| format!("h5chunk_attr_{i:03}");
+    let values = |i: usize| {
+        (0..(i % 7 + 1) as i64)
+            .map(|v| v * 1000 + i as i64)
+            .collect::<Vec<_>>()
+    };
+    // Two sessions: the second opens the heap again (its newest block is h5chunk's).
+    for range in [0..30, 30..45] {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("g").unwrap();
+        let d = file.dataset("d").unwrap();
+        for i in range {
+            g.create_group(&ours(i)).unwrap();
+            d.set_attr(&attr(i), &values(i)).unwrap();
+        }
+        file.close().unwrap();
+    }
+    let check_ours = |file: &File, links: usize| {
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("g").unwrap();
+        let d = file.dataset("d").unwrap();
+        for i in 0..45 {
+            assert!(g.group(&ours(i)).is_ok(), "{}", ours(i));
+            assert_eq!(
+                d.attr(&attr(i)).unwrap().values::<i64>().unwrap(),
+                values(i)
+            );
+        }
+        for i in [0usize, 5, 19] {
+            let a = d.attr(&format!("pa{i:02}")).unwrap();
+            assert_eq!(
+                a.values::<i32>().unwrap(),
+                (0..=i as i32).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(g.members().unwrap().len(), links);
+    };
+    check_ours(&File::open(&path).unwrap(), 17 + 45);
+    let out = run(r#"
+import sys, h5py, numpy as np
+def verify(f, extra):
+    g, a = f["g"], f["d"].attrs
+    bad = [n for n in g if not isinstance(g[n], h5py.Group)]
+    for i in range(45):
+        want = np.array([v * 1000 + i for v in range(i % 7 + 1)])
+        if list(a["h5chunk_attr_%03d" % i]) != list(want):
+            bad.append("h5chunk_attr_%03d" % i)
+    for i in range(extra):
+        if list(a["py_more_%03d" % i]) != [i, -i]:
+            bad.append("py_more_%03d" % i)
+        if "py_more_%03d" % i not in g:
+            bad.append("link py_more_%03d" % i)
+    print(len(g), len(a), bad)
+with h5py.File(sys.argv[1], "r") as f:
+    verify(f, 0)
+with h5py.File(sys.argv[1], "r+") as f:
+    g, a = f["g"], f["d"].attrs
+    for i in range(200):
+        g.create_group("py_more_%03d" % i)
+        a["py_more_%03d" % i] = np.array([i, -i], dtype="i8")
+    del g["h5chunk_link_007"]
+    del a["pa05"]
+with h5py.File(sys.argv[1], "r") as f:
+    verify(f, 200)
+"#);
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), "62 62 []");
+    assert_eq!(lines.next().unwrap(), "261 261 []");
+    if let Some(h5dump) = interop::h5dump("added_to_libhdf5_dense_storage") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("g").unwrap();
+        let d = file.dataset("d").unwrap();
+        assert_eq!(g.members().unwrap().len(), 261);
+        for i in (0..200).step_by(7) {
+            assert!(g.group(&format!("py_more_{i:03}")).is_ok());
+            let v = d
+                .attr(&format!("py_more_{i:03}"))
+                .unwrap()
+                .values::<i64>()
+                .unwrap();
+            assert_eq!(v, [i as i64, -(i as i64)]);
+        }
+        for i in (0..45).filter(|&i| i != 7) {
+            assert!(g.group(&ours(i)).is_ok());
+            assert_eq!(
+                d.attr(&attr(i)).unwrap().values::<i64>().unwrap(),
+                values(i)
+            );
+        }
+    }
+    // h5chunk adds again after libhdf5, and libhdf5 reads everything.
+    {
+        let file = File::open_rw(&path).unwrap();
+        file.group("g")
+            .unwrap()
+            .create_group("h5chunk_last")
+            .unwrap();
+        file.dataset("d")
+            .unwrap()
+            .set_attr_scalar("h5chunk_last", 7i64)
+            .unwrap();
+        file.close().unwrap();
+    }
+    let out = run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    g, a = f["g"], f["d"].attrs
+    bad = [n for n in g if not isinstance(g[n], h5py.Group)]
+    print(len(g), len(a), bad, int(a["h5chunk_last"]), list(a["py_more_199"]))
+"#);
+    assert_eq!(out.trim(), "262 262 [] 7 [np.int64(199), np.int64(-199)]");
+    assert!(File::open(&path).unwrap().check().is_clean());
+    std::fs::remove_dir_all(&dir).unwrap();
+    eprintln!("took {:?}", started.elapsed());
 }
