@@ -41,7 +41,10 @@ use h5chunk_format::fractal_heap::{Header, HeapStats, IndirectBlock};
 use h5chunk_format::message::Link;
 use parking_lot::Mutex;
 
-use crate::dense::{CreationOrder, CreationOrders, Heap, LinkName, LinkNames, Names};
+use crate::dense::{
+    AttributeOrder, AttributeOrders, CreationOrder, CreationOrders, Heap, LinkName, LinkNames,
+    Names,
+};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -1060,62 +1063,131 @@ fn attribute_len(f: &Store, bytes: &[u8]) -> Option<usize> {
     Some(d.position())
 }
 
-/// Move attribute messages (each its encoded body and name) into new dense storage: the
-/// fractal heap's and the name index's (type 8) addresses.
+/// Dense attribute storage made by [`create_attributes`]: the fractal heap, the name index
+/// and, for an object that indexes attribute creation order, the creation-order index.
+#[derive(Debug)]
+pub(crate) struct CreatedAttributes {
+    pub(crate) heap: Addr,
+    pub(crate) names: Addr,
+    pub(crate) orders: Option<Addr>,
+}
+
+/// An attribute message to store densely: its encoded body, its name and its creation order
+/// (0 when the object does not track it).
+pub(crate) struct NewAttribute<'a> {
+    pub(crate) body: &'a [u8],
+    pub(crate) name: &'a [u8],
+    pub(crate) order: u32,
+}
+
+fn attribute_orders(f: &Store, at: Addr, id_len: usize) -> Result<BTree2<'_, AttributeOrders>> {
+    BTree2::open(&f.cache, f.sizes, at, AttributeOrders::new(id_len)).map_err(bt2)
+}
+
+/// Move attribute messages into new dense storage, with a creation-order index (type 9) when
+/// `index_order`, as libhdf5 makes it.
 pub(crate) fn create_attributes(
     f: &Store,
-    messages: &[(Vec<u8>, Vec<u8>)],
-) -> Result<(Addr, Addr)> {
+    messages: &[NewAttribute<'_>],
+    index_order: bool,
+) -> Result<CreatedAttributes> {
     let mut heap = HeapWriter::create(f, attribute_heap_header())?;
-    let class = LinkNames::new(usize::from(heap.h.id_len), true);
+    let id_len = usize::from(heap.h.id_len);
+    let class = LinkNames::new(id_len, true);
     let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    let mut by_order = if index_order {
+        let class = AttributeOrders::new(id_len);
+        Some(BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?)
+    } else {
+        None
+    };
     // Names of one hash are ordered by name: the names inserted so far, by heap ID.
     let mut known = Names::default();
-    for (body, name) in messages {
-        let id = heap.insert(f, body)?;
-        let record = LinkName::new(h5chunk_format::checksum::lookup3(name), id.clone());
-        tree.insert_by(record, known.tie(name)).map_err(bt2)?;
+    for m in messages {
+        let id = heap.insert(f, m.body)?;
+        let hash = h5chunk_format::checksum::lookup3(m.name);
+        let record = LinkName::attribute(hash, id.clone(), m.order);
+        tree.insert_by(record, known.tie(m.name)).map_err(bt2)?;
         known.check()?;
-        known.insert(id, name.clone());
+        if let Some(t) = &mut by_order {
+            t.insert(AttributeOrder::new(m.order, id.clone()))
+                .map_err(bt2)?;
+        }
+        known.insert(id, m.name.to_vec());
     }
     let addr = heap.addr;
     f.heaps.adopt(f, heap)?;
-    Ok((addr, tree.addr()))
+    Ok(CreatedAttributes {
+        heap: addr,
+        names: tree.addr(),
+        orders: by_order.map(|t| t.addr()),
+    })
 }
 
-/// Store an attribute message (its encoded body, its name) in the dense storage at `heap` /
-/// `names`, replacing the attribute of that name if there is one. The new message goes into
-/// the heap first: when the heap cannot take it, nothing changes.
+/// Store an attribute message in the dense storage at `heap` / `names` (and the creation-order
+/// index `orders`, when the object has one), replacing the attribute of that name if there is
+/// one. The new message goes into the heap first: when the heap cannot take it, nothing
+/// changes.
 pub(crate) fn put_attribute(
     f: &Store,
     heap: Addr,
     names: Addr,
-    body: &[u8],
-    name: &[u8],
+    orders: Option<Addr>,
+    new: &NewAttribute<'_>,
 ) -> Result<()> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
     let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
-    let hash = h5chunk_format::checksum::lookup3(name);
+    let hash = h5chunk_format::checksum::lookup3(new.name);
     // The records of the hash with their names: the attribute it replaces, if one has its
     // name, and where its record goes among the others (in name order, as libhdf5 orders
     // them).
     let known = Names::of_hash(&tree, hash, |id| crate::dense::attribute_name(f, &h, id))?;
-    let replaced = known.has(name);
+    let replaced = known.has(new.name);
+    let mut by_order = match orders {
+        Some(at) => {
+            let t = attribute_orders(f, at, h.id_len())?;
+            if t.find(&new.order).map_err(bt2)?.is_some() {
+                return Err(Error::corrupt(
+                    "attribute creation-order index",
+                    at,
+                    format!("creation order {} is there, past the maximum", new.order),
+                ));
+            }
+            Some(t)
+        }
+        None => None,
+    };
     let id = f
         .heaps
-        .with(f, heap, |b| attribute_len(f, b), |w| w.insert(f, body))?;
+        .with(f, heap, |b| attribute_len(f, b), |w| w.insert(f, new.body))?;
     if replaced {
-        tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
+        let old = tree.remove_by(&hash, known.tie(new.name)).map_err(bt2)?;
+        if let (Some(t), Some(old)) = (&mut by_order, old) {
+            t.remove(&old.order()).map_err(bt2)?;
+        }
     }
-    tree.insert_by(LinkName::new(hash, id), known.tie(name))
-        .map_err(bt2)?;
-    known.check()
+    tree.insert_by(
+        LinkName::attribute(hash, id.clone(), new.order),
+        known.tie(new.name),
+    )
+    .map_err(bt2)?;
+    known.check()?;
+    if let Some(t) = &mut by_order {
+        t.insert(AttributeOrder::new(new.order, id)).map_err(bt2)?;
+    }
+    Ok(())
 }
 
-/// Remove attribute `name` from the dense storage at `heap` / `names` (its record; the heap
-/// object is left unused); whether it was there.
-pub(crate) fn remove_attribute(f: &Store, heap: Addr, names: Addr, name: &[u8]) -> Result<bool> {
+/// Remove attribute `name` from the dense storage at `heap` / `names` (and `orders`) (its
+/// records; the heap object is left unused); whether it was there.
+pub(crate) fn remove_attribute(
+    f: &Store,
+    heap: Addr,
+    names: Addr,
+    orders: Option<Addr>,
+    name: &[u8],
+) -> Result<bool> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
     let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
@@ -1127,6 +1199,11 @@ pub(crate) fn remove_attribute(f: &Store, heap: Addr, names: Addr, name: &[u8]) 
     }
     let removed = tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
     known.check()?;
+    if let (Some(at), Some(r)) = (orders, &removed) {
+        attribute_orders(f, at, h.id_len())?
+            .remove(&r.order())
+            .map_err(bt2)?;
+    }
     Ok(removed.is_some())
 }
 
