@@ -22,7 +22,9 @@
 //! of deleted objects, skipped blocks) libhdf5 allocates from. h5chunk never allocates from
 //! them: its objects go into new blocks from the "next block" iterator on, as libhdf5's own
 //! next block would, space no section lists (checked: a manager listing space there is
-//! refused, typed), and the manager is left as it is. libhdf5's later allocations then land
+//! refused, typed), or after the objects of the newest block when no section lies in it (a
+//! block h5chunk made: sessions of one link do not cost a block each), and the manager is
+//! left as it is. libhdf5's later allocations then land
 //! in its sections or in blocks past h5chunk's; the new blocks' unused tails, not listed, stay
 //! unused (counted free in the header, as libhdf5 counts a new block's space). Editing the
 //! manager instead would mean rewriting its section info, for no more safety. Heaps with huge
@@ -208,10 +210,12 @@ impl HeapWriter {
         // A heap with a free-space manager (libhdf5's): its sections list the free bytes of
         // the blocks before the "next block" iterator (their tails, the holes of deleted
         // objects, blocks skipped), which libhdf5 allocates from. h5chunk never writes into
-        // those blocks: new objects go into new blocks from the iterator on, space no section
-        // lists (libhdf5 drops sections past its iterator), so the manager stays true and
-        // libhdf5's later allocations land elsewhere. The new blocks' tails are not added to
-        // it: libhdf5 leaves them unused (counted free in the header, as libhdf5 counts them).
+        // space a section lists: new objects go into new blocks from the iterator on (space no
+        // section lists, checked), or after the objects of the newest block when no section
+        // lies in that block (one h5chunk made, whose tail the manager does not know), so the
+        // manager stays true and libhdf5's later allocations land elsewhere. The new blocks'
+        // tails are not added to it: libhdf5 leaves them unused (counted free in the header,
+        // as libhdf5 counts them).
         let foreign = h.stats.free_manager.is_some();
         let entry_free = h.entry_free(f.sizes, h.max_root_rows());
         let mut w = HeapWriter {
@@ -223,13 +227,7 @@ impl HeapWriter {
             header_dirty: false,
             entry_free,
         };
-        if foreign {
-            if let (Some(root), rows @ 1..) = (w.h.root, w.h.root_rows) {
-                w.load(f, 0, root, u32::from(rows))?;
-            }
-            w.check_free_space(f)?;
-            return Ok(w);
-        }
+        let sections = w.free_sections(f)?;
         let newest = match (w.h.root, w.h.root_rows) {
             (None, _) => None,
             (Some(root), 0) => Some((root, 0, w.h.start_block)),
@@ -248,18 +246,29 @@ impl HeapWriter {
             // The iterator was moved past holes: no block to go on filling.
             return Ok(w);
         }
+        let end = offset.saturating_add(size);
+        if sections.iter().any(|&(s, e)| s < end && e > offset) {
+            // Free space libhdf5 knows of (a tail, a hole): the block is left to libhdf5.
+            return Ok(w);
+        }
         let block = f.read(at, size)?;
         h5chunk_format::fractal_heap::check_direct(&block, at, f.sizes, &w.h, addr, offset)?;
+        // With no section in it, the block's objects tile it from its start (a hole libhdf5
+        // made and filled exactly included): after them, zeros h5chunk may fill. A block
+        // that does not read so is left alone in a heap with a manager, refused without.
         let mut fill = w.h.direct_header_len(f.sizes);
         while let Some(rest) = block.get(fill..) {
             if rest.iter().all(|&b| b == 0) {
                 break;
             }
-            let n = object_len(rest).filter(|&n| n > 0).ok_or_else(refuse)?;
-            fill = fill.saturating_add(n);
+            match object_len(rest).filter(|&n| n > 0) {
+                Some(n) => fill = fill.saturating_add(n),
+                None if foreign => return Ok(w),
+                None => return Err(refuse()),
+            }
         }
         if fill > block.len() {
-            return Err(refuse());
+            return if foreign { Ok(w) } else { Err(refuse()) };
         }
         w.cur = Some(Current {
             addr: at,
@@ -271,14 +280,15 @@ impl HeapWriter {
         Ok(w)
     }
 
-    /// Check that the heap's free-space manager lists no space where new blocks go: every
-    /// section ends before the "next block" iterator (past the root direct block, when that
-    /// is the heap's only block). libhdf5 drops sections past its iterator, so its files pass;
-    /// a manager that did list such space would have libhdf5 allocate over h5chunk's objects.
-    fn check_free_space(&self, f: &Store) -> Result<()> {
+    /// The heap space (start and end offsets) of the sections of the heap's free-space
+    /// manager, if it has one, checked to list no space where new blocks go: every section
+    /// ends before the "next block" iterator (past the root direct block, when that is the
+    /// heap's only block). libhdf5 drops sections past its iterator, so its files pass; a
+    /// manager that did list such space would have libhdf5 allocate over h5chunk's objects.
+    fn free_sections(&self, f: &Store) -> Result<Vec<(u64, u64)>> {
         use h5chunk_format::free_space::{self, HeapSection};
         let Some(at) = self.h.stats.free_manager else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let len = free_space::Header::encoded_len(f.sizes) as u64;
         let fs = free_space::Header::decode(&f.read(at, len)?, at, f.sizes)?;
@@ -305,30 +315,33 @@ impl HeapWriter {
             (Some(_), 0) => self.h.start_block,
             (Some(_), _) => self.h.stats.iterator_offset,
         };
+        let mut out = Vec::with_capacity(sections.len());
         for s in sections {
-            let end = match s {
-                HeapSection::Single { offset, size } => offset.saturating_add(size),
+            let (start, end) = match s {
+                HeapSection::Single { offset, size } => (offset, offset.saturating_add(size)),
                 HeapSection::Blocks {
                     iblock,
                     row,
                     col,
                     entries,
                 } => {
-                    let last = u32::from(row)
+                    let first = u32::from(row)
                         .saturating_mul(self.width())
-                        .saturating_add(u32::from(col))
-                        .saturating_add(u32::from(entries).saturating_sub(1));
+                        .saturating_add(u32::from(col));
+                    let last = first.saturating_add(u32::from(entries).saturating_sub(1));
+                    let (start, _) = self.entry_geometry(iblock, first);
                     let (offset, size) = self.entry_geometry(iblock, last);
-                    offset.saturating_add(size)
+                    (start, offset.saturating_add(size))
                 }
             };
+            out.push((start, end));
             if end > frontier {
                 return Err(Error::Unsupported(
                     "appending to a fractal heap whose free-space manager lists space past its next-block iterator",
                 ));
             }
         }
-        Ok(())
+        Ok(out)
     }
 
     /// Read the indirect block of `rows` rows at `at`, heap offset `offset`, into `iblocks`.
