@@ -1058,3 +1058,85 @@ with h5py.File(sys.argv[1], "r") as f:
     std::fs::remove_dir_all(&dir).unwrap();
     eprintln!("took {:?}", started.elapsed());
 }
+
+/// A dense group h5py made with `track_order=True` (a free-space manager, a creation-order
+/// index, a header tracking attribute creation order): h5chunk's links and attributes are
+/// listed by h5py in creation order after its own, libhdf5 adds 200 more links after them,
+/// and everything reads right in both.
+#[test]
+fn links_added_to_a_dense_track_order_group_h5py_made_keep_their_order() {
+    let Some(python) = interop::python("links_added_to_a_dense_track_order_group") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-to-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("to.h5");
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    g = f.create_group("t", track_order=True)
+    for i in range(20):
+        g.create_group("py%02d" % (19 - i))
+    g.attrs["first"] = 1
+    del g["py10"], g["py03"]
+"#);
+    let ours = ["z_ours", "a_ours", "m_ours", "b_ours", "y_ours"];
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("t").unwrap();
+        for n in ours {
+            g.create_group(n).unwrap();
+        }
+        g.set_attr_str("second", "h5chunk").unwrap();
+        file.close().unwrap();
+    }
+    let mut want: Vec<String> = (0..20)
+        .map(|i| format!("py{:02}", 19 - i))
+        .filter(|n| n != "py10" && n != "py03")
+        .collect();
+    want.extend(ours.iter().map(|s| s.to_string()));
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let listed: Vec<String> = (file.group("t").unwrap().members_in_creation_order())
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(listed, want);
+    }
+    let out = run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f["t"]), dict(f["t"].attrs))
+with h5py.File(sys.argv[1], "r+") as f:
+    for i in range(200):
+        f["t"].create_group("more%03d" % i)
+with h5py.File(sys.argv[1], "r") as f:
+    g = f["t"]
+    print(" ".join(g), all(isinstance(g[n], h5py.Group) for n in g))
+"#);
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "{} {{'first': np.int64(1), 'second': 'h5chunk'}}",
+            want.join(" ")
+        )
+    );
+    want.extend((0..200).map(|i| format!("more{i:03}")));
+    assert_eq!(lines.next().unwrap(), format!("{} True", want.join(" ")));
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    let g = file.group("t").unwrap();
+    let listed: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(listed, want);
+    assert_eq!(g.attr("second").unwrap().string().unwrap(), "h5chunk");
+    drop((g, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
