@@ -4,9 +4,9 @@
 //! Compact storage (attribute messages in the object header, versions 1 to 3) is read and
 //! written; dense storage (a fractal heap and a v2 B-tree of names) is read, and written as
 //! libhdf5 writes it: a version 2 header's ninth attribute moves them all there. Changes to
-//! dense attributes go into the heap h5chunk made (deleting works in libhdf5's heaps too;
-//! adding to those, and objects tracking attribute creation order, are typed
-//! [`Error::Unsupported`]).
+//! dense attributes go into the heap h5chunk or libhdf5 made. An object tracking attribute
+//! creation order (h5py's `track_order`) gets each new attribute with the next creation index,
+//! in its header message or, dense, in its name record and creation-order index (type 9).
 //! Attributes are written as h5py writes them: numbers in their Rust type's little-endian
 //! form, strings as variable-length UTF-8 (h5py's `str`) with their bytes in a new global heap
 //! collection, attribute message version 1 in a version 1 object header and version 3 in a
@@ -292,31 +292,100 @@ pub(crate) fn dense_addresses(f: &Store, header: Addr) -> Result<Option<(Addr, A
 }
 
 /// The fractal heap and name index of an Attribute Info message, when dense storage is in
-/// use: version 0, flags (bit 0: creation order tracked, with a u16 maximum index; bit 1:
-/// indexed, with a third address), fractal heap address, name index address.
+/// use.
 fn dense_in_use(
     data: &[u8],
     header: Addr,
     sizes: h5chunk_format::Sizes,
 ) -> Result<Option<(Addr, Addr)>> {
-    let mut d = h5chunk_format::cursor::Decoder::new(data, header, sizes, "attribute info message");
-    let v_at = d.addr();
-    let version = d.u8()?;
-    if version != 0 {
-        return Err(d.bad_version(v_at, version).into());
+    Ok(AttrInfo::decode(data, header, sizes)?.dense())
+}
+
+/// An Attribute Info message: version 0, flags (bit 0: creation order tracked, with a u16
+/// maximum creation index; bit 1: indexed, with a third address), fractal heap address, name
+/// index address, [creation-order index address].
+#[derive(Clone, Debug)]
+struct AttrInfo {
+    tracked: bool,
+    indexed: bool,
+    /// The creation index the next attribute gets (when tracked).
+    max_order: u16,
+    heap: Option<Addr>,
+    names: Option<Addr>,
+    orders: Option<Addr>,
+}
+
+impl AttrInfo {
+    fn decode(data: &[u8], header: Addr, sizes: h5chunk_format::Sizes) -> Result<AttrInfo> {
+        let mut d =
+            h5chunk_format::cursor::Decoder::new(data, header, sizes, "attribute info message");
+        let v_at = d.addr();
+        let version = d.u8()?;
+        if version != 0 {
+            return Err(d.bad_version(v_at, version).into());
+        }
+        let flags = d.u8()?;
+        let tracked = flags & 0x01 != 0;
+        let indexed = flags & 0x02 != 0;
+        let max_order = if tracked { d.u16()? } else { 0 };
+        let heap = d.offset()?;
+        let names = d.offset()?;
+        let orders = if indexed { d.offset()? } else { None };
+        if heap.is_some() && names.is_none() {
+            return Err(Error::corrupt(
+                "attribute info message",
+                Some(header),
+                "a fractal heap of attributes but no name index",
+            ));
+        }
+        Ok(AttrInfo {
+            tracked,
+            indexed,
+            max_order,
+            heap,
+            names,
+            orders,
+        })
     }
-    let flags = d.u8()?;
-    if flags & 0x01 != 0 {
-        d.u16()?;
+
+    /// The fractal heap and name index, when dense storage is in use.
+    fn dense(&self) -> Option<(Addr, Addr)> {
+        self.heap.zip(self.names)
     }
-    match (d.offset()?, d.offset()?) {
-        (Some(heap), Some(names)) => Ok(Some((heap, names))),
-        (None, _) => Ok(None),
-        (Some(_), None) => Err(Error::corrupt(
-            "attribute info message",
-            Some(header),
-            "a fractal heap of attributes but no name index",
-        )),
+
+    fn encode(&self, sizes: h5chunk_format::Sizes) -> Vec<u8> {
+        let flags = u8::from(self.tracked) | (u8::from(self.indexed) << 1);
+        let mut out = vec![0u8, flags];
+        if self.tracked {
+            out.extend_from_slice(&self.max_order.to_le_bytes());
+        }
+        let mut addrs = vec![self.heap, self.names];
+        if self.indexed {
+            addrs.push(self.orders);
+        }
+        let width = usize::from(sizes.offsets());
+        for a in addrs {
+            let v = a.map_or(sizes.undef_offset(), Addr::get);
+            out.extend_from_slice(v.to_le_bytes().get(..width).unwrap_or_default());
+        }
+        out
+    }
+
+    /// The next attribute's creation order (and the message counting past it), when tracked;
+    /// libhdf5 refuses past the largest u16 index too.
+    fn take_order(&mut self) -> Result<Option<u16>> {
+        if !self.tracked {
+            return Ok(None);
+        }
+        let order = self.max_order;
+        self.max_order =
+            order
+                .checked_add(1)
+                .filter(|&n| n < u16::MAX)
+                .ok_or(Error::Unsupported(
+                    "more than 65,534 attributes created on one object",
+                ))?;
+        Ok(Some(order))
     }
 }
 
@@ -576,12 +645,8 @@ pub(crate) fn write(
     }
     // The existing attributes: dense storage is not written, a damaged one is not replaced.
     let all = f.messages(header)?;
-    let dense = dense_storage(f, header, &all)?;
-    let has_info = all.iter().any(|m| m.kind() == MessageType::ATTRIBUTE_INFO);
-    let tracked = all.iter().any(|m| {
-        matches!(m, Message::Unknown { kind, data }
-            if *kind == MessageType::ATTRIBUTE_INFO && data.get(1).is_some_and(|fl| fl & 1 != 0))
-    });
+    let info = attr_info(f, header, &all)?;
+    let dense = info.as_ref().and_then(AttrInfo::dense);
     for a in &attributes_in(f, header, all)? {
         a.as_ref()
             .map_err(|e| Error::corrupt("attribute", header, format!("{path}: {e}")))?;
@@ -676,94 +741,134 @@ pub(crate) fn write(
         data,
         f.sizes,
     );
-    let raw = crate::object::raw(
+    let mut raw = crate::object::raw(
         &Message::Attribute(attribute),
         MessageFlags::empty(),
         f.sizes,
     )?;
-    if let Some((heap, names)) = dense {
-        return crate::dense_write::put_attribute(f, heap, names, &raw.data, name.as_bytes());
+    // An object tracking attribute creation order (h5py's track_order) gives the attribute
+    // the next creation index (a new one when it replaces another, as h5py's replacing does:
+    // a new attribute, the old one deleted), and counts past it in its Attribute Info.
+    let mut info = info;
+    let order = match &mut info {
+        Some(i) => i.take_order()?,
+        None => None,
+    };
+    if let (Some((heap, names)), Some(info)) = (dense, &info) {
+        let new = crate::dense_write::NewAttribute {
+            body: &raw.data,
+            name: name.as_bytes(),
+            order: order.map_or(0, u32::from),
+        };
+        let orders = info.orders.filter(|_| info.indexed);
+        crate::dense_write::put_attribute(f, heap, names, orders, &new)?;
+        if order.is_some() {
+            put_attr_info(f, header, info)?;
+        }
+        return Ok(());
     }
     remove(f, header, name)?;
     // Past libhdf5's compact limit (8 attributes; a version 2 header with an Attribute Info
-    // message that does not track creation order) the attributes move to dense storage.
-    let compact: Vec<Attribute> = (f.messages(header)?.into_iter())
-        .filter_map(|m| match m {
-            Message::Attribute(a) => Some(a),
-            _ => None,
-        })
+    // message) the attributes move to dense storage, each with its creation order (the
+    // header's message creation order), indexed by it when the object says so.
+    let compact: Vec<(Attribute, u16)> = (f.raw_messages(header)?.into_iter())
+        .filter(|m| m.kind == MessageType::ATTRIBUTE)
+        .filter_map(
+            |m| match Message::decode(m.kind, &m.data, header, f.sizes) {
+                Ok(Message::Attribute(a)) => Some((a, m.creation_order.unwrap_or(0))),
+                _ => None,
+            },
+        )
         .collect();
-    if !v1 && has_info && !tracked && compact.len() >= MAX_COMPACT_ATTRIBUTES {
-        let mut messages = Vec::with_capacity(compact.len().saturating_add(1));
-        for a in compact {
+    if !v1
+        && let Some(info) = &mut info
+        && compact.len() >= MAX_COMPACT_ATTRIBUTES
+    {
+        let mut bodies = Vec::with_capacity(compact.len().saturating_add(1));
+        for (a, order) in compact {
             let name = a.name.clone();
             let body = crate::object::raw(&Message::Attribute(a), MessageFlags::empty(), f.sizes)?;
-            messages.push((body.data, name));
+            bodies.push((body.data, name, u32::from(order)));
         }
-        messages.push((raw.data, name.as_bytes().to_vec()));
-        let (heap, names) = crate::dense_write::create_attributes(f, &messages)?;
+        bodies.push((
+            raw.data,
+            name.as_bytes().to_vec(),
+            order.map_or(0, u32::from),
+        ));
+        let messages: Vec<crate::dense_write::NewAttribute<'_>> = (bodies.iter())
+            .map(|(body, name, order)| crate::dense_write::NewAttribute {
+                body,
+                name,
+                order: *order,
+            })
+            .collect();
+        let made = crate::dense_write::create_attributes(f, &messages, info.indexed)?;
         while f.remove_message(header, |kind, _| kind == MessageType::ATTRIBUTE)? {}
-        let mut info = vec![0u8, 0];
-        for a in [heap, names] {
-            info.extend_from_slice(
-                a.get()
-                    .to_le_bytes()
-                    .get(..usize::from(f.sizes.offsets()))
-                    .unwrap_or_default(),
-            );
-        }
-        return f.replace_message(
-            header,
-            &Message::Unknown {
-                kind: MessageType::ATTRIBUTE_INFO,
-                data: info,
-            },
-        );
+        info.heap = Some(made.heap);
+        info.names = Some(made.names);
+        info.orders = made.orders;
+        return put_attr_info(f, header, info);
     }
     // libhdf5 counts the attributes of a version 2 header through its Attribute Info message
     // (none: zero attributes, whatever the header holds). No creation order, no dense storage.
-    if !v1 && !has_info {
-        let mut info = vec![0u8, 0];
-        info.resize(
-            2usize.saturating_add(2 * usize::from(f.sizes.offsets())),
-            0xff,
-        );
-        f.add_message(
-            header,
-            h5chunk_format::object_header::RawMessage::new(
-                MessageType::ATTRIBUTE_INFO,
-                MessageFlags::empty(),
-                info,
-            ),
-        )?;
+    match &info {
+        None if !v1 => {
+            let info = AttrInfo {
+                tracked: false,
+                indexed: false,
+                max_order: 0,
+                heap: None,
+                names: None,
+                orders: None,
+            };
+            f.add_message(
+                header,
+                h5chunk_format::object_header::RawMessage::new(
+                    MessageType::ATTRIBUTE_INFO,
+                    MessageFlags::empty(),
+                    info.encode(f.sizes),
+                ),
+            )?;
+        }
+        Some(info) if order.is_some() => put_attr_info(f, header, info)?,
+        _ => {}
     }
+    raw.creation_order = order;
     f.add_message(header, raw)
 }
 
-/// The dense storage (fractal heap, name index) of the header's attributes, when they are
-/// kept there; a typed refusal when its Attribute Info message tracks creation order (h5chunk
-/// writes no creation-order index).
-fn dense_storage(f: &Store, header: Addr, all: &[Message]) -> Result<Option<(Addr, Addr)>> {
+/// The object's Attribute Info message, if it has one.
+fn attr_info(f: &Store, header: Addr, all: &[Message]) -> Result<Option<AttrInfo>> {
     for m in all {
         if let Message::Unknown { kind, data } = m
             && *kind == MessageType::ATTRIBUTE_INFO
-            && let Some(found) = dense_in_use(data, header, f.sizes)?
         {
-            if data.get(1).is_some_and(|flags| flags & 0x01 != 0) {
-                return Err(Error::Unsupported(
-                    "changing dense attributes that track creation order",
-                ));
-            }
-            return Ok(Some(found));
+            return AttrInfo::decode(data, header, f.sizes).map(Some);
         }
     }
     Ok(None)
 }
 
+/// Write `info` over the object's Attribute Info message (same size: only the maximum
+/// creation index and addresses change).
+fn put_attr_info(f: &Store, header: Addr, info: &AttrInfo) -> Result<()> {
+    f.replace_message(
+        header,
+        &Message::Unknown {
+            kind: MessageType::ATTRIBUTE_INFO,
+            data: info.encode(f.sizes),
+        },
+    )
+}
+
 /// Remove attribute `name` from the object at `header`; whether it was there.
 pub(crate) fn remove(f: &Store, header: Addr, name: &str) -> Result<bool> {
-    if let Some((heap, names)) = dense_storage(f, header, &f.messages(header)?)? {
-        return crate::dense_write::remove_attribute(f, heap, names, name.as_bytes());
+    let info = attr_info(f, header, &f.messages(header)?)?;
+    if let Some(info) = info
+        && let Some((heap, names)) = info.dense()
+    {
+        let orders = info.orders.filter(|_| info.indexed);
+        return crate::dense_write::remove_attribute(f, heap, names, orders, name.as_bytes());
     }
     let sizes = f.sizes;
     f.remove_message(header, |kind, body| {

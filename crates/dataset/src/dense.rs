@@ -271,11 +271,33 @@ impl LinkNames {
 pub(crate) struct LinkName {
     hash: u32,
     id: Vec<u8>,
+    /// Type 8 only: the attribute message's flags and creation order (kept as read, so a
+    /// node rewritten keeps libhdf5's values).
+    flags: u8,
+    order: u32,
 }
 
 impl LinkName {
     pub(crate) fn new(hash: u32, id: Vec<u8>) -> LinkName {
-        LinkName { hash, id }
+        LinkName {
+            hash,
+            id,
+            flags: 0,
+            order: 0,
+        }
+    }
+
+    /// A type-8 record of an attribute of creation order `order`.
+    pub(crate) fn attribute(hash: u32, id: Vec<u8>, order: u32) -> LinkName {
+        LinkName {
+            order,
+            ..LinkName::new(hash, id)
+        }
+    }
+
+    /// The attribute's creation order (type 8).
+    pub(crate) fn order(&self) -> u32 {
+        self.order
     }
 }
 
@@ -362,21 +384,27 @@ impl RecordClass for LinkNames {
             needed: self.record_size() as u64,
             available: raw.len() as u64,
         };
-        let (id, hash) = if self.attributes {
+        let (id, hash, flags, order) = if self.attributes {
             let id = raw.get(..self.id_len).ok_or(short.clone())?;
+            let flags = *raw.get(self.id_len).ok_or(short.clone())?;
+            let at = self.id_len.saturating_add(1);
+            let order = raw.get(at..at.saturating_add(4)).ok_or(short.clone())?;
             let from = self.id_len.saturating_add(5);
-            (id, raw.get(from..from.saturating_add(4)).ok_or(short)?)
+            let hash = raw.get(from..from.saturating_add(4)).ok_or(short)?;
+            (id, hash, flags, le32(order))
         } else {
             (
                 raw.get(4..).ok_or(short.clone())?,
                 raw.get(..4).ok_or(short)?,
+                0,
+                0,
             )
         };
-        let mut h = [0u8; 4];
-        h.copy_from_slice(hash);
         Ok(LinkName {
-            hash: u32::from_le_bytes(h),
+            hash: le32(hash),
             id: id.to_vec(),
+            flags,
+            order,
         })
     }
 
@@ -388,11 +416,10 @@ impl RecordClass for LinkNames {
             });
         }
         if self.attributes {
-            // Type 8: the ID, the message's flags (none), its creation order (not tracked:
-            // 0), the hash.
+            // Type 8: the ID, the message's flags, its creation order, the hash.
             out.extend_from_slice(&r.id);
-            out.push(0);
-            out.extend_from_slice(&0u32.to_le_bytes());
+            out.push(r.flags);
+            out.extend_from_slice(&r.order.to_le_bytes());
             out.extend_from_slice(&r.hash.to_le_bytes());
         } else {
             out.extend_from_slice(&r.hash.to_le_bytes());
@@ -412,6 +439,99 @@ impl RecordClass for LinkNames {
     /// Two names of one hash: their records are ordered by name (see [`Names`]).
     fn keys_repeat(&self) -> bool {
         true
+    }
+}
+
+/// A little-endian u32 of up to 4 bytes (exactly 4 where called).
+fn le32(b: &[u8]) -> u32 {
+    let mut v = [0u8; 4];
+    for (d, s) in v.iter_mut().zip(b) {
+        *d = *s;
+    }
+    u32::from_le_bytes(v)
+}
+
+/// Records of an object's attribute creation-order index: v2 B-tree type 9 (the heap ID of
+/// the attribute message, the message's flags u8, its creation order u32), ordered by
+/// creation order.
+#[derive(Debug)]
+pub(crate) struct AttributeOrders {
+    id_len: usize,
+}
+
+impl AttributeOrders {
+    pub(crate) fn new(id_len: usize) -> AttributeOrders {
+        AttributeOrders { id_len }
+    }
+}
+
+/// One record of [`AttributeOrders`].
+#[derive(Clone, Debug)]
+pub(crate) struct AttributeOrder {
+    id: Vec<u8>,
+    flags: u8,
+    order: u32,
+}
+
+impl AttributeOrder {
+    pub(crate) fn new(order: u32, id: Vec<u8>) -> AttributeOrder {
+        AttributeOrder {
+            id,
+            flags: 0,
+            order,
+        }
+    }
+}
+
+impl RecordClass for AttributeOrders {
+    type Record = AttributeOrder;
+    type Key = u32;
+
+    fn tree_type(&self) -> u8 {
+        9
+    }
+
+    fn record_size(&self) -> usize {
+        self.id_len.saturating_add(5)
+    }
+
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<AttributeOrder> {
+        let short = || FormatError::Truncated {
+            structure: "attribute creation-order index record",
+            at,
+            needed: self.record_size() as u64,
+            available: raw.len() as u64,
+        };
+        let id = raw.get(..self.id_len).ok_or_else(short)?;
+        let flags = *raw.get(self.id_len).ok_or_else(short)?;
+        let from = self.id_len.saturating_add(1);
+        let order = raw.get(from..from.saturating_add(4)).ok_or_else(short)?;
+        Ok(AttributeOrder {
+            id: id.to_vec(),
+            flags,
+            order: le32(order),
+        })
+    }
+
+    fn encode(&self, r: &AttributeOrder, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        if r.id.len() != self.id_len {
+            return Err(FormatError::Unencodable {
+                structure: "attribute creation-order index record",
+                reason: format!("a {}-byte heap ID in a heap of {}", r.id.len(), self.id_len),
+            });
+        }
+        out.extend_from_slice(&r.id);
+        out.push(r.flags);
+        out.extend_from_slice(&r.order.to_le_bytes());
+        Ok(())
+    }
+
+    fn key<'r>(&self, r: &'r AttributeOrder) -> &'r u32 {
+        &r.order
+    }
+
+    fn compare(&self, key: &u32, r: &AttributeOrder) -> Ordering {
+        key.cmp(&r.order)
     }
 }
 

@@ -16,8 +16,19 @@
 //!
 //! Objects are packed one after the other into the newest block; one that does not fit starts
 //! the next block (libhdf5 would also fill earlier blocks' tails from its free-space manager,
-//! which h5chunk does not write: that space stays counted free, unused). A heap another writer
-//! laid out (one with a free-space manager or huge objects) is refused for appending, typed.
+//! which h5chunk does not write: that space stays counted free, unused).
+//!
+//! A heap libhdf5 made has a free-space manager whose sections (earlier blocks' tails, holes
+//! of deleted objects, skipped blocks) libhdf5 allocates from. h5chunk never allocates from
+//! them: its objects go into new blocks from the "next block" iterator on, as libhdf5's own
+//! next block would, space no section lists (checked: a manager listing space there is
+//! refused, typed), or after the objects of the newest block when no section lies in it (a
+//! block h5chunk made: sessions of one link do not cost a block each), and the manager is
+//! left as it is. libhdf5's later allocations then land
+//! in its sections or in blocks past h5chunk's; the new blocks' unused tails, not listed, stay
+//! unused (counted free in the header, as libhdf5 counts a new block's space). Editing the
+//! manager instead would mean rewriting its section info, for no more safety. Heaps with huge
+//! objects or filters are refused for appending, typed.
 //!
 //! The newest block, the indirect blocks and the header are kept in memory between changes
 //! (`store::PendingHeaps`) and written when the file is flushed or when the heap is read, so adding
@@ -31,7 +42,10 @@ use h5chunk_format::cursor::Decoder;
 use h5chunk_format::fractal_heap::{Header, HeapStats, IndirectBlock};
 use h5chunk_format::message::Link;
 
-use crate::dense::{CreationOrder, CreationOrders, Heap, LinkName, LinkNames, Names};
+use crate::dense::{
+    AttributeOrder, AttributeOrders, CreationOrder, CreationOrders, Heap, LinkName, LinkNames,
+    Names,
+};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -184,9 +198,24 @@ impl HeapWriter {
         let refuse =
             || Error::Unsupported("appending to a fractal heap laid out by another writer");
         let h = Heap::open_file(f, addr)?.header().clone();
-        if h.stats.free_manager.is_some() || h.huge_btree.is_some() || h.filters_len > 0 {
-            return Err(refuse());
+        if h.huge_btree.is_some() {
+            return Err(Error::Unsupported(
+                "appending to a fractal heap that holds huge objects",
+            ));
         }
+        if h.filters_len > 0 {
+            return Err(Error::Unsupported("appending to a filtered fractal heap"));
+        }
+        // A heap with a free-space manager (libhdf5's): its sections list the free bytes of
+        // the blocks before the "next block" iterator (their tails, the holes of deleted
+        // objects, blocks skipped), which libhdf5 allocates from. h5chunk never writes into
+        // space a section lists: new objects go into new blocks from the iterator on (space no
+        // section lists, checked), or after the objects of the newest block when no section
+        // lies in that block (one h5chunk made, whose tail the manager does not know), so the
+        // manager stays true and libhdf5's later allocations land elsewhere. The new blocks'
+        // tails are not added to it: libhdf5 leaves them unused (counted free in the header,
+        // as libhdf5 counts them).
+        let foreign = h.stats.free_manager.is_some();
         let entry_free = h.entry_free(f.sizes, h.max_root_rows());
         let mut w = HeapWriter {
             addr,
@@ -197,6 +226,7 @@ impl HeapWriter {
             header_dirty: false,
             entry_free,
         };
+        let sections = w.free_sections(f)?;
         let newest = match (w.h.root, w.h.root_rows) {
             (None, _) => None,
             (Some(root), 0) => Some((root, 0, w.h.start_block)),
@@ -215,18 +245,29 @@ impl HeapWriter {
             // The iterator was moved past holes: no block to go on filling.
             return Ok(w);
         }
+        let end = offset.saturating_add(size);
+        if sections.iter().any(|&(s, e)| s < end && e > offset) {
+            // Free space libhdf5 knows of (a tail, a hole): the block is left to libhdf5.
+            return Ok(w);
+        }
         let block = f.read(at, size)?;
         h5chunk_format::fractal_heap::check_direct(&block, at, f.sizes, &w.h, addr, offset)?;
+        // With no section in it, the block's objects tile it from its start (a hole libhdf5
+        // made and filled exactly included): after them, zeros h5chunk may fill. A block
+        // that does not read so is left alone in a heap with a manager, refused without.
         let mut fill = w.h.direct_header_len(f.sizes);
         while let Some(rest) = block.get(fill..) {
             if rest.iter().all(|&b| b == 0) {
                 break;
             }
-            let n = object_len(rest).filter(|&n| n > 0).ok_or_else(refuse)?;
-            fill = fill.saturating_add(n);
+            match object_len(rest).filter(|&n| n > 0) {
+                Some(n) => fill = fill.saturating_add(n),
+                None if foreign => return Ok(w),
+                None => return Err(refuse()),
+            }
         }
         if fill > block.len() {
-            return Err(refuse());
+            return if foreign { Ok(w) } else { Err(refuse()) };
         }
         w.cur = Some(Current {
             addr: at,
@@ -236,6 +277,70 @@ impl HeapWriter {
             dirty: false,
         });
         Ok(w)
+    }
+
+    /// The heap space (start and end offsets) of the sections of the heap's free-space
+    /// manager, if it has one, checked to list no space where new blocks go: every section
+    /// ends before the "next block" iterator (past the root direct block, when that is the
+    /// heap's only block). libhdf5 drops sections past its iterator, so its files pass; a
+    /// manager that did list such space would have libhdf5 allocate over h5chunk's objects.
+    fn free_sections(&self, f: &Store) -> Result<Vec<(u64, u64)>> {
+        use h5chunk_format::free_space::{self, HeapSection};
+        let Some(at) = self.h.stats.free_manager else {
+            return Ok(Vec::new());
+        };
+        let len = free_space::Header::encoded_len(f.sizes) as u64;
+        let fs = free_space::Header::decode(&f.read(at, len)?, at, f.sizes)?;
+        if fs.client != 0 {
+            return Err(Error::corrupt(
+                "fractal heap",
+                self.addr,
+                format!("its free-space manager at {at} is of client {}", fs.client),
+            ));
+        }
+        let sections = match fs.sections_addr {
+            Some(s) if fs.serial_sections > 0 => free_space::decode_heap_sections(
+                &f.read(s, fs.sections_len)?,
+                s,
+                f.sizes,
+                &fs,
+                at,
+                u8::try_from(self.h.offset_bytes()).map_err(|_| heap_full())?,
+            )?,
+            _ => Vec::new(),
+        };
+        let frontier = match (self.h.root, self.h.root_rows) {
+            (None, _) => 0,
+            (Some(_), 0) => self.h.start_block,
+            (Some(_), _) => self.h.stats.iterator_offset,
+        };
+        let mut out = Vec::with_capacity(sections.len());
+        for s in sections {
+            let (start, end) = match s {
+                HeapSection::Single { offset, size } => (offset, offset.saturating_add(size)),
+                HeapSection::Blocks {
+                    iblock,
+                    row,
+                    col,
+                    entries,
+                } => {
+                    let first = u32::from(row)
+                        .saturating_mul(self.width())
+                        .saturating_add(u32::from(col));
+                    let last = first.saturating_add(u32::from(entries).saturating_sub(1));
+                    let (start, _) = self.entry_geometry(iblock, first);
+                    let (offset, size) = self.entry_geometry(iblock, last);
+                    (start, offset.saturating_add(size))
+                }
+            };
+            out.push((start, end));
+            if end > frontier {
+                return Err(Error::Unsupported(
+                    "appending to a fractal heap whose free-space manager lists space past its next-block iterator",
+                ));
+            }
+        }
+        Ok(out)
     }
 
     /// Read the indirect block of `rows` rows at `at`, heap offset `offset`, into `iblocks`.
@@ -946,60 +1051,129 @@ fn attribute_len(f: &Store, bytes: &[u8]) -> Option<usize> {
     Some(d.position())
 }
 
-/// Move attribute messages (each its encoded body and name) into new dense storage: the
-/// fractal heap's and the name index's (type 8) addresses.
+/// Dense attribute storage made by [`create_attributes`]: the fractal heap, the name index
+/// and, for an object that indexes attribute creation order, the creation-order index.
+#[derive(Debug)]
+pub(crate) struct CreatedAttributes {
+    pub(crate) heap: Addr,
+    pub(crate) names: Addr,
+    pub(crate) orders: Option<Addr>,
+}
+
+/// An attribute message to store densely: its encoded body, its name and its creation order
+/// (0 when the object does not track it).
+pub(crate) struct NewAttribute<'a> {
+    pub(crate) body: &'a [u8],
+    pub(crate) name: &'a [u8],
+    pub(crate) order: u32,
+}
+
+fn attribute_orders(f: &Store, at: Addr, id_len: usize) -> Result<BTree2<'_, AttributeOrders>> {
+    BTree2::open(&f.cache, f.sizes, at, AttributeOrders::new(id_len)).map_err(bt2)
+}
+
+/// Move attribute messages into new dense storage, with a creation-order index (type 9) when
+/// `index_order`, as libhdf5 makes it.
 pub(crate) fn create_attributes(
     f: &Store,
-    messages: &[(Vec<u8>, Vec<u8>)],
-) -> Result<(Addr, Addr)> {
+    messages: &[NewAttribute<'_>],
+    index_order: bool,
+) -> Result<CreatedAttributes> {
     let mut heap = HeapWriter::create(f, attribute_heap_header())?;
-    let class = LinkNames::new(usize::from(heap.h.id_len), true);
+    let id_len = usize::from(heap.h.id_len);
+    let class = LinkNames::new(id_len, true);
     let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    let mut by_order = if index_order {
+        let class = AttributeOrders::new(id_len);
+        Some(BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?)
+    } else {
+        None
+    };
     // Names of one hash are ordered by name: the names inserted so far, by heap ID.
     let mut known = Names::default();
-    for (body, name) in messages {
-        let id = heap.insert(f, body)?;
-        let record = LinkName::new(h5chunk_format::checksum::lookup3(name), id.clone());
-        tree.insert_by(record, known.tie(name)).map_err(bt2)?;
+    for m in messages {
+        let id = heap.insert(f, m.body)?;
+        let hash = h5chunk_format::checksum::lookup3(m.name);
+        let record = LinkName::attribute(hash, id.clone(), m.order);
+        tree.insert_by(record, known.tie(m.name)).map_err(bt2)?;
         known.check()?;
-        known.insert(id, name.clone());
+        if let Some(t) = &mut by_order {
+            t.insert(AttributeOrder::new(m.order, id.clone()))
+                .map_err(bt2)?;
+        }
+        known.insert(id, m.name.to_vec());
     }
     let addr = heap.addr;
     adopt_heap(f, heap)?;
-    Ok((addr, tree.addr()))
+    Ok(CreatedAttributes {
+        heap: addr,
+        names: tree.addr(),
+        orders: by_order.map(|t| t.addr()),
+    })
 }
 
-/// Store an attribute message (its encoded body, its name) in the dense storage at `heap` /
-/// `names`, replacing the attribute of that name if there is one. The new message goes into
-/// the heap first: when the heap cannot take it, nothing changes.
+/// Store an attribute message in the dense storage at `heap` / `names` (and the creation-order
+/// index `orders`, when the object has one), replacing the attribute of that name if there is
+/// one. The new message goes into the heap first: when the heap cannot take it, nothing
+/// changes.
 pub(crate) fn put_attribute(
     f: &Store,
     heap: Addr,
     names: Addr,
-    body: &[u8],
-    name: &[u8],
+    orders: Option<Addr>,
+    new: &NewAttribute<'_>,
 ) -> Result<()> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
     let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
-    let hash = h5chunk_format::checksum::lookup3(name);
+    let hash = h5chunk_format::checksum::lookup3(new.name);
     // The records of the hash with their names: the attribute it replaces, if one has its
     // name, and where its record goes among the others (in name order, as libhdf5 orders
     // them).
     let known = Names::of_hash(&tree, hash, |id| crate::dense::attribute_name(f, &h, id))?;
-    let replaced = known.has(name);
-    let id = with_heap(f, heap, |b| attribute_len(f, b), |w| w.insert(f, body))?;
+    let replaced = known.has(new.name);
+    let mut by_order = match orders {
+        Some(at) => {
+            let t = attribute_orders(f, at, h.id_len())?;
+            if t.find(&new.order).map_err(bt2)?.is_some() {
+                return Err(Error::corrupt(
+                    "attribute creation-order index",
+                    at,
+                    format!("creation order {} is there, past the maximum", new.order),
+                ));
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    let id = with_heap(f, heap, |b| attribute_len(f, b), |w| w.insert(f, new.body))?;
     if replaced {
-        tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
+        let old = tree.remove_by(&hash, known.tie(new.name)).map_err(bt2)?;
+        if let (Some(t), Some(old)) = (&mut by_order, old) {
+            t.remove(&old.order()).map_err(bt2)?;
+        }
     }
-    tree.insert_by(LinkName::new(hash, id), known.tie(name))
-        .map_err(bt2)?;
-    known.check()
+    tree.insert_by(
+        LinkName::attribute(hash, id.clone(), new.order),
+        known.tie(new.name),
+    )
+    .map_err(bt2)?;
+    known.check()?;
+    if let Some(t) = &mut by_order {
+        t.insert(AttributeOrder::new(new.order, id)).map_err(bt2)?;
+    }
+    Ok(())
 }
 
-/// Remove attribute `name` from the dense storage at `heap` / `names` (its record; the heap
-/// object is left unused); whether it was there.
-pub(crate) fn remove_attribute(f: &Store, heap: Addr, names: Addr, name: &[u8]) -> Result<bool> {
+/// Remove attribute `name` from the dense storage at `heap` / `names` (and `orders`) (its
+/// records; the heap object is left unused); whether it was there.
+pub(crate) fn remove_attribute(
+    f: &Store,
+    heap: Addr,
+    names: Addr,
+    orders: Option<Addr>,
+    name: &[u8],
+) -> Result<bool> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
     let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
@@ -1011,6 +1185,11 @@ pub(crate) fn remove_attribute(f: &Store, heap: Addr, names: Addr, name: &[u8]) 
     }
     let removed = tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
     known.check()?;
+    if let (Some(at), Some(r)) = (orders, &removed) {
+        attribute_orders(f, at, h.id_len())?
+            .remove(&r.order())
+            .map_err(bt2)?;
+    }
     Ok(removed.is_some())
 }
 

@@ -107,6 +107,16 @@ impl Headers {
         Ok(out)
     }
 
+    /// The messages of the header at `at` as stored (with their creation orders).
+    pub fn raw_messages(
+        &mut self,
+        storage: &dyn Storage,
+        sizes: Sizes,
+        at: Addr,
+    ) -> Result<Vec<RawMessage>> {
+        Ok(self.get(storage, sizes, at)?.messages().cloned().collect())
+    }
+
     /// Insert a header built by this crate.
     pub fn insert_new(&mut self, h: ObjectHeader) {
         let at = h.addr();
@@ -153,15 +163,28 @@ impl Headers {
         m: RawMessage,
     ) -> Result<()> {
         let h = self.get(storage, sizes, at)?;
-        if matches!(h.prefix(), Prefix::V2(p) if p.creation_order_tracked) {
-            // Every message there carries a creation order; new ones would need one too.
-            return Err(Error::Unsupported(
-                "adding to an object header that tracks creation order (h5py's track_order)",
-            ));
-        }
+        // A header that tracks attribute creation order (h5py's track_order) gives every
+        // message a creation order field: an attribute's is its creation index (the caller
+        // sets it), any other message's 0, as libhdf5 writes them.
+        let tracked = matches!(h.prefix(), Prefix::V2(p) if p.creation_order_tracked);
+        let order = tracked.then_some(0u16);
         let v1 = h.version() == 1;
-        let header_len = if v1 { 8 } else { 4 };
+        let header_len = match (v1, tracked) {
+            (true, _) => 8,
+            (false, true) => 6,
+            (false, false) => 4,
+        };
+        let nil_of = |len: usize| {
+            let mut n = RawMessage::nil(len);
+            n.creation_order = order;
+            n
+        };
         let mut m = m;
+        m.creation_order = if tracked {
+            Some(m.creation_order.unwrap_or(0))
+        } else {
+            None
+        };
         if v1 {
             let padded = m.data.len().next_multiple_of(8);
             m.data.resize(padded, 0);
@@ -173,7 +196,7 @@ impl Headers {
         let reserve = header_sum(&[header_len, cont_len])?;
         let nil_need = header_sum(&[need, header_len, reserve])?;
         if let Some((ci, mi)) = find_nil(h, |len| len >= nil_need) {
-            replace_nil(h, ci, mi, m, header_len)?;
+            replace_nil(h, ci, mi, m, header_len, order)?;
             if v1 {
                 h.update_message_count()?;
             }
@@ -208,7 +231,7 @@ impl Headers {
                     .and_then(|c| c.messages.get_mut(mi))
                     .ok_or_else(lost)?;
                 let len = slot.data.len();
-                let moved = std::mem::replace(slot, RawMessage::nil(len));
+                let moved = std::mem::replace(slot, nil_of(len));
                 (ci, mi, Some(moved))
             }
         };
@@ -225,8 +248,9 @@ impl Headers {
             offset: block,
             length: chunk_len as u64,
         });
-        let cont = raw(&cont, MessageFlags::empty(), sizes)?;
-        replace_nil(h, ci, mi, cont, header_len)?;
+        let mut cont = raw(&cont, MessageFlags::empty(), sizes)?;
+        cont.creation_order = order;
+        replace_nil(h, ci, mi, cont, header_len, order)?;
         let mut chunk = Chunk {
             addr: block,
             messages: vec![],
@@ -243,7 +267,7 @@ impl Headers {
             chunk.messages.push(moved);
         }
         chunk.messages.push(m);
-        chunk.messages.push(RawMessage::nil(rest));
+        chunk.messages.push(nil_of(rest));
         h.push_chunk(chunk)?;
         if v1 {
             h.update_message_count()?;
@@ -266,7 +290,10 @@ impl Headers {
         let Some(slot) = h.messages_mut().find(|m| pick(m.kind, &m.data)) else {
             return Ok(false);
         };
+        // A NIL keeps the creation order field of a header that tracks it.
+        let order = slot.creation_order.map(|_| 0);
         *slot = RawMessage::nil(slot.data.len());
+        slot.creation_order = order;
         self.dirty.insert(at);
         Ok(true)
     }
@@ -314,6 +341,7 @@ fn replace_nil(
     mi: usize,
     m: RawMessage,
     header_len: usize,
+    order: Option<u16>,
 ) -> Result<()> {
     let lost = || Error::Internal("replacing a NIL message that is missing or too small");
     let chunk = h.chunk_mut(ci).ok_or_else(lost)?;
@@ -324,7 +352,9 @@ fn replace_nil(
         let nil = rest.checked_sub(header_len).ok_or_else(lost)?;
         // `mi` indexes the messages, so `mi + 1` is at most their count.
         let after = mi.checked_add(1).ok_or_else(lost)?;
-        chunk.messages.insert(after, RawMessage::nil(nil));
+        let mut nil = RawMessage::nil(nil);
+        nil.creation_order = order;
+        chunk.messages.insert(after, nil);
     }
     Ok(())
 }

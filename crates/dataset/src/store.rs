@@ -386,6 +386,13 @@ impl Store {
         self.headers.lock().messages(&*self.storage, self.sizes, at)
     }
 
+    /// The messages of the object header at `at` as stored, in stored order.
+    pub fn raw_messages(&self, at: Addr) -> Result<Vec<RawMessage>> {
+        self.headers
+            .lock()
+            .raw_messages(&*self.storage, self.sizes, at)
+    }
+
     /// Read the object header at `at` from the file again at its next access (unless it has
     /// changes of this process to write).
     pub fn forget_header(&self, at: Addr) {

@@ -113,17 +113,19 @@ with h5py.File(sys.argv[1], "r") as f:
     assert!(!g.contains("member_00100").unwrap());
     assert_eq!(g.members().unwrap().len(), 10_500);
     drop((g, file));
-    // libhdf5 may have laid free space out its own way: adding more is done or refused,
-    // typed, never a damaged file.
+    // libhdf5 laid free space out its own way (a free-space manager): h5chunk adds past it.
     {
         let file = File::open_rw(&path).unwrap();
-        match file.group("g").unwrap().create_group("after_libhdf5") {
-            Ok(_) | Err(Error::Unsupported(_)) => {}
-            Err(e) => panic!("{e}"),
-        }
+        file.group("g")
+            .unwrap()
+            .create_group("after_libhdf5")
+            .unwrap();
         file.close().unwrap();
     }
-    assert!(File::open(&path).unwrap().check().is_clean());
+    let file = File::open(&path).unwrap();
+    assert!(file.check().is_clean());
+    assert_eq!(file.group("g").unwrap().members().unwrap().len(), 10_501);
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -208,8 +210,9 @@ with h5py.File(sys.argv[1], "r+") as f:
 
 /// Links added to a group that tracks link creation order carry the next creation index, so
 /// h5py lists them in the order they were made, after its own; past eight members the group
-/// goes dense with a creation-order index, and libhdf5 goes on adding to it. (h5py's `track_order=True` also tracks attribute order in the group's header, which
-/// h5chunk refuses to add to, typed.)
+/// goes dense with a creation-order index, and libhdf5 goes on adding to it. A group made with
+/// h5py's `track_order=True` (whose header also tracks attribute creation order, so every
+/// header message carries a creation order field) takes links the same way.
 #[test]
 fn links_added_to_a_tracked_group_keep_their_creation_order() {
     let Some(python) = interop::python("links_added_to_a_tracked_group") else {
@@ -228,7 +231,9 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
     g = f["t"]
     for n in ["zeta", "alpha", "mu"]:
         g.create_group(n)
-    f.create_group("both", track_order=True)
+    b = f.create_group("both", track_order=True)
+    b.create_group("py1")
+    b.attrs["x"] = 1
 "#);
     {
         let file = File::open_rw(&path).unwrap();
@@ -236,10 +241,12 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
         for n in ["omega", "beta", "kappa", "a1", "a2", "a3", "a4", "a5", "a6"] {
             g.create_group(n).unwrap();
         }
-        // h5py's track_order=True: the header tracks attribute order too: refused, typed.
+        // h5py's track_order=True: the header tracks attribute order too.
         let both = file.group("both").unwrap();
-        assert!(matches!(both.create_group("x"), Err(Error::Unsupported(_))));
-        assert!(both.members().unwrap().is_empty());
+        for n in ["z", "y", "x"] {
+            both.create_group(n).unwrap();
+        }
+        both.set_attr_scalar("w", 2i64).unwrap();
         let ours: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
             .map(|(n, _)| n)
             .collect();
@@ -255,12 +262,19 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
 import sys, h5py
 with h5py.File(sys.argv[1], "r+") as f:
     f["t"].create_group("last")
+    f["both"].create_group("last")
 with h5py.File(sys.argv[1], "r") as f:
     print(" ".join(f["t"]))
+    print(" ".join(f["both"]), dict(f["both"].attrs))
 "#);
+    let mut lines = out.lines();
     assert_eq!(
-        out.trim(),
+        lines.next().unwrap(),
         "zeta alpha mu omega beta kappa a1 a2 a3 a4 a5 a6 last"
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        "py1 z y x last {'x': np.int64(1), 'w': np.int64(2)}"
     );
     assert!(File::open(&path).unwrap().check().is_clean());
     std::fs::remove_dir_all(&dir).unwrap();
@@ -437,19 +451,19 @@ with h5py.File(path, "r") as f:
         assert!(g.contains(&long_name(8)).unwrap());
         assert_eq!(g.members().unwrap().len(), n);
     }
-    // libhdf5 keeps a free-space manager now: adding more is done or refused, typed.
-    let added = {
+    // libhdf5 keeps a free-space manager now: h5chunk adds past the space it lists.
+    {
         let file = File::open_rw(&path).unwrap();
-        let added = match file.group("g").unwrap().create_group("after_libhdf5") {
-            Ok(_) => 1,
-            Err(Error::Unsupported(_)) => 0,
-            Err(e) => panic!("{e}"),
-        };
+        file.group("g")
+            .unwrap()
+            .create_group("after_libhdf5")
+            .unwrap();
         file.close().unwrap();
-        added
-    };
-    let members = File::open(&path).unwrap().group("g").unwrap().members();
-    assert_eq!(members.unwrap().len(), n + added);
+    }
+    let file = File::open(&path).unwrap();
+    assert!(file.check().is_clean());
+    assert_eq!(file.group("g").unwrap().members().unwrap().len(), n + 1);
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -867,5 +881,262 @@ with h5py.File(sys.argv[1], "r") as f:
         .collect();
     assert_eq!(listed, want);
     drop(file);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Dense storage libhdf5 made (a free-space manager, holes left by deleted members) takes
+/// h5chunk's links and attributes in new heap blocks, which the manager does not list: libhdf5
+/// then adds 200 more of each, filling its own free space and growing the heap past h5chunk's
+/// blocks, and every link and attribute still reads right in h5py and h5chunk; h5chunk then
+/// adds again after libhdf5.
+#[test]
+fn links_and_attributes_added_to_libhdf5_dense_storage_survive_libhdf5_adding_more() {
+    let Some(python) = interop::python("added_to_libhdf5_dense_storage") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-fsm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fsm.h5");
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    run(r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    g = f.create_group("g")
+    for i in range(20):
+        g.create_group("py%02d" % i)
+    d = f.create_dataset("d", data=np.arange(4))
+    for i in range(20):
+        d.attrs["pa%02d" % i] = np.arange(i + 1, dtype="i4")
+with h5py.File(sys.argv[1], "r+") as f:
+    for i in (3, 4, 11):
+        del f["g"]["py%02d" % i]
+        del f["d"].attrs["pa%02d" % i]
+"#);
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(
+        bytes.windows(4).any(|w| w == b"FSHD"),
+        "libhdf5 kept no free-space manager"
+    );
+    let ours = |i: usize| format!("h5chunk_link_{i:03}");
+    let attr = |i: usize| format!("h5chunk_attr_{i:03}");
+    let values = |i: usize| {
+        (0..(i % 7 + 1) as i64)
+            .map(|v| v * 1000 + i as i64)
+            .collect::<Vec<_>>()
+    };
+    // Two sessions, then twenty of one each: each opens the heaps again, and goes on filling
+    // the newest block when it is h5chunk's (the manager lists nothing in it), so sessions
+    // of one link do not cost a block each.
+    let blocks = |path: &std::path::Path| {
+        let b = std::fs::read(path).unwrap();
+        b.windows(4).filter(|w| w == b"FHDB").count()
+    };
+    let mut before_single = 0;
+    for range in [0..30, 30..45]
+        .into_iter()
+        .chain((45..65).map(|i| i..i + 1))
+    {
+        if range.start == 45 {
+            before_single = blocks(&path);
+        }
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("g").unwrap();
+        let d = file.dataset("d").unwrap();
+        for i in range {
+            g.create_group(&ours(i)).unwrap();
+            d.set_attr(&attr(i), &values(i)).unwrap();
+        }
+        file.close().unwrap();
+    }
+    assert!(
+        blocks(&path) <= before_single + 4,
+        "{} direct blocks after 20 sessions of one, {before_single} before",
+        blocks(&path)
+    );
+    let check_ours = |file: &File, links: usize| {
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("g").unwrap();
+        let d = file.dataset("d").unwrap();
+        for i in 0..65 {
+            assert!(g.group(&ours(i)).is_ok(), "{}", ours(i));
+            assert_eq!(
+                d.attr(&attr(i)).unwrap().values::<i64>().unwrap(),
+                values(i)
+            );
+        }
+        for i in [0usize, 5, 19] {
+            let a = d.attr(&format!("pa{i:02}")).unwrap();
+            assert_eq!(
+                a.values::<i32>().unwrap(),
+                (0..=i as i32).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(g.members().unwrap().len(), links);
+    };
+    check_ours(&File::open(&path).unwrap(), 17 + 65);
+    let out = run(r#"
+import sys, h5py, numpy as np
+def verify(f, extra):
+    g, a = f["g"], f["d"].attrs
+    bad = [n for n in g if not isinstance(g[n], h5py.Group)]
+    for i in range(65):
+        want = np.array([v * 1000 + i for v in range(i % 7 + 1)])
+        if list(a["h5chunk_attr_%03d" % i]) != list(want):
+            bad.append("h5chunk_attr_%03d" % i)
+    for i in range(extra):
+        if list(a["py_more_%03d" % i]) != [i, -i]:
+            bad.append("py_more_%03d" % i)
+        if "py_more_%03d" % i not in g:
+            bad.append("link py_more_%03d" % i)
+    print(len(g), len(a), bad)
+with h5py.File(sys.argv[1], "r") as f:
+    verify(f, 0)
+with h5py.File(sys.argv[1], "r+") as f:
+    g, a = f["g"], f["d"].attrs
+    for i in range(200):
+        g.create_group("py_more_%03d" % i)
+        a["py_more_%03d" % i] = np.array([i, -i], dtype="i8")
+    del g["h5chunk_link_007"]
+    del a["pa05"]
+with h5py.File(sys.argv[1], "r") as f:
+    verify(f, 200)
+"#);
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), "82 82 []");
+    assert_eq!(lines.next().unwrap(), "281 281 []");
+    if let Some(h5dump) = interop::h5dump("added_to_libhdf5_dense_storage") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("g").unwrap();
+        let d = file.dataset("d").unwrap();
+        assert_eq!(g.members().unwrap().len(), 281);
+        for i in (0..200).step_by(7) {
+            assert!(g.group(&format!("py_more_{i:03}")).is_ok());
+            let v = d
+                .attr(&format!("py_more_{i:03}"))
+                .unwrap()
+                .values::<i64>()
+                .unwrap();
+            assert_eq!(v, [i as i64, -(i as i64)]);
+        }
+        for i in (0..65).filter(|&i| i != 7) {
+            assert!(g.group(&ours(i)).is_ok());
+            assert_eq!(
+                d.attr(&attr(i)).unwrap().values::<i64>().unwrap(),
+                values(i)
+            );
+        }
+    }
+    // h5chunk adds again after libhdf5, and libhdf5 reads everything.
+    {
+        let file = File::open_rw(&path).unwrap();
+        file.group("g")
+            .unwrap()
+            .create_group("h5chunk_last")
+            .unwrap();
+        file.dataset("d")
+            .unwrap()
+            .set_attr_scalar("h5chunk_last", 7i64)
+            .unwrap();
+        file.close().unwrap();
+    }
+    let out = run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    g, a = f["g"], f["d"].attrs
+    bad = [n for n in g if not isinstance(g[n], h5py.Group)]
+    print(len(g), len(a), bad, int(a["h5chunk_last"]), list(a["py_more_199"]))
+"#);
+    assert_eq!(out.trim(), "282 282 [] 7 [np.int64(199), np.int64(-199)]");
+    assert!(File::open(&path).unwrap().check().is_clean());
+    std::fs::remove_dir_all(&dir).unwrap();
+    eprintln!("took {:?}", started.elapsed());
+}
+
+/// A dense group h5py made with `track_order=True` (a free-space manager, a creation-order
+/// index, a header tracking attribute creation order): h5chunk's links and attributes are
+/// listed by h5py in creation order after its own, libhdf5 adds 200 more links after them,
+/// and everything reads right in both.
+#[test]
+fn links_added_to_a_dense_track_order_group_h5py_made_keep_their_order() {
+    let Some(python) = interop::python("links_added_to_a_dense_track_order_group") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-dense-to-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("to.h5");
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    g = f.create_group("t", track_order=True)
+    for i in range(20):
+        g.create_group("py%02d" % (19 - i))
+    g.attrs["first"] = 1
+    del g["py10"], g["py03"]
+"#);
+    let ours = ["z_ours", "a_ours", "m_ours", "b_ours", "y_ours"];
+    {
+        let file = File::open_rw(&path).unwrap();
+        let g = file.group("t").unwrap();
+        for n in ours {
+            g.create_group(n).unwrap();
+        }
+        g.set_attr_str("second", "h5chunk").unwrap();
+        file.close().unwrap();
+    }
+    let mut want: Vec<String> = (0..20)
+        .map(|i| format!("py{:02}", 19 - i))
+        .filter(|n| n != "py10" && n != "py03")
+        .collect();
+    want.extend(ours.iter().map(|s| s.to_string()));
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let listed: Vec<String> = (file.group("t").unwrap().members_in_creation_order())
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(listed, want);
+    }
+    let out = run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f["t"]), dict(f["t"].attrs))
+with h5py.File(sys.argv[1], "r+") as f:
+    for i in range(200):
+        f["t"].create_group("more%03d" % i)
+with h5py.File(sys.argv[1], "r") as f:
+    g = f["t"]
+    print(" ".join(g), all(isinstance(g[n], h5py.Group) for n in g))
+"#);
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "{} {{'first': np.int64(1), 'second': 'h5chunk'}}",
+            want.join(" ")
+        )
+    );
+    want.extend((0..200).map(|i| format!("more{i:03}")));
+    assert_eq!(lines.next().unwrap(), format!("{} True", want.join(" ")));
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    let g = file.group("t").unwrap();
+    let listed: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(listed, want);
+    assert_eq!(g.attr("second").unwrap().string().unwrap(), "h5chunk");
+    drop((g, file));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -33,6 +33,7 @@ pub mod earray;
 pub mod error;
 pub mod farray;
 pub mod fractal_heap;
+pub mod free_space;
 pub mod global_heap;
 pub mod local_heap;
 pub mod message;
