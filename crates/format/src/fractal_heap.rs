@@ -19,6 +19,7 @@
 use crate::addr::{Addr, Sizes};
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::message::FilterPipeline;
 
 /// The header's signature.
 pub const HEADER_SIGNATURE: &[u8; 4] = b"FRHP";
@@ -60,8 +61,21 @@ pub struct Header {
     pub root_rows: u16,
     /// Bytes of the header, checksum included.
     pub len: usize,
+    /// The I/O filters of a filtered heap (direct blocks and huge objects go through them).
+    pub filters: Option<Filters>,
     /// The statistics and bookkeeping a writer keeps up to date.
     pub stats: HeapStats,
+}
+
+/// A filtered heap's pipeline, and its root direct block's stored size and filter mask.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filters {
+    /// The pipeline, as a filter pipeline message encodes it.
+    pub pipeline: FilterPipeline,
+    /// Bytes of the root direct block as stored (filtered), when the root is a direct block.
+    pub root_size: u64,
+    /// The root direct block's filter mask (a set bit `i`: filter `i` skipped).
+    pub root_mask: u32,
 }
 
 /// The header's bookkeeping fields: what a reader does not need and a writer must keep true.
@@ -133,13 +147,30 @@ impl Header {
         let root = d.offset()?;
         let rows_at = d.addr();
         let root_rows = d.u16()?;
-        if filters_len > 0 {
-            d.length()?;
-            d.u32()?;
-            d.skip(usize::from(filters_len))?;
-        }
+        // A filtered heap: the root direct block's stored size and mask, then the pipeline
+        // (decoded once the checksum is verified).
+        let filtered = if filters_len > 0 {
+            let root_size = d.length()?;
+            let root_mask = d.u32()?;
+            let p_at = d.addr();
+            let pipeline = d.bytes(usize::from(filters_len))?;
+            Some((root_size, root_mask, p_at, pipeline))
+        } else {
+            None
+        };
         let covered = d.position();
         d.verify_checksum(covered)?;
+        let filters = match filtered {
+            Some((root_size, root_mask, p_at, raw)) => {
+                let mut p = Decoder::new(raw, p_at, sizes, "fractal heap I/O filters");
+                Some(Filters {
+                    pipeline: FilterPipeline::decode(&mut p)?,
+                    root_size,
+                    root_mask,
+                })
+            }
+            None => None,
+        };
         if width == 0 || !width.is_power_of_two() || width > 4096 {
             return Err(d.bad_value(w_at, "table width", u64::from(width)));
         }
@@ -168,6 +199,7 @@ impl Header {
             root,
             root_rows,
             len: covered.saturating_add(4),
+            filters,
             stats,
         };
         if u32::from(root_rows) > h.max_rows() {
@@ -490,13 +522,123 @@ pub enum HeapId {
     },
     /// A tiny object, stored in the ID itself.
     Tiny(Vec<u8>),
-    /// A huge object (stored outside the heap's blocks, found through a B-tree).
-    Huge,
+    /// A huge object (stored outside the heap's blocks).
+    Huge(HugeId),
+}
+
+/// How a huge object's heap ID finds it. libhdf5 stores the object's place in the ID itself
+/// when the ID is long enough for it ("direct"), else a key into the heap's huge-object
+/// B-tree (types 1 and 2; types 3 and 4 index the direct ones).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HugeId {
+    /// The key of the object's record in the huge-object B-tree (type 1, or 2 when filtered).
+    Indirect(u64),
+    /// The object's place, in the ID.
+    Direct(HugeRecord),
+}
+
+/// Where a huge object is: a record of the huge-object B-tree, or a direct heap ID's body.
+///
+/// | type | fields                                                          |
+/// |------|-----------------------------------------------------------------|
+/// | 1    | address (O), stored length (L), ID (L)                          |
+/// | 2    | address (O), stored length (L), filter mask u32, size (L), ID (L) |
+/// | 3    | address (O), stored length (L)                                  |
+/// | 4    | address (O), stored length (L), filter mask u32, size (L)       |
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HugeRecord {
+    /// Where the object's (possibly filtered) bytes are.
+    pub addr: Addr,
+    /// Bytes stored in the file.
+    pub len: u64,
+    /// A filtered heap's object: its filter mask and its size once unfiltered.
+    pub filtered: Option<(u32, u64)>,
+    /// Types 1 and 2: the object's ID (the key heap IDs name it by).
+    pub id: Option<u64>,
+}
+
+impl HugeRecord {
+    /// Bytes of a record of B-tree `tree_type` (1 to 4).
+    pub fn record_len(tree_type: u8, sizes: Sizes) -> usize {
+        let (o, l) = (usize::from(sizes.offsets()), usize::from(sizes.lengths()));
+        let base = o.saturating_add(l);
+        let filtered = l.saturating_add(4);
+        match tree_type {
+            1 => base.saturating_add(l),
+            2 => base.saturating_add(filtered).saturating_add(l),
+            3 => base,
+            _ => base.saturating_add(filtered),
+        }
+    }
+
+    /// Decode a record of B-tree `tree_type` (1 to 4) at `at`.
+    pub fn decode(raw: &[u8], at: Addr, sizes: Sizes, tree_type: u8) -> Result<HugeRecord> {
+        let mut d = Decoder::new(raw, at, sizes, "huge object record");
+        let addr = d.defined_offset("huge object address")?;
+        let len = d.length()?;
+        let filtered = if matches!(tree_type, 2 | 4) {
+            Some((d.u32()?, d.length()?))
+        } else {
+            None
+        };
+        let id = if matches!(tree_type, 1 | 2) {
+            Some(d.length()?)
+        } else {
+            None
+        };
+        Ok(HugeRecord {
+            addr,
+            len,
+            filtered,
+            id,
+        })
+    }
+
+    /// Encode a record of B-tree `tree_type` (1 to 4).
+    pub fn encode(&self, sizes: Sizes, tree_type: u8, out: &mut Vec<u8>) -> Result<()> {
+        let mut e = Encoder::new(out, sizes, "huge object record");
+        e.offset(Some(self.addr), "huge object address")?;
+        e.length(self.len, "huge object length")?;
+        if matches!(tree_type, 2 | 4) {
+            let (mask, size) = self.filtered.unwrap_or_default();
+            e.u32(mask);
+            e.length(size, "huge object size")?;
+        }
+        if matches!(tree_type, 1 | 2) {
+            e.length(self.id.unwrap_or_default(), "huge object ID")?;
+        }
+        Ok(())
+    }
+}
+
+impl Header {
+    /// Whether huge objects' heap IDs hold their place (else a key of the huge-object
+    /// B-tree): when the ID has room for it after its first byte, as libhdf5 decides.
+    pub fn huge_ids_direct(&self, sizes: Sizes) -> bool {
+        let room = usize::from(self.id_len).saturating_sub(1);
+        let (o, l) = (usize::from(sizes.offsets()), usize::from(sizes.lengths()));
+        let needed = if self.filters_len > 0 {
+            o.saturating_add(l).saturating_add(4).saturating_add(l)
+        } else {
+            o.saturating_add(l)
+        };
+        room >= needed
+    }
+
+    /// The type of the heap's huge-object B-tree (1 to 4).
+    pub fn huge_tree_type(&self, sizes: Sizes) -> u8 {
+        match (self.huge_ids_direct(sizes), self.filters_len > 0) {
+            (false, false) => 1,
+            (false, true) => 2,
+            (true, false) => 3,
+            (true, true) => 4,
+        }
+    }
 }
 
 impl HeapId {
-    /// Decode a heap ID of `h`.
-    pub fn decode(id: &[u8], h: &Header, at: Addr) -> Result<HeapId> {
+    /// Decode a heap ID of `h` (a heap of a file of `sizes`).
+    pub fn decode(id: &[u8], h: &Header, sizes: Sizes, at: Addr) -> Result<HeapId> {
         let bad = |reason: String| Error::Invalid {
             structure: "fractal heap ID",
             at,
@@ -520,7 +662,22 @@ impl HeapId {
                     len: le(len),
                 })
             }
-            1 => Ok(HeapId::Huge),
+            1 if h.huge_ids_direct(sizes) => {
+                let tree_type = h.huge_tree_type(sizes);
+                let body = rest
+                    .get(..HugeRecord::record_len(tree_type, sizes))
+                    .ok_or_else(|| bad("short huge object ID".into()))?;
+                Ok(HeapId::Huge(HugeId::Direct(HugeRecord::decode(
+                    body, at, sizes, tree_type,
+                )?)))
+            }
+            1 => {
+                // The key: the ID's bytes after the first, up to 8 of them.
+                let n = rest.len().min(8);
+                Ok(HeapId::Huge(HugeId::Indirect(le(rest
+                    .get(..n)
+                    .unwrap_or_default()))))
+            }
             2 => {
                 // IDs up to 18 bytes keep the length (less one) in the first byte's low bits;
                 // longer ones in the next byte too.
@@ -567,6 +724,8 @@ pub struct Child {
     pub row: u32,
     /// Its column.
     pub col: u32,
+    /// A direct block of a filtered heap: its stored (filtered) size and filter mask.
+    pub filtered: Option<(u64, u32)>,
 }
 
 /// A decoded indirect block: its heap offset and its children, row by row.
@@ -602,11 +761,17 @@ impl IndirectBlock {
         for row in 0..rows {
             for col in 0..u32::from(h.width) {
                 let addr = d.offset()?;
-                if row < h.direct_rows() && h.filters_len > 0 {
-                    d.length()?;
-                    d.u32()?;
-                }
-                children.push(Child { addr, row, col });
+                let filtered = if row < h.direct_rows() && h.filters_len > 0 {
+                    Some((d.length()?, d.u32()?))
+                } else {
+                    None
+                };
+                children.push(Child {
+                    addr,
+                    row,
+                    col,
+                    filtered,
+                });
             }
         }
         Ok(IndirectBlock {
@@ -703,6 +868,7 @@ mod tests {
             root: Some(Addr(4096)),
             root_rows: 0,
             len: 0,
+            filters: None,
             stats: HeapStats::default(),
         }
     }
@@ -722,7 +888,8 @@ mod tests {
         // A child indirect block of a row of 128 KiB blocks spans rows summing to it.
         assert_eq!(h.rows_for_size(4 * 512), 1);
         assert_eq!(h.rows_for_size(4 * 1024), 2);
-        let managed = HeapId::decode(&[0x00, 0x10, 0, 0, 0, 0x2a, 0], &h, Addr(0)).unwrap();
+        let managed =
+            HeapId::decode(&[0x00, 0x10, 0, 0, 0, 0x2a, 0], &h, Sizes::DEFAULT, Addr(0)).unwrap();
         assert_eq!(
             managed,
             HeapId::Managed {
@@ -730,11 +897,11 @@ mod tests {
                 len: 42
             }
         );
-        let tiny = HeapId::decode(&[0x22, 1, 2, 3, 0, 0, 0], &h, Addr(0)).unwrap();
+        let tiny = HeapId::decode(&[0x22, 1, 2, 3, 0, 0, 0], &h, Sizes::DEFAULT, Addr(0)).unwrap();
         assert_eq!(tiny, HeapId::Tiny(vec![1, 2, 3]));
         assert_eq!(
-            HeapId::decode(&[0x10; 7], &h, Addr(0)).unwrap(),
-            HeapId::Huge
+            HeapId::decode(&[0x10, 5, 1, 0, 0, 0, 0], &h, Sizes::DEFAULT, Addr(0)).unwrap(),
+            HeapId::Huge(HugeId::Indirect(261))
         );
         // Bad versions and types, and IDs too short for what they say: errors.
         for bad in [
@@ -744,7 +911,10 @@ mod tests {
             &[0x2f, 1, 2],
             &[],
         ] {
-            assert!(HeapId::decode(bad, &h, Addr(0)).is_err(), "{bad:?}");
+            assert!(
+                HeapId::decode(bad, &h, Sizes::DEFAULT, Addr(0)).is_err(),
+                "{bad:?}"
+            );
         }
     }
 
@@ -795,7 +965,7 @@ mod tests {
             let h = header();
             let _ = IndirectBlock::decode(&bytes, Addr(0), sizes, &h, Addr(0), 3);
             let _ = check_direct(&bytes, Addr(0), sizes, &h, Addr(0), 0);
-            let _ = HeapId::decode(&bytes, &h, Addr(0));
+            let _ = HeapId::decode(&bytes, &h, Sizes::DEFAULT, Addr(0));
         }
     }
 
@@ -844,7 +1014,7 @@ mod tests {
         let id = h.managed_id(1234, 56);
         assert_eq!(id.len(), 7);
         assert_eq!(
-            HeapId::decode(&id, &h, Addr(0)).unwrap(),
+            HeapId::decode(&id, &h, sizes, Addr(0)).unwrap(),
             HeapId::Managed {
                 offset: 1234,
                 len: 56
