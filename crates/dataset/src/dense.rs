@@ -16,11 +16,12 @@ use std::rc::Rc;
 
 use h5chunk_btree2::{BTree2, RecordClass};
 use h5chunk_format::cursor::Decoder;
-use h5chunk_format::fractal_heap::{self, Header, HeapId, IndirectBlock};
+use h5chunk_format::fractal_heap::{self, Header, HeapId, HugeId, HugeRecord, IndirectBlock};
 use h5chunk_format::message::Link;
 use h5chunk_format::{Addr, Error as FormatError};
 
 use crate::error::{Error, Result};
+use crate::filters::Pipeline;
 use crate::store::Store;
 
 /// The most indirect-block levels a lookup descends (heap offsets have at most 64 bits, and
@@ -32,11 +33,18 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// dropped and read again as needed.
 const KEPT_BLOCK_BYTES: usize = 32 << 20;
 
+/// The most a filtered object (a direct block or a huge object) may grow when unfiltered, as
+/// a multiple of its stored size: deflate's best ratio is about 1032 to 1 and LZF's under
+/// 100, so a larger claimed size is damage, refused before it sizes a buffer.
+const MAX_UNFILTER_RATIO: u64 = 1100;
+
 /// A fractal heap, opened for reading objects.
 #[derive(Debug)]
 pub(crate) struct Heap {
     addr: Addr,
     h: Header,
+    /// A filtered heap's pipeline (its direct blocks and huge objects go through it).
+    pipeline: Option<Pipeline>,
     /// Blocks read and verified so far (see [`KEPT_BLOCK_BYTES`]).
     kept: RefCell<Kept>,
 }
@@ -96,12 +104,25 @@ impl Heap {
             }
             other => other?,
         };
-        if h.filters_len > 0 {
-            return Err(Error::Unsupported("filtered fractal heaps"));
-        }
+        let pipeline = match &h.filters {
+            // Shuffle's element size is in its parameters (libhdf5 always stores it).
+            Some(fl) => Some(
+                Pipeline::new(&fl.pipeline, 1)
+                    .map_err(|source| Error::HeapFilter { at: addr, source })?,
+            ),
+            None if h.filters_len > 0 => {
+                return Err(Error::corrupt(
+                    "fractal heap",
+                    addr,
+                    "I/O filters' length without a pipeline",
+                ));
+            }
+            None => None,
+        };
         Ok(Heap {
             addr,
             h,
+            pipeline,
             kept: RefCell::new(Kept::default()),
         })
     }
@@ -118,10 +139,99 @@ impl Heap {
 
     /// The object a heap ID names.
     pub(crate) fn object(&self, f: &Store, id: &[u8]) -> Result<Vec<u8>> {
-        match HeapId::decode(id, &self.h, self.addr)? {
+        match HeapId::decode(id, &self.h, f.sizes, self.addr)? {
             HeapId::Tiny(data) => Ok(data),
-            HeapId::Huge => Err(Error::Unsupported("huge objects in fractal heaps")),
+            HeapId::Huge(HugeId::Direct(rec)) => self.huge(f, &rec),
+            HeapId::Huge(HugeId::Indirect(key)) => {
+                let rec = self.huge_record(f, key)?;
+                self.huge(f, &rec)
+            }
             HeapId::Managed { offset, len } => self.managed(f, offset, len),
+        }
+    }
+
+    /// The huge-object B-tree's record of the object of ID `key`.
+    fn huge_record(&self, f: &Store, key: u64) -> Result<HugeRecord> {
+        let at = self.h.huge_btree.ok_or_else(|| {
+            Error::corrupt(
+                "fractal heap",
+                self.addr,
+                format!("huge object {key} in a heap without a huge-object B-tree"),
+            )
+        })?;
+        let class = HugeObjects::new(&self.h, f.sizes);
+        let tree = BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2_err)?;
+        let found = tree.find(&key).map_err(bt2_err)?.ok_or_else(|| {
+            Error::corrupt(
+                "fractal heap",
+                self.addr,
+                format!("huge object {key} not in the huge-object B-tree at {at}"),
+            )
+        })?;
+        Ok(found.rec)
+    }
+
+    /// Bytes from `at` to the file's end (the larger of its end of allocation and its
+    /// length): what any length read from the file must fit in.
+    fn room(&self, f: &Store, at: Addr) -> Result<u64> {
+        let avail = f.cache.eoa().get().saturating_sub(at.get());
+        let in_file = f
+            .storage
+            .len()
+            .map_err(|e| f.io(e))?
+            .saturating_sub(at.get());
+        Ok(avail.max(in_file))
+    }
+
+    /// Undo the heap's filters on `stored` (read at `at`), skipping those `mask` says were,
+    /// to exactly `size` bytes, a size bounded by the stored size first.
+    fn unfilter(&self, at: Addr, stored: Vec<u8>, mask: u32, size: u64) -> Result<Vec<u8>> {
+        let corrupt = |what: String| Error::corrupt("fractal heap", Some(self.addr), what);
+        let pipeline = self
+            .pipeline
+            .as_ref()
+            .ok_or_else(|| corrupt(format!("a filtered object at {at} in an unfiltered heap")))?;
+        let bound = (stored.len() as u64)
+            .saturating_mul(MAX_UNFILTER_RATIO)
+            .saturating_add(4096);
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|&s| s as u64 <= bound)
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "object at {at}: {} bytes stored cannot unfilter to {size}",
+                    stored.len()
+                ))
+            })?;
+        pipeline
+            .decode(stored, mask, size)
+            .map_err(|source| Error::HeapFilter { at, source })
+    }
+
+    /// A huge object: its bytes where its record says, through the heap's filters if any.
+    fn huge(&self, f: &Store, rec: &HugeRecord) -> Result<Vec<u8>> {
+        if rec.len > self.room(f, rec.addr)? {
+            return Err(Error::corrupt(
+                "fractal heap",
+                self.addr,
+                format!(
+                    "huge object of {} bytes at {} past the file's end",
+                    rec.len, rec.addr
+                ),
+            ));
+        }
+        let stored = f.read(rec.addr, rec.len)?;
+        match rec.filtered {
+            Some((mask, size)) => self.unfilter(rec.addr, stored, mask, size),
+            None if self.pipeline.is_some() => Err(Error::corrupt(
+                "fractal heap",
+                self.addr,
+                format!(
+                    "huge object at {} of a filtered heap without its filter mask",
+                    rec.addr
+                ),
+            )),
+            None => Ok(stored),
         }
     }
 
@@ -155,8 +265,14 @@ impl Heap {
         }
         let root = self.h.root.ok_or_else(|| corrupt("no root block".into()))?;
         // (block address, its heap offset, its size) of the direct block holding `offset`.
-        let (block, block_offset, size) = if self.h.root_rows == 0 {
-            (root, 0, self.h.start_block)
+        // With its stored size and filter mask in a filtered heap.
+        let (block, block_offset, size, filtered) = if self.h.root_rows == 0 {
+            let filtered = self
+                .h
+                .filters
+                .as_ref()
+                .map(|fl| (fl.root_size, fl.root_mask));
+            (root, 0, self.h.start_block, filtered)
         } else {
             let mut at = root;
             let mut rows = u32::from(self.h.root_rows);
@@ -187,14 +303,13 @@ impl Heap {
                 let (row, col, child_start, bs) =
                     found.ok_or_else(|| corrupt(format!("offset {offset} past the table")))?;
                 let index = u64::from(row).saturating_mul(w).saturating_add(col);
-                let child = ib
-                    .children
-                    .get(index as usize)
+                let entry = ib.children.get(index as usize);
+                let child = entry
                     .and_then(|c| c.addr)
                     .ok_or_else(|| corrupt(format!("offset {offset} in an unallocated block")))?;
                 let child_offset = ib.block_offset.saturating_add(child_start);
                 if row < self.h.direct_rows() {
-                    break (child, child_offset, bs);
+                    break (child, child_offset, bs, entry.and_then(|c| c.filtered));
                 }
                 at = child;
                 rows = self.h.rows_for_size(bs);
@@ -209,18 +324,29 @@ impl Heap {
         let bytes = match kept {
             Some(bytes) if bytes.len() as u64 == size => bytes,
             _ => {
-                let avail = f.cache.eoa().get().saturating_sub(block.get());
-                let in_file = f
-                    .storage
-                    .len()
-                    .map_err(|e| f.io(e))?
-                    .saturating_sub(block.get());
-                if size > avail.max(in_file) {
+                // A filtered heap's block is stored in fewer bytes (its entry says how many).
+                let stored = match (&self.pipeline, filtered) {
+                    (Some(_), Some((stored, _))) => stored,
+                    (Some(_), None) => {
+                        return Err(corrupt(format!(
+                            "direct block at {block} of a filtered heap without its stored size"
+                        )));
+                    }
+                    (None, _) => size,
+                };
+                if stored > self.room(f, block)? {
                     return Err(corrupt(format!(
-                        "direct block of {size} bytes past the file's end"
+                        "direct block of {stored} bytes at {block} past the file's end"
                     )));
                 }
-                let bytes = f.read(block, size)?;
+                let bytes = f.read(block, stored)?;
+                // libhdf5 checksums a filtered block as it is once unfiltered.
+                let bytes = match filtered {
+                    Some((_, mask)) if self.pipeline.is_some() => {
+                        self.unfilter(block, bytes, mask, size)?
+                    }
+                    _ => bytes,
+                };
                 fractal_heap::check_direct(
                     &bytes,
                     block,
@@ -606,6 +732,61 @@ impl RecordClass for CreationOrders {
 
     fn compare(&self, key: &u64, r: &CreationOrder) -> Ordering {
         key.cmp(&r.order)
+    }
+}
+
+/// Records of a heap's huge-object B-tree (types 1 to 4, as the heap's header implies):
+/// keyed by the object's ID (types 1 and 2) or its address (3 and 4).
+#[derive(Debug)]
+pub(crate) struct HugeObjects {
+    tree_type: u8,
+    sizes: h5chunk_format::Sizes,
+}
+
+impl HugeObjects {
+    pub(crate) fn new(h: &Header, sizes: h5chunk_format::Sizes) -> HugeObjects {
+        HugeObjects {
+            tree_type: h.huge_tree_type(sizes),
+            sizes,
+        }
+    }
+}
+
+/// One record of [`HugeObjects`], with its key.
+#[derive(Clone, Debug)]
+pub(crate) struct HugeEntry {
+    key: u64,
+    rec: HugeRecord,
+}
+
+impl RecordClass for HugeObjects {
+    type Record = HugeEntry;
+    type Key = u64;
+
+    fn tree_type(&self) -> u8 {
+        self.tree_type
+    }
+
+    fn record_size(&self) -> usize {
+        HugeRecord::record_len(self.tree_type, self.sizes)
+    }
+
+    fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<HugeEntry> {
+        let rec = HugeRecord::decode(raw, at, self.sizes, self.tree_type)?;
+        let key = rec.id.unwrap_or(rec.addr.get());
+        Ok(HugeEntry { key, rec })
+    }
+
+    fn encode(&self, r: &HugeEntry, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
+        r.rec.encode(self.sizes, self.tree_type, out)
+    }
+
+    fn key<'r>(&self, r: &'r HugeEntry) -> &'r u64 {
+        &r.key
+    }
+
+    fn compare(&self, key: &u64, r: &HugeEntry) -> Ordering {
+        key.cmp(&r.key)
     }
 }
 

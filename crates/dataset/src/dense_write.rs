@@ -75,6 +75,7 @@ fn link_heap_header() -> Header {
         root: None,
         root_rows: 0,
         len: 0,
+        filters: None,
         stats: HeapStats {
             start_rows: 1,
             ..HeapStats::default()

@@ -228,6 +228,15 @@ pub enum Error {
         /// What the filter said.
         source: crate::filters::FilterError,
     },
+    /// An object or block of a filtered fractal heap (dense links or attributes) could not
+    /// be unfiltered, or the heap's pipeline cannot be used.
+    #[error("fractal heap object @ {at}: {source}")]
+    HeapFilter {
+        /// The file address of the block, object or heap.
+        at: h5chunk_format::Addr,
+        /// What the filter said.
+        source: crate::filters::FilterError,
+    },
     /// The dataset's filter pipeline cannot be used.
     #[error("dataset {dataset}: {source}")]
     Pipeline {
