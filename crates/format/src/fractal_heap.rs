@@ -919,6 +919,82 @@ mod tests {
     }
 
     #[test]
+    fn decode_huge_ids_of_each_kind() {
+        let sizes = Sizes::DEFAULT;
+        let mut h = header();
+        // 7-byte IDs cannot hold an address and a length: a B-tree key (type 1).
+        assert_eq!(h.huge_tree_type(sizes), 1);
+        // With filters, type 2.
+        h.filters_len = 20;
+        assert_eq!(h.huge_tree_type(sizes), 2);
+        // 17-byte IDs hold address and length (type 3), 29-byte ones with filters mask and
+        // size (type 4); a filtered heap of 17-byte IDs stays indirect.
+        h.id_len = 17;
+        assert_eq!(h.huge_tree_type(sizes), 2);
+        h.filters_len = 0;
+        assert_eq!(h.huge_tree_type(sizes), 3);
+        #[rustfmt::skip]
+        let direct = [
+            0x10,                                   // version 0, type huge
+            0x00, 0x20, 0, 0, 0, 0, 0, 0,           // address 0x2000
+            0x10, 0x27, 0, 0, 0, 0, 0, 0,           // stored length 10,000
+        ];
+        let want = HugeRecord {
+            addr: Addr(0x2000),
+            len: 10_000,
+            filtered: None,
+            id: None,
+        };
+        assert_eq!(
+            HeapId::decode(&direct, &h, sizes, Addr(0)).unwrap(),
+            HeapId::Huge(HugeId::Direct(want.clone()))
+        );
+        h.id_len = 29;
+        h.filters_len = 20;
+        assert_eq!(h.huge_tree_type(sizes), 4);
+        let mut filtered = direct.to_vec();
+        filtered.extend([1, 0, 0, 0]); // filter mask: filter 0 skipped
+        filtered.extend(20_000u64.to_le_bytes()); // size unfiltered
+        assert_eq!(
+            HeapId::decode(&filtered, &h, sizes, Addr(0)).unwrap(),
+            HeapId::Huge(HugeId::Direct(HugeRecord {
+                filtered: Some((1, 20_000)),
+                ..want
+            }))
+        );
+        // Each prefix of a direct ID is an error.
+        for n in 1..filtered.len() {
+            assert!(
+                HeapId::decode(&filtered[..n], &h, sizes, Addr(0)).is_err(),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn roundtrip_huge_records() {
+        let sizes = Sizes::DEFAULT;
+        for tree_type in 1..=4u8 {
+            let rec = HugeRecord {
+                addr: Addr(4096),
+                len: 800_000,
+                filtered: matches!(tree_type, 2 | 4).then_some((0, 900_000)),
+                id: matches!(tree_type, 1 | 2).then_some(3),
+            };
+            let mut raw = Vec::new();
+            rec.encode(sizes, tree_type, &mut raw).unwrap();
+            assert_eq!(raw.len(), HugeRecord::record_len(tree_type, sizes));
+            assert_eq!(
+                HugeRecord::decode(&raw, Addr(0), sizes, tree_type).unwrap(),
+                rec
+            );
+            for n in 0..raw.len() {
+                assert!(HugeRecord::decode(&raw[..n], Addr(0), sizes, tree_type).is_err());
+            }
+        }
+    }
+
+    #[test]
     fn the_table_grows_as_libhdf5_grows_it() {
         let h = header();
         let sizes = Sizes::DEFAULT;
