@@ -363,3 +363,38 @@ fn appends_of_whole_chunks_and_the_appends_they_decline_write_what_the_model_hol
         );
     }
 }
+
+/// A slab of whole chunks written straight into the fresh chunks (the box path) is declined
+/// when one of its chunks is fresh already: written again before a flush, a box replaces the
+/// fresh chunks in place, so the file holds each chunk once (as if written once) and reads
+/// the second write.
+#[test]
+fn a_box_of_chunks_written_twice_before_a_flush_is_stored_once() {
+    let write = |name: &str, times: i64| {
+        let path = tmp(name);
+        let f = File::create_with(&path, options(IndexKind::ExtensibleArray)).unwrap();
+        let d = f
+            .new_dataset::<i64>()
+            .shape(&[64, 8])
+            .max_shape(&[None, Some(8)])
+            .chunk(&[4, 4])
+            .create("d")
+            .unwrap();
+        for t in 0..times {
+            let v: Vec<i64> = (0..8 * 8).map(|i| i * 10 + t).collect();
+            d.write_slice(&v, &[8, 0], &[8, 8], None).unwrap();
+        }
+        f.close().unwrap();
+        drop(d);
+        let f = File::open(&path).unwrap();
+        let got = f
+            .dataset("d")
+            .unwrap()
+            .read_slice::<i64>(&[8, 0], &[8, 8], None)
+            .unwrap();
+        let want: Vec<i64> = (0..8 * 8).map(|i| i * 10 + times - 1).collect();
+        assert_eq!(got, want, "{name}");
+        std::fs::metadata(&path).unwrap().len()
+    };
+    assert_eq!(write("box_once.h5", 1), write("box_twice.h5", 2));
+}

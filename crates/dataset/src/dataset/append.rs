@@ -29,14 +29,8 @@ pub(crate) struct AppendPlan {
     /// Elements appended along `k`, and the chunk's extent there.
     grow: u64,
     chunk_k: u64,
-    /// The slab's shape, the chunks it spans per dimension, the chunk's shape, and the bytes
-    /// between consecutive indices of each dimension in the appended bytes.
-    count: [u64; MAX_FAST_RANK],
-    n: [u64; MAX_FAST_RANK],
-    chunk: [u64; MAX_FAST_RANK],
-    pitch: [usize; MAX_FAST_RANK],
-    /// Chunks appended.
-    chunks: usize,
+    /// Where the appended chunks lie and where their rows are in the appended bytes.
+    geom: BoxGeom,
 }
 
 impl AppendPlan {
@@ -44,24 +38,12 @@ impl AppendPlan {
     /// along `k`, with chunks `chunk`; `None` when they do not make whole chunks.
     fn new(len: usize, elem: u64, k: usize, cur: &[u64], chunk: &[u64]) -> Option<AppendPlan> {
         let rank = cur.len();
-        let mut p = AppendPlan {
-            len,
-            k,
-            rank,
-            others: [0; MAX_FAST_RANK],
-            grow: 0,
-            chunk_k: *chunk.get(k)?,
-            count: [0; MAX_FAST_RANK],
-            n: [0; MAX_FAST_RANK],
-            chunk: [0; MAX_FAST_RANK],
-            pitch: [0; MAX_FAST_RANK],
-            chunks: 1,
-        };
-        if rank == 0 || chunk.len() != rank || elem == 0 {
+        if rank == 0 || rank > MAX_FAST_RANK || chunk.len() != rank || elem == 0 {
             return None;
         }
-        p.chunk.get_mut(..rank)?.copy_from_slice(chunk);
-        let mut others = 1u64;
+        let mut others = [0u64; MAX_FAST_RANK];
+        let mut count = [0u64; MAX_FAST_RANK];
+        let mut across = 1u64;
         for (u, (&d, &ck)) in cur.iter().zip(chunk).enumerate() {
             if d.checked_rem(ck)? != 0 {
                 return None;
@@ -70,31 +52,28 @@ impl AppendPlan {
                 if d == 0 {
                     return None;
                 }
-                others = others.checked_mul(d)?;
-                *p.others.get_mut(u)? = d;
-                *p.count.get_mut(u)? = d;
+                across = across.checked_mul(d)?;
+                *others.get_mut(u)? = d;
+                *count.get_mut(u)? = d;
             }
         }
         let values = (len as u64).checked_div(elem)?;
-        p.grow = values.checked_div(others)?;
-        if p.grow == 0
-            || values.checked_mul(elem)? != len as u64
-            || p.grow.checked_mul(others)? != values
-            || p.grow.checked_rem(p.chunk_k)? != 0
-        {
+        let grow = values.checked_div(across)?;
+        if grow == 0 || grow.checked_mul(across)? != values {
             return None;
         }
-        *p.count.get_mut(k)? = p.grow;
-        for ((x, &d), &ck) in p.n.iter_mut().zip(&p.count).zip(&p.chunk).take(rank) {
-            *x = d.checked_div(ck)?;
-            p.chunks = p.chunks.checked_mul(usize::try_from(*x).ok()?)?;
-        }
-        let mut acc = usize::try_from(elem).ok()?;
-        for (q, &d) in p.pitch.iter_mut().zip(&p.count).take(rank).rev() {
-            *q = acc;
-            acc = acc.checked_mul(usize::try_from(d).ok()?)?;
-        }
-        Some(p)
+        *count.get_mut(k)? = grow;
+        // Whole chunks along `k` too, and exactly `len` bytes: the box's own checks.
+        let geom = BoxPlan::new(len, elem, count.get(..rank)?, chunk)?.geom;
+        Some(AppendPlan {
+            len,
+            k,
+            rank,
+            others,
+            grow,
+            chunk_k: *chunk.get(k)?,
+            geom,
+        })
     }
 
     /// Whether the plan holds for appending `len` bytes along `k` to extent `cur`.
@@ -171,30 +150,174 @@ fn append_with(
     plan: &AppendPlan,
     le: &[u8],
     cur_k: u64,
-    (path, header): (&str, h5chunk_format::Addr),
+    ctx: (&str, h5chunk_format::Addr),
 ) -> Result<bool> {
-    let AppendPlan {
-        k,
-        rank,
-        chunk_k,
-        ref n,
-        ref chunk,
-        ref pitch,
-        chunks,
-        ..
-    } = *plan;
+    let AppendPlan { k, chunk_k, .. } = *plan;
     // The new chunks start here along `k`, and at 0 elsewhere.
     let first_k = match (cur_k.checked_div(chunk_k), cur_k.checked_rem(chunk_k)) {
         (Some(q), Some(0)) => q,
         _ => return Ok(false),
     };
-    // No fresh chunk lies at or past the old end along `k` (they all lie inside the old
-    // extent), and none of the new chunks is cached: each becomes a new fresh chunk.
-    if c.fresh.hi().get(k).is_some_and(|&h| h > first_k) {
-        return Ok(false);
+    let mut first = [0u64; MAX_FAST_RANK];
+    match first.get_mut(k) {
+        Some(x) => *x = first_k,
+        None => return Ok(false),
     }
-    let (n, chunk, pitch) = match (n.get(..rank), chunk.get(..rank), pitch.get(..rank)) {
-        (Some(n), Some(chunk), Some(pitch)) => (n, chunk, pitch),
+    push_box(f, c, &plan.geom, &first, le, Some(k), ctx)
+}
+
+/// Where the chunks of a box of whole chunks lie, and where their rows are in the slab.
+#[derive(Clone, Debug)]
+pub(crate) struct BoxGeom {
+    rank: usize,
+    /// Chunks per dimension, the chunk's shape, and the bytes between consecutive indices of
+    /// each dimension in the slab.
+    n: [u64; MAX_FAST_RANK],
+    chunk: [u64; MAX_FAST_RANK],
+    pitch: [usize; MAX_FAST_RANK],
+    /// Chunks in the box.
+    chunks: usize,
+}
+
+/// The geometry of a slab write (a selection of whole chunks, of `len` bytes and shape
+/// `count`), kept for the next write of that shape.
+#[derive(Clone, Debug)]
+pub(crate) struct BoxPlan {
+    len: usize,
+    count: [u64; MAX_FAST_RANK],
+    geom: BoxGeom,
+}
+
+impl BoxPlan {
+    fn new(len: usize, elem: u64, count: &[u64], chunk: &[u64]) -> Option<BoxPlan> {
+        let rank = count.len();
+        if rank == 0 || rank > MAX_FAST_RANK || chunk.len() != rank || elem == 0 {
+            return None;
+        }
+        let mut p = BoxPlan {
+            len,
+            count: [0; MAX_FAST_RANK],
+            geom: BoxGeom {
+                rank,
+                n: [0; MAX_FAST_RANK],
+                chunk: [0; MAX_FAST_RANK],
+                pitch: [0; MAX_FAST_RANK],
+                chunks: 1,
+            },
+        };
+        p.count.get_mut(..rank)?.copy_from_slice(count);
+        p.geom.chunk.get_mut(..rank)?.copy_from_slice(chunk);
+        let mut values = 1u64;
+        for ((x, &d), &ck) in p.geom.n.iter_mut().zip(count).zip(chunk) {
+            if d == 0 || d.checked_rem(ck)? != 0 {
+                return None;
+            }
+            *x = d.checked_div(ck)?;
+            p.geom.chunks = p.geom.chunks.checked_mul(usize::try_from(*x).ok()?)?;
+            values = values.checked_mul(d)?;
+        }
+        if values.checked_mul(elem)? != len as u64 {
+            return None;
+        }
+        let mut acc = usize::try_from(elem).ok()?;
+        for (q, &d) in p.geom.pitch.iter_mut().zip(count).rev() {
+            *q = acc;
+            acc = acc.checked_mul(usize::try_from(d).ok()?)?;
+        }
+        Some(p)
+    }
+}
+
+impl Dataset {
+    /// Write `le` (little-endian elements) to the selection `start`, `count` when it is a box
+    /// of whole chunks inside the extent, none of them cached or fresh: each becomes a new
+    /// fresh chunk, its rows copied straight from `le`. `Ok(false)`, with nothing changed,
+    /// for any other write.
+    pub(super) fn write_box_of_new_chunks(
+        &self,
+        le: &[u8],
+        start: &[u64],
+        count: &[u64],
+    ) -> Result<bool> {
+        let f = &self.file.inner.store;
+        f.check_writable()?;
+        let mut st = self.shared.write();
+        let elem = st.dtype.size as u64;
+        if !st.dtype.stored_le() {
+            return Ok(false);
+        }
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut **st;
+        let StorageState::Chunked(c) = storage else {
+            return Ok(false);
+        };
+        let rank = c.shape.chunk.len();
+        if c.pipeline.is_some() || c.alloc_early || start.len() != rank || count.len() != rank {
+            return Ok(false);
+        }
+        let plan = match c.box_plan.take() {
+            Some(p) if p.len == le.len() && p.count.get(..rank) == Some(count) => p,
+            _ => match BoxPlan::new(le.len(), elem, count, &c.shape.chunk) {
+                Some(p) => Box::new(p),
+                None => return Ok(false),
+            },
+        };
+        // One large chunk goes straight from the caller's buffer (`write_whole_chunk`).
+        let direct = plan.geom.chunks == 1 && c.shape.chunk_bytes >= super::DIRECT_WRITE_BYTES;
+        let mut first = [0u64; MAX_FAST_RANK];
+        let inside = !direct
+            && (first.iter_mut().zip(start))
+                .zip(c.shape.chunk.iter().zip(count).zip(&c.shape.dims))
+                .all(|((x, &s), ((&ck, &k), &d))| {
+                    match (s.checked_div(ck), s.checked_rem(ck), s.checked_add(k)) {
+                        (Some(q), Some(0), Some(end)) if end <= d => {
+                            *x = q;
+                            true
+                        }
+                        _ => false,
+                    }
+                });
+        let written = if inside {
+            push_box(f, c, &plan.geom, &first, le, None, (path, *header))
+        } else {
+            Ok(false)
+        };
+        c.box_plan = Some(plan);
+        written
+    }
+}
+
+/// Write the box `geom` of whole chunks whose first chunk is at `first`, from the slab `le`,
+/// as new fresh chunks: `Ok(false)`, with nothing changed, when one of them is cached or
+/// fresh. `past`: the box lies past the old extent along that dimension (an append), so no
+/// fresh chunk can be there unless one lies at or past its start.
+fn push_box(
+    f: &Store,
+    c: &mut Chunked,
+    geom: &BoxGeom,
+    first: &[u64; MAX_FAST_RANK],
+    le: &[u8],
+    past: Option<usize>,
+    (path, header): (&str, h5chunk_format::Addr),
+) -> Result<bool> {
+    let BoxGeom {
+        rank,
+        ref n,
+        ref chunk,
+        ref pitch,
+        chunks,
+    } = *geom;
+    let (n, chunk, pitch, first) = match (
+        n.get(..rank),
+        chunk.get(..rank),
+        pitch.get(..rank),
+        first.get(..rank),
+    ) {
+        (Some(n), Some(chunk), Some(pitch), Some(first)) => (n, chunk, pitch, first),
         _ => return Ok(false),
     };
     let mut at_b = [0u64; MAX_FAST_RANK];
@@ -202,16 +325,22 @@ fn append_with(
     let (Some(at), Some(scaled)) = (at_b.get_mut(..rank), scaled_b.get_mut(..rank)) else {
         return Ok(false);
     };
-    // `at` counts chunks from the slab's first; `scaled` is where that chunk lies.
+    // `at` counts chunks from the box's first; `scaled` is where that chunk lies.
     let place = |scaled: &mut [u64], at: &[u64]| {
-        for (u, (s, &a)) in scaled.iter_mut().zip(at).enumerate() {
-            *s = if u == k { first_k.saturating_add(a) } else { a };
+        for ((s, &f0), &a) in scaled.iter_mut().zip(first).zip(at) {
+            *s = f0.saturating_add(a);
         }
     };
-    if !c.cache.get_mut().is_empty() {
+    let fresh_clear = match past {
+        Some(k) => (c.fresh.hi().get(k)).is_none_or(|&h| first.get(k).is_none_or(|&f0| h <= f0)),
+        None => c.fresh.is_empty(),
+    };
+    if !fresh_clear || !c.cache.get_mut().is_empty() {
         loop {
             place(scaled, at);
-            if c.cache.get_mut().contains(scaled) {
+            if c.cache.get_mut().contains(scaled)
+                || (!fresh_clear && c.fresh.position(scaled).is_some())
+            {
                 return Ok(false);
             }
             if !step_row_major(at, n) {

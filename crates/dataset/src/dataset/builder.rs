@@ -371,6 +371,7 @@ impl DatasetBuilder {
                 known: Chunked::first_known(kind, vec![0; grid.len()]),
                 fresh,
                 append_plan: None,
+                box_plan: None,
             })),
         };
         let d = Dataset::from_state(&self.file, state)?;

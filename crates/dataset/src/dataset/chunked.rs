@@ -49,6 +49,8 @@ pub(crate) struct Chunked {
     pub(crate) fresh: Fresh,
     /// The shape of the last append of whole chunks, for the next one of the same length.
     pub(crate) append_plan: Option<Box<super::append::AppendPlan>>,
+    /// The shape of the last slab write of whole new chunks, for the next one of that shape.
+    pub(crate) box_plan: Option<Box<super::append::BoxPlan>>,
 }
 
 /// Copy `src` into `dst` (of the same length): as one fixed-size move for ranks up to 4, where

@@ -372,6 +372,7 @@ impl Dataset {
                     known: Chunked::first_known(kind, grid),
                     fresh,
                     append_plan: None,
+                    box_plan: None,
                 }))
             }
             DataLayout::Contiguous { address, size, .. } => match external {
@@ -689,7 +690,8 @@ impl Dataset {
         stride: Option<&[u64]>,
     ) -> Result<()> {
         if stride.is_none()
-            && (self.write_whole_chunk(le, start, count)?
+            && (self.write_box_of_new_chunks(le, start, count)?
+                || self.write_whole_chunk(le, start, count)?
                 || self.write_aligned(le, start, count)?)
         {
             return Ok(());
