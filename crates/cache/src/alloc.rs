@@ -310,10 +310,10 @@ fn align_up(v: u64, align: u64) -> Option<u64> {
 
 /// Whether `start..end` overlaps a block of `map` (start → length, non-overlapping).
 fn overlaps(map: &BTreeMap<u64, u64>, start: u64, end: u64) -> bool {
-    if map.range(start..end).next().is_some() {
-        return true;
-    }
-    map.range(..start)
+    // The blocks of a map never overlap one another and none is empty, so the one starting
+    // last before `end` is the one that would reach into `start .. end`: one search, not two
+    // (a SWMR writer frees a node on every move, into a list that only grows).
+    map.range(..end)
         .next_back()
         // A block whose end would overflow certainly reaches past `start`.
         .is_some_and(|(&s, &l)| s.checked_add(l).is_none_or(|e| e > start))

@@ -169,6 +169,10 @@ impl Message {
     /// Append the encoded body to `out`. On error nothing is appended.
     pub fn encode(&self, sizes: Sizes, out: &mut Vec<u8>) -> Result<()> {
         let start = out.len();
+        // A dataspace (rewritten on every flush of a growing dataset) knows its length.
+        if let Message::Dataspace(m) = self {
+            out.reserve(m.encoded_len(sizes));
+        }
         let result = self.encode_inner(&mut Encoder::new(out, sizes, self.kind().structure_name()));
         if result.is_err() {
             out.truncate(start);
