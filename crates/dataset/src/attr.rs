@@ -495,7 +495,7 @@ pub(crate) fn string_ids(f: &Store, strings: &[&str]) -> Result<Vec<u8>> {
     Ok(data)
 }
 
-/// Most bytes of variable-length strings one call reads: past it, a file whose heap IDs name
+/// Most bytes of variable-length strings (or sequences) one call reads: past it, a file whose heap IDs name
 /// the same large object many times would make a read allocate without bound.
 const MAX_STRING_BYTES: usize = 1 << 32;
 
@@ -544,11 +544,14 @@ pub(crate) fn heap_sequences(f: &Store, ids: &[u8], elem: usize) -> Result<Vec<(
     let mut heaps = HashMap::new();
     let id_len = HeapId::encoded_len(f.sizes);
     let mut out = Vec::new();
+    let mut total = 0usize;
     for e in ids.chunks_exact(id_len) {
         let id = HeapId::decode(e, Addr(0), f.sizes)?;
         out.push(match id.collection {
             Some(c) if id.len > 0 => {
                 let bytes = heap_object(f, c, id.index, &mut heaps)?;
+                // The stored length times the element size, checked against the object's
+                // bytes before it sizes the copy.
                 let len = usize::try_from(id.len)
                     .ok()
                     .and_then(|n| n.checked_mul(elem))
@@ -557,9 +560,21 @@ pub(crate) fn heap_sequences(f: &Store, ids: &[u8], elem: usize) -> Result<Vec<(
                     Error::corrupt(
                         "global heap",
                         c,
-                        format!("object {} holds {} bytes, not {len}", id.index, bytes.len()),
+                        format!(
+                            "object {} holds {} bytes, not {} elements of {elem} bytes",
+                            id.index,
+                            bytes.len(),
+                            id.len
+                        ),
                     )
                 })?;
+                total = total.saturating_add(len);
+                if total > MAX_STRING_BYTES {
+                    return Err(Error::arg(
+                        "selection",
+                        "more than 4 GiB of sequences in one read: read them in slices",
+                    ));
+                }
                 (id.len, b.to_vec())
             }
             _ => (0, Vec::new()),

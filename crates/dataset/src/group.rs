@@ -191,8 +191,12 @@ impl File {
     /// numbers, stored as that message says). Elements are written and read as their stored
     /// bytes ([`Dataset::write_raw`](crate::Dataset::write_raw),
     /// [`Dataset::read_raw`](crate::Dataset::read_raw)); fixed-length strings also with
-    /// [`Dataset::write_strings`](crate::Dataset::write_strings). Variable-length types are
-    /// refused when the dataset is created.
+    /// [`Dataset::write_strings`](crate::Dataset::write_strings). Variable-length strings
+    /// ([`types::vlen_utf8`](crate::types::vlen_utf8)) are written with `write_strings`,
+    /// variable-length sequences of numbers
+    /// ([`types::vlen_sequence`](crate::types::vlen_sequence)) with
+    /// [`Dataset::write_sequences`](crate::Dataset::write_sequences); sequences of other base
+    /// types are refused when the dataset is created.
     pub fn new_dataset_with_type(&self, datatype: Datatype) -> DatasetBuilder {
         DatasetBuilder::with_datatype(self.clone(), datatype)
     }

@@ -239,6 +239,22 @@ pub fn vlen_utf8() -> Datatype {
     }
 }
 
+/// The type of variable-length sequences of `base` elements (h5py's `h5py.vlen_dtype(base)`,
+/// ragged arrays), for [`File::new_dataset_with_type`](crate::File::new_dataset_with_type);
+/// written and read with [`Dataset::write_sequences`](crate::Dataset::write_sequences) and
+/// [`Dataset::read_sequences`](crate::Dataset::read_sequences). `base` is a number type
+/// (`T::DESC.to_datatype()` of an [`H5Type`], or a big-endian one).
+pub fn vlen_sequence(base: Datatype) -> Datatype {
+    Datatype {
+        version: DatatypeVersion::V1,
+        size: 16,
+        class: DatatypeClass::VarLen {
+            kind: VarLenKind::Sequence,
+            base: Box::new(base),
+        },
+    }
+}
+
 /// A fixed-length string type of `size` bytes, NUL-padded ASCII (numpy's `S<size>`, what
 /// h5py writes for `bytes` arrays).
 pub fn fixed_ascii(size: u32) -> Datatype {

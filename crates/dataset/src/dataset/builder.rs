@@ -195,16 +195,23 @@ impl DatasetBuilder {
         f.check_no_swmr("dataset")?;
         let datatype = match &self.datatype {
             Some(t) => {
-                if matches!(
-                    t.class,
-                    DatatypeClass::VarLen {
-                        kind: VarLenKind::Sequence,
-                        ..
+                if let DatatypeClass::VarLen {
+                    kind: VarLenKind::Sequence,
+                    base,
+                } = &t.class
+                {
+                    // What `write_sequences` writes and `read_sequences` reads: numbers.
+                    if TypeDesc::from_datatype(base).is_err() {
+                        return Err(Error::Unsupported(
+                            "creating datasets of variable-length sequences of other than \
+                             integers and floats",
+                        ));
                     }
-                ) {
-                    return Err(Error::Unsupported(
-                        "creating datasets of variable-length sequences",
-                    ));
+                    if self.external.is_some() {
+                        return Err(Error::Unsupported(
+                            "external storage of variable-length sequences",
+                        ));
+                    }
                 }
                 if self.external.is_some() && self.dtype.class == TypeClass::VarLenString {
                     return Err(Error::Unsupported(

@@ -36,6 +36,7 @@ pub(crate) mod inspect;
 mod read;
 mod refresh;
 mod scales;
+mod sequences;
 pub(crate) mod stream;
 mod strings;
 
