@@ -32,7 +32,9 @@ pub enum TypeClass {
     /// Any other class (compound, enumeration, array, opaque, bitfield, reference, time,
     /// variable-length sequence, numbers with padding bits or of other sizes): elements of
     /// `size` bytes as stored, read with [`Dataset::read_raw`](crate::Dataset::read_raw);
-    /// [`Dataset::datatype`](crate::Dataset::datatype) describes them.
+    /// [`Dataset::datatype`](crate::Dataset::datatype) describes them. Variable-length
+    /// sequences of numbers also read with
+    /// [`Dataset::read_sequences`](crate::Dataset::read_sequences).
     Other,
 }
 

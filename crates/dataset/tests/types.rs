@@ -2,9 +2,14 @@
 //! variable-length in chunked and filtered datasets, with unwritten elements), compound
 //! records, enumerations (h5py's `bool`), opaque and array types. Strings read as h5py's
 //! `.asstr()` reads them, other classes as their stored bytes (equal to numpy's), enumerations
-//! as their integers; creating datasets of such types is refused with a typed error.
+//! as their integers; variable-length sequences (ragged int32 and float64 rows) read and
+//! write both ways; creating sequences of non-number base types is refused, typed.
 // Test code: a panic here is a failed test, not a crash on user input.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use h5chunk::types::DatatypeClass;
 use h5chunk::{Error, File, FilterSpec, RefsOptions, TypeClass, TypeDesc};
