@@ -765,6 +765,36 @@ pub(crate) fn write(
     // the next creation index (a new one when it replaces another, as h5py's replacing does:
     // a new attribute, the old one deleted), and counts past it in its Attribute Info.
     let mut info = info;
+    // libhdf5 counts the attributes of a version 2 header through its Attribute Info message
+    // (none: zero attributes, whatever the header holds) and adds one with the first
+    // attribute: tracking and indexing creation order as the header's flags say (h5py's
+    // track_order objects get theirs so).
+    let new_info = info.is_none() && !v1;
+    if new_info {
+        let (tracked, indexed) = f.header_attr_order(header)?;
+        info = Some(AttrInfo {
+            tracked,
+            indexed: tracked && indexed,
+            max_order: 0,
+            heap: None,
+            names: None,
+            orders: None,
+        });
+    }
+    let store_info = |info: &AttrInfo| {
+        if new_info {
+            f.add_message(
+                header,
+                h5chunk_format::object_header::RawMessage::new(
+                    MessageType::ATTRIBUTE_INFO,
+                    MessageFlags::empty(),
+                    info.encode(f.sizes),
+                ),
+            )
+        } else {
+            put_attr_info(f, header, info)
+        }
+    };
     let order = match &mut info {
         Some(i) => i.take_order()?,
         None => None,
@@ -822,31 +852,12 @@ pub(crate) fn write(
         info.heap = Some(made.heap);
         info.names = Some(made.names);
         info.orders = made.orders;
-        return put_attr_info(f, header, info);
+        return store_info(info);
     }
-    // libhdf5 counts the attributes of a version 2 header through its Attribute Info message
-    // (none: zero attributes, whatever the header holds). No creation order, no dense storage.
-    match &info {
-        None if !v1 => {
-            let info = AttrInfo {
-                tracked: false,
-                indexed: false,
-                max_order: 0,
-                heap: None,
-                names: None,
-                orders: None,
-            };
-            f.add_message(
-                header,
-                h5chunk_format::object_header::RawMessage::new(
-                    MessageType::ATTRIBUTE_INFO,
-                    MessageFlags::empty(),
-                    info.encode(f.sizes),
-                ),
-            )?;
-        }
-        Some(info) if order.is_some() => put_attr_info(f, header, info)?,
-        _ => {}
+    if let Some(info) = &info
+        && (new_info || order.is_some())
+    {
+        store_info(info)?;
     }
     raw.creation_order = order;
     f.add_message(header, raw)

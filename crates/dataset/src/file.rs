@@ -602,13 +602,15 @@ impl File {
             options.durability,
             lock,
         ));
-        let messages = link::new_group_messages(&inner.store)?;
+        let messages = link::new_group_messages(&inner.store, false)?;
         let pad = if bounds.new_style() {
             HeaderPad::NewGroup
         } else {
             HeaderPad::OldGroup
         };
-        let root = inner.store.create_object(&group_flags(&messages), pad)?;
+        let root = inner
+            .store
+            .create_object(&group_flags(&messages), pad, false)?;
         let sb = if version >= 2 {
             let mut sb = Superblock::new_v3(sizes, sb_len, root);
             sb.version = version;

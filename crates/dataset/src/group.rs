@@ -8,6 +8,24 @@ use crate::link::{self, At, LinkValue, MemberKind, Resolver};
 use crate::store::HeaderPad;
 use crate::types::{Datatype, H5Type, TypeDesc};
 
+/// How a new group is made ([`Group::create_group_with`], [`File::create_group_with`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupOptions {
+    /// Track and index the creation order of the group's links and attributes (h5py's
+    /// `track_order=True`): h5py and [`Group::members_in_creation_order`] then list them in
+    /// the order made, in compact and in dense storage. Needs the 1.8+ format (refused, typed,
+    /// under the earliest library version bounds). Default: off, as in libhdf5.
+    pub track_order: bool,
+}
+
+impl GroupOptions {
+    /// Options with creation order tracked (and indexed) or not.
+    pub fn track_order(on: bool) -> GroupOptions {
+        GroupOptions { track_order: on }
+    }
+}
+
 /// A group of an open file.
 #[derive(Clone, Debug)]
 pub struct Group {
@@ -103,16 +121,23 @@ impl Group {
 
     /// Create a group `name` in this group.
     pub fn create_group(&self, name: &str) -> Result<Group> {
+        self.create_group_with(name, GroupOptions::default())
+    }
+
+    /// Create a group `name` in this group, as `options` say (h5py's
+    /// `create_group(name, track_order=True)`).
+    pub fn create_group_with(&self, name: &str, options: GroupOptions) -> Result<Group> {
         let s = &self.file.inner.store;
         s.check_writable()?;
         s.check_no_swmr("group")?;
-        let messages = link::new_group_messages(s)?;
-        let pad = if s.bounds.new_style() {
-            HeaderPad::NewGroup
-        } else {
-            HeaderPad::OldGroup
+        let track = options.track_order;
+        let messages = link::new_group_messages(s, track)?;
+        let pad = match (s.bounds.new_style(), track) {
+            (true, true) => HeaderPad::TrackedGroup,
+            (true, false) => HeaderPad::NewGroup,
+            (false, _) => HeaderPad::OldGroup,
         };
-        let addr = s.create_object(&group_flags(&messages), pad)?;
+        let addr = s.create_object(&group_flags(&messages), pad, track)?;
         link::add_link(
             s,
             self.at.addr,
@@ -167,8 +192,14 @@ impl File {
 
     /// Create the group at `path` (its parent must exist).
     pub fn create_group(&self, path: &str) -> Result<Group> {
+        self.create_group_with(path, GroupOptions::default())
+    }
+
+    /// Create the group at `path`, as `options` say (h5py's
+    /// `create_group(path, track_order=True)`).
+    pub fn create_group_with(&self, path: &str, options: GroupOptions) -> Result<Group> {
         let (parent, name) = link::split_path(path)?;
-        self.group(parent)?.create_group(name)
+        self.group(parent)?.create_group_with(name, options)
     }
 
     /// The dataset at `path`.

@@ -98,7 +98,7 @@ pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs};
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
-pub use group::Group;
+pub use group::{Group, GroupOptions};
 pub use h5chunk_cache::{Durability, Recovery};
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};

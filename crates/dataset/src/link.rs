@@ -213,15 +213,17 @@ fn symbol_table(f: &Store, btree: Addr, heap: Addr) -> Result<h5chunk_btree1::Gr
     .map_err(bt1_err)
 }
 
-/// The messages of a new group's object header.
-pub(crate) fn new_group_messages(f: &Store) -> Result<Vec<Message>> {
+/// The messages of a new group's object header; `track_order`: its links' creation order is
+/// tracked and indexed (h5py's `track_order=True`, libhdf5's `H5Pset_link_creation_order`),
+/// which needs the 1.8+ format.
+pub(crate) fn new_group_messages(f: &Store, track_order: bool) -> Result<Vec<Message>> {
     if f.bounds.new_style() {
         return Ok(vec![
             Message::LinkInfo(LinkInfo {
-                max_creation_index: None,
+                max_creation_index: track_order.then_some(0),
                 fractal_heap_address: None,
                 name_index_address: None,
-                creation_order_indexed: false,
+                creation_order_indexed: track_order,
                 creation_order_index_address: None,
             }),
             Message::GroupInfo(GroupInfo {
@@ -229,6 +231,11 @@ pub(crate) fn new_group_messages(f: &Store) -> Result<Vec<Message>> {
                 estimates: None,
             }),
         ]);
+    }
+    if track_order {
+        return Err(Error::Unsupported(
+            "creation-order tracking in old-style groups (library version bounds before 1.8)",
+        ));
     }
     // An old-style group: an empty local heap (the empty name at offset 0) and an empty group
     // B-tree leaf.

@@ -376,16 +376,21 @@ pub(crate) fn create_header(
     version2: bool,
     messages: Vec<RawMessage>,
     pad: usize,
+    track_order: bool,
 ) -> Result<ObjectHeader> {
+    if track_order && !version2 {
+        return Err(Error::Unsupported(
+            "creation-order tracking in version 1 object headers (library version bounds before 1.8)",
+        ));
+    }
+    let prefix = v2::Prefix {
+        creation_order_tracked: track_order,
+        creation_order_indexed: track_order,
+        ..v2::Prefix::default()
+    };
     let build = |at: Addr| {
         if version2 {
-            ObjectHeader::new_v2(
-                at,
-                sizes,
-                v2::Prefix::default(),
-                messages.clone(),
-                Some(pad),
-            )
+            ObjectHeader::new_v2(at, sizes, prefix, messages.clone(), Some(pad))
         } else {
             ObjectHeader::new_v1(
                 at,

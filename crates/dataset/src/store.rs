@@ -51,6 +51,9 @@ pub(crate) enum HeaderPad {
     OldGroup,
     /// A group under the 1.8+ format (a version 2 header holding link info and group info).
     NewGroup,
+    /// A group under the 1.8+ format that tracks creation order (its message headers carry
+    /// creation indexes): the room h5py's `track_order=True` groups get.
+    TrackedGroup,
     /// A dataset, under either format.
     Dataset,
 }
@@ -61,6 +64,7 @@ impl HeaderPad {
         match self {
             HeaderPad::OldGroup => 24,
             HeaderPad::NewGroup => 120,
+            HeaderPad::TrackedGroup => 180,
             HeaderPad::Dataset => 256,
         }
     }
@@ -416,6 +420,24 @@ impl Store {
             .version())
     }
 
+    /// Whether the header at `at` tracks, and whether it indexes, its attributes' creation
+    /// order (a version 2 header's flags; a version 1 header does neither).
+    pub fn header_attr_order(&self, at: Addr) -> Result<(bool, bool)> {
+        Ok(
+            match self
+                .headers
+                .lock()
+                .get(&*self.storage, self.sizes, at)?
+                .prefix()
+            {
+                h5chunk_format::object_header::Prefix::V2(p) => {
+                    (p.creation_order_tracked, p.creation_order_indexed)
+                }
+                _ => (false, false),
+            },
+        )
+    }
+
     /// Turn the first message of the header at `at` that `pick` chooses (by type and stored
     /// body) into free space; whether there was one.
     pub fn remove_message(
@@ -438,10 +460,13 @@ impl Store {
     }
 
     /// Create an object header holding `messages` (chunk 0 padded as `pad` says); its address.
+    /// `track_order`: the header tracks and indexes its attributes' creation order (a version 2
+    /// header's flags, as libhdf5 sets them for `H5Pset_attr_creation_order`).
     pub fn create_object(
         &self,
         messages: &[(Message, MessageFlags)],
         pad: HeaderPad,
+        track_order: bool,
     ) -> Result<Addr> {
         self.check_writable()?;
         self.check_no_swmr("object")?;
@@ -455,6 +480,7 @@ impl Store {
             self.bounds.new_style(),
             raws,
             pad.bytes(),
+            track_order,
         )?;
         let at = h.addr();
         self.headers.lock().insert_new(h);

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use h5chunk::{Error, File, FileOptions, Libver, LibverBounds};
+use h5chunk::{Error, File, FileOptions, GroupOptions, Libver, LibverBounds};
 use h5chunk_testkit::interop;
 
 /// Prints the header fields of every fractal heap of a file (64-bit offsets and lengths), one
@@ -1138,5 +1138,169 @@ with h5py.File(sys.argv[1], "r") as f:
     assert_eq!(listed, want);
     assert_eq!(g.attr("second").unwrap().string().unwrap(), "h5chunk");
     drop((g, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Groups and datasets h5chunk makes with `track_order` (h5py's `track_order=True`) keep the
+/// creation order of their links and attributes as libhdf5's do: the header flags and link
+/// info libhdf5 sets, the next creation index on every link and attribute, and, past eight,
+/// dense storage with a creation-order index beside the name index. h5py lists them in the
+/// order made (compact and dense, a group's links and attributes, a dataset's attributes) and
+/// reads libhdf5's creation-order property back; libhdf5 then adds to them and the order still
+/// holds in h5py and in h5chunk; h5dump reads the file. Under the earliest format bounds the
+/// option is refused, typed.
+#[test]
+fn groups_and_datasets_made_with_track_order_list_in_creation_order_in_h5py() {
+    let Some(python) = interop::python("made_with_track_order") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-track-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tracked.h5");
+    // Names in neither name nor hash order.
+    let links: Vec<String> = (0..30).map(|i| format!("m{:02}", (i * 7) % 30)).collect();
+    let attrs: Vec<String> = (0..12).map(|i| format!("a{:02}", (i * 5) % 12)).collect();
+    let small = ["zeta", "alpha", "mu"];
+    {
+        let options = FileOptions {
+            bounds: LibverBounds::new(Libver::V18, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        };
+        let file = File::create_with(&path, options).unwrap();
+        let t = file
+            .create_group_with("t", GroupOptions::track_order(true))
+            .unwrap();
+        for (i, n) in links.iter().enumerate() {
+            if i % 5 == 0 {
+                t.new_dataset::<i32>()
+                    .shape(&[1])
+                    .chunk(&[1])
+                    .create(n)
+                    .unwrap()
+                    .write(&[i as i32])
+                    .unwrap();
+            } else {
+                t.create_group(n).unwrap();
+            }
+        }
+        for (i, n) in attrs.iter().enumerate() {
+            t.set_attr_scalar(n, i as i64).unwrap();
+        }
+        let s = t
+            .create_group_with("s", GroupOptions::track_order(true))
+            .unwrap();
+        for n in small {
+            s.create_group(n).unwrap();
+            s.set_attr_str(n, n).unwrap();
+        }
+        let d = file
+            .new_dataset::<f64>()
+            .shape(&[3])
+            .chunk(&[3])
+            .track_order(true)
+            .create("d")
+            .unwrap();
+        d.write(&[1.0, 2.0, 3.0]).unwrap();
+        for (i, n) in attrs.iter().take(5).enumerate() {
+            d.set_attr_scalar(n, i as f64).unwrap();
+        }
+        file.close().unwrap();
+    }
+    let listed = |file: &File, p: &str| -> Vec<String> {
+        (file.group(p).unwrap().members_in_creation_order().unwrap())
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let mut want_t: Vec<String> = links.clone();
+    want_t.push("s".into());
+    {
+        let file = File::open(&path).unwrap();
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        assert_eq!(listed(&file, "t"), want_t);
+        assert_eq!(listed(&file, "t/s"), small);
+    }
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    let show = r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    t, s, d = f["t"], f["t/s"], f["d"]
+    print(" ".join(t))
+    print(" ".join(t.attrs))
+    print(" ".join(s), "|", " ".join(s.attrs))
+    print(" ".join(d.attrs), "|", [float(d.attrs[k]) for k in d.attrs])
+    flags = h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED
+    print(t.id.get_create_plist().get_link_creation_order() == flags,
+          t.id.get_create_plist().get_attr_creation_order() == flags,
+          d.id.get_create_plist().get_attr_creation_order() == flags,
+          f["t/m01"].id.get_create_plist().get_link_creation_order() == 0,
+          int(t.attrs["a05"]), [float(x) for x in d[:]])
+"#;
+    let out = run(show);
+    let mut lines = out.lines();
+    assert_eq!(lines.next().unwrap(), want_t.join(" "));
+    assert_eq!(lines.next().unwrap(), attrs.join(" "));
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("{} | {}", small.join(" "), small.join(" "))
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("{} | [0.0, 1.0, 2.0, 3.0, 4.0]", attrs[..5].join(" "))
+    );
+    // a05 is the attribute made second (i = 1), with the value 1.
+    assert_eq!(
+        lines.next().unwrap(),
+        "True True True True 1 [1.0, 2.0, 3.0]"
+    );
+    // libhdf5 adds to each: the new ones come last.
+    run(r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f["t"].create_group("late")
+    f["t"].attrs["late"] = 1
+    f["t/s"].create_group("late")
+    f["d"].attrs["late"] = 1.5
+"#);
+    let out = run(show);
+    let mut lines = out.lines();
+    want_t.push("late".into());
+    assert_eq!(lines.next().unwrap(), want_t.join(" "));
+    assert_eq!(lines.next().unwrap(), format!("{} late", attrs.join(" ")));
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("{} late | {}", small.join(" "), small.join(" "))
+    );
+    let file = File::open(&path).unwrap();
+    let report = file.check();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(listed(&file, "t"), want_t);
+    drop(file);
+    if let Some(h5dump) = interop::h5dump("made_with_track_order") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    // The earliest format has no creation order: refused, typed, naming it.
+    let old = dir.join("old.h5");
+    let options = FileOptions {
+        bounds: LibverBounds::new(Libver::Earliest, Libver::Latest).unwrap(),
+        ..FileOptions::default()
+    };
+    let file = File::create_with(&old, options).unwrap();
+    match file.create_group_with("t", GroupOptions::track_order(true)) {
+        Err(Error::Unsupported(what)) => assert!(what.contains("creation-order"), "{what}"),
+        other => panic!("expected a typed refusal, got {other:?}"),
+    }
+    match file
+        .new_dataset::<f64>()
+        .shape(&[1])
+        .chunk(&[1])
+        .track_order(true)
+        .create("d")
+    {
+        Err(Error::Unsupported(what)) => assert!(what.contains("creation-order"), "{what}"),
+        other => panic!("expected a typed refusal, got {other:?}"),
+    }
+    drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -62,6 +62,8 @@ pub struct DatasetBuilder {
     external: Option<Vec<(String, u64, Option<u64>)>>,
     /// The stored type, when given as a Datatype rather than a number type.
     datatype: Option<Datatype>,
+    /// The dataset's attributes keep their creation order (h5py's `track_order=True`).
+    track_order: bool,
 }
 
 impl DatasetBuilder {
@@ -81,6 +83,7 @@ impl DatasetBuilder {
             cache_bytes: DEFAULT_BUDGET,
             external: None,
             datatype: None,
+            track_order: false,
         }
     }
 
@@ -160,6 +163,15 @@ impl DatasetBuilder {
     /// Store partial edge chunks unfiltered (`H5Pset_chunk_opts`; forces layout version 4).
     pub fn dont_filter_partial_chunks(mut self) -> Self {
         self.dont_filter_partial = true;
+        self
+    }
+
+    /// Keep the creation order of the dataset's attributes (h5py's `track_order=True`,
+    /// libhdf5's `H5Pset_attr_creation_order` with tracking and indexing): h5py then lists
+    /// them in the order made. Needs the 1.8+ format (refused, typed, under the earliest
+    /// library version bounds).
+    pub fn track_order(mut self, on: bool) -> Self {
+        self.track_order = on;
         self
     }
 
@@ -344,7 +356,7 @@ impl DatasetBuilder {
             Message::DataLayout(DataLayout::Chunked(layout.clone())),
             MessageFlags::empty(),
         ));
-        let header = new_header(f, &parent, name, &messages)?;
+        let header = new_header(f, &parent, name, &messages, self.track_order)?;
         let pipeline = pipeline_msg
             .as_ref()
             .map(|p| Pipeline::new(p, elem as usize))
@@ -527,7 +539,7 @@ impl DatasetBuilder {
             }),
             MessageFlags::empty(),
         ));
-        let header = new_header(f, parent, name, &messages)?;
+        let header = new_header(f, parent, name, &messages, self.track_order)?;
         let prefix = std::env::var(external::PREFIX_ENV).ok();
         let resolved = external::External {
             parts: parts
@@ -564,8 +576,9 @@ fn new_header(
     parent: &At,
     name: &str,
     messages: &HeaderMessages,
+    track_order: bool,
 ) -> Result<h5chunk_format::Addr> {
-    let header = f.create_object(messages, HeaderPad::Dataset)?;
+    let header = f.create_object(messages, HeaderPad::Dataset, track_order)?;
     link::add_link(
         f,
         parent.addr,
