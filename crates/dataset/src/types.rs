@@ -350,6 +350,15 @@ pub(crate) fn decode_refs(t: &Datatype, raw: &[u8], what: &str) -> Result<Vec<u6
                 })
                 .collect())
         }
+        // Region references (type 1: an object and a selection in it) and the references of
+        // libhdf5 1.12's H5R_ref_t (types 2-4, version 4 datatypes) are kept as their bytes
+        // (`read_raw`); resolving them is not built.
+        DatatypeClass::Reference { flags } if flags & 0x0f == 1 => {
+            Err(Error::Unsupported("dataset region references"))
+        }
+        DatatypeClass::Reference { flags } if (2..=4).contains(&(flags & 0x0f)) => Err(
+            Error::Unsupported("references of libhdf5 1.12 and later (H5R_ref_t)"),
+        ),
         _ => Err(Error::arg(
             "element type",
             format!(

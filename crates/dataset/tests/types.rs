@@ -412,6 +412,66 @@ with h5py.File(sys.argv[1], "w") as f:
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Region references (h5py's `regionref_dtype`) and bitfields (libhdf5's `H5T_STD_B16LE`, made
+/// through h5py's low-level API: numpy has no bitfield type) read as the bytes h5py reads, with
+/// their datatype class named; resolving a region reference is refused, typed, naming it.
+#[test]
+fn region_references_and_bitfields_read_as_their_bytes() {
+    let Some(python) = interop::python("region_references_and_bitfields") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-regref-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("regref.h5");
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, json, numpy as np, h5py
+with h5py.File(sys.argv[1], "w") as f:
+    a = f.create_dataset("a", data=np.arange(10))
+    rr = f.create_dataset("regions", (2,), dtype=h5py.regionref_dtype)
+    rr[0] = a.regionref[2:5]
+    rr[1] = a.regionref[::3]
+    tid = h5py.h5t.STD_B16LE.copy()
+    bits = h5py.h5d.create(f.id, b"bits", tid, h5py.h5s.create_simple((5,)))
+    bits.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([1, 2, 0x8001, 0xFFFF, 0x1234], "<u2"), mtype=tid)
+with h5py.File(sys.argv[1], "r") as f:
+    regions = np.zeros(2, "V12")
+    f["regions"].id.read(h5py.h5s.ALL, h5py.h5s.ALL, regions, mtype=h5py.h5t.STD_REF_DSETREG)
+    bits = np.zeros(5, "<u2")
+    f["bits"].id.read(h5py.h5s.ALL, h5py.h5s.ALL, bits, mtype=f["bits"].id.get_type())
+    print(json.dumps([list(regions.tobytes()), list(bits.tobytes()),
+                      [[int(x) for x in f["a"][f["regions"][i]]] for i in range(2)]]))
+"#,
+        &[path.to_str().unwrap()],
+    );
+    let (regions, bits, selected): (Vec<u8>, Vec<u8>, Vec<Vec<i64>>) =
+        serde_json::from_str(&out).unwrap();
+    assert_eq!(selected, vec![vec![2, 3, 4], vec![0, 3, 6, 9]]);
+    let file = File::open(&path).unwrap();
+    let r = file.dataset("regions").unwrap();
+    assert_eq!(r.datatype().class.name(), "reference");
+    assert_eq!(r.read_raw().unwrap(), regions);
+    match r.read_object_refs() {
+        Err(Error::Unsupported(what)) => assert!(what.contains("region"), "{what}"),
+        other => panic!("expected a typed refusal naming region references, got {other:?}"),
+    }
+    let b = file.dataset("bits").unwrap();
+    assert_eq!(b.datatype().class.name(), "bitfield");
+    assert_eq!(b.dtype().class, TypeClass::Other);
+    assert_eq!(b.read_raw().unwrap(), bits);
+    assert_eq!(
+        bits,
+        [1u16, 2, 0x8001, 0xFFFF, 0x1234]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>()
+    );
+    assert!(b.read::<u16>().is_err());
+    drop((r, b, file));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Ragged rows for the sequence tests: row `i` holds `i % 7` values (so some are empty).
 fn ragged(n: usize) -> Vec<Vec<i32>> {
     (0..n)
