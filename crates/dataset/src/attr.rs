@@ -658,7 +658,7 @@ pub(crate) fn write(
             format!("{count} values for the shape {shape:?} of attribute {name:?} of {path}"),
         ));
     }
-    // The existing attributes: dense storage is not written, a damaged one is not replaced.
+    // The existing attributes: a damaged one is not replaced.
     let all = f.messages(header)?;
     let info = attr_info(f, header, &all)?;
     let dense = info.as_ref().and_then(AttrInfo::dense);

@@ -155,8 +155,8 @@ fn hex(b: &[u8]) -> String {
 /// members, enumeration, opaque, fixed-length strings of each padding, bitfield-free numbers
 /// in big-endian), created by h5chunk from the same datatypes and bytes, chunked and
 /// filtered: h5py reads them equal to its own, type and bytes; a fixed-length string dataset
-/// written from `&str`s reads back padded as its type says; variable-length sequences are
-/// refused at creation.
+/// written from `&str`s reads back padded as its type says; variable-length sequences of
+/// anything but numbers are refused at creation, typed.
 #[test]
 fn datasets_of_any_fixed_size_type_written_by_h5chunk_read_in_h5py() {
     let Some(python) = interop::python("datasets_of_any_fixed_size_type_written") else {
