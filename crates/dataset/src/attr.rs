@@ -761,6 +761,16 @@ pub(crate) fn write(
         MessageFlags::empty(),
         f.sizes,
     )?;
+    // An attribute message is at most 64 KiB (its size field is 2 bytes): a larger one goes
+    // to dense storage in a version 2 header, as libhdf5 moves it, and is refused in a
+    // version 1 header, as libhdf5 refuses it; checked before anything changes (the
+    // attribute it replaces is removed first).
+    let too_large = raw.data.len() > crate::object::MAX_MESSAGE_LEN;
+    if too_large && v1 {
+        return Err(Error::Unsupported(
+            "attributes over 64 KiB in version 1 object headers (the 1.8+ format stores them densely)",
+        ));
+    }
     // An object tracking attribute creation order (h5py's track_order) gives the attribute
     // the next creation index (a new one when it replaces another, as h5py's replacing does:
     // a new attribute, the old one deleted), and counts past it in its Attribute Info.
@@ -814,8 +824,9 @@ pub(crate) fn write(
     }
     remove(f, header, name)?;
     // Past libhdf5's compact limit (8 attributes; a version 2 header with an Attribute Info
-    // message) the attributes move to dense storage, each with its creation order (the
-    // header's message creation order), indexed by it when the object says so.
+    // message), or with an attribute too large for a message, the attributes move to dense
+    // storage, each with its creation order (the header's message creation order), indexed
+    // by it when the object says so.
     let compact: Vec<(Attribute, u16)> = (f.raw_messages(header)?.into_iter())
         .filter(|m| m.kind == MessageType::ATTRIBUTE)
         .filter_map(
@@ -827,7 +838,7 @@ pub(crate) fn write(
         .collect();
     if !v1
         && let Some(info) = &mut info
-        && compact.len() >= MAX_COMPACT_ATTRIBUTES
+        && (compact.len() >= MAX_COMPACT_ATTRIBUTES || too_large)
     {
         let mut bodies = Vec::with_capacity(compact.len().saturating_add(1));
         for (a, order) in compact {

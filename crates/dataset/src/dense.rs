@@ -759,6 +759,13 @@ pub(crate) struct HugeEntry {
     rec: HugeRecord,
 }
 
+impl HugeEntry {
+    /// The record `rec` under `key` (its ID, or its address in a tree of direct IDs).
+    pub(crate) fn new(key: u64, rec: HugeRecord) -> HugeEntry {
+        HugeEntry { key, rec }
+    }
+}
+
 impl RecordClass for HugeObjects {
     type Record = HugeEntry;
     type Key = u64;

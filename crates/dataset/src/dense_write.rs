@@ -27,8 +27,15 @@
 //! left as it is. libhdf5's later allocations then land
 //! in its sections or in blocks past h5chunk's; the new blocks' unused tails, not listed, stay
 //! unused (counted free in the header, as libhdf5 counts a new block's space). Editing the
-//! manager instead would mean rewriting its section info, for no more safety. Heaps with huge
-//! objects or filters are refused for appending, typed.
+//! manager instead would mean rewriting its section info, for no more safety. Filtered heaps are
+//! refused for appending, typed.
+//!
+//! Objects past the heap's largest managed object (4 KiB: an attribute of a large array, or
+//! one too large for an object header message, which moves the attributes here) are stored as
+//! libhdf5 stores "huge" objects: in file space of their own, tracked by the heap's
+//! huge-object v2 B-tree under IDs numbered from 1, in heaps h5chunk made and in libhdf5's.
+//! Deleting an attribute removes its index records and leaves its heap object in place
+//! (managed or huge), which readers never reach again.
 //!
 //! The newest block, the indirect blocks and the header are kept in memory between changes
 //! (`store::PendingHeaps`) and written when the file is flushed or when the heap is read, so adding
@@ -55,6 +62,16 @@ const NAME_INDEX: Params = Params {
     split_percent: 100,
     merge_percent: 40,
 };
+
+/// libhdf5's v2 B-tree parameters for a heap's huge-object index.
+const HUGE_INDEX: Params = Params {
+    node_size: 512,
+    split_percent: 100,
+    merge_percent: 40,
+};
+
+/// The first byte of a huge object's heap ID: version 0, type 1 ("huge").
+const HUGE_ID_TYPE: u8 = 0x10;
 
 /// Heaps kept open in memory at once: past this many, the others are written and dropped
 /// (each holds up to a 64 KiB block).
@@ -145,7 +162,7 @@ pub(crate) struct HeapWriter {
     /// past its parent's, since children sit in rows past the direct ones).
     iblocks: BTreeMap<u64, Iblock>,
     cur: Option<Current>,
-    /// Full direct blocks not written yet (sealed).
+    /// Full direct blocks not written yet (sealed), and huge objects not written yet.
     retired: Vec<(Addr, Vec<u8>)>,
     header_dirty: bool,
     /// Free bytes of one empty entry of each row ([`Header::entry_free`]).
@@ -199,11 +216,6 @@ impl HeapWriter {
         let refuse =
             || Error::Unsupported("appending to a fractal heap laid out by another writer");
         let h = Heap::open_file(f, addr)?.header().clone();
-        if h.huge_btree.is_some() {
-            return Err(Error::Unsupported(
-                "appending to a fractal heap that holds huge objects",
-            ));
-        }
         if h.filters_len > 0 {
             return Err(Error::Unsupported("appending to a filtered fractal heap"));
         }
@@ -762,10 +774,11 @@ impl HeapWriter {
 
     /// Append `object`; its heap ID.
     fn insert(&mut self, f: &Store, object: &[u8]) -> Result<Vec<u8>> {
-        if object.is_empty() || object.len() > self.h.max_managed as usize {
-            return Err(Error::Unsupported(
-                "fractal heap objects of more than 4 KiB (huge objects)",
-            ));
+        if object.is_empty() {
+            return Err(Error::Internal("an empty fractal heap object"));
+        }
+        if object.len() > self.h.max_managed as usize {
+            return self.insert_huge(f, object);
         }
         let len = object.len();
         let fits = self
@@ -794,8 +807,66 @@ impl HeapWriter {
         Ok(self.h.managed_id(offset, len as u64))
     }
 
-    /// Write what changed: direct blocks, then indirect blocks children first, then the
-    /// header (no block reaches the file before the blocks it points to).
+    /// Store `object`, larger than the largest managed object, as libhdf5 stores a "huge"
+    /// one: in file space of its own (written with the sealed blocks), tracked by a record of
+    /// the heap's huge-object v2 B-tree (made with the first; type 1: address, length, ID)
+    /// under the next huge ID, which the heap ID carries after its type byte. Heaps whose IDs
+    /// would hold the address itself (IDs of 17 bytes or more) and filtered heaps are not
+    /// written (libhdf5's dense links and attributes have 7- and 8-byte IDs, unfiltered).
+    fn insert_huge(&mut self, f: &Store, object: &[u8]) -> Result<Vec<u8>> {
+        if self.h.filters_len > 0 {
+            return Err(Error::Unsupported(
+                "huge objects in a filtered fractal heap",
+            ));
+        }
+        if self.h.huge_ids_direct(f.sizes) {
+            return Err(Error::Unsupported(
+                "huge objects of fractal heaps whose IDs hold their address",
+            ));
+        }
+        // libhdf5 numbers huge objects from 1 in the ID's bytes after the first, and stops
+        // when the numbers run out (it does not reuse them either).
+        let id_len = usize::from(self.h.id_len);
+        let id_bytes = id_len.saturating_sub(1).min(8);
+        let max_id = u64::MAX
+            .checked_shr(64u32.saturating_sub(8u32.saturating_mul(id_bytes as u32)))
+            .unwrap_or(0);
+        let id = (self.h.stats.next_huge_id.checked_add(1))
+            .filter(|&n| n < max_id)
+            .ok_or(Error::Unsupported(
+                "more huge objects than a fractal heap's IDs can number",
+            ))?;
+        let len = object.len() as u64;
+        let class = crate::dense::HugeObjects::new(&self.h, f.sizes);
+        let mut tree = match self.h.huge_btree {
+            Some(at) => BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2)?,
+            None => BTree2::create(&f.cache, f.sizes, class, HUGE_INDEX).map_err(bt2)?,
+        };
+        let at = f.allocate(len)?;
+        let rec = h5chunk_format::fractal_heap::HugeRecord {
+            addr: at,
+            len,
+            filtered: None,
+            id: Some(id),
+        };
+        tree.insert(crate::dense::HugeEntry::new(id, rec))
+            .map_err(bt2)?;
+        self.h.huge_btree = Some(tree.addr());
+        self.retired.push((at, object.to_vec()));
+        let st = &mut self.h.stats;
+        st.next_huge_id = id;
+        st.huge_size = st.huge_size.saturating_add(len);
+        st.huge_count = st.huge_count.saturating_add(1);
+        self.header_dirty = true;
+        let mut heap_id = Vec::with_capacity(id_len);
+        heap_id.push(HUGE_ID_TYPE);
+        heap_id.extend_from_slice(id.to_le_bytes().get(..id_bytes).unwrap_or_default());
+        heap_id.resize(id_len, 0);
+        Ok(heap_id)
+    }
+
+    /// Write what changed: direct blocks (and huge objects), then indirect blocks children
+    /// first, then the header (no block reaches the file before the blocks it points to).
     fn write(&mut self, f: &Store) -> Result<()> {
         while let Some((at, bytes)) = self.retired.first() {
             f.write(*at, bytes)?;
@@ -1337,10 +1408,18 @@ mod tests {
                 "object {i}"
             );
         }
-        // More than 4 KiB: refused, typed.
-        assert!(matches!(
-            w.insert(f, &object(0, 5000)),
-            Err(Error::Unsupported(_))
-        ));
+        // More than 4 KiB: a huge object, numbered from 1 in its heap ID, read back once
+        // written.
+        let huge = w.insert(f, &object(7, 5000)).unwrap();
+        assert_eq!(huge, [0x10, 1, 0, 0, 0, 0, 0, 0]);
+        let second = w.insert(f, &object(8, 70_000)).unwrap();
+        assert_eq!(second, [0x10, 2, 0, 0, 0, 0, 0, 0]);
+        w.write(f).unwrap();
+        let heap = Heap::open(f, w.addr).unwrap();
+        assert_eq!(heap.object(f, &huge).unwrap(), object(7, 5000));
+        assert_eq!(heap.object(f, &second).unwrap(), object(8, 70_000));
+        assert_eq!(heap.header().stats.huge_count, 2);
+        assert_eq!(heap.header().stats.huge_size, 75_000);
+        assert!(matches!(w.insert(f, &[]), Err(Error::Internal(_))));
     }
 }

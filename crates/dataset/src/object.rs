@@ -190,6 +190,11 @@ impl Headers {
             m.data.resize(padded, 0);
         }
         let need = m.data.len();
+        // A message's size is a 2-byte field: refused here, before anything changes, rather
+        // than at the flush that could not encode it.
+        if need > MAX_MESSAGE_LEN {
+            return Err(Error::Unsupported("object header messages over 64 KiB"));
+        }
         // A NIL that holds the message and still leaves room for a continuation message, so
         // the header can always grow later.
         let cont_len = header_sum(&[usize::from(sizes.offsets()), usize::from(sizes.lengths())])?;
@@ -358,6 +363,9 @@ fn replace_nil(
     }
     Ok(())
 }
+
+/// The largest message body an object header holds (its size field is 2 bytes).
+pub(crate) const MAX_MESSAGE_LEN: usize = u16::MAX as usize;
 
 /// The sum of object header sizes: small numbers (sizes of offsets and lengths, message
 /// headers) and a message's length.

@@ -1304,3 +1304,158 @@ with h5py.File(sys.argv[1], "r+") as f:
     drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Attribute values past what a fractal heap manages (4 KiB) are stored as libhdf5 stores them,
+/// as "huge" heap objects (space of their own, a huge-object v2 B-tree of type 1 and IDs from
+/// 1 in the heap ID), and one past what an object header message holds (64 KiB) moves the
+/// attributes to dense storage at once, as libhdf5 moves them: on a group, on a dataset going
+/// dense with a huge attribute among its first nine, replaced by another huge value, and on a
+/// group tracking creation order. h5py and h5dump read every value; libhdf5 then adds a huge
+/// attribute and deletes one of h5chunk's, and h5chunk reads the result with `check` clean.
+/// A version 1 header refuses an attribute over 64 KiB, typed, as libhdf5 does, and keeps the
+/// attribute it would have replaced.
+#[test]
+fn huge_attributes_are_stored_as_libhdf5_stores_them() {
+    let Some(python) = interop::python("huge_attributes") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-huge-attrs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("huge.h5");
+    let big: Vec<f64> = (0..20_000).map(|i| i as f64 * 0.5).collect();
+    let mid: Vec<i64> = (0..1000).map(|i| i * 3 - 7).collect();
+    let mid2: Vec<i64> = (0..2000).map(|i| -i).collect();
+    let wide: Vec<i32> = (0..100_000).map(|i| i ^ 0x5a5a).collect();
+    {
+        let options = FileOptions {
+            bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+            ..FileOptions::default()
+        };
+        let file = File::create_with(&path, options).unwrap();
+        let g = file.create_group("g").unwrap();
+        g.set_attr_str("note", "small").unwrap();
+        g.set_attr("big", &big).unwrap();
+        let d = file
+            .new_dataset::<i32>()
+            .shape(&[4])
+            .chunk(&[4])
+            .create("d")
+            .unwrap();
+        for i in 0..4 {
+            d.set_attr_scalar(&format!("s{i}"), i as i64).unwrap();
+        }
+        d.set_attr("mid", &mid).unwrap();
+        for i in 4..9 {
+            d.set_attr_scalar(&format!("s{i}"), i as i64).unwrap();
+        }
+        d.set_attr("mid", &mid2).unwrap();
+        d.set_attr("wide", &wide).unwrap();
+        let t = file
+            .create_group_with("t", GroupOptions::track_order(true))
+            .unwrap();
+        for i in 0..10 {
+            t.set_attr(&format!("z{i}"), &mid[..(600 + i * 10)])
+                .unwrap();
+        }
+        file.close().unwrap();
+    }
+    let check_ours = |file: &File, extra: bool| {
+        let report = file.check();
+        assert!(report.is_clean(), "{report:?}");
+        let g = file.group("g").unwrap();
+        if !extra {
+            assert_eq!(g.attr("big").unwrap().values::<f64>().unwrap(), big);
+        }
+        let d = file.dataset("d").unwrap();
+        assert_eq!(d.attr("mid").unwrap().values::<i64>().unwrap(), mid2);
+        assert_eq!(d.attr("wide").unwrap().values::<i32>().unwrap(), wide);
+        assert_eq!(d.attr("s7").unwrap().values::<i64>().unwrap(), [7]);
+        let t = file.group("t").unwrap();
+        for i in 0..10 {
+            let got = t.attr(&format!("z{i}")).unwrap().values::<i64>().unwrap();
+            assert_eq!(got, mid[..(600 + i * 10)]);
+        }
+    };
+    check_ours(&File::open(&path).unwrap(), false);
+    // Huge objects, as libhdf5 keeps them: one huge-object B-tree per heap that has them.
+    let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
+    let out = run(r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    g, d, t = f["g"], f["d"], f["t"]
+    print(float(g.attrs["big"].sum()), len(g.attrs["big"]), g.attrs["note"])
+    print(int(d.attrs["mid"].sum()), len(d.attrs["mid"]), int(d.attrs["wide"].astype("i8").sum()), " ".join(d.attrs))
+    print(" ".join(t.attrs), int(t.attrs["z9"][-1]), len(t.attrs["z9"]))
+with h5py.File(sys.argv[1], "r+") as f:
+    f["g"].attrs["added"] = np.arange(30000, dtype="<i4")
+    del f["g"].attrs["big"]
+    f["d"].attrs["more"] = np.arange(3000.0)
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(sorted(f["g"].attrs)), int(f["g"].attrs["added"].sum()), float(f["d"].attrs["more"].sum()))
+"#);
+    let mut lines = out.lines();
+    let big_sum: f64 = big.iter().sum();
+    assert_eq!(lines.next().unwrap(), format!("{big_sum:?} 20000 small"));
+    let wide_sum: i64 = wide.iter().map(|&v| i64::from(v)).sum();
+    let mut d_names: Vec<String> = (0..9).map(|i| format!("s{i}")).collect();
+    d_names.extend(["mid".to_string(), "wide".to_string()]);
+    d_names.sort();
+    let line = lines.next().unwrap();
+    assert_eq!(
+        line,
+        format!(
+            "{} 2000 {wide_sum} {}",
+            mid2.iter().sum::<i64>(),
+            d_names.join(" ")
+        )
+    );
+    let t_names: Vec<String> = (0..10).map(|i| format!("z{i}")).collect();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("{} {} 690", t_names.join(" "), mid[689])
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "added note {} {:?}",
+            (0..30000i64).sum::<i64>(),
+            2999.0f64 * 3000.0 / 2.0
+        )
+    );
+    let file = File::open(&path).unwrap();
+    check_ours(&file, true);
+    let g = file.group("g").unwrap();
+    assert!(g.attr("big").is_err());
+    assert_eq!(
+        g.attr("added").unwrap().values::<i32>().unwrap(),
+        (0..30000).collect::<Vec<i32>>()
+    );
+    drop((g, file));
+    if let Some(h5dump) = interop::h5dump("huge_attributes") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    // A version 1 header: refused, typed, the old value kept.
+    let old = dir.join("old.h5");
+    {
+        let file = File::create(&old).unwrap();
+        let g = file.create_group("g").unwrap();
+        g.set_attr("big", &mid).unwrap();
+        match g.set_attr("big", &big) {
+            Err(Error::Unsupported(what)) => assert!(what.contains("64 KiB"), "{what}"),
+            other => panic!("expected a typed refusal, got {other:?}"),
+        }
+        file.close().unwrap();
+    }
+    let file = File::open(&old).unwrap();
+    assert_eq!(
+        file.group("g")
+            .unwrap()
+            .attr("big")
+            .unwrap()
+            .values::<i64>()
+            .unwrap(),
+        mid
+    );
+    drop(file);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
