@@ -930,6 +930,28 @@ pub(crate) fn delete(f: &Store, header: Addr, path: &str, name: &str) -> Result<
     }
 }
 
+/// Refuse a type whose elements are not stored in place: variable-length strings and
+/// sequences (heap IDs), and any compound or array holding one.
+pub(crate) fn check_fixed_size(t: &Datatype) -> Result<()> {
+    fn variable(t: &Datatype) -> bool {
+        match &t.class {
+            DatatypeClass::VarLen { .. } => true,
+            DatatypeClass::Compound(members) => members.iter().any(|m| variable(&m.datatype)),
+            DatatypeClass::Array { base, .. } => variable(base),
+            _ => false,
+        }
+    }
+    if t.size == 0 {
+        return Err(Error::arg("datatype", "an element type of zero bytes"));
+    }
+    if variable(t) {
+        return Err(Error::Unsupported(
+            "raw attributes of variable-length types (their elements live in a heap)",
+        ));
+    }
+    Ok(())
+}
+
 /// Little-endian bytes of `values`.
 pub(crate) fn numbers<T: H5Type>(values: &[T]) -> NewValues<'static> {
     let mut le = vec![0u8; values.len().saturating_mul(T::DESC.size)];
@@ -984,6 +1006,30 @@ macro_rules! attribute_methods {
         pub fn set_attr_strs(&self, name: &str, values: &[&str]) -> Result<()> {
             let shape = [values.len() as u64];
             self.write_attr(name, Some(&shape), crate::attr::NewValues::Strings(values))
+        }
+
+        /// Set attribute `name` to a boolean, stored as h5py stores `obj.attrs[name] = True`
+        /// (a scalar of [`types::h5py_bool`](crate::types::h5py_bool)).
+        pub fn set_attr_bool(&self, name: &str, value: bool) -> Result<()> {
+            let values = crate::attr::NewValues::Raw(crate::types::h5py_bool(), vec![u8::from(value)]);
+            self.write_attr(name, None, values)
+        }
+
+        /// Set attribute `name` to elements of any fixed-size `datatype` (compound records,
+        /// enumerations, arrays, opaque, fixed-length strings, numbers of any byte order),
+        /// given as stored: `bytes` holds the elements packed, `datatype.size` bytes each, in
+        /// the type's own byte order. `shape` `None`: a scalar, one element. Variable-length
+        /// types are refused, typed (use [`set_attr_strs`](Self::set_attr_strs) for strings).
+        pub fn set_attr_raw(
+            &self,
+            name: &str,
+            shape: Option<&[u64]>,
+            datatype: &crate::types::Datatype,
+            bytes: &[u8],
+        ) -> Result<()> {
+            crate::attr::check_fixed_size(datatype)?;
+            let values = crate::attr::NewValues::Raw(datatype.clone(), bytes.to_vec());
+            self.write_attr(name, shape, values)
         }
 
         /// Delete attribute `name` (h5py's `del obj.attrs[name]`).

@@ -6,8 +6,8 @@
 
 use h5chunk_format::message::FloatByteOrder;
 pub use h5chunk_format::message::{
-    ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, DatatypeVersion, StringPadding,
-    StringType, VarLenKind,
+    ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, DatatypeVersion, MemberArrayV1,
+    StringPadding, StringType, VarLenKind,
 };
 
 use crate::error::{Error, Result};
@@ -253,6 +253,41 @@ pub fn vlen_sequence(base: Datatype) -> Datatype {
         class: DatatypeClass::VarLen {
             kind: VarLenKind::Sequence,
             base: Box::new(base),
+        },
+    }
+}
+
+/// A compound type of `size` bytes whose members are `(name, byte offset, type)` (numpy's
+/// structured dtype with explicit offsets, `np.dtype({'names': ..., 'offsets': ...,
+/// 'itemsize': size})`).
+pub fn compound(size: u32, members: &[(&str, u32, Datatype)]) -> Datatype {
+    Datatype {
+        version: DatatypeVersion::V1,
+        size,
+        class: DatatypeClass::Compound(
+            members
+                .iter()
+                .map(|(name, offset, t)| CompoundMember {
+                    name: name.as_bytes().to_vec(),
+                    offset: *offset,
+                    array_v1: MemberArrayV1::default(),
+                    datatype: t.clone(),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// h5py's `bool`: an enumeration of `FALSE` (0) and `TRUE` (1) over a signed byte, what h5py
+/// writes for numpy's `bool` and reads back as `bool`.
+pub fn h5py_bool() -> Datatype {
+    Datatype {
+        version: DatatypeVersion::V1,
+        size: 1,
+        class: DatatypeClass::Enum {
+            base: Box::new(Datatype::int(1, true, ByteOrder::LittleEndian)),
+            names: vec![b"FALSE".to_vec(), b"TRUE".to_vec()],
+            values: vec![0, 1],
         },
     }
 }

@@ -9,7 +9,7 @@
 )]
 
 use h5chunk::types::DatatypeClass;
-use h5chunk::{Error, File};
+use h5chunk::{Error, File, FileOptions, Libver, LibverBounds};
 use h5chunk_testkit::interop;
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -322,4 +322,117 @@ with h5py.File(sys.argv[1], "r") as f:
     assert_eq!(d.attr("py_after").unwrap().value::<i64>().unwrap(), 99);
     assert!(d.attr("p07").is_err());
     eprintln!("took {:?}", started.elapsed());
+}
+
+/// Attributes of the types h5py writes besides numbers and variable-length strings, written by
+/// h5chunk at both format bounds: booleans as h5py's `bool` enumeration, fixed-length strings
+/// (scalar and array), a compound record array, big-endian integers and an enumeration, all
+/// through `set_attr_bool` and `set_attr_raw`. h5py reads the values and the numpy types it
+/// would have written itself; h5dump reads the file; h5chunk reads them back as stored. A
+/// variable-length type given raw is refused, typed.
+#[test]
+fn attributes_of_every_fixed_size_type_written_by_h5chunk_read_in_h5py() {
+    use h5chunk::types::{self, ByteOrder, Datatype, DatatypeClass};
+    let Some(python) = interop::python("attributes_of_every_fixed_size_type") else {
+        return;
+    };
+    let le = ByteOrder::LittleEndian;
+    let record = types::compound(
+        16,
+        &[
+            ("id", 0, Datatype::int(4, true, le)),
+            ("value", 8, Datatype::float(8, le).unwrap()),
+        ],
+    );
+    let mut records = Vec::new();
+    for (id, value) in [(7i32, 1.5f64), (-3, 2.25)] {
+        records.extend_from_slice(&id.to_le_bytes());
+        records.extend_from_slice(&[0; 4]);
+        records.extend_from_slice(&value.to_le_bytes());
+    }
+    let colour = Datatype {
+        class: DatatypeClass::Enum {
+            base: Box::new(Datatype::int(1, false, le)),
+            names: vec![b"RED".to_vec(), b"GREEN".to_vec(), b"BLUE".to_vec()],
+            values: vec![0, 1, 2],
+        },
+        ..Datatype::int(1, false, le)
+    };
+    let be = Datatype::int(4, true, ByteOrder::BigEndian);
+    let be_bytes: Vec<u8> = [1i32, -2, 300]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    for (label, lo) in [("earliest", Libver::Earliest), ("latest", Libver::Latest)] {
+        let path = tmp(&format!("typed-attrs-{label}.h5"));
+        {
+            let options = FileOptions {
+                bounds: LibverBounds::new(lo, Libver::Latest).unwrap(),
+                ..FileOptions::default()
+            };
+            let file = File::create_with(&path, options).unwrap();
+            let g = file.create_group("g").unwrap();
+            g.set_attr_bool("flag", true).unwrap();
+            g.set_attr_bool("off", false).unwrap();
+            g.set_attr_raw("name", None, &types::fixed_ascii(8), b"abc\0\0\0\0\0")
+                .unwrap();
+            g.set_attr_raw("names", Some(&[3]), &types::fixed_ascii(2), b"abcdef")
+                .unwrap();
+            let d = file
+                .new_dataset::<f32>()
+                .shape(&[2])
+                .chunk(&[2])
+                .create("d")
+                .unwrap();
+            d.set_attr_raw("records", Some(&[2]), &record, &records)
+                .unwrap();
+            d.set_attr_raw("big_endian", Some(&[3]), &be, &be_bytes)
+                .unwrap();
+            d.set_attr_raw("colour", Some(&[2]), &colour, &[2, 0])
+                .unwrap();
+            match d.set_attr_raw("strings", None, &types::vlen_utf8(), &[0; 16]) {
+                Err(Error::Unsupported(what)) => {
+                    assert!(what.contains("variable-length"), "{what}")
+                }
+                other => panic!("{label}: expected a typed refusal, got {other:?}"),
+            }
+            file.close().unwrap();
+        }
+        let file = File::open(&path).unwrap();
+        let g = file.group("g").unwrap();
+        assert_eq!(g.attr("flag").unwrap().raw(), [1], "{label}");
+        assert_eq!(g.attr("name").unwrap().raw(), b"abc\0\0\0\0\0", "{label}");
+        let d = file.dataset("d").unwrap();
+        assert_eq!(d.attr("records").unwrap().raw(), records, "{label}");
+        assert_eq!(d.attr("records").unwrap().datatype(), &record, "{label}");
+        drop((g, d, file));
+        let out = interop::run_python(
+            &python,
+            r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    g, d = f["g"].attrs, f["d"].attrs
+    print(repr(g["flag"]), repr(g["off"]), g["flag"].dtype, g["name"], list(g["names"]))
+    r = d["records"]
+    print(r.dtype.names, list(r["id"]), list(r["value"]), r.dtype.itemsize)
+    print(d["big_endian"].dtype.str, list(d["big_endian"]))
+    print(h5py.check_enum_dtype(d["colour"].dtype), list(d["colour"]))
+"#,
+            &[path.to_str().unwrap()],
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "np.True_ np.False_ bool b'abc' [np.bytes_(b'ab'), np.bytes_(b'cd'), np.bytes_(b'ef')]",
+                "('id', 'value') [np.int32(7), np.int32(-3)] [np.float64(1.5), np.float64(2.25)] 16",
+                ">i4 [np.int32(1), np.int32(-2), np.int32(300)]",
+                "{'RED': 0, 'GREEN': 1, 'BLUE': 2} [np.uint8(2), np.uint8(0)]",
+            ],
+            "{label}"
+        );
+        if let Some(h5dump) = interop::h5dump("attributes_of_every_fixed_size_type") {
+            interop::h5dump_ok(&h5dump, &path);
+        }
+    }
 }
