@@ -325,7 +325,16 @@ impl Fresh {
                 None => false,
             },
             (&[f0, f1], &[n0, n1], &[_], &[pitch], &[s0, s1]) if s1 == rows.len => {
-                self.push_box_2d([f0, f1], [n0, n1], src, (rows.len, pitch, s0))
+                let geom = (rows.len, pitch, s0);
+                // The short rows of small chunks as fixed-size copies, inlined: a call to
+                // `memcpy` per row costs more than the copy.
+                match rows.len {
+                    8 => self.push_box_2d::<8>([f0, f1], [n0, n1], src, geom),
+                    16 => self.push_box_2d::<16>([f0, f1], [n0, n1], src, geom),
+                    32 => self.push_box_2d::<32>([f0, f1], [n0, n1], src, geom),
+                    64 => self.push_box_2d::<64>([f0, f1], [n0, n1], src, geom),
+                    _ => self.push_box_2d::<0>([f0, f1], [n0, n1], src, geom),
+                }
             }
             _ => self.push_box_any(first, n, src, rows, step),
         };
@@ -355,8 +364,10 @@ impl Fresh {
 
     /// [`push_box`](Self::push_box) of 2-D chunks (the rows of a chunk `pitch` bytes apart,
     /// the chunks of one row of chunks `len` bytes apart, the rows of chunks `s0` bytes
-    /// apart), chunk by chunk and row by row: the bytes and coordinates, nothing else.
-    fn push_box_2d(
+    /// apart), chunk by chunk and row by row: the bytes and coordinates, nothing else. `N`:
+    /// the rows' length when it is known at compile time (it is then `len`), else 0.
+    #[inline(always)]
+    fn push_box_2d<const N: usize>(
         &mut self,
         [f0, f1]: [u64; 2],
         [n0, n1]: [u64; 2],
@@ -375,7 +386,14 @@ impl Fresh {
             for a1 in 0..n1 {
                 let end = col.saturating_add(len);
                 for row in block.chunks_exact(pitch) {
-                    match row.get(col..end) {
+                    let r = if N == 0 {
+                        row.get(col..end)
+                    } else {
+                        (row.get(col..))
+                            .and_then(|r| r.first_chunk::<N>())
+                            .map(|r| r.as_slice())
+                    };
+                    match r {
                         Some(r) => self.bytes.extend_from_slice(r),
                         None => return false,
                     }
@@ -596,6 +614,31 @@ mod tests {
             "empty box"
         );
         assert!(!f.push_box(&[2], &[1], &src, &rows, &[8]), "wrong rank");
+    }
+
+    #[test]
+    fn a_box_of_chunks_with_rows_of_a_fixed_length() {
+        // Rows of 8, 16, 32 and 64 bytes take the fixed-size copies, others the general one.
+        for len in [8usize, 16, 24, 32, 64] {
+            // Two rows of two chunks side by side.
+            let src: Vec<u8> = (0..4 * len).map(|i| i as u8).collect();
+            let rows = Rows {
+                pitch: &[2 * len],
+                outer: &[2],
+                len,
+            };
+            let mut f = Fresh::new(2, 2 * len);
+            assert!(f.push_box(&[0, 0], &[1, 2], &src, &rows, &[4 * len, len]));
+            let mut want = Vec::new();
+            for c in 0..2 {
+                for r in 0..2 {
+                    want.extend_from_slice(&src[r * 2 * len + c * len..][..len]);
+                }
+            }
+            assert_eq!(f.bytes(), &want[..], "rows of {len} bytes");
+            assert!(!f.push_box(&[1, 0], &[1, 2], &src[1..], &rows, &[4 * len, len]));
+            assert_eq!(f.bytes(), &want[..], "rows of {len} bytes, short source");
+        }
     }
 
     #[test]
