@@ -373,7 +373,7 @@ fn push_box(
         .fresh
         .cost()
         .saturating_add(chunks.saturating_mul(c.fresh.cost_of_one()))
-        > c.fresh_budget();
+        > c.fresh_budget_mut();
     if !one_by_one {
         // Every chunk at once: one reservation, one order check.
         if !c.fresh.push_box(first, n, le, &rows, step) {
