@@ -115,7 +115,17 @@ impl Clone for ChunkEntry {
     /// appends clone every record once.
     #[inline]
     fn clone(&self) -> Self {
-        let scaled = match self.scaled[..] {
+        ChunkEntry::new(&self.scaled, self.record)
+    }
+}
+
+impl ChunkEntry {
+    /// The entry of the chunk at `scaled`. Coordinates of up to four dimensions are copied into
+    /// the inline buffer word by word, without a call to `memcpy` (a flush of appended chunks
+    /// makes an entry of each).
+    #[inline]
+    pub fn new(scaled: &[u64], record: ChunkRecord) -> ChunkEntry {
+        let scaled = match *scaled {
             [] => Scaled::new(),
             [a] => Scaled::from_buf_and_len([a, 0, 0, 0], 1),
             [a, b] => Scaled::from_buf_and_len([a, b, 0, 0], 2),
@@ -123,10 +133,45 @@ impl Clone for ChunkEntry {
             [a, b, c, d] => Scaled::from_buf([a, b, c, d]),
             ref more => Scaled::from_slice(more),
         };
-        ChunkEntry {
-            scaled,
-            record: self.record,
+        ChunkEntry { scaled, record }
+    }
+}
+
+impl ChunkClass {
+    /// [`encode_slots`](RecordClass::encode_slots) of unfiltered records of 8-byte addresses
+    /// and `R` coordinates in slots of `rs` bytes.
+    #[inline]
+    fn encode_rank<const R: usize>(
+        &self,
+        records: &[ChunkEntry],
+        raw: &mut [u8],
+        rs: usize,
+    ) -> h5chunk_format::Result<()> {
+        for (slot, r) in raw.chunks_exact_mut(rs).zip(records) {
+            let fits = match (r.record.addr, <&[u64; R]>::try_from(&r.scaled[..])) {
+                (Some(a), Ok(scaled)) => match slot.split_first_chunk_mut::<8>() {
+                    Some((head, coords)) => {
+                        match coords.as_chunks_mut::<8>().0.first_chunk_mut::<R>() {
+                            Some(fields) => {
+                                *head = a.get().to_le_bytes();
+                                for (field, s) in fields.iter_mut().zip(scaled) {
+                                    *field = s.to_le_bytes();
+                                }
+                                true
+                            }
+                            None => false,
+                        }
+                    }
+                    None => false,
+                },
+                _ => false,
+            };
+            if !fits {
+                // The checks and their message are `encode_slot`'s.
+                self.encode_slot(r, slot)?;
+            }
         }
+        Ok(())
     }
 }
 
@@ -231,19 +276,30 @@ impl RecordClass for ChunkClass {
             }
             return Ok(());
         }
-        for (slot, r) in raw.chunks_exact_mut(rs).zip(records) {
-            match (r.record.addr, slot.split_first_chunk_mut::<8>()) {
-                (Some(a), Some((head, coords))) if r.scaled.len() == self.rank => {
-                    *head = a.get().to_le_bytes();
-                    for (field, &s) in coords.as_chunks_mut::<8>().0.iter_mut().zip(&r.scaled) {
-                        *field = s.to_le_bytes();
+        // The common ranks with the coordinates' count known at compile time: each slot is a
+        // few stores, with no loop over the coordinates.
+        match self.rank {
+            1 => self.encode_rank::<1>(records, raw, rs),
+            2 => self.encode_rank::<2>(records, raw, rs),
+            3 => self.encode_rank::<3>(records, raw, rs),
+            4 => self.encode_rank::<4>(records, raw, rs),
+            _ => {
+                for (slot, r) in raw.chunks_exact_mut(rs).zip(records) {
+                    match (r.record.addr, slot.split_first_chunk_mut::<8>()) {
+                        (Some(a), Some((head, coords))) if r.scaled.len() == self.rank => {
+                            *head = a.get().to_le_bytes();
+                            let fields = coords.as_chunks_mut::<8>().0.iter_mut();
+                            for (field, &s) in fields.zip(&r.scaled) {
+                                *field = s.to_le_bytes();
+                            }
+                        }
+                        // The checks and their message are `encode_slot`'s.
+                        _ => self.encode_slot(r, slot)?,
                     }
                 }
-                // The checks and their message are `encode_slot`'s.
-                _ => self.encode_slot(r, slot)?,
+                Ok(())
             }
         }
-        Ok(())
     }
 
     #[inline]

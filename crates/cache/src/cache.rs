@@ -318,7 +318,22 @@ impl KeySet {
     }
     /// Put `to` in the place of `from` (a moved entry): in place when the order allows it, as
     /// for a key's only parent.
+    #[inline]
     fn replace(&mut self, from: &Key, to: Key) {
+        // A key's only neighbour (a node's parent, above all: a moved internal node re-keys
+        // each of its children's) needs no search.
+        if let [only] = self.0.as_mut_slice()
+            && *only == *from
+        {
+            *only = to;
+            return;
+        }
+        self.replace_searched(from, to);
+    }
+
+    /// [`replace`](Self::replace) in a set of several keys.
+    #[inline(never)]
+    fn replace_searched(&mut self, from: &Key, to: Key) {
         let Ok(i) = self.0.binary_search(from) else {
             self.insert(to);
             return;

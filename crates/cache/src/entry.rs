@@ -97,12 +97,26 @@ impl fmt::Display for ProxyId {
 }
 
 /// A node of the flush-dependency graph: a metadata entry (by file address) or a chunk proxy.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Key {
     /// The metadata entry at this file address.
     Entry(Addr),
     /// A chunk proxy.
     Proxy(ProxyId),
+}
+
+/// One word, not the derived discriminant and word: the graph's maps hash a key on every edge
+/// they add, drop or re-key (a SWMR writer's moves re-key every edge of the right-most path
+/// once a flush). Proxies hash as the complement of their serial numbers, small counters, so
+/// that they stay apart from file addresses; equal keys hash alike, as `Hash` requires.
+impl core::hash::Hash for Key {
+    #[inline]
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(match *self {
+            Key::Entry(a) => a.get(),
+            Key::Proxy(p) => !p.0,
+        });
+    }
 }
 
 impl From<Addr> for Key {

@@ -175,6 +175,8 @@ pub(crate) struct BoxGeom {
     n: [u64; MAX_FAST_RANK],
     chunk: [u64; MAX_FAST_RANK],
     pitch: [usize; MAX_FAST_RANK],
+    /// The bytes between consecutive chunks of each dimension in the slab.
+    step: [usize; MAX_FAST_RANK],
     /// Chunks in the box.
     chunks: usize,
 }
@@ -202,6 +204,7 @@ impl BoxPlan {
                 n: [0; MAX_FAST_RANK],
                 chunk: [0; MAX_FAST_RANK],
                 pitch: [0; MAX_FAST_RANK],
+                step: [0; MAX_FAST_RANK],
                 chunks: 1,
             },
         };
@@ -223,6 +226,9 @@ impl BoxPlan {
         for (q, &d) in p.geom.pitch.iter_mut().zip(count).rev() {
             *q = acc;
             acc = acc.checked_mul(usize::try_from(d).ok()?)?;
+        }
+        for ((x, &q), &ck) in p.geom.step.iter_mut().zip(&p.geom.pitch).zip(chunk) {
+            *x = q.checked_mul(usize::try_from(ck).ok()?)?;
         }
         Some(p)
     }
@@ -309,15 +315,19 @@ fn push_box(
         ref n,
         ref chunk,
         ref pitch,
+        ref step,
         chunks,
     } = *geom;
-    let (n, chunk, pitch, first) = match (
+    let (n, chunk, pitch, step, first) = match (
         n.get(..rank),
         chunk.get(..rank),
         pitch.get(..rank),
+        step.get(..rank),
         first.get(..rank),
     ) {
-        (Some(n), Some(chunk), Some(pitch), Some(first)) => (n, chunk, pitch, first),
+        (Some(n), Some(chunk), Some(pitch), Some(step), Some(first)) => {
+            (n, chunk, pitch, step, first)
+        }
         _ => return Ok(false),
     };
     let mut at_b = [0u64; MAX_FAST_RANK];
@@ -363,18 +373,22 @@ fn push_box(
         .fresh
         .cost()
         .saturating_add(chunks.saturating_mul(c.fresh.cost_of_one()))
-        > c.fresh_budget();
-    if one_by_one {
-        c.make_fresh_room(f, path)?;
+        > c.fresh_budget_mut();
+    if !one_by_one {
+        // Every chunk at once: one reservation, one order check.
+        if !c.fresh.push_box(first, n, le, &rows, step) {
+            // The plan says the slab holds every row of every chunk.
+            return Err(short_chunk(path, header, first));
+        }
+        return Ok(true);
     }
+    c.make_fresh_room(f, path)?;
     loop {
         place(scaled, at);
-        let base = (at.iter().zip(chunk).zip(pitch)).fold(0usize, |b, ((&a, &ck), &p)| {
-            b.saturating_add((a.saturating_mul(ck) as usize).saturating_mul(p))
+        let base = (at.iter().zip(step)).fold(0usize, |b, (&a, &s)| {
+            b.saturating_add((a as usize).saturating_mul(s))
         });
-        if one_by_one {
-            c.make_fresh_room(f, path)?;
-        }
+        c.make_fresh_room(f, path)?;
         if !c.fresh.push_strided(scaled, le, base, &rows) {
             // The plan says the slab holds every row of every chunk.
             return Err(short_chunk(path, header, scaled));

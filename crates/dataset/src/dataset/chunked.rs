@@ -201,6 +201,11 @@ impl Chunked {
         self.cache.read().budget().max(1 << 20)
     }
 
+    /// [`fresh_budget`](Self::fresh_budget) with the dataset held exclusively: no lock taken.
+    pub(crate) fn fresh_budget_mut(&mut self) -> usize {
+        self.cache.get_mut().budget().max(1 << 20)
+    }
+
     /// Write the fresh chunks if one more would take them past their budget.
     #[inline]
     pub(crate) fn make_fresh_room(&mut self, f: &Store, path: &str) -> Result<()> {

@@ -264,8 +264,182 @@ impl Fresh {
         }
         let at = self.bytes.len();
         self.bytes.reserve(self.chunk_bytes);
-        let copied = match (rows.outer, rows.pitch) {
-            // One row (a 1-D chunk), or rows one pitch apart (a 2-D chunk): no index kept.
+        let copied = self.copy_rows(src, base, rows);
+        if !copied || self.bytes.len().checked_sub(at) != Some(self.chunk_bytes) {
+            self.bytes.truncate(at);
+            return false;
+        }
+        let i = at.checked_div(self.chunk_bytes).unwrap_or(0);
+        self.record(scaled, i);
+        true
+    }
+
+    /// Add the box of chunks (none of them held) whose first chunk is at `first`, `n` chunks
+    /// along each dimension, in row-major order, from a strided source: chunk `at` (counted
+    /// from the box's first) has its first row at
+    /// `Σ at[u] × step[u]` in `src`, its other rows where `rows` steps to. Whether every row
+    /// was there (nothing is added otherwise).
+    ///
+    /// Space and coordinates are reserved once for the whole box, and the order, the box of
+    /// held coordinates and the map are updated once for it: chunks stepped in row-major
+    /// order over a box increase strictly, so only the box's first chunk is compared with
+    /// the last one held.
+    pub fn push_box(
+        &mut self,
+        first: &[u64],
+        n: &[u64],
+        src: &[u8],
+        rows: &Rows<'_>,
+        step: &[usize],
+    ) -> bool {
+        let rank = self.rank;
+        if first.len() != rank || n.len() != rank || step.len() != rank || n.contains(&0) {
+            return false;
+        }
+        let Some(chunks) = n
+            .iter()
+            .try_fold(1usize, |t, &x| t.checked_mul(usize::try_from(x).ok()?))
+        else {
+            return false;
+        };
+        let (Some(total), Some(ncoords)) = (
+            chunks.checked_mul(self.chunk_bytes),
+            chunks.checked_mul(rank),
+        ) else {
+            return false;
+        };
+        let (b0, c0) = (self.bytes.len(), self.coords.len());
+        self.bytes.reserve(total);
+        self.coords.reserve(ncoords);
+        let copied = match (first, n, rows.outer, rows.pitch, step) {
+            // One row per chunk, the chunks back to back: the slab is the chunks' bytes.
+            (_, _, [], _, _) if rank == 1 && step == [rows.len] => match src.get(..total) {
+                Some(all) => {
+                    self.bytes.extend_from_slice(all);
+                    let (f0, n0) = (first.first().copied(), n.first().copied());
+                    if let (Some(f0), Some(n0)) = (f0, n0) {
+                        self.coords.extend((0..n0).map(|a| f0.saturating_add(a)));
+                    }
+                    true
+                }
+                None => false,
+            },
+            (&[f0, f1], &[n0, n1], &[_], &[pitch], &[s0, s1]) if s1 == rows.len => {
+                let geom = (rows.len, pitch, s0);
+                // The short rows of small chunks as fixed-size copies, inlined: a call to
+                // `memcpy` per row costs more than the copy.
+                match rows.len {
+                    8 => self.push_box_2d::<8>([f0, f1], [n0, n1], src, geom),
+                    16 => self.push_box_2d::<16>([f0, f1], [n0, n1], src, geom),
+                    32 => self.push_box_2d::<32>([f0, f1], [n0, n1], src, geom),
+                    64 => self.push_box_2d::<64>([f0, f1], [n0, n1], src, geom),
+                    _ => self.push_box_2d::<0>([f0, f1], [n0, n1], src, geom),
+                }
+            }
+            _ => self.push_box_any(first, n, src, rows, step),
+        };
+        if !copied || self.bytes.len().checked_sub(b0) != Some(total) {
+            self.bytes.truncate(b0);
+            self.coords.truncate(c0);
+            return false;
+        }
+        if !self.out_of_order
+            && let Some(last) = c0.checked_sub(rank).and_then(|at| self.coords.get(at..c0))
+            && self.coords.get(c0..).is_none_or(|new| new <= last)
+        {
+            self.out_of_order = true;
+        }
+        for ((h, &f0), &x) in self.hi.iter_mut().zip(first).zip(n) {
+            *h = (*h).max(f0.saturating_add(x));
+        }
+        if let Some(map) = &mut self.map {
+            let first_i = c0.checked_div(rank).unwrap_or(0);
+            let added = self.coords.get(c0..).unwrap_or_default();
+            for (j, s) in added.chunks_exact(rank.max(1)).enumerate() {
+                map.insert(Coords::from_slice(s), first_i.saturating_add(j));
+            }
+        }
+        true
+    }
+
+    /// [`push_box`](Self::push_box) of 2-D chunks (the rows of a chunk `pitch` bytes apart,
+    /// the chunks of one row of chunks `len` bytes apart, the rows of chunks `s0` bytes
+    /// apart), chunk by chunk and row by row: the bytes and coordinates, nothing else. `N`:
+    /// the rows' length when it is known at compile time (it is then `len`), else 0.
+    #[inline(always)]
+    fn push_box_2d<const N: usize>(
+        &mut self,
+        [f0, f1]: [u64; 2],
+        [n0, n1]: [u64; 2],
+        src: &[u8],
+        (len, pitch, s0): (usize, usize, usize),
+    ) -> bool {
+        if pitch == 0 || s0 == 0 {
+            return false;
+        }
+        let mut blocks = src.chunks_exact(s0);
+        for a0 in 0..n0 {
+            let Some(block) = blocks.next() else {
+                return false;
+            };
+            let mut col = 0usize;
+            for a1 in 0..n1 {
+                let end = col.saturating_add(len);
+                for row in block.chunks_exact(pitch) {
+                    let r = if N == 0 {
+                        row.get(col..end)
+                    } else {
+                        (row.get(col..))
+                            .and_then(|r| r.first_chunk::<N>())
+                            .map(|r| r.as_slice())
+                    };
+                    match r {
+                        Some(r) => self.bytes.extend_from_slice(r),
+                        None => return false,
+                    }
+                }
+                col = end;
+                self.coords.push(f0.saturating_add(a0));
+                self.coords.push(f1.saturating_add(a1));
+            }
+        }
+        true
+    }
+
+    /// [`push_box`](Self::push_box) of chunks of any rank: the bytes and coordinates.
+    fn push_box_any(
+        &mut self,
+        first: &[u64],
+        n: &[u64],
+        src: &[u8],
+        rows: &Rows<'_>,
+        step: &[usize],
+    ) -> bool {
+        let mut at_b = [0u64; 8];
+        let Some(at) = at_b.get_mut(..first.len()) else {
+            return false;
+        };
+        loop {
+            let base = (at.iter().zip(step)).fold(0usize, |b, (&a, &s)| {
+                b.saturating_add((a as usize).saturating_mul(s))
+            });
+            if !self.copy_rows(src, base, rows) {
+                return false;
+            }
+            for (&f0, &a) in first.iter().zip(at.iter()) {
+                self.coords.push(f0.saturating_add(a));
+            }
+            if !super::step_row_major(at, n) {
+                return true;
+            }
+        }
+    }
+
+    /// Append one chunk's rows from a strided source (see [`push_strided`](Self::push_strided));
+    /// whether every row was there (the rows already appended stay: the caller truncates).
+    #[inline]
+    fn copy_rows(&mut self, src: &[u8], base: usize, rows: &Rows<'_>) -> bool {
+        match (rows.outer, rows.pitch) {
             ([], _) => self.copy_row(src, base, rows.len),
             (&[n], &[pitch]) => {
                 let mut from = base;
@@ -292,14 +466,7 @@ impl Fresh {
                     None => false,
                 }
             }
-        };
-        if !copied || self.bytes.len().checked_sub(at) != Some(self.chunk_bytes) {
-            self.bytes.truncate(at);
-            return false;
         }
-        let i = at.checked_div(self.chunk_bytes).unwrap_or(0);
-        self.record(scaled, i);
-        true
     }
 
     /// Append `len` bytes of `src` from `from`; whether they were there.
@@ -406,6 +573,72 @@ mod tests {
         assert_eq!(f.bytes(), &[1, 2, 3, 4]);
         assert_eq!(f.position(&[0, 1]), None);
         assert_eq!(f.push_rows(&[1], std::iter::empty()), None, "wrong rank");
+    }
+
+    #[test]
+    fn a_box_of_chunks_pushed_at_once() {
+        // A 2 x 4 slab of 1-byte elements, two 2 x 2 chunks side by side.
+        let src = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        let rows = Rows {
+            pitch: &[4],
+            outer: &[2],
+            len: 2,
+        };
+        let mut f = Fresh::new(2, 4);
+        assert!(f.push_box(&[0, 0], &[1, 2], &src, &rows, &[8, 2]));
+        assert_eq!(f.bytes(), &[1, 2, 5, 6, 3, 4, 7, 8]);
+        assert_eq!(f.coords().collect::<Vec<_>>(), vec![&[0, 0], &[0, 1]]);
+        assert_eq!(f.hi(), &[1, 2]);
+        assert!(f.shared_ready() && !f.out_of_order);
+        assert_eq!(f.position(&[0, 1]), Some(1));
+        // A short source: nothing is added.
+        assert!(!f.push_box(&[1, 0], &[1, 2], &src[..7], &rows, &[8, 2]));
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.hi(), &[1, 2]);
+        assert!(f.push_box(&[1, 0], &[1, 2], &src, &rows, &[8, 2]));
+        assert!(!f.out_of_order);
+        assert_eq!(f.position(&[1, 1]), Some(3));
+        assert_eq!(f.chunk(3), Some(&[3u8, 4, 7, 8][..]));
+        // A box before the last chunk: out of order, found through the map, which follows
+        // later boxes.
+        assert!(f.push_box(&[0, 2], &[1, 1], &src, &rows, &[8, 2]));
+        assert!(f.out_of_order);
+        assert_eq!(f.position(&[0, 2]), Some(4));
+        assert_eq!(f.chunk(4), Some(&[1u8, 2, 5, 6][..]));
+        assert!(f.push_box(&[2, 0], &[1, 2], &src, &rows, &[8, 2]));
+        assert_eq!(f.position(&[2, 1]), Some(6));
+        assert_eq!(f.position(&[1, 0]), Some(2));
+        assert_eq!(f.hi(), &[3, 3]);
+        assert!(
+            !f.push_box(&[3, 0], &[1, 0], &src, &rows, &[8, 2]),
+            "empty box"
+        );
+        assert!(!f.push_box(&[2], &[1], &src, &rows, &[8]), "wrong rank");
+    }
+
+    #[test]
+    fn a_box_of_chunks_with_rows_of_a_fixed_length() {
+        // Rows of 8, 16, 32 and 64 bytes take the fixed-size copies, others the general one.
+        for len in [8usize, 16, 24, 32, 64] {
+            // Two rows of two chunks side by side.
+            let src: Vec<u8> = (0..4 * len).map(|i| i as u8).collect();
+            let rows = Rows {
+                pitch: &[2 * len],
+                outer: &[2],
+                len,
+            };
+            let mut f = Fresh::new(2, 2 * len);
+            assert!(f.push_box(&[0, 0], &[1, 2], &src, &rows, &[4 * len, len]));
+            let mut want = Vec::new();
+            for c in 0..2 {
+                for r in 0..2 {
+                    want.extend_from_slice(&src[r * 2 * len + c * len..][..len]);
+                }
+            }
+            assert_eq!(f.bytes(), &want[..], "rows of {len} bytes");
+            assert!(!f.push_box(&[1, 0], &[1, 2], &src[1..], &rows, &[4 * len, len]));
+            assert_eq!(f.bytes(), &want[..], "rows of {len} bytes, short source");
+        }
     }
 
     #[test]

@@ -1100,10 +1100,7 @@ impl ChunkIndex for BTree2 {
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         let mut entries = Vec::with_capacity(items.len());
         for (scaled, rec) in items {
-            entries.push(h5chunk_btree2::ChunkEntry {
-                scaled: smallvec::SmallVec::from_slice(scaled),
-                record: *rec,
-            });
+            entries.push(h5chunk_btree2::ChunkEntry::new(scaled, *rec));
         }
         self.with_tree(f, |t| t.upsert_many(&entries))
     }
