@@ -227,52 +227,50 @@ pub(crate) fn unpad(e: &[u8], t: StringType) -> String {
     String::from_utf8_lossy(s).into_owned()
 }
 
-/// The attribute messages of the header at `header`, or why they cannot be listed.
+/// The attribute messages of the header at `header`, or why they cannot be listed, in the
+/// order h5py lists them: by creation order when the object tracks it (h5py's
+/// `track_order=True`), else by name (bytes compared as libhdf5 compares them); attributes
+/// that cannot be decoded come last.
 fn messages(f: &Store, header: Addr) -> Result<Vec<Result<Attribute>>> {
-    attributes_in(f, header, f.messages(header)?)
+    let mut all = attributes_in(f, header)?;
+    if f.header_attr_order(header)?.0 {
+        all.sort_by_key(|(order, a)| (a.is_err(), *order));
+    } else {
+        all.sort_by(|(_, a), (_, b)| match (a, b) {
+            (Ok(a), Ok(b)) => a.name.cmp(&b.name),
+            (a, b) => a.is_err().cmp(&b.is_err()),
+        });
+    }
+    Ok(all.into_iter().map(|(_, a)| a).collect())
 }
 
-/// The attribute messages among `all`, the messages of the header at `header`.
-fn attributes_in(f: &Store, header: Addr, all: Vec<Message>) -> Result<Vec<Result<Attribute>>> {
+/// The attribute messages of the header at `header` with their creation indexes (0 when not
+/// tracked): those in the header in its order, then those in dense storage in the name
+/// index's order (its records hold their creation indexes).
+fn attributes_in(f: &Store, header: Addr) -> Result<Vec<(u32, Result<Attribute>)>> {
+    let decode = |bytes: &[u8], at: Addr| match Message::decode(
+        MessageType::ATTRIBUTE,
+        bytes,
+        at,
+        f.sizes,
+    ) {
+        Ok(Message::Attribute(a)) => Ok(a),
+        Ok(_) => Err(Error::Internal("an attribute decoded as another message")),
+        Err(e) => Err(e.into()),
+    };
     let mut out = Vec::new();
-    for m in all {
-        match m {
-            Message::Attribute(a) => out.push(Ok(a)),
-            // Kept as bytes by the header reader: decode again for the reason.
-            Message::Unknown { kind, data } if kind == MessageType::ATTRIBUTE => {
-                out.push(
-                    Message::decode(kind, &data, header, f.sizes)
-                        .map_err(Error::from)
-                        .and_then(|_| Err(Error::Internal("an attribute decoded the second time"))),
-                );
+    for m in f.raw_messages(header)? {
+        if m.kind == MessageType::ATTRIBUTE {
+            out.push((
+                u32::from(m.creation_order.unwrap_or(0)),
+                decode(&m.data, header),
+            ));
+        } else if m.kind == MessageType::ATTRIBUTE_INFO
+            && let Some((heap, names)) = dense_in_use(&m.data, header, f.sizes)?
+        {
+            for (bytes, order) in crate::dense::attribute_messages(f, heap, names)? {
+                out.push((order, decode(&bytes, heap)));
             }
-            Message::Unknown { kind, data } if kind == MessageType::ATTRIBUTE_INFO => {
-                if let Some((heap, names)) = dense_in_use(&data, header, f.sizes)? {
-                    // In name order, as libhdf5 lists them (the index is in hash order).
-                    let mut dense = Vec::new();
-                    for bytes in crate::dense::attribute_messages(f, heap, names)? {
-                        dense.push(
-                            match Message::decode(MessageType::ATTRIBUTE, &bytes, heap, f.sizes) {
-                                Ok(Message::Attribute(a)) => Ok(a),
-                                Ok(_) => {
-                                    Err(Error::Internal("an attribute decoded as another message"))
-                                }
-                                Err(e) => Err(e.into()),
-                            },
-                        );
-                    }
-                    dense.sort_by(
-                        |a: &Result<Attribute>, b: &Result<Attribute>| match (a, b) {
-                            (Ok(a), Ok(b)) => a.name.cmp(&b.name),
-                            (Ok(_), Err(_)) => std::cmp::Ordering::Less,
-                            (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
-                            (Err(_), Err(_)) => std::cmp::Ordering::Equal,
-                        },
-                    );
-                    out.extend(dense);
-                }
-            }
-            _ => {}
         }
     }
     Ok(out)
@@ -662,7 +660,7 @@ pub(crate) fn write(
     let all = f.messages(header)?;
     let info = attr_info(f, header, &all)?;
     let dense = info.as_ref().and_then(AttrInfo::dense);
-    for a in &attributes_in(f, header, all)? {
+    for (_, a) in &attributes_in(f, header)? {
         a.as_ref()
             .map_err(|e| Error::corrupt("attribute", header, format!("{path}: {e}")))?;
     }
@@ -972,13 +970,13 @@ macro_rules! attribute_methods {
             crate::attr::read_one(store, header, &path, name)
         }
 
-        #[doc = concat!("Every attribute, in stored order (h5py's `", $kind, ".attrs.items()`).")]
+        #[doc = concat!("Every attribute, in the order h5py lists them (`", $kind, ".attrs.items()`): by creation order when the object tracks it, else by name.")]
         pub fn attrs(&self) -> Result<Vec<crate::Attr>> {
             let (store, header, _) = self.attr_target();
             crate::attr::read_all(store, header)
         }
 
-        #[doc = concat!("The attributes' names, in stored order (h5py's `", $kind, ".attrs.keys()`).")]
+        #[doc = concat!("The attributes' names, in the order h5py lists them (`", $kind, ".attrs.keys()`): by creation order when the object tracks it, else by name.")]
         pub fn attr_names(&self) -> Result<Vec<String>> {
             let (store, header, _) = self.attr_target();
             crate::attr::names(store, header)

@@ -800,20 +800,28 @@ impl RecordClass for HugeObjects {
 /// The heap IDs of the records of the name index at `names` (links, or `attributes`), in the
 /// index's order.
 fn ids(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<Vec<u8>>> {
+    Ok(records(f, heap, names, attributes)?
+        .into_iter()
+        .map(|r| r.id)
+        .collect())
+}
+
+/// The records of the name index at `names` (links, or `attributes`), in the index's order.
+fn records(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<LinkName>> {
     let class = LinkNames {
         id_len: heap.id_len(),
         attributes,
     };
     let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
-    let mut ids = Vec::new();
+    let mut out = Vec::new();
     // The closure never breaks: the flow it returns says nothing.
     let _ = tree
         .iterate(|r| {
-            ids.push(r.id.clone());
+            out.push(r.clone());
             ControlFlow::Continue(())
         })
         .map_err(bt2_err)?;
-    Ok(ids)
+    Ok(out)
 }
 
 fn link(f: &Store, heap: &Heap, id: &[u8]) -> Result<Link> {
@@ -914,10 +922,14 @@ pub(crate) fn misordered(
 
 /// The attribute messages (encoded) of an object whose attributes are stored densely, in the
 /// name index's order.
-pub(crate) fn attribute_messages(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn attribute_messages(
+    f: &Store,
+    heap: Addr,
+    names: Addr,
+) -> Result<Vec<(Vec<u8>, u32)>> {
     let heap = Heap::open(f, heap)?;
-    ids(f, &heap, names, true)?
+    records(f, &heap, names, true)?
         .iter()
-        .map(|id| heap.object(f, id))
+        .map(|r| Ok((heap.object(f, &r.id)?, r.order())))
         .collect()
 }

@@ -1193,6 +1193,11 @@ fn groups_and_datasets_made_with_track_order_list_in_creation_order_in_h5py() {
             s.create_group(n).unwrap();
             s.set_attr_str(n, n).unwrap();
         }
+        // Not tracked: listed by name, in h5py and in h5chunk.
+        let u = file.create_group("u").unwrap();
+        for n in small {
+            u.set_attr_str(n, n).unwrap();
+        }
         let d = file
             .new_dataset::<f64>()
             .shape(&[3])
@@ -1220,6 +1225,14 @@ fn groups_and_datasets_made_with_track_order_list_in_creation_order_in_h5py() {
         assert!(report.is_clean(), "{report:?}");
         assert_eq!(listed(&file, "t"), want_t);
         assert_eq!(listed(&file, "t/s"), small);
+        // Attributes listed as h5py lists them: creation order when tracked, else by name.
+        assert_eq!(file.group("t").unwrap().attr_names().unwrap(), attrs);
+        assert_eq!(file.group("t/s").unwrap().attr_names().unwrap(), small);
+        assert_eq!(file.dataset("d").unwrap().attr_names().unwrap(), attrs[..5]);
+        assert_eq!(
+            file.group("u").unwrap().attr_names().unwrap(),
+            ["alpha", "mu", "zeta"]
+        );
     }
     let run = |script: &str| interop::run_python(&python, script, &[path.to_str().unwrap()]);
     let show = r#"
@@ -1229,7 +1242,7 @@ with h5py.File(sys.argv[1], "r") as f:
     print(" ".join(t))
     print(" ".join(t.attrs))
     print(" ".join(s), "|", " ".join(s.attrs))
-    print(" ".join(d.attrs), "|", [float(d.attrs[k]) for k in d.attrs])
+    print(" ".join(d.attrs), "|", [float(d.attrs[k]) for k in d.attrs], "|", " ".join(f["u"].attrs))
     flags = h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED
     print(t.id.get_create_plist().get_link_creation_order() == flags,
           t.id.get_create_plist().get_attr_creation_order() == flags,
@@ -1247,7 +1260,10 @@ with h5py.File(sys.argv[1], "r") as f:
     );
     assert_eq!(
         lines.next().unwrap(),
-        format!("{} | [0.0, 1.0, 2.0, 3.0, 4.0]", attrs[..5].join(" "))
+        format!(
+            "{} | [0.0, 1.0, 2.0, 3.0, 4.0] | alpha mu zeta",
+            attrs[..5].join(" ")
+        )
     );
     // a05 is the attribute made second (i = 1), with the value 1.
     assert_eq!(
