@@ -1030,6 +1030,17 @@ macro_rules! attribute_methods {
             self.write_attr(name, shape, values)
         }
 
+        /// Set attribute `name` to a one-dimensional array of object references to `targets`
+        /// (objects' addresses, each checked to be an object of this file), as h5py stores
+        /// `obj.attrs[name] = [g.ref, ...]` with `dtype=h5py.ref_dtype`.
+        pub fn set_attr_object_refs(&self, name: &str, targets: &[u64]) -> Result<()> {
+            let bytes = crate::object_refs::encode_refs(self.file(), targets)?;
+            let shape = [targets.len() as u64];
+            let values =
+                crate::attr::NewValues::Raw(crate::types::object_reference(), bytes);
+            self.write_attr(name, Some(&shape), values)
+        }
+
         /// Delete attribute `name` (h5py's `del obj.attrs[name]`).
         pub fn delete_attr(&self, name: &str) -> Result<()> {
             let (store, header, path) = self.attr_target();

@@ -278,6 +278,18 @@ pub fn compound(size: u32, members: &[(&str, u32, Datatype)]) -> Datatype {
     }
 }
 
+/// The type of object references (h5py's `ref_dtype`, libhdf5's `H5T_STD_REF_OBJ`): an
+/// object header's address, 8 bytes. Written with
+/// [`Dataset::write_object_refs`](crate::Dataset::write_object_refs) or an attribute's
+/// `set_attr_object_refs`, read with [`Dataset::read_object_refs`](crate::Dataset::read_object_refs).
+pub fn object_reference() -> Datatype {
+    Datatype {
+        version: DatatypeVersion::V1,
+        size: 8,
+        class: DatatypeClass::Reference { flags: 0 },
+    }
+}
+
 /// h5py's `bool`: an enumeration of `FALSE` (0) and `TRUE` (1) over a signed byte, what h5py
 /// writes for numpy's `bool` and reads back as `bool`.
 pub fn h5py_bool() -> Datatype {

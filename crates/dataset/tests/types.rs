@@ -412,6 +412,79 @@ with h5py.File(sys.argv[1], "w") as f:
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Object references h5chunk writes (a dataset of `types::object_reference`, h5py's
+/// `ref_dtype`, and an attribute of them) resolve in h5py to the groups and datasets they
+/// name, and read back in h5chunk; a target that is not an object, and a dataset of another
+/// type, are refused, typed.
+#[test]
+fn object_references_h5chunk_writes_resolve_in_h5py() {
+    let Some(python) = interop::python("object_references_h5chunk_writes") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-refs-w-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("refs.h5");
+    {
+        let file = File::create(&path).unwrap();
+        file.create_group("grp").unwrap();
+        let g = file.create_group("grp/sub").unwrap();
+        let a = file
+            .new_dataset::<i32>()
+            .shape(&[3])
+            .chunk(&[3])
+            .create("grp/a")
+            .unwrap();
+        a.write(&[1, 2, 3]).unwrap();
+        let root = file.root().unwrap();
+        let targets = [
+            a.object_address(),
+            g.object_address(),
+            root.object_address(),
+        ];
+        let refs = file
+            .new_dataset_with_type(h5chunk::types::object_reference())
+            .shape(&[3])
+            .chunk(&[3])
+            .create("refs")
+            .unwrap();
+        refs.write_object_refs(&targets).unwrap();
+        assert_eq!(refs.read_object_refs().unwrap(), targets);
+        root.set_attr_object_refs("favourite", &[g.object_address()])
+            .unwrap();
+        assert!(matches!(
+            refs.write_object_refs(&[1, 2, 3]),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            a.write_object_refs(&targets),
+            Err(Error::InvalidArgument { .. })
+        ));
+        file.close().unwrap();
+    }
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(f[r].name for r in f["refs"][...]), f[f.attrs["favourite"][0]].name,
+          f["refs"].dtype == h5py.ref_dtype)
+"#,
+        &[path.to_str().unwrap()],
+    );
+    assert_eq!(out.trim(), "/grp/a /grp/sub / /grp/sub True");
+    let file = File::open(&path).unwrap();
+    let got: Vec<String> = (file.dataset("refs").unwrap().read_object_refs().unwrap())
+        .into_iter()
+        .map(|r| file.object_path(r).unwrap().unwrap())
+        .collect();
+    assert_eq!(got, ["/grp/a", "/grp/sub", "/"]);
+    drop(file);
+    if let Some(h5dump) = interop::h5dump("object_references_h5chunk_writes") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Region references (h5py's `regionref_dtype`) and bitfields (libhdf5's `H5T_STD_B16LE`, made
 /// through h5py's low-level API: numpy has no bitfield type) read as the bytes h5py reads, with
 /// their datatype class named; resolving a region reference is refused, typed, naming it.

@@ -430,6 +430,12 @@ impl Dataset {
     }
 
     /// The store, header address and path attribute methods work on.
+    /// The address of the dataset's object header: what an object reference to it holds
+    /// (see [`write_object_refs`](Self::write_object_refs), [`File::object_path`](crate::File::object_path)).
+    pub fn object_address(&self) -> u64 {
+        self.shared.state.read().header.get()
+    }
+
     fn attr_target(&self) -> (&Store, Addr, String) {
         let st = self.shared.state.read();
         (&self.file.inner.store, st.header, st.path.clone())
