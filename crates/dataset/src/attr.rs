@@ -928,6 +928,25 @@ pub(crate) fn delete(f: &Store, header: Addr, path: &str, name: &str) -> Result<
     }
 }
 
+/// The object references to `targets` as stored (8-byte addresses), each checked to be an
+/// object header of the file: what a reference names must exist, as libhdf5's `H5Rcreate`
+/// insists.
+pub(crate) fn encode_refs(store: &Store, targets: &[u64]) -> Result<Vec<u8>> {
+    if store.sizes.offsets() != 8 {
+        return Err(Error::Unsupported(
+            "object references in files of other than 8-byte addresses",
+        ));
+    }
+    let mut out = Vec::with_capacity(targets.len().saturating_mul(8));
+    for &t in targets {
+        store
+            .header_version(h5chunk_format::Addr(t))
+            .map_err(|e| Error::arg("targets", format!("{t} is not an object's address: {e}")))?;
+        out.extend_from_slice(&t.to_le_bytes());
+    }
+    Ok(out)
+}
+
 /// Refuse a type whose elements are not stored in place: variable-length strings and
 /// sequences (heap IDs), and any compound or array holding one.
 pub(crate) fn check_fixed_size(t: &Datatype) -> Result<()> {
@@ -1034,7 +1053,8 @@ macro_rules! attribute_methods {
         /// (objects' addresses, each checked to be an object of this file), as h5py stores
         /// `obj.attrs[name] = [g.ref, ...]` with `dtype=h5py.ref_dtype`.
         pub fn set_attr_object_refs(&self, name: &str, targets: &[u64]) -> Result<()> {
-            let bytes = crate::object_refs::encode_refs(self.file(), targets)?;
+            let (store, _, _) = self.attr_target();
+            let bytes = crate::attr::encode_refs(store, targets)?;
             let shape = [targets.len() as u64];
             let values =
                 crate::attr::NewValues::Raw(crate::types::object_reference(), bytes);

@@ -25,26 +25,6 @@ impl Attr {
     }
 }
 
-/// The object references to `targets` as stored (8-byte addresses), each checked to be an
-/// object header of the file: what a reference names must exist, as libhdf5's `H5Rcreate`
-/// insists.
-pub(crate) fn encode_refs(file: &File, targets: &[u64]) -> Result<Vec<u8>> {
-    let store = &file.inner.store;
-    if store.sizes.offsets() != 8 {
-        return Err(Error::Unsupported(
-            "object references in files of other than 8-byte addresses",
-        ));
-    }
-    let mut out = Vec::with_capacity(targets.len().saturating_mul(8));
-    for &t in targets {
-        store
-            .header_version(h5chunk_format::Addr(t))
-            .map_err(|e| Error::arg("targets", format!("{t} is not an object's address: {e}")))?;
-        out.extend_from_slice(&t.to_le_bytes());
-    }
-    Ok(out)
-}
-
 impl Dataset {
     /// Write every element of a dataset of object references
     /// ([`types::object_reference`](crate::types::object_reference), h5py's `ref_dtype`):
@@ -53,7 +33,7 @@ impl Dataset {
     /// them with `f[ref]`.
     pub fn write_object_refs(&self, targets: &[u64]) -> Result<()> {
         decode_refs(self.datatype(), &[], &self.path())?;
-        let bytes = encode_refs(self.file(), targets)?;
+        let bytes = crate::attr::encode_refs(&self.file().inner.store, targets)?;
         self.write_raw(&bytes)
     }
 
