@@ -32,6 +32,7 @@ impl Dataset {
     /// [`Dataset::object_address`]), each checked to be an object of this file. h5py resolves
     /// them with `f[ref]`.
     pub fn write_object_refs(&self, targets: &[u64]) -> Result<()> {
+        // Decoding no elements checks the type alone, with the errors a read would give.
         decode_refs(self.datatype(), &[], &self.path())?;
         let bytes = crate::attr::encode_refs(&self.file().inner.store, targets)?;
         self.write_raw(&bytes)
