@@ -1755,6 +1755,53 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Ok(taken)
     }
 
+    /// SWMR-write mode: move the right-most path from `root` down to new space where a reader
+    /// may hold it, leaf first (as `insert_rec` moves the path of a record it appends): the
+    /// address of each node of the path afterwards, top down, and whether any moved. `None`,
+    /// with nothing moved, when
+    /// the first append would restructure the path (a full internal node below the root, or
+    /// a published full leaf, which the per-record path splits into two new nodes): that is
+    /// the per-record path's.
+    fn shadow_right_path(
+        &self,
+        root: ChildPointer,
+        splits: &[usize],
+        op: &mut Op,
+    ) -> Result<Option<(Vec<Addr>, bool)>> {
+        let depth = self.hdr.depth;
+        let split_of = |d: u16| splits.get(usize::from(d)).copied().unwrap_or(0);
+        let mut ptrs = Vec::with_capacity(usize::from(depth).saturating_add(1));
+        let mut ptr = root;
+        for d in (1..=depth).rev() {
+            ptrs.push((ptr, d));
+            let node = self
+                .cache
+                .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
+            self.check_node(&ptr, d, node.data())?;
+            let child = *node
+                .data()
+                .children
+                .last()
+                .ok_or_else(|| self.corrupt(ptr.addr, "internal node without children"))?;
+            let cd = d.saturating_sub(1);
+            if cd > 0 && child.nrec >= split_of(cd) as u64 {
+                return Ok(None);
+            }
+            ptr = child;
+        }
+        if !op.fresh.contains(&ptr.addr) && ptr.nrec >= split_of(0) as u64 {
+            return Ok(None);
+        }
+        ptrs.push((ptr, 0));
+        let mut moved = vec![Addr(0); ptrs.len()];
+        let mut any = false;
+        for ((p, d), m) in ptrs.iter().zip(moved.iter_mut()).rev() {
+            *m = self.relocate(p, *d, op)?;
+            any |= *m != p.addr;
+        }
+        Ok(Some((moved, any)))
+    }
+
     /// [`append_run`](Self::append_run) within the operation `op`.
     fn append_run_op(&mut self, records: &[C::Record], op: &mut Op) -> Result<usize> {
         let (Some(root), Some((_, max))) = (self.root_ptr(), &self.minmax) else {
@@ -1777,35 +1824,51 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             return Ok(0);
         }
         // In SWMR-write mode the run changes every node of the right-most path in place: only
-        // a path no reader can reach yet will do (the per-record path moved it earlier in this
-        // flush, shadowing it as libhdf5 does); a published one is the per-record path's.
+        // a path no reader can reach yet will do. A published one is moved first, bottom up,
+        // as the per-record path shadows it (libhdf5's way): the same new addresses, in the
+        // same order, as the first record's `insert_rec` would give it.
+        // Whether a node moved: the run then ends with the header and the counts written back
+        // even if it takes no record (the old addresses are freed).
+        let (moved, shadowed) = if op.swmr {
+            match self.shadow_right_path(root, &splits, op)? {
+                Some(m) => m,
+                None => return Ok(0),
+            }
+        } else {
+            (Vec::new(), false)
+        };
+        let new_addr = |level: usize, old: Addr| moved.get(level).copied().unwrap_or(old);
         let unpublished = |a: &Addr| !op.swmr || op.fresh.contains(a);
         let mut path = Vec::with_capacity(usize::from(depth));
         let mut ptr = root;
-        for d in (1..=depth).rev() {
+        ptr.addr = new_addr(0, ptr.addr);
+        for (level, d) in (1..=depth).rev().enumerate() {
             if !unpublished(&ptr.addr) {
-                return Ok(0);
+                return Err(self.corrupt(ptr.addr, "a shadowed node still published"));
             }
             let node = self
                 .cache
                 .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
             self.check_node(&ptr, d, node.data())?;
-            let child = *node
+            let mut child = *node
                 .data()
                 .children
                 .last()
                 .ok_or_else(|| self.corrupt(ptr.addr, "internal node without children"))?;
             let cd = d.saturating_sub(1);
             if cd > 0 && child.nrec >= split_of(cd) as u64 {
+                // `shadow_right_path` checked it: only an unmoved path gets here.
+                if shadowed {
+                    return Err(self.corrupt(ptr.addr, "a full node on a shadowed path"));
+                }
                 return Ok(0);
             }
+            child.addr = new_addr(level.saturating_add(1), child.addr);
             path.push(node);
             ptr = child;
         }
-        // A leaf a reader may hold moves before its record count changes: the per-record
-        // path's (which leaves it unpublished, so the next run appends in place).
         if !unpublished(&ptr.addr) {
-            return Ok(0);
+            return Err(self.corrupt(ptr.addr, "a shadowed leaf still published"));
         }
         let leaf = self
             .cache
@@ -1870,7 +1933,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             }
         }
         let taken = run.taken;
-        if taken == 0 {
+        if taken == 0 && !shadowed {
             return Ok(0);
         }
         let max = bound.clone();
