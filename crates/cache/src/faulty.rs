@@ -240,6 +240,9 @@ impl<S: Storage> Storage for FaultyStorage<S> {
         self.state.lock().op("sync")?;
         self.inner.sync()
     }
+    fn expect_growth_ahead(&self) {
+        self.inner.expect_growth_ahead()
+    }
 }
 
 #[cfg(test)]

@@ -811,6 +811,10 @@ impl Storage for Journaled {
         }
         self.inner.sync()
     }
+
+    fn expect_growth_ahead(&self) {
+        self.inner.expect_growth_ahead()
+    }
 }
 
 #[cfg(test)]

@@ -82,6 +82,9 @@ impl Storage for BaseStorage {
             .collect::<std::io::Result<Vec<_>>>()?;
         self.inner.prefetch(&shifted)
     }
+    fn expect_growth_ahead(&self) {
+        self.inner.expect_growth_ahead()
+    }
 }
 
 /// An object that stays open with the file and is written by its flush (a dataset's chunk

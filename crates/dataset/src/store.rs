@@ -175,6 +175,8 @@ impl Store {
     /// have open), not only a file created for SWMR writing whose objects are still to come.
     pub fn start_swmr_write(&self, frozen: bool) {
         self.cache.set_swmr_write(true);
+        // The end of allocation now runs a step ahead of the writes (see the allocator).
+        self.storage.expect_growth_ahead();
         self.swmr.store(true, Ordering::Release);
         if frozen {
             self.frozen.store(true, Ordering::Release);
