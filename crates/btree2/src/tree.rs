@@ -1755,6 +1755,25 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Ok(taken)
     }
 
+    /// Protect the internal node at `ptr` (at depth `d`), checked: its guard and its last
+    /// child pointer.
+    fn protect_right(
+        &self,
+        ptr: &ChildPointer,
+        d: u16,
+    ) -> Result<(EntryMut<'c, InternalEntry<C>>, ChildPointer)> {
+        let node = self
+            .cache
+            .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
+        self.check_node(ptr, d, node.data())?;
+        let child = *node
+            .data()
+            .children
+            .last()
+            .ok_or_else(|| self.corrupt(ptr.addr, "internal node without children"))?;
+        Ok((node, child))
+    }
+
     /// SWMR-write mode: move the right-most path from `root` down to new space where a reader
     /// may hold it, leaf first (as `insert_rec` moves the path of a record it appends): the
     /// address of each node of the path afterwards, top down, and whether any moved. `None`,
@@ -1774,15 +1793,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut ptr = root;
         for d in (1..=depth).rev() {
             ptrs.push((ptr, d));
-            let node = self
-                .cache
-                .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
-            self.check_node(&ptr, d, node.data())?;
-            let child = *node
-                .data()
-                .children
-                .last()
-                .ok_or_else(|| self.corrupt(ptr.addr, "internal node without children"))?;
+            let (node, child) = self.protect_right(&ptr, d)?;
+            drop(node);
             let cd = d.saturating_sub(1);
             if cd > 0 && child.nrec >= split_of(cd) as u64 {
                 return Ok(None);
@@ -1846,15 +1858,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if !unpublished(&ptr.addr) {
                 return Err(self.corrupt(ptr.addr, "a shadowed node still published"));
             }
-            let node = self
-                .cache
-                .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
-            self.check_node(&ptr, d, node.data())?;
-            let mut child = *node
-                .data()
-                .children
-                .last()
-                .ok_or_else(|| self.corrupt(ptr.addr, "internal node without children"))?;
+            let (node, mut child) = self.protect_right(&ptr, d)?;
             let cd = d.saturating_sub(1);
             if cd > 0 && child.nrec >= split_of(cd) as u64 {
                 // `shadow_right_path` checked it: only an unmoved path gets here.
