@@ -1777,10 +1777,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// SWMR-write mode: move the right-most path from `root` down to new space where a reader
     /// may hold it, leaf first (as `insert_rec` moves the path of a record it appends): the
     /// address of each node of the path afterwards, top down, and whether any moved. `None`,
-    /// with nothing moved, when
-    /// the first append would restructure the path (a full internal node below the root, or
-    /// a published full leaf, which the per-record path splits into two new nodes): that is
-    /// the per-record path's.
+    /// with nothing moved, when the first append would restructure the path (a full internal
+    /// node below the root, or a published full leaf, which the per-record path splits into
+    /// two new nodes): that is the per-record path's.
     fn shadow_right_path(
         &self,
         root: ChildPointer,
@@ -1839,8 +1838,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // a path no reader can reach yet will do. A published one is moved first, bottom up,
         // as the per-record path shadows it (libhdf5's way): the same new addresses, in the
         // same order, as the first record's `insert_rec` would give it.
-        // Whether a node moved: the run then ends with the header and the counts written back
-        // even if it takes no record (the old addresses are freed).
+        //
+        // `shadowed`: a node moved, so the run ends with the header and the counts written
+        // back even if it takes no record (the old addresses are freed).
         let (moved, shadowed) = if op.swmr {
             match self.shadow_right_path(root, &splits, op)? {
                 Some(m) => m,
