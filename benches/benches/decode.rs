@@ -5,7 +5,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use h5chunk::IndexKind;
 use h5chunk_benches::{Geometry, Scenario, append, create};
-use h5chunk_format::addr::{Addr, Sizes};
+use h5chunk_format::{Addr, Sizes};
 use h5chunk_format::{btree1, btree2, earray, farray, superblock};
 use std::hint::black_box;
 

@@ -31,9 +31,10 @@ use core::fmt::Debug;
 
 use smallvec::SmallVec;
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 /// The v1 B-tree node signature.
 pub const SIGNATURE: [u8; 4] = *b"TREE";

@@ -29,9 +29,10 @@
 
 #![deny(missing_docs)]
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 /// `BTHD`.
 pub const HEADER_SIGNATURE: [u8; 4] = *b"BTHD";

@@ -15,9 +15,10 @@
 
 use smallvec::SmallVec;
 
-use crate::addr::{Addr, Sizes, all_ones};
+use crate::addr::{Addr, all_ones};
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 /// Scaled chunk coordinates (chunk grid indices), dim 0 first.
 pub type Scaled = SmallVec<[u64; 4]>;

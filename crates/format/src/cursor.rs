@@ -6,9 +6,10 @@
 //! of the field, so no decoder indexes a slice directly. A [`Decoder`] knows the file address
 //! of its first byte, so errors point into the file, not into a buffer.
 
-use crate::addr::{Addr, Sizes, all_ones};
+use crate::addr::{Addr, all_ones};
 use crate::checksum::lookup3;
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 /// A bounds-checked little-endian reader over one structure's bytes.
 #[derive(Clone, Debug)]

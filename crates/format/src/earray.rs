@@ -35,9 +35,10 @@
 
 #![deny(missing_docs)]
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 pub use crate::farray::{bit, decode_page, encode_page, set_bit};
 

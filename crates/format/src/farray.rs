@@ -34,10 +34,11 @@
 
 #![deny(missing_docs)]
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::checksum::lookup3;
 use crate::cursor::{Decoder, Encoder, verify_checksum};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 /// `FAHD`.
 pub const HEADER_SIGNATURE: [u8; 4] = *b"FAHD";

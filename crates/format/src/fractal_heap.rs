@@ -16,10 +16,11 @@
 //! then with filters the filtered root direct block's size (L), its filter mask u32 and the
 //! filter pipeline, and the checksum.
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 use crate::message::FilterPipeline;
+use crate::sizes::Sizes;
 
 /// The header's signature.
 pub const HEADER_SIGNATURE: &[u8; 4] = b"FRHP";

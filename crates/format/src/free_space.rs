@@ -15,9 +15,10 @@
 //! of an indirect block: its heap offset in heap-offset bytes, row u16, column u16, entries
 //! u16), 2 normal row (never serialized).
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::Decoder;
 use crate::error::Result;
+use crate::sizes::Sizes;
 
 /// The header's signature.
 pub const HEADER_SIGNATURE: &[u8; 4] = b"FSHD";

@@ -25,9 +25,10 @@
 //! sequence or bytes of the string), collection address (O bytes), object index (u32). No
 //! checksum.
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::Decoder;
 use crate::error::Result;
+use crate::sizes::Sizes;
 
 /// The global heap collection signature.
 pub const SIGNATURE: [u8; 4] = *b"GCOL";

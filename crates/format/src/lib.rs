@@ -38,9 +38,11 @@ pub mod global_heap;
 pub mod local_heap;
 pub mod message;
 pub mod object_header;
+pub mod sizes;
 pub mod superblock;
 pub mod symbol_table_entry;
 pub mod symbol_table_node;
 
-pub use addr::{Addr, Sizes};
+pub use addr::Addr;
 pub use error::{Error, Result};
+pub use sizes::Sizes;

@@ -23,9 +23,10 @@
 
 #![deny(missing_docs)]
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 /// The local heap signature.
 pub const SIGNATURE: [u8; 4] = *b"HEAP";

@@ -39,9 +39,10 @@
 
 #![deny(missing_docs)]
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 use crate::symbol_table_entry::SymbolTableEntry;
 
 /// The format signature that starts every superblock.

@@ -17,9 +17,10 @@
 
 #![deny(missing_docs)]
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;
+use crate::sizes::Sizes;
 
 /// Bytes of scratch-pad space in every entry, whatever the superblock's widths.
 pub const SCRATCH_PAD_LEN: usize = 16;

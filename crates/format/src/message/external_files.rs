@@ -111,7 +111,7 @@ impl ExternalFiles {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::addr::Sizes;
+    use crate::sizes::Sizes;
 
     #[test]
     fn round_trips_and_refuses_more_slots_than_bytes() {

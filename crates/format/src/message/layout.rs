@@ -28,9 +28,10 @@
 //! contiguous and chunked only), dims (u32 each), and for compact storage a u32 size and the
 //! raw data. Virtual layouts are not supported.
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 const STRUCTURE: &str = "Data Layout message";
 

@@ -20,9 +20,10 @@
 //!
 //! Which optional fields are present and the width of the name length are kept as stored.
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 const STRUCTURE: &str = "Link message";
 

@@ -9,9 +9,10 @@
 //! | O    | address of the v2 B-tree indexing names                               |
 //! | O    | address of the v2 B-tree indexing creation order (flag bit 1)         |
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;
+use crate::sizes::Sizes;
 
 const FLAG_TRACKED: u8 = 0x01;
 const FLAG_INDEXED: u8 = 0x02;

@@ -65,9 +65,10 @@ pub use modification_time::{ModificationTime, ModificationTimeOld};
 pub use nil::Nil;
 pub use symbol_table::SymbolTable;
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;
+use crate::sizes::Sizes;
 
 /// Consume `n` reserved bytes. They must be zero (libhdf5 always writes zeros there), so that
 /// re-encoding a decoded message reproduces its bytes exactly.

@@ -5,9 +5,10 @@
 //! | O    | v1 B-tree address (node type 0, group)  |
 //! | O    | local heap address                      |
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::Result;
+use crate::sizes::Sizes;
 
 /// A decoded Symbol Table message.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

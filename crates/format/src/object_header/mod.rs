@@ -33,10 +33,11 @@ pub mod v2;
 
 use std::collections::{HashSet, VecDeque};
 
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
 use crate::message::{Continuation, MessageType};
+use crate::sizes::Sizes;
 
 /// How many bytes [`ObjectHeader::read`] asks for first: enough for chunk 0 of most headers in
 /// one read (libhdf5 reads the same amount speculatively), and always enough for the prefix.

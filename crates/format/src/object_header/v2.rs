@@ -26,9 +26,10 @@
 //! its length in the continuation message includes the signature and checksum.
 
 use super::{Chunk, MessageFormat};
-use crate::addr::{Addr, Sizes};
+use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
+use crate::sizes::Sizes;
 
 /// Signature of chunk 0.
 pub const SIGNATURE: [u8; 4] = *b"OHDR";
