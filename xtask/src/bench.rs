@@ -17,6 +17,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::TaskResult;
+use crate::harness::{IMPLS, build_bench_bin, build_c_program, build_release_bin, parse_line};
 
 /// Scenarios and the indexes measured in each, in table order (as `benches/src/lib.rs`).
 pub const PLAN: &[(&str, &[&str])] = &[
@@ -36,9 +37,6 @@ pub const FULL_N: u64 = 2_500_000;
 /// Rounds over all runs by default; the table keeps each figure's best round, since a shared
 /// machine only ever makes a run slower. `--full` makes it 1.
 pub const DEFAULT_REPEAT: u32 = 3;
-
-/// The two implementations.
-pub const IMPLS: [&str; 2] = ["h5chunk", "libhdf5"];
 
 #[derive(Debug, PartialEq)]
 struct Options {
@@ -163,35 +161,6 @@ pub type Curve = Vec<(u64, f64)>;
 
 /// Run outcomes by (scenario, index, implementation).
 pub type Results = BTreeMap<(String, String, String), Outcome>;
-
-/// The `key=value` fields of a `RESULT`, `CURVE`, `APPEND` or `LOOKUP` line (`None` for any
-/// other line).
-/// Values hold no spaces, except the reason of an `UNAVAILABLE` line, which runs to the end.
-pub fn parse_line(line: &str) -> Option<(&str, BTreeMap<String, String>)> {
-    let (kind, rest) = line.split_once(' ')?;
-    if !matches!(
-        kind,
-        "RESULT" | "CURVE" | "UNAVAILABLE" | "APPEND" | "LOOKUP"
-    ) {
-        return None;
-    }
-    let mut fields = BTreeMap::new();
-    let mut rest = rest.trim();
-    while !rest.is_empty() {
-        let (key, after) = rest.split_once('=')?;
-        if key.contains(' ') {
-            return None;
-        }
-        let (value, next) = if key == "reason" {
-            (after, "")
-        } else {
-            after.split_once(' ').unwrap_or((after, ""))
-        };
-        fields.insert(key.to_string(), value.to_string());
-        rest = next.trim_start();
-    }
-    Some((kind, fields))
-}
 
 /// `1:0.01,2:0.02` as points.
 fn parse_curve(points: &str) -> Curve {
@@ -390,87 +359,10 @@ fn build_h5chunk_bench(root: &Path) -> Result<PathBuf, String> {
     build_bench_bin(root, "h5chunk-bench")
 }
 
-/// Builds one binary of `h5chunk-benches` in release mode; its path.
-pub(crate) fn build_bench_bin(root: &Path, bin: &str) -> Result<PathBuf, String> {
-    build_release_bin(root, "h5chunk-benches", bin)
-}
-
-/// Builds binary `bin` of `package` in release mode and returns its path (from cargo's JSON
-/// messages, so CARGO_TARGET_DIR is honoured).
-pub(crate) fn build_release_bin(root: &Path, package: &str, bin: &str) -> Result<PathBuf, String> {
-    let mut cmd = crate::cargo();
-    cmd.current_dir(root).args([
-        "build",
-        "--release",
-        "-p",
-        package,
-        "--bin",
-        bin,
-        "--message-format=json-render-diagnostics",
-    ]);
-    let out = cmd
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("{} failed ({})", crate::describe(&cmd), out.status));
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == bin)
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| format!("cargo reported no {bin} executable"))
-}
-
 /// Compiles `benches/libhdf5/append_bench.c` with `$CC` (default `cc`) and the flags of
 /// pkg-config's `hdf5` (or `hdf5-serial`) package; the error says what is missing.
 fn build_libhdf5_bench(root: &Path, out_dir: &Path) -> Result<PathBuf, String> {
     build_c_program(root, out_dir, "append_bench")
-}
-
-/// Compiles `benches/libhdf5/<name>.c` into `out_dir/<name>` against libhdf5 (and libm).
-pub(crate) fn build_c_program(root: &Path, out_dir: &Path, name: &str) -> Result<PathBuf, String> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    if crate::find_on_path(&cc).is_none() && !Path::new(&cc).is_file() {
-        return Err(format!("no C compiler `{cc}` on PATH (install gcc)"));
-    }
-    if crate::find_on_path("pkg-config").is_none() {
-        return Err("no pkg-config on PATH (install pkg-config and libhdf5-dev)".into());
-    }
-    let flags = ["hdf5", "hdf5-serial"]
-        .iter()
-        .find_map(|pkg| {
-            let out = Command::new("pkg-config")
-                .args(["--cflags", "--libs", pkg])
-                .output()
-                .ok()?;
-            out.status
-                .success()
-                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-        })
-        .ok_or("pkg-config knows no hdf5 package (install libhdf5-dev)")?;
-    let source = root
-        .join("benches")
-        .join("libhdf5")
-        .join(format!("{name}.c"));
-    let exe = out_dir.join(name);
-    let mut cmd = Command::new(&cc);
-    cmd.args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&source)
-        .args(flags.split_whitespace())
-        .arg("-lm");
-    let out = cmd.output().map_err(|e| format!("cannot run {cc}: {e}"))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "{} failed: {}",
-            crate::describe(&cmd),
-            stderr.lines().next().unwrap_or("")
-        ));
-    }
-    Ok(exe)
 }
 
 /// Two rounds of one run merged: each rate its higher value, each time its lower, the append

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::TaskResult;
-use crate::bench::{build_bench_bin, build_c_program, parse_line};
+use crate::harness::{build_bench_bin, build_c_program, parse_line};
 
 struct Row {
     filter: String,

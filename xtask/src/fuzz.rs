@@ -439,7 +439,7 @@ fn datasets(exe: &Path, file: &Path) -> Vec<String> {
 
 /// The campaign; `budget` bounds it by time, `cases` (if any) by mutant count.
 pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) -> TaskResult {
-    let exe = crate::bench::build_release_bin(root, "h5chunk-cli", "h5chunk")?;
+    let exe = crate::harness::build_release_bin(root, "h5chunk-cli", "h5chunk")?;
     let prlimit = crate::find_on_path("prlimit").is_some();
     let out_dir = root.join("target").join("fuzz");
     let findings = out_dir.join("findings");

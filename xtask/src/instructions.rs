@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::bench::{IMPLS, parse_line};
+use crate::harness::{IMPLS, parse_line};
 
 /// Appends per run by default under callgrind (about 50 times slower than natively).
 pub const DEFAULT_N: u64 = 10_000;
