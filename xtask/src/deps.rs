@@ -54,7 +54,12 @@ const LAYERS: &[(&str, Allowed)] = &[
             STRUCTURES[4],
         ]),
     ),
-    ("h5chunk-cli", Allowed::Only(&["h5chunk", FORMAT])),
+    // kerchunk references: a client of h5chunk's public API (and the pipeline's filter ids).
+    ("h5chunk-refs", Allowed::Only(&["h5chunk", FORMAT])),
+    (
+        "h5chunk-cli",
+        Allowed::Only(&["h5chunk", "h5chunk-refs", FORMAT]),
+    ),
     ("h5chunk-benches", Allowed::Any),
     (TESTKIT, Allowed::Only(&[FORMAT, CACHE])),
     ("xtask", Allowed::Only(&[])),

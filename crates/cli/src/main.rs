@@ -104,7 +104,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         parquet: Option<PathBuf>,
         /// References per Parquet file, with `--parquet`.
-        #[arg(long, value_name = "N", default_value_t = h5chunk::refs::DEFAULT_RECORD_SIZE, requires = "parquet")]
+        #[arg(long, value_name = "N", default_value_t = h5chunk_refs::DEFAULT_RECORD_SIZE, requires = "parquet")]
         record_size: usize,
         /// The URL the references give for the file's bytes (default: the file's absolute
         /// path); e.g. `s3://bucket/key` for a copy kept in object storage.
@@ -501,11 +501,12 @@ fn refs(
             .to_string_lossy()
             .into_owned(),
     };
-    let options = h5chunk::RefsOptions {
+    let options = h5chunk_refs::RefsOptions {
         datasets,
         skip_unsupported,
     };
-    let refs = in_file(file, f.references(&url, &options))?;
+    let refs = h5chunk_refs::references(&f, &url, &options)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     for (path, why) in &refs.skipped {
         eprintln!("h5chunk: skipped {path}: {why}");
     }

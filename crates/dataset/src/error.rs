@@ -183,16 +183,6 @@ pub enum Error {
     /// The file uses a feature h5chunk does not implement.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),
-    /// A dataset that kerchunk references (a Zarr array over the file's bytes) cannot
-    /// describe: a filter with no numcodecs codec, an element type Zarr has not, a chunk that
-    /// skipped filters.
-    #[error("{dataset}: {what}: no Zarr equivalent, so no kerchunk reference to it")]
-    NoZarrEquivalent {
-        /// The dataset's path.
-        dataset: String,
-        /// What has no equivalent.
-        what: String,
-    },
     /// The file breaks an invariant of the format that no decoder caught on its own (a
     /// message missing from an object header, a value outside its structure's bounds).
     #[error("corrupt {structure}{}: {what}", at.map(|a| format!(" @ {a}")).unwrap_or_default())]

@@ -459,6 +459,14 @@ pub struct File {
 }
 
 impl File {
+    /// Where the file's structures begin: the superblock's base address, past a user block
+    /// (0 for most files). Addresses inside the file are relative to it; an absolute byte
+    /// offset in the file (what kerchunk references and `h5dump -p` show) is this plus the
+    /// address.
+    pub fn base_address(&self) -> u64 {
+        self.inner.base_address()
+    }
+
     /// Create `path` with h5py's default bounds (a version 0 superblock, old-style groups,
     /// version 1 B-tree chunk indexes).
     pub fn create(path: impl AsRef<Path>) -> Result<File> {

@@ -57,7 +57,7 @@
 //! - [`guide::filters`]: compression and checksums, and which readers know them.
 //! - [`guide::errors`]: the error type, what each variant means, and checking a damaged file.
 //! - [`guide::swmr`]: one writer appending while other processes (h5chunk or h5py) read.
-//! - [`refs`]: kerchunk references (`File::references`, `h5chunk refs`), so that zarr and
+//! - kerchunk references (`h5chunk refs`, the `h5chunk-refs` crate), so that zarr and
 //!   dask read a file's chunks without libhdf5; `File::open_url` (feature `object-store`)
 //!   reads a file where it is kept in S3, with range requests.
 //! - [`guide::types`]: strings, compound and other element types, attributes, netCDF-4
@@ -85,7 +85,6 @@ pub mod libver;
 mod link;
 mod object;
 mod object_refs;
-pub mod refs;
 mod select;
 mod store;
 mod swmr;
@@ -95,7 +94,9 @@ pub use attr::Attr;
 pub use check::{CheckReport, Problem};
 pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
-pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs};
+pub use dataset::{
+    ChunkInfo, ChunkVisitor, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs,
+};
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
 pub use group::{Group, GroupOptions};
@@ -103,7 +104,6 @@ pub use h5chunk_cache::{Durability, Recovery};
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};
-pub use refs::{ChunkRanges, RefValue, Refs, RefsOptions};
 pub use types::{H5Type, TypeClass, TypeDesc};
 
 /// Guides, one page per concern. Documentation only: every example in them is a tested

@@ -6,7 +6,7 @@
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use h5chunk::{Error, File, RefsOptions};
+use h5chunk::{Error, File};
 use h5chunk_testkit::interop;
 
 #[test]
@@ -53,11 +53,6 @@ with h5py.File(sys.argv[1], "w") as f:
         [0, 3, 10, 13, 20, 23].map(|i| want[i])
     );
     assert!(file.check().is_clean());
-    // References cannot say "these bytes are in another file" yet: refused by name.
-    assert!(matches!(
-        file.references("x", &RefsOptions::default()),
-        Err(Error::NoZarrEquivalent { .. })
-    ));
     drop((x, file));
     // A missing part: an error naming the file.
     std::fs::rename(dir.join("b.bin"), dir.join("b.moved")).unwrap();

@@ -12,7 +12,7 @@
 )]
 
 use h5chunk::types::DatatypeClass;
-use h5chunk::{Error, File, FilterSpec, RefsOptions, TypeClass, TypeDesc};
+use h5chunk::{Error, File, FilterSpec, TypeClass, TypeDesc};
 use h5chunk_testkit::interop;
 use serde_json::Value;
 
@@ -115,17 +115,6 @@ fn strings_compounds_enums_and_opaque_read_as_h5py_reads_them() {
         hex(&opaque.read_raw().unwrap()),
         want["opaque"].as_str().unwrap()
     );
-    // References describe numbers only, so far: a string dataset is refused by name.
-    match file.references(
-        "x.h5",
-        &RefsOptions {
-            datasets: vec!["names".into()],
-            ..RefsOptions::default()
-        },
-    ) {
-        Err(Error::NoZarrEquivalent { dataset, .. }) => assert_eq!(dataset, "/names"),
-        other => panic!("{other:?}"),
-    }
     assert!(file.check().is_clean());
 
     // Creating a dataset of a string type: a typed refusal, nothing written.

@@ -20,6 +20,33 @@
 //!
 //! [`Refs::to_json`] / [`Refs::write_json`] give kerchunk's JSON; `Refs::write_parquet`
 //! (cargo feature `parquet`) its Parquet layout, for files of many chunks.
+//!
+//! The crate is a client of `h5chunk`'s public API only (the `h5chunk refs` command uses it):
+//!
+//! ```
+//! use h5chunk::File;
+//! use h5chunk_refs::{RefValue, RefsOptions, references};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = std::env::temp_dir().join(format!("h5chunk-refs-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! # let path = dir.join("x.h5");
+//! let file = File::create(&path)?;
+//! let x = file.new_dataset::<f32>().shape(&[4]).chunk(&[2]).create("x")?;
+//! x.write(&[1.0f32, 2.0, 3.0, 4.0])?;
+//! drop(x);
+//! file.close()?;
+//!
+//! let refs = references(&File::open(&path)?, "s3://bucket/x.h5", &RefsOptions::default())?;
+//! // Two chunks of 8 bytes each, named by their byte ranges in the file.
+//! assert_eq!(refs.chunk_count(), 2);
+//! assert!(matches!(refs.entries()["x/1"], RefValue::Range { size: 8, .. }));
+//! let json = refs.to_json();
+//! assert!(json.contains("\"x/.zarray\""));
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
 
 #[cfg(feature = "parquet")]
 mod parquet;
@@ -31,14 +58,11 @@ use std::fmt::Write as _;
 
 use h5chunk_format::message::filter_pipeline::id;
 
-use crate::attr::Attr;
-use crate::dataset::Dataset;
-use crate::dataset::inspect::StorageKind;
-use crate::error::{Error, Result};
-use crate::file::File;
-use crate::group::Group;
-use crate::link::MemberKind;
-use crate::types::{TypeClass, TypeDesc};
+use h5chunk::types::{TypeClass, TypeDesc};
+use h5chunk::{Attr, Dataset, Error as H5Error, File, Group, MemberKind, StorageKind};
+
+mod error;
+pub use error::{Error, Result};
 
 /// What one key of the references points at.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,74 +186,72 @@ const BOOKKEEPING_ATTRS: &[&str] = &[
     "_nc3_strict",
 ];
 
-impl File {
-    /// kerchunk (version 1) references to the file's datasets, their byte ranges named by
-    /// `url` (see [`crate::refs`]).
-    pub fn references(&self, url: &str, options: &RefsOptions) -> Result<Refs> {
-        let mut refs = Refs {
-            url: url.to_owned(),
-            meta: BTreeMap::new(),
-            arrays: Vec::new(),
-            skipped: Vec::new(),
-        };
-        let base = self.inner.base_address();
-        let root = self.root()?;
-        if options.datasets.is_empty() {
-            let mut groups = vec![root];
-            while let Some(g) = groups.pop() {
-                describe_group(&g, options.skip_unsupported, &mut refs)?;
-                let members = match g.members() {
-                    Ok(m) => m,
-                    Err(Error::Unsupported(what)) if options.skip_unsupported => {
-                        refs.skipped
-                            .push((g.path().to_owned(), format!("members not listed: {what}")));
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                let mut datasets = Vec::new();
-                for (name, kind) in members {
-                    match kind {
-                        MemberKind::Group => groups.push(g.group(&name)?),
-                        MemberKind::Dataset => datasets.push(name),
-                        MemberKind::Other => {}
-                    }
+/// kerchunk (version 1) references to the datasets of `file`, their byte ranges named by
+/// `url` (see the [crate docs](crate)).
+pub fn references(file: &File, url: &str, options: &RefsOptions) -> Result<Refs> {
+    let mut refs = Refs {
+        url: url.to_owned(),
+        meta: BTreeMap::new(),
+        arrays: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let base = file.base_address();
+    let root = file.root()?;
+    if options.datasets.is_empty() {
+        let mut groups = vec![root];
+        while let Some(g) = groups.pop() {
+            describe_group(&g, options.skip_unsupported, &mut refs)?;
+            let members = match g.members() {
+                Ok(m) => m,
+                Err(H5Error::Unsupported(what)) if options.skip_unsupported => {
+                    refs.skipped
+                        .push((g.path().to_owned(), format!("members not listed: {what}")));
+                    continue;
                 }
-                let opened: Vec<(String, Result<Dataset>)> = datasets
-                    .into_iter()
-                    .map(|n| {
-                        let d = g.dataset(&n);
-                        (join(g.path(), &n), d)
-                    })
-                    .collect();
-                let dims = phony_dims(opened.iter().filter_map(|(_, d)| d.as_ref().ok()));
-                for (path, d) in opened {
-                    let done = d.and_then(|d| {
-                        describe_dataset(&d, base, &dims, options.skip_unsupported, &mut refs)
-                    });
-                    skip_or_fail(done, &path, options, &mut refs)?;
+                Err(e) => return Err(e.into()),
+            };
+            let mut datasets = Vec::new();
+            for (name, kind) in members {
+                match kind {
+                    MemberKind::Group => groups.push(g.group(&name)?),
+                    MemberKind::Dataset => datasets.push(name),
+                    MemberKind::Other => {}
                 }
             }
-        } else {
-            for path in &options.datasets {
-                let path = format!("/{}", path.trim_start_matches('/'));
-                // The groups on the way, so that Zarr finds the array.
-                let mut at = String::new();
-                describe_group(&root, options.skip_unsupported, &mut refs)?;
-                let parents: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-                for part in parents.iter().take(parents.len().saturating_sub(1)) {
-                    at = join(&at, part);
-                    describe_group(&self.group(&at)?, options.skip_unsupported, &mut refs)?;
-                }
-                let done = self.dataset(&path).and_then(|d| {
-                    let dims = phony_dims(std::iter::once(&d));
+            let opened: Vec<(String, h5chunk::Result<Dataset>)> = datasets
+                .into_iter()
+                .map(|n| {
+                    let d = g.dataset(&n);
+                    (join(g.path(), &n), d)
+                })
+                .collect();
+            let dims = phony_dims(opened.iter().filter_map(|(_, d)| d.as_ref().ok()));
+            for (path, d) in opened {
+                let done = d.map_err(Error::from).and_then(|d| {
                     describe_dataset(&d, base, &dims, options.skip_unsupported, &mut refs)
                 });
                 skip_or_fail(done, &path, options, &mut refs)?;
             }
         }
-        Ok(refs)
+    } else {
+        for path in &options.datasets {
+            let path = format!("/{}", path.trim_start_matches('/'));
+            // The groups on the way, so that Zarr finds the array.
+            let mut at = String::new();
+            describe_group(&root, options.skip_unsupported, &mut refs)?;
+            let parents: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+            for part in parents.iter().take(parents.len().saturating_sub(1)) {
+                at = join(&at, part);
+                describe_group(&file.group(&at)?, options.skip_unsupported, &mut refs)?;
+            }
+            let done = file.dataset(&path).map_err(Error::from).and_then(|d| {
+                let dims = phony_dims(std::iter::once(&d));
+                describe_dataset(&d, base, &dims, options.skip_unsupported, &mut refs)
+            });
+            skip_or_fail(done, &path, options, &mut refs)?;
+        }
     }
+    Ok(refs)
 }
 
 /// `parent/name` as an absolute path.
@@ -245,7 +267,7 @@ fn skip_or_fail(
 ) -> Result<()> {
     match done {
         Ok(()) => Ok(()),
-        Err(e @ (Error::NoZarrEquivalent { .. } | Error::Unsupported(_)))
+        Err(e @ (Error::NoZarrEquivalent { .. } | Error::Hdf5(H5Error::Unsupported(_))))
             if options.skip_unsupported =>
         {
             // Whatever was written of the dataset goes too.
@@ -259,7 +281,7 @@ fn skip_or_fail(
             refs.skipped.push((path.to_owned(), why));
             Ok(())
         }
-        Err(Error::Unsupported(what)) => Err(Error::NoZarrEquivalent {
+        Err(Error::Hdf5(H5Error::Unsupported(what))) => Err(Error::NoZarrEquivalent {
             dataset: path.to_owned(),
             what: what.to_owned(),
         }),
@@ -295,20 +317,20 @@ fn phony_dims<'a>(datasets: impl Iterator<Item = &'a Dataset>) -> BTreeMap<u64, 
 /// The attributes `read` found; with `skip`, none when they are stored in a way h5chunk does
 /// not read yet (the data is still described, the attributes listed in [`Refs::skipped`]).
 fn readable_attrs(
-    read: Result<Vec<Attr>>,
+    read: h5chunk::Result<Vec<Attr>>,
     path: &str,
     skip: bool,
     refs: &mut Refs,
 ) -> Result<Vec<Attr>> {
     match read {
-        Err(Error::Unsupported(what)) if skip => {
+        Err(H5Error::Unsupported(what)) if skip => {
             refs.skipped.push((
                 format!("{path} (attributes)"),
                 format!("unsupported: {what}"),
             ));
             Ok(Vec::new())
         }
-        other => other,
+        other => Ok(other?),
     }
 }
 
@@ -751,7 +773,7 @@ mod tests {
         let h = TypeDesc {
             class: TypeClass::Float,
             size: 2,
-            order: crate::types::ByteOrder::LittleEndian,
+            order: h5chunk::types::ByteOrder::LittleEndian,
         };
         assert_eq!(element_json(h, &0x3e00u16.to_le_bytes()), "1.5");
         assert_eq!(fill_json(f, &[]), "0.0");

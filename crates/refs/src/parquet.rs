@@ -24,7 +24,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 
 use super::{RefValue, Refs, push_decimal, string_json};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// References per Parquet file unless asked otherwise: `refs_to_dataframe`'s default.
 pub const DEFAULT_RECORD_SIZE: usize = 100_000;

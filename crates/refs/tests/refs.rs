@@ -1,4 +1,4 @@
-//! kerchunk references (`File::references`): what they say of a file h5chunk writes, checked
+//! kerchunk references (`h5chunk_refs::references`): what they say of a file h5chunk writes, checked
 //! against the file's own bytes; and, with real readers, every dataset of every
 //! libhdf5-written fixture read through fsspec's reference file system and zarr (and by a
 //! `dask.distributed` LocalCluster of two worker processes) equal to h5py's values.
@@ -11,7 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use h5chunk::{Error, File, FilterSpec, IndexKind, RefValue, RefsOptions};
+use h5chunk::{File, FilterSpec, IndexKind};
+use h5chunk_refs::{Error, RefValue, RefsOptions, references};
 use h5chunk_testkit::{fixtures, interop};
 use serde_json::Value;
 
@@ -94,7 +95,7 @@ fn references_name_the_chunks_bytes_and_describe_the_arrays() {
     file.close().unwrap();
 
     let file = File::open(&path).unwrap();
-    let refs = file.references("x.h5", &RefsOptions::default()).unwrap();
+    let refs = references(&file, "x.h5", &RefsOptions::default()).unwrap();
     assert!(refs.skipped.is_empty());
     let e = &refs.entries();
     assert_eq!(text(&e[".zgroup"])["zarr_format"], 2);
@@ -161,15 +162,15 @@ fn references_name_the_chunks_bytes_and_describe_the_arrays() {
         Some(z)
     );
     // One dataset by name: it and the groups on its way.
-    let one = file
-        .references(
-            "x.h5",
-            &RefsOptions {
-                datasets: vec!["grp/zipped".into()],
-                ..RefsOptions::default()
-            },
-        )
-        .unwrap();
+    let one = references(
+        &file,
+        "x.h5",
+        &RefsOptions {
+            datasets: vec!["grp/zipped".into()],
+            ..RefsOptions::default()
+        },
+    )
+    .unwrap();
     let all = one.entries();
     assert!(all.contains_key("grp/.zgroup"));
     assert!(all.contains_key("grp/zipped/2.1"));
@@ -198,7 +199,7 @@ fn a_filter_zarr_cannot_read_is_refused_naming_the_dataset() {
         .unwrap();
     file.close().unwrap();
     let file = File::open(&path).unwrap();
-    match file.references("lzf.h5", &RefsOptions::default()) {
+    match references(&file, "lzf.h5", &RefsOptions::default()) {
         Err(Error::NoZarrEquivalent { dataset, what }) => {
             assert_eq!(dataset, "/packed");
             assert!(what.contains("lzf"), "{what}");
@@ -209,12 +210,54 @@ fn a_filter_zarr_cannot_read_is_refused_naming_the_dataset() {
         skip_unsupported: true,
         ..RefsOptions::default()
     };
-    let refs = file.references("lzf.h5", &skipping).unwrap();
+    let refs = references(&file, "lzf.h5", &skipping).unwrap();
     assert_eq!(refs.skipped.len(), 1);
     assert_eq!(refs.skipped[0].0, "/packed");
     let all = refs.entries();
     assert!(!all.keys().any(|k| k.starts_with("packed")));
     assert!(all.contains_key("plain/.zarray"));
+    drop(file);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// References describe numbers stored in the file itself, so far: a string dataset and a
+/// dataset whose bytes are in external files are refused by name.
+#[test]
+fn strings_and_external_storage_are_refused_by_name() {
+    let dir = temp_dir("refused");
+    let path = dir.join("refused.h5");
+    let file = File::create(&path).unwrap();
+    let names = file
+        .new_dataset_with_type(h5chunk::types::vlen_utf8())
+        .shape(&[2])
+        .chunk(&[2])
+        .create("names")
+        .unwrap();
+    names.write_strings(&["a", "bc"]).unwrap();
+    let part = dir.join("part.bin").display().to_string();
+    let outside = file
+        .new_dataset::<f64>()
+        .shape(&[4])
+        .external(&[(&part, 0, None)])
+        .create("outside")
+        .unwrap();
+    outside.write(&[1.0f64, 2.0, 3.0, 4.0]).unwrap();
+    drop((names, outside));
+    file.close().unwrap();
+    let file = File::open(&path).unwrap();
+    for (name, why) in [("names", "element type"), ("outside", "external storage")] {
+        let one = RefsOptions {
+            datasets: vec![name.into()],
+            ..RefsOptions::default()
+        };
+        match references(&file, "refused.h5", &one) {
+            Err(Error::NoZarrEquivalent { dataset, what }) => {
+                assert_eq!(dataset, format!("/{name}"));
+                assert!(what.contains(why), "{what}");
+            }
+            other => panic!("expected a refusal of {name}, got {other:?}"),
+        }
+    }
     drop(file);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -282,15 +325,15 @@ fn every_fixture_dataset_reads_through_its_references_as_h5py_reads_it() {
         let h5 = fixtures::dir().join(name);
         let h5 = std::path::absolute(&h5).unwrap();
         let file = File::open(&h5).unwrap();
-        let refs = file
-            .references(
-                h5.to_str().unwrap(),
-                &RefsOptions {
-                    skip_unsupported: true,
-                    ..RefsOptions::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let refs = references(
+            &file,
+            h5.to_str().unwrap(),
+            &RefsOptions {
+                skip_unsupported: true,
+                ..RefsOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         arrays += refs.meta.keys().filter(|k| k.ends_with(".zarray")).count();
         skipped.extend(
             refs.skipped
@@ -397,9 +440,7 @@ fn parquet_references_read_as_h5py_reads_and_match_kerchunks_layout() {
         d.write_slice(&[950i64], &[950], &[1], None).unwrap();
         file.close().unwrap();
         let file = File::open(&sparse).unwrap();
-        let refs = file
-            .references(sparse.to_str().unwrap(), &RefsOptions::default())
-            .unwrap();
+        let refs = references(&file, sparse.to_str().unwrap(), &RefsOptions::default()).unwrap();
         let out = dir.join("sparse.parq");
         // Only the records holding a chunk are written.
         assert_eq!(refs.write_parquet(&out, 100).unwrap(), 2);
@@ -427,7 +468,7 @@ fn parquet_references_read_as_h5py_reads_and_match_kerchunks_layout() {
                 skip_unsupported: true,
                 ..RefsOptions::default()
             };
-            let refs = file.references(h5.to_str().unwrap(), &options).unwrap();
+            let refs = references(&file, h5.to_str().unwrap(), &options).unwrap();
             arrays += refs.meta.keys().filter(|k| k.ends_with(".zarray")).count();
             let json = dir.join(format!("{name}.json"));
             std::fs::write(&json, refs.to_json()).unwrap();

@@ -128,7 +128,7 @@ impl Dataset {
     /// Whether the dataset stores its partial edge chunks unfiltered
     /// (`H5Pset_chunk_opts`'s `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`) and has a filter
     /// pipeline they skip.
-    pub(crate) fn edge_chunks_unfiltered(&self) -> bool {
+    pub fn edge_chunks_unfiltered(&self) -> bool {
         match &self.shared.state.read().storage {
             StorageState::Chunked(c) => {
                 c.pipeline.is_some()
@@ -140,9 +140,10 @@ impl Dataset {
         }
     }
 
-    /// A contiguous dataset's data in the file: address (from the base address) and size;
-    /// `None` for other layouts and for storage never allocated.
-    pub(crate) fn contiguous_extent(&self) -> Option<(u64, u64)> {
+    /// A contiguous dataset's data in the file: address (relative to
+    /// [`File::base_address`](crate::File::base_address)) and size; `None` for other layouts
+    /// and for storage never allocated.
+    pub fn contiguous_extent(&self) -> Option<(u64, u64)> {
         match &self.shared.state.read().storage {
             StorageState::Contiguous {
                 addr: Some(a),
@@ -154,7 +155,7 @@ impl Dataset {
     }
 
     /// A compact dataset's data, as stored in its object header.
-    pub(crate) fn compact_data(&self) -> Option<Vec<u8>> {
+    pub fn compact_data(&self) -> Option<Vec<u8>> {
         match &self.shared.state.read().storage {
             StorageState::Compact { data } => Some(data.clone()),
             _ => None,

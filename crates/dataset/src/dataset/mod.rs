@@ -62,7 +62,7 @@ pub struct ChunkInfo {
 
 /// What [`Dataset::for_each_chunk`] calls for each chunk: grid indices, address, stored size,
 /// filter mask.
-pub(crate) type ChunkVisitor<'a> = dyn FnMut(&[u64], Addr, u64, u32) + 'a;
+pub type ChunkVisitor<'a> = dyn FnMut(&[u64], Addr, u64, u32) + 'a;
 
 #[derive(Debug)]
 pub(crate) enum StorageState {
@@ -1218,8 +1218,8 @@ impl Dataset {
     /// Visit every allocated chunk: its scaled coordinates (chunk grid indices; none for a
     /// single-chunk index), address, stored size and filter mask. Dirty cached chunks are
     /// written first. Nothing per chunk is allocated (a million-chunk index is walked for
-    /// `h5chunk refs`).
-    pub(crate) fn for_each_chunk(&self, visit: &mut ChunkVisitor<'_>) -> Result<()> {
+    /// `h5chunk refs`). Addresses are relative to [`File::base_address`](crate::File::base_address).
+    pub fn for_each_chunk(&self, visit: &mut ChunkVisitor<'_>) -> Result<()> {
         let f = &self.file.inner.store;
         let mut st = self.shared.write();
         let DatasetState { path, storage, .. } = &mut **st;
