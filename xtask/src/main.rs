@@ -10,6 +10,7 @@ mod bulk;
 mod deps;
 mod fixtures;
 mod fuzz;
+mod harness;
 mod install;
 mod instructions;
 #[cfg(test)]
@@ -357,9 +358,8 @@ fn deps(args: &[String]) -> TaskResult {
     let circles = modules::check_workspace(&root)?;
     if violations.is_empty() && circles.is_empty() {
         println!(
-            "xtask deps: workspace dependencies follow the layering of STYLE.md section 1; \
-             no module import circle in {}",
-            modules::CHECKED.join(", ")
+            "xtask deps: workspace dependencies follow the layering of docs/STYLE.md section 1; \
+             no module import circle in any crate, and docs/ARCHITECTURE.md names every room"
         );
         return Ok(());
     }
@@ -370,8 +370,8 @@ fn deps(args: &[String]) -> TaskResult {
         eprintln!("  {circle}");
     }
     Err(format!(
-        "{} dependency edge(s) break the layering of STYLE.md section 1, {} module import \
-         circle(s)",
+        "{} dependency edge(s) break the layering of docs/STYLE.md section 1, {} problem(s) of \
+         rooms (import circles, or rooms docs/ARCHITECTURE.md does not name)",
         violations.len(),
         circles.len()
     ))
@@ -445,7 +445,7 @@ fn crash(args: &[String]) -> TaskResult {
 /// arguments ask for `--writer c`.
 fn run_swmr_soak(root: &Path, defaults: &[&str], args: &[String]) -> TaskResult {
     let python = fixtures::ensure_venv(root)?;
-    let exe = bench::build_bench_bin(root, "h5chunk-swmr")?;
+    let exe = harness::build_bench_bin(root, "h5chunk-swmr")?;
     let dir = root.join("target").join("swmr-soak");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let all: Vec<&str> = defaults
@@ -461,7 +461,7 @@ fn run_swmr_soak(root: &Path, defaults: &[&str], args: &[String]) -> TaskResult 
         .arg("--dir")
         .arg(&dir);
     if wants_c {
-        let c = bench::build_c_program(root, &dir, "swmr_writer")?;
+        let c = harness::build_c_program(root, &dir, "swmr_writer")?;
         cmd.arg("--c-writer").arg(c);
     }
     run(&mut cmd)

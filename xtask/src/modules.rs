@@ -1,17 +1,78 @@
 //! The house inside a crate: the graph of its top-level modules drawn from `crate::` paths,
-//! which must have no circle (part of `cargo xtask deps`).
+//! which must have no circle, and their names in `docs/ARCHITECTURE.md` (both part of
+//! `cargo xtask deps`).
 //!
 //! A top-level module is a room: `src/store.rs`, or `src/dataset/` with everything below it.
 //! An edge `a -> b` is any `crate::b` path written in a file of room `a` outside comments
 //! (imports and paths in code alike). Paths inside a room (its own submodules, `super::`) are
 //! the room's business; a circle between rooms means two concerns that cannot be understood,
-//! tested or moved apart, so it is a violation.
+//! tested or moved apart, so it is a violation. Every crate of the workspace is checked: its
+//! library or binary in `src/`, and each program kept as a folder in `src/bin/NAME/` (a
+//! program of one file has no rooms).
+//!
+//! Every room must also be named, as a word, in the section of `docs/ARCHITECTURE.md` whose
+//! `## ` heading names its crate's folder (`format`, `btree1`, `xtask`, ...), so the map of the
+//! house cannot fall behind the house.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The crates whose module graph is checked, by source directory.
-pub const CHECKED: &[&str] = &["crates/dataset/src"];
+/// The folders holding crates, below the workspace root: each child with a `src/` is a crate.
+const CRATE_PARENTS: &[&str] = &["crates"];
+/// Crates at the workspace root.
+const ROOT_CRATES: &[&str] = &["benches", "xtask"];
+
+/// One crate (or one program of a crate) whose rooms are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The crate's folder name (`dataset`, `xtask`): what its section of ARCHITECTURE.md names.
+    pub name: String,
+    /// Where its rooms are, relative to the workspace root (`crates/dataset/src`).
+    pub src: PathBuf,
+}
+
+/// Every crate of the workspace, and every program kept as a folder in a crate's `src/bin/`.
+pub fn checked(root: &Path) -> Result<Vec<Checked>, String> {
+    let mut dirs: Vec<(String, PathBuf)> = Vec::new();
+    for parent in CRATE_PARENTS {
+        let at = root.join(parent);
+        let entries = std::fs::read_dir(&at).map_err(|e| format!("{}: {e}", at.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if path.join("src").is_dir() {
+                dirs.push((name.to_owned(), Path::new(parent).join(name)));
+            }
+        }
+    }
+    for name in ROOT_CRATES {
+        dirs.push(((*name).to_owned(), PathBuf::from(name)));
+    }
+    let mut out = Vec::new();
+    for (name, dir) in dirs {
+        let src = dir.join("src");
+        let bin = root.join(&src).join("bin");
+        if bin.is_dir() {
+            let entries = std::fs::read_dir(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+            for entry in entries {
+                let path = entry.map_err(|e| e.to_string())?.path();
+                if let Some(program) = path.file_name().and_then(|n| n.to_str())
+                    && path.is_dir()
+                {
+                    out.push(Checked {
+                        name: name.clone(),
+                        src: src.join("bin").join(program),
+                    });
+                }
+            }
+        }
+        out.push(Checked { name, src });
+    }
+    out.sort_by(|a, b| a.src.cmp(&b.src));
+    Ok(out)
+}
 
 /// Rooms and the rooms each one names.
 pub type Graph = BTreeMap<String, BTreeSet<String>>;
@@ -60,8 +121,9 @@ pub fn graph(src: &Path) -> Result<Graph, String> {
             }
             let rel = path.strip_prefix(src).map_err(|e| e.to_string())?;
             let Some(from) = room(rel) else { continue };
-            if from == "lib" || from == "main" {
+            if from == "lib" || from == "main" || from == "bin" {
                 // The crate root declares and re-exports every room: it is the roof, not a room.
+                // Programs in `bin/` are crates of their own, checked on their own.
                 continue;
             }
             let text =
@@ -115,12 +177,80 @@ pub fn circles(g: &Graph) -> Vec<Vec<String>> {
     out
 }
 
-/// The circles of every checked crate, as printable lines.
+/// The rooms of the crate whose sources are in `src`: its top-level modules, files and
+/// folders, without the roof (`lib`, `main`) and the programs of `bin/`.
+pub fn rooms(src: &Path) -> Result<BTreeSet<String>, String> {
+    let mut out = BTreeSet::new();
+    let entries = std::fs::read_dir(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let room = if path.is_dir() {
+            name
+        } else if let Some(stem) = name.strip_suffix(".rs") {
+            stem
+        } else {
+            continue;
+        };
+        if !matches!(room, "lib" | "main" | "bin") {
+            out.insert(room.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// The text of the sections of `doc` (a Markdown file) whose `## ` heading names `crate_name`
+/// as a word.
+pub fn sections_naming(doc: &str, crate_name: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in doc.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            inside = words(heading).contains(crate_name);
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The words of `text`: runs of letters, digits, `_` and `-`.
+fn words(text: &str) -> BTreeSet<&str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The circles of every checked crate and the rooms `docs/ARCHITECTURE.md` does not name, as
+/// printable lines.
 pub fn check_workspace(root: &Path) -> Result<Vec<String>, String> {
+    let doc_path = root.join("docs/ARCHITECTURE.md");
+    let doc =
+        std::fs::read_to_string(&doc_path).map_err(|e| format!("{}: {e}", doc_path.display()))?;
     let mut out = Vec::new();
-    for dir in CHECKED {
-        for c in circles(&graph(&root.join(dir))?) {
-            out.push(format!("{dir}: module import circle {}", c.join(" -> ")));
+    for c in checked(root)? {
+        let src = root.join(&c.src);
+        let dir = c.src.display();
+        for circle in circles(&graph(&src)?) {
+            out.push(format!(
+                "{dir}: module import circle {}",
+                circle.join(" -> ")
+            ));
+        }
+        let section = sections_naming(&doc, &c.name);
+        let named = words(&section);
+        for room in rooms(&src)? {
+            if !named.contains(room.as_str()) {
+                out.push(format!(
+                    "{dir}: module `{room}` is not named in docs/ARCHITECTURE.md's section on \
+                     `{}`",
+                    c.name
+                ));
+            }
         }
     }
     Ok(out)
@@ -147,9 +277,32 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let found = check_workspace(&root).unwrap();
         assert!(found.is_empty(), "{found:#?}");
-        // The graph is not empty: the check looked at the real crate.
-        let dataset = graph(&root.join(CHECKED[0])).unwrap();
+        // The graph is not empty: the check looked at the real crates.
+        let dataset = graph(&root.join("crates/dataset/src")).unwrap();
         assert!(dataset["dataset"].contains("store"), "{dataset:?}");
+        let all = checked(&root).unwrap();
+        for name in [
+            "format", "cache", "btree2", "dataset", "cli", "xtask", "benches",
+        ] {
+            assert!(
+                all.iter().any(|c| c.name == name),
+                "{name} not checked: {all:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_room_missing_from_its_section_is_found() {
+        let doc = "# A\n## crates/format (`h5chunk-format`)\nHolds `cursor` and superblock.\n\
+                   ## crates/cache\nThe `alloc` room.\n";
+        let format = sections_naming(doc, "format");
+        assert!(words(&format).contains("cursor"));
+        assert!(
+            !words(&format).contains("alloc"),
+            "another crate's section: {format}"
+        );
+        assert!(words(&sections_naming(doc, "cache")).contains("alloc"));
+        assert!(sections_naming(doc, "btree1").is_empty());
     }
 
     #[test]
