@@ -2,14 +2,14 @@
 //! fault-injecting wrapper.
 //!
 //! Every method takes `&self`, so readers share one storage without a lock: a file is read and
-//! written with positioned I/O (`pread`/`pwrite` through [`FileExt`]), never by seeking a shared
-//! cursor. One metadata image is always written in one [`Storage::write_at`] call, so a storage
+//! written with positioned I/O (`pread`/`pwrite` on Unix), never by seeking a shared cursor;
+//! where the platform has no positioned I/O (WebAssembly), [`FileStorage`] seeks under a lock
+//! of its own, so the library builds everywhere and I/O stays behind this seam. One metadata image is always written in one [`Storage::write_at`] call, so a storage
 //! that makes single writes atomic never exposes half an image.
 
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -89,6 +89,9 @@ pub struct FileStorage {
     len: Option<AtomicU64>,
     /// A sole writer's tail (see [`Tail`]).
     tail: Option<Tail>,
+    /// Held across a seek and its read or write, where there is no positioned I/O.
+    #[cfg(not(unix))]
+    cursor: Mutex<()>,
 }
 
 /// How far a sole writer has written, to fill the tail that `set_len` grew with zeros ahead
@@ -128,6 +131,8 @@ impl FileStorage {
             file,
             len: None,
             tail: None,
+            #[cfg(not(unix))]
+            cursor: Mutex::new(()),
         }
     }
 
@@ -144,12 +149,14 @@ impl FileStorage {
                 written: AtomicU64::new(len),
                 lock: Mutex::new(()),
             }),
+            #[cfg(not(unix))]
+            cursor: Mutex::new(()),
         })
     }
 
     /// `write_at` without the tail's bookkeeping.
     fn write_plain(&self, addr: Addr, data: &[u8], end: u64) -> io::Result<()> {
-        let r = self.file.write_all_at(data, addr.get());
+        let r = self.pwrite(data, addr.get());
         if let Some(len) = &self.len {
             // Even a failed write may have grown the file: ask again next time.
             match &r {
@@ -183,11 +190,43 @@ impl FileStorage {
     pub fn file(&self) -> &File {
         &self.file
     }
+
+    /// Fill `buf` from the file at `offset` (`pread`).
+    #[cfg(unix)]
+    fn pread(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
+    }
+
+    /// Write all of `data` at `offset` (`pwrite`).
+    #[cfg(unix)]
+    fn pwrite(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.file, data, offset)
+    }
+
+    /// Fill `buf` from the file at `offset`: a seek and a read, under the cursor's lock.
+    #[cfg(not(unix))]
+    fn pread(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let _cursor = self.cursor.lock();
+        let mut f = &self.file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(buf)
+    }
+
+    /// Write all of `data` at `offset`: a seek and a write, under the cursor's lock.
+    #[cfg(not(unix))]
+    fn pwrite(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        use std::io::{Seek, SeekFrom, Write};
+        let _cursor = self.cursor.lock();
+        let mut f = &self.file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(data)
+    }
 }
 
 impl Storage for FileStorage {
     fn read_at(&self, addr: Addr, buf: &mut [u8]) -> io::Result<()> {
-        self.file.read_exact_at(buf, addr.get())
+        self.pread(buf, addr.get())
     }
     fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
         let end = addr

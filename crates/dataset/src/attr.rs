@@ -494,8 +494,13 @@ pub(crate) fn string_ids(f: &Store, strings: &[&str]) -> Result<Vec<u8>> {
 }
 
 /// Most bytes of variable-length strings (or sequences) one call reads: past it, a file whose heap IDs name
-/// the same large object many times would make a read allocate without bound.
-const MAX_STRING_BYTES: usize = 1 << 32;
+/// the same large object many times would make a read allocate without bound. (4 GiB; 1 GiB
+/// where addresses are 32 bits wide, as in WebAssembly.)
+const MAX_STRING_BYTES: usize = if usize::BITS > 32 {
+    (1u64 << 32) as usize
+} else {
+    1 << 30
+};
 
 /// The variable-length strings whose heap IDs are packed in `ids` (as stored), read from the
 /// global heap (each collection once); a null ID is the empty string.

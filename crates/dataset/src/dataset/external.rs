@@ -8,7 +8,6 @@
 //! end of its file reads as zeros, as libhdf5 reads it; a missing file is an error naming it.
 
 use std::io::Write as _;
-use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
 use h5chunk_format::Addr;
@@ -222,7 +221,7 @@ impl External {
             };
             let mut done = 0usize;
             while let Some(rest) = buf.get_mut(done..).filter(|r| !r.is_empty()) {
-                match file.read_at(rest, at.saturating_add(done as u64)) {
+                match read_at(&file, rest, at.saturating_add(done as u64)) {
                     Ok(0) => {
                         rest.fill(0);
                         break;
@@ -307,7 +306,7 @@ impl External {
                 .open(&p.path)
                 .map_err(|e| io(&p.path, e))?;
             let bytes = data.get(range).unwrap_or_default();
-            file.write_all_at(bytes, at).map_err(|e| io(&p.path, e))?;
+            write_all_at(&file, bytes, at).map_err(|e| io(&p.path, e))?;
             (&file).flush().map_err(|e| io(&p.path, e))?;
         }
         Ok(())
@@ -345,6 +344,37 @@ fn io(path: &Path, source: std::io::Error) -> Error {
     Error::Io {
         file: path.display().to_string(),
         source,
+    }
+}
+
+/// Read what there is of `buf.len()` bytes at `offset` (`pread`; a seek and a read where there
+/// is no positioned I/O: each call opens the file for itself, so no cursor is shared).
+fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read(buf)
+    }
+}
+
+/// Write all of `data` at `offset` (`pwrite`, or a seek and a write; see [`read_at`]).
+fn write_all_at(file: &std::fs::File, data: &[u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, data, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(data)
     }
 }
 
