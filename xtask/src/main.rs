@@ -52,8 +52,8 @@ const TASKS: &[Task] = &[
     Task {
         name: "deps",
         usage: "deps",
-        help: "fail if a workspace dependency breaks the layering of STYLE.md section 1, or a \
-               module import circle appears inside crates/dataset",
+        help: "fail if a workspace dependency breaks the layering of docs/STYLE.md, section 1 \
+               (the house), or a module import circle appears inside crates/dataset",
         run: deps,
     },
     Task {
@@ -357,8 +357,8 @@ fn deps(args: &[String]) -> TaskResult {
     let circles = modules::check_workspace(&root)?;
     if violations.is_empty() && circles.is_empty() {
         println!(
-            "xtask deps: workspace dependencies follow the layering of STYLE.md section 1; \
-             no module import circle in {}",
+            "xtask deps: workspace dependencies follow the layering of docs/STYLE.md, section 1 \
+             (the house); no module import circle in {}",
             modules::CHECKED.join(", ")
         );
         return Ok(());
@@ -370,8 +370,8 @@ fn deps(args: &[String]) -> TaskResult {
         eprintln!("  {circle}");
     }
     Err(format!(
-        "{} dependency edge(s) break the layering of STYLE.md section 1, {} module import \
-         circle(s)",
+        "{} dependency edge(s) break the layering of docs/STYLE.md, section 1 (the house), {} \
+         module import circle(s)",
         violations.len(),
         circles.len()
     ))
