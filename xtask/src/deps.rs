@@ -1,4 +1,5 @@
-//! `cargo xtask deps`: the crate layering of STYLE.md section 1, checked on `cargo metadata`.
+//! `cargo xtask deps`: the crate layering of docs/STYLE.md, section 1 (the house), checked on
+//! `cargo metadata`.
 //!
 //! Every dependency edge between two workspace packages (normal, dev and build alike: a
 //! dev-dependency on a higher layer breaks the layering just as much) must be allowed by
@@ -32,7 +33,7 @@ enum Allowed {
     Any,
 }
 
-/// STYLE.md section 1, by package name.
+/// docs/STYLE.md, section 1 (the house), by package name.
 const LAYERS: &[(&str, Allowed)] = &[
     (FORMAT, Allowed::Only(&[])),
     (CACHE, Allowed::Only(&[FORMAT])),
@@ -104,7 +105,7 @@ impl fmt::Display for Violation {
             Violation::Unlisted { package } => write!(
                 f,
                 "workspace package {package} is not in the layering table: add it to \
-                 STYLE.md section 1 and xtask/src/deps.rs"
+                 docs/STYLE.md, section 1 (the house) and xtask/src/deps.rs"
             ),
         }
     }

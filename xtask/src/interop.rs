@@ -1,5 +1,5 @@
-//! The interop convention of docs/TESTING.md, as xtask's own tests use it. Other crates copy
-//! these few lines rather than depend on a shared test crate.
+//! The interop convention of docs/TESTING.md, as xtask's own tests use it. Other crates take it
+//! from `h5chunk_testkit::interop`; xtask depends on no workspace crate, so it keeps this copy.
 
 use std::path::PathBuf;
 

@@ -53,7 +53,7 @@ const TASKS: &[Task] = &[
     Task {
         name: "deps",
         usage: "deps",
-        help: "fail if a workspace dependency breaks the layering of docs/STYLE.md section 1, a \
+        help: "fail if a workspace dependency breaks the layering of docs/STYLE.md, section 1 (the house), a \
                module import circle appears inside any crate, or docs/ARCHITECTURE.md does not \
                name a module",
         run: deps,
@@ -360,7 +360,7 @@ fn deps(args: &[String]) -> TaskResult {
     let circles = modules::check_workspace(&root)?;
     if violations.is_empty() && circles.is_empty() {
         println!(
-            "xtask deps: workspace dependencies follow the layering of docs/STYLE.md section 1; \
+            "xtask deps: workspace dependencies follow the layering of docs/STYLE.md, section 1 (the house); \
              no module import circle in any crate, and docs/ARCHITECTURE.md names every room"
         );
         return Ok(());
@@ -372,7 +372,7 @@ fn deps(args: &[String]) -> TaskResult {
         eprintln!("  {circle}");
     }
     Err(format!(
-        "{} dependency edge(s) break the layering of docs/STYLE.md section 1, {} problem(s) of \
+        "{} dependency edge(s) break the layering of docs/STYLE.md, section 1 (the house), {} problem(s) of \
          rooms (import circles, or rooms docs/ARCHITECTURE.md does not name)",
         violations.len(),
         circles.len()

@@ -1,4 +1,4 @@
-//! The metadata cache: typed entries by file address, flush dependencies, chunk proxies, LRU
+//! The metadata cache: typed entries by file address, flush dependencies, chunk proxies, CLOCK
 //! eviction under a byte budget, verified reads with retries, statistics and the write trace.
 //!
 //! Concurrency: one `parking_lot::Mutex` guards the index (which entries are resident, their

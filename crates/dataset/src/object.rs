@@ -1,8 +1,9 @@
 //! Object headers of an open file: read on demand, modified in place, written at flush.
 //!
 //! Headers are written after the metadata cache has written every chunk-index block (a header
-//! holds the layout message that points to the index) and before the superblock, so a reader
-//! never follows a pointer into bytes not yet written.
+//! holds the layout message that points to the index) and before the superblock (after it for
+//! a SWMR writer, whose superblock must cover the space the headers point to first: see
+//! `docs/design/swmr.md`), so a reader never follows a pointer into bytes not yet written.
 
 use std::collections::{BTreeSet, HashMap};
 

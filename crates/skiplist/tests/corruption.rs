@@ -1,6 +1,6 @@
-//! Hostile input (STYLE.md §4, docs/format/skiplist.md §4–§5): every block rejects truncation
-//! and flipped bytes when read through the cache, and a cyclic or misdirected pointer in a
-//! corrupt file is an error, not a hang or a wrong answer.
+//! Hostile input (docs/STYLE.md, section 4; docs/format/skiplist.md §4–§5): every block rejects
+//! truncation and flipped bytes when read through the cache, and a cyclic or misdirected
+//! pointer in a corrupt file is an error, not a hang or a wrong answer.
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
     clippy::arithmetic_side_effects,

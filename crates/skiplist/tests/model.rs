@@ -1,6 +1,6 @@
 //! Model test: random extend / set / get / shrink / iterate / close-and-reopen sequences over
-//! `MemStorage`, checked against a `Vec` of records (STYLE.md §5), with every flush's write
-//! order checked.
+//! `MemStorage`, checked against a `Vec` of records (docs/STYLE.md, section 5, tests), with
+//! every flush's write order checked.
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
     clippy::arithmetic_side_effects,
