@@ -339,7 +339,7 @@ fn ls(file: &Path, group: Option<&str>, with_attrs: bool) -> CliResult<Outcome> 
     let mut seen = std::collections::HashSet::from([g.object_address()]);
     let mut failed = 0u64;
     if with_attrs {
-        failed = attr_lines(g.attrs(), &mut lines);
+        failed = attr_lines(g.attrs().all(), &mut lines);
     }
     failed = failed.saturating_add(walk(&g, &mut lines, &mut seen, with_attrs));
     for l in lines {
@@ -397,7 +397,7 @@ fn walk(
                 Ok(sub) => {
                     lines.push(format!("{path}/"));
                     if with_attrs {
-                        failed = failed.saturating_add(attr_lines(sub.attrs(), lines));
+                        failed = failed.saturating_add(attr_lines(sub.attrs().all(), lines));
                     }
                     failed = failed.saturating_add(walk(&sub, lines, seen, with_attrs));
                 }
@@ -411,7 +411,7 @@ fn walk(
                     Ok((l, d)) => {
                         lines.push(l);
                         if with_attrs {
-                            failed = failed.saturating_add(attr_lines(d.attrs(), lines));
+                            failed = failed.saturating_add(attr_lines(d.attrs().all(), lines));
                         }
                     }
                     Err(e) => {
@@ -459,8 +459,8 @@ fn attr_shape(a: &h5chunk::Attr) -> String {
 fn attrs(file: &Path, path: &str) -> CliResult<Outcome> {
     let f = open(file)?;
     let all = match f.group(path) {
-        Ok(g) => g.attrs(),
-        Err(h5chunk::Error::WrongKind { .. }) => in_file(file, f.dataset(path))?.attrs(),
+        Ok(g) => g.attrs().all(),
+        Err(h5chunk::Error::WrongKind { .. }) => in_file(file, f.dataset(path))?.attrs().all(),
         Err(e) => return Err(format!("{}: {e}", file.display())),
     };
     let mut out = std::io::stdout().lock();
@@ -614,7 +614,7 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
         }
     }
     // The attributes, as `attrs` prints them (unreadable ones say why).
-    match d.attrs() {
+    match d.attrs().all() {
         Ok(all) if all.is_empty() => lines.push("attributes: none".into()),
         Ok(all) => {
             lines.push(format!("attributes: {}", all.len()));

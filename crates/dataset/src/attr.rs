@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use h5chunk_format::Addr;
-use h5chunk_format::global_heap::{self, GlobalHeapCollection, HeapId};
+use h5chunk_format::global_heap::{GlobalHeapCollection, HeapId};
 use h5chunk_format::message::{
     Attribute, CharSet, Dataspace, DataspaceKind, DataspaceVersion, Datatype, DatatypeClass,
     Extent, Message, MessageType, StringPadding, StringType, VarLenKind,
@@ -29,6 +29,7 @@ use h5chunk_format::object_header::MessageFlags;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::types::{H5Type, TypeDesc, from_le_bytes};
+use crate::values::{NewValues, heap_strings, store_objects, string_ids, unpad};
 
 /// One attribute, read: its name, shape, type and stored bytes.
 #[derive(Clone, Debug)]
@@ -203,28 +204,6 @@ impl Attr {
             (c, _) => c.name().into(),
         }
     }
-}
-
-/// A fixed-length string element without its padding.
-pub(crate) fn unpad(e: &[u8], t: StringType) -> String {
-    let s = match t.padding {
-        StringPadding::NullTerminate => e.split(|&b| b == 0).next().unwrap_or_default(),
-        StringPadding::NullPad => {
-            let end = e
-                .iter()
-                .rposition(|&b| b != 0)
-                .map_or(0, |i| i.saturating_add(1));
-            e.get(..end).unwrap_or_default()
-        }
-        StringPadding::SpacePad => {
-            let end = e
-                .iter()
-                .rposition(|&b| b != b' ' && b != 0)
-                .map_or(0, |i| i.saturating_add(1));
-            e.get(..end).unwrap_or_default()
-        }
-    };
-    String::from_utf8_lossy(s).into_owned()
 }
 
 /// The attribute messages of the header at `header`, or why they cannot be listed, in the
@@ -451,179 +430,6 @@ fn resolve(
 /// Attributes a version 2 header keeps before they move to dense storage (libhdf5's default
 /// `H5Pset_attr_phase_change` maximum).
 const MAX_COMPACT_ATTRIBUTES: usize = 8;
-
-/// Objects per global heap collection written (the index is 16 bits; libhdf5's own
-/// collections hold far fewer).
-const OBJECTS_PER_COLLECTION: usize = 4096;
-
-/// Store `objects` in new global heap collections (as many as they need); each one's heap ID
-/// with `len` from `lens` (the string's bytes, or the sequence's elements).
-pub(crate) fn store_objects(f: &Store, objects: &[&[u8]], lens: &[u32]) -> Result<Vec<HeapId>> {
-    let mut ids = Vec::with_capacity(objects.len());
-    for (batch, lens) in objects
-        .chunks(OBJECTS_PER_COLLECTION)
-        .zip(lens.chunks(OBJECTS_PER_COLLECTION))
-    {
-        let heap = global_heap::encode_collection(batch, f.sizes)?;
-        let at = f.allocate(heap.len() as u64)?;
-        f.write(at, &heap)?;
-        for (i, &len) in lens.iter().enumerate() {
-            ids.push(HeapId {
-                len,
-                collection: Some(at),
-                index: u32::try_from(i.saturating_add(1)).unwrap_or(u32::MAX),
-            });
-        }
-    }
-    Ok(ids)
-}
-
-/// Strings stored as variable-length elements: their heap IDs, packed (every string is a heap
-/// object, the empty one too: libhdf5 reads a zero-length element's object all the same).
-pub(crate) fn string_ids(f: &Store, strings: &[&str]) -> Result<Vec<u8>> {
-    let bytes: Vec<&[u8]> = strings.iter().map(|s| s.as_bytes()).collect();
-    let lens = bytes
-        .iter()
-        .map(|b| u32::try_from(b.len()).map_err(|_| Error::arg("values", "a string over 4 GiB")))
-        .collect::<Result<Vec<u32>>>()?;
-    let mut data = Vec::new();
-    for id in store_objects(f, &bytes, &lens)? {
-        id.encode(&mut data, f.sizes)?;
-    }
-    Ok(data)
-}
-
-/// Most bytes of variable-length strings (or sequences) one call reads: past it, a file whose heap IDs name
-/// the same large object many times would make a read allocate without bound. (4 GiB; 1 GiB
-/// where addresses are 32 bits wide, as in WebAssembly.)
-const MAX_STRING_BYTES: usize = if usize::BITS > 32 {
-    (1u64 << 32) as usize
-} else {
-    1 << 30
-};
-
-/// The variable-length strings whose heap IDs are packed in `ids` (as stored), read from the
-/// global heap (each collection once); a null ID is the empty string.
-pub(crate) fn heap_strings(
-    f: &Store,
-    ids: &[u8],
-    t: StringType,
-    heaps: &mut HashMap<Addr, GlobalHeapCollection>,
-) -> Result<Vec<String>> {
-    let id_len = HeapId::encoded_len(f.sizes);
-    let mut out = Vec::new();
-    let mut total = 0usize;
-    for e in ids.chunks_exact(id_len) {
-        let id = HeapId::decode(e, Addr(0), f.sizes)?;
-        out.push(match id.collection {
-            Some(c) if id.len > 0 => {
-                let bytes = heap_object(f, c, id.index, heaps)?;
-                let len = usize::try_from(id.len).unwrap_or(usize::MAX);
-                let s = bytes.get(..len).ok_or_else(|| {
-                    Error::corrupt(
-                        "global heap",
-                        c,
-                        format!("object {} holds {} bytes, not {len}", id.index, bytes.len()),
-                    )
-                })?;
-                total = total.saturating_add(len);
-                if total > MAX_STRING_BYTES {
-                    return Err(Error::arg(
-                        "selection",
-                        "more than 4 GiB of strings in one read: read them in slices",
-                    ));
-                }
-                unpad(s, t)
-            }
-            _ => String::new(),
-        });
-    }
-    Ok(out)
-}
-
-/// The variable-length sequences whose heap IDs are packed in `ids`, each as its element count
-/// and bytes (`elem` bytes an element), read from the global heap.
-pub(crate) fn heap_sequences(f: &Store, ids: &[u8], elem: usize) -> Result<Vec<(u32, Vec<u8>)>> {
-    let mut heaps = HashMap::new();
-    let id_len = HeapId::encoded_len(f.sizes);
-    let mut out = Vec::new();
-    let mut total = 0usize;
-    for e in ids.chunks_exact(id_len) {
-        let id = HeapId::decode(e, Addr(0), f.sizes)?;
-        out.push(match id.collection {
-            Some(c) if id.len > 0 => {
-                let bytes = heap_object(f, c, id.index, &mut heaps)?;
-                // The stored length times the element size, checked against the object's
-                // bytes before it sizes the copy.
-                let len = usize::try_from(id.len)
-                    .ok()
-                    .and_then(|n| n.checked_mul(elem))
-                    .unwrap_or(usize::MAX);
-                let b = bytes.get(..len).ok_or_else(|| {
-                    Error::corrupt(
-                        "global heap",
-                        c,
-                        format!(
-                            "object {} holds {} bytes, not {} elements of {elem} bytes",
-                            id.index,
-                            bytes.len(),
-                            id.len
-                        ),
-                    )
-                })?;
-                total = total.saturating_add(len);
-                if total > MAX_STRING_BYTES {
-                    return Err(Error::arg(
-                        "selection",
-                        "more than 4 GiB of sequences in one read: read them in slices",
-                    ));
-                }
-                (id.len, b.to_vec())
-            }
-            _ => (0, Vec::new()),
-        });
-    }
-    Ok(out)
-}
-
-/// Object `index` of the global heap collection at `at` (collections read once per call).
-fn heap_object<'h>(
-    f: &Store,
-    at: Addr,
-    index: u32,
-    heaps: &'h mut HashMap<Addr, GlobalHeapCollection>,
-) -> Result<&'h [u8]> {
-    let collection = match heaps.entry(at) {
-        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::hash_map::Entry::Vacant(e) => {
-            let header = f.read(at, global_heap::header_len(f.sizes) as u64)?;
-            let size = global_heap::collection_size(&header, at, f.sizes)?;
-            // The store checks the size against the end of the file before allocating.
-            let bytes = f.read(at, size)?;
-            e.insert(GlobalHeapCollection::decode(&bytes, at, f.sizes)?)
-        }
-    };
-    collection.object(index).ok_or_else(|| {
-        Error::corrupt(
-            "global heap",
-            at,
-            format!("no object {index} in the collection"),
-        )
-    })
-}
-
-/// A new attribute's values.
-pub(crate) enum NewValues<'a> {
-    /// Numbers of `T`, little-endian.
-    Numbers(TypeDesc, Vec<u8>),
-    /// Strings, stored variable-length UTF-8.
-    Strings(&'a [&'a str]),
-    /// Elements of any fixed-size type, as stored.
-    Raw(Datatype, Vec<u8>),
-    /// Variable-length sequences of `base` elements: each sequence's element count and
-    /// packed bytes (stored in a new global heap collection; empty ones as null elements).
-    Sequences(Datatype, Vec<(u32, Vec<u8>)>),
-}
 
 /// Store attribute `name` (replacing one of that name) on the object at `header`: `shape`
 /// `None` for a scalar of one value, else its dims.
@@ -933,154 +739,142 @@ pub(crate) fn delete(f: &Store, header: Addr, path: &str, name: &str) -> Result<
     }
 }
 
-/// The object references to `targets` as stored (8-byte addresses), each checked to be an
-/// object header of the file: what a reference names must exist, as libhdf5's `H5Rcreate`
-/// insists.
-pub(crate) fn encode_refs(store: &Store, targets: &[u64]) -> Result<Vec<u8>> {
-    if store.sizes.offsets() != 8 {
-        return Err(Error::Unsupported(
-            "object references in files of other than 8-byte addresses",
-        ));
-    }
-    let mut out = Vec::with_capacity(targets.len().saturating_mul(8));
-    for &t in targets {
-        store
-            .header_version(h5chunk_format::Addr(t))
-            .map_err(|e| Error::arg("targets", format!("{t} is not an object's address: {e}")))?;
-        out.extend_from_slice(&t.to_le_bytes());
-    }
-    Ok(out)
+/// The attributes of one group, dataset or file: h5py's `obj.attrs`, from
+/// [`Group::attrs`](crate::Group::attrs), [`Dataset::attrs`](crate::Dataset::attrs) or
+/// [`File::attrs`](crate::File::attrs) (the root group's).
+///
+/// ```
+/// # fn main() -> h5chunk::Result<()> {
+/// # let dir = std::env::temp_dir().join(format!("h5chunk-attrs-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// let file = h5chunk::File::create(dir.join("run.h5"))?;
+/// file.attrs().set_str("title", "run 7")?; // h5py: f.attrs["title"] = "run 7"
+/// let t = file.new_dataset::<f64>().shape(&[3]).chunk(&[3]).create("t")?;
+/// t.attrs().set_str("units", "s")?;
+/// t.attrs().set_scalar("scale", 0.5f64)?;
+/// assert_eq!(t.attrs().names()?, ["scale", "units"]);
+/// assert_eq!(t.attr("units")?.string()?, "s");
+/// assert_eq!(file.attr("title")?.string()?, "run 7");
+/// t.attrs().delete("scale")?;
+/// assert!(!t.attrs().contains("scale")?);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Attributes<'a> {
+    store: &'a Store,
+    /// The object's header; `None` for a file whose superblock names no root group.
+    header: Option<Addr>,
+    /// The object's path, for errors.
+    path: String,
 }
 
-/// Refuse a type whose elements are not stored in place: variable-length strings and
-/// sequences (heap IDs), and any compound or array holding one.
-pub(crate) fn check_fixed_size(t: &Datatype) -> Result<()> {
-    fn variable(t: &Datatype) -> bool {
-        match &t.class {
-            DatatypeClass::VarLen { .. } => true,
-            DatatypeClass::Compound(members) => members.iter().any(|m| variable(&m.datatype)),
-            DatatypeClass::Array { base, .. } => variable(base),
-            _ => false,
+impl<'a> Attributes<'a> {
+    pub(crate) fn new(store: &'a Store, header: Option<Addr>, path: String) -> Self {
+        Attributes {
+            store,
+            header,
+            path,
         }
     }
-    if t.size == 0 {
-        return Err(Error::arg("datatype", "an element type of zero bytes"));
+
+    fn header(&self) -> Result<Addr> {
+        self.header
+            .ok_or_else(|| Error::corrupt("superblock", Addr(0), "no root group address"))
     }
-    if variable(t) {
-        return Err(Error::Unsupported(
-            "raw attributes of variable-length types (their elements live in a heap)",
-        ));
+
+    /// The attribute `name` (h5py's `obj.attrs[name]`).
+    pub fn get(&self, name: &str) -> Result<Attr> {
+        read_one(self.store, self.header()?, &self.path, name)
     }
-    Ok(())
+
+    /// Whether there is an attribute `name` (h5py's `name in obj.attrs`).
+    pub fn contains(&self, name: &str) -> Result<bool> {
+        Ok(self.names()?.iter().any(|n| n == name))
+    }
+
+    /// Every attribute, in the order h5py lists them (`obj.attrs.items()`): by creation order
+    /// when the object tracks it, else by name.
+    pub fn all(&self) -> Result<Vec<Attr>> {
+        read_all(self.store, self.header()?)
+    }
+
+    /// The attributes' names, in the order h5py lists them (`obj.attrs.keys()`): by creation
+    /// order when the object tracks it, else by name.
+    pub fn names(&self) -> Result<Vec<String>> {
+        names(self.store, self.header()?)
+    }
+
+    /// Set attribute `name` to `values`, a one-dimensional array (h5py's
+    /// `obj.attrs[name] = np.array(values)`), replacing any attribute of that name.
+    pub fn set<T: H5Type>(&self, name: &str, values: &[T]) -> Result<()> {
+        let shape = [values.len() as u64];
+        self.write(name, Some(&shape), crate::values::numbers(values))
+    }
+
+    /// Set attribute `name` to one number, a scalar (h5py's `obj.attrs[name] = 1.5`).
+    pub fn set_scalar<T: H5Type>(&self, name: &str, value: T) -> Result<()> {
+        self.write(name, None, crate::values::numbers(&[value]))
+    }
+
+    /// Set attribute `name` to a string, stored as h5py stores `obj.attrs[name] = 'K'`: a
+    /// scalar variable-length UTF-8 string.
+    pub fn set_str(&self, name: &str, value: &str) -> Result<()> {
+        self.write(name, None, NewValues::Strings(&[value]))
+    }
+
+    /// Set attribute `name` to a one-dimensional array of strings (variable-length UTF-8).
+    pub fn set_strs(&self, name: &str, values: &[&str]) -> Result<()> {
+        let shape = [values.len() as u64];
+        self.write(name, Some(&shape), NewValues::Strings(values))
+    }
+
+    /// Set attribute `name` to a boolean, stored as h5py stores `obj.attrs[name] = True`
+    /// (a scalar of [`types::h5py_bool`](crate::types::h5py_bool)).
+    pub fn set_bool(&self, name: &str, value: bool) -> Result<()> {
+        let values = NewValues::Raw(crate::types::h5py_bool(), vec![u8::from(value)]);
+        self.write(name, None, values)
+    }
+
+    /// Set attribute `name` to elements of any fixed-size `datatype` (compound records,
+    /// enumerations, arrays, opaque, fixed-length strings, numbers of any byte order), given
+    /// as stored: `bytes` holds the elements packed, `datatype.size` bytes each, in the type's
+    /// own byte order. `shape` `None`: a scalar, one element. Variable-length types are
+    /// refused, typed (use [`set_strs`](Self::set_strs) for strings).
+    pub fn set_raw(
+        &self,
+        name: &str,
+        shape: Option<&[u64]>,
+        datatype: &Datatype,
+        bytes: &[u8],
+    ) -> Result<()> {
+        crate::values::check_fixed_size(datatype)?;
+        let values = NewValues::Raw(datatype.clone(), bytes.to_vec());
+        self.write(name, shape, values)
+    }
+
+    /// Set attribute `name` to a one-dimensional array of object references to `targets`
+    /// (objects' addresses, each checked to be an object of this file), as h5py stores
+    /// `obj.attrs[name] = [g.ref, ...]` with `dtype=h5py.ref_dtype`.
+    pub fn set_object_refs(&self, name: &str, targets: &[u64]) -> Result<()> {
+        let bytes = crate::values::encode_refs(self.store, targets)?;
+        let shape = [targets.len() as u64];
+        let values = NewValues::Raw(crate::types::object_reference(), bytes);
+        self.write(name, Some(&shape), values)
+    }
+
+    /// Delete attribute `name` (h5py's `del obj.attrs[name]`).
+    pub fn delete(&self, name: &str) -> Result<()> {
+        delete(self.store, self.header()?, &self.path, name)
+    }
+
+    pub(crate) fn write(
+        &self,
+        name: &str,
+        shape: Option<&[u64]>,
+        values: NewValues<'_>,
+    ) -> Result<()> {
+        write(self.store, self.header()?, &self.path, name, shape, values)
+    }
 }
-
-/// Little-endian bytes of `values`.
-pub(crate) fn numbers<T: H5Type>(values: &[T]) -> NewValues<'static> {
-    let mut le = vec![0u8; values.len().saturating_mul(T::DESC.size)];
-    for (v, out) in values.iter().zip(le.chunks_exact_mut(T::DESC.size)) {
-        v.write_le(out);
-    }
-    NewValues::Numbers(T::DESC, le)
-}
-
-/// The attribute methods of [`Group`](crate::Group) and [`Dataset`](crate::Dataset), written
-/// once: each type provides `attr_target()`, its store, header address and path; `$kind`
-/// names it in the docs ("group", "dataset").
-macro_rules! attribute_methods {
-    ($kind:literal) => {
-        #[doc = concat!("The attribute `name` (h5py's `", $kind, ".attrs[name]`).")]
-        pub fn attr(&self, name: &str) -> Result<crate::Attr> {
-            let (store, header, path) = self.attr_target();
-            crate::attr::read_one(store, header, &path, name)
-        }
-
-        #[doc = concat!("Every attribute, in the order h5py lists them (`", $kind, ".attrs.items()`): by creation order when the object tracks it, else by name.")]
-        pub fn attrs(&self) -> Result<Vec<crate::Attr>> {
-            let (store, header, _) = self.attr_target();
-            crate::attr::read_all(store, header)
-        }
-
-        #[doc = concat!("The attributes' names, in the order h5py lists them (`", $kind, ".attrs.keys()`): by creation order when the object tracks it, else by name.")]
-        pub fn attr_names(&self) -> Result<Vec<String>> {
-            let (store, header, _) = self.attr_target();
-            crate::attr::names(store, header)
-        }
-
-        /// Set attribute `name` to `values`, a one-dimensional array (h5py's
-        /// `obj.attrs[name] = np.array(values)`), replacing any attribute of that name.
-        pub fn set_attr<T: crate::H5Type>(&self, name: &str, values: &[T]) -> Result<()> {
-            let shape = [values.len() as u64];
-            self.write_attr(name, Some(&shape), crate::attr::numbers(values))
-        }
-
-        /// Set attribute `name` to one number, a scalar (h5py's `obj.attrs[name] = 1.5`).
-        pub fn set_attr_scalar<T: crate::H5Type>(&self, name: &str, value: T) -> Result<()> {
-            self.write_attr(name, None, crate::attr::numbers(&[value]))
-        }
-
-        /// Set attribute `name` to a string, stored as h5py stores `obj.attrs[name] = 'K'`: a
-        /// scalar variable-length UTF-8 string.
-        pub fn set_attr_str(&self, name: &str, value: &str) -> Result<()> {
-            self.write_attr(name, None, crate::attr::NewValues::Strings(&[value]))
-        }
-
-        /// Set attribute `name` to a one-dimensional array of strings (variable-length UTF-8).
-        pub fn set_attr_strs(&self, name: &str, values: &[&str]) -> Result<()> {
-            let shape = [values.len() as u64];
-            self.write_attr(name, Some(&shape), crate::attr::NewValues::Strings(values))
-        }
-
-        /// Set attribute `name` to a boolean, stored as h5py stores `obj.attrs[name] = True`
-        /// (a scalar of [`types::h5py_bool`](crate::types::h5py_bool)).
-        pub fn set_attr_bool(&self, name: &str, value: bool) -> Result<()> {
-            let values = crate::attr::NewValues::Raw(crate::types::h5py_bool(), vec![u8::from(value)]);
-            self.write_attr(name, None, values)
-        }
-
-        /// Set attribute `name` to elements of any fixed-size `datatype` (compound records,
-        /// enumerations, arrays, opaque, fixed-length strings, numbers of any byte order),
-        /// given as stored: `bytes` holds the elements packed, `datatype.size` bytes each, in
-        /// the type's own byte order. `shape` `None`: a scalar, one element. Variable-length
-        /// types are refused, typed (use [`set_attr_strs`](Self::set_attr_strs) for strings).
-        pub fn set_attr_raw(
-            &self,
-            name: &str,
-            shape: Option<&[u64]>,
-            datatype: &crate::types::Datatype,
-            bytes: &[u8],
-        ) -> Result<()> {
-            crate::attr::check_fixed_size(datatype)?;
-            let values = crate::attr::NewValues::Raw(datatype.clone(), bytes.to_vec());
-            self.write_attr(name, shape, values)
-        }
-
-        /// Set attribute `name` to a one-dimensional array of object references to `targets`
-        /// (objects' addresses, each checked to be an object of this file), as h5py stores
-        /// `obj.attrs[name] = [g.ref, ...]` with `dtype=h5py.ref_dtype`.
-        pub fn set_attr_object_refs(&self, name: &str, targets: &[u64]) -> Result<()> {
-            let (store, _, _) = self.attr_target();
-            let bytes = crate::attr::encode_refs(store, targets)?;
-            let shape = [targets.len() as u64];
-            let values =
-                crate::attr::NewValues::Raw(crate::types::object_reference(), bytes);
-            self.write_attr(name, Some(&shape), values)
-        }
-
-        /// Delete attribute `name` (h5py's `del obj.attrs[name]`).
-        pub fn delete_attr(&self, name: &str) -> Result<()> {
-            let (store, header, path) = self.attr_target();
-            crate::attr::delete(store, header, &path, name)
-        }
-
-        fn write_attr(
-            &self,
-            name: &str,
-            shape: Option<&[u64]>,
-            values: crate::attr::NewValues<'_>,
-        ) -> Result<()> {
-            let (store, header, path) = self.attr_target();
-            crate::attr::write(store, header, &path, name, shape, values)
-        }
-    };
-}
-pub(crate) use attribute_methods;

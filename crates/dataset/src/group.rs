@@ -1,6 +1,7 @@
 //! Groups: navigate by path, list members, create groups and datasets. The links themselves
 //! (compact or symbol-table storage) are [`crate::link`]'s.
 
+use crate::attr::{Attr, Attributes};
 use crate::dataset::{Dataset, DatasetBuilder};
 use crate::error::Result;
 use crate::file::{File, group_flags, symbol_cache};
@@ -51,12 +52,19 @@ impl Group {
         self.at.addr.get()
     }
 
-    /// The store, header address and path attribute methods work on.
-    fn attr_target(&self) -> (&crate::store::Store, h5chunk_format::Addr, String) {
-        (&self.file.inner.store, self.at.addr, self.at.path.clone())
+    /// The group's attributes (h5py's `group.attrs`).
+    pub fn attrs(&self) -> Attributes<'_> {
+        Attributes::new(
+            &self.file.inner.store,
+            Some(self.at.addr),
+            self.at.path.clone(),
+        )
     }
 
-    crate::attr::attribute_methods!("group");
+    /// The attribute `name` (h5py's `group.attrs[name]`; `attrs().get(name)`).
+    pub fn attr(&self, name: &str) -> Result<Attr> {
+        self.attrs().get(name)
+    }
 
     fn resolver(&self) -> Result<Resolver<'_>> {
         Ok(Resolver {
@@ -174,6 +182,16 @@ impl Group {
 }
 
 impl File {
+    /// The file's own attributes, those of its root group (h5py's `f.attrs`).
+    pub fn attrs(&self) -> Attributes<'_> {
+        Attributes::new(&self.inner.store, self.inner.root().ok(), "/".into())
+    }
+
+    /// The file's attribute `name` (h5py's `f.attrs[name]`; `attrs().get(name)`).
+    pub fn attr(&self, name: &str) -> Result<Attr> {
+        self.attrs().get(name)
+    }
+
     /// The root group.
     pub fn root(&self) -> Result<Group> {
         Ok(Group {

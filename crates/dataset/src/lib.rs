@@ -89,8 +89,9 @@ mod select;
 mod store;
 mod swmr;
 pub mod types;
+mod values;
 
-pub use attr::Attr;
+pub use attr::{Attr, Attributes};
 pub use check::{CheckReport, Problem};
 pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};

@@ -6,12 +6,13 @@ use std::collections::HashSet;
 
 use h5chunk_format::message::DatatypeClass;
 
-use crate::attr::{Attr, heap_sequences};
+use crate::attr::Attr;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::link::LinkValue;
 use crate::types::decode_refs;
+use crate::values::heap_sequences;
 
 impl Attr {
     /// The object references an attribute holds (their object header addresses; see
@@ -34,7 +35,7 @@ impl Dataset {
     pub fn write_object_refs(&self, targets: &[u64]) -> Result<()> {
         // Decoding no elements checks the type alone, with the errors a read would give.
         decode_refs(self.datatype(), &[], &self.path())?;
-        let bytes = crate::attr::encode_refs(&self.file().inner.store, targets)?;
+        let bytes = crate::values::encode_refs(&self.file().inner.store, targets)?;
         self.write_raw(&bytes)
     }
 

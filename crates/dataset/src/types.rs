@@ -281,7 +281,7 @@ pub fn compound(size: u32, members: &[(&str, u32, Datatype)]) -> Datatype {
 /// The type of object references (h5py's `ref_dtype`, libhdf5's `H5T_STD_REF_OBJ`): an
 /// object header's address, 8 bytes. Written with
 /// [`Dataset::write_object_refs`](crate::Dataset::write_object_refs) or an attribute's
-/// `set_attr_object_refs`, read with [`Dataset::read_object_refs`](crate::Dataset::read_object_refs).
+/// `Attributes::set_object_refs`, read with [`Dataset::read_object_refs`](crate::Dataset::read_object_refs).
 pub fn object_reference() -> Datatype {
     Datatype {
         version: DatatypeVersion::V1,

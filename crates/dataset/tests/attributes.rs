@@ -51,7 +51,7 @@ fn h5py_attributes_read_back() {
         let d = f.dataset("temperature").unwrap();
         // By name, as h5py lists an object that does not track creation order.
         assert_eq!(
-            d.attr_names().unwrap(),
+            d.attrs().names().unwrap(),
             [
                 "empty",
                 "flags",
@@ -92,7 +92,7 @@ fn h5py_attributes_read_back() {
         assert_eq!((empty.shape(), empty.len()), (None, 0));
         assert_eq!(d.attr("\u{e9}t\u{e9}").unwrap().value::<i8>().unwrap(), -3);
         assert!(matches!(d.attr("missing"), Err(Error::NoAttribute { .. })));
-        assert_eq!(d.attrs().unwrap().len(), 8);
+        assert_eq!(d.attrs().all().unwrap().len(), 8);
 
         let g = f.group("instrument").unwrap();
         assert_eq!(
@@ -117,7 +117,7 @@ fn h5py_attributes_read_back() {
         // Twelve attributes: compact in the earliest format, dense (a fractal heap and a name
         // index) at the latest bounds; both read alike.
         let many = f.group("many").unwrap();
-        assert_eq!(many.attrs().unwrap().len(), 12, "{low}");
+        assert_eq!(many.attrs().all().unwrap().len(), 12, "{low}");
         assert_eq!(
             many.attr("a11").unwrap().value::<i64>().unwrap(),
             11,
@@ -151,37 +151,40 @@ fn attributes_h5chunk_writes_read_in_h5py() {
             .create("t2m")
             .unwrap();
         d.write(&[280.5f32, 281.0, 279.25]).unwrap();
-        d.set_attr_str("units", "K").unwrap();
-        d.set_attr_scalar("scale_factor", 0.01f64).unwrap();
-        d.set_attr("valid_range", &[-40i16, 60]).unwrap();
-        d.set_attr_strs("flags", &["ok", "", "b\u{e4}d"]).unwrap();
-        d.set_attr_str("temporary", "gone soon").unwrap();
-        d.delete_attr("temporary").unwrap();
+        d.attrs().set_str("units", "K").unwrap();
+        d.attrs().set_scalar("scale_factor", 0.01f64).unwrap();
+        d.attrs().set("valid_range", &[-40i16, 60]).unwrap();
+        d.attrs()
+            .set_strs("flags", &["ok", "", "b\u{e4}d"])
+            .unwrap();
+        d.attrs().set_str("temporary", "gone soon").unwrap();
+        d.attrs().delete("temporary").unwrap();
         assert!(matches!(
-            d.delete_attr("temporary"),
+            d.attrs().delete("temporary"),
             Err(Error::NoAttribute { .. })
         ));
         // Replacing takes the new value and type.
-        d.set_attr_scalar("scale_factor", 0.5f32).unwrap();
+        d.attrs().set_scalar("scale_factor", 0.5f32).unwrap();
         let g = f.create_group("instrument").unwrap();
-        g.set_attr_str("NX_class", "NXinstrument").unwrap();
-        g.set_attr("counts", &[1u64, 2, 3]).unwrap();
+        g.attrs().set_str("NX_class", "NXinstrument").unwrap();
+        g.attrs().set("counts", &[1u64, 2, 3]).unwrap();
         f.group("/")
             .unwrap()
-            .set_attr_str("Conventions", "CF-1.8")
+            .attrs()
+            .set_str("Conventions", "CF-1.8")
             .unwrap();
-        assert!(g.set_attr::<u8>("none", &[]).is_ok());
+        assert!(g.attrs().set::<u8>("none", &[]).is_ok());
         // Past eight, still compact: libhdf5 reads them all.
         let many = f.create_group("many").unwrap();
         for i in 0..12i32 {
-            many.set_attr_scalar(&format!("a{i:02}"), i).unwrap();
+            many.attrs().set_scalar(&format!("a{i:02}"), i).unwrap();
         }
         f.close().unwrap();
 
         let f = File::open(&path).unwrap();
         let d = f.dataset("t2m").unwrap();
         // Stored order: a replaced attribute takes whatever free space fits it.
-        let mut names = d.attr_names().unwrap();
+        let mut names = d.attrs().names().unwrap();
         names.sort();
         assert_eq!(names, ["flags", "scale_factor", "units", "valid_range"]);
         assert_eq!(d.attr("units").unwrap().string().unwrap(), "K");
@@ -259,20 +262,20 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
     {
         let file = File::open_rw(&path).unwrap();
         let g = file.group("compact").unwrap();
-        g.set_attr_scalar("mid", 3i64).unwrap();
-        g.set_attr_str("last", "text").unwrap();
+        g.attrs().set_scalar("mid", 3i64).unwrap();
+        g.attrs().set_str("last", "text").unwrap();
         // Replaced: a new attribute, last in creation order (as h5py's replacing does).
-        g.set_attr_scalar("zeta", 10i64).unwrap();
+        g.attrs().set_scalar("zeta", 10i64).unwrap();
         let m = file.group("moves").unwrap();
         for (i, n) in ours("h", 8).iter().enumerate() {
-            m.set_attr_scalar(n, i as i64).unwrap();
+            m.attrs().set_scalar(n, i as i64).unwrap();
         }
         let d = file.dataset("dense").unwrap();
         for (i, n) in ours("c", 5).iter().enumerate() {
-            d.set_attr(n, &[i as i32, -1]).unwrap();
+            d.attrs().set(n, &[i as i32, -1]).unwrap();
         }
-        d.delete_attr("p07").unwrap();
-        d.set_attr_str("p09", "replaced").unwrap();
+        d.attrs().delete("p07").unwrap();
+        d.attrs().set_str("p09", "replaced").unwrap();
         file.close().unwrap();
     }
     let report = File::open(&path).unwrap().check();
@@ -373,11 +376,13 @@ fn attributes_of_every_fixed_size_type_written_by_h5chunk_read_in_h5py() {
             };
             let file = File::create_with(&path, options).unwrap();
             let g = file.create_group("g").unwrap();
-            g.set_attr_bool("flag", true).unwrap();
-            g.set_attr_bool("off", false).unwrap();
-            g.set_attr_raw("name", None, &types::fixed_ascii(8), b"abc\0\0\0\0\0")
+            g.attrs().set_bool("flag", true).unwrap();
+            g.attrs().set_bool("off", false).unwrap();
+            g.attrs()
+                .set_raw("name", None, &types::fixed_ascii(8), b"abc\0\0\0\0\0")
                 .unwrap();
-            g.set_attr_raw("names", Some(&[3]), &types::fixed_ascii(2), b"abcdef")
+            g.attrs()
+                .set_raw("names", Some(&[3]), &types::fixed_ascii(2), b"abcdef")
                 .unwrap();
             let d = file
                 .new_dataset::<f32>()
@@ -385,13 +390,19 @@ fn attributes_of_every_fixed_size_type_written_by_h5chunk_read_in_h5py() {
                 .chunk(&[2])
                 .create("d")
                 .unwrap();
-            d.set_attr_raw("records", Some(&[2]), &record, &records)
+            d.attrs()
+                .set_raw("records", Some(&[2]), &record, &records)
                 .unwrap();
-            d.set_attr_raw("big_endian", Some(&[3]), &be, &be_bytes)
+            d.attrs()
+                .set_raw("big_endian", Some(&[3]), &be, &be_bytes)
                 .unwrap();
-            d.set_attr_raw("colour", Some(&[2]), &colour, &[2, 0])
+            d.attrs()
+                .set_raw("colour", Some(&[2]), &colour, &[2, 0])
                 .unwrap();
-            match d.set_attr_raw("strings", None, &types::vlen_utf8(), &[0; 16]) {
+            match d
+                .attrs()
+                .set_raw("strings", None, &types::vlen_utf8(), &[0; 16])
+            {
                 Err(Error::Unsupported(what)) => {
                     assert!(what.contains("variable-length"), "{what}")
                 }

@@ -106,7 +106,7 @@ fn dense_groups_and_attributes_read_as_h5py_reads_them() {
     );
     assert_eq!(as_created.first().map(String::as_str), Some("g299"));
     // 200 attributes in a fractal heap, numbers and strings, in name order as h5py lists them.
-    let attrs = file.dataset("attrs").unwrap().attrs().unwrap();
+    let attrs = file.dataset("attrs").unwrap().attrs().all().unwrap();
     let want_attrs = want["attrs"].as_object().unwrap();
     assert_eq!(attrs.len(), want_attrs.len());
     for (a, (name, value)) in attrs.iter().zip(want_attrs) {
@@ -138,18 +138,18 @@ fn dense_groups_and_attributes_read_as_h5py_reads_them() {
         std::fs::copy(&path, &copy).unwrap();
         let file = File::open_rw(&copy).unwrap();
         let d = file.dataset("attrs").unwrap();
-        d.set_attr_str("new", "x").unwrap();
+        d.attrs().set_str("new", "x").unwrap();
         // A heap holding libhdf5's huge object takes more: a small attribute, and a huge one
         // under the next huge ID after libhdf5's.
         let h = file.dataset("huge").unwrap();
-        h.set_attr_str("new", "x").unwrap();
+        h.attrs().set_str("new", "x").unwrap();
         let more: Vec<f64> = (0..9000).map(|i| -(i as f64)).collect();
-        h.set_attr("more", &more).unwrap();
+        h.attrs().set("more", &more).unwrap();
         drop(h);
-        d.set_attr_str("a101", "replaced").unwrap();
+        d.attrs().set_str("a101", "replaced").unwrap();
         assert_eq!(d.attr("a101").unwrap().string().unwrap(), "replaced");
-        d.delete_attr("a100").unwrap();
-        assert_eq!(d.attrs().unwrap().len(), want_attrs.len());
+        d.attrs().delete("a100").unwrap();
+        assert_eq!(d.attrs().all().unwrap().len(), want_attrs.len());
         drop(d);
         file.close().unwrap();
         assert!(File::open(&copy).unwrap().check().is_clean());
@@ -190,7 +190,7 @@ fn dense_groups_and_attributes_read_as_h5py_reads_them() {
             continue;
         };
         let listed = f.group("big").and_then(|g| g.members());
-        let attrs = f.dataset("attrs").and_then(|d| d.attrs());
+        let attrs = f.dataset("attrs").and_then(|d| d.attrs().all());
         errors += usize::from(listed.is_err()) + usize::from(attrs.is_err());
         // `check` walks the same heaps and indexes and reports what the reads ran into.
         if (listed.is_err() || attrs.is_err()) && checked < 40 {
@@ -261,7 +261,7 @@ fn huge_objects_and_filtered_heaps_read_as_h5py_reads_them() {
     // Huge attributes (type-1 huge-object B-tree), in name and in creation order.
     for name in ["huge", "huge_ordered"] {
         let d = file.dataset(name).unwrap();
-        let attrs = d.attrs().unwrap();
+        let attrs = d.attrs().all().unwrap();
         let names: Vec<&str> = attrs.iter().map(|a| a.name()).collect();
         let want_names: Vec<&str> = want[name]["names"]
             .as_array()
@@ -354,8 +354,8 @@ fn huge_objects_and_filtered_heaps_read_as_h5py_reads_them() {
         std::fs::write(&damaged, &b).unwrap();
         let f = File::open(&damaged).unwrap();
         let listed = f.group("filtered").and_then(|g| g.links());
-        let attrs = f.dataset("huge").and_then(|d| d.attrs());
-        let ordered = f.dataset("huge_ordered").and_then(|d| d.attrs());
+        let attrs = f.dataset("huge").and_then(|d| d.attrs().all());
+        let ordered = f.dataset("huge_ordered").and_then(|d| d.attrs().all());
         let err = listed.err().or(attrs.err()).or(ordered.err());
         let err = err.unwrap_or_else(|| panic!("{what} at {at}: damage not noticed"));
         assert!(

@@ -155,20 +155,22 @@ fn a_hundred_attributes_go_dense_and_h5py_reads_them() {
             .unwrap();
         let g = file.create_group("g").unwrap();
         for i in 0..100 {
-            d.set_attr_scalar(&format!("n{i:03}"), f64::from(i) * 0.5)
+            d.attrs()
+                .set_scalar(&format!("n{i:03}"), f64::from(i) * 0.5)
                 .unwrap();
-            g.set_attr_str(&format!("s{i:03}"), &format!("text {i}"))
+            g.attrs()
+                .set_str(&format!("s{i:03}"), &format!("text {i}"))
                 .unwrap();
         }
         // Replaced and deleted once dense.
-        d.set_attr("n007", &[1i32, 2, 3]).unwrap();
-        d.delete_attr("n050").unwrap();
-        g.set_attr_str("s099", "changed").unwrap();
+        d.attrs().set("n007", &[1i32, 2, 3]).unwrap();
+        d.attrs().delete("n050").unwrap();
+        g.attrs().set_str("s099", "changed").unwrap();
         assert!(matches!(
-            d.delete_attr("n050"),
+            d.attrs().delete("n050"),
             Err(Error::NoAttribute { .. })
         ));
-        assert_eq!(d.attrs().unwrap().len(), 99);
+        assert_eq!(d.attrs().all().unwrap().len(), 99);
         assert_eq!(d.attr("n007").unwrap().values::<i32>().unwrap(), [1, 2, 3]);
         file.close().unwrap();
     }
@@ -202,7 +204,7 @@ with h5py.File(sys.argv[1], "r+") as f:
     let d = file.dataset("d").unwrap();
     assert_eq!(d.attr("from_libhdf5").unwrap().value::<i64>().unwrap(), 42);
     assert!(d.attr("n002").is_err());
-    assert_eq!(d.attrs().unwrap().len(), 99);
+    assert_eq!(d.attrs().all().unwrap().len(), 99);
     assert!(file.check().is_clean());
     drop((d, file));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -246,7 +248,7 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
         for n in ["z", "y", "x"] {
             both.create_group(n).unwrap();
         }
-        both.set_attr_scalar("w", 2i64).unwrap();
+        both.attrs().set_scalar("w", 2i64).unwrap();
         let ours: Vec<String> = (g.members_in_creation_order().unwrap().into_iter())
             .map(|(n, _)| n)
             .collect();
@@ -736,22 +738,22 @@ fn attribute_names_of_one_hash_are_ordered_as_libhdf5_orders_them() {
             .create("d")
             .unwrap();
         for (i, name) in order.iter().enumerate() {
-            d.set_attr_scalar(name, i as i64).unwrap();
+            d.attrs().set_scalar(name, i as i64).unwrap();
         }
         // Replaced: the record of this name, not its partner's.
-        d.set_attr_scalar(&pairs[0].0, 1000i64).unwrap();
+        d.attrs().set_scalar(&pairs[0].0, 1000i64).unwrap();
         want.insert(pairs[0].0.clone(), 1000);
         // Deleted: its partner stays.
-        d.delete_attr(&pairs[1].0).unwrap();
+        d.attrs().delete(&pairs[1].0).unwrap();
         want.remove(&pairs[1].0);
         assert!(matches!(
-            d.delete_attr(&pairs[1].0),
+            d.attrs().delete(&pairs[1].0),
             Err(Error::NoAttribute { .. })
         ));
         for (name, v) in &want {
             assert_eq!(d.attr(name).unwrap().value::<i64>().unwrap(), *v, "{name}");
         }
-        assert_eq!(d.attrs().unwrap().len(), want.len());
+        assert_eq!(d.attrs().all().unwrap().len(), want.len());
         file.close().unwrap();
     }
     let report = File::open(&path).unwrap().check();
@@ -794,7 +796,7 @@ with h5py.File(path, "r") as f:
     assert_eq!(d.attr(&pairs[2].0).unwrap().value::<i64>().unwrap(), p2);
     assert_eq!(d.attr(&pairs[1].0).unwrap().value::<i64>().unwrap(), 77);
     assert_eq!(d.attr(&pairs[1].1).unwrap().value::<i64>().unwrap(), p1);
-    assert_eq!(d.attrs().unwrap().len(), want.len());
+    assert_eq!(d.attrs().all().unwrap().len(), want.len());
     drop((d, file));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -945,7 +947,7 @@ with h5py.File(sys.argv[1], "r+") as f:
         let d = file.dataset("d").unwrap();
         for i in range {
             g.create_group(&ours(i)).unwrap();
-            d.set_attr(&attr(i), &values(i)).unwrap();
+            d.attrs().set(&attr(i), &values(i)).unwrap();
         }
         file.close().unwrap();
     }
@@ -1042,7 +1044,8 @@ with h5py.File(sys.argv[1], "r") as f:
             .unwrap();
         file.dataset("d")
             .unwrap()
-            .set_attr_scalar("h5chunk_last", 7i64)
+            .attrs()
+            .set_scalar("h5chunk_last", 7i64)
             .unwrap();
         file.close().unwrap();
     }
@@ -1088,7 +1091,7 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
         for n in ours {
             g.create_group(n).unwrap();
         }
-        g.set_attr_str("second", "h5chunk").unwrap();
+        g.attrs().set_str("second", "h5chunk").unwrap();
         file.close().unwrap();
     }
     let mut want: Vec<String> = (0..20)
@@ -1184,19 +1187,19 @@ fn groups_and_datasets_made_with_track_order_list_in_creation_order_in_h5py() {
             }
         }
         for (i, n) in attrs.iter().enumerate() {
-            t.set_attr_scalar(n, i as i64).unwrap();
+            t.attrs().set_scalar(n, i as i64).unwrap();
         }
         let s = t
             .create_group_with("s", GroupOptions::track_order(true))
             .unwrap();
         for n in small {
             s.create_group(n).unwrap();
-            s.set_attr_str(n, n).unwrap();
+            s.attrs().set_str(n, n).unwrap();
         }
         // Not tracked: listed by name, in h5py and in h5chunk.
         let u = file.create_group("u").unwrap();
         for n in small {
-            u.set_attr_str(n, n).unwrap();
+            u.attrs().set_str(n, n).unwrap();
         }
         let d = file
             .new_dataset::<f64>()
@@ -1207,7 +1210,7 @@ fn groups_and_datasets_made_with_track_order_list_in_creation_order_in_h5py() {
             .unwrap();
         d.write(&[1.0, 2.0, 3.0]).unwrap();
         for (i, n) in attrs.iter().take(5).enumerate() {
-            d.set_attr_scalar(n, i as f64).unwrap();
+            d.attrs().set_scalar(n, i as f64).unwrap();
         }
         file.close().unwrap();
     }
@@ -1226,11 +1229,14 @@ fn groups_and_datasets_made_with_track_order_list_in_creation_order_in_h5py() {
         assert_eq!(listed(&file, "t"), want_t);
         assert_eq!(listed(&file, "t/s"), small);
         // Attributes listed as h5py lists them: creation order when tracked, else by name.
-        assert_eq!(file.group("t").unwrap().attr_names().unwrap(), attrs);
-        assert_eq!(file.group("t/s").unwrap().attr_names().unwrap(), small);
-        assert_eq!(file.dataset("d").unwrap().attr_names().unwrap(), attrs[..5]);
+        assert_eq!(file.group("t").unwrap().attrs().names().unwrap(), attrs);
+        assert_eq!(file.group("t/s").unwrap().attrs().names().unwrap(), small);
         assert_eq!(
-            file.group("u").unwrap().attr_names().unwrap(),
+            file.dataset("d").unwrap().attrs().names().unwrap(),
+            attrs[..5]
+        );
+        assert_eq!(
+            file.group("u").unwrap().attrs().names().unwrap(),
             ["alpha", "mu", "zeta"]
         );
     }
@@ -1349,8 +1355,8 @@ fn huge_attributes_are_stored_as_libhdf5_stores_them() {
         };
         let file = File::create_with(&path, options).unwrap();
         let g = file.create_group("g").unwrap();
-        g.set_attr_str("note", "small").unwrap();
-        g.set_attr("big", &big).unwrap();
+        g.attrs().set_str("note", "small").unwrap();
+        g.attrs().set("big", &big).unwrap();
         let d = file
             .new_dataset::<i32>()
             .shape(&[4])
@@ -1358,19 +1364,20 @@ fn huge_attributes_are_stored_as_libhdf5_stores_them() {
             .create("d")
             .unwrap();
         for i in 0..4 {
-            d.set_attr_scalar(&format!("s{i}"), i as i64).unwrap();
+            d.attrs().set_scalar(&format!("s{i}"), i as i64).unwrap();
         }
-        d.set_attr("mid", &mid).unwrap();
+        d.attrs().set("mid", &mid).unwrap();
         for i in 4..9 {
-            d.set_attr_scalar(&format!("s{i}"), i as i64).unwrap();
+            d.attrs().set_scalar(&format!("s{i}"), i as i64).unwrap();
         }
-        d.set_attr("mid", &mid2).unwrap();
-        d.set_attr("wide", &wide).unwrap();
+        d.attrs().set("mid", &mid2).unwrap();
+        d.attrs().set("wide", &wide).unwrap();
         let t = file
             .create_group_with("t", GroupOptions::track_order(true))
             .unwrap();
         for i in 0..10 {
-            t.set_attr(&format!("z{i}"), &mid[..(600 + i * 10)])
+            t.attrs()
+                .set(&format!("z{i}"), &mid[..(600 + i * 10)])
                 .unwrap();
         }
         file.close().unwrap();
@@ -1455,8 +1462,8 @@ with h5py.File(sys.argv[1], "r") as f:
     {
         let file = File::create(&old).unwrap();
         let g = file.create_group("g").unwrap();
-        g.set_attr("big", &mid).unwrap();
-        match g.set_attr("big", &big) {
+        g.attrs().set("big", &mid).unwrap();
+        match g.attrs().set("big", &big) {
             Err(Error::Unsupported(what)) => assert!(what.contains("64 KiB"), "{what}"),
             other => panic!("expected a typed refusal, got {other:?}"),
         }

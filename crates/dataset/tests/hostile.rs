@@ -213,7 +213,8 @@ fn a_damaged_attribute_heap_is_an_error_and_a_check_problem() {
     let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
     f.create_group("g")
         .unwrap()
-        .set_attr_str("units", "K")
+        .attrs()
+        .set_str("units", "K")
         .unwrap();
     f.close().unwrap();
     let mut bytes = mem.to_vec();

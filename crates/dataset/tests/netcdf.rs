@@ -194,11 +194,15 @@ fn a_netcdf4_file_reads_as_netcdf4_reads_it() {
     let file = File::open(&path).unwrap();
     check_attrs(
         "/",
-        &file.root().unwrap().attrs().unwrap(),
+        &file.root().unwrap().attrs().all().unwrap(),
         &want["globals"],
     );
     for (group, attrs) in want["groups"].as_object().unwrap() {
-        check_attrs(group, &file.group(group).unwrap().attrs().unwrap(), attrs);
+        check_attrs(
+            group,
+            &file.group(group).unwrap().attrs().all().unwrap(),
+            attrs,
+        );
     }
     let variables = want["variables"].as_array().unwrap();
     assert!(variables.len() >= 12, "{} variables", variables.len());
@@ -250,7 +254,7 @@ fn a_netcdf4_file_reads_as_netcdf4_reads_it() {
             strings += 1;
         }
         assert_eq!(&Value::from(values(&d)), &v["values"], "{path}: values");
-        check_attrs(path, &d.attrs().unwrap(), &v["attrs"]);
+        check_attrs(path, &d.attrs().all().unwrap(), &v["attrs"]);
     }
     assert_eq!(strings, 2, "the string variable and the char array");
     // The dimensions netCDF4 gives each variable are the scales its DIMENSION_LIST names.
@@ -320,8 +324,8 @@ fn a_file_h5chunk_writes_with_dimension_scales_opens_in_netcdf4_and_xarray() {
     {
         let file = File::create(&path).unwrap();
         let root = file.root().unwrap();
-        root.set_attr_str("title", "written by h5chunk").unwrap();
-        root.set_attr_str("Conventions", "CF-1.8").unwrap();
+        root.attrs().set_str("title", "written by h5chunk").unwrap();
+        root.attrs().set_str("Conventions", "CF-1.8").unwrap();
         let time = file
             .new_dataset::<f64>()
             .shape(&[0])
@@ -363,15 +367,18 @@ fn a_file_h5chunk_writes_with_dimension_scales_opens_in_netcdf4_and_xarray() {
             (&lon, ("lon", 2)),
         ] {
             d.make_scale(name).unwrap();
-            d.set_attr_scalar("_Netcdf4Dimid", id).unwrap();
+            d.attrs().set_scalar("_Netcdf4Dimid", id).unwrap();
         }
-        time.set_attr_str("units", "days since 2000-01-01").unwrap();
-        lat.set_attr_str("units", "degrees_north").unwrap();
-        lon.set_attr_str("units", "degrees_east").unwrap();
-        tas.set_attr_str("units", "K").unwrap();
-        tas.set_attr_str("standard_name", "air_temperature")
+        time.attrs()
+            .set_str("units", "days since 2000-01-01")
             .unwrap();
-        tas.set_attr("_FillValue", &[-999.0f32]).unwrap();
+        lat.attrs().set_str("units", "degrees_north").unwrap();
+        lon.attrs().set_str("units", "degrees_east").unwrap();
+        tas.attrs().set_str("units", "K").unwrap();
+        tas.attrs()
+            .set_str("standard_name", "air_temperature")
+            .unwrap();
+        tas.attrs().set("_FillValue", &[-999.0f32]).unwrap();
         for (dim, scale) in [&time, &lat, &lon].into_iter().enumerate() {
             tas.attach_scale(scale, dim).unwrap();
         }

@@ -120,7 +120,7 @@ fn a_swmr_writer_is_flagged_unlocked_and_followed_by_h5py() {
         })
     ));
     assert!(matches!(
-        d.set_attr_scalar("units", 1i32),
+        d.attrs().set_scalar("units", 1i32),
         Err(Error::SwmrNewObject {
             what: "attribute",
             ..

@@ -438,7 +438,8 @@ fn object_references_h5chunk_writes_resolve_in_h5py() {
             .unwrap();
         refs.write_object_refs(&targets).unwrap();
         assert_eq!(refs.read_object_refs().unwrap(), targets);
-        root.set_attr_object_refs("favourite", &[g.object_address()])
+        root.attrs()
+            .set_object_refs("favourite", &[g.object_address()])
             .unwrap();
         assert!(matches!(
             refs.write_object_refs(&[1, 2, 3]),

@@ -340,7 +340,10 @@ fn describe_group(g: &Group, skip: bool, refs: &mut Refs) -> Result<()> {
         key(&prefix, ".zgroup"),
         RefValue::Text("{\"zarr_format\":2}".to_owned()),
     );
-    let attrs = attrs_json(&readable_attrs(g.attrs(), g.path(), skip, refs)?, None);
+    let attrs = attrs_json(
+        &readable_attrs(g.attrs().all(), g.path(), skip, refs)?,
+        None,
+    );
     if attrs != "{}" {
         refs.meta
             .insert(key(&prefix, ".zattrs"), RefValue::Text(attrs));
@@ -422,7 +425,10 @@ fn describe_dataset(
                 .unwrap_or_else(|| format!("phony_dim_{n}"))
         })
         .collect();
-    let attrs = attrs_json(&readable_attrs(d.attrs(), &path, skip, refs)?, Some(&names));
+    let attrs = attrs_json(
+        &readable_attrs(d.attrs().all(), &path, skip, refs)?,
+        Some(&names),
+    );
     let rank = shape.len();
     let mut ranges = ChunkRanges {
         prefix: prefix.clone(),

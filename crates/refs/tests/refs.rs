@@ -80,8 +80,8 @@ fn references_name_the_chunks_bytes_and_describe_the_arrays() {
         .write_slice(&(0..12).collect::<Vec<i32>>(), &[0, 0], &[4, 3], None)
         .unwrap();
     zipped.write_slice(&[7; 6], &[8, 3], &[2, 3], None).unwrap();
-    zipped.set_attr_str("units", "K").unwrap();
-    zipped.set_attr("scale", &[0.5f64, 2.0]).unwrap();
+    zipped.attrs().set_str("units", "K").unwrap();
+    zipped.attrs().set("scale", &[0.5f64, 2.0]).unwrap();
     // h5chunk's own index: references need only the chunks' places, whatever finds them.
     let log = file
         .new_dataset::<f64>()

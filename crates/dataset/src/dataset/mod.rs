@@ -436,12 +436,16 @@ impl Dataset {
         self.shared.state.read().header.get()
     }
 
-    fn attr_target(&self) -> (&Store, Addr, String) {
+    /// The dataset's attributes (h5py's `dataset.attrs`).
+    pub fn attrs(&self) -> crate::attr::Attributes<'_> {
         let st = self.shared.state.read();
-        (&self.file.inner.store, st.header, st.path.clone())
+        crate::attr::Attributes::new(&self.file.inner.store, Some(st.header), st.path.clone())
     }
 
-    crate::attr::attribute_methods!("dataset");
+    /// The attribute `name` (h5py's `dataset.attrs[name]`; `attrs().get(name)`).
+    pub fn attr(&self, name: &str) -> Result<crate::Attr> {
+        self.attrs().get(name)
+    }
 
     /// Current dimensions.
     pub fn shape(&self) -> Vec<u64> {

@@ -18,9 +18,9 @@ use h5chunk_format::message::{
 };
 
 use super::Dataset;
-use crate::attr::{NewValues, heap_sequences};
 use crate::error::{Error, Result};
 use crate::types::decode_refs;
+use crate::values::{NewValues, heap_sequences};
 
 /// `CLASS` of a dimension scale.
 const SCALE_CLASS: &str = "DIMENSION_SCALE";
@@ -77,13 +77,13 @@ impl Dataset {
             return Err(Error::arg("name", "a scale name has no NUL"));
         }
         let class = format!("{SCALE_CLASS}\0");
-        self.write_attr(
+        self.attrs().write(
             "CLASS",
             None,
             NewValues::Raw(c_string(class.len())?, class.into_bytes()),
         )?;
         let named = format!("{name}\0");
-        self.write_attr(
+        self.attrs().write(
             "NAME",
             None,
             NewValues::Raw(c_string(named.len())?, named.into_bytes()),
@@ -152,7 +152,7 @@ impl Dataset {
                 (n, l.iter().flat_map(|&a| addr_bytes(a)).collect())
             })
             .collect();
-        self.write_attr(
+        self.attrs().write(
             "DIMENSION_LIST",
             Some(&[rank as u64]),
             NewValues::Sequences(reference.clone(), items),
@@ -186,7 +186,7 @@ impl Dataset {
             raw.extend_from_slice(&d.to_le_bytes());
             raw.extend_from_slice(&[0; 4]);
         }
-        scale.write_attr(
+        scale.attrs().write(
             "REFERENCE_LIST",
             Some(&[pairs.len() as u64]),
             NewValues::Raw(reference_list_type(f.sizes.offsets()), raw),

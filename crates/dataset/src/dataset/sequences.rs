@@ -7,10 +7,10 @@ use h5chunk_format::global_heap::HeapId;
 use h5chunk_format::message::{DatatypeClass, VarLenKind};
 
 use super::Dataset;
-use crate::attr::{heap_sequences, store_objects};
 use crate::error::{Error, Result};
 use crate::select::Hyperslab;
 use crate::types::{H5Type, TypeDesc, from_le_bytes, to_le_bytes};
+use crate::values::{heap_sequences, store_objects};
 
 impl Dataset {
     /// Read every element of a variable-length sequence dataset whose base type is `T` (any

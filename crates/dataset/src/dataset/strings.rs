@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use h5chunk_format::message::{DatatypeClass, StringPadding, StringType, VarLenKind};
 
 use super::Dataset;
-use crate::attr::{heap_strings, string_ids, unpad};
 use crate::error::{Error, Result};
 use crate::select::Hyperslab;
 use crate::types::TypeClass;
+use crate::values::{heap_strings, string_ids, unpad};
 
 impl Dataset {
     /// Read every element of a string dataset ([`TypeClass::FixedString`] or
