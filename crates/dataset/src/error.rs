@@ -75,6 +75,17 @@ pub enum Error {
         /// The error the lock gave.
         source: std::io::Error,
     },
+    /// This process has the file open already, in a way this open cannot share (libhdf5:
+    /// "file is already open for read-only", "unable to truncate a file which is already
+    /// open"). An open that can share, read-only or read-write again, gets the open file's
+    /// state instead, as libhdf5 gives it.
+    #[error("{file}: already open in this process{how}")]
+    AlreadyOpen {
+        /// The file.
+        file: String,
+        /// How it is open, and what this open asked for.
+        how: &'static str,
+    },
     /// SWMR writing needs a version 3 superblock (libhdf5: "superblock version for SWMR is
     /// less than 3"); create the file with SWMR writing or bounds V110 or later.
     #[error(

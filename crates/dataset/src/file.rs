@@ -32,6 +32,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::libver::{Libver, LibverBounds};
 use crate::link;
+use crate::open_files::{Identity, Registry};
 use crate::store::{BTreeK, HeaderPad, Store};
 
 /// Bytes of a version 0/1 superblock with 8-byte offsets and lengths (and its root group's
@@ -116,9 +117,56 @@ pub(crate) struct FileInner {
     /// A second handle on the file's lock (`flock`), to release it when SWMR writing starts;
     /// the lock itself goes with the storage's handle.
     lock: Mutex<Option<std::fs::File>>,
+    /// Opens of the file not yet closed: one per `File::open`/`create` that made or shared
+    /// this state (clones of a `File` are the same open). [`File::close`] closes the file
+    /// when it closes the last one, as libhdf5 closes a file with its last file ID.
+    opens: std::sync::atomic::AtomicUsize,
 }
 
+/// One open of a file, shared by the clones of the [`File`] it made (and the groups and
+/// datasets reached through them): dropped or closed, the file has one open fewer.
+#[derive(Debug)]
+struct Opened {
+    inner: Arc<FileInner>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Opened {
+    fn new(inner: &Arc<FileInner>) -> Arc<Opened> {
+        Arc::new(Opened {
+            inner: Arc::clone(inner),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Close this open, once: the opens still left.
+    fn close(&self) -> usize {
+        use std::sync::atomic::Ordering;
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return self.inner.opens.load(Ordering::Acquire);
+        }
+        self.inner
+            .opens
+            .fetch_sub(1, Ordering::AcqRel)
+            .saturating_sub(1)
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The files this process has open by path (see [`crate::open_files`]).
+static OPEN_FILES: Registry<FileInner> = Registry::new();
+
 impl FileInner {
+    /// Whether the file is still open: not closed by [`File::close`].
+    fn is_open(&self) -> bool {
+        !self.store.is_closed()
+    }
+
     /// The superblock's base address: where address 0 of the file's structures is (past a
     /// userblock).
     pub(crate) fn base_address(&self) -> u64 {
@@ -298,6 +346,7 @@ impl FileInner {
             durability,
             superblock_written: Mutex::new(None),
             lock: Mutex::new(lock),
+            opens: std::sync::atomic::AtomicUsize::new(1),
         }
     }
 
@@ -456,6 +505,8 @@ impl OpenOptions {
 #[derive(Clone, Debug)]
 pub struct File {
     pub(crate) inner: Arc<FileInner>,
+    /// The open this handle belongs to.
+    open: Arc<Opened>,
 }
 
 impl File {
@@ -486,6 +537,16 @@ impl File {
         };
         let file = open.open(path).map_err(|e| io_error(path, e))?;
         let name = path.display().to_string();
+        let id = Identity::of(&file, path);
+        if let Some(id) = &id
+            && OPEN_FILES.find(id, FileInner::is_open).is_some()
+        {
+            // Before the lock and the truncation: the open file is left whole.
+            return Err(Error::AlreadyOpen {
+                file: name,
+                how: ", so it cannot be created anew (truncated)",
+            });
+        }
         let lock = crate::swmr::lock(&file, crate::swmr::Lock::Exclusive, &name)?;
         // Locked (or a SWMR writer, whose readers never write): this process alone writes it.
         let storage = FileStorage::sole_writer(file).map_err(|e| io_error(path, e))?;
@@ -498,6 +559,9 @@ impl File {
         )?;
         if options.swmr_write {
             f.inner.unlock()?;
+        }
+        if let Some(id) = id {
+            OPEN_FILES.insert(id, &f.inner);
         }
         Ok(f)
     }
@@ -635,7 +699,7 @@ impl File {
             inner.store.start_swmr_write(false);
         }
         inner.set_flags(options.swmr_write)?;
-        Ok(File { inner })
+        Ok(File::first_open(inner))
     }
 
     /// Open `path` read-only.
@@ -649,6 +713,12 @@ impl File {
     }
 
     /// Open `path` with `options`.
+    ///
+    /// A file this process has open already is shared, as libhdf5 shares it: the new handle
+    /// sees everything the others wrote, flushed or not, and [`File::close`] closes the file
+    /// with its last open. An open the first cannot share is refused with
+    /// [`Error::AlreadyOpen`] (writing a file open read-only; SWMR writing). A SWMR reader
+    /// of a file this process is SWMR-writing opens it on its own, as another process would.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<File> {
         let path = path.as_ref();
         let file = std::fs::OpenOptions::new()
@@ -657,6 +727,19 @@ impl File {
             .open(path)
             .map_err(|e| io_error(path, e))?;
         let name = path.display().to_string();
+        // A SWMR reader of a file this process is SWMR-writing reads what the writer flushed,
+        // with a cache of its own, in this process as in another: it does not share (any
+        // other open of the file does, as libhdf5's does), and is not shared.
+        let id = Identity::of(&file, path);
+        let shared = id.as_ref().and_then(|id| {
+            OPEN_FILES.find(id, |f| {
+                f.is_open() && !(options.swmr_read && f.store.swmr_write())
+            })
+        });
+        if let Some(open) = shared {
+            return File::share(open, &options, name);
+        }
+        let id = id.filter(|_| !options.swmr_read);
         // As libhdf5: a writer locks the file alone, readers (SWMR or not) share it, and a
         // SWMR writer holds no lock (its readers must get in).
         let how = if options.swmr_write {
@@ -673,13 +756,42 @@ impl File {
         } else {
             FileStorage::new(file)
         };
-        File::open_named(
+        let f = File::open_named(
             name,
             Arc::new(storage),
             Some(JournalPlace::beside(path)),
             options,
             lock,
-        )
+        )?;
+        if let Some(id) = id {
+            OPEN_FILES.insert(id, &f.inner);
+        }
+        Ok(f)
+    }
+
+    /// A second open of a file this process has open: the open file's state, shared as
+    /// libhdf5 shares it, when the first open allows what this one asks.
+    fn share(open: Arc<FileInner>, options: &OpenOptions, name: String) -> Result<File> {
+        let refuse = |how| Err(Error::AlreadyOpen { file: name, how });
+        if options.swmr_write {
+            return refuse(", so it cannot be opened again for SWMR writing");
+        }
+        if options.writable && !open.store.writable {
+            return refuse(" read-only, so it cannot be opened again for writing");
+        }
+        open.opens.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Ok(File {
+            open: Opened::new(&open),
+            inner: open,
+        })
+    }
+
+    /// The handle of a file's first open.
+    fn first_open(inner: Arc<FileInner>) -> File {
+        File {
+            open: Opened::new(&inner),
+            inner,
+        }
     }
 
     /// Open a file in object storage, read-only: `s3://bucket/key` (credentials, region and
@@ -885,7 +997,7 @@ impl File {
                 inner.swmr_without_journal()?;
             }
         }
-        Ok(File { inner })
+        Ok(File::first_open(inner))
     }
 
     /// The superblock's version.
@@ -939,7 +1051,14 @@ impl File {
     /// processes may open it. Handles that outlive it (datasets, groups, clones) can still
     /// read; a change through them is refused ([`Error::Closed`]). Dropping the last handle
     /// closes the file too, but can only print an error.
+    ///
+    /// A file opened more than once in this process ([`File::open`] of a path it has open
+    /// shares the open file, as libhdf5 does) is flushed by each `close` and closed by the
+    /// last.
     pub fn close(self) -> Result<()> {
+        if self.open.close() > 0 {
+            return self.inner.flush();
+        }
         self.inner.close()
     }
 

@@ -85,6 +85,7 @@ pub mod libver;
 mod link;
 mod object;
 mod object_refs;
+mod open_files;
 mod select;
 mod store;
 mod swmr;
