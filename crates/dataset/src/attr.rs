@@ -82,9 +82,30 @@ impl Attr {
         &self.data
     }
 
-    /// The values as `T`, which must be the stored number type (byte order aside).
+    /// The values as `T`: numbers of any integer or float type, converted from the stored
+    /// one as libhdf5 converts them (an `i64` attribute read as `i32` when every value fits;
+    /// [`Error::ValueOutOfRange`] names the first that does not).
     pub fn values<T: H5Type>(&self) -> Result<Vec<T>> {
         let desc = self.dtype()?;
+        if (desc.class != T::DESC.class || desc.size != T::DESC.size)
+            && crate::convert::convertible(desc, T::DESC)
+        {
+            // Numbers of another type, converted as libhdf5 converts them: an `i64` read as
+            // `i32` when every value fits, a typed error naming the first that does not.
+            let mut le = self.data.clone();
+            desc.to_from_le(&mut le);
+            let n = le.len().checked_div(desc.size).unwrap_or(0);
+            let mut out = vec![0u8; n.saturating_mul(T::DESC.size)];
+            crate::convert::convert(desc, &le, T::DESC, &mut out).map_err(|u| {
+                Error::ValueOutOfRange {
+                    object: format!("attribute {:?}", self.name),
+                    index: u.index as u64,
+                    value: u.value,
+                    to: T::DESC.numpy(),
+                }
+            })?;
+            return Ok(from_le_bytes(&out));
+        }
         if desc.class != T::DESC.class || desc.size != T::DESC.size {
             return Err(Error::arg(
                 "T",

@@ -75,6 +75,19 @@ pub enum Error {
         /// The error the lock gave.
         source: std::io::Error,
     },
+    /// A value does not fit the type it is converted to on a read or write (an `i64` element
+    /// past `i32`'s range read as `i32`, a NaN read as an integer); libhdf5 would clip it.
+    #[error("{object}: element {index} ({value}) does not fit {to}")]
+    ValueOutOfRange {
+        /// The dataset or attribute.
+        object: String,
+        /// The element's index among those converted.
+        index: u64,
+        /// The value, as text.
+        value: String,
+        /// The type it was converted to (numpy's name).
+        to: String,
+    },
     /// This process has the file open already, in a way this open cannot share (libhdf5:
     /// "file is already open for read-only", "unable to truncate a file which is already
     /// open"). An open that can share, read-only or read-write again, gets the open file's

@@ -72,6 +72,7 @@
 mod attr;
 mod check;
 mod chunk_cache;
+mod convert;
 mod dataset;
 mod dense;
 mod dense_write;

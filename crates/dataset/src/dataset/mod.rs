@@ -499,7 +499,7 @@ impl Dataset {
 
     fn check_type(&self, t: TypeDesc) -> Result<()> {
         let d = self.dtype();
-        if d.class != t.class || d.size != t.size {
+        if (d.class != t.class || d.size != t.size) && !crate::convert::convertible(d, t) {
             return Err(Error::arg(
                 "element type",
                 format!(
@@ -513,7 +513,10 @@ impl Dataset {
         Ok(())
     }
 
-    /// Read everything, as `T`.
+    /// Read everything, as `T`. Numbers of another type than the dataset's are converted as
+    /// libhdf5 and h5py convert them (a float32 dataset read as `f64`; an `i64` one read as
+    /// `i32` when every value fits, else [`Error::ValueOutOfRange`] naming the first that does
+    /// not); the same holds for every typed read and write.
     pub fn read<T: H5Type>(&self) -> Result<Vec<T>> {
         self.check_type(T::DESC)?;
         self.read_values(&Hyperslab::all(&self.shape()))
@@ -600,6 +603,16 @@ impl Dataset {
     /// memory when `T` allows and the host is little-endian, else through a byte buffer.
     fn read_typed<T: H5Type>(&self, h: &Hyperslab, out: &mut [T]) -> Result<()> {
         let dtype = self.dtype();
+        if dtype.class != T::DESC.class || dtype.size != T::DESC.size {
+            // Numbers of another type: converted as libhdf5 converts them.
+            let bytes = self.read_selection_raw(h)?;
+            let mut le = vec![0u8; out.len().saturating_mul(T::DESC.size)];
+            self.converted(dtype, &bytes, T::DESC, &mut le)?;
+            for (o, b) in out.iter_mut().zip(le.chunks_exact(T::DESC.size)) {
+                *o = T::read_le(b);
+            }
+            return Ok(());
+        }
         if cfg!(target_endian = "little")
             && let Some(bytes) = T::bytes_mut(out)
             && bytes.len() as u64 == h.len().saturating_mul(dtype.size as u64)
@@ -660,11 +673,35 @@ impl Dataset {
         Ok(out)
     }
 
-    /// Write everything from `T` values in C order.
+    /// Write everything from `T` values in C order (numbers of another type than the
+    /// dataset's are converted as libhdf5 converts them; see [`Error::ValueOutOfRange`]).
     pub fn write<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
         let dims = self.shape();
-        self.write_selection_raw(&Hyperslab::all(&dims), to_le_bytes(data))
+        let le = self.to_dataset_type(data)?;
+        self.write_selection_raw(&Hyperslab::all(&dims), le)
+    }
+
+    /// `data` as little-endian bytes of the dataset's type, converted when `T` is another.
+    fn to_dataset_type<T: H5Type>(&self, data: &[T]) -> Result<Vec<u8>> {
+        let le = to_le_bytes(data);
+        let dtype = self.dtype();
+        if dtype.class == T::DESC.class && dtype.size == T::DESC.size {
+            return Ok(le);
+        }
+        let mut out = vec![0u8; data.len().saturating_mul(dtype.size)];
+        self.converted(T::DESC, &le, dtype, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`convert::convert`](crate::convert::convert), its failure named as this dataset's.
+    fn converted(&self, from: TypeDesc, src: &[u8], to: TypeDesc, dst: &mut [u8]) -> Result<()> {
+        crate::convert::convert(from, src, to, dst).map_err(|u| Error::ValueOutOfRange {
+            object: self.path(),
+            index: u.index as u64,
+            value: u.value,
+            to: to.numpy(),
+        })
     }
 
     /// Write a hyperslab from `T` values in C order.
@@ -676,11 +713,18 @@ impl Dataset {
         stride: Option<&[u64]>,
     ) -> Result<()> {
         self.check_type(T::DESC)?;
-        if cfg!(target_endian = "little")
+        let dtype = self.dtype();
+        let same = dtype.class == T::DESC.class && dtype.size == T::DESC.size;
+        if same
+            && cfg!(target_endian = "little")
             && let Some(le) = T::bytes(data)
         {
             // The values' own bytes: a whole chunk is copied once, into its buffer.
             return self.write_slice_raw(le, start, count, stride);
+        }
+        if !same {
+            let le = self.to_dataset_type(data)?;
+            return self.write_slice_raw(&le, start, count, stride);
         }
         let h = Hyperslab::new(start, count, stride, &self.shape())?;
         self.write_selection_raw(&h, to_le_bytes(data))
@@ -1077,7 +1121,19 @@ impl Dataset {
     /// `data.len()` divided by the product of the other dimensions.
     pub fn append<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
-        if cfg!(target_endian = "little")
+        // Values of the dataset's own type go straight to the bytes' paths; another type's are
+        // converted first, so a value that does not fit changes nothing.
+        let same = {
+            let d = self.dtype();
+            d.class == T::DESC.class && d.size == T::DESC.size
+        };
+        let converted = if same {
+            None
+        } else {
+            Some(self.to_dataset_type(data)?)
+        };
+        if same
+            && cfg!(target_endian = "little")
             && let Some(le) = T::bytes(data)
             && self.append_whole_chunks(le)?
         {
@@ -1126,10 +1182,12 @@ impl Dataset {
             (new, start, count)
         };
         self.resize(&new)?;
+        if let Some(le) = &converted {
+            return self.write_slice_raw(le, &start, &count, None);
+        }
         if cfg!(target_endian = "little")
             && let Some(le) = T::bytes(data)
         {
-            // The type is checked above: straight to the bytes' path.
             return self.write_slice_raw(le, &start, &count, None);
         }
         self.write_slice(data, &start, &count, None)
