@@ -88,6 +88,7 @@ mod object;
 mod object_refs;
 mod open_files;
 mod select;
+pub mod selection;
 mod store;
 mod swmr;
 pub mod types;
@@ -107,6 +108,7 @@ pub use h5chunk_cache::{Durability, Recovery};
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};
+pub use selection::{Dim, Selected, Selection};
 pub use types::{H5Type, TypeClass, TypeDesc};
 
 /// Guides, one page per concern. Documentation only: every example in them is a tested
