@@ -61,8 +61,9 @@ const TASKS: &[Task] = &[
     Task {
         name: "lint",
         usage: "lint",
-        help: "cargo fmt --check, clippy on all targets with warnings denied, then the library \
-               core checked for wasm32-unknown-unknown (installing the target with rustup)",
+        help: "cargo fmt --check, clippy on all targets with warnings denied, the docs of every \
+               crate with every feature (warnings denied), then the library core checked for \
+               wasm32-unknown-unknown (installing the target with rustup)",
         run: lint,
     },
     Task {
@@ -394,6 +395,18 @@ fn lint(args: &[String]) -> TaskResult {
         "-D",
         "warnings",
     ]))?;
+    // The generated docs with every feature on, as docs.rs builds them: a broken link or a
+    // doc example that no longer names real API fails here.
+    run(cargo()
+        .current_dir(&root)
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .args([
+            "doc",
+            "--workspace",
+            "--no-deps",
+            "--all-features",
+            "--quiet",
+        ]))?;
     wasm_check(&root)
 }
 

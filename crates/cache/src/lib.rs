@@ -134,17 +134,21 @@
 //! writer makes them.
 
 #![forbid(unsafe_code)]
+// docs.rs (nightly) names the cargo feature each gated item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod alloc;
 mod cache;
 mod entry;
 mod error;
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 mod faulty;
 mod hash;
 mod journal;
 mod line;
 #[cfg(feature = "object-store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 mod object;
 mod pages;
 mod stats;
@@ -156,6 +160,7 @@ pub use cache::{CacheConfig, ChunkFlusher, EntryMut, EntryRef, FlushReport, Meta
 pub use entry::{CacheEntry, Key, ProxyId};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use faulty::{FaultyStorage, WriteRecord};
 pub use hash::{IntHasher, IntMap};
 pub use journal::{
@@ -163,6 +168,7 @@ pub use journal::{
 };
 pub use line::CacheLine;
 #[cfg(feature = "object-store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 pub use object::{BLOCK, GAP, ObjectStorage, READ_AHEAD};
 pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};

@@ -1,10 +1,24 @@
 //! A growing log: append timestamped readings to an HDF5 file, flushing after each batch so
-//! that h5py, `h5dump` or a crash at any moment sees every completed batch.
+//! that h5py, `h5dump` or a crash at any moment sees every completed batch. The file says what
+//! it holds in attributes, as h5py users write them: the file's own (`f.attrs["title"]`), and
+//! each dataset's units.
 //!
 //! ```text
 //! cargo run --example append_logger                 # a log in the system's temp directory
 //! cargo run --example append_logger -- my.h5 5000   # 5,000 more records into my.h5
-//! python3 -c "import h5py; f = h5py.File('my.h5'); print(f['time'][-3:], f['reading'][-3:])"
+//! python3 -c "import h5py; f = h5py.File('my.h5'); print(dict(f.attrs), f['time'][-3:], f['reading'][-3:])"
+//! ```
+//!
+//! The same in h5py:
+//!
+//! ```python
+//! f = h5py.File(path, "a")
+//! if "time" not in f:
+//!     f.attrs["title"] = "thermocouple log"
+//!     t = f.create_dataset("time", (0,), "f8", maxshape=(None,), chunks=(4096,), shuffle=True, compression="gzip", compression_opts=4)
+//!     t.attrs["units"] = "s since 1970-01-01"
+//!     ...
+//! t.resize((n + len(batch),)); t[n:] = batch; f.flush()
 //! ```
 //!
 //! Run it twice: the second run reopens the file and appends after the first run's records.
@@ -36,10 +50,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (file, time, reading)
     } else {
         let file = File::create(&path)?;
+        // What the file holds, for whoever opens it (h5py: `f.attrs["title"] = ...`).
+        file.attrs().set_str("title", "thermocouple log")?;
+        file.attrs().set_scalar("sensor_id", 7u32)?;
         let time = growing::<f64>(&file, "time")?;
+        time.attrs().set_str("units", "s since 1970-01-01")?;
         let reading = growing::<f32>(&file, "reading")?;
+        reading.attrs().set_str("units", "degC")?;
         (file, time, reading)
     };
+    println!(
+        "{}: {}, units {} and {}",
+        path.display(),
+        file.attr("title")?.string()?,
+        time.attr("units")?.string()?,
+        reading.attr("units")?.string()?
+    );
     let before = time.shape().first().copied().unwrap_or(0);
 
     let mut written = 0;
@@ -66,7 +92,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         path.display(),
         time.index_kind().map_or("no", |k| k.name())
     );
-    let last: Vec<f32> = reading.read_slice(&[after.saturating_sub(3)], &[after.min(3)], None)?;
+    // h5py's reading[-3:], as f64 (stored as float32, converted on read as h5py converts).
+    let last: Vec<f64> = reading.select(-3..)?.read()?;
     println!("last readings: {last:?}");
     file.close()?;
     Ok(())

@@ -463,6 +463,23 @@ pub struct OpenOptions {
 }
 
 impl OpenOptions {
+    /// Refuse options that contradict each other.
+    fn check(&self) -> Result<()> {
+        if self.swmr_read && self.swmr_write {
+            return Err(Error::arg(
+                "options",
+                "a file is opened as a SWMR reader or as a SWMR writer, not both",
+            ));
+        }
+        if self.swmr_read && self.writable {
+            return Err(Error::arg(
+                "options",
+                "a SWMR reader opens the file read-only",
+            ));
+        }
+        Ok(())
+    }
+
     /// A SWMR reader (h5py's `h5py.File(path, 'r', swmr=True)`; see
     /// [`swmr_read`](Self::swmr_read)).
     pub fn swmr_read() -> OpenOptions {
@@ -720,6 +737,7 @@ impl File {
     /// [`Error::AlreadyOpen`] (writing a file open read-only; SWMR writing). A SWMR reader
     /// of a file this process is SWMR-writing opens it on its own, as another process would.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<File> {
+        options.check()?;
         let path = path.as_ref();
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -800,16 +818,18 @@ impl File {
     /// local server) or `file:///path`; a plain path opens as [`File::open`] does. Reads are
     /// range requests: the first bytes come with the opening request, metadata is cached,
     /// and a read's chunks are fetched together (see
-    /// [`ObjectStorage`](crate::storage::ObjectStorage)).
+    /// [`ObjectStorage`](crate::storage::ObjectStorage)). Cargo feature `object-store`.
     #[cfg(feature = "object-store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
     pub fn open_url(url: &str) -> Result<File> {
         File::open_url_with(url, &[], OpenOptions::read_only())
     }
 
     /// [`File::open_url`] with object_store's configuration keys (`aws_endpoint`,
     /// `aws_allow_http`, `aws_access_key_id`, ...) over the environment's, and `options`
-    /// (which must be read-only).
+    /// (which must be read-only). Cargo feature `object-store`.
     #[cfg(feature = "object-store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
     pub fn open_url_with(
         url: &str,
         store_options: &[(String, String)],
@@ -886,13 +906,8 @@ impl File {
         mut options: OpenOptions,
         lock: Option<std::fs::File>,
     ) -> Result<File> {
+        options.check()?;
         if options.swmr_write {
-            if options.swmr_read {
-                return Err(Error::arg(
-                    "options",
-                    "a file is opened as a SWMR reader or as a SWMR writer, not both",
-                ));
-            }
             options.writable = true;
         }
         let io = |e| Error::Io {
@@ -900,7 +915,11 @@ impl File {
             source: e,
         };
         // An interrupted flush: roll back to the last completed one before reading anything.
-        if let Some(place) = &place
+        // A SWMR reader asks only once it knows from the superblock whether a SWMR writer is
+        // live: while one is, the journal is that writer's, mid-flush or not, and the file
+        // is whole for readers at every instant of its flushes.
+        let reader_place = place.clone().filter(|_| options.swmr_read);
+        if let Some(place) = place.as_ref().filter(|_| !options.swmr_read)
             && h5chunk_cache::needs_recovery(place).map_err(io)?
         {
             if !options.writable {
@@ -920,12 +939,6 @@ impl File {
             None => raw,
         };
         let len = raw.len().map_err(io)?;
-        if options.swmr_read && options.writable {
-            return Err(Error::arg(
-                "options",
-                "a SWMR reader opens the file read-only",
-            ));
-        }
         let (at, sb) = crate::swmr::locate_superblock(&*raw, len, &name)?;
         let swmr_writer_live = if options.swmr_read {
             crate::swmr::check_flags_swmr_read(&sb, &name)?
@@ -933,6 +946,12 @@ impl File {
             crate::swmr::check_flags(&sb, &name)?;
             false
         };
+        if let Some(place) = &reader_place
+            && !swmr_writer_live
+            && h5chunk_cache::needs_recovery(place).map_err(io)?
+        {
+            return Err(Error::NeedsRecovery { file: name });
+        }
         if options.swmr_write && sb.version < 3 {
             return Err(Error::SwmrVersion {
                 file: name,

@@ -68,6 +68,8 @@
 //! layouts the code relies on are in the repository's `docs/format/`.
 
 #![forbid(unsafe_code)]
+// docs.rs (nightly) names the cargo feature each gated item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attr;
 mod check;
@@ -134,6 +136,7 @@ pub mod guide {
 /// metadata cache's positioned-I/O trait and its file and memory implementations.
 pub mod storage {
     #[cfg(feature = "object-store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
     pub use h5chunk_cache::{BLOCK, GAP, ObjectStorage, READ_AHEAD};
     pub use h5chunk_cache::{FileStorage, MemStorage, Storage};
 }

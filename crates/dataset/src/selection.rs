@@ -291,6 +291,7 @@ selection_from_tuple!(A, B, C, D, E);
 selection_from_tuple!(A, B, C, D, E, F);
 
 #[cfg(feature = "ndarray")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 impl<T, Din: ndarray::Dimension, Dout: ndarray::Dimension> From<ndarray::SliceInfo<T, Din, Dout>>
     for Selection
 where
@@ -374,8 +375,10 @@ impl Selected<'_> {
             .write_slice(data, &self.at.start, &self.at.count, self.stride())
     }
 
-    /// The selected elements as an array of the selection's [`shape`](Self::shape).
+    /// The selected elements as an array of the selection's [`shape`](Self::shape) (cargo
+    /// feature `ndarray`).
     #[cfg(feature = "ndarray")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
     pub fn read_array<T: H5Type>(&self) -> Result<ndarray::ArrayD<T>> {
         let shape: Vec<usize> = (self.at.shape.iter())
             .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))

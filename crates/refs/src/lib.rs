@@ -48,9 +48,14 @@
 //! # }
 //! ```
 
+// docs.rs (nightly) names the cargo feature each gated item needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(feature = "parquet")]
+#[cfg_attr(docsrs, doc(cfg(feature = "parquet")))]
 mod parquet;
 #[cfg(feature = "parquet")]
+#[cfg_attr(docsrs, doc(cfg(feature = "parquet")))]
 pub use parquet::DEFAULT_RECORD_SIZE;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -163,7 +168,7 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
     out.extend_from_slice(digits.get(n..).unwrap_or_default());
 }
 
-/// What [`File::references`] describes and how.
+/// What [`references`] describes and how.
 #[derive(Clone, Debug, Default)]
 pub struct RefsOptions {
     /// The datasets to describe (paths from the root); all of the file's when empty.

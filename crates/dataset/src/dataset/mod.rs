@@ -1409,16 +1409,20 @@ impl Dataset {
         }
     }
 
-    /// Read everything into an n-dimensional array of the dataset's shape.
+    /// Read everything into an n-dimensional array of the dataset's shape (cargo feature
+    /// `ndarray`).
     #[cfg(feature = "ndarray")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
     pub fn read_array<T: H5Type>(&self) -> Result<ndarray::ArrayD<T>> {
         let shape: Vec<usize> = self.shape().iter().map(|&d| d as usize).collect();
         ndarray::ArrayD::from_shape_vec(shape, self.read::<T>()?)
             .map_err(|_| Error::Internal("ndarray refused the dataset's own shape"))
     }
 
-    /// Write an n-dimensional array at `start` (its shape is the selection's count).
+    /// Write an n-dimensional array at `start` (its shape is the selection's count; cargo
+    /// feature `ndarray`).
     #[cfg(feature = "ndarray")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
     pub fn write_array<T: H5Type>(
         &self,
         a: ndarray::ArrayViewD<'_, T>,
