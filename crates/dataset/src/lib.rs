@@ -95,7 +95,9 @@ pub use attr::Attr;
 pub use check::{CheckReport, Problem};
 pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
-pub use dataset::{ChunkInfo, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs};
+pub use dataset::{
+    BitshuffleCompression, ChunkInfo, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs,
+};
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
 pub use group::{Group, GroupOptions};

@@ -38,6 +38,35 @@ pub enum FilterSpec {
     Fletcher32,
     /// LZF (h5py's filter 32000).
     Lzf,
+    /// LZ4 (filter 32004) in blocks of this many bytes (0: the filter's default, 1 GiB), each
+    /// stored raw when LZ4 does not make it smaller. Chunks are byte-identical to the reference
+    /// filter's (hdf5plugin's `LZ4(nbytes)`).
+    Lz4(u32),
+    /// Bitshuffle (filter 32008) in blocks of `block_size` elements (a multiple of 8; 0: the
+    /// filter's default, 8 KiB worth of elements), then the blocks' compression. Without
+    /// compression and with LZ4, chunks are byte-identical to the reference filter's
+    /// (hdf5plugin's `Bitshuffle(nelems, cname)`).
+    Bitshuffle {
+        /// Elements per block (0: the default).
+        block_size: u32,
+        /// What compresses each block.
+        compression: BitshuffleCompression,
+    },
+    /// Zstandard (filter 32015) at a level. The level is recorded as given, but every level
+    /// encodes with the pure-Rust encoder's fastest setting (close to libzstd's level 1).
+    Zstd(i32),
+}
+
+/// The compression after bitshuffle's bit transpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitshuffleCompression {
+    /// None: the chunk is the transposed blocks.
+    None,
+    /// LZ4 blocks (what detectors write).
+    Lz4,
+    /// Zstandard frames at a level (encoded at the fastest setting whatever the level, as
+    /// [`FilterSpec::Zstd`]).
+    Zstd(i32),
 }
 
 /// Messages of a new object header, with their flags.
@@ -326,6 +355,29 @@ impl DatasetBuilder {
                         1,
                         vec![4, 261, chunk_bytes as u32],
                     ),
+                    // Client data and flags as hdf5plugin writes them (optional filters).
+                    FilterSpec::Lz4(block) => {
+                        Filter::new(pipeline_version, id::LZ4, 1, vec![block])
+                    }
+                    FilterSpec::Bitshuffle {
+                        block_size,
+                        compression,
+                    } => {
+                        // The filter's version (0.4) that hdf5plugin records, the element size,
+                        // the block size, the compression and its level.
+                        let mut cd = vec![0, 4, elem as u32, block_size];
+                        match compression {
+                            BitshuffleCompression::None => cd.push(0),
+                            BitshuffleCompression::Lz4 => cd.push(2),
+                            BitshuffleCompression::Zstd(level) => {
+                                cd.extend([3, level as u32]);
+                            }
+                        }
+                        Filter::new(pipeline_version, id::BITSHUFFLE, 1, cd)
+                    }
+                    FilterSpec::Zstd(level) => {
+                        Filter::new(pipeline_version, id::ZSTD, 1, vec![level as u32])
+                    }
                 })
                 .collect(),
         });

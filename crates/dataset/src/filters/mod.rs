@@ -1,11 +1,16 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3) and LZF (32000), applied in
-//! pipeline order when writing a chunk and in reverse when reading it. A set bit `i` of a
-//! chunk's filter mask means filter `i` was skipped for that chunk.
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), LZF (32000), LZ4 (32004),
+//! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
+//! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
+//! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
+//! filter registry names it.
 
+pub mod bitshuffle;
 mod deflate;
 mod fletcher32;
+pub mod lz4;
 mod lzf;
 mod shuffle;
+mod zstd;
 
 use h5chunk_format::message::{FilterPipeline, filter_pipeline::id};
 
@@ -16,7 +21,7 @@ pub use fletcher32::fletcher32;
 #[non_exhaustive]
 pub enum FilterError {
     /// A filter h5chunk does not implement.
-    #[error("unknown filter {id} ({name})")]
+    #[error("filter {id} ({name}) is not available")]
     Unknown {
         /// The filter identifier.
         id: u16,
@@ -49,6 +54,51 @@ pub enum FilterError {
     },
 }
 
+/// The name of a registered HDF5 filter (the HDF Group's registry of filter plugins), for
+/// the error that says a filter is not available.
+pub fn filter_name(filter: u16) -> Option<&'static str> {
+    Some(match filter {
+        id::DEFLATE => "deflate",
+        id::SHUFFLE => "shuffle",
+        id::FLETCHER32 => "fletcher32",
+        id::SZIP => "szip",
+        id::NBIT => "nbit",
+        id::SCALEOFFSET => "scaleoffset",
+        305 => "LZO",
+        307 => "bzip2",
+        id::LZF => "lzf",
+        32001 => "Blosc",
+        32002 => "MAFISC",
+        32003 => "Snappy",
+        id::LZ4 => "LZ4",
+        32005 => "APAX",
+        32006 => "CBF",
+        32007 => "JPEG-XR",
+        id::BITSHUFFLE => "bitshuffle",
+        32009 => "SPDP",
+        32010 => "LPC-Rice",
+        32011 => "CCSDS-123",
+        32012 => "JPEG-LS",
+        32013 => "zfp",
+        32014 => "fpzip",
+        id::ZSTD => "Zstandard",
+        32016 => "B³D",
+        32017 => "SZ",
+        32018 => "FCIDECOMP",
+        32019 => "JPEG",
+        32020 => "VBZ",
+        32022 => "FAPEC",
+        32023 => "BitGroom",
+        32024 => "Granular BitRound",
+        32025 => "SZ3",
+        32026 => "Blosc2",
+        32028 => "FLAC",
+        32029 => "SPERR",
+        32030 => "TERSE/PROMISE",
+        _ => return None,
+    })
+}
+
 /// One filter of a pipeline, ready to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Stage {
@@ -56,6 +106,9 @@ enum Stage {
     Shuffle { element_size: usize },
     Fletcher32,
     Lzf,
+    Lz4 { block_size: u32 },
+    Bitshuffle(bitshuffle::Params),
+    Zstd { level: i32 },
 }
 
 impl Stage {
@@ -65,6 +118,9 @@ impl Stage {
             Stage::Shuffle { .. } => "shuffle",
             Stage::Fletcher32 => "fletcher32",
             Stage::Lzf => "lzf",
+            Stage::Lz4 { .. } => "lz4",
+            Stage::Bitshuffle(_) => "bitshuffle",
+            Stage::Zstd { .. } => "zstd",
         }
     }
 }
@@ -93,10 +149,32 @@ impl Pipeline {
                 },
                 id::FLETCHER32 => Stage::Fletcher32,
                 id::LZF => Stage::Lzf,
+                id::LZ4 => Stage::Lz4 {
+                    block_size: cd.first().copied().unwrap_or(0),
+                },
+                id::BITSHUFFLE => {
+                    Stage::Bitshuffle(bitshuffle::Params::parse(cd, element_size).ok_or_else(
+                        || FilterError::BadParameters {
+                            filter: "bitshuffle",
+                            client_data: cd.clone(),
+                        },
+                    )?)
+                }
+                id::ZSTD => Stage::Zstd {
+                    level: cd.first().map_or(3, |&l| l as i32),
+                },
                 other => {
                     return Err(FilterError::Unknown {
                         id: other,
-                        name: String::from_utf8_lossy(f.name()).into_owned(),
+                        name: filter_name(other).map_or_else(
+                            || {
+                                let name = f.name();
+                                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                                String::from_utf8_lossy(name.get(..end).unwrap_or_default())
+                                    .into_owned()
+                            },
+                            str::to_owned,
+                        ),
                     });
                 }
             };
@@ -137,11 +215,14 @@ impl Pipeline {
         chunk_bytes: usize,
         first: usize,
     ) -> Result<Vec<u8>, FilterError> {
-        // Intermediate results are bounded so a corrupt chunk cannot inflate without limit:
-        // no filter here makes data grow by more than a few bytes when encoding.
+        // Intermediate results are bounded so a corrupt chunk cannot inflate without limit: no
+        // filter here makes data grow by more than a few bytes when encoding, but for LZ4's and
+        // bitshuffle's headers and incompressible blocks (at most 1/255 more and 16 bytes per
+        // block of at least 1 KiB when a filter follows them).
         let limit = chunk_bytes
-            .saturating_add(64)
-            .saturating_add(self.stages.len().saturating_mul(8));
+            .saturating_add(chunk_bytes / 32)
+            .saturating_add(1024)
+            .saturating_add(self.stages.len().saturating_mul(64));
         for (i, (stage, _)) in self.stages.iter().enumerate().skip(first).rev() {
             if i < 32 && mask & (1 << i) != 0 {
                 continue;
@@ -151,6 +232,9 @@ impl Pipeline {
                 Stage::Shuffle { element_size } => shuffle::unshuffle(&data, *element_size),
                 Stage::Fletcher32 => fletcher32::verify_and_strip(data)?,
                 Stage::Lzf => lzf::decompress(&data, limit)?,
+                Stage::Lz4 { .. } => lz4::decompress(&data, limit)?,
+                Stage::Bitshuffle(p) => bitshuffle::decompress(&data, p, limit)?,
+                Stage::Zstd { .. } => zstd::decompress(&data, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -192,6 +276,11 @@ impl Pipeline {
                 Stage::Shuffle { element_size } => Some(shuffle::shuffle(&data, *element_size)),
                 Stage::Fletcher32 => Some(fletcher32::append(data.clone().into_owned())),
                 Stage::Lzf => lzf::compress(&data),
+                // The reference filters fail (and libhdf5 then skips an optional filter) only on
+                // inputs they cannot frame: chunks of 2 GiB and more, a partial element.
+                Stage::Lz4 { block_size } => lz4::compress(&data, *block_size).ok(),
+                Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
+                Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
             };
             match out {
                 Some(out) => data = std::borrow::Cow::Owned(out),
@@ -280,11 +369,11 @@ mod tests {
         ));
         let message = FilterPipeline {
             version: PipelineVersion::V2,
-            filters: vec![Filter::new(PipelineVersion::V2, 307, 1, vec![])],
+            filters: vec![Filter::new(PipelineVersion::V2, 32017, 1, vec![])],
         };
         assert!(matches!(
             Pipeline::new(&message, 4),
-            Err(FilterError::Unknown { id: 307, .. })
+            Err(FilterError::Unknown { id: 32017, .. })
         ));
     }
 }
