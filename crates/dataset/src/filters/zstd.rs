@@ -20,10 +20,46 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
     }
 }
 
+const MAGIC: [u8; 4] = 0xFD2F_B528u32.to_le_bytes();
+
 /// Append one Zstandard frame of `data` to `out`. `_level` is the level asked for (see the
 /// module documentation: every level encodes as ruzstd's fastest).
+///
+/// ruzstd writes a frame header without the content size; the reference filter sizes its
+/// output from that field (and fails without it), so the header is rewritten with it
+/// (RFC 8878 section 3.1.1.1: the Frame_Content_Size_Flag of the descriptor, then the field
+/// after the window descriptor). The blocks that follow do not depend on the header.
 pub fn compress_into(data: &[u8], _level: i32, out: &mut Vec<u8>) {
-    compress(data, out, CompressionLevel::Fastest);
+    let mut frame = Vec::with_capacity(data.len() / 2);
+    compress(data, &mut frame, CompressionLevel::Fastest);
+    // ruzstd's header: magic, a descriptor with no content size, no single segment and no
+    // dictionary (only the checksum bit may be set), a window descriptor.
+    match frame.split_first_chunk::<6>() {
+        Some((&[m0, m1, m2, m3, descriptor, window], blocks))
+            if [m0, m1, m2, m3] == MAGIC && descriptor & !0x04 == 0 =>
+        {
+            let n = data.len() as u64;
+            out.extend_from_slice(&MAGIC);
+            match u16::try_from(n.wrapping_sub(256)) {
+                Ok(short) if n >= 256 => {
+                    out.extend([descriptor | 0x40, window]);
+                    out.extend_from_slice(&short.to_le_bytes());
+                }
+                _ => match u32::try_from(n) {
+                    Ok(word) => {
+                        out.extend([descriptor | 0x80, window]);
+                        out.extend_from_slice(&word.to_le_bytes());
+                    }
+                    Err(_) => {
+                        out.extend([descriptor | 0xC0, window]);
+                        out.extend_from_slice(&n.to_le_bytes());
+                    }
+                },
+            }
+            out.extend_from_slice(blocks);
+        }
+        _ => out.extend_from_slice(&frame),
+    }
 }
 
 /// One Zstandard frame of `data`.
@@ -76,6 +112,21 @@ mod tests {
         let c = compress_chunk(&data, 3);
         assert!(c.len() < data.len() / 2, "{} bytes", c.len());
         assert_eq!(decompress(&c, data.len()).unwrap(), data);
+        // The header carries the content size (descriptor flag 2: four bytes).
+        assert_eq!(&c[..4], &MAGIC);
+        assert_eq!(c[4] & 0xC0, 0x80);
+        assert_eq!(
+            u32::from_le_bytes(c[6..10].try_into().unwrap()) as usize,
+            data.len()
+        );
+        for n in [0, 1, 255, 256, 65791, 65792, 70_000] {
+            let small = vec![5u8; n];
+            assert_eq!(
+                decompress(&compress_chunk(&small, 1), n).unwrap(),
+                small,
+                "{n}"
+            );
+        }
         assert!(decompress(&c, data.len() - 1).is_err());
         for n in 0..c.len().min(400) {
             assert!(decompress(&c[..n], data.len()).is_err(), "prefix {n}");

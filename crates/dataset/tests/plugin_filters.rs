@@ -1,0 +1,231 @@
+//! The filters of the hdf5plugin package (what h5py users write with `hdf5plugin.Bitshuffle()`,
+//! `LZ4()`, `Zstd()`), both ways: h5chunk reads the datasets h5py writes with them equal, writes
+//! the same data with the same filters into a file of its own, which h5py (with hdf5plugin)
+//! reads equal, and whose bitshuffle and LZ4 chunks are byte-identical to the reference
+//! filters' (compared with h5py's `read_direct_chunk`). Element sizes 1, 2, 4 and 8; chunk shapes
+//! with partial edge chunks, chunks whose element count is not a multiple of 8 (bitshuffle's
+//! left-over elements), several bitshuffle blocks per chunk, and LZ4 blocks over and under
+//! 64 KiB (liblz4's two hash tables) and stored raw.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+
+use h5chunk::filters::FilterError;
+use h5chunk::{BitshuffleCompression, Error, File, FilterSpec};
+use h5chunk_testkit::interop;
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// Writes every (filter, element type, shape) combination and prints the list as JSON.
+const WRITE: &str = r#"
+import sys, json, h5py, hdf5plugin, numpy as np
+path = sys.argv[1]
+filters = {
+    'bitshuffle-none': hdf5plugin.Bitshuffle(nelems=0, cname='none'),
+    'bitshuffle-lz4': hdf5plugin.Bitshuffle(nelems=0, cname='lz4'),
+    'bitshuffle-lz4-b64': hdf5plugin.Bitshuffle(nelems=64, cname='lz4'),
+    'bitshuffle-none-b256': hdf5plugin.Bitshuffle(nelems=256, cname='none'),
+    'bitshuffle-zstd': hdf5plugin.Bitshuffle(nelems=0, cname='zstd', clevel=3),
+    'lz4': hdf5plugin.LZ4(nbytes=0),
+    'lz4-b1000': hdf5plugin.LZ4(nbytes=1000),
+    'zstd': hdf5plugin.Zstd(clevel=3),
+    'zstd-19': hdf5plugin.Zstd(clevel=19),
+}
+shapes = [((10007,), (1001,)), ((37, 53), (10, 13)), ((5, 33, 70), (2, 16, 64)), ((300, 400), (128, 256))]
+dtypes = ['u1', '<u2', '<f4', '<f8']
+rng = np.random.default_rng(7)
+out = []
+with h5py.File(path, 'w') as f:
+    for fname, opts in filters.items():
+        for dt in dtypes:
+            for shape, chunks in shapes:
+                n = int(np.prod(shape))
+                i = np.arange(n)
+                # Smooth values with noise in the low bits, a run of zeros, and a stretch of
+                # noise, so that blocks compress, repeat, and (LZ4) stay raw.
+                if dt == 'u1':
+                    a = ((i // 37) % 7 + rng.integers(0, 2, n)).astype(dt)
+                elif dt == '<u2':
+                    a = (1000 + (i // 11) % 300 + rng.integers(0, 4, n)).astype(dt)
+                else:
+                    a = (np.sin(i / 500.0) * 100 + rng.normal(0, 0.01, n)).astype(dt)
+                a[n // 3: n // 3 + n // 10] = 0
+                a[n // 2: n // 2 + n // 20] = rng.integers(0, 255, n // 20).astype(dt)
+                name = '%s_%s_%s' % (fname, dt.strip('<'), 'x'.join(map(str, shape)))
+                f.create_dataset(name, data=a.reshape(shape), chunks=chunks, **opts)
+                out.append([name, fname])
+print(json.dumps(out))
+"#;
+
+/// Compares h5chunk's file with h5py's: values, and (for the filters given) every stored chunk.
+const COMPARE: &str = r#"
+import sys, json, h5py, hdf5plugin, numpy as np
+ref, ours, identical = sys.argv[1], sys.argv[2], set(sys.argv[3].split(','))
+bad, chunks = [], 0
+with h5py.File(ref, 'r') as a, h5py.File(ours, 'r') as b:
+    for name in a:
+        da, db = a[name], b[name]
+        if da.dtype != db.dtype or da.chunks != db.chunks or not np.array_equal(da[()], db[()]):
+            bad.append(name + ': values')
+            continue
+        if name.split('_')[0] not in identical:
+            continue
+        offsets = []
+        da.id.chunk_iter(lambda c: offsets.append(c.chunk_offset))
+        for off in offsets:
+            chunks += 1
+            if da.id.read_direct_chunk(off) != db.id.read_direct_chunk(off):
+                bad.append('%s: chunk %s' % (name, off))
+print(json.dumps([bad, chunks]))
+"#;
+
+/// The C-order little-endian bytes of the datasets named after the first two arguments, as h5py
+/// with hdf5plugin reads them, into `<stem>.<i>`.
+const VALUES: &str = r#"
+import sys, h5py, hdf5plugin
+with h5py.File(sys.argv[1], 'r') as f:
+    for i, name in enumerate(sys.argv[3:]):
+        a = f[name][()]
+        with open('%s.%d' % (sys.argv[2], i), 'wb') as out:
+            out.write(a.astype(a.dtype.newbyteorder('<')).tobytes())
+"#;
+
+/// The `FilterSpec` that writes what hdf5plugin's filter of that name writes.
+fn spec(name: &str) -> FilterSpec {
+    match name {
+        "bitshuffle-none" => FilterSpec::Bitshuffle {
+            block_size: 0,
+            compression: BitshuffleCompression::None,
+        },
+        "bitshuffle-lz4" => FilterSpec::Bitshuffle {
+            block_size: 0,
+            compression: BitshuffleCompression::Lz4,
+        },
+        "bitshuffle-lz4-b64" => FilterSpec::Bitshuffle {
+            block_size: 64,
+            compression: BitshuffleCompression::Lz4,
+        },
+        "bitshuffle-none-b256" => FilterSpec::Bitshuffle {
+            block_size: 256,
+            compression: BitshuffleCompression::None,
+        },
+        "bitshuffle-zstd" => FilterSpec::Bitshuffle {
+            block_size: 0,
+            compression: BitshuffleCompression::Zstd(3),
+        },
+        "lz4" => FilterSpec::Lz4(0),
+        "lz4-b1000" => FilterSpec::Lz4(1000),
+        "zstd" => FilterSpec::Zstd(3),
+        "zstd-19" => FilterSpec::Zstd(19),
+        other => panic!("no spec for {other}"),
+    }
+}
+
+#[test]
+fn hdf5plugin_filters_both_ways_and_byte_identical() {
+    let Some(python) = interop::python("hdf5plugin_filters_both_ways_and_byte_identical") else {
+        return;
+    };
+    let reference = tmp("plugin_filters_h5py.h5");
+    let ours = tmp("plugin_filters_h5chunk.h5");
+    let list = interop::run_python(&python, WRITE, &[reference.to_str().unwrap()]);
+    let list: Vec<(String, String)> = serde_json::from_str(list.trim()).unwrap();
+    assert_eq!(list.len(), 9 * 4 * 4);
+
+    // h5chunk reads h5py's datasets as h5py does.
+    let names: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
+    let stem = tmp("plugin_filters_values");
+    let mut args = vec![reference.to_str().unwrap(), stem.to_str().unwrap()];
+    args.extend(&names);
+    interop::run_python(&python, VALUES, &args);
+    let expected: Vec<Vec<u8>> = (0..names.len())
+        .map(|i| std::fs::read(format!("{}.{i}", stem.display())).unwrap())
+        .collect();
+    let src = File::open(&reference).unwrap();
+    let out = File::create(&ours).unwrap();
+    for ((name, filter), want) in list.iter().zip(&expected) {
+        let d = src.dataset(name).unwrap();
+        let values = d.read_raw().unwrap();
+        assert_eq!(&values, want, "{name}: values read by h5chunk");
+        // The same data through the same filter, written by h5chunk.
+        let copy = out
+            .new_dataset_of(d.dtype())
+            .shape(&d.shape())
+            .chunk(&d.chunk().unwrap())
+            .filter(spec(filter))
+            .create(name)
+            .unwrap();
+        copy.write_raw(&values).unwrap();
+    }
+    out.close().unwrap();
+
+    // h5py with hdf5plugin reads h5chunk's file equal; bitshuffle (none, LZ4) and LZ4 chunks
+    // are the reference filters' bytes.
+    let identical =
+        "bitshuffle-none,bitshuffle-lz4,bitshuffle-lz4-b64,bitshuffle-none-b256,lz4,lz4-b1000";
+    let report = interop::run_python(
+        &python,
+        COMPARE,
+        &[
+            reference.to_str().unwrap(),
+            ours.to_str().unwrap(),
+            identical,
+        ],
+    );
+    let (bad, chunks): (Vec<String>, u64) = serde_json::from_str(report.trim()).unwrap();
+    assert!(bad.is_empty(), "{} differences: {bad:#?}", bad.len());
+    // Every chunk of the 6 × 16 byte-identical datasets was compared.
+    assert!(chunks > 6 * 4 * 20, "{chunks} chunks compared");
+}
+
+#[test]
+fn hdf5plugin_filters_h5chunk_reports_names() {
+    let Some(python) = interop::python("hdf5plugin_filters_h5chunk_reports_names") else {
+        return;
+    };
+    let path = tmp("plugin_filter_names.h5");
+    interop::run_python(
+        &python,
+        r#"
+import sys, h5py, hdf5plugin, numpy as np
+with h5py.File(sys.argv[1], 'w') as f:
+    a = np.arange(1000, dtype='<i4')
+    f.create_dataset('bs', data=a, chunks=(100,), **hdf5plugin.Bitshuffle(nelems=64, cname='lz4'))
+    f.create_dataset('lz4', data=a, chunks=(100,), **hdf5plugin.LZ4())
+    f.create_dataset('zstd', data=a, chunks=(100,), **hdf5plugin.Zstd(clevel=5))
+    f.create_dataset('bz2', data=a, chunks=(100,), **hdf5plugin.BZip2())
+    f.create_dataset('sz', data=a.astype('<f4'), chunks=(100,), **hdf5plugin.SZ(absolute=0.1))
+"#,
+        &[path.to_str().unwrap()],
+    );
+    let f = File::open(&path).unwrap();
+    let names = |ds: &str| -> Vec<String> {
+        f.dataset(ds)
+            .unwrap()
+            .filters()
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(names("bs"), ["bitshuffle(lz4, block 64)"]);
+    assert_eq!(names("lz4"), ["lz4"]);
+    assert_eq!(names("zstd"), ["zstd(5)"]);
+    let want: Vec<i32> = (0..1000).collect();
+    for ds in ["bs", "lz4", "zstd"] {
+        assert_eq!(f.dataset(ds).unwrap().read::<i32>().unwrap(), want, "{ds}");
+    }
+    // A filter h5chunk does not implement names itself, as h5py names a missing plugin.
+    match f.dataset("sz").and_then(|d| d.read::<f32>()) {
+        Err(Error::Pipeline {
+            source: e @ FilterError::Unknown { id: 32017, .. },
+            ..
+        }) => assert_eq!(e.to_string(), "filter 32017 (SZ) is not available"),
+        other => panic!("sz: {other:?}"),
+    }
+}
