@@ -173,6 +173,9 @@ struct ImportArgs {
     /// (every level encodes at the pure-Rust encoder's fastest setting).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     zstd: Option<i32>,
+    /// bzip2 compression (filter 307, PyTables' and hdf5plugin's) with blocks of N × 100 kB.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
+    bzip2: Option<u32>,
     /// Fill value of unwritten elements.
     #[arg(long, value_name = "V", allow_hyphen_values = true)]
     fill: Option<String>,
@@ -1005,6 +1008,9 @@ fn import(a: &ImportArgs) -> CliResult<Outcome> {
                 b = b.filter(FilterSpec::Zstd(level));
             }
         }
+    }
+    if let Some(level) = a.bzip2 {
+        b = b.filter(FilterSpec::Bzip2(level));
     }
     if a.fletcher32 {
         b = b.filter(FilterSpec::Fletcher32);

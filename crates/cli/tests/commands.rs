@@ -1169,7 +1169,7 @@ fn import_plugin_filters_name_themselves_and_read_back_in_h5py() {
     let data = values("u2", 41 * 29);
     let input = dir.join("in.bin");
     std::fs::write(&input, &data).unwrap();
-    let combos: [(&[&str], &str); 6] = [
+    let combos: [(&[&str], &str); 7] = [
         (&["--lz4"], "lz4"),
         (&["--lz4", "512"], "lz4(block 512)"),
         (&["--bitshuffle", "lz4"], "bitshuffle(lz4)"),
@@ -1182,6 +1182,7 @@ fn import_plugin_filters_name_themselves_and_read_back_in_h5py() {
             "bitshuffle(zstd 5)",
         ),
         (&["--zstd", "7"], "zstd(7)"),
+        (&["--bzip2", "4"], "bzip2(4)"),
     ];
     let mut files = Vec::new();
     for (i, (combo, name)) in combos.iter().enumerate() {

@@ -35,6 +35,8 @@ filters = {
     'lz4-b1000': hdf5plugin.LZ4(nbytes=1000),
     'zstd': hdf5plugin.Zstd(clevel=3),
     'zstd-19': hdf5plugin.Zstd(clevel=19),
+    'bzip2': hdf5plugin.BZip2(blocksize=9),
+    'bzip2-1': hdf5plugin.BZip2(blocksize=1),
 }
 shapes = [((10007,), (1001,)), ((37, 53), (10, 13)), ((5, 33, 70), (2, 16, 64)), ((300, 400), (128, 256))]
 dtypes = ['u1', '<u2', '<f4', '<f8']
@@ -122,6 +124,8 @@ fn spec(name: &str) -> FilterSpec {
         "lz4-b1000" => FilterSpec::Lz4(1000),
         "zstd" => FilterSpec::Zstd(3),
         "zstd-19" => FilterSpec::Zstd(19),
+        "bzip2" => FilterSpec::Bzip2(9),
+        "bzip2-1" => FilterSpec::Bzip2(1),
         other => panic!("no spec for {other}"),
     }
 }
@@ -135,7 +139,7 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
     let ours = tmp("plugin_filters_h5chunk.h5");
     let list = interop::run_python(&python, WRITE, &[reference.to_str().unwrap()]);
     let list: Vec<(String, String)> = serde_json::from_str(list.trim()).unwrap();
-    assert_eq!(list.len(), 9 * 4 * 4);
+    assert_eq!(list.len(), 11 * 4 * 4);
 
     // h5chunk reads h5py's datasets as h5py does.
     let names: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
@@ -164,8 +168,8 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
     }
     out.close().unwrap();
 
-    // h5py with hdf5plugin reads h5chunk's file equal; bitshuffle (none, LZ4) and LZ4 chunks
-    // are the reference filters' bytes.
+    // h5py with hdf5plugin reads h5chunk's file equal; bitshuffle (none, LZ4), LZ4 and bzip2
+    // chunks are the reference filters' bytes.
     let identical =
         "bitshuffle-none,bitshuffle-lz4,bitshuffle-lz4-b64,bitshuffle-none-b256,lz4,lz4-b1000";
     let report = interop::run_python(
@@ -179,8 +183,8 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
     );
     let (bad, chunks): (Vec<String>, u64) = serde_json::from_str(report.trim()).unwrap();
     assert!(bad.is_empty(), "{} differences: {bad:#?}", bad.len());
-    // Every chunk of the 6 × 16 byte-identical datasets was compared.
-    assert!(chunks > 6 * 4 * 20, "{chunks} chunks compared");
+    // Every chunk of the 8 × 16 byte-identical datasets was compared.
+    assert!(chunks > 8 * 4 * 20, "{chunks} chunks compared");
 }
 
 #[test]
@@ -216,8 +220,9 @@ with h5py.File(sys.argv[1], 'w') as f:
     assert_eq!(names("bs"), ["bitshuffle(lz4, block 64)"]);
     assert_eq!(names("lz4"), ["lz4"]);
     assert_eq!(names("zstd"), ["zstd(5)"]);
+    assert_eq!(names("bz2"), ["bzip2(9)"]);
     let want: Vec<i32> = (0..1000).collect();
-    for ds in ["bs", "lz4", "zstd"] {
+    for ds in ["bs", "lz4", "zstd", "bz2"] {
         assert_eq!(f.dataset(ds).unwrap().read::<i32>().unwrap(), want, "{ds}");
     }
     // A filter h5chunk does not implement names itself, as h5py names a missing plugin.

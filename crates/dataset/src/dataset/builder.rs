@@ -55,6 +55,9 @@ pub enum FilterSpec {
     /// Zstandard (filter 32015) at a level. The level is recorded as given, but every level
     /// encodes with the pure-Rust encoder's fastest setting (close to libzstd's level 1).
     Zstd(i32),
+    /// bzip2 (filter 307, PyTables' and hdf5plugin's) with blocks of 100 kB × this level
+    /// (1..=9).
+    Bzip2(u32),
 }
 
 /// The compression after bitshuffle's bit transpose.
@@ -377,6 +380,9 @@ impl DatasetBuilder {
                     }
                     FilterSpec::Zstd(level) => {
                         Filter::new(pipeline_version, id::ZSTD, 1, vec![level as u32])
+                    }
+                    FilterSpec::Bzip2(level) => {
+                        Filter::new(pipeline_version, id::BZIP2, 1, vec![level.clamp(1, 9)])
                     }
                 })
                 .collect(),

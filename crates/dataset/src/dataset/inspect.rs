@@ -53,7 +53,7 @@ impl FilterInfo {
 
 impl fmt::Display for FilterInfo {
     /// `deflate(4)`, `shuffle`, `fletcher32`, `lzf`, `lz4`, `lz4(block 4096)`,
-    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, or `filter 307 (bzip2)`.
+    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, or `filter 307 (bzip2)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cd = |i: usize| self.client_data.get(i).copied();
         match self.id {
@@ -64,6 +64,7 @@ impl fmt::Display for FilterInfo {
                 Some(block) => write!(f, "lz4(block {block})"),
             },
             id::ZSTD => write!(f, "zstd({})", cd(0).map_or(3, |l| l as i32)),
+            id::BZIP2 => write!(f, "bzip2({})", cd(0).unwrap_or(9)),
             id::BITSHUFFLE => {
                 let mut parts = Vec::new();
                 match cd(4) {

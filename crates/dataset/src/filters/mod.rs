@@ -1,10 +1,11 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), LZF (32000), LZ4 (32004),
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), bzip2 (307), LZF (32000), LZ4 (32004),
 //! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
 //! filter registry names it.
 
 pub mod bitshuffle;
+mod bzip2;
 mod deflate;
 mod fletcher32;
 pub mod lz4;
@@ -65,7 +66,7 @@ pub fn filter_name(filter: u16) -> Option<&'static str> {
         id::NBIT => "nbit",
         id::SCALEOFFSET => "scaleoffset",
         305 => "LZO",
-        307 => "bzip2",
+        id::BZIP2 => "bzip2",
         id::LZF => "lzf",
         32001 => "Blosc",
         32002 => "MAFISC",
@@ -109,6 +110,7 @@ enum Stage {
     Lz4 { block_size: u32 },
     Bitshuffle(bitshuffle::Params),
     Zstd { level: i32 },
+    Bzip2 { level: u32 },
 }
 
 impl Stage {
@@ -121,6 +123,7 @@ impl Stage {
             Stage::Lz4 { .. } => "lz4",
             Stage::Bitshuffle(_) => "bitshuffle",
             Stage::Zstd { .. } => "zstd",
+            Stage::Bzip2 { .. } => "bzip2",
         }
     }
 }
@@ -160,6 +163,9 @@ impl Pipeline {
                         },
                     )?)
                 }
+                id::BZIP2 => Stage::Bzip2 {
+                    level: cd.first().copied().unwrap_or(9),
+                },
                 id::ZSTD => Stage::Zstd {
                     level: cd.first().map_or(3, |&l| l as i32),
                 },
@@ -235,6 +241,7 @@ impl Pipeline {
                 Stage::Lz4 { .. } => lz4::decompress(&data, limit)?,
                 Stage::Bitshuffle(p) => bitshuffle::decompress(&data, p, limit)?,
                 Stage::Zstd { .. } => zstd::decompress(&data, limit)?,
+                Stage::Bzip2 { .. } => bzip2::decompress(&data, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -281,6 +288,7 @@ impl Pipeline {
                 Stage::Lz4 { block_size } => lz4::compress(&data, *block_size).ok(),
                 Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
                 Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
+                Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
             };
             match out {
                 Some(out) => data = std::borrow::Cow::Owned(out),

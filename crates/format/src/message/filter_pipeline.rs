@@ -51,6 +51,9 @@ pub mod id {
     pub const NBIT: u16 = 5;
     /// Scale-offset compression.
     pub const SCALEOFFSET: u16 = 6;
+    /// bzip2 compression (PyTables' and hdf5plugin's filter); client data: [block size in
+    /// units of 100 kB, 1..=9].
+    pub const BZIP2: u16 = 307;
     /// LZF compression (h5py's plugin); client data: [4, 261, chunk bytes].
     pub const LZF: u16 = 32000;
     /// LZ4 compression (the HDF5 LZ4 filter); client data: [block size in bytes, 0 = 1 GiB].
@@ -126,6 +129,7 @@ impl Filter {
             id::NBIT => "nbit",
             id::SCALEOFFSET => "scaleoffset",
             id::LZF => "lzf",
+            id::BZIP2 => "bzip2",
             id::LZ4 => {
                 "HDF5 lz4 filter; see https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/RegisteredFilterPlugins.md"
             }
