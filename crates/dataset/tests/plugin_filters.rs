@@ -14,7 +14,7 @@
 )]
 
 use h5chunk::filters::FilterError;
-use h5chunk::{BitshuffleCompression, Error, File, FilterSpec};
+use h5chunk::{BitshuffleCompression, Error, File, FilterSpec, OpenOptions};
 use h5chunk_testkit::interop;
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -232,5 +232,80 @@ with h5py.File(sys.argv[1], 'w') as f:
             ..
         }) => assert_eq!(e.to_string(), "filter 32017 (SZ) is not available"),
         other => panic!("sz: {other:?}"),
+    }
+}
+
+/// Blosc buffers of every codec and shuffle h5py writes through hdf5plugin, and the element
+/// sizes 1, 2, 4, 8 (a type size of 8 in blocks that split, a partial edge chunk, blocks whose
+/// element count is not a multiple of 8 for the bit shuffle).
+const WRITE_BLOSC: &str = r#"
+import sys, json, h5py, hdf5plugin, numpy as np
+path = sys.argv[1]
+rng = np.random.default_rng(3)
+out = []
+with h5py.File(path, 'w') as f:
+    for cname in ['blosclz', 'lz4', 'lz4hc', 'zlib', 'zstd']:
+        for shuffle in [hdf5plugin.Blosc.NOSHUFFLE, hdf5plugin.Blosc.SHUFFLE, hdf5plugin.Blosc.BITSHUFFLE]:
+            for clevel in [1, 5, 9]:
+                for dt in ['u1', '<u2', '<f4', '<f8']:
+                    for shape, chunks in [((10007,), (3001,)), ((300, 301), (100, 150))]:
+                        n = int(np.prod(shape))
+                        i = np.arange(n)
+                        a = (np.sin(i / 300.0) * 100 + rng.normal(0, 0.1, n)).astype(dt)
+                        a[n // 3: n // 3 + n // 10] = 0
+                        name = 'blosc_%s_%d_%d_%s_%d' % (cname, shuffle, clevel, dt.strip('<'), len(shape))
+                        f.create_dataset(name, data=a.reshape(shape), chunks=chunks,
+                                         **hdf5plugin.Blosc(cname=cname, clevel=clevel, shuffle=shuffle))
+                        out.append(name)
+    a = np.repeat(np.arange(10, dtype='<i4'), 1000)
+    f.create_dataset('snappy', data=a, chunks=(5000,), **hdf5plugin.Blosc(cname='snappy'))
+print(json.dumps(out))
+"#;
+
+#[test]
+fn hdf5plugin_blosc_reads_every_codec_and_shuffle() {
+    let Some(python) = interop::python("hdf5plugin_blosc_reads_every_codec_and_shuffle") else {
+        return;
+    };
+    let path = tmp("plugin_filters_blosc.h5");
+    let names = interop::run_python(&python, WRITE_BLOSC, &[path.to_str().unwrap()]);
+    let names: Vec<String> = serde_json::from_str(names.trim()).unwrap();
+    assert_eq!(names.len(), 5 * 3 * 3 * 4 * 2);
+    let stem = tmp("plugin_filters_blosc_values");
+    let mut args = vec![path.to_str().unwrap(), stem.to_str().unwrap()];
+    args.extend(names.iter().map(String::as_str));
+    interop::run_python(&python, VALUES, &args);
+    let f = File::open(&path).unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let want = std::fs::read(format!("{}.{i}", stem.display())).unwrap();
+        let d = f.dataset(name).unwrap();
+        assert_eq!(d.read_raw().unwrap(), want, "{name}");
+        // blosc_<codec>_<shuffle>_<level>_...
+        let parts: Vec<&str> = name.split('_').collect();
+        let shuffle = ["noshuffle", "shuffle", "bitshuffle"][parts[2].parse::<usize>().unwrap()];
+        assert_eq!(
+            d.filters().unwrap()[0].to_string(),
+            format!("blosc({} {}, {shuffle})", parts[1], parts[3]),
+        );
+    }
+    // Snappy has no pure-Rust decoder here: a typed refusal that names it.
+    match f.dataset("snappy").and_then(|d| d.read::<i32>()) {
+        Err(Error::Filter {
+            source: e @ FilterError::Unsupported { .. },
+            ..
+        }) => assert_eq!(e.to_string(), "blosc: the Snappy codec is not available"),
+        other => panic!("snappy: {:?}", other.map(|v| v.len())),
+    }
+    drop(f);
+    // Writing Blosc is refused, by name (the chunk written by a flush).
+    let f = File::open_with(&path, OpenOptions::read_write()).unwrap();
+    let d = f.dataset("blosc_lz4_1_5_u2_1").unwrap();
+    let result = d.write_raw(&vec![0u8; 2 * 10007]).and_then(|()| f.flush());
+    match result {
+        Err(Error::Filter {
+            source: e @ FilterError::Unsupported { .. },
+            ..
+        }) => assert_eq!(e.to_string(), "blosc: writing is not available"),
+        other => panic!("writing blosc: {other:?}"),
     }
 }

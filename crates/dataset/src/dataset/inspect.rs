@@ -53,7 +53,7 @@ impl FilterInfo {
 
 impl fmt::Display for FilterInfo {
     /// `deflate(4)`, `shuffle`, `fletcher32`, `lzf`, `lz4`, `lz4(block 4096)`,
-    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, or `filter 307 (bzip2)`.
+    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, `blosc(lz4 5, shuffle)`, or `filter 307 (bzip2)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cd = |i: usize| self.client_data.get(i).copied();
         match self.id {
@@ -65,6 +65,25 @@ impl fmt::Display for FilterInfo {
             },
             id::ZSTD => write!(f, "zstd({})", cd(0).map_or(3, |l| l as i32)),
             id::BZIP2 => write!(f, "bzip2({})", cd(0).unwrap_or(9)),
+            // Client data: revision, version, type size, chunk bytes, level, shuffle, codec.
+            id::BLOSC => {
+                let codec = match cd(6) {
+                    None | Some(0) => "blosclz",
+                    Some(1) => "lz4",
+                    Some(2) => "lz4hc",
+                    Some(3) => "snappy",
+                    Some(4) => "zlib",
+                    Some(5) => "zstd",
+                    Some(_) => "unknown codec",
+                };
+                let shuffle = match cd(5) {
+                    Some(0) => "noshuffle",
+                    None | Some(1) => "shuffle",
+                    Some(2) => "bitshuffle",
+                    Some(_) => "unknown shuffle",
+                };
+                write!(f, "blosc({codec} {}, {shuffle})", cd(4).unwrap_or(5))
+            }
             id::BITSHUFFLE => {
                 let mut parts = Vec::new();
                 match cd(4) {

@@ -144,7 +144,7 @@ fn transpose_block(input: &[u8], s: usize, out: &mut [u8]) {
 }
 
 /// Undo [`transpose_block`]: `input` holds the planes of `out.len() / s` elements.
-fn untranspose_block(input: &[u8], s: usize, out: &mut [u8]) {
+pub(super) fn untranspose_block(input: &[u8], s: usize, out: &mut [u8]) {
     let row = out.len().checked_div(s).unwrap_or(0) / 8;
     for (g, group) in out.chunks_exact_mut(s.saturating_mul(8)).enumerate() {
         for j in 0..s {

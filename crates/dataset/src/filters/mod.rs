@@ -5,6 +5,7 @@
 //! filter registry names it.
 
 pub mod bitshuffle;
+mod blosc;
 mod bzip2;
 mod deflate;
 mod fletcher32;
@@ -28,6 +29,14 @@ pub enum FilterError {
         id: u16,
         /// Its name as stored in the pipeline, or the registered name.
         name: String,
+    },
+    /// A filter h5chunk knows, used in a way it does not implement (a codec, a version).
+    #[error("{filter}: {what} is not available")]
+    Unsupported {
+        /// The filter's name.
+        filter: &'static str,
+        /// What is not implemented.
+        what: &'static str,
     },
     /// The fletcher32 checksum stored with the chunk does not match its bytes.
     #[error("fletcher32 checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
@@ -68,7 +77,7 @@ pub fn filter_name(filter: u16) -> Option<&'static str> {
         305 => "LZO",
         id::BZIP2 => "bzip2",
         id::LZF => "lzf",
-        32001 => "Blosc",
+        id::BLOSC => "Blosc",
         32002 => "MAFISC",
         32003 => "Snappy",
         id::LZ4 => "LZ4",
@@ -111,6 +120,7 @@ enum Stage {
     Bitshuffle(bitshuffle::Params),
     Zstd { level: i32 },
     Bzip2 { level: u32 },
+    Blosc,
 }
 
 impl Stage {
@@ -124,6 +134,7 @@ impl Stage {
             Stage::Bitshuffle(_) => "bitshuffle",
             Stage::Zstd { .. } => "zstd",
             Stage::Bzip2 { .. } => "bzip2",
+            Stage::Blosc => "blosc",
         }
     }
 }
@@ -163,6 +174,7 @@ impl Pipeline {
                         },
                     )?)
                 }
+                id::BLOSC => Stage::Blosc,
                 id::BZIP2 => Stage::Bzip2 {
                     level: cd.first().copied().unwrap_or(9),
                 },
@@ -242,6 +254,7 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::decompress(&data, p, limit)?,
                 Stage::Zstd { .. } => zstd::decompress(&data, limit)?,
                 Stage::Bzip2 { .. } => bzip2::decompress(&data, limit)?,
+                Stage::Blosc => blosc::decompress(&data, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -289,6 +302,12 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
                 Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
                 Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
+                Stage::Blosc => {
+                    return Err(FilterError::Unsupported {
+                        filter: "blosc",
+                        what: "writing",
+                    });
+                }
             };
             match out {
                 Some(out) => data = std::borrow::Cow::Owned(out),

@@ -56,6 +56,9 @@ pub mod id {
     pub const BZIP2: u16 = 307;
     /// LZF compression (h5py's plugin); client data: [4, 261, chunk bytes].
     pub const LZF: u16 = 32000;
+    /// Blosc (1.x); client data: [filter revision, Blosc version, type size, chunk bytes,
+    /// level, shuffle (0 none, 1 byte, 2 bit), codec].
+    pub const BLOSC: u16 = 32001;
     /// LZ4 compression (the HDF5 LZ4 filter); client data: [block size in bytes, 0 = 1 GiB].
     pub const LZ4: u16 = 32004;
     /// Bitshuffle; client data: [major, minor version, element size, block size in elements,
@@ -130,6 +133,7 @@ impl Filter {
             id::SCALEOFFSET => "scaleoffset",
             id::LZF => "lzf",
             id::BZIP2 => "bzip2",
+            id::BLOSC => "blosc",
             id::LZ4 => {
                 "HDF5 lz4 filter; see https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/RegisteredFilterPlugins.md"
             }
