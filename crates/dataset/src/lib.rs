@@ -77,9 +77,11 @@ mod dense;
 mod dense_write;
 mod error;
 mod file;
-pub mod filters;
 mod group;
 pub mod index;
+/// The filter pipeline (the `h5chunk-filters` crate): [`filters::FilterError`] says why a chunk
+/// could not be filtered or unfiltered.
+pub use h5chunk_filters as filters;
 mod index_kind;
 pub mod libver;
 mod link;

@@ -3,6 +3,30 @@
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
 //! filter registry names it.
+//!
+//! This crate knows the on-disk encoding of chunks, nothing of files: it depends on
+//! `h5chunk-format` for the Filter Pipeline message only. Every decoder is bounded by the size
+//! the chunk must decode to; a size a chunk declares is checked against it before it sizes an
+//! allocation.
+//!
+//! ```
+//! use h5chunk_filters::Pipeline;
+//! use h5chunk_format::message::{Filter, FilterPipeline, PipelineVersion, filter_pipeline::id};
+//!
+//! // Bitshuffle with LZ4 blocks over 4-byte elements, as hdf5plugin's `Bitshuffle()` stores it.
+//! let message = FilterPipeline {
+//!     version: PipelineVersion::V2,
+//!     filters: vec![Filter::new(PipelineVersion::V2, id::BITSHUFFLE, 1, vec![0, 4, 4, 0, 2])],
+//! };
+//! let pipeline = Pipeline::new(&message, 4)?;
+//! let chunk: Vec<u8> = (0..1024u32).flat_map(|i| (i / 10).to_le_bytes()).collect();
+//! let (stored, mask) = pipeline.encode(&chunk)?;
+//! assert!(stored.len() < chunk.len() / 4);
+//! assert_eq!(pipeline.decode(stored, mask, chunk.len())?, chunk);
+//! # Ok::<(), h5chunk_filters::FilterError>(())
+//! ```
+
+#![forbid(unsafe_code)]
 
 pub mod bitshuffle;
 mod blosc;
