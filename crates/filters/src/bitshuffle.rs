@@ -189,7 +189,9 @@ pub fn compress(data: &[u8], p: &Params) -> Result<Vec<u8>, FilterError> {
     if p.mode != Mode::None {
         out.extend_from_slice(&(data.len() as u64).to_be_bytes());
         let block_bytes = u32::try_from(p.block.saturating_mul(s))
-            .map_err(|_| corrupt("block size over 4 GiB"))?;
+            .ok()
+            .filter(|&b| b as usize <= lz4::MAX_INPUT)
+            .ok_or_else(|| corrupt("blocks over LZ4's and Zstandard's 2 GiB limit"))?;
         out.extend_from_slice(&block_bytes.to_be_bytes());
     }
     let mut planes = Vec::new();

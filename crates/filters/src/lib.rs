@@ -381,6 +381,17 @@ mod tests {
                 (id::LZF, &[][..]),
                 (id::FLETCHER32, &[][..]),
             ],
+            &[(id::LZ4, &[0][..]), (id::FLETCHER32, &[][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::LZ4, &[1000][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[
+                (id::BITSHUFFLE, &[0, 4, 4, 256, 0][..]),
+                (id::DEFLATE, &[4][..]),
+                (id::FLETCHER32, &[][..]),
+            ],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 3, 5][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::ZSTD, &[19][..])],
+            &[(id::BZIP2, &[1][..]), (id::FLETCHER32, &[][..])],
         ] {
             let p = pipeline(filters);
             let (stored, mask) = p.encode(&data).unwrap();
@@ -422,9 +433,58 @@ mod tests {
             version: PipelineVersion::V2,
             filters: vec![Filter::new(PipelineVersion::V2, 32017, 1, vec![])],
         };
-        assert!(matches!(
-            Pipeline::new(&message, 4),
-            Err(FilterError::Unknown { id: 32017, .. })
-        ));
+        let err = Pipeline::new(&message, 4).unwrap_err();
+        assert!(matches!(err, FilterError::Unknown { id: 32017, .. }));
+        assert_eq!(err.to_string(), "filter 32017 (SZ) is not available");
+        // A filter outside the registry is named by the name the file stores.
+        let mut filter = Filter::new(PipelineVersion::V2, 40000, 1, vec![]);
+        filter.name = Filter::name_field(PipelineVersion::V2, b"my filter");
+        let message = FilterPipeline {
+            version: PipelineVersion::V2,
+            filters: vec![filter],
+        };
+        assert_eq!(
+            Pipeline::new(&message, 4).unwrap_err().to_string(),
+            "filter 40000 (my filter) is not available"
+        );
+    }
+
+    #[test]
+    fn rejects_garbage_in_every_plugin_filter_without_panicking() {
+        // Deterministic pseudo-random chunks, some starting with a plausible header.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for filters in [
+            &[(id::LZ4, &[0u32][..])][..],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 2, 64, 3, 1][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 8, 0, 0][..])],
+            &[(id::ZSTD, &[3][..])],
+            &[(id::BZIP2, &[9][..])],
+            &[(id::BLOSC, &[2, 2, 4, 4000, 5, 1, 1][..])],
+        ] {
+            let p = pipeline(filters);
+            let good = p
+                .encode(&vec![3u8; 4000])
+                .map(|(c, _)| c)
+                .unwrap_or_default();
+            for round in 0..300 {
+                let len = (next() % 600) as usize;
+                let mut junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                if round % 3 == 0 {
+                    // The start of a real chunk (its header), then junk.
+                    let keep = good.len().min(16);
+                    junk.splice(0..0, good[..keep].iter().copied());
+                }
+                if let Ok(d) = p.decode(junk, 0, 4000) {
+                    assert_eq!(d.len(), 4000);
+                }
+            }
+        }
     }
 }
