@@ -309,3 +309,49 @@ fn hdf5plugin_blosc_reads_every_codec_and_shuffle() {
         other => panic!("writing blosc: {other:?}"),
     }
 }
+
+#[test]
+fn unusable_filter_parameters_leave_no_dataset() {
+    let path = tmp("plugin_filters_bad_parameters.h5");
+    let f = File::create(&path).unwrap();
+    let made = f
+        .new_dataset::<u32>()
+        .shape(&[100])
+        .chunk(&[10])
+        .filter(FilterSpec::Bitshuffle {
+            block_size: 12,
+            compression: BitshuffleCompression::Lz4,
+        })
+        .create("bad");
+    assert!(
+        matches!(
+            made,
+            Err(Error::Pipeline {
+                source: FilterError::BadParameters {
+                    filter: "bitshuffle",
+                    ..
+                },
+                ..
+            })
+        ),
+        "{made:?}"
+    );
+    assert!(f.dataset("bad").is_err());
+    // The same file takes a good one, which reads back.
+    let d = f
+        .new_dataset::<u32>()
+        .shape(&[100])
+        .chunk(&[10])
+        .filter(FilterSpec::Bitshuffle {
+            block_size: 16,
+            compression: BitshuffleCompression::Lz4,
+        })
+        .create("good")
+        .unwrap();
+    let v: Vec<u32> = (0..100).collect();
+    d.write(&v).unwrap();
+    f.close().unwrap();
+    let f = File::open(&path).unwrap();
+    assert_eq!(f.dataset("good").unwrap().read::<u32>().unwrap(), v);
+    assert!(f.dataset("bad").is_err());
+}

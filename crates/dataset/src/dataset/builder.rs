@@ -387,6 +387,16 @@ impl DatasetBuilder {
                 })
                 .collect(),
         });
+        // Before anything reaches the file: unusable parameters (a deflate level over 9, a
+        // bitshuffle block that is not a multiple of 8) leave no dataset behind.
+        let pipeline = pipeline_msg
+            .as_ref()
+            .map(|p| Pipeline::new(p, elem as usize))
+            .transpose()
+            .map_err(|source| Error::Pipeline {
+                dataset: path.to_owned(),
+                source,
+            })?;
         let codec = record_codec(f, filtered, version, chunk_bytes)?;
         let shape = Shape {
             dims: self.shape.clone(),
@@ -415,14 +425,6 @@ impl DatasetBuilder {
             MessageFlags::empty(),
         ));
         let header = new_header(f, &parent, name, &messages, self.track_order)?;
-        let pipeline = pipeline_msg
-            .as_ref()
-            .map(|p| Pipeline::new(p, elem as usize))
-            .transpose()
-            .map_err(|source| Error::Pipeline {
-                dataset: path.to_owned(),
-                source,
-            })?;
         let grid = shape.grid();
         let fresh = Fresh::new(grid.len(), usize::try_from(shape.chunk_bytes).unwrap_or(0));
         let state = DatasetState {
