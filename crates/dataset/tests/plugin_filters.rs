@@ -5,7 +5,9 @@
 //! filters' (compared with h5py's `read_direct_chunk`). Element sizes 1, 2, 4 and 8; chunk shapes
 //! with partial edge chunks, chunks whose element count is not a multiple of 8 (bitshuffle's
 //! left-over elements), several bitshuffle blocks per chunk, and LZ4 blocks over and under
-//! 64 KiB (liblz4's two hash tables) and stored raw.
+//! 64 KiB (liblz4's two hash tables) and stored raw. The reference chunks also go through
+//! `write_direct_chunk` (the detector path: frames stored without recompression) into a third
+//! file that both h5chunk and h5py read equal. Blosc is read only.
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
     clippy::arithmetic_side_effects,
@@ -152,6 +154,8 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
         .collect();
     let src = File::open(&reference).unwrap();
     let out = File::create(&ours).unwrap();
+    let direct_path = tmp("plugin_filters_direct.h5");
+    let direct = File::create(&direct_path).unwrap();
     for ((name, filter), want) in list.iter().zip(&expected) {
         let d = src.dataset(name).unwrap();
         let values = d.read_raw().unwrap();
@@ -165,8 +169,23 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
             .create(name)
             .unwrap();
         copy.write_raw(&values).unwrap();
+        // The detector path: the reference filter's chunks as they are, through
+        // write_direct_chunk, into a dataset with the same filter.
+        let raw = direct
+            .new_dataset_of(d.dtype())
+            .shape(&d.shape())
+            .chunk(&d.chunk().unwrap())
+            .filter(spec(filter))
+            .create(name)
+            .unwrap();
+        for c in d.chunks().unwrap() {
+            let (stored, mask) = d.read_direct_chunk(&c.offset).unwrap().unwrap();
+            raw.write_direct_chunk(&c.offset, &stored, mask).unwrap();
+        }
+        assert_eq!(raw.read_raw().unwrap(), values, "{name}: direct chunks");
     }
     out.close().unwrap();
+    direct.close().unwrap();
 
     // h5py with hdf5plugin reads h5chunk's file equal; bitshuffle (none, LZ4), LZ4 and bzip2
     // chunks are the reference filters' bytes.
@@ -185,6 +204,27 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
     assert!(bad.is_empty(), "{} differences: {bad:#?}", bad.len());
     // Every chunk of the 8 × 16 byte-identical datasets was compared.
     assert!(chunks > 8 * 4 * 20, "{chunks} chunks compared");
+    // The directly written chunks read equal in h5py, and are the reference's bytes for every
+    // filter.
+    let every = list
+        .iter()
+        .map(|(_, f)| f.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect::<Vec<_>>()
+        .join(",");
+    let report = interop::run_python(
+        &python,
+        COMPARE,
+        &[
+            reference.to_str().unwrap(),
+            direct_path.to_str().unwrap(),
+            &every,
+        ],
+    );
+    let (bad, chunks): (Vec<String>, u64) = serde_json::from_str(report.trim()).unwrap();
+    assert!(bad.is_empty(), "direct chunks: {bad:#?}");
+    assert!(chunks > 11 * 4 * 20, "{chunks} direct chunks compared");
 }
 
 #[test]
