@@ -2,7 +2,8 @@
 //! `LZ4()`, `Zstd()`), both ways: h5chunk reads the datasets h5py writes with them equal, writes
 //! the same data with the same filters into a file of its own, which h5py (with hdf5plugin)
 //! reads equal, and whose bitshuffle and LZ4 chunks are byte-identical to the reference
-//! filters' (compared with h5py's `read_direct_chunk`). Element sizes 1, 2, 4 and 8; chunk shapes
+//! filters' (compared with h5py's `read_direct_chunk`). Element sizes 1, 2, 4 and 8 (and 3, fixed
+//! strings, and 16, complex numbers, in one shape); chunk shapes
 //! with partial edge chunks, chunks whose element count is not a multiple of 8 (bitshuffle's
 //! left-over elements), several bitshuffle blocks per chunk, and LZ4 blocks over and under
 //! 64 KiB (liblz4's two hash tables) and stored raw. The reference chunks also go through
@@ -63,6 +64,15 @@ with h5py.File(path, 'w') as f:
                 name = '%s_%s_%s' % (fname, dt.strip('<'), 'x'.join(map(str, shape)))
                 f.create_dataset(name, data=a.reshape(shape), chunks=chunks, **opts)
                 out.append([name, fname])
+        # Element sizes that are not a power of two, and 16: fixed strings of 3 bytes, complex.
+        n = 10007
+        i = np.arange(n)
+        s3 = np.frombuffer(np.stack([i // 5 % 50, i % 3, (i // 100) % 7], 1).astype('u1').tobytes(), 'S3')
+        c16 = (np.sin(i / 400.0) + 1j * np.cos(i / 300.0)).astype('<c16')
+        for dt, a in [('s3', s3), ('c16', c16)]:
+            name = '%s_%s_%d' % (fname, dt, n)
+            f.create_dataset(name, data=a, chunks=(1001,), **opts)
+            out.append([name, fname])
 print(json.dumps(out))
 "#;
 
@@ -141,7 +151,7 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
     let ours = tmp("plugin_filters_h5chunk.h5");
     let list = interop::run_python(&python, WRITE, &[reference.to_str().unwrap()]);
     let list: Vec<(String, String)> = serde_json::from_str(list.trim()).unwrap();
-    assert_eq!(list.len(), 11 * 4 * 4);
+    assert_eq!(list.len(), 11 * (4 * 4 + 2));
 
     // h5chunk reads h5py's datasets as h5py does.
     let names: Vec<&str> = list.iter().map(|(n, _)| n.as_str()).collect();
@@ -156,13 +166,14 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
     let out = File::create(&ours).unwrap();
     let direct_path = tmp("plugin_filters_direct.h5");
     let direct = File::create(&direct_path).unwrap();
+    let (out_root, direct_root) = (out.group("/").unwrap(), direct.group("/").unwrap());
     for ((name, filter), want) in list.iter().zip(&expected) {
         let d = src.dataset(name).unwrap();
         let values = d.read_raw().unwrap();
         assert_eq!(&values, want, "{name}: values read by h5chunk");
         // The same data through the same filter, written by h5chunk.
-        let copy = out
-            .new_dataset_of(d.dtype())
+        let copy = out_root
+            .new_dataset_with_type(d.datatype().clone())
             .shape(&d.shape())
             .chunk(&d.chunk().unwrap())
             .filter(spec(filter))
@@ -171,8 +182,8 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
         copy.write_raw(&values).unwrap();
         // The detector path: the reference filter's chunks as they are, through
         // write_direct_chunk, into a dataset with the same filter.
-        let raw = direct
-            .new_dataset_of(d.dtype())
+        let raw = direct_root
+            .new_dataset_with_type(d.datatype().clone())
             .shape(&d.shape())
             .chunk(&d.chunk().unwrap())
             .filter(spec(filter))
@@ -184,6 +195,7 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
         }
         assert_eq!(raw.read_raw().unwrap(), values, "{name}: direct chunks");
     }
+    drop((out_root, direct_root));
     out.close().unwrap();
     direct.close().unwrap();
 
