@@ -69,8 +69,77 @@ pub fn compress_chunk(data: &[u8], level: i32) -> Vec<u8> {
     out
 }
 
+/// The window a frame may always declare, whatever its content: a streaming encoder that did not
+/// know the size declares its level's window (libzstd: at most 8 MiB up to level 19; ruzstd's
+/// fastest: 128 KiB even for a few bytes).
+const MIN_WINDOW_ALLOWED: u64 = 1 << 23;
+
+/// Check the frame header's window and content sizes against `limit` before ruzstd sees them:
+/// ruzstd reserves the declared window (up to 100 MiB) when it starts a frame, so a frame that
+/// declares more than its chunk can hold would size an allocation from the file (RFC 8878
+/// section 3.1.1.1).
+fn check_frame_header(src: &[u8], limit: usize) -> Result<(), FilterError> {
+    let Some((&[m0, m1, m2, m3, descriptor], rest)) = src.split_first_chunk::<5>() else {
+        return Err(corrupt("frame shorter than its header"));
+    };
+    if [m0, m1, m2, m3] != MAGIC {
+        return Err(corrupt("not a Zstandard frame"));
+    }
+    let single_segment = descriptor & 0x20 != 0;
+    let (window, rest) = if single_segment {
+        (None, rest)
+    } else {
+        let (&w, rest) = rest
+            .split_first()
+            .ok_or_else(|| corrupt("truncated frame header"))?;
+        // Window_Descriptor: exponent in the top five bits, eighths in the low three.
+        let base = 1u64 << (10 + u32::from(w >> 3));
+        (
+            Some(base.saturating_add((base / 8).saturating_mul(u64::from(w & 7)))),
+            rest,
+        )
+    };
+    let dict_len = match descriptor & 3 {
+        0 => 0,
+        1 => 1,
+        2 => 2,
+        _ => 4,
+    };
+    let rest = rest
+        .get(dict_len..)
+        .ok_or_else(|| corrupt("truncated frame header"))?;
+    let content = match (descriptor >> 6, single_segment) {
+        (0, false) => None,
+        (0, true) => rest.first().map(|&b| u64::from(b)),
+        (1, _) => rest
+            .first_chunk::<2>()
+            .map(|b| u64::from(u16::from_le_bytes(*b)).saturating_add(256)),
+        (2, _) => rest
+            .first_chunk::<4>()
+            .map(|b| u64::from(u32::from_le_bytes(*b))),
+        _ => rest.first_chunk::<8>().map(|b| u64::from_le_bytes(*b)),
+    };
+    if descriptor >> 6 != 0 || single_segment {
+        content.ok_or_else(|| corrupt("truncated frame header"))?;
+    }
+    let limit = u64::try_from(limit).unwrap_or(u64::MAX);
+    if let Some(n) = content.filter(|&n| n > limit) {
+        return Err(corrupt(format!(
+            "frame declares {n} bytes, more than the chunk's {limit}"
+        )));
+    }
+    let allowed = limit.saturating_mul(2).max(MIN_WINDOW_ALLOWED);
+    match window.or(content) {
+        Some(w) if w > allowed => Err(corrupt(format!(
+            "frame declares a window of {w} bytes for a chunk of {limit}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Decode the frames of `src`, refusing more than `limit` bytes, appended to `out`.
 pub fn decompress_into(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), FilterError> {
+    check_frame_header(src, limit)?;
     let mut decoder = StreamingDecoder::new(src).map_err(|e| corrupt(e.to_string()))?;
     let before = out.len();
     out.reserve(limit.min(1 << 24));
@@ -118,6 +187,25 @@ mod tests {
         assert_eq!(
             u32::from_le_bytes(c[6..10].try_into().unwrap()) as usize,
             data.len()
+        );
+        // A frame declaring a 128 MiB window for a chunk of 200 kB, or more content than the
+        // chunk, is refused
+        // before ruzstd reserves anything.
+        let mut huge_window = c.clone();
+        huge_window[4] &= !0xC0;
+        huge_window.splice(6..10, []);
+        huge_window[5] = 17 << 3;
+        assert!(
+            decompress(&huge_window, data.len())
+                .unwrap_err()
+                .to_string()
+                .contains("window")
+        );
+        assert!(
+            decompress(&c, 1000)
+                .unwrap_err()
+                .to_string()
+                .contains("declares")
         );
         for n in [0, 1, 255, 256, 65791, 65792, 70_000] {
             let small = vec![5u8; n];
