@@ -15,6 +15,8 @@ use serde_json::Value;
 
 const FORMAT: &str = "h5chunk-format";
 const CACHE: &str = "h5chunk-cache";
+/// The filter pipeline: chunk encodings only, beside the structure crates.
+const FILTERS: &str = "h5chunk-filters";
 /// Test support (fixtures, interop tools, a minimal file writer): a dev-dependency of any crate,
 /// never a normal one, so it cannot carry a layer violation into a library.
 const TESTKIT: &str = "h5chunk-testkit";
@@ -43,6 +45,7 @@ const LAYERS: &[(&str, Allowed)] = &[
     ("h5chunk-earray", Allowed::Only(&[FORMAT, CACHE])),
     ("h5chunk-farray", Allowed::Only(&[FORMAT, CACHE])),
     ("h5chunk-skiplist", Allowed::Only(&[FORMAT, CACHE])),
+    (FILTERS, Allowed::Only(&[FORMAT])),
     (
         "h5chunk",
         Allowed::Only(&[
@@ -53,6 +56,7 @@ const LAYERS: &[(&str, Allowed)] = &[
             STRUCTURES[2],
             STRUCTURES[3],
             STRUCTURES[4],
+            FILTERS,
         ]),
     ),
     // kerchunk references: a client of h5chunk's public API (and the pipeline's filter ids).

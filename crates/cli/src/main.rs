@@ -16,7 +16,8 @@ use h5chunk::index::AllocTime;
 use h5chunk::libver::{Libver, LibverBounds};
 use h5chunk::types::{TypeClass, TypeDesc};
 use h5chunk::{
-    CreateMode, Dataset, File, FileOptions, FilterSpec, Group, IndexKind, MemberKind, StorageKind,
+    BitshuffleCompression, CreateMode, Dataset, File, FileOptions, FilterSpec, Group, IndexKind,
+    MemberKind, StorageKind,
 };
 
 use crate::progress::Progress;
@@ -158,6 +159,23 @@ struct ImportArgs {
     /// LZF compression (h5py's filter 32000).
     #[arg(long)]
     lzf: bool,
+    /// LZ4 compression (filter 32004, hdf5plugin's `LZ4`), in blocks of N bytes (default: the
+    /// filter's, 1 GiB).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
+    lz4: Option<u32>,
+    /// Bitshuffle (filter 32008, hdf5plugin's `Bitshuffle`) with this block compression.
+    #[arg(long, value_enum, value_name = "COMPRESSION")]
+    bitshuffle: Option<BitshuffleArg>,
+    /// Bitshuffle's block size in elements, a multiple of 8 (default: the filter's choice).
+    #[arg(long, value_name = "N", requires = "bitshuffle", default_value_t = 0)]
+    bitshuffle_block: u32,
+    /// Zstandard compression (filter 32015) at level N; also the level of `--bitshuffle zstd`
+    /// (every level encodes at the pure-Rust encoder's fastest setting).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    zstd: Option<i32>,
+    /// bzip2 compression (filter 307, PyTables' and hdf5plugin's) with blocks of N × 100 kB.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
+    bzip2: Option<u32>,
     /// Fill value of unwritten elements.
     #[arg(long, value_name = "V", allow_hyphen_values = true)]
     fill: Option<String>,
@@ -181,6 +199,16 @@ enum LibverArg {
     V114,
     V200,
     Latest,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BitshuffleArg {
+    /// The bit transpose alone.
+    None,
+    /// LZ4 blocks (what detectors write).
+    Lz4,
+    /// Zstandard frames, at `--zstd`'s level (default 3).
+    Zstd,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -958,6 +986,32 @@ fn import(a: &ImportArgs) -> CliResult<Outcome> {
     }
     if a.lzf {
         b = b.filter(FilterSpec::Lzf);
+    }
+    if let Some(block) = a.lz4 {
+        b = b.filter(FilterSpec::Lz4(block));
+    }
+    match a.bitshuffle {
+        Some(mode) => {
+            if !a.bitshuffle_block.is_multiple_of(8) {
+                return Err("--bitshuffle-block must be a multiple of 8".into());
+            }
+            b = b.filter(FilterSpec::Bitshuffle {
+                block_size: a.bitshuffle_block,
+                compression: match mode {
+                    BitshuffleArg::None => BitshuffleCompression::None,
+                    BitshuffleArg::Lz4 => BitshuffleCompression::Lz4,
+                    BitshuffleArg::Zstd => BitshuffleCompression::Zstd(a.zstd.unwrap_or(3)),
+                },
+            });
+        }
+        None => {
+            if let Some(level) = a.zstd {
+                b = b.filter(FilterSpec::Zstd(level));
+            }
+        }
+    }
+    if let Some(level) = a.bzip2 {
+        b = b.filter(FilterSpec::Bzip2(level));
     }
     if a.fletcher32 {
         b = b.filter(FilterSpec::Fletcher32);

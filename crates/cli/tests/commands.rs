@@ -1160,3 +1160,88 @@ with h5py.File("e.h5", "w") as f:
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn import_plugin_filters_name_themselves_and_read_back_in_h5py() {
+    let test = "import_plugin_filters_name_themselves_and_read_back_in_h5py";
+    let python = interop::python(test);
+    let dir = tmp("import_plugin_filters");
+    let data = values("u2", 41 * 29);
+    let input = dir.join("in.bin");
+    std::fs::write(&input, &data).unwrap();
+    let combos: [(&[&str], &str); 7] = [
+        (&["--lz4"], "lz4"),
+        (&["--lz4", "512"], "lz4(block 512)"),
+        (&["--bitshuffle", "lz4"], "bitshuffle(lz4)"),
+        (
+            &["--bitshuffle", "none", "--bitshuffle-block", "64"],
+            "bitshuffle(block 64)",
+        ),
+        (
+            &["--bitshuffle", "zstd", "--zstd", "5"],
+            "bitshuffle(zstd 5)",
+        ),
+        (&["--zstd", "7"], "zstd(7)"),
+        (&["--bzip2", "4"], "bzip2(4)"),
+    ];
+    let mut files = Vec::new();
+    for (i, (combo, name)) in combos.iter().enumerate() {
+        let file = dir.join(format!("c{i}.h5"));
+        let mut args = vec![
+            "import",
+            s(&file),
+            "/x",
+            "--dtype",
+            "<u2",
+            "--shape",
+            "41,29",
+            "--chunks",
+            "9,7",
+            "--input",
+            s(&input),
+        ];
+        args.extend_from_slice(combo);
+        ok(&args);
+        let text = ok_text(&["inspect", s(&file), "/x"]);
+        assert!(text.contains(&format!("\nfilters: {name}\n")), "{text}");
+        let listing = ok_text(&["ls", s(&file)]);
+        assert!(listing.contains(&format!(" filters={name}")), "{listing}");
+        assert_eq!(ok(&["cat", s(&file), "/x"]), data, "{}", file.display());
+        files.push(file);
+    }
+    let file = dir.join("bad.h5");
+    let err = fails(&[
+        "import",
+        s(&file),
+        "/x",
+        "--dtype",
+        "<u2",
+        "--shape",
+        "41,29",
+        "--chunks",
+        "9,7",
+        "--input",
+        s(&input),
+        "--bitshuffle",
+        "lz4",
+        "--bitshuffle-block",
+        "12",
+    ]);
+    assert!(err.contains("multiple of 8"), "{err}");
+    let Some(python) = python else { return };
+    let mut args: Vec<&str> = vec![s(&input)];
+    args.extend(files.iter().map(|f| s(f)));
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, h5py, hdf5plugin, numpy as np
+want = np.fromfile(sys.argv[1], dtype='<u2').reshape(41, 29)
+for p in sys.argv[2:]:
+    with h5py.File(p, 'r') as f:
+        assert np.array_equal(f['x'][()], want), p
+print(len(sys.argv) - 2)
+"#,
+        &args,
+    );
+    assert_eq!(out.trim(), files.len().to_string());
+}

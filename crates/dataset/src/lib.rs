@@ -80,9 +80,11 @@ mod dense;
 mod dense_write;
 mod error;
 mod file;
-pub mod filters;
 mod group;
 pub mod index;
+/// The filter pipeline (the `h5chunk-filters` crate): [`filters::FilterError`] says why a chunk
+/// could not be filtered or unfiltered.
+pub use h5chunk_filters as filters;
 mod index_kind;
 pub mod libver;
 mod link;
@@ -101,7 +103,8 @@ pub use check::{CheckReport, Problem};
 pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{
-    ChunkInfo, ChunkVisitor, Dataset, DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs,
+    BitshuffleCompression, ChunkInfo, ChunkVisitor, Dataset, DatasetBuilder, FilterSpec, RowWriter,
+    Slab, Slabs,
 };
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};

@@ -38,6 +38,38 @@ pub enum FilterSpec {
     Fletcher32,
     /// LZF (h5py's filter 32000).
     Lzf,
+    /// LZ4 (filter 32004) in blocks of this many bytes (0: the filter's default, 1 GiB), each
+    /// stored raw when LZ4 does not make it smaller. Chunks are byte-identical to the reference
+    /// filter's (hdf5plugin's `LZ4(nbytes)`).
+    Lz4(u32),
+    /// Bitshuffle (filter 32008) in blocks of `block_size` elements (a multiple of 8; 0: the
+    /// filter's default, 8 KiB worth of elements), then the blocks' compression. Without
+    /// compression and with LZ4, chunks are byte-identical to the reference filter's
+    /// (hdf5plugin's `Bitshuffle(nelems, cname)`).
+    Bitshuffle {
+        /// Elements per block (0: the default).
+        block_size: u32,
+        /// What compresses each block.
+        compression: BitshuffleCompression,
+    },
+    /// Zstandard (filter 32015) at a level. The level is recorded as given, but every level
+    /// encodes with the pure-Rust encoder's fastest setting (close to libzstd's level 1).
+    Zstd(i32),
+    /// bzip2 (filter 307, PyTables' and hdf5plugin's) with blocks of 100 kB × this level
+    /// (1..=9).
+    Bzip2(u32),
+}
+
+/// The compression after bitshuffle's bit transpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitshuffleCompression {
+    /// None: the chunk is the transposed blocks.
+    None,
+    /// LZ4 blocks (what detectors write).
+    Lz4,
+    /// Zstandard frames at a level (encoded at the fastest setting whatever the level, as
+    /// [`FilterSpec::Zstd`]).
+    Zstd(i32),
 }
 
 /// Messages of a new object header, with their flags.
@@ -326,9 +358,45 @@ impl DatasetBuilder {
                         1,
                         vec![4, 261, chunk_bytes as u32],
                     ),
+                    // Client data and flags as hdf5plugin writes them (optional filters).
+                    FilterSpec::Lz4(block) => {
+                        Filter::new(pipeline_version, id::LZ4, 1, vec![block])
+                    }
+                    FilterSpec::Bitshuffle {
+                        block_size,
+                        compression,
+                    } => {
+                        // The filter's version (0.4) that hdf5plugin records, the element size,
+                        // the block size, the compression and its level.
+                        let mut cd = vec![0, 4, elem as u32, block_size];
+                        match compression {
+                            BitshuffleCompression::None => cd.push(0),
+                            BitshuffleCompression::Lz4 => cd.push(2),
+                            BitshuffleCompression::Zstd(level) => {
+                                cd.extend([3, level as u32]);
+                            }
+                        }
+                        Filter::new(pipeline_version, id::BITSHUFFLE, 1, cd)
+                    }
+                    FilterSpec::Zstd(level) => {
+                        Filter::new(pipeline_version, id::ZSTD, 1, vec![level as u32])
+                    }
+                    FilterSpec::Bzip2(level) => {
+                        Filter::new(pipeline_version, id::BZIP2, 1, vec![level.clamp(1, 9)])
+                    }
                 })
                 .collect(),
         });
+        // Before anything reaches the file: unusable parameters (a deflate level over 9, a
+        // bitshuffle block that is not a multiple of 8) leave no dataset behind.
+        let pipeline = pipeline_msg
+            .as_ref()
+            .map(|p| Pipeline::new(p, elem as usize))
+            .transpose()
+            .map_err(|source| Error::Pipeline {
+                dataset: path.to_owned(),
+                source,
+            })?;
         let codec = record_codec(f, filtered, version, chunk_bytes)?;
         let shape = Shape {
             dims: self.shape.clone(),
@@ -357,14 +425,6 @@ impl DatasetBuilder {
             MessageFlags::empty(),
         ));
         let header = new_header(f, &parent, name, &messages, self.track_order)?;
-        let pipeline = pipeline_msg
-            .as_ref()
-            .map(|p| Pipeline::new(p, elem as usize))
-            .transpose()
-            .map_err(|source| Error::Pipeline {
-                dataset: path.to_owned(),
-                source,
-            })?;
         let grid = shape.grid();
         let fresh = Fresh::new(grid.len(), usize::try_from(shape.chunk_bytes).unwrap_or(0));
         let state = DatasetState {

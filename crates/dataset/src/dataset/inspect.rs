@@ -38,7 +38,7 @@ pub struct FilterInfo {
 
 impl FilterInfo {
     fn of(f: &Filter) -> FilterInfo {
-        let name = match Filter::standard_name(f.id) {
+        let name = match crate::filters::filter_name(f.id) {
             Some(n) => n.to_owned(),
             None => String::from_utf8_lossy(f.name()).into_owned(),
         };
@@ -52,11 +52,55 @@ impl FilterInfo {
 }
 
 impl fmt::Display for FilterInfo {
-    /// `deflate(4)`, `shuffle`, `fletcher32`, `lzf`, or `filter 307 (bzip2)`.
+    /// `deflate(4)`, `shuffle`, `fletcher32`, `lzf`, `lz4`, `lz4(block 4096)`,
+    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, `blosc(lz4 5, shuffle)`, or `filter 307 (bzip2)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cd = |i: usize| self.client_data.get(i).copied();
         match self.id {
             id::DEFLATE => write!(f, "deflate({})", self.client_data.first().unwrap_or(&6)),
             id::SHUFFLE | id::FLETCHER32 | id::LZF => f.write_str(&self.name),
+            id::LZ4 => match cd(0) {
+                None | Some(0) => f.write_str("lz4"),
+                Some(block) => write!(f, "lz4(block {block})"),
+            },
+            id::ZSTD => write!(f, "zstd({})", cd(0).map_or(3, |l| l as i32)),
+            id::BZIP2 => write!(f, "bzip2({})", cd(0).unwrap_or(9)),
+            // Client data: revision, version, type size, chunk bytes, level, shuffle, codec.
+            id::BLOSC => {
+                let codec = match cd(6) {
+                    None | Some(0) => "blosclz",
+                    Some(1) => "lz4",
+                    Some(2) => "lz4hc",
+                    Some(3) => "snappy",
+                    Some(4) => "zlib",
+                    Some(5) => "zstd",
+                    Some(_) => "unknown codec",
+                };
+                let shuffle = match cd(5) {
+                    Some(0) => "noshuffle",
+                    None | Some(1) => "shuffle",
+                    Some(2) => "bitshuffle",
+                    Some(_) => "unknown shuffle",
+                };
+                write!(f, "blosc({codec} {}, {shuffle})", cd(4).unwrap_or(5))
+            }
+            id::BITSHUFFLE => {
+                let mut parts = Vec::new();
+                match cd(4) {
+                    Some(2) => parts.push("lz4".to_owned()),
+                    Some(3) => parts.push(format!("zstd {}", cd(5).map_or(0, |l| l as i32))),
+                    None | Some(0) => {}
+                    Some(other) => parts.push(format!("compression {other}")),
+                }
+                if let Some(block) = cd(3).filter(|&b| b != 0) {
+                    parts.push(format!("block {block}"));
+                }
+                if parts.is_empty() {
+                    f.write_str("bitshuffle")
+                } else {
+                    write!(f, "bitshuffle({})", parts.join(", "))
+                }
+            }
             other if self.name.is_empty() => write!(f, "filter {other}"),
             other => write!(f, "filter {other} ({})", self.name),
         }

@@ -40,7 +40,7 @@ mod sequences;
 pub(crate) mod stream;
 mod strings;
 
-pub use builder::{DatasetBuilder, FilterSpec};
+pub use builder::{BitshuffleCompression, DatasetBuilder, FilterSpec};
 pub use stream::{RowWriter, Slab, Slabs};
 
 /// Whole unfiltered chunks at least this large are written from the caller's buffer straight

@@ -51,8 +51,21 @@ pub mod id {
     pub const NBIT: u16 = 5;
     /// Scale-offset compression.
     pub const SCALEOFFSET: u16 = 6;
+    /// bzip2 compression (PyTables' and hdf5plugin's filter); client data: [block size in
+    /// units of 100 kB, 1..=9].
+    pub const BZIP2: u16 = 307;
     /// LZF compression (h5py's plugin); client data: [4, 261, chunk bytes].
     pub const LZF: u16 = 32000;
+    /// Blosc (1.x); client data: [filter revision, Blosc version, type size, chunk bytes,
+    /// level, shuffle (0 none, 1 byte, 2 bit), codec].
+    pub const BLOSC: u16 = 32001;
+    /// LZ4 compression (the HDF5 LZ4 filter); client data: [block size in bytes, 0 = 1 GiB].
+    pub const LZ4: u16 = 32004;
+    /// Bitshuffle; client data: [major, minor version, element size, block size in elements,
+    /// compression (0 none, 2 LZ4, 3 Zstandard), Zstandard level].
+    pub const BITSHUFFLE: u16 = 32008;
+    /// Zstandard compression; client data: [level].
+    pub const ZSTD: u16 = 32015;
 }
 
 /// Filter flags bit 0: the filter is optional (it may be skipped for a chunk).
@@ -108,7 +121,8 @@ impl Filter {
         }
     }
 
-    /// The name libhdf5 (or h5py, for LZF) registers for a filter.
+    /// The name libhdf5 (or h5py, for LZF, or the hdf5plugin package's filters) registers for
+    /// a filter.
     pub fn standard_name(id: u16) -> Option<&'static str> {
         Some(match id {
             id::DEFLATE => "deflate",
@@ -118,6 +132,15 @@ impl Filter {
             id::NBIT => "nbit",
             id::SCALEOFFSET => "scaleoffset",
             id::LZF => "lzf",
+            id::BZIP2 => "bzip2",
+            id::BLOSC => "blosc",
+            id::LZ4 => {
+                "HDF5 lz4 filter; see https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/RegisteredFilterPlugins.md"
+            }
+            id::BITSHUFFLE => "bitshuffle; see https://github.com/kiyo-masui/bitshuffle",
+            id::ZSTD => {
+                "HDF5 zstd filter; see https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/RegisteredFilterPlugins.md"
+            }
             _ => return None,
         })
     }

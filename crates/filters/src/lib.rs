@@ -1,11 +1,42 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3) and LZF (32000), applied in
-//! pipeline order when writing a chunk and in reverse when reading it. A set bit `i` of a
-//! chunk's filter mask means filter `i` was skipped for that chunk.
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), bzip2 (307), LZF (32000), LZ4 (32004),
+//! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
+//! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
+//! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
+//! filter registry names it.
+//!
+//! This crate knows the on-disk encoding of chunks, nothing of files: it depends on
+//! `h5chunk-format` for the Filter Pipeline message only. Every decoder is bounded by the size
+//! the chunk must decode to; a size a chunk declares is checked against it before it sizes an
+//! allocation.
+//!
+//! ```
+//! use h5chunk_filters::Pipeline;
+//! use h5chunk_format::message::{Filter, FilterPipeline, PipelineVersion, filter_pipeline::id};
+//!
+//! // Bitshuffle with LZ4 blocks over 4-byte elements, as hdf5plugin's `Bitshuffle()` stores it.
+//! let message = FilterPipeline {
+//!     version: PipelineVersion::V2,
+//!     filters: vec![Filter::new(PipelineVersion::V2, id::BITSHUFFLE, 1, vec![0, 4, 4, 0, 2])],
+//! };
+//! let pipeline = Pipeline::new(&message, 4)?;
+//! let chunk: Vec<u8> = (0..1024u32).flat_map(|i| (i / 10).to_le_bytes()).collect();
+//! let (stored, mask) = pipeline.encode(&chunk)?;
+//! assert!(stored.len() < chunk.len() / 4);
+//! assert_eq!(pipeline.decode(stored, mask, chunk.len())?, chunk);
+//! # Ok::<(), h5chunk_filters::FilterError>(())
+//! ```
 
+#![forbid(unsafe_code)]
+
+pub mod bitshuffle;
+mod blosc;
+mod bzip2;
 mod deflate;
 mod fletcher32;
+pub mod lz4;
 mod lzf;
 mod shuffle;
+mod zstd;
 
 use h5chunk_format::message::{FilterPipeline, filter_pipeline::id};
 
@@ -16,12 +47,20 @@ pub use fletcher32::fletcher32;
 #[non_exhaustive]
 pub enum FilterError {
     /// A filter h5chunk does not implement.
-    #[error("unknown filter {id} ({name})")]
+    #[error("filter {id} ({name}) is not available")]
     Unknown {
         /// The filter identifier.
         id: u16,
         /// Its name as stored in the pipeline, or the registered name.
         name: String,
+    },
+    /// A filter h5chunk knows, used in a way it does not implement (a codec, a version).
+    #[error("{filter}: {what} is not available")]
+    Unsupported {
+        /// The filter's name.
+        filter: &'static str,
+        /// What is not implemented.
+        what: &'static str,
     },
     /// The fletcher32 checksum stored with the chunk does not match its bytes.
     #[error("fletcher32 checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
@@ -49,6 +88,51 @@ pub enum FilterError {
     },
 }
 
+/// The name of a registered HDF5 filter (the HDF Group's registry of filter plugins), for
+/// the error that says a filter is not available.
+pub fn filter_name(filter: u16) -> Option<&'static str> {
+    Some(match filter {
+        id::DEFLATE => "deflate",
+        id::SHUFFLE => "shuffle",
+        id::FLETCHER32 => "fletcher32",
+        id::SZIP => "szip",
+        id::NBIT => "nbit",
+        id::SCALEOFFSET => "scaleoffset",
+        305 => "LZO",
+        id::BZIP2 => "bzip2",
+        id::LZF => "lzf",
+        id::BLOSC => "Blosc",
+        32002 => "MAFISC",
+        32003 => "Snappy",
+        id::LZ4 => "LZ4",
+        32005 => "APAX",
+        32006 => "CBF",
+        32007 => "JPEG-XR",
+        id::BITSHUFFLE => "bitshuffle",
+        32009 => "SPDP",
+        32010 => "LPC-Rice",
+        32011 => "CCSDS-123",
+        32012 => "JPEG-LS",
+        32013 => "zfp",
+        32014 => "fpzip",
+        id::ZSTD => "Zstandard",
+        32016 => "B³D",
+        32017 => "SZ",
+        32018 => "FCIDECOMP",
+        32019 => "JPEG",
+        32020 => "VBZ",
+        32022 => "FAPEC",
+        32023 => "BitGroom",
+        32024 => "Granular BitRound",
+        32025 => "SZ3",
+        32026 => "Blosc2",
+        32028 => "FLAC",
+        32029 => "SPERR",
+        32030 => "TERSE/PROMISE",
+        _ => return None,
+    })
+}
+
 /// One filter of a pipeline, ready to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Stage {
@@ -56,6 +140,11 @@ enum Stage {
     Shuffle { element_size: usize },
     Fletcher32,
     Lzf,
+    Lz4 { block_size: u32 },
+    Bitshuffle(bitshuffle::Params),
+    Zstd { level: i32 },
+    Bzip2 { level: u32 },
+    Blosc,
 }
 
 impl Stage {
@@ -65,6 +154,11 @@ impl Stage {
             Stage::Shuffle { .. } => "shuffle",
             Stage::Fletcher32 => "fletcher32",
             Stage::Lzf => "lzf",
+            Stage::Lz4 { .. } => "lz4",
+            Stage::Bitshuffle(_) => "bitshuffle",
+            Stage::Zstd { .. } => "zstd",
+            Stage::Bzip2 { .. } => "bzip2",
+            Stage::Blosc => "blosc",
         }
     }
 }
@@ -93,10 +187,36 @@ impl Pipeline {
                 },
                 id::FLETCHER32 => Stage::Fletcher32,
                 id::LZF => Stage::Lzf,
+                id::LZ4 => Stage::Lz4 {
+                    block_size: cd.first().copied().unwrap_or(0),
+                },
+                id::BITSHUFFLE => {
+                    Stage::Bitshuffle(bitshuffle::Params::parse(cd, element_size).ok_or_else(
+                        || FilterError::BadParameters {
+                            filter: "bitshuffle",
+                            client_data: cd.clone(),
+                        },
+                    )?)
+                }
+                id::BLOSC => Stage::Blosc,
+                id::BZIP2 => Stage::Bzip2 {
+                    level: cd.first().copied().unwrap_or(9),
+                },
+                id::ZSTD => Stage::Zstd {
+                    level: cd.first().map_or(3, |&l| l as i32),
+                },
                 other => {
                     return Err(FilterError::Unknown {
                         id: other,
-                        name: String::from_utf8_lossy(f.name()).into_owned(),
+                        name: filter_name(other).map_or_else(
+                            || {
+                                let name = f.name();
+                                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                                String::from_utf8_lossy(name.get(..end).unwrap_or_default())
+                                    .into_owned()
+                            },
+                            str::to_owned,
+                        ),
                     });
                 }
             };
@@ -137,11 +257,14 @@ impl Pipeline {
         chunk_bytes: usize,
         first: usize,
     ) -> Result<Vec<u8>, FilterError> {
-        // Intermediate results are bounded so a corrupt chunk cannot inflate without limit:
-        // no filter here makes data grow by more than a few bytes when encoding.
+        // Intermediate results are bounded so a corrupt chunk cannot inflate without limit: no
+        // filter here makes data grow by more than a few bytes when encoding, but for LZ4's and
+        // bitshuffle's headers and incompressible blocks (at most 1/255 more and 16 bytes per
+        // block of at least 1 KiB when a filter follows them).
         let limit = chunk_bytes
-            .saturating_add(64)
-            .saturating_add(self.stages.len().saturating_mul(8));
+            .saturating_add(chunk_bytes / 32)
+            .saturating_add(1024)
+            .saturating_add(self.stages.len().saturating_mul(64));
         for (i, (stage, _)) in self.stages.iter().enumerate().skip(first).rev() {
             if i < 32 && mask & (1 << i) != 0 {
                 continue;
@@ -151,6 +274,11 @@ impl Pipeline {
                 Stage::Shuffle { element_size } => shuffle::unshuffle(&data, *element_size),
                 Stage::Fletcher32 => fletcher32::verify_and_strip(data)?,
                 Stage::Lzf => lzf::decompress(&data, limit)?,
+                Stage::Lz4 { .. } => lz4::decompress(&data, limit)?,
+                Stage::Bitshuffle(p) => bitshuffle::decompress(&data, p, limit)?,
+                Stage::Zstd { .. } => zstd::decompress(&data, limit)?,
+                Stage::Bzip2 { .. } => bzip2::decompress(&data, limit)?,
+                Stage::Blosc => blosc::decompress(&data, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -192,6 +320,18 @@ impl Pipeline {
                 Stage::Shuffle { element_size } => Some(shuffle::shuffle(&data, *element_size)),
                 Stage::Fletcher32 => Some(fletcher32::append(data.clone().into_owned())),
                 Stage::Lzf => lzf::compress(&data),
+                // The reference filters fail (and libhdf5 then skips an optional filter) only on
+                // inputs they cannot frame: chunks of 2 GiB and more, a partial element.
+                Stage::Lz4 { block_size } => lz4::compress(&data, *block_size).ok(),
+                Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
+                Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
+                Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
+                Stage::Blosc => {
+                    return Err(FilterError::Unsupported {
+                        filter: "blosc",
+                        what: "writing",
+                    });
+                }
             };
             match out {
                 Some(out) => data = std::borrow::Cow::Owned(out),
@@ -241,6 +381,17 @@ mod tests {
                 (id::LZF, &[][..]),
                 (id::FLETCHER32, &[][..]),
             ],
+            &[(id::LZ4, &[0][..]), (id::FLETCHER32, &[][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::LZ4, &[1000][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[
+                (id::BITSHUFFLE, &[0, 4, 4, 256, 0][..]),
+                (id::DEFLATE, &[4][..]),
+                (id::FLETCHER32, &[][..]),
+            ],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 3, 5][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::ZSTD, &[19][..])],
+            &[(id::BZIP2, &[1][..]), (id::FLETCHER32, &[][..])],
         ] {
             let p = pipeline(filters);
             let (stored, mask) = p.encode(&data).unwrap();
@@ -280,11 +431,60 @@ mod tests {
         ));
         let message = FilterPipeline {
             version: PipelineVersion::V2,
-            filters: vec![Filter::new(PipelineVersion::V2, 307, 1, vec![])],
+            filters: vec![Filter::new(PipelineVersion::V2, 32017, 1, vec![])],
         };
-        assert!(matches!(
-            Pipeline::new(&message, 4),
-            Err(FilterError::Unknown { id: 307, .. })
-        ));
+        let err = Pipeline::new(&message, 4).unwrap_err();
+        assert!(matches!(err, FilterError::Unknown { id: 32017, .. }));
+        assert_eq!(err.to_string(), "filter 32017 (SZ) is not available");
+        // A filter outside the registry is named by the name the file stores.
+        let mut filter = Filter::new(PipelineVersion::V2, 40000, 1, vec![]);
+        filter.name = Filter::name_field(PipelineVersion::V2, b"my filter");
+        let message = FilterPipeline {
+            version: PipelineVersion::V2,
+            filters: vec![filter],
+        };
+        assert_eq!(
+            Pipeline::new(&message, 4).unwrap_err().to_string(),
+            "filter 40000 (my filter) is not available"
+        );
+    }
+
+    #[test]
+    fn rejects_garbage_in_every_plugin_filter_without_panicking() {
+        // Deterministic pseudo-random chunks, some starting with a plausible header.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for filters in [
+            &[(id::LZ4, &[0u32][..])][..],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 2, 64, 3, 1][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 8, 0, 0][..])],
+            &[(id::ZSTD, &[3][..])],
+            &[(id::BZIP2, &[9][..])],
+            &[(id::BLOSC, &[2, 2, 4, 4000, 5, 1, 1][..])],
+        ] {
+            let p = pipeline(filters);
+            let good = p
+                .encode(&vec![3u8; 4000])
+                .map(|(c, _)| c)
+                .unwrap_or_default();
+            for round in 0..300 {
+                let len = (next() % 600) as usize;
+                let mut junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                if round % 3 == 0 {
+                    // The start of a real chunk (its header), then junk.
+                    let keep = good.len().min(16);
+                    junk.splice(0..0, good[..keep].iter().copied());
+                }
+                if let Ok(d) = p.decode(junk, 0, 4000) {
+                    assert_eq!(d.len(), 4000);
+                }
+            }
+        }
     }
 }

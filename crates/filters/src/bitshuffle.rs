@@ -1,0 +1,398 @@
+//! The bitshuffle filter (32008): bit `k` of byte `j` of every element of a block is gathered
+//! into bit plane `8j + k`, then each block is optionally compressed with LZ4 or Zstandard.
+//!
+//! Client data: major and minor version of the filter that wrote it, element size, block size
+//! in elements (0: [`default_block`]), compression (0 none, 2 LZ4, 3 Zstandard), Zstandard level.
+//!
+//! A block of `n` elements (`n` a multiple of 8) of `s` bytes transposes to `8s` planes of `n/8`
+//! bytes; element `i` is bit `i % 8` of byte `i / 8` of each plane. A chunk is cut into blocks of
+//! the block size, then one last block of the remaining elements rounded down to a multiple of 8;
+//! the elements left over (fewer than 8) are copied as they are at the end.
+//!
+//! Without compression the chunk is those blocks, the same size as the data. With compression
+//! (integers big-endian):
+//!
+//! | size | field                                                                     |
+//! |------|---------------------------------------------------------------------------|
+//! | 8    | size of the chunk's data in bytes                                         |
+//! | 4    | block size in bytes (block size in elements × element size)               |
+//! |      | per block:                                                                |
+//! | 4    | size of the compressed block                                              |
+//! | n    | the block's planes, compressed as one LZ4 block or one Zstandard frame    |
+//! |      | then the left-over elements, raw                                          |
+
+use super::{FilterError, lz4, zstd};
+
+/// Block sizes are a multiple of this many elements.
+const BLOCK_MULTIPLE: usize = 8;
+/// The block size the filter chooses aims at this many bytes.
+const TARGET_BLOCK_BYTES: usize = 8192;
+/// ... but at least this many elements.
+const MIN_DEFAULT_BLOCK: usize = 128;
+
+/// Compression client-data values.
+pub const COMPRESS_NONE: u32 = 0;
+/// LZ4 blocks.
+pub const COMPRESS_LZ4: u32 = 2;
+/// Zstandard frames.
+pub const COMPRESS_ZSTD: u32 = 3;
+
+/// The block size (elements) the filter uses when the client data gives 0.
+pub fn default_block(element_size: usize) -> usize {
+    let block = TARGET_BLOCK_BYTES.checked_div(element_size).unwrap_or(0);
+    round_down(block).max(MIN_DEFAULT_BLOCK)
+}
+
+/// `n` rounded down to a multiple of [`BLOCK_MULTIPLE`].
+fn round_down(n: usize) -> usize {
+    n.saturating_sub(n % BLOCK_MULTIPLE)
+}
+
+/// Compression of the blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Bit transpose only.
+    None,
+    /// LZ4 blocks.
+    Lz4,
+    /// Zstandard frames at a level.
+    Zstd(i32),
+}
+
+/// A parsed bitshuffle parameter set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Element size in bytes.
+    pub element_size: usize,
+    /// Elements per block (a multiple of 8).
+    pub block: usize,
+    /// The compression.
+    pub mode: Mode,
+}
+
+impl Params {
+    /// Parse the client data (`element_size` fills in a missing element size).
+    pub fn parse(cd: &[u32], element_size: usize) -> Option<Params> {
+        let element_size = match cd.get(2) {
+            Some(&s) => s as usize,
+            None => element_size,
+        };
+        if element_size == 0 {
+            return None;
+        }
+        let block = match cd.get(3).copied().unwrap_or(0) as usize {
+            0 => default_block(element_size),
+            b => b,
+        };
+        if !block.is_multiple_of(BLOCK_MULTIPLE) {
+            return None;
+        }
+        let mode = match cd.get(4).copied().unwrap_or(COMPRESS_NONE) {
+            COMPRESS_NONE => Mode::None,
+            COMPRESS_LZ4 => Mode::Lz4,
+            COMPRESS_ZSTD => Mode::Zstd(cd.get(5).map_or(0, |&l| l as i32)),
+            _ => return None,
+        };
+        Some(Params {
+            element_size,
+            block,
+            mode,
+        })
+    }
+}
+
+fn corrupt(reason: impl Into<String>) -> FilterError {
+    FilterError::Corrupt {
+        filter: "bitshuffle",
+        reason: reason.into(),
+    }
+}
+
+/// Transpose the 8×8 bit matrix whose row `r` is byte `r` (bit `c` of row `r` is bit `8r + c`).
+fn transpose8(mut x: u64) -> u64 {
+    let mut t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+    x ^= t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+    x ^= t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+    x ^ t ^ (t << 28)
+}
+
+/// Bit-transpose one block of `input.len() / s` elements (a multiple of 8) into `out`.
+fn transpose_block(input: &[u8], s: usize, out: &mut [u8]) {
+    let row = input.len().checked_div(s).unwrap_or(0) / 8;
+    // Eight elements at a time: for each byte of the element, the 8×8 bit matrix of that byte
+    // of the eight elements becomes one byte in each of eight planes.
+    for (g, group) in input.chunks_exact(s.saturating_mul(8)).enumerate() {
+        for j in 0..s {
+            let mut x = [0u8; 8];
+            for (m, b) in x.iter_mut().enumerate() {
+                *b = group
+                    .get(m.saturating_mul(s).saturating_add(j))
+                    .copied()
+                    .unwrap_or(0);
+            }
+            let y = transpose8(u64::from_le_bytes(x)).to_le_bytes();
+            for (k, &b) in y.iter().enumerate() {
+                let plane = j.saturating_mul(8).saturating_add(k);
+                if let Some(dst) = out.get_mut(plane.saturating_mul(row).saturating_add(g)) {
+                    *dst = b;
+                }
+            }
+        }
+    }
+}
+
+/// Undo [`transpose_block`]: `input` holds the planes of `out.len() / s` elements.
+pub(super) fn untranspose_block(input: &[u8], s: usize, out: &mut [u8]) {
+    let row = out.len().checked_div(s).unwrap_or(0) / 8;
+    for (g, group) in out.chunks_exact_mut(s.saturating_mul(8)).enumerate() {
+        for j in 0..s {
+            let mut y = [0u8; 8];
+            for (k, b) in y.iter_mut().enumerate() {
+                let plane = j.saturating_mul(8).saturating_add(k);
+                *b = input
+                    .get(plane.saturating_mul(row).saturating_add(g))
+                    .copied()
+                    .unwrap_or(0);
+            }
+            let x = transpose8(u64::from_le_bytes(y)).to_le_bytes();
+            for (m, &b) in x.iter().enumerate() {
+                if let Some(dst) = group.get_mut(m.saturating_mul(s).saturating_add(j)) {
+                    *dst = b;
+                }
+            }
+        }
+    }
+}
+
+/// The byte lengths of the blocks of a chunk of `bytes` bytes, then the left-over length.
+fn blocks(bytes: usize, p: &Params) -> (impl Iterator<Item = usize>, usize) {
+    let s = p.element_size;
+    let n = bytes.checked_div(s).unwrap_or(0);
+    let full = n.checked_div(p.block).unwrap_or(0);
+    let last = round_down(n.checked_rem(p.block).unwrap_or(0));
+    let block_bytes = p.block.saturating_mul(s);
+    let sizes =
+        std::iter::repeat_n(block_bytes, full).chain((last > 0).then_some(last.saturating_mul(s)));
+    (sizes, (n % BLOCK_MULTIPLE).saturating_mul(s))
+}
+
+/// Apply the filter.
+pub fn compress(data: &[u8], p: &Params) -> Result<Vec<u8>, FilterError> {
+    let s = p.element_size;
+    if data.len().checked_rem(s) != Some(0) {
+        return Err(corrupt("the chunk is not a whole number of elements"));
+    }
+    let (sizes, leftover) = blocks(data.len(), p);
+    let mut out = Vec::with_capacity(data.len().saturating_add(64));
+    if p.mode != Mode::None {
+        out.extend_from_slice(&(data.len() as u64).to_be_bytes());
+        let block_bytes = u32::try_from(p.block.saturating_mul(s))
+            .ok()
+            .filter(|&b| b as usize <= lz4::MAX_INPUT)
+            .ok_or_else(|| corrupt("blocks over LZ4's and Zstandard's 2 GiB limit"))?;
+        out.extend_from_slice(&block_bytes.to_be_bytes());
+    }
+    let mut planes = Vec::new();
+    let mut rest = data;
+    for len in sizes {
+        let (block, tail) = rest.split_at_checked(len).unwrap_or((rest, &[]));
+        rest = tail;
+        planes.clear();
+        planes.resize(block.len(), 0);
+        transpose_block(block, s, &mut planes);
+        match p.mode {
+            Mode::None => out.extend_from_slice(&planes),
+            Mode::Lz4 | Mode::Zstd(_) => {
+                let at = out.len();
+                out.extend_from_slice(&[0; 4]);
+                match p.mode {
+                    Mode::Zstd(level) => zstd::compress_into(&planes, level, &mut out),
+                    _ => lz4::compress_block(&planes, &mut out),
+                }
+                let len = u32::try_from(out.len().saturating_sub(at).saturating_sub(4))
+                    .map_err(|_| corrupt("block over 4 GiB"))?;
+                if let Some(dst) = out.get_mut(at..at.saturating_add(4)) {
+                    dst.copy_from_slice(&len.to_be_bytes());
+                }
+            }
+        }
+    }
+    out.extend_from_slice(rest.get(..leftover).unwrap_or(rest));
+    Ok(out)
+}
+
+/// Undo the filter; the chunk's declared size may not exceed `limit`.
+pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+    let s = p.element_size;
+    let (size, p, mut rest) = match p.mode {
+        Mode::None => (data.len(), *p, data),
+        Mode::Lz4 | Mode::Zstd(_) => {
+            let (header, rest) = data
+                .split_first_chunk::<12>()
+                .ok_or_else(|| corrupt("chunk shorter than its 12-byte header"))?;
+            let (size, block) = header.split_at(8);
+            let size = u64::from_be_bytes(size.try_into().unwrap_or_default());
+            let block = (u32::from_be_bytes(block.try_into().unwrap_or_default()) as usize)
+                .checked_div(s)
+                .unwrap_or(0);
+            let size = usize::try_from(size)
+                .ok()
+                .filter(|&n| n <= limit)
+                .ok_or_else(|| {
+                    corrupt(format!(
+                        "declares {size} bytes, more than the chunk's {limit}"
+                    ))
+                })?;
+            if block == 0 || !block.is_multiple_of(BLOCK_MULTIPLE) {
+                return Err(corrupt(format!("block of {block} elements")));
+            }
+            (size, Params { block, ..*p }, rest)
+        }
+    };
+    if size.checked_rem(s) != Some(0) {
+        return Err(corrupt("the chunk is not a whole number of elements"));
+    }
+    let (sizes, leftover) = blocks(size, &p);
+    let mut out = vec![0u8; size];
+    let mut at = 0usize;
+    let mut planes = Vec::new();
+    for len in sizes {
+        let block = match p.mode {
+            Mode::None => {
+                let (block, tail) = rest
+                    .split_at_checked(len)
+                    .ok_or_else(|| corrupt("truncated block"))?;
+                rest = tail;
+                block
+            }
+            Mode::Lz4 | Mode::Zstd(_) => {
+                let (stored, tail) = rest
+                    .split_first_chunk::<4>()
+                    .ok_or_else(|| corrupt("truncated block header"))?;
+                let stored = u32::from_be_bytes(*stored) as usize;
+                let (stored, tail) = tail
+                    .split_at_checked(stored)
+                    .ok_or_else(|| corrupt("block past the end of the chunk"))?;
+                rest = tail;
+                planes.clear();
+                match p.mode {
+                    Mode::Zstd(_) => zstd::decompress_exact(stored, len, &mut planes)?,
+                    _ => lz4::decompress_block(stored, len, &mut planes).map_err(corrupt)?,
+                }
+                planes.as_slice()
+            }
+        };
+        let end = at.saturating_add(len);
+        let dst = out
+            .get_mut(at..end)
+            .ok_or_else(|| corrupt("blocks past the chunk"))?;
+        untranspose_block(block, s, dst);
+        at = end;
+    }
+    let tail = rest
+        .get(..leftover)
+        .ok_or_else(|| corrupt("truncated left-over elements"))?;
+    if let Some(dst) = out.get_mut(at..at.saturating_add(leftover)) {
+        dst.copy_from_slice(tail);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)] // clippy.toml already lets tests index and unwrap
+mod tests {
+    use super::*;
+
+    /// The bit transpose as its definition states it, one bit at a time.
+    fn naive(input: &[u8], s: usize) -> Vec<u8> {
+        let n = input.len() / s;
+        let mut out = vec![0u8; input.len()];
+        for i in 0..n {
+            for j in 0..s {
+                for k in 0..8 {
+                    let bit = (input[i * s + j] >> k) & 1;
+                    out[(j * 8 + k) * (n / 8) + i / 8] |= bit << (i % 8);
+                }
+            }
+        }
+        out
+    }
+
+    fn data(len: usize) -> Vec<u8> {
+        (0..len as u32)
+            .map(|i| ((i / 3) ^ (i.wrapping_mul(2_654_435_761) >> 29)) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn transpose_matches_the_definition() {
+        for s in [1, 2, 3, 4, 8, 12] {
+            let input = data(s * 64);
+            let mut out = vec![0; input.len()];
+            transpose_block(&input, s, &mut out);
+            assert_eq!(out, naive(&input, s), "element size {s}");
+            let mut back = vec![0; input.len()];
+            untranspose_block(&out, s, &mut back);
+            assert_eq!(back, input);
+        }
+    }
+
+    #[test]
+    fn default_blocks_are_the_filters() {
+        assert_eq!(default_block(1), 8192);
+        assert_eq!(default_block(4), 2048);
+        assert_eq!(default_block(3), 2728);
+        assert_eq!(default_block(128), 128);
+    }
+
+    #[test]
+    fn roundtrip_every_mode_size_and_block() {
+        for s in [1, 2, 4, 8, 3] {
+            for elements in [0, 5, 8, 100, 1000, 4099] {
+                let input = data(s * elements);
+                for block in [0, 8, 64, 136] {
+                    for mode in [COMPRESS_NONE, COMPRESS_LZ4, COMPRESS_ZSTD] {
+                        let p = Params::parse(&[0, 4, s as u32, block, mode, 3], s).unwrap();
+                        let c = compress(&input, &p).unwrap();
+                        let d = decompress(&c, &p, input.len()).unwrap();
+                        assert_eq!(d, input, "s {s} n {elements} block {block} mode {mode}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_bad_parameters() {
+        assert!(Params::parse(&[0, 4, 0, 0, 2], 4).is_none());
+        assert!(Params::parse(&[0, 4, 4, 12, 2], 4).is_none());
+        assert!(Params::parse(&[0, 4, 4, 0, 7], 4).is_none());
+    }
+
+    #[test]
+    fn rejects_truncation_and_oversized_headers() {
+        let input = data(4 * 3001);
+        for mode in [COMPRESS_LZ4, COMPRESS_ZSTD] {
+            let p = Params::parse(&[0, 4, 4, 256, mode], 4).unwrap();
+            let c = compress(&input, &p).unwrap();
+            for n in 0..c.len() {
+                assert!(decompress(&c[..n], &p, input.len()).is_err(), "prefix {n}");
+            }
+            for i in 0..c.len() {
+                let mut bad = c.clone();
+                bad[i] ^= 0xa5;
+                if let Ok(d) = decompress(&bad, &p, input.len()) {
+                    assert!(d.len() <= input.len());
+                }
+            }
+            let mut big = c.clone();
+            big[..8].copy_from_slice(&(1u64 << 60).to_be_bytes());
+            assert!(matches!(
+                decompress(&big, &p, input.len()),
+                Err(FilterError::Corrupt { .. })
+            ));
+        }
+    }
+}
