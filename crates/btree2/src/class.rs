@@ -194,7 +194,7 @@ impl ChunkClass {
     /// size the layout message appends), with records as `codec` encodes them.
     pub fn new(codec: RecordCodec, rank: usize) -> Result<ChunkClass, crate::Error> {
         if rank == 0 || rank > MAX_RANK {
-            return Err(crate::Error::InvalidParams(format!(
+            return Err(crate::Error::InvalidArgument(format!(
                 "chunk record rank {rank} not in 1..={MAX_RANK}"
             )));
         }

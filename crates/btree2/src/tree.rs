@@ -329,7 +329,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if !(1..=100).contains(&params.split_percent)
             || params.merge_percent > params.split_percent / 2
         {
-            return Err(Error::InvalidParams(format!(
+            return Err(Error::InvalidArgument(format!(
                 "split {} % must be in 1..=100 and merge {} % at most half of it",
                 params.split_percent, params.merge_percent
             )));
@@ -337,7 +337,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let record_size = u16::try_from(class.record_size())
             .ok()
             .filter(|&r| r > 0)
-            .ok_or_else(|| Error::InvalidParams(format!("record size {}", class.record_size())))?;
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("record size {}", class.record_size()))
+            })?;
         let hdr = Header {
             tree_type: class.tree_type(),
             node_size: params.node_size,
@@ -350,7 +352,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             total_records: 0,
         };
         let geom = Geometry::new(&hdr, sizes)
-            .map_err(|e| Error::InvalidParams(format!("node size: {e}")))?;
+            .map_err(|e| Error::InvalidArgument(format!("node size: {e}")))?;
         let addr = cache.allocator().allocate(header_len(sizes))?;
         let tree = BTree2 {
             cache,
@@ -382,7 +384,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .header
             .clone();
         if hdr.tree_type != class.tree_type() {
-            return Err(Error::ClassMismatch {
+            return Err(Error::Mismatch {
                 header: addr,
                 what: "tree type",
                 found: hdr.tree_type.into(),
@@ -390,7 +392,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             });
         }
         if usize::from(hdr.record_size) != class.record_size() {
-            return Err(Error::ClassMismatch {
+            return Err(Error::Mismatch {
                 header: addr,
                 what: "record size",
                 found: hdr.record_size.into(),
@@ -1504,7 +1506,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // Look before restructuring anything: a duplicate must leave the tree untouched. A key
         // beyond the minimum or maximum cannot be in the tree, so appends skip this search.
         if hint == Hint::Search && self.find_probe(&p)?.is_some() {
-            return Err(Error::Duplicate { header: self.addr });
+            return Err(Error::Exists { header: self.addr });
         }
         let mut root = root;
         let (split, _) = self.thresholds(self.hdr.depth)?;
@@ -1592,7 +1594,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         };
         if depth == 0 {
             let Pos::Child(i) = pos(&node) else {
-                return Err(Error::Duplicate { header: self.addr });
+                return Err(Error::Exists { header: self.addr });
             };
             node.records.insert(i, record.clone());
             if let Some(p) = proxy {
@@ -1613,7 +1615,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut retries = 2u32;
         let idx = loop {
             let idx = match pos(&node) {
-                Pos::Found(_) => return Err(Error::Duplicate { header: self.addr }),
+                Pos::Found(_) => return Err(Error::Exists { header: self.addr }),
                 Pos::Child(i) => i,
             };
             let n = node.records.len();

@@ -241,7 +241,7 @@ proptest::proptest! {
                 match model.entry(key) {
                     std::collections::btree_map::Entry::Occupied(_) => {
                         let duplicate =
-                            matches!(done, Err(h5chunk_btree2::Error::Duplicate { .. }));
+                            matches!(done, Err(h5chunk_btree2::Error::Exists { .. }));
                         proptest::prop_assert!(duplicate, "{:?}", done);
                     }
                     std::collections::btree_map::Entry::Vacant(slot) => {
@@ -292,7 +292,7 @@ fn replacing_by_a_repeated_key_is_refused() {
     t.insert(a.clone()).unwrap();
     assert!(matches!(
         t.insert(b.clone()),
-        Err(h5chunk_btree2::Error::Duplicate { .. })
+        Err(h5chunk_btree2::Error::Exists { .. })
     ));
     assert!(matches!(
         t.upsert(b.clone(), None),

@@ -256,7 +256,7 @@ fn rejects_records_out_of_order_and_wrong_class() {
     .unwrap();
     assert!(matches!(
         BTree2::open(&cache, S, img.header, class2f()),
-        Err(Error::ClassMismatch { .. })
+        Err(Error::Mismatch { .. })
     ));
     let _ = Sizes::DEFAULT;
 }

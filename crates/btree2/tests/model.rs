@@ -57,7 +57,7 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
                     let r = t.insert(entry(a, b, serial));
                     match model.entry([a, b]) {
                         std::collections::btree_map::Entry::Occupied(_) => {
-                            assert!(matches!(r, Err(Error::Duplicate { .. })), "{r:?}");
+                            assert!(matches!(r, Err(Error::Exists { .. })), "{r:?}");
                         }
                         std::collections::btree_map::Entry::Vacant(v) => {
                             r.unwrap();

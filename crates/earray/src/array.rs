@@ -132,7 +132,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
             (g.header.client_id, g.header.element_size, g.header.params)
         };
         if client_id != class.client_id() || element_size != class.element_size() {
-            return Err(Error::ClassMismatch {
+            return Err(Error::Mismatch {
                 addr,
                 expected_client: class.client_id(),
                 found_client: client_id,
@@ -240,7 +240,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
 
     fn locate(&self, i: u64) -> Result<Location> {
         let g = &self.shape.geometry;
-        let out_of_range = || Error::IndexOutOfRange {
+        let out_of_range = || Error::OutOfRange {
             addr: self.shape.header,
             index: i,
             max: g.max_nelmts(),

@@ -235,5 +235,5 @@ fn rejects_blocks_of_another_array_or_class() {
     let cache = reader(&storage);
     let other = FilteredChunks::new(S, 2).unwrap();
     let err = ExtensibleArray::open(&cache, f.header, S, other).unwrap_err();
-    assert!(matches!(err, Error::ClassMismatch { .. }), "{err}");
+    assert!(matches!(err, Error::Mismatch { .. }), "{err}");
 }

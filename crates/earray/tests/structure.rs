@@ -217,7 +217,7 @@ fn open_checks_the_element_class() {
     assert!(
         matches!(
             err,
-            Error::ClassMismatch {
+            Error::Mismatch {
                 found_client: 1,
                 expected_client: 0,
                 ..
@@ -236,10 +236,10 @@ fn rejects_indices_beyond_the_maximum() {
     let max = 1u64 << 32;
     assert_eq!(ea.max_len(), max);
     let err = ea.set(&cache, max, &Some(Addr(1))).unwrap_err();
-    assert!(matches!(err, Error::IndexOutOfRange { index, .. } if index == max));
+    assert!(matches!(err, Error::OutOfRange { index, .. } if index == max));
     assert!(matches!(
         ea.get(&cache, u64::MAX),
-        Err(Error::IndexOutOfRange { .. })
+        Err(Error::OutOfRange { .. })
     ));
     // The last index is fine: its path is created (row 28, a paged data block).
     ea.set(&cache, max - 1, &Some(Addr(1))).unwrap();

@@ -41,7 +41,7 @@ fn params_for_chunks_follow_the_max_chunk_grid() {
     );
     assert!(matches!(
         Params::for_chunks(&[10], &[0], 10),
-        Err(Error::InvalidParameters(_))
+        Err(Error::InvalidArgument(_))
     ));
     assert!(Params::for_chunks(&[10, 10], &[1], 10).is_err());
     assert!(Params::for_chunks(&[u64::MAX, u64::MAX], &[1, 1], 10).is_err());
@@ -70,10 +70,7 @@ fn out_of_range_is_an_error() {
     let mut fa = FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(12, 10)).unwrap();
     assert!(matches!(
         fa.get(&cache, 12),
-        Err(Error::OutOfRange {
-            index: 12,
-            nelmts: 12
-        })
+        Err(Error::OutOfRange { index: 12, len: 12 })
     ));
     assert!(matches!(
         fa.set(&cache, u64::MAX, &common::at(1)),

@@ -146,7 +146,7 @@ fn rejects_element_count_inconsistent_with_layout() {
             assert!(
                 matches!(
                     read_all(&b, b.bytes.clone(), p),
-                    Err(Error::Inconsistent {
+                    Err(Error::Mismatch {
                         field: "number of elements",
                         ..
                     })
@@ -160,14 +160,14 @@ fn rejects_element_count_inconsistent_with_layout() {
         };
         assert!(matches!(
             read_all(&b, b.bytes.clone(), p),
-            Err(Error::Inconsistent { .. })
+            Err(Error::Mismatch { .. })
         ));
         // A filtered element class on an unfiltered array.
         let cache = common::reader(b.bytes.clone());
         let filtered = RecordCodec::filtered(S, 2).unwrap();
         assert!(matches!(
             FixedArray::open(&cache, b.addr, S, filtered, b.params),
-            Err(Error::Inconsistent { .. })
+            Err(Error::Mismatch { .. })
         ));
     }
 }

@@ -120,7 +120,7 @@ proptest! {
                         (Some(a), _) => ChunkRecord { addr: Some(Addr(u64::from(a))), size: u64::from(a % 5000), mask: a % 3 },
                     };
                     if model.is_empty() {
-                        let out_of_bounds = matches!(list.set(&c, u64::from(i), rec), Err(Error::OutOfBounds { .. }));
+                        let out_of_bounds = matches!(list.set(&c, u64::from(i), rec), Err(Error::OutOfRange { .. }));
                         prop_assert!(out_of_bounds);
                     } else {
                         let i = u64::from(i) % model.len() as u64;
@@ -134,7 +134,7 @@ proptest! {
                     let i = u64::from(i) % (len + 2);
                     match list.get_with(&c, lookup, i) {
                         Ok(r) => prop_assert_eq!(r, model[i as usize]),
-                        Err(Error::OutOfBounds { .. }) => prop_assert!(i >= len),
+                        Err(Error::OutOfRange { .. }) => prop_assert!(i >= len),
                         Err(e) => panic!("get: {e}"),
                     }
                 }
@@ -211,11 +211,11 @@ fn usage_counts_tail_supernodes_and_ghosts() {
                 mask: 0
             }
         ),
-        Err(Error::InvalidRecord(_))
+        Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
         SkipList::create(&c, Sizes::DEFAULT, Params { group_len: 0, ..p }),
-        Err(Error::InvalidParams(_))
+        Err(Error::InvalidArgument(_))
     ));
     // A full list of max height 4: 15 supernodes, the last ghost (supernode 16) cannot exist.
     list.extend(&c, 15).unwrap();
