@@ -54,7 +54,7 @@ fn main() -> Result<()> {
     } else {
         tree.insert_many(&chunks)?;
     }
-    let listed = tree.chunks()?.len();
+    let listed = tree.to_vec()?.len();
     println!("{mode}: {listed} chunks, depth {}", tree.depth()?);
     Ok(())
 }

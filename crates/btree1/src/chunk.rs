@@ -536,8 +536,8 @@ impl<'c> ChunkTree<'c> {
     }
 
     /// The root node's address, for the layout message; it never changes.
-    pub fn root(&self) -> Addr {
-        self.tree.root()
+    pub fn addr(&self) -> Addr {
+        self.tree.addr()
     }
 
     /// The generic tree under this index.
@@ -582,14 +582,14 @@ impl<'c> ChunkTree<'c> {
     /// The chunk at these element offsets, if allocated.
     pub fn get(&self, offsets: &[u64]) -> Result<Option<Chunk>> {
         let mut op = self.op(offsets, 0, 0, Addr(0))?;
-        self.tree.find(&mut op)?;
+        self.tree.get(&mut op)?;
         Ok(op.found_chunk(self.rank()))
     }
 
     /// The chunk at chunk coordinates `scaled` (element offsets divided by the chunk dims),
     /// if allocated: [`get`](Self::get) for a caller that counts in chunks, with no offsets
     /// to check or hand back.
-    pub fn locate(&self, scaled: &[u64]) -> Result<Option<Located>> {
+    pub fn get_scaled(&self, scaled: &[u64]) -> Result<Option<Located>> {
         let dims = &self.tree.class().dims;
         self.check_rank(scaled.len(), "chunk coordinates")?;
         let key = scaled_key(scaled, dims, 0, 0)?;
@@ -598,7 +598,7 @@ impl<'c> ChunkTree<'c> {
             addr: Addr(0),
             found: None,
         };
-        self.tree.find(&mut op)?;
+        self.tree.get(&mut op)?;
         Ok(op.found)
     }
 
@@ -710,7 +710,7 @@ impl<'c> ChunkTree<'c> {
     /// Remove the chunk at these offsets; returns it (its space is the caller's to free).
     pub fn remove(&self, offsets: &[u64]) -> Result<Option<Chunk>> {
         let mut op = self.op(offsets, 0, 0, Addr(0))?;
-        if !self.tree.find(&mut op)? {
+        if !self.tree.get(&mut op)? {
             return Ok(None);
         }
         op.found = None;
@@ -731,11 +731,11 @@ impl<'c> ChunkTree<'c> {
     {
         let class = self.tree.class();
         self.tree
-            .iterate(|lt, child, _rt| Ok(f(&class.chunk(lt, child))))
+            .for_each(|lt, child, _rt| Ok(f(&class.chunk(lt, child))))
     }
 
     /// Every chunk, in key order.
-    pub fn chunks(&self) -> Result<Vec<Chunk>> {
+    pub fn to_vec(&self) -> Result<Vec<Chunk>> {
         let mut out = Vec::new();
         let _ = self.for_each(|c| {
             out.push(c.clone());
@@ -745,8 +745,8 @@ impl<'c> ChunkTree<'c> {
     }
 
     /// The bytes the index's nodes occupy in the file.
-    pub fn index_bytes(&self) -> Result<u64> {
-        self.tree.node_bytes()
+    pub fn bytes_used(&self) -> Result<u64> {
+        self.tree.bytes_used()
     }
 
     /// The number of levels (1 for a lone leaf).

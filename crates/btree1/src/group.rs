@@ -432,11 +432,11 @@ impl<'c> Group<'c> {
     /// Symbol Table message's addresses).
     pub fn open(
         cache: &'c MetadataCache,
+        btree: Addr,
+        heap: Addr,
         sizes: Sizes,
         internal_k: u16,
         leaf_k: u16,
-        btree: Addr,
-        heap: Addr,
     ) -> Result<Self> {
         let class = Self::class(sizes, internal_k, leaf_k)?;
         let tree = BTree::open(cache, btree, class)?;
@@ -447,7 +447,7 @@ impl<'c> Group<'c> {
 
     /// The B-tree root's address (for the Symbol Table message).
     pub fn btree_address(&self) -> Addr {
-        self.tree.root()
+        self.tree.addr()
     }
 
     /// The local heap header's address (for the Symbol Table message).
@@ -541,12 +541,12 @@ impl<'c> Group<'c> {
     }
 
     /// The entry of the link `name`, if present.
-    pub fn lookup(&self, name: &[u8]) -> Result<Option<SymbolTableEntry>> {
+    pub fn get(&self, name: &[u8]) -> Result<Option<SymbolTableEntry>> {
         if name.is_empty() {
             return Ok(None);
         }
         let mut op = self.op(name)?;
-        self.tree.find(&mut op)?;
+        self.tree.get(&mut op)?;
         Ok(op.found)
     }
 
@@ -567,12 +567,12 @@ impl<'c> Group<'c> {
     }
 
     /// Every link, in name order.
-    pub fn links(&self) -> Result<Vec<Link>> {
+    pub fn to_vec(&self) -> Result<Vec<Link>> {
         let (_, heap) = self.load_heap()?;
         let cache = self.tree.cache();
         let ctx = self.tree.class().snod_ctx();
         let mut out = Vec::new();
-        let _ = self.tree.iterate(|_, child, _| {
+        let _ = self.tree.for_each(|_, child, _| {
             let sn = cache.get::<SnodEntry>(child, &ctx)?;
             for e in &sn.read().node.entries {
                 out.push(Link {
@@ -607,9 +607,9 @@ impl<'c> Group<'c> {
 
     /// The bytes the symbol table occupies: B-tree nodes, symbol table nodes, heap header
     /// and data segment.
-    pub fn storage_bytes(&self) -> Result<u64> {
+    pub fn bytes_used(&self) -> Result<u64> {
         let mut snods = 0u64;
-        let _ = self.tree.iterate(|_, _, _| {
+        let _ = self.tree.for_each(|_, _, _| {
             snods = snods.saturating_add(1);
             Ok(ControlFlow::Continue(()))
         })?;
@@ -617,7 +617,7 @@ impl<'c> Group<'c> {
         let (header, _) = self.load_heap()?;
         Ok(self
             .tree
-            .node_bytes()?
+            .bytes_used()?
             .saturating_add(snods.saturating_mul(snod_len))
             .saturating_add(LocalHeap::encoded_len(self.sizes()) as u64)
             .saturating_add(header.data_segment_size))

@@ -19,7 +19,7 @@
 //! // A chunk index for a 1-D dataset of 4-byte elements in chunks of 10 elements:
 //! // the layout's dims are (10, 4), the last one being the element size.
 //! let tree = ChunkTree::create(&cache, Sizes::DEFAULT, DEFAULT_CHUNK_K, &[10, 4])?;
-//! let root = tree.root();
+//! let root = tree.addr();
 //! for i in 0..200u64 {
 //!     let addr = cache.allocator().allocate(40)?;
 //!     tree.insert(&Chunk { offsets: [i * 10].into_iter().collect(), size: 40, filter_mask: 0, addr }, None)?;
@@ -34,7 +34,7 @@
 //! for name in ["b", "a", "c"] {
 //!     group.insert(name.as_bytes(), Addr(0x60), Cache::Nothing)?;
 //! }
-//! let names: Vec<_> = group.links()?.into_iter().map(|l| l.name).collect();
+//! let names: Vec<_> = group.to_vec()?.into_iter().map(|l| l.name).collect();
 //! assert_eq!(names, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
 //!
 //! // Children reach the file before their parents.
@@ -44,7 +44,7 @@
 //! // Reopen over the same bytes.
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::default())?;
 //! let tree = ChunkTree::open(&reader, root, Sizes::DEFAULT, DEFAULT_CHUNK_K, &[10, 4])?;
-//! assert_eq!(tree.chunks()?.len(), 200);
+//! assert_eq!(tree.to_vec()?.len(), 200);
 //! # Ok(())
 //! # }
 //! ```

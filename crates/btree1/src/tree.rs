@@ -655,7 +655,7 @@ where
     }
 
     /// The root node's address (it never changes).
-    pub fn root(&self) -> Addr {
+    pub fn addr(&self) -> Addr {
         self.root
     }
 
@@ -827,7 +827,7 @@ where
     }
 
     /// Look the operation's target up; the class's `found` fills in the result.
-    pub fn find(&self, op: &mut C::Op) -> Result<bool> {
+    pub fn get(&self, op: &mut C::Op) -> Result<bool> {
         let (mut addr, mut level) = (self.root, None);
         // Each step goes one level down and levels are checked, so the loop ends; the bound
         // is a second guard.
@@ -1559,7 +1559,7 @@ where
         synced.and(inserted)
     }
 
-    /// Remove the operation's target, which must be present (check with [`BTree::find`]).
+    /// Remove the operation's target, which must be present (check with [`BTree::get`]).
     /// Nodes that become empty are freed (the root stays, as an empty leaf); nodes are never
     /// merged, as in libhdf5. Keys are maintained so that every node's right key equals its
     /// separator in the parent (see the crate docs for where this departs from libhdf5).
@@ -1729,7 +1729,7 @@ where
     }
 
     /// Visit every leaf child in key order, `f(left key, child, right key)`, until `f` breaks.
-    pub fn iterate<F>(&self, mut f: F) -> Result<ControlFlow<()>>
+    pub fn for_each<F>(&self, mut f: F) -> Result<ControlFlow<()>>
     where
         F: FnMut(&C::Key, Addr, &C::Key) -> Result<ControlFlow<()>>,
     {
@@ -1856,7 +1856,7 @@ where
     }
 
     /// The bytes the tree's nodes occupy in the file (each node is allocated at full size).
-    pub fn node_bytes(&self) -> Result<u64> {
+    pub fn bytes_used(&self) -> Result<u64> {
         Ok(self.node_count()?.0.saturating_mul(self.node_len()))
     }
 
@@ -1984,7 +1984,7 @@ fn check_level_of(addr: Addr, node_level: u8, children: usize, level: Option<u8>
     Ok(())
 }
 
-/// One level of [`BTree::find`]: the answer, the child to descend to, or the leaf's child
+/// One level of [`BTree::get`]: the answer, the child to descend to, or the leaf's child
 /// and key for the class to finish with.
 enum FindStep<K> {
     Done(bool),

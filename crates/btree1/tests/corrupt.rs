@@ -36,7 +36,7 @@ fn built() -> (Vec<u8>, Addr) {
         tree.insert(&c, None).unwrap();
     }
     assert_eq!(tree.depth().unwrap(), 3);
-    let root = tree.root();
+    let root = tree.addr();
     assert!(cache.flush().unwrap().is_complete());
     (storage.to_vec(), root)
 }
@@ -64,11 +64,11 @@ fn exercise(bytes: Vec<u8>, root: Addr) -> Option<Error> {
             first = Some(e);
         }
     };
-    note(tree.chunks().map(drop));
+    note(tree.to_vec().map(drop));
     note(tree.get(&[20]).map(drop));
     note(tree.get(&[200]).map(drop));
     note(tree.tree().shape().map(drop));
-    note(tree.index_bytes().map(drop));
+    note(tree.bytes_used().map(drop));
     let c = Chunk {
         offsets: vec![41].into(),
         size: 8,
@@ -91,7 +91,7 @@ fn exercise(bytes: Vec<u8>, root: Addr) -> Option<Error> {
     ));
     note(tree.remove(&[10]).map(drop));
     note(tree.remove(&[78]).map(drop));
-    note(tree.chunks().map(drop));
+    note(tree.to_vec().map(drop));
     first
 }
 
@@ -192,8 +192,8 @@ fn rejects_children_pointing_up() {
     let cache =
         MetadataCache::new(Arc::new(MemStorage::from_vec(b)), CacheConfig::default()).unwrap();
     let tree = ChunkTree::open(&cache, root, S, K, &DIMS).unwrap();
-    assert!(matches!(tree.chunks(), Err(Error::Corrupt { .. })));
-    assert!(matches!(tree.index_bytes(), Err(Error::Corrupt { .. })));
+    assert!(matches!(tree.to_vec(), Err(Error::Corrupt { .. })));
+    assert!(matches!(tree.bytes_used(), Err(Error::Corrupt { .. })));
     // The same with levels forged to match: the root claims level 1 and points to itself.
     let mut r = node(&bytes, root);
     r.level = 1;
@@ -234,16 +234,16 @@ fn corrupt_groups_are_errors() {
     let run = |b: Vec<u8>| -> Option<Error> {
         let cache =
             MetadataCache::new(Arc::new(MemStorage::from_vec(b)), CacheConfig::default()).unwrap();
-        let g = match Group::open(&cache, S, 2, 1, btree, heap) {
+        let g = match Group::open(&cache, btree, heap, S, 2, 1) {
             Ok(g) => g,
             Err(e) => return Some(e),
         };
         let mut first = None;
         for r in [
-            g.links().map(drop),
-            g.lookup(b"m07").map(drop),
+            g.to_vec().map(drop),
+            g.get(b"m07").map(drop),
             g.insert(b"new", Addr(0x40), Cache::Nothing),
-            g.storage_bytes().map(drop),
+            g.bytes_used().map(drop),
         ] {
             if let Err(e) = r
                 && first.is_none()

@@ -197,8 +197,8 @@ fn check_batches(k: u16, grid: &Grid, batches: &[Batch]) {
     let many_storage = MemStorage::new();
     let mut one = new_cache(&one_storage);
     let mut many = new_cache(&many_storage);
-    let root = ChunkTree::create(&one, S, k, &dims).unwrap().root();
-    assert_eq!(ChunkTree::create(&many, S, k, &dims).unwrap().root(), root);
+    let root = ChunkTree::create(&one, S, k, &dims).unwrap().addr();
+    assert_eq!(ChunkTree::create(&many, S, k, &dims).unwrap().addr(), root);
     assert!(one.flush().unwrap().is_complete());
     assert!(many.flush().unwrap().is_complete());
     let mut model = BTreeMap::new();
@@ -243,8 +243,8 @@ fn check_batches(k: u16, grid: &Grid, batches: &[Batch]) {
             one_storage.to_vec() == many_storage.to_vec(),
             "bytes differ"
         );
-        let listed = b.chunks().unwrap();
-        assert_eq!(a.chunks().unwrap(), listed);
+        let listed = b.to_vec().unwrap();
+        assert_eq!(a.to_vec().unwrap(), listed);
         assert_eq!(listed, model.values().cloned().collect::<Vec<_>>());
     }
     let b = ChunkTree::open(&many, root, S, k, &dims).unwrap();
@@ -302,7 +302,7 @@ fn insert_many_appends_50000_chunks() {
         assert_eq!(tree.get(&[i * 10]).unwrap(), Some(chunk_1d(i)), "chunk {i}");
     }
     assert_eq!(tree.get(&[500_000]).unwrap(), None);
-    assert_eq!(tree.chunks().unwrap().len(), 50_000);
+    assert_eq!(tree.to_vec().unwrap().len(), 50_000);
     assert_eq!(tree.depth().unwrap(), 3);
     let shape = tree.tree().shape().unwrap();
     // Sequential appends leave every leaf but the last with 57 of its 64 children.
@@ -311,8 +311,8 @@ fn insert_many_appends_50000_chunks() {
     assert!(cache.flush().unwrap().is_complete());
     check_write_order(&cache.take_trace()).expect("write order");
     let reader = new_cache(&storage);
-    let tree = ChunkTree::open(&reader, tree.root(), S, DEFAULT_CHUNK_K, &[10, 4]).unwrap();
-    assert_eq!(tree.chunks().unwrap(), chunks);
+    let tree = ChunkTree::open(&reader, tree.addr(), S, DEFAULT_CHUNK_K, &[10, 4]).unwrap();
+    assert_eq!(tree.to_vec().unwrap(), chunks);
 }
 
 /// An invalid chunk stops the batch where the loop of `insert` stops: the chunks before it
@@ -344,7 +344,7 @@ fn insert_many_stops_at_an_invalid_chunk() {
         let got = b.insert_many(&chunks);
         assert!(matches!(want, Err(Error::InvalidArgument(_))), "{want:?}");
         assert!(matches!(got, Err(Error::InvalidArgument(_))), "{got:?}");
-        assert_eq!(b.chunks().unwrap(), chunks[..300].to_vec());
+        assert_eq!(b.to_vec().unwrap(), chunks[..300].to_vec());
         assert!(one.flush().unwrap().is_complete());
         assert!(many.flush().unwrap().is_complete());
         check_write_order(&many.take_trace()).expect("write order");
@@ -372,7 +372,7 @@ fn insert_many_keeps_the_leaves_chunk_dependencies() {
         a.insert(c, None).unwrap();
     }
     b.insert_many(&chunks).unwrap();
-    assert_eq!(graph(&one, 2, 2, a.root()), graph(&many, 2, 2, b.root()));
+    assert_eq!(graph(&one, 2, 2, a.addr()), graph(&many, 2, 2, b.addr()));
     let written = |_: &[ProxyId]| Ok::<(), Box<dyn std::error::Error + Send + Sync>>(());
     assert!(one.flush_with(&mut { written }).unwrap().is_complete());
     assert!(many.flush_with(&mut { written }).unwrap().is_complete());
@@ -381,7 +381,7 @@ fn insert_many_keeps_the_leaves_chunk_dependencies() {
         one_storage.to_vec() == many_storage.to_vec(),
         "bytes differ"
     );
-    assert_eq!(b.chunks().unwrap().len(), 200);
+    assert_eq!(b.to_vec().unwrap().len(), 200);
 }
 
 /// Batches of appends that end at every point of the splits (right after a leaf, an internal

@@ -72,14 +72,14 @@ fn libhdf5_reads_and_extends_our_trees() {
         };
         tree.insert(&chunk, None).unwrap();
     }
-    let root = tree.root();
+    let root = tree.addr();
     assert_eq!(tree.depth().unwrap(), 3);
     let shape = tree.tree().shape().unwrap();
     eprintln!(
         "10,000 scrambled chunks: {} leaves, {} nodes at level 1, index {} bytes",
         shape[2].len(),
         shape[1].len(),
-        tree.index_bytes().unwrap()
+        tree.bytes_used().unwrap()
     );
     let layout = ChunkedLayout::new(
         LayoutVersion::V3,
@@ -115,7 +115,7 @@ fn libhdf5_reads_and_extends_our_trees() {
     for i in 0..500u64 {
         emptied.remove(&[i * 10]).unwrap().unwrap();
     }
-    let emptied_root = emptied.root();
+    let emptied_root = emptied.addr();
     let layout = ChunkedLayout::new(
         LayoutVersion::V3,
         &[10],
@@ -174,7 +174,7 @@ fn libhdf5_reads_and_extends_our_trees() {
             .insert(names[i as usize].as_bytes(), oh_at, cache)
             .unwrap();
     }
-    assert_eq!(group.links().unwrap().len(), LINKS);
+    assert_eq!(group.to_vec().unwrap().len(), LINKS);
     assert!(group.tree().node_count().unwrap().1 >= 2);
     let (group_btree, group_heap) = (group.btree_address(), group.heap_address());
     w.add_group_symbol_table("many", group_btree, group_heap);
@@ -189,7 +189,7 @@ fn libhdf5_reads_and_extends_our_trees() {
     let ds = f.dataset("/d");
     let cache = f.cache(CacheConfig::default());
     let ours = ChunkTree::open(&cache, root, s, DEFAULT_CHUNK_K, &ds.chunked().dims).unwrap();
-    assert_eq!(ours.chunks().unwrap().len(), (ROWS * per_row) as usize);
+    assert_eq!(ours.to_vec().unwrap().len(), (ROWS * per_row) as usize);
 
     if let Some(h5dump) = interop::h5dump(test) {
         interop::h5dump_ok(&h5dump, &path);
@@ -235,7 +235,7 @@ fn libhdf5_reads_and_extends_our_trees() {
     let cache = f.cache(CacheConfig::default());
     let ours = ChunkTree::open(&cache, root, s, DEFAULT_CHUNK_K, &ds.chunked().dims).unwrap();
     ours.tree().shape().unwrap();
-    let chunks = ours.chunks().unwrap();
+    let chunks = ours.to_vec().unwrap();
     assert_eq!(chunks.len(), 11_000);
     let theirs = h5py::chunks(&python, &path, "d");
     assert_eq!(theirs.len(), chunks.len());
@@ -252,7 +252,7 @@ fn libhdf5_reads_and_extends_our_trees() {
     }
     let emptied = ChunkTree::open(&cache, emptied_root, s, DEFAULT_CHUNK_K, &[10, 4]).unwrap();
     let offsets: Vec<Vec<u64>> = emptied
-        .chunks()
+        .to_vec()
         .unwrap()
         .into_iter()
         .map(|c| c.offsets.to_vec())
@@ -261,15 +261,15 @@ fn libhdf5_reads_and_extends_our_trees() {
     let sb = f.superblock();
     let g = Group::open(
         &cache,
+        group_btree,
+        group_heap,
         s,
         sb.group_internal_k(),
         sb.group_leaf_k(),
-        group_btree,
-        group_heap,
     )
     .unwrap();
-    assert_eq!(g.links().unwrap().len(), LINKS + 1);
-    assert!(g.lookup(b"added_by_libhdf5").unwrap().is_some());
+    assert_eq!(g.to_vec().unwrap().len(), LINKS + 1);
+    assert!(g.get(b"added_by_libhdf5").unwrap().is_some());
 }
 
 #[test]

@@ -76,7 +76,7 @@ fn replaying_libhdf5_trees_gives_identical_nodes() {
         let theirs_cache = f.cache(CacheConfig::default());
         let root = layout.address.unwrap();
         let tree = ChunkTree::open(&theirs_cache, root, f.sizes(), k, &layout.dims).unwrap();
-        let chunks = tree.chunks().unwrap();
+        let chunks = tree.to_vec().unwrap();
         let mut theirs = Vec::new();
         dump(&theirs_cache, &ctx, root, &mut theirs);
 
@@ -88,7 +88,7 @@ fn replaying_libhdf5_trees_gives_identical_nodes() {
             ours.insert(c, None).unwrap();
         }
         let mut mine = Vec::new();
-        dump(&cache, &ctx, ours.root(), &mut mine);
+        dump(&cache, &ctx, ours.addr(), &mut mine);
         assert_eq!(mine, theirs, "{what}");
         replayed += 1;
         if theirs[0].0 > 0 {

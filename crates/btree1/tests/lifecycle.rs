@@ -47,13 +47,13 @@ fn emptied_tree_is_an_empty_leaf_and_grows_again() {
         assert_eq!(tree.remove(&[i * 3, 0]).unwrap(), Some(chunk(i)));
         assert_eq!(tree.remove(&[i * 3, 0]).unwrap(), None);
     }
-    assert_eq!(tree.chunks().unwrap(), vec![]);
+    assert_eq!(tree.to_vec().unwrap(), vec![]);
     assert_eq!(tree.tree().shape().unwrap(), vec![vec![0]]);
     // Every emptied node was freed: only the root remains allocated.
     let node = ChunkNode::encoded_len(S, 2, 3) as u64;
-    assert_eq!(tree.index_bytes().unwrap(), node);
+    assert_eq!(tree.bytes_used().unwrap(), node);
     assert!(cache.flush().unwrap().is_complete());
-    let root = tree.root();
+    let root = tree.addr();
     let bytes = storage.to_vec();
     let r = ChunkNode::decode(&bytes[root.get() as usize..], root, S, 2, 3).unwrap();
     assert_eq!(
@@ -63,7 +63,7 @@ fn emptied_tree_is_an_empty_leaf_and_grows_again() {
     for i in 0..10 {
         tree.insert(&chunk(i), None).unwrap();
     }
-    assert_eq!(tree.chunks().unwrap().len(), 10);
+    assert_eq!(tree.to_vec().unwrap().len(), 10);
 }
 
 #[test]
@@ -77,7 +77,7 @@ fn delete_frees_everything() {
     let (nodes, depth) = tree.tree().node_count().unwrap();
     assert_eq!(depth, 4);
     assert_eq!(
-        tree.index_bytes().unwrap(),
+        tree.bytes_used().unwrap(),
         nodes * ChunkNode::encoded_len(S, 2, 3) as u64
     );
     let mut seen = Vec::new();
@@ -95,7 +95,7 @@ fn delete_frees_everything() {
             .unwrap();
     }
     assert!(g.tree().node_count().unwrap().1 >= 3);
-    assert!(g.storage_bytes().unwrap() > g.tree().node_bytes().unwrap());
+    assert!(g.bytes_used().unwrap() > g.tree().bytes_used().unwrap());
     g.delete().unwrap();
     assert_eq!(cache.allocator().eoa(), START);
     assert_eq!(cache.allocator().free_space(), 0);

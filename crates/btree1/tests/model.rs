@@ -67,7 +67,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
     dims.push(4);
     let storage = MemStorage::new();
     let mut cache = new_cache(&storage);
-    let root = ChunkTree::create(&cache, S, k, &dims).unwrap().root();
+    let root = ChunkTree::create(&cache, S, k, &dims).unwrap().addr();
     let mut model: BTreeMap<Vec<u64>, (u32, u32, Addr)> = BTreeMap::new();
     let mut next_addr = 1u64 << 40;
     for op in ops {
@@ -96,7 +96,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
                 });
                 assert_eq!(got, want);
                 // The lookup by chunk coordinates finds the same record.
-                let located = tree.locate(c).unwrap();
+                let located = tree.get_scaled(c).unwrap();
                 let want = model
                     .get(&offsets)
                     .map(|&(size, filter_mask, addr)| Located {
@@ -136,7 +136,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
     let tree = ChunkTree::open(&cache, root, S, k, &dims).unwrap();
     tree.tree().shape().unwrap();
     let all: Vec<(Vec<u64>, (u32, u32, Addr))> = tree
-        .chunks()
+        .to_vec()
         .unwrap()
         .into_iter()
         .map(|c| (c.offsets.to_vec(), (c.size, c.filter_mask, c.addr)))
@@ -200,7 +200,7 @@ fn run_group_model(internal_k: u16, leaf_k: u16, ops: &[GroupOp]) {
     };
     let mut model: BTreeMap<Vec<u8>, Addr> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
-        let g = Group::open(&cache, S, internal_k, leaf_k, btree, heap).unwrap();
+        let g = Group::open(&cache, btree, heap, S, internal_k, leaf_k).unwrap();
         match op {
             GroupOp::Insert(name) => {
                 let oh = Addr(0x1000 + i as u64);
@@ -214,14 +214,14 @@ fn run_group_model(internal_k: u16, leaf_k: u16, ops: &[GroupOp]) {
             }
             GroupOp::Lookup(name) => {
                 let got = g
-                    .lookup(name.as_bytes())
+                    .get(name.as_bytes())
                     .unwrap()
                     .and_then(|e| e.object_header);
                 assert_eq!(got, model.get(name.as_bytes()).copied());
             }
             GroupOp::List => {
                 let got: Vec<(Vec<u8>, Addr)> = g
-                    .links()
+                    .to_vec()
                     .unwrap()
                     .into_iter()
                     .map(|l| (l.name, l.entry.object_header.unwrap()))
@@ -234,9 +234,9 @@ fn run_group_model(internal_k: u16, leaf_k: u16, ops: &[GroupOp]) {
             }
         }
     }
-    let g = Group::open(&cache, S, internal_k, leaf_k, btree, heap).unwrap();
+    let g = Group::open(&cache, btree, heap, S, internal_k, leaf_k).unwrap();
     g.tree().shape().unwrap();
-    let names: Vec<Vec<u8>> = g.links().unwrap().into_iter().map(|l| l.name).collect();
+    let names: Vec<Vec<u8>> = g.to_vec().unwrap().into_iter().map(|l| l.name).collect();
     assert_eq!(names, model.keys().cloned().collect::<Vec<_>>());
     flush_checked(&cache);
 }
@@ -264,17 +264,20 @@ fn locate_rejects_a_wrong_rank_and_offsets_past_2_64() {
     };
     tree.insert(&ch, None).unwrap();
     assert_eq!(
-        tree.locate(&[1, 2]).unwrap(),
+        tree.get_scaled(&[1, 2]).unwrap(),
         Some(Located {
             size: 800,
             filter_mask: 0,
             addr: Addr(4096)
         })
     );
-    assert_eq!(tree.locate(&[2, 1]).unwrap(), None);
-    assert!(matches!(tree.locate(&[1]), Err(Error::InvalidArgument(_))));
+    assert_eq!(tree.get_scaled(&[2, 1]).unwrap(), None);
     assert!(matches!(
-        tree.locate(&[u64::MAX / 2, 0]),
+        tree.get_scaled(&[1]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        tree.get_scaled(&[u64::MAX / 2, 0]),
         Err(Error::InvalidArgument(_))
     ));
 }

@@ -93,7 +93,7 @@ fn dependencies_mirror_the_tree() {
         k: 2,
         params: 2u8,
     };
-    for (addr, (level, children)) in nodes::<ChunkKey>(&cache, &ctx, tree.root()) {
+    for (addr, (level, children)) in nodes::<ChunkKey>(&cache, &ctx, tree.addr()) {
         let deps: BTreeSet<Key> = cache.flush_children(addr).into_iter().collect();
         let want: BTreeSet<Key> = if level > 0 {
             children.iter().map(|&c| Key::Entry(c)).collect()
@@ -133,7 +133,7 @@ fn leaves_wait_for_their_chunks() {
     }
     let report = cache.flush().unwrap();
     assert!(report.written > 0 && !report.blocked.is_empty());
-    assert!(report.blocked.contains(&tree.root()));
+    assert!(report.blocked.contains(&tree.addr()));
     check_write_order(&cache.take_trace()).expect("children before parents");
     for p in &proxies[20..] {
         cache.chunk_written(*p).unwrap();

@@ -1,5 +1,5 @@
-//! Instructions per appended record: [`BTree2::upsert`] one record at a time (`loop`) against
-//! one [`BTree2::upsert_many`] (`many`), for `n` records of rank 1 or 2 appended to an empty
+//! Instructions per appended record: [`BTree2::insert`] one record at a time (`loop`) against
+//! one [`BTree2::insert_many`] (`many`), for `n` records of rank 1 or 2 appended to an empty
 //! chunk index with libhdf5's parameters. Count them with callgrind, collecting only the
 //! measured function:
 //!
@@ -23,13 +23,13 @@ use h5chunk_format::{Addr, Sizes};
 #[inline(never)]
 fn run_loop(tree: &mut BTree2<'_, ChunkClass>, records: &[ChunkEntry]) {
     for r in records {
-        tree.upsert(r.clone(), None).unwrap();
+        tree.insert(r.clone(), None).unwrap();
     }
 }
 
 #[inline(never)]
 fn run_many(tree: &mut BTree2<'_, ChunkClass>, records: &[ChunkEntry]) {
-    tree.upsert_many(records).unwrap();
+    tree.insert_many(records).unwrap();
 }
 
 fn main() {

@@ -1,4 +1,4 @@
-//! The tree: create, open, find, insert (redistributing to siblings before splitting, except
+//! The tree: create, open, get, insert (redistributing to siblings before splitting, except
 //! for appends, which split the full right-most leaf keeping it full), update,
 //! remove (merging and redistributing), in-order iteration, nth record, delete, bytes used;
 //! flush dependencies and SWMR shadowing.
@@ -377,7 +377,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Open the tree whose header is at `addr`.
-    pub fn open(cache: &'c MetadataCache, sizes: Sizes, addr: Addr, class: C) -> Result<Self> {
+    pub fn open(cache: &'c MetadataCache, addr: Addr, sizes: Sizes, class: C) -> Result<Self> {
         let hdr = cache
             .get::<HeaderEntry>(addr, &sizes)?
             .read()
@@ -445,8 +445,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// writer may have moved on.
     pub fn resume(
         cache: &'c MetadataCache,
-        sizes: Sizes,
         addr: Addr,
+        sizes: Sizes,
         class: C,
         state: Option<TreeState<C>>,
     ) -> Result<Self> {
@@ -461,7 +461,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 minmax: st.minmax,
                 unpublished: st.unpublished,
             }),
-            None => Self::open(cache, sizes, addr, class),
+            None => Self::open(cache, addr, sizes, class),
         }
     }
 
@@ -578,7 +578,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
     }
 
-    /// One step of [`find`](Self::find) in the node at `ptr`: the record when the node holds
+    /// One step of [`get`](Self::get) in the node at `ptr`: the record when the node holds
     /// the key (`Err`), else the child to descend to, if any (`Ok`). The search runs on the
     /// node's flattened keys when the class has them.
     #[allow(clippy::type_complexity)]
@@ -1000,9 +1000,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     // ----- reading ------------------------------------------------------------------------
 
     /// The record whose key is `key` (when the class's keys repeat: one of the records of
-    /// that key, whichever the descent meets first; see [`find_by`](Self::find_by) and
-    /// [`find_all`](Self::find_all)).
-    pub fn find(&self, key: &C::Key) -> Result<Option<C::Record>> {
+    /// that key, whichever the descent meets first; see [`get_by`](Self::get_by) and
+    /// [`get_all`](Self::get_all)).
+    pub fn get(&self, key: &C::Key) -> Result<Option<C::Record>> {
         self.find_probe(&Probe::key(key))
     }
 
@@ -1010,7 +1010,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// how the record sought compares with `r` (a record of key `key`), in the order the
     /// tree keeps such records (libhdf5's name indexes: the names, read through the heap ID
     /// of `r`). `tie` is called only on records of key `key`.
-    pub fn find_by(
+    pub fn get_by(
         &self,
         key: &C::Key,
         tie: impl Fn(&C::Record) -> Ordering,
@@ -1052,7 +1052,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Every record of key `key`, in the tree's order: one descent, then the records of that
     /// key and the subtrees between them (libhdf5's name indexes: the records of one hash,
     /// whose names tell them apart).
-    pub fn find_all(&self, key: &C::Key) -> Result<Vec<C::Record>> {
+    pub fn get_all(&self, key: &C::Key) -> Result<Vec<C::Record>> {
         let mut out = Vec::new();
         if let Some((min, max)) = &self.minmax
             && (self.class.compare(key, min) == Ordering::Less
@@ -1167,7 +1167,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     ///
     /// `f` runs while the node holding the record is read-locked in the cache: it must not
     /// modify this tree.
-    pub fn iterate(
+    pub fn for_each(
         &self,
         mut f: impl FnMut(&C::Record) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>> {
@@ -1243,10 +1243,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Every record in key order.
-    pub fn records(&self) -> Result<Vec<C::Record>> {
+    pub fn to_vec(&self) -> Result<Vec<C::Record>> {
         let mut out =
             Vec::with_capacity(usize::try_from(self.hdr.total_records.min(1 << 24)).unwrap_or(0));
-        let _ = self.iterate(|r| {
+        let _ = self.for_each(|r| {
             out.push(r.clone());
             ControlFlow::Continue(())
         })?;
@@ -1450,13 +1450,17 @@ impl<P> Copy for Target<'_, P> {}
 
 impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Insert `record`; an error if a record with its key is there already.
-    pub fn insert(&mut self, record: C::Record) -> Result<()> {
-        self.insert_with_proxy(record, None)
+    pub fn try_insert(&mut self, record: C::Record) -> Result<()> {
+        self.try_insert_with_proxy(record, None)
     }
 
     /// Insert `record` for a chunk whose data the chunk proxy `proxy` stands for: the node that
     /// holds the record is not written before the chunk is.
-    pub fn insert_with_proxy(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<()> {
+    pub fn try_insert_with_proxy(
+        &mut self,
+        record: C::Record,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         self.insert_probe(record, proxy, no_tie)
     }
 
@@ -1464,7 +1468,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// `record` compares with `r`, a record of the same key (a class whose keys repeat, see
     /// [`RecordClass::keys_repeat`]; libhdf5's name indexes order two names of one hash by
     /// name). An error, the tree untouched, if `tie` finds it equal to one of them.
-    pub fn insert_by(
+    pub fn try_insert_by(
         &mut self,
         record: C::Record,
         tie: impl Fn(&C::Record) -> Ordering,
@@ -1683,7 +1687,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Replace the record with `record`'s key, or insert it (libhdf5's `H5B2_update`). A key
     /// above the maximum (an append) goes straight to the insert without a search. Refused
     /// (typed) for a class whose keys repeat: a key alone does not name the record to replace.
-    pub fn upsert(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<bool> {
+    pub fn insert(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<bool> {
         if self.class.keys_repeat() {
             return Err(Error::Unsupported(
                 "replacing or modifying records by key in a v2 B-tree whose keys repeat",
@@ -1702,11 +1706,11 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 return Ok(false);
             }
         }
-        self.insert_with_proxy(record, proxy)?;
+        self.try_insert_with_proxy(record, proxy)?;
         Ok(true)
     }
 
-    /// [`upsert`](Self::upsert) each of `records` in order (without proxies): the same tree,
+    /// [`insert`](Self::insert) each of `records` in order (without proxies): the same tree,
     /// the same header and, once flushed, the same bytes in the file as that loop, in a fraction
     /// of its time when the records are appends.
     ///
@@ -1719,7 +1723,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// and every record that is not an append (a replacement, a key inside the tree's range)
     /// take the per-record path. After an error, as after one of `insert`, the tree may be
     /// left inconsistent.
-    pub fn upsert_many(&mut self, records: &[C::Record]) -> Result<()> {
+    pub fn insert_many(&mut self, records: &[C::Record]) -> Result<()> {
         if self.class.keys_repeat() {
             return Err(Error::Unsupported(
                 "replacing or modifying records by key in a v2 B-tree whose keys repeat",
@@ -1736,7 +1740,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 0
             };
             if taken == 0 {
-                let _ = self.upsert(first.clone(), None)?;
+                let _ = self.insert(first.clone(), None)?;
                 rest = tail;
             } else {
                 rest = rest.get(taken..).unwrap_or_default();
@@ -1747,7 +1751,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// Append the leading run of `records` whose keys increase from above the maximum, through
     /// the protected right-most path, doing for each record exactly what
-    /// [`insert_with_proxy`](Self::insert_with_proxy) would. Returns how many records it took:
+    /// [`try_insert_with_proxy`](Self::try_insert_with_proxy) would. Returns how many records it took:
     /// 0 when the first one needs the per-record path (a level above the leaves must be split
     /// or rebalanced first, the tree is empty, or its parameters are refused).
     fn append_run(&mut self, records: &[C::Record]) -> Result<usize> {
@@ -1830,7 +1834,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             }
         }
         let split_of = |d: u16| splits.get(usize::from(d)).copied().unwrap_or(0);
-        // `insert_with_proxy` splits a full root first, and `insert_rec` relieves a full child
+        // `try_insert_with_proxy` splits a full root first, and `insert_rec` relieves a full child
         // before entering it: while no internal node of the path is full, an append only adds
         // a record to the right-most leaf (after relieving that leaf when it is full).
         if usize::from(self.hdr.root_nrec) >= split_of(depth) {
@@ -2091,7 +2095,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Modify the record with key `key` in place (its key must not change); returns whether it
-    /// was found. Refused (typed) for a class whose keys repeat, as [`upsert`](Self::upsert).
+    /// was found. Refused (typed) for a class whose keys repeat, as [`insert`](Self::insert).
     pub fn modify(&mut self, key: &C::Key, f: impl FnOnce(&mut C::Record)) -> Result<bool> {
         self.modify_with_proxy(key, None, f)
     }
@@ -2172,7 +2176,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         self.remove_probe(&Probe::key(key))
     }
 
-    /// Remove the record of key `key` that `tie` picks (as [`find_by`](Self::find_by) picks
+    /// Remove the record of key `key` that `tie` picks (as [`get_by`](Self::get_by) picks
     /// it); returns it, or `None` when absent.
     pub fn remove_by(
         &mut self,

@@ -81,7 +81,7 @@ fn link_name_hash_records() {
             hash,
             heap_id: [i as u8, (i >> 8) as u8, 0, 0, 0, 0, 1],
         };
-        t.insert(rec.clone()).unwrap();
+        t.try_insert(rec.clone()).unwrap();
         model.insert(hash, rec);
     }
     for i in (0..5000u32).step_by(3) {
@@ -95,9 +95,9 @@ fn link_name_hash_records() {
     let eoa = cache.allocator().eoa();
     let reader = mem_cache(&storage, false);
     reader.allocator().set_eoa(eoa);
-    let t = BTree2::open(&reader, S, header, LinkNameClass).unwrap();
+    let t = BTree2::open(&reader, header, S, LinkNameClass).unwrap();
     assert_eq!(t.header().tree_type, 5);
-    let got: Vec<LinkRec> = t.records().unwrap();
+    let got: Vec<LinkRec> = t.to_vec().unwrap();
     assert_eq!(got, model.into_values().collect::<Vec<_>>());
 }
 
@@ -109,7 +109,7 @@ fn filtered_chunk_records_round_trip() {
     assert_eq!(t.header().tree_type, 11);
     assert_eq!(t.header().record_size, 30);
     for i in 0..3000u64 {
-        t.insert(fentry(
+        t.try_insert(fentry(
             i % 60,
             i / 60,
             0x4000 + i,
@@ -120,9 +120,9 @@ fn filtered_chunk_records_round_trip() {
     }
     // Update (insert-or-replace): an existing key is replaced, a key above the maximum appended
     // without a search.
-    assert!(!t.upsert(fentry(7, 7, 0x7777, 77, 1), None).unwrap());
-    assert!(t.upsert(fentry(60, 0, 0x8888, 88, 0), None).unwrap());
-    let e = t.find(&[7, 7]).unwrap().unwrap();
+    assert!(!t.insert(fentry(7, 7, 0x7777, 77, 1), None).unwrap());
+    assert!(t.insert(fentry(60, 0, 0x8888, 88, 0), None).unwrap());
+    let e = t.get(&[7, 7]).unwrap().unwrap();
     assert_eq!(
         (e.record.addr, e.record.size, e.record.mask),
         (Some(Addr(0x7777)), 77, 1)
@@ -134,7 +134,7 @@ fn filtered_chunk_records_round_trip() {
         (&[0u64, 0][..], &[60u64, 0][..])
     );
     // A size too wide for the 2-byte field is refused at encode time, by the flush.
-    t.insert(fentry(61, 0, 0x9999, 1 << 20, 0)).unwrap();
+    t.try_insert(fentry(61, 0, 0x9999, 1 << 20, 0)).unwrap();
     assert!(cache.flush().is_err());
 }
 
@@ -144,7 +144,7 @@ fn delete_frees_everything_and_bytes_used_counts_nodes() {
     let cache = mem_cache(&storage, false);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..500u64 {
-        t.insert(entry(i, 0, 0x1000 + i)).unwrap();
+        t.try_insert(entry(i, 0, 0x1000 + i)).unwrap();
     }
     let nodes = t.nodes().unwrap().len() as u64;
     assert_eq!(
@@ -237,7 +237,7 @@ proptest::proptest! {
             let tie = |r: &LinkRec| name.as_str().cmp(name_of(r).as_str());
             let key = (rec.hash, name.clone());
             if insert {
-                let done = t.insert_by(rec.clone(), tie);
+                let done = t.try_insert_by(rec.clone(), tie);
                 match model.entry(key) {
                     std::collections::btree_map::Entry::Occupied(_) => {
                         let duplicate =
@@ -259,24 +259,24 @@ proptest::proptest! {
         let eoa = cache.allocator().eoa();
         let reader = mem_cache(&storage, false);
         reader.allocator().set_eoa(eoa);
-        let t = BTree2::open(&reader, S, header, CollidingNames).unwrap();
+        let t = BTree2::open(&reader, header, S, CollidingNames).unwrap();
         let all: Vec<LinkRec> = model.values().cloned().collect();
-        proptest::prop_assert_eq!(t.records().unwrap(), all);
+        proptest::prop_assert_eq!(t.to_vec().unwrap(), all);
         for hash in (0..5).map(|h| h * 1000) {
             let want: Vec<LinkRec> = model
                 .range((hash, String::new())..(hash + 1, String::new()))
                 .map(|(_, r)| r.clone())
                 .collect();
-            proptest::prop_assert_eq!(t.find_all(&hash).unwrap(), want);
+            proptest::prop_assert_eq!(t.get_all(&hash).unwrap(), want);
         }
         for i in (0..600).step_by(7) {
             let (name, rec) = colliding(i);
             let found = t
-                .find_by(&rec.hash, |r| name.as_str().cmp(name_of(r).as_str()))
+                .get_by(&rec.hash, |r| name.as_str().cmp(name_of(r).as_str()))
                 .unwrap();
             proptest::prop_assert_eq!(found.as_ref(), model.get(&(rec.hash, name)));
         }
-        proptest::prop_assert!(t.find_all(&1).unwrap().is_empty());
+        proptest::prop_assert!(t.get_all(&1).unwrap().is_empty());
     }
 }
 
@@ -289,22 +289,22 @@ fn replacing_by_a_repeated_key_is_refused() {
     let mut t = BTree2::create(&cache, S, CollidingNames, TINY).unwrap();
     let (_, a) = colliding(0);
     let (_, b) = colliding(5);
-    t.insert(a.clone()).unwrap();
+    t.try_insert(a.clone()).unwrap();
     assert!(matches!(
-        t.insert(b.clone()),
+        t.try_insert(b.clone()),
         Err(h5chunk_btree2::Error::Exists { .. })
     ));
     assert!(matches!(
-        t.upsert(b.clone(), None),
+        t.insert(b.clone(), None),
         Err(h5chunk_btree2::Error::Unsupported(_))
     ));
     assert!(matches!(
-        t.upsert_many(&[b]),
+        t.insert_many(&[b]),
         Err(h5chunk_btree2::Error::Unsupported(_))
     ));
     assert!(matches!(
         t.modify(&0, |_| {}),
         Err(h5chunk_btree2::Error::Unsupported(_))
     ));
-    assert_eq!(t.find(&0).unwrap(), Some(a));
+    assert_eq!(t.get(&0).unwrap(), Some(a));
 }

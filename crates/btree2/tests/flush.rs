@@ -25,7 +25,7 @@ fn writes_children_before_parents() {
     let cache = mem_cache(&storage, true);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..400u64 {
-        t.insert(entry((i * 37) % 400, 0, 0x1000 + i)).unwrap();
+        t.try_insert(entry((i * 37) % 400, 0, 0x1000 + i)).unwrap();
         if i % 50 == 49 {
             assert!(cache.flush().unwrap().is_complete());
         }
@@ -64,7 +64,7 @@ fn nodes_wait_for_their_chunks() {
     for i in 0..300u64 {
         let p = cache.create_proxy();
         proxies.push(p);
-        t.insert_with_proxy(entry((i * 7) % 300, 1, 0x1000 + i), Some(p))
+        t.try_insert_with_proxy(entry((i * 7) % 300, 1, 0x1000 + i), Some(p))
             .unwrap();
     }
     assert!(t.depth() >= 2);
@@ -98,7 +98,7 @@ fn nodes_wait_for_their_chunks() {
     assert!(report.is_complete());
     check_write_order(&cache.take_trace()).unwrap();
     assert_eq!(
-        t.find(&[5, 1]).unwrap().unwrap().record.addr,
+        t.get(&[5, 1]).unwrap().unwrap().record.addr,
         Some(Addr(0x9999))
     );
 }
@@ -179,10 +179,10 @@ fn swmr_splits_and_rebalances_shadow_nodes() {
     let s = swmr();
     let mut t = BTree2::create(&s.cache, S, class2(), SMALL).unwrap();
     for i in 0..150u64 {
-        t.insert(entry((i * 13) % 150, 0, 0x1000 + i)).unwrap();
+        t.try_insert(entry((i * 13) % 150, 0, 0x1000 + i)).unwrap();
     }
     let n = check_shadowing(&s, &mut t, 150, |t, i| {
-        t.insert(entry((i * 29) % 150, 1, 0x2000 + i)).unwrap();
+        t.try_insert(entry((i * 29) % 150, 1, 0x2000 + i)).unwrap();
     });
     assert!(n >= 10, "only {n} restructuring inserts");
     let n = check_shadowing(&s, &mut t, 120, |t, i| {
@@ -198,14 +198,14 @@ fn swmr_splits_and_rebalances_shadow_nodes() {
 fn swmr_reader_follows_the_writer() {
     let s = swmr();
     let mut w = BTree2::create(&s.cache, S, class2(), SMALL).unwrap();
-    w.insert(entry(0, 0, 0x1000)).unwrap();
+    w.try_insert(entry(0, 0, 0x1000)).unwrap();
     assert!(s.cache.flush().unwrap().is_complete());
     let reader = MetadataCache::new(s.storage.clone(), CacheConfig::swmr_reader()).unwrap();
-    let mut r = BTree2::open(&reader, S, w.addr(), class2()).unwrap();
+    let mut r = BTree2::open(&reader, w.addr(), S, class2()).unwrap();
     let mut n = 1u64;
     for batch in 0..12u64 {
         for i in 0..40u64 {
-            w.insert(entry(batch, i + 1, 0x2000 + batch * 100 + i))
+            w.try_insert(entry(batch, i + 1, 0x2000 + batch * 100 + i))
                 .unwrap();
             n += 1;
         }
@@ -216,7 +216,7 @@ fn swmr_reader_follows_the_writer() {
         r.refresh().unwrap();
         assert_eq!(r.validate().unwrap().records, n);
         assert_eq!(
-            r.find(&[batch, 40]).unwrap().unwrap().record.addr,
+            r.get(&[batch, 40]).unwrap().unwrap().record.addr,
             Some(Addr(0x2000 + batch * 100 + 39))
         );
     }
@@ -250,11 +250,11 @@ fn swmr_readers_mixing_two_flushes_read_every_record() {
                 entry(next, 0, 0x1000 + next * 8 + i)
             })
             .collect();
-        t.upsert_many(&batch).unwrap();
+        t.insert_many(&batch).unwrap();
         keys.extend((next - 6..=next).map(|k| [k, 0]));
         if round % 3 == 1 {
             let k = [(round * 7) % next.max(1) + 1, 1];
-            t.insert(entry(k[0], 1, 0x9000 + round)).unwrap();
+            t.try_insert(entry(k[0], 1, 0x9000 + round)).unwrap();
             keys.insert(k);
         }
         if round % 4 == 2 && keys.len() > 10 {
@@ -280,9 +280,9 @@ fn swmr_readers_mixing_two_flushes_read_every_record() {
             }
             let storage = Arc::new(MemStorage::from_vec(mixed));
             let reader = MetadataCache::new(storage, CacheConfig::default()).unwrap();
-            let r = BTree2::open(&reader, S, t.addr(), class2()).unwrap();
+            let r = BTree2::open(&reader, t.addr(), S, class2()).unwrap();
             for k in old_keys.union(&keys) {
-                let found = r.find(k).unwrap_or_else(|e| {
+                let found = r.get(k).unwrap_or_else(|e| {
                     panic!("round {round}, {from_old} levels old: finding {k:?}: {e}")
                 });
                 if old_keys.contains(k) && keys.contains(k) {

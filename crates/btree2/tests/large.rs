@@ -36,7 +36,7 @@ fn build(order: &[u64], label: &str) {
     let mut t = BTree2::create(&cache, S, class2(), Params::CHUNK_INDEX).unwrap();
     let start = Instant::now();
     for &i in order {
-        t.insert(entry(i / W, i % W, 0x10_0000 + i)).unwrap();
+        t.try_insert(entry(i / W, i % W, 0x10_0000 + i)).unwrap();
     }
     let insert = start.elapsed();
     let st = t.validate().unwrap();
@@ -45,7 +45,7 @@ fn build(order: &[u64], label: &str) {
     check_fill(&t, &st);
     let start = Instant::now();
     for i in (0..N).step_by(7) {
-        let e = t.find(&[i / W, i % W]).unwrap().unwrap();
+        let e = t.get(&[i / W, i % W]).unwrap().unwrap();
         assert_eq!(e.record.addr.unwrap().0, 0x10_0000 + i);
         let e = t.nth(i).unwrap().unwrap();
         assert_eq!(&e.scaled[..], &[i / W, i % W]);

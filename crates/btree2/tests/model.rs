@@ -50,11 +50,11 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
     let mut serial = 0x10_0000u64;
     for op in ops {
         {
-            let mut t = BTree2::open(&cache, S, header, class2()).unwrap();
+            let mut t = BTree2::open(&cache, header, S, class2()).unwrap();
             match *op {
                 Op::Insert(a, b) => {
                     serial += 1;
-                    let r = t.insert(entry(a, b, serial));
+                    let r = t.try_insert(entry(a, b, serial));
                     match model.entry([a, b]) {
                         std::collections::btree_map::Entry::Occupied(_) => {
                             assert!(matches!(r, Err(Error::Exists { .. })), "{r:?}");
@@ -71,7 +71,7 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
                     assert_eq!(got.map(|e| e.record.addr.unwrap().0), want);
                 }
                 Op::Find(a, b) => {
-                    let got = t.find(&[a, b]).unwrap();
+                    let got = t.get(&[a, b]).unwrap();
                     assert_eq!(
                         got.map(|e| e.record.addr.unwrap().0),
                         model.get(&[a, b]).copied()
@@ -108,7 +108,7 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
             assert_eq!(st.records, model.len() as u64);
             check_fill(&t, &st);
             let got: Vec<([u64; 2], u64)> = t
-                .records()
+                .to_vec()
                 .unwrap()
                 .iter()
                 .map(|e| ([e.scaled[0], e.scaled[1]], e.record.addr.unwrap().0))
@@ -158,12 +158,12 @@ fn iterate_stops_early() {
     let cache = mem_cache(&storage, false);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..300 {
-        t.insert(entry(i / 10, i % 10, 0x1000 + i)).unwrap();
+        t.try_insert(entry(i / 10, i % 10, 0x1000 + i)).unwrap();
     }
     assert!(t.depth() >= 2);
     let mut seen = 0;
     let flow = t
-        .iterate(|_| {
+        .for_each(|_| {
             seen += 1;
             if seen == 57 {
                 ControlFlow::Break(())

@@ -160,8 +160,8 @@ impl Heap {
             )
         })?;
         let class = HugeObjects::new(&self.h, f.sizes);
-        let tree = BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2_err)?;
-        let found = tree.find(&key).map_err(bt2_err)?.ok_or_else(|| {
+        let tree = BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2_err)?;
+        let found = tree.get(&key).map_err(bt2_err)?.ok_or_else(|| {
             Error::corrupt(
                 "fractal heap",
                 self.addr,
@@ -446,7 +446,7 @@ impl Names {
         mut name_of: impl FnMut(&[u8]) -> Result<Vec<u8>>,
     ) -> Result<Names> {
         let mut names = Names::default();
-        for r in tree.find_all(&hash).map_err(bt2_err)? {
+        for r in tree.get_all(&hash).map_err(bt2_err)? {
             let name = name_of(&r.id)?;
             names.by_id.insert(r.id, name);
         }
@@ -812,11 +812,11 @@ fn records(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<
         id_len: heap.id_len(),
         attributes,
     };
-    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
     let mut out = Vec::new();
     // The closure never breaks: the flow it returns says nothing.
     let _ = tree
-        .iterate(|r| {
+        .for_each(|r| {
             out.push(r.clone());
             ControlFlow::Continue(())
         })
@@ -854,8 +854,8 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
         id_len,
         attributes: false,
     };
-    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
-    let records = tree.find_all(&hash).map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
+    let records = tree.get_all(&hash).map_err(bt2_err)?;
     if records.is_empty() {
         return Ok(None);
     }
@@ -893,8 +893,8 @@ pub(crate) fn misordered(
 ) -> Result<Vec<(String, String)>> {
     let heap = Heap::open(f, heap)?;
     let class = LinkNames::new(heap.id_len(), attributes);
-    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
-    let records = tree.records().map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
+    let records = tree.to_vec().map_err(bt2_err)?;
     let name_of = |r: &LinkName| {
         if attributes {
             attribute_name(f, &heap, &r.id)

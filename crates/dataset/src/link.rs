@@ -133,7 +133,7 @@ pub(crate) fn links_in_order(
         LinkStorage::SymbolTable { btree, heap } => {
             let g = symbol_table(f, btree, heap)?;
             let names = g.names().map_err(bt1_err)?;
-            for link in g.links().map_err(bt1_err)? {
+            for link in g.to_vec().map_err(bt1_err)? {
                 if let Some(value) = entry_value(&link.entry, &names)? {
                     out.push((String::from_utf8_lossy(&link.name).into_owned(), value));
                 }
@@ -184,7 +184,7 @@ pub(crate) fn lookup(f: &Store, group: Addr, name: &str) -> Result<Option<LinkVa
         }
         LinkStorage::SymbolTable { btree, heap } => {
             let g = symbol_table(f, btree, heap)?;
-            match g.lookup(name.as_bytes()).map_err(bt1_err)? {
+            match g.get(name.as_bytes()).map_err(bt1_err)? {
                 Some(entry) => entry_value(&entry, &g.names().map_err(bt1_err)?),
                 None => Ok(None),
             }
@@ -204,11 +204,11 @@ fn bt1_err(e: h5chunk_btree1::Error) -> Error {
 fn symbol_table(f: &Store, btree: Addr, heap: Addr) -> Result<h5chunk_btree1::Group<'_>> {
     h5chunk_btree1::Group::open(
         &f.cache,
+        btree,
+        heap,
         f.sizes,
         f.k.group_internal,
         f.k.group_leaf,
-        btree,
-        heap,
     )
     .map_err(bt1_err)
 }

@@ -1,4 +1,4 @@
-//! The fixed array over the metadata cache: create, open, get, set, iterate, delete.
+//! The fixed array over the metadata cache: create, open, get, insert, for_each, delete.
 //!
 //! A fixed array is a header (`FAHD`) and, from the first set on, one data block (`FADB`). A
 //! small array keeps its elements in the data block; an array of more than `2^page_bits`
@@ -315,29 +315,29 @@ impl<C: ElementClass> FixedArray<C> {
 
     /// Set element `index`, creating the data block (and, when paged, the element's page) on
     /// first use.
-    pub fn set(&mut self, cache: &MetadataCache, index: u64, value: &C::Value) -> Result<()> {
-        self.set_with_proxy(cache, index, value, None)
+    pub fn insert(&mut self, cache: &MetadataCache, index: u64, value: &C::Value) -> Result<()> {
+        self.insert_with_proxy(cache, index, value, None)
     }
 
     /// Set element `index` to a value that points at a chunk which `proxy` stands for: the
     /// block or page holding the element then waits for the chunk to be written before it can
     /// be. The dependency stays until the proxy's owner removes the proxy.
-    pub fn set_with_proxy(
+    pub fn insert_with_proxy(
         &mut self,
         cache: &MetadataCache,
         index: u64,
         value: &C::Value,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        self.set_many(cache, std::slice::from_ref(&(index, value.clone())), proxy)
+        self.insert_many(cache, std::slice::from_ref(&(index, value.clone())), proxy)
     }
 
     /// Set many elements (with `proxy`, every block or page holding one of them waits for that
-    /// chunk proxy), equivalent to [`set_with_proxy`](Self::set_with_proxy) on each in order:
+    /// chunk proxy), equivalent to [`insert_with_proxy`](Self::insert_with_proxy) on each in order:
     /// the elements that share a page (or the whole unpaged block) are written under one
     /// protect, and a new page is created and marked valid once. A flush of appended chunks is
     /// one call.
-    pub fn set_many(
+    pub fn insert_many(
         &mut self,
         cache: &MetadataCache,
         items: &[(u64, C::Value)],
@@ -390,7 +390,7 @@ impl<C: ElementClass> FixedArray<C> {
         Ok(())
     }
 
-    /// [`set_many`](Self::set_many) for items that all live in page `p`.
+    /// [`insert_many`](Self::insert_many) for items that all live in page `p`.
     fn set_in_page(
         &self,
         cache: &MetadataCache,
@@ -442,7 +442,7 @@ impl<C: ElementClass> FixedArray<C> {
 
     /// Visit every set element (see [`ElementClass::is_set`]) in index order, until `f`
     /// breaks. Pages never written are skipped without being read.
-    pub fn iterate(
+    pub fn for_each(
         &self,
         cache: &MetadataCache,
         mut f: impl FnMut(u64, C::Value) -> ControlFlow<()>,
@@ -482,9 +482,9 @@ impl<C: ElementClass> FixedArray<C> {
     }
 
     /// Every set element with its index, in index order.
-    pub fn set_elements(&self, cache: &MetadataCache) -> Result<Vec<(u64, C::Value)>> {
+    pub fn to_vec(&self, cache: &MetadataCache) -> Result<Vec<(u64, C::Value)>> {
         let mut out = Vec::new();
-        self.iterate(cache, |i, v| {
+        self.for_each(cache, |i, v| {
             out.push((i, v));
             ControlFlow::Continue(())
         })?;

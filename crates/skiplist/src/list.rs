@@ -81,7 +81,7 @@ impl SkipList {
     }
 
     /// Open the list whose tail is at `tail`, reading and verifying the tail.
-    pub fn open(cache: &MetadataCache, sizes: Sizes, tail: Addr) -> Result<SkipList> {
+    pub fn open(cache: &MetadataCache, tail: Addr, sizes: Sizes) -> Result<SkipList> {
         let params = cache.get::<Tail>(tail, &sizes)?.read().params;
         let codec = params.codec(sizes)?;
         Ok(SkipList {
@@ -167,7 +167,7 @@ impl SkipList {
     /// Store `record` in slot `index`. Returns the address of the supernode that holds it, so
     /// that the caller can make it wait for the chunk's data (a flush dependency on the
     /// chunk's proxy).
-    pub fn set(&self, cache: &MetadataCache, index: u64, record: ChunkRecord) -> Result<Addr> {
+    pub fn insert(&self, cache: &MetadataCache, index: u64, record: ChunkRecord) -> Result<Addr> {
         self.check_record(&record)?;
         let tail = self.tail(cache)?;
         let (k, e) = self.position(&tail, index)?;
@@ -364,7 +364,7 @@ impl SkipList {
     /// Call `f(slot, record)` for every slot, first to last, walking the forward pointers of
     /// level 1 from the first supernode until the pointer that equals the tail's ghost of
     /// level 1 (paper §XII).
-    pub fn for_each_forward(
+    pub fn for_each(
         &self,
         cache: &MetadataCache,
         mut f: impl FnMut(u64, ChunkRecord),

@@ -75,7 +75,7 @@ pub fn access_counts(supernodes: u64) -> Result<AccessCounts> {
     }
 
     let reader = MetadataCache::new(Arc::new(storage), CacheConfig::default())?;
-    let list = SkipList::open(&reader, Sizes::DEFAULT, list.addr())?;
+    let list = SkipList::open(&reader, list.addr(), Sizes::DEFAULT)?;
     let mut reads = [0u64; 4];
     for (total, lookup) in reads.iter_mut().zip(Lookup::ALL) {
         // Slot `slot` is the only slot of supernode `slot + 1`.

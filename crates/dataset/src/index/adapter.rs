@@ -505,15 +505,17 @@ impl Slots for FixedArray {
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         self.array
-            .set_with_proxy(&f.cache, i, &rec, proxy)
+            .insert_with_proxy(&f.cache, i, &rec, proxy)
             .map_err(fa_err)
     }
     fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
-        self.array.set_many(&f.cache, items, None).map_err(fa_err)
+        self.array
+            .insert_many(&f.cache, items, None)
+            .map_err(fa_err)
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
-            .iterate(&f.cache, |i, r| {
+            .for_each(&f.cache, |i, r| {
                 visit(i, r);
                 std::ops::ControlFlow::Continue(())
             })
@@ -593,17 +595,19 @@ impl Slots for ExtensibleArray {
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         match proxy {
-            Some(p) => self.array.set_chunk(&f.cache, i, &rec, p),
-            None => self.array.set(&f.cache, i, &rec),
+            Some(p) => self.array.insert_with_proxy(&f.cache, i, &rec, p),
+            None => self.array.insert(&f.cache, i, &rec),
         }
         .map_err(ea_err)
     }
     fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
-        self.array.set_many(&f.cache, items, None).map_err(ea_err)
+        self.array
+            .insert_many(&f.cache, items, None)
+            .map_err(ea_err)
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
-            .for_each_set(&f.cache, |i, r| {
+            .for_each(&f.cache, |i, r| {
                 visit(i, r);
                 std::ops::ControlFlow::Continue(())
             })
@@ -690,7 +694,7 @@ impl SkipList {
         params: h5chunk_format::message::SkipListParams,
     ) -> Result<Linear<SkipList>> {
         let (unlimited, group_len) = SkipList::group_len(shape)?;
-        let list = h5chunk_skiplist::SkipList::open(&f.cache, f.sizes, addr).map_err(sl_err)?;
+        let list = h5chunk_skiplist::SkipList::open(&f.cache, addr, f.sizes).map_err(sl_err)?;
         let p = list.params();
         if p.group_len != group_len
             || p.max_height != params.max_height
@@ -738,14 +742,14 @@ impl Slots for SkipList {
         if step > self.list.steps(&f.cache).map_err(sl_err)? {
             self.list.extend(&f.cache, step).map_err(sl_err)?;
         }
-        let supernode = self.list.set(&f.cache, i, rec).map_err(sl_err)?;
+        let supernode = self.list.insert(&f.cache, i, rec).map_err(sl_err)?;
         if let Some(p) = proxy {
             f.cache.add_flush_dependency(supernode, p)?;
         }
         Ok(())
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
-        self.list.for_each_forward(&f.cache, visit).map_err(sl_err)
+        self.list.for_each(&f.cache, visit).map_err(sl_err)
     }
     fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
         // Shrinking drops whole steps beyond the new extent (their chunks were freed by the
@@ -797,7 +801,7 @@ impl BTree1 {
         let tree = h5chunk_btree1::ChunkTree::create(&f.cache, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
-            root: tree.root(),
+            root: tree.addr(),
             chunk: shape.chunk.clone(),
             chunk_bytes: shape.chunk_bytes,
             filtered: shape.codec.is_filtered(),
@@ -924,7 +928,7 @@ impl ChunkIndex for BTree1 {
         (LayoutIndex::BTreeV1, Some(self.root))
     }
     fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let c = self.tree(f)?.locate(scaled).map_err(bt1_err)?;
+        let c = self.tree(f)?.get_scaled(scaled).map_err(bt1_err)?;
         c.map(|c| self.located_record(scaled, c)).transpose()
     }
     fn insert(
@@ -952,7 +956,7 @@ impl ChunkIndex for BTree1 {
         c.map(|c| self.record(&c)).transpose()
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
-        let chunks = self.tree(f)?.chunks().map_err(bt1_err)?;
+        let chunks = self.tree(f)?.to_vec().map_err(bt1_err)?;
         for c in chunks {
             let scaled: Vec<u64> = c
                 .offsets
@@ -966,7 +970,7 @@ impl ChunkIndex for BTree1 {
         Ok(())
     }
     fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
-        self.tree(f)?.index_bytes().map_err(bt1_err)
+        self.tree(f)?.bytes_used().map_err(bt1_err)
     }
     fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
         Ok(Some(u64::from(self.tree(f)?.depth().map_err(bt1_err)?)))
@@ -1023,7 +1027,7 @@ impl BTree2 {
     ) -> Result<BTree2> {
         let class = BTree2::class(shape)?;
         let tree =
-            h5chunk_btree2::BTree2::open(&f.cache, f.sizes, header, class).map_err(bt2_err)?;
+            h5chunk_btree2::BTree2::open(&f.cache, header, f.sizes, class).map_err(bt2_err)?;
         Ok(BTree2 {
             header,
             class,
@@ -1040,8 +1044,8 @@ impl BTree2 {
     ) -> Result<h5chunk_btree2::BTree2<'c, h5chunk_btree2::ChunkClass>> {
         h5chunk_btree2::BTree2::resume(
             &f.cache,
-            f.sizes,
             self.header,
+            f.sizes,
             self.class,
             self.state.take(),
         )
@@ -1075,13 +1079,13 @@ impl ChunkIndex for BTree2 {
         // `Arc`s): lookups share the adapter; what they learn is not kept.
         let tree = h5chunk_btree2::BTree2::resume(
             &f.cache,
-            f.sizes,
             self.header,
+            f.sizes,
             self.class,
             self.state.clone(),
         )
         .map_err(bt2_err)?;
-        Ok(tree.find(scaled).map_err(bt2_err)?.map(|e| e.record))
+        Ok(tree.get(scaled).map_err(bt2_err)?.map(|e| e.record))
     }
     fn insert(
         &mut self,
@@ -1094,7 +1098,7 @@ impl ChunkIndex for BTree2 {
             scaled: scaled.iter().copied().collect(),
             record: rec,
         };
-        self.with_tree(f, |t| t.upsert(entry, proxy))?;
+        self.with_tree(f, |t| t.insert(entry, proxy))?;
         Ok(())
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
@@ -1102,13 +1106,13 @@ impl ChunkIndex for BTree2 {
         for (scaled, rec) in items {
             entries.push(h5chunk_btree2::ChunkEntry::new(scaled, *rec));
         }
-        self.with_tree(f, |t| t.upsert_many(&entries))
+        self.with_tree(f, |t| t.insert_many(&entries))
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         Ok(self.with_tree(f, |t| t.remove(scaled))?.map(|e| e.record))
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
-        let records = self.tree(f)?.records().map_err(bt2_err)?;
+        let records = self.tree(f)?.to_vec().map_err(bt2_err)?;
         for e in records {
             visit(&e.scaled, e.record);
         }
