@@ -64,7 +64,7 @@
 //! # Where removal departs from libhdf5
 //!
 //! Insertions follow libhdf5 exactly: replaying the chunks of libhdf5-written trees gives the
-//! same nodes, key for key (`tests/libhdf5_shape.rs`). Removal keeps one invariant libhdf5's
+//! same nodes, key for key (`tests/interop_shape.rs`). Removal keeps one invariant libhdf5's
 //! `H5B__remove_helper` can break: a node's right key equals its separator in the parent. So a
 //! raised left key is not propagated to the parent (a node's lower bound may lie below its first
 //! key), a middle child of an internal node is removed with the key to its right, and the

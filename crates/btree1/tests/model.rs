@@ -251,7 +251,7 @@ proptest! {
 }
 
 #[test]
-fn locate_rejects_a_wrong_rank_and_offsets_past_2_64() {
+fn get_scaled_rejects_a_wrong_rank_and_offsets_past_2_64() {
     let storage = MemStorage::new();
     let cache = new_cache(&storage);
     let dims = [10u64, 20, 4];

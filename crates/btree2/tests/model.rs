@@ -153,7 +153,7 @@ fn model_fill_then_drain_changes_depth() {
 }
 
 #[test]
-fn iterate_stops_early() {
+fn for_each_stops_early() {
     let storage = MemStorage::new();
     let cache = mem_cache(&storage, false);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();

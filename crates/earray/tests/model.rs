@@ -1,4 +1,4 @@
-//! Model test: random set/get/append/reopen sequences against a `BTreeMap`, over a memory
+//! Model test: random insert/get/append/reopen sequences against a `BTreeMap`, over a memory
 //! storage, with the write order checked at every flush.
 
 #![allow(
@@ -149,7 +149,7 @@ proptest! {
     /// `insert_many` is `set` on each item: the same bytes reach the storage, in an order the
     /// write-order checker accepts, and the array reads back the same.
     #[test]
-    fn set_many_writes_what_set_writes(batches in prop::collection::vec(batch(), 1..4)) {
+    fn insert_many_writes_what_insert_writes(batches in prop::collection::vec(batch(), 1..4)) {
         let (one_storage, one) = new_cache();
         let (many_storage, many) = new_cache();
         let mut a = ExtensibleArray::create(&one, S, filtered(), Params::CHUNK_INDEX).unwrap();

@@ -222,7 +222,7 @@ proptest! {
     /// `insert_many` is `set` on each item: the same bytes reach the storage, in an order the
     /// write-order checker accepts, and the array reads back the same.
     #[test]
-    fn set_many_writes_what_set_writes(
+    fn insert_many_writes_what_insert_writes(
         page_bits in prop_oneof![Just(2u8), Just(4), Just(10)],
         batches in prop::collection::vec(
             prop::collection::vec((0u64..300, 1u64..1 << 30), 0..120),

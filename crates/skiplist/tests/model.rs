@@ -1,4 +1,4 @@
-//! Model test: random extend / set / get / shrink / iterate / close-and-reopen sequences over
+//! Model test: random extend / insert / get / shrink / for_each / close-and-reopen sequences over
 //! `MemStorage`, checked against a `Vec` of records (docs/STYLE.md, section 5, tests), with
 //! every flush's write order checked.
 // Test code: a panic here is a failed test, not a crash on user input.

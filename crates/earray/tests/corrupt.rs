@@ -110,7 +110,7 @@ fn the_intact_fixture_reads_back() {
 }
 
 #[test]
-fn rejects_flipped_bytes_in_every_block() {
+fn rejects_flipped_byte() {
     let f = fixture();
     for (name, at, len, i) in &f.blocks {
         for k in 0..*len {
@@ -123,7 +123,7 @@ fn rejects_flipped_bytes_in_every_block() {
 }
 
 #[test]
-fn rejects_truncation_in_every_block() {
+fn rejects_truncation() {
     let f = fixture();
     for (name, at, len, i) in &f.blocks {
         for k in 0..*len {

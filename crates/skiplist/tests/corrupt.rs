@@ -107,7 +107,7 @@ fn intact_file_reads_back() {
 }
 
 #[test]
-fn every_block_rejects_flipped_bytes() {
+fn rejects_flipped_byte() {
     let (bytes, tail, nodes) = build();
     let tail_len = Tail::encoded_len(Sizes::DEFAULT, params().max_height);
     let blocks = std::iter::once((tail, tail_len)).chain(nodes.iter().map(|&(_, a, l)| (a, l)));
@@ -138,7 +138,7 @@ fn every_block_rejects_flipped_bytes() {
 }
 
 #[test]
-fn every_truncation_is_rejected() {
+fn rejects_truncation() {
     let (bytes, tail, _) = build();
     for len in 0..bytes.len() {
         assert!(

@@ -155,7 +155,7 @@ fn shorter_last_page_as_libhdf5_lays_it_out() {
 }
 
 #[test]
-fn iterate_stops_when_asked() {
+fn for_each_stops_when_asked() {
     let cache = common::cache(&MemStorage::new());
     for n in [30, 3_000] {
         let mut fa =

@@ -318,7 +318,7 @@ fn the_write_order_checker_sees_a_broken_order() {
 }
 
 #[test]
-fn set_chunk_waits_for_the_chunk_proxy() {
+fn insert_with_proxy_waits_for_the_chunk_proxy() {
     let (_, cache) = new_cache();
     let mut ea = new_addr_array(&cache);
     let proxy = cache.create_proxy();
