@@ -25,13 +25,13 @@
 //! };
 //! for i in 0..100 {
 //!     for j in 0..100 {
-//!         tree.insert(chunk(i, j), None)?; // appends: the cached maximum skips the search
+//!         tree.insert(&cache, chunk(i, j), None)?; // appends: the cached maximum skips the search
 //!     }
 //! }
 //! assert_eq!((tree.len(), tree.depth()), (10_000, 2));
-//! assert_eq!(tree.get(&[42, 7])?, Some(chunk(42, 7)));
-//! assert_eq!(tree.nth(4207)?, Some(chunk(42, 7))); // through the subtree counts
-//! assert_eq!(tree.remove(&[42, 7])?, Some(chunk(42, 7)));
+//! assert_eq!(tree.get(&cache, &[42, 7])?, Some(chunk(42, 7)));
+//! assert_eq!(tree.nth(&cache, 4207)?, Some(chunk(42, 7))); // through the subtree counts
+//! assert_eq!(tree.remove(&cache, &[42, 7])?, Some(chunk(42, 7)));
 //! let header = tree.addr();
 //!
 //! // Flush (children before parents), then read the tree back through a fresh cache.
@@ -39,8 +39,8 @@
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::swmr_reader())?;
 //! let class = ChunkClass::new(RecordCodec::unfiltered(sizes), 2)?;
 //! let tree = BTree2::open(&reader, header, sizes, class)?;
-//! assert_eq!(tree.validate()?.records, 9_999);
-//! assert_eq!(tree.get(&[42, 7])?, None);
+//! assert_eq!(tree.validate(&reader)?.records, 9_999);
+//! assert_eq!(tree.get(&reader, &[42, 7])?, None);
 //! # Ok(())
 //! # }
 //! ```
@@ -116,4 +116,4 @@ mod tree;
 
 pub use class::{CHUNK_FILTERED, CHUNK_UNFILTERED, ChunkClass, ChunkEntry, RecordClass};
 pub use error::{Error, Result};
-pub use tree::{BTree2, Params, TreeState, TreeStats};
+pub use tree::{BTree2, Params, TreeStats};

@@ -29,7 +29,8 @@ fn image() -> Image {
     let cache = mem_cache(&storage, false);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..200u64 {
-        t.try_insert(entry(i / 10, i % 10, 0x1000 + i)).unwrap();
+        t.try_insert(&cache, entry(i / 10, i % 10, 0x1000 + i))
+            .unwrap();
     }
     assert_eq!(t.depth(), 2);
     let header = t.addr();
@@ -48,10 +49,10 @@ fn walk(bytes: &[u8], header: Addr) -> Result<u64, Error> {
     )
     .unwrap();
     let t = BTree2::open(&cache, header, S, class2())?;
-    let st = t.validate()?;
-    let n = t.to_vec()?.len() as u64;
-    t.nth(st.records.saturating_sub(1))?;
-    t.get(&[3, 3])?;
+    let st = t.validate(&cache)?;
+    let n = t.to_vec(&cache)?.len() as u64;
+    t.nth(&cache, st.records.saturating_sub(1))?;
+    t.get(&cache, &[3, 3])?;
     Ok(n)
 }
 

@@ -257,22 +257,22 @@ fn same_as_insert_in<M: Maker>(
             );
             let (p, q) = (one.create_proxy(), many.create_proxy());
             prop_assert_eq!(p, q);
-            a.insert(r[0].clone(), Some(p)).unwrap();
-            b.insert(r[0].clone(), Some(q)).unwrap();
+            a.insert(&one, r[0].clone(), Some(p)).unwrap();
+            b.insert(&many, r[0].clone(), Some(q)).unwrap();
             Some((p, q))
         } else {
             None
         };
         let records = materialize(m, &batch.pieces, &mut top, &mut serial);
         for r in &records {
-            a.insert(r.clone(), None).unwrap();
+            a.insert(&one, r.clone(), None).unwrap();
         }
-        b.insert_many(&records).unwrap();
+        b.insert_many(&many, &records).unwrap();
         prop_assert_eq!(a.header(), b.header());
         // The same flush dependencies: header -> root, internal node -> children, leaf ->
         // the proxies its records wait for.
-        let nodes = a.nodes().unwrap();
-        prop_assert_eq!(&nodes, &b.nodes().unwrap());
+        let nodes = a.nodes(&one).unwrap();
+        prop_assert_eq!(&nodes, &b.nodes(&many).unwrap());
         for addr in nodes.iter().map(|&(addr, _)| addr).chain([a.addr()]) {
             prop_assert_eq!(
                 one.flush_children(addr),
@@ -295,9 +295,9 @@ fn same_as_insert_in<M: Maker>(
             one_storage.to_vec() == many_storage.to_vec(),
             "storage differs"
         );
-        prop_assert_eq!(a.to_vec().unwrap(), b.to_vec().unwrap());
+        prop_assert_eq!(a.to_vec(&one).unwrap(), b.to_vec(&many).unwrap());
     }
-    let st = b.validate().unwrap();
+    let st = b.validate(&many).unwrap();
     prop_assert_eq!(st.records, b.len());
     Ok(st.depth)
 }
@@ -365,9 +365,9 @@ fn insert_many_appends_50k() {
     );
     let mut a = BTree2::create(&one, S, m.class(), Params::CHUNK_INDEX).unwrap();
     let mut b = BTree2::create(&many, S, m.class(), Params::CHUNK_INDEX).unwrap();
-    b.insert_many(&records).unwrap();
+    b.insert_many(&many, &records).unwrap();
     assert_eq!(b.len(), N);
-    let st = b.validate().unwrap();
+    let st = b.validate(&many).unwrap();
     assert_eq!(st.records, N);
     assert!(st.depth >= 2, "{st:?}");
     check_fill(&b, &st);
@@ -380,14 +380,14 @@ fn insert_many_appends_50k() {
     assert_eq!(st.nodes[0], N.div_ceil(split), "{st:?}");
     for i in (0..N).step_by(97).chain([N - 1]) {
         assert_eq!(
-            b.get(&[i / W, i % W]).unwrap(),
+            b.get(&many, &[i / W, i % W]).unwrap(),
             Some(records[i as usize].clone())
         );
     }
-    assert_eq!(b.get(&[N / W + 1, 0]).unwrap(), None);
+    assert_eq!(b.get(&many, &[N / W + 1, 0]).unwrap(), None);
     // The per-record loop writes the same file.
     for r in &records {
-        a.insert(r.clone(), None).unwrap();
+        a.insert(&one, r.clone(), None).unwrap();
     }
     assert_eq!(a.header(), b.header());
     assert!(one.flush().unwrap().is_complete());

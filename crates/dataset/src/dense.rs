@@ -161,7 +161,7 @@ impl Heap {
         })?;
         let class = HugeObjects::new(&self.h, f.sizes);
         let tree = BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2_err)?;
-        let found = tree.get(&key).map_err(bt2_err)?.ok_or_else(|| {
+        let found = tree.get(&f.cache, &key).map_err(bt2_err)?.ok_or_else(|| {
             Error::corrupt(
                 "fractal heap",
                 self.addr,
@@ -441,12 +441,13 @@ impl Names {
     /// The records of `hash` in `tree`, with their names (`name_of` reads one through its
     /// heap ID). Only those records are read from the heap: none, nearly always.
     pub(crate) fn of_hash(
-        tree: &BTree2<'_, LinkNames>,
+        cache: &h5chunk_cache::MetadataCache,
+        tree: &BTree2<LinkNames>,
         hash: u32,
         mut name_of: impl FnMut(&[u8]) -> Result<Vec<u8>>,
     ) -> Result<Names> {
         let mut names = Names::default();
-        for r in tree.get_all(&hash).map_err(bt2_err)? {
+        for r in tree.get_all(cache, &hash).map_err(bt2_err)? {
             let name = name_of(&r.id)?;
             names.by_id.insert(r.id, name);
         }
@@ -816,7 +817,7 @@ fn records(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<
     let mut out = Vec::new();
     // The closure never breaks: the flow it returns says nothing.
     let _ = tree
-        .for_each(|r| {
+        .for_each(&f.cache, |r| {
             out.push(r.clone());
             ControlFlow::Continue(())
         })
@@ -855,7 +856,7 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
         attributes: false,
     };
     let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
-    let records = tree.get_all(&hash).map_err(bt2_err)?;
+    let records = tree.get_all(&f.cache, &hash).map_err(bt2_err)?;
     if records.is_empty() {
         return Ok(None);
     }
@@ -894,7 +895,7 @@ pub(crate) fn misordered(
     let heap = Heap::open(f, heap)?;
     let class = LinkNames::new(heap.id_len(), attributes);
     let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
-    let records = tree.to_vec().map_err(bt2_err)?;
+    let records = tree.to_vec(&f.cache).map_err(bt2_err)?;
     let name_of = |r: &LinkName| {
         if attributes {
             attribute_name(f, &heap, &r.id)

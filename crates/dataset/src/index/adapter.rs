@@ -978,16 +978,13 @@ impl ChunkIndex for BTree1 {
 }
 
 /// The version 2 B-tree index (h5chunk-btree2), records of type 10/11 keyed by scaled
-/// coordinates. The tree borrows the cache, so each call opens it from its header (a cached
-/// entry).
+/// coordinates. The tree's handle is kept between operations: it holds what the tree knows
+/// beyond its header's address (the header, the node geometry, the smallest and largest
+/// records), so appends keep the chunk-index paper's fast path and lookups read no header.
 #[derive(Debug)]
 pub(crate) struct BTree2 {
-    header: Addr,
-    class: h5chunk_btree2::ChunkClass,
+    tree: h5chunk_btree2::BTree2<h5chunk_btree2::ChunkClass>,
     params: h5chunk_format::message::Btree2Params,
-    /// What the tree handle knew after the last operation (header, geometry, smallest and
-    /// largest record): the next operation resumes from it instead of re-deriving it.
-    state: Option<h5chunk_btree2::TreeState<h5chunk_btree2::ChunkClass>>,
 }
 
 fn bt2_err(e: h5chunk_btree2::Error) -> Error {
@@ -1011,12 +1008,7 @@ impl BTree2 {
             merge_percent: params.merge_percent,
         };
         let tree = h5chunk_btree2::BTree2::create(&f.cache, f.sizes, class, p).map_err(bt2_err)?;
-        Ok(BTree2 {
-            header: tree.addr(),
-            class,
-            params,
-            state: Some(tree.into_state()),
-        })
+        Ok(BTree2 { tree, params })
     }
 
     pub fn open(
@@ -1028,42 +1020,20 @@ impl BTree2 {
         let class = BTree2::class(shape)?;
         let tree =
             h5chunk_btree2::BTree2::open(&f.cache, header, f.sizes, class).map_err(bt2_err)?;
-        Ok(BTree2 {
-            header,
-            class,
-            params,
-            // Kept: lookups (which share the adapter) resume from it rather than re-deriving
-            // the geometry from the header each time.
-            state: Some(tree.into_state()),
+        Ok(BTree2 { tree, params })
+    }
+
+    /// After a failed modification the handle's header and extremes may disagree with the
+    /// nodes: forget them and read the header again from the cache, as a fresh open would.
+    fn after<T>(&mut self, f: &Store, r: h5chunk_btree2::Result<T>) -> Result<T> {
+        r.map_err(|e| {
+            let class = *self.tree.class();
+            if let Ok(t) = h5chunk_btree2::BTree2::open(&f.cache, self.tree.addr(), f.sizes, class)
+            {
+                self.tree = t;
+            }
+            bt2_err(e)
         })
-    }
-
-    fn tree<'c>(
-        &mut self,
-        f: &'c Store,
-    ) -> Result<h5chunk_btree2::BTree2<'c, h5chunk_btree2::ChunkClass>> {
-        h5chunk_btree2::BTree2::resume(
-            &f.cache,
-            self.header,
-            f.sizes,
-            self.class,
-            self.state.take(),
-        )
-        .map_err(bt2_err)
-    }
-
-    /// Run `op` on the tree and keep what the handle learned for the next operation.
-    fn with_tree<T>(
-        &mut self,
-        f: &Store,
-        op: impl FnOnce(
-            &mut h5chunk_btree2::BTree2<'_, h5chunk_btree2::ChunkClass>,
-        ) -> std::result::Result<T, h5chunk_btree2::Error>,
-    ) -> Result<T> {
-        let mut tree = self.tree(f)?;
-        let out = op(&mut tree).map_err(bt2_err)?;
-        self.state = Some(tree.into_state());
-        Ok(out)
     }
 }
 
@@ -1072,20 +1042,16 @@ impl ChunkIndex for BTree2 {
         IndexKind::BTree2
     }
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
-        (LayoutIndex::BTreeV2(self.params), Some(self.header))
+        (LayoutIndex::BTreeV2(self.params), Some(self.tree.addr()))
     }
     fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        // A handle of its own on a copy of what the adapter knows (a few words and two
-        // `Arc`s): lookups share the adapter; what they learn is not kept.
-        let tree = h5chunk_btree2::BTree2::resume(
-            &f.cache,
-            self.header,
-            f.sizes,
-            self.class,
-            self.state.clone(),
-        )
-        .map_err(bt2_err)?;
-        Ok(tree.get(scaled).map_err(bt2_err)?.map(|e| e.record))
+        // Lookups share the adapter (`&self`): they read through the handle and change nothing
+        // in it.
+        Ok(self
+            .tree
+            .get(&f.cache, scaled)
+            .map_err(bt2_err)?
+            .map(|e| e.record))
     }
     fn insert(
         &mut self,
@@ -1098,7 +1064,8 @@ impl ChunkIndex for BTree2 {
             scaled: scaled.iter().copied().collect(),
             record: rec,
         };
-        self.with_tree(f, |t| t.insert(entry, proxy))?;
+        let r = self.tree.insert(&f.cache, entry, proxy);
+        self.after(f, r)?;
         Ok(())
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
@@ -1106,27 +1073,29 @@ impl ChunkIndex for BTree2 {
         for (scaled, rec) in items {
             entries.push(h5chunk_btree2::ChunkEntry::new(scaled, *rec));
         }
-        self.with_tree(f, |t| t.insert_many(&entries))
+        let r = self.tree.insert_many(&f.cache, &entries);
+        self.after(f, r)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        Ok(self.with_tree(f, |t| t.remove(scaled))?.map(|e| e.record))
+        let r = self.tree.remove(&f.cache, scaled);
+        Ok(self.after(f, r)?.map(|e| e.record))
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
-        let records = self.tree(f)?.to_vec().map_err(bt2_err)?;
+        let records = self.tree.to_vec(&f.cache).map_err(bt2_err)?;
         for e in records {
             visit(&e.scaled, e.record);
         }
         Ok(())
     }
     fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
-        self.tree(f)?.bytes_used().map_err(bt2_err)
+        self.tree.bytes_used(&f.cache).map_err(bt2_err)
     }
-    fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
+    fn depth(&mut self, _f: &Store) -> Result<Option<u64>> {
         // The header counts levels below the root; a lone leaf is one level.
-        Ok(Some(u64::from(self.tree(f)?.depth()) + 1))
+        Ok(Some(u64::from(self.tree.depth()) + 1))
     }
     fn validate(&mut self, f: &Store) -> Result<()> {
-        self.tree(f)?.validate().map_err(bt2_err)?;
+        self.tree.validate(&f.cache).map_err(bt2_err)?;
         Ok(())
     }
 }
