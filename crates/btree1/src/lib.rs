@@ -22,19 +22,19 @@
 //! let root = tree.addr();
 //! for i in 0..200u64 {
 //!     let addr = cache.allocator().allocate(40)?;
-//!     tree.insert(&Chunk { offsets: [i * 10].into_iter().collect(), size: 40, filter_mask: 0, addr }, None)?;
+//!     tree.insert(&cache, &Chunk { offsets: [i * 10].into_iter().collect(), size: 40, filter_mask: 0, addr }, None)?;
 //! }
-//! assert_eq!(tree.depth()?, 2); // leaves of 57, 57, 57 and 29 chunks, as libhdf5 splits
-//! assert_eq!(tree.get(&[150])?.map(|c| c.size), Some(40));
-//! assert_eq!(tree.get(&[2000])?, None); // not allocated
-//! assert!(tree.get(&[155]).is_err()); // not on the chunk grid
+//! assert_eq!(tree.depth(&cache)?, 2); // leaves of 57, 57, 57 and 29 chunks, as libhdf5 splits
+//! assert_eq!(tree.get(&cache, &[150])?.map(|c| c.size), Some(40));
+//! assert_eq!(tree.get(&cache, &[2000])?, None); // not allocated
+//! assert!(tree.get(&cache, &[155]).is_err()); // not on the chunk grid
 //!
 //! // An old-style group with a few links.
 //! let group = Group::create(&cache, Sizes::DEFAULT, 16, 4, 88)?;
 //! for name in ["b", "a", "c"] {
-//!     group.insert(name.as_bytes(), Addr(0x60), Cache::Nothing)?;
+//!     group.insert(&cache, name.as_bytes(), Addr(0x60), Cache::Nothing)?;
 //! }
-//! let names: Vec<_> = group.to_vec()?.into_iter().map(|l| l.name).collect();
+//! let names: Vec<_> = group.to_vec(&cache)?.into_iter().map(|l| l.name).collect();
 //! assert_eq!(names, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
 //!
 //! // Children reach the file before their parents.
@@ -44,7 +44,7 @@
 //! // Reopen over the same bytes.
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::default())?;
 //! let tree = ChunkTree::open(&reader, root, Sizes::DEFAULT, DEFAULT_CHUNK_K, &[10, 4])?;
-//! assert_eq!(tree.to_vec()?.len(), 200);
+//! assert_eq!(tree.to_vec(&reader)?.len(), 200);
 //! # Ok(())
 //! # }
 //! ```

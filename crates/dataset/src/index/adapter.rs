@@ -4,7 +4,6 @@
 
 use std::fmt;
 use std::num::NonZeroU64;
-use std::sync::Arc;
 
 use h5chunk_cache::ProxyId;
 use h5chunk_format::Addr;
@@ -771,17 +770,15 @@ impl Slots for SkipList {
     }
 }
 
-/// The version 1 B-tree index (h5chunk-btree1), keyed by element offsets. The tree borrows
-/// the cache, so each call resumes it from its root address and the class kept here.
+/// The version 1 B-tree index (h5chunk-btree1), keyed by element offsets. The tree's handle
+/// is kept between operations (with the chunk proxies its class records): no operation reads
+/// anything to find the tree again.
 #[derive(Debug)]
 pub(crate) struct BTree1 {
-    root: Addr,
+    tree: h5chunk_btree1::ChunkTree,
     chunk: Vec<u64>,
     chunk_bytes: u64,
     filtered: bool,
-    /// The tree's class, kept between operations (with the chunk proxies it records): each
-    /// operation resumes the tree from it without reading anything.
-    class: Arc<h5chunk_btree1::chunk::ChunkClass>,
 }
 
 fn bt1_err(e: h5chunk_btree1::Error) -> Error {
@@ -801,11 +798,10 @@ impl BTree1 {
         let tree = h5chunk_btree1::ChunkTree::create(&f.cache, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
-            root: tree.addr(),
+            tree,
             chunk: shape.chunk.clone(),
             chunk_bytes: shape.chunk_bytes,
             filtered: shape.codec.is_filtered(),
-            class: tree.shared_class(),
         })
     }
 
@@ -814,20 +810,11 @@ impl BTree1 {
         let tree = h5chunk_btree1::ChunkTree::open(&f.cache, root, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
-            root,
+            tree,
             chunk: shape.chunk.clone(),
             chunk_bytes: shape.chunk_bytes,
             filtered: shape.codec.is_filtered(),
-            class: tree.shared_class(),
         })
-    }
-
-    fn tree<'c>(&self, f: &'c Store) -> Result<h5chunk_btree1::ChunkTree<'c>> {
-        Ok(h5chunk_btree1::ChunkTree::resume(
-            &f.cache,
-            self.root,
-            Arc::clone(&self.class),
-        ))
     }
 
     /// The element offsets of the chunk at `scaled`.
@@ -925,10 +912,10 @@ impl ChunkIndex for BTree1 {
         IndexKind::BTree1
     }
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
-        (LayoutIndex::BTreeV1, Some(self.root))
+        (LayoutIndex::BTreeV1, Some(self.tree.addr()))
     }
     fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let c = self.tree(f)?.get_scaled(scaled).map_err(bt1_err)?;
+        let c = self.tree.get_scaled(&f.cache, scaled).map_err(bt1_err)?;
         c.map(|c| self.located_record(scaled, c)).transpose()
     }
     fn insert(
@@ -939,24 +926,26 @@ impl ChunkIndex for BTree1 {
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         let chunk = self.chunk(scaled, rec)?;
-        self.tree(f)?.insert(&chunk, proxy).map_err(bt1_err)
+        self.tree.insert(&f.cache, &chunk, proxy).map_err(bt1_err)
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         let mut chunks = Vec::with_capacity(items.len());
         for &(scaled, rec) in items {
             chunks.push((scaled, self.located(rec)?));
         }
-        self.tree(f)?.insert_many_scaled(&chunks).map_err(bt1_err)
+        self.tree
+            .insert_many_scaled(&f.cache, &chunks)
+            .map_err(bt1_err)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
-            .tree(f)?
-            .remove(&self.offsets(scaled)?)
+            .tree
+            .remove(&f.cache, &self.offsets(scaled)?)
             .map_err(bt1_err)?;
         c.map(|c| self.record(&c)).transpose()
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
-        let chunks = self.tree(f)?.to_vec().map_err(bt1_err)?;
+        let chunks = self.tree.to_vec(&f.cache).map_err(bt1_err)?;
         for c in chunks {
             let scaled: Vec<u64> = c
                 .offsets
@@ -970,10 +959,10 @@ impl ChunkIndex for BTree1 {
         Ok(())
     }
     fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
-        self.tree(f)?.bytes_used().map_err(bt1_err)
+        self.tree.bytes_used(&f.cache).map_err(bt1_err)
     }
     fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
-        Ok(Some(u64::from(self.tree(f)?.depth().map_err(bt1_err)?)))
+        Ok(Some(u64::from(self.tree.depth(&f.cache).map_err(bt1_err)?)))
     }
 }
 
