@@ -21,9 +21,9 @@ use h5chunk_cache::{CacheConfig, MemStorage, MetadataCache};
 use h5chunk_format::{Addr, Sizes};
 
 #[inline(never)]
-fn insert_loop(tree: &ChunkTree<'_>, chunks: &[Chunk]) -> Result<()> {
+fn insert_loop(cache: &MetadataCache, tree: &ChunkTree, chunks: &[Chunk]) -> Result<()> {
     for c in chunks {
-        tree.insert(c, None)?;
+        tree.insert(cache, c, None)?;
     }
     Ok(())
 }
@@ -50,11 +50,11 @@ fn main() -> Result<()> {
         })
         .collect();
     if mode.starts_with("loop") {
-        insert_loop(&tree, &chunks)?;
+        insert_loop(&cache, &tree, &chunks)?;
     } else {
-        tree.insert_many(&chunks)?;
+        tree.insert_many(&cache, &chunks)?;
     }
-    let listed = tree.chunks()?.len();
-    println!("{mode}: {listed} chunks, depth {}", tree.depth()?);
+    let listed = tree.to_vec(&cache)?.len();
+    println!("{mode}: {listed} chunks, depth {}", tree.depth(&cache)?);
     Ok(())
 }

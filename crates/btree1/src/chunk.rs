@@ -466,13 +466,15 @@ impl Class for ChunkClass {
     }
 }
 
-/// The chunk index of one dataset: a v1 B-tree of node type 1.
+/// The chunk index of one dataset: a v1 B-tree of node type 1. An owned handle that takes
+/// the cache per call (see [`BTree`]); its class keeps the chunk proxies of the chunks it
+/// recorded, so a caller keeps one handle per index.
 #[derive(Debug)]
-pub struct ChunkTree<'c> {
-    tree: BTree<'c, Arc<ChunkClass>>,
+pub struct ChunkTree {
+    tree: BTree<Arc<ChunkClass>>,
 }
 
-impl<'c> ChunkTree<'c> {
+impl<'c> ChunkTree {
     fn new_class(sizes: Sizes, k: u16, dims: &[u64]) -> Result<ChunkClass> {
         let nd = u8::try_from(dims.len())
             .ok()
@@ -521,27 +523,13 @@ impl<'c> ChunkTree<'c> {
         })
     }
 
-    /// The index this handle's [`shared_class`](Self::shared_class) came from, opened (and its root checked)
-    /// before: nothing is read, and the class keeps its chunk proxies between operations.
-    pub fn resume(cache: &'c MetadataCache, root: Addr, class: Arc<ChunkClass>) -> Self {
-        ChunkTree {
-            tree: BTree::resume(cache, root, class),
-        }
-    }
-
-    /// The class (sizes, K, chunk dims, chunk proxies) shared with later
-    /// [`resume`](Self::resume)s.
-    pub fn shared_class(&self) -> Arc<ChunkClass> {
-        Arc::clone(self.tree.class())
-    }
-
     /// The root node's address, for the layout message; it never changes.
-    pub fn root(&self) -> Addr {
-        self.tree.root()
+    pub fn addr(&self) -> Addr {
+        self.tree.addr()
     }
 
     /// The generic tree under this index.
-    pub fn tree(&self) -> &BTree<'c, Arc<ChunkClass>> {
+    pub fn tree(&self) -> &BTree<Arc<ChunkClass>> {
         &self.tree
     }
 
@@ -580,16 +568,16 @@ impl<'c> ChunkTree<'c> {
     }
 
     /// The chunk at these element offsets, if allocated.
-    pub fn get(&self, offsets: &[u64]) -> Result<Option<Chunk>> {
+    pub fn get(&self, cache: &'c MetadataCache, offsets: &[u64]) -> Result<Option<Chunk>> {
         let mut op = self.op(offsets, 0, 0, Addr(0))?;
-        self.tree.find(&mut op)?;
+        self.tree.get(cache, &mut op)?;
         Ok(op.found_chunk(self.rank()))
     }
 
     /// The chunk at chunk coordinates `scaled` (element offsets divided by the chunk dims),
     /// if allocated: [`get`](Self::get) for a caller that counts in chunks, with no offsets
     /// to check or hand back.
-    pub fn locate(&self, scaled: &[u64]) -> Result<Option<Located>> {
+    pub fn get_scaled(&self, cache: &'c MetadataCache, scaled: &[u64]) -> Result<Option<Located>> {
         let dims = &self.tree.class().dims;
         self.check_rank(scaled.len(), "chunk coordinates")?;
         let key = scaled_key(scaled, dims, 0, 0)?;
@@ -598,7 +586,7 @@ impl<'c> ChunkTree<'c> {
             addr: Addr(0),
             found: None,
         };
-        self.tree.find(&mut op)?;
+        self.tree.get(cache, &mut op)?;
         Ok(op.found)
     }
 
@@ -611,14 +599,19 @@ impl<'c> ChunkTree<'c> {
 
     /// Insert or replace a chunk. When `proxy` is given (the chunk cache's proxy for the
     /// chunk's data), the leaf that points to the chunk is not written before the chunk.
-    pub fn insert(&self, chunk: &Chunk, proxy: Option<ProxyId>) -> Result<()> {
+    pub fn insert(
+        &self,
+        cache: &'c MetadataCache,
+        chunk: &Chunk,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
         let mut op = self.insert_op(chunk)?;
         if let Some(p) = proxy
             && let Ok(mut map) = self.tree.class().proxies.lock()
         {
             map.insert(chunk.addr, p);
         }
-        self.tree.insert(&mut op)
+        self.tree.insert(cache, &mut op)
     }
 
     /// Insert or replace the chunks in order: exactly [`insert`](Self::insert)`(chunk, None)`
@@ -630,9 +623,9 @@ impl<'c> ChunkTree<'c> {
     /// path of nodes to that leaf held for the run (see [`Batch`](crate::Batch)): a few hundred
     /// instructions a chunk rather than thousands for a descent from the root. Other chunks
     /// go through `insert`.
-    pub fn insert_many(&self, chunks: &[Chunk]) -> Result<()> {
+    pub fn insert_many(&self, cache: &'c MetadataCache, chunks: &[Chunk]) -> Result<()> {
         let dims = self.tree.class().dims.as_slice();
-        self.insert_keyed(chunks, |c| {
+        self.insert_keyed(cache, chunks, |c| {
             if is_valid(c, dims) {
                 Ok((
                     make_key(c.size, c.filter_mask, dims.len(), &c.offsets),
@@ -648,9 +641,13 @@ impl<'c> ChunkTree<'c> {
     /// [`insert_many`](Self::insert_many) for a caller that counts in chunks: each chunk by
     /// its chunk coordinates (offsets divided by the chunk dims), so its offsets are on the
     /// grid by construction and no remainder is taken. Same nodes, same bytes.
-    pub fn insert_many_scaled(&self, chunks: &[(&[u64], Located)]) -> Result<()> {
+    pub fn insert_many_scaled(
+        &self,
+        cache: &'c MetadataCache,
+        chunks: &[(&[u64], Located)],
+    ) -> Result<()> {
         let dims = self.tree.class().dims.as_slice();
-        self.insert_keyed(chunks, |&(scaled, at)| {
+        self.insert_keyed(cache, chunks, |&(scaled, at)| {
             if at.size == 0 {
                 return Err(Error::InvalidArgument("a stored chunk has a size".into()));
             }
@@ -665,11 +662,12 @@ impl<'c> ChunkTree<'c> {
     /// chunk address, or the error that stops the batch.
     fn insert_keyed<T>(
         &self,
+        cache: &'c MetadataCache,
         items: &[T],
         key_of: impl Fn(&T) -> Result<(ChunkKey, Addr)>,
     ) -> Result<()> {
         let class = self.tree.class();
-        let mut batch = self.tree.batch();
+        let mut batch = self.tree.batch(cache);
         let mut rest = items;
         while let Some((first, tail)) = rest.split_first() {
             let (key, addr) = key_of(first)?;
@@ -708,13 +706,13 @@ impl<'c> ChunkTree<'c> {
     }
 
     /// Remove the chunk at these offsets; returns it (its space is the caller's to free).
-    pub fn remove(&self, offsets: &[u64]) -> Result<Option<Chunk>> {
+    pub fn remove(&self, cache: &'c MetadataCache, offsets: &[u64]) -> Result<Option<Chunk>> {
         let mut op = self.op(offsets, 0, 0, Addr(0))?;
-        if !self.tree.find(&mut op)? {
+        if !self.tree.get(cache, &mut op)? {
             return Ok(None);
         }
         op.found = None;
-        self.tree.remove(&mut op)?;
+        self.tree.remove(cache, &mut op)?;
         // The leaf no longer depends on the chunk's proxy (dropped by the tree above).
         if let Some(c) = &op.found
             && let Ok(mut map) = self.tree.class().proxies.lock()
@@ -725,19 +723,19 @@ impl<'c> ChunkTree<'c> {
     }
 
     /// Visit the chunks in key order until `f` breaks.
-    pub fn for_each<F>(&self, mut f: F) -> Result<ControlFlow<()>>
+    pub fn for_each<F>(&self, cache: &'c MetadataCache, mut f: F) -> Result<ControlFlow<()>>
     where
         F: FnMut(&Chunk) -> ControlFlow<()>,
     {
         let class = self.tree.class();
         self.tree
-            .iterate(|lt, child, _rt| Ok(f(&class.chunk(lt, child))))
+            .for_each(cache, |lt, child, _rt| Ok(f(&class.chunk(lt, child))))
     }
 
     /// Every chunk, in key order.
-    pub fn chunks(&self) -> Result<Vec<Chunk>> {
+    pub fn to_vec(&self, cache: &'c MetadataCache) -> Result<Vec<Chunk>> {
         let mut out = Vec::new();
-        let _ = self.for_each(|c| {
+        let _ = self.for_each(cache, |c| {
             out.push(c.clone());
             ControlFlow::Continue(())
         })?;
@@ -745,24 +743,24 @@ impl<'c> ChunkTree<'c> {
     }
 
     /// The bytes the index's nodes occupy in the file.
-    pub fn index_bytes(&self) -> Result<u64> {
-        self.tree.node_bytes()
+    pub fn bytes_used(&self, cache: &'c MetadataCache) -> Result<u64> {
+        self.tree.bytes_used(cache)
     }
 
     /// The number of levels (1 for a lone leaf).
-    pub fn depth(&self) -> Result<u8> {
-        Ok(self.tree.node_count()?.1)
+    pub fn depth(&self, cache: &'c MetadataCache) -> Result<u8> {
+        Ok(self.tree.node_count(cache)?.1)
     }
 
     /// Free every node of the index, calling `f` for every chunk first (to free its space).
-    pub fn delete<F>(self, mut f: F) -> Result<()>
+    pub fn delete<F>(self, cache: &'c MetadataCache, mut f: F) -> Result<()>
     where
         F: FnMut(&Chunk) -> Result<()>,
     {
         let tree = self.tree;
         let dims_len = tree.class().dims.len();
         let rank = dims_len.saturating_sub(1);
-        tree.delete(|k, child| {
+        tree.delete(cache, |k, child| {
             f(&Chunk {
                 offsets: k.offsets.iter().copied().take(rank).collect(),
                 size: k.chunk_size,

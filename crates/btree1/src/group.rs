@@ -357,8 +357,8 @@ fn insert_entry(node: &mut SymbolTableNode, idx: usize, entry: SymbolTableEntry)
 /// An old-style group's symbol table: its B-tree (node type 0), symbol table nodes and local
 /// heap.
 #[derive(Debug)]
-pub struct Group<'c> {
-    tree: BTree<'c, GroupClass>,
+pub struct Group {
+    tree: BTree<GroupClass>,
     heap: Addr,
 }
 
@@ -371,7 +371,7 @@ pub struct Link {
     pub entry: SymbolTableEntry,
 }
 
-impl<'c> Group<'c> {
+impl<'c> Group {
     fn class(sizes: Sizes, internal_k: u16, leaf_k: u16) -> Result<GroupClass> {
         if leaf_k == 0 {
             return Err(Error::InvalidArgument(
@@ -432,22 +432,22 @@ impl<'c> Group<'c> {
     /// Symbol Table message's addresses).
     pub fn open(
         cache: &'c MetadataCache,
+        btree: Addr,
+        heap: Addr,
         sizes: Sizes,
         internal_k: u16,
         leaf_k: u16,
-        btree: Addr,
-        heap: Addr,
     ) -> Result<Self> {
         let class = Self::class(sizes, internal_k, leaf_k)?;
         let tree = BTree::open(cache, btree, class)?;
         let group = Group { tree, heap };
-        group.load_heap()?;
+        group.load_heap(cache)?;
         Ok(group)
     }
 
     /// The B-tree root's address (for the Symbol Table message).
     pub fn btree_address(&self) -> Addr {
-        self.tree.root()
+        self.tree.addr()
     }
 
     /// The local heap header's address (for the Symbol Table message).
@@ -456,7 +456,7 @@ impl<'c> Group<'c> {
     }
 
     /// The generic tree under this group.
-    pub fn tree(&self) -> &BTree<'c, GroupClass> {
+    pub fn tree(&self) -> &BTree<GroupClass> {
         &self.tree
     }
 
@@ -466,12 +466,11 @@ impl<'c> Group<'c> {
 
     /// The local heap's data segment: the names, and the values of soft links (a soft link's
     /// symbol table entry holds the offset of its value).
-    pub fn names(&self) -> Result<LocalHeapData> {
-        Ok(self.load_heap()?.1)
+    pub fn names(&self, cache: &'c MetadataCache) -> Result<LocalHeapData> {
+        Ok(self.load_heap(cache)?.1)
     }
 
-    fn load_heap(&self) -> Result<(LocalHeap, LocalHeapData)> {
-        let cache = self.tree.cache();
+    fn load_heap(&self, cache: &'c MetadataCache) -> Result<(LocalHeap, LocalHeapData)> {
         let header = cache
             .get::<HeapEntry>(self.heap, &self.sizes())?
             .read()
@@ -492,8 +491,12 @@ impl<'c> Group<'c> {
         Ok((header, data))
     }
 
-    fn store_heap(&self, header: LocalHeap, data: LocalHeapData) -> Result<()> {
-        let cache = self.tree.cache();
+    fn store_heap(
+        &self,
+        cache: &'c MetadataCache,
+        header: LocalHeap,
+        data: LocalHeapData,
+    ) -> Result<()> {
         let old_at = header.data_segment_address;
         let mut header = header;
         if data.len() != header.data_segment_size {
@@ -524,13 +527,13 @@ impl<'c> Group<'c> {
         }
     }
 
-    fn op(&self, name: &[u8]) -> Result<GroupOp> {
+    fn op(&self, cache: &'c MetadataCache, name: &[u8]) -> Result<GroupOp> {
         if name.contains(&0) {
             return Err(Error::InvalidArgument(
                 "a link name cannot contain NUL".into(),
             ));
         }
-        let (_, heap) = self.load_heap()?;
+        let (_, heap) = self.load_heap(cache)?;
         Ok(GroupOp {
             name: name.to_vec(),
             heap,
@@ -541,38 +544,43 @@ impl<'c> Group<'c> {
     }
 
     /// The entry of the link `name`, if present.
-    pub fn lookup(&self, name: &[u8]) -> Result<Option<SymbolTableEntry>> {
+    pub fn get(&self, cache: &'c MetadataCache, name: &[u8]) -> Result<Option<SymbolTableEntry>> {
         if name.is_empty() {
             return Ok(None);
         }
-        let mut op = self.op(name)?;
-        self.tree.find(&mut op)?;
+        let mut op = self.op(cache, name)?;
+        self.tree.get(cache, &mut op)?;
         Ok(op.found)
     }
 
     /// Add the link `name` to the object at `object_header`, with the symbol table entry's
     /// `cache` (scratch pad). An existing name is [`Error::Exists`].
-    pub fn insert(&self, name: &[u8], object_header: Addr, cache: Cache) -> Result<()> {
+    pub fn insert(
+        &self,
+        cache: &'c MetadataCache,
+        name: &[u8],
+        object_header: Addr,
+        link_cache: Cache,
+    ) -> Result<()> {
         if name.is_empty() {
             return Err(Error::InvalidArgument("a link name cannot be empty".into()));
         }
-        let mut op = self.op(name)?;
-        op.insert = Some((Some(object_header), cache));
-        let result = self.tree.insert(&mut op);
+        let mut op = self.op(cache, name)?;
+        op.insert = Some((Some(object_header), link_cache));
+        let result = self.tree.insert(cache, &mut op);
         if op.heap_changed {
-            let (header, _) = self.load_heap()?;
-            self.store_heap(header, op.heap)?;
+            let (header, _) = self.load_heap(cache)?;
+            self.store_heap(cache, header, op.heap)?;
         }
         result
     }
 
     /// Every link, in name order.
-    pub fn links(&self) -> Result<Vec<Link>> {
-        let (_, heap) = self.load_heap()?;
-        let cache = self.tree.cache();
+    pub fn to_vec(&self, cache: &'c MetadataCache) -> Result<Vec<Link>> {
+        let (_, heap) = self.load_heap(cache)?;
         let ctx = self.tree.class().snod_ctx();
         let mut out = Vec::new();
-        let _ = self.tree.iterate(|_, child, _| {
+        let _ = self.tree.for_each(cache, |_, child, _| {
             let sn = cache.get::<SnodEntry>(child, &ctx)?;
             for e in &sn.read().node.entries {
                 out.push(Link {
@@ -587,12 +595,11 @@ impl<'c> Group<'c> {
 
     /// Free the whole symbol table: B-tree nodes, symbol table nodes, local heap. The objects
     /// the links point to are left alone.
-    pub fn delete(self) -> Result<()> {
-        let cache = self.tree.cache();
+    pub fn delete(self, cache: &'c MetadataCache) -> Result<()> {
         let sizes = self.sizes();
         let snod_len = SymbolTableNode::encoded_len(self.tree.class().leaf_k, sizes) as u64;
-        let (header, _) = self.load_heap()?;
-        self.tree.delete(|_, snod| {
+        let (header, _) = self.load_heap(cache)?;
+        self.tree.delete(cache, |_, snod| {
             cache.remove(snod)?;
             cache.allocator().free(snod, snod_len)?;
             Ok(())
@@ -607,17 +614,17 @@ impl<'c> Group<'c> {
 
     /// The bytes the symbol table occupies: B-tree nodes, symbol table nodes, heap header
     /// and data segment.
-    pub fn storage_bytes(&self) -> Result<u64> {
+    pub fn bytes_used(&self, cache: &'c MetadataCache) -> Result<u64> {
         let mut snods = 0u64;
-        let _ = self.tree.iterate(|_, _, _| {
+        let _ = self.tree.for_each(cache, |_, _, _| {
             snods = snods.saturating_add(1);
             Ok(ControlFlow::Continue(()))
         })?;
         let snod_len = SymbolTableNode::encoded_len(self.tree.class().leaf_k, self.sizes()) as u64;
-        let (header, _) = self.load_heap()?;
+        let (header, _) = self.load_heap(cache)?;
         Ok(self
             .tree
-            .node_bytes()?
+            .bytes_used(cache)?
             .saturating_add(snods.saturating_mul(snod_len))
             .saturating_add(LocalHeap::encoded_len(self.sizes()) as u64)
             .saturating_add(header.data_segment_size))

@@ -19,22 +19,22 @@
 //! // A chunk index for a 1-D dataset of 4-byte elements in chunks of 10 elements:
 //! // the layout's dims are (10, 4), the last one being the element size.
 //! let tree = ChunkTree::create(&cache, Sizes::DEFAULT, DEFAULT_CHUNK_K, &[10, 4])?;
-//! let root = tree.root();
+//! let root = tree.addr();
 //! for i in 0..200u64 {
 //!     let addr = cache.allocator().allocate(40)?;
-//!     tree.insert(&Chunk { offsets: [i * 10].into_iter().collect(), size: 40, filter_mask: 0, addr }, None)?;
+//!     tree.insert(&cache, &Chunk { offsets: [i * 10].into_iter().collect(), size: 40, filter_mask: 0, addr }, None)?;
 //! }
-//! assert_eq!(tree.depth()?, 2); // leaves of 57, 57, 57 and 29 chunks, as libhdf5 splits
-//! assert_eq!(tree.get(&[150])?.map(|c| c.size), Some(40));
-//! assert_eq!(tree.get(&[2000])?, None); // not allocated
-//! assert!(tree.get(&[155]).is_err()); // not on the chunk grid
+//! assert_eq!(tree.depth(&cache)?, 2); // leaves of 57, 57, 57 and 29 chunks, as libhdf5 splits
+//! assert_eq!(tree.get(&cache, &[150])?.map(|c| c.size), Some(40));
+//! assert_eq!(tree.get(&cache, &[2000])?, None); // not allocated
+//! assert!(tree.get(&cache, &[155]).is_err()); // not on the chunk grid
 //!
 //! // An old-style group with a few links.
 //! let group = Group::create(&cache, Sizes::DEFAULT, 16, 4, 88)?;
 //! for name in ["b", "a", "c"] {
-//!     group.insert(name.as_bytes(), Addr(0x60), Cache::Nothing)?;
+//!     group.insert(&cache, name.as_bytes(), Addr(0x60), Cache::Nothing)?;
 //! }
-//! let names: Vec<_> = group.links()?.into_iter().map(|l| l.name).collect();
+//! let names: Vec<_> = group.to_vec(&cache)?.into_iter().map(|l| l.name).collect();
 //! assert_eq!(names, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
 //!
 //! // Children reach the file before their parents.
@@ -44,7 +44,7 @@
 //! // Reopen over the same bytes.
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::default())?;
 //! let tree = ChunkTree::open(&reader, root, Sizes::DEFAULT, DEFAULT_CHUNK_K, &[10, 4])?;
-//! assert_eq!(tree.chunks()?.len(), 200);
+//! assert_eq!(tree.to_vec(&reader)?.len(), 200);
 //! # Ok(())
 //! # }
 //! ```
@@ -64,7 +64,7 @@
 //! # Where removal departs from libhdf5
 //!
 //! Insertions follow libhdf5 exactly: replaying the chunks of libhdf5-written trees gives the
-//! same nodes, key for key (`tests/libhdf5_shape.rs`). Removal keeps one invariant libhdf5's
+//! same nodes, key for key (`tests/interop_shape.rs`). Removal keeps one invariant libhdf5's
 //! `H5B__remove_helper` can break: a node's right key equals its separator in the parent. So a
 //! raised left key is not propagated to the parent (a node's lower bound may lie below its first
 //! key), a middle child of an internal node is removed with the key to its right, and the

@@ -233,7 +233,8 @@ where
     C: Class,
     <C::Key as NodeKey>::Params: Send + Sync + 'static,
 {
-    tree: &'t BTree<'c, C>,
+    tree: &'t BTree<C>,
+    cache: &'c MetadataCache,
     path: Option<RightPath<'c, C::Key>>,
     /// Whether appends may take the right-most path.
     fast: bool,
@@ -265,6 +266,7 @@ where
     /// Insert the operation's target, as [`BTree::insert`] does.
     pub fn insert(&mut self, op: &mut C::Op) -> Result<()> {
         let tree = self.tree;
+        let cache = self.cache;
         if self.fast && self.path.is_none() {
             let worth_it = match &self.floor {
                 Some(f) => tree.class.is_after(f, op)?,
@@ -275,20 +277,20 @@ where
                 // shape `insert` would not follow the way appends do: keys out of order, a
                 // right sibling, a bad level) turns the fast path off for the batch; `insert`
                 // then reports what is wrong when a target crosses it.
-                match tree.right_path(op) {
+                match tree.right_path(cache, op) {
                     Ok(p) => self.path = p,
                     Err(_) => self.fast = false,
                 }
             }
         }
         if let Some(p) = &mut self.path {
-            if tree.append(p, op)? {
+            if tree.append(cache, p, op)? {
                 return Ok(());
             }
             self.floor = Some(p.last_lt()?.clone());
-            tree.release(self.path.take())?;
+            tree.release(cache, self.path.take())?;
         }
-        tree.insert(op)
+        tree.insert(cache, op)
     }
 
     /// The end of the right-most leaf, when the last insertion left the batch appending there
@@ -318,7 +320,7 @@ where
 
     /// Release the right-most path: its nodes get their right keys and are unprotected.
     pub fn finish(mut self) -> Result<()> {
-        self.tree.release(self.path.take())
+        self.tree.release(self.cache, self.path.take())
     }
 }
 
@@ -396,7 +398,7 @@ where
         // What `finish` does, for a batch left early (an error, a panic); `finish` reports
         // what could go wrong here: a missing key (which `right_path` rules out) or a new node
         // the cache refuses.
-        let _ = self.tree.release(self.path.take());
+        let _ = self.tree.release(self.cache, self.path.take());
     }
 }
 
@@ -576,9 +578,12 @@ impl<C: Class> Class for std::sync::Arc<C> {
 type LevelNodes<K> = Vec<(Addr, Node<K>)>;
 
 /// A v1 B-tree rooted at a fixed address, over a metadata cache.
+///
+/// The handle is owned and borrows nothing: every operation that reads or writes nodes takes
+/// the metadata cache of the file the tree lives in (always the same one), as the handles of
+/// the other structure crates do, so a caller can keep the handle between operations.
 #[derive(Debug)]
-pub struct BTree<'c, C> {
-    cache: &'c MetadataCache,
+pub struct BTree<C> {
     root: Addr,
     class: C,
 }
@@ -615,7 +620,7 @@ fn child_level(node_level: u8, at: Addr) -> Result<u8> {
         .ok_or_else(|| Error::corrupt(at, "a leaf has no child nodes"))
 }
 
-impl<'c, C: Class> BTree<'c, C>
+impl<'c, C: Class> BTree<C>
 where
     <C::Key as NodeKey>::Params: Send + Sync + 'static,
 {
@@ -623,25 +628,17 @@ where
     pub fn create(cache: &'c MetadataCache, class: C) -> Result<Self> {
         Self::check_k(&class)?;
         let tree = BTree {
-            cache,
             root: Addr(0),
             class,
         };
-        let root = tree.create_node(Node::new_leaf())?;
+        let root = tree.create_node(cache, Node::new_leaf())?;
         Ok(BTree { root, ..tree })
-    }
-
-    /// The tree whose root node is at `root`, read and checked by an earlier
-    /// [`open`](Self::open) of the same tree (a handle kept between operations): nothing is
-    /// read now.
-    pub fn resume(cache: &'c MetadataCache, root: Addr, class: C) -> Self {
-        BTree { cache, root, class }
     }
 
     /// The tree whose root node is at `root` (read and checked now).
     pub fn open(cache: &'c MetadataCache, root: Addr, class: C) -> Result<Self> {
         Self::check_k(&class)?;
-        let tree = BTree { cache, root, class };
+        let tree = BTree { root, class };
         // Load (and verify) the root; no copy of it is needed.
         cache.get::<NodeEntry<C::Key>>(root, &tree.class.ctx())?;
         Ok(tree)
@@ -655,13 +652,8 @@ where
     }
 
     /// The root node's address (it never changes).
-    pub fn root(&self) -> Addr {
+    pub fn addr(&self) -> Addr {
         self.root
-    }
-
-    /// The cache the tree lives in.
-    pub fn cache(&self) -> &'c MetadataCache {
-        self.cache
     }
 
     /// The key/record class.
@@ -679,10 +671,13 @@ where
     }
 
     /// A copy of the node at `addr`, checked to be at `level` when one is expected.
-    pub(crate) fn read(&self, addr: Addr, level: Option<u8>) -> Result<Node<C::Key>> {
-        let entry = self
-            .cache
-            .get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
+    pub(crate) fn read(
+        &self,
+        cache: &'c MetadataCache,
+        addr: Addr,
+        level: Option<u8>,
+    ) -> Result<Node<C::Key>> {
+        let entry = cache.get::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
         let node = entry.read().node().clone();
         check_level(addr, &node, level)?;
         Ok(node)
@@ -692,12 +687,11 @@ where
     /// [`read`](Self::read).
     fn protect_node(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
     ) -> Result<h5chunk_cache::EntryMut<'c, NodeEntry<C::Key>>> {
-        let entry = self
-            .cache
-            .protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
+        let entry = cache.protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
         check_level(addr, entry.node(), level)?;
         Ok(entry)
     }
@@ -707,6 +701,7 @@ where
     /// the file's size rather than exponential in the depth.
     fn read_once(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
         seen: &mut HashSet<Addr>,
@@ -714,50 +709,48 @@ where
         if !seen.insert(addr) {
             return Err(Error::corrupt(addr, "node reached twice"));
         }
-        self.read(addr, level)
+        self.read(cache, addr, level)
     }
 
-    fn write(&self, addr: Addr, node: Node<C::Key>) -> Result<()> {
-        let mut entry = self
-            .cache
-            .protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
+    fn write(&self, cache: &'c MetadataCache, addr: Addr, node: Node<C::Key>) -> Result<()> {
+        let mut entry = cache.protect::<NodeEntry<C::Key>>(addr, &self.class.ctx())?;
         *entry.node_mut() = node;
         Ok(())
     }
 
-    fn allocate(&self) -> Result<Addr> {
-        Ok(self.cache.allocator().allocate(self.node_len())?)
+    fn allocate(&self, cache: &'c MetadataCache) -> Result<Addr> {
+        Ok(cache.allocator().allocate(self.node_len())?)
     }
 
-    fn create_node(&self, node: Node<C::Key>) -> Result<Addr> {
-        let addr = self.allocate()?;
-        self.insert_entry(addr, node)?;
+    fn create_node(&self, cache: &'c MetadataCache, node: Node<C::Key>) -> Result<Addr> {
+        let addr = self.allocate(cache)?;
+        self.insert_entry(cache, addr, node)?;
         Ok(addr)
     }
 
-    fn insert_entry(&self, addr: Addr, node: Node<C::Key>) -> Result<()> {
+    fn insert_entry(&self, cache: &'c MetadataCache, addr: Addr, node: Node<C::Key>) -> Result<()> {
         let ctx = self.class.ctx();
-        self.cache.insert(addr, NodeEntry::new(node, ctx))?;
+        cache.insert(addr, NodeEntry::new(node, ctx))?;
         Ok(())
     }
 
-    fn free_node(&self, addr: Addr) -> Result<()> {
-        self.cache.remove(addr)?;
-        self.cache.allocator().free(addr, self.node_len())?;
+    fn free_node(&self, cache: &'c MetadataCache, addr: Addr) -> Result<()> {
+        cache.remove(addr)?;
+        cache.allocator().free(addr, self.node_len())?;
         Ok(())
     }
 
     /// `parent` may not reach the file before `child` (idempotent).
-    fn ensure_dep(&self, parent: Addr, child: DepKey) -> Result<()> {
-        match self.cache.add_flush_dependency(parent, child) {
+    fn ensure_dep(&self, cache: &'c MetadataCache, parent: Addr, child: DepKey) -> Result<()> {
+        match cache.add_flush_dependency(parent, child) {
             Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
 
     /// Drop a dependency that may not exist (any more).
-    fn drop_dep(&self, parent: Addr, child: DepKey) -> Result<()> {
-        match self.cache.remove_flush_dependency(parent, child) {
+    fn drop_dep(&self, cache: &'c MetadataCache, parent: Addr, child: DepKey) -> Result<()> {
+        match cache.remove_flush_dependency(parent, child) {
             Ok(())
             | Err(h5chunk_cache::Error::NoSuchDependency { .. })
             | Err(h5chunk_cache::Error::UnknownProxy(_)) => Ok(()),
@@ -774,29 +767,48 @@ where
         }
     }
 
-    fn link_child(&self, node: Addr, level: u8, child: Addr) -> Result<()> {
+    fn link_child(
+        &self,
+        cache: &'c MetadataCache,
+        node: Addr,
+        level: u8,
+        child: Addr,
+    ) -> Result<()> {
         match self.child_dep(level, child) {
-            Some(k) => self.ensure_dep(node, k),
+            Some(k) => self.ensure_dep(cache, node, k),
             None => Ok(()),
         }
     }
 
-    fn unlink_child(&self, node: Addr, level: u8, child: Addr) -> Result<()> {
+    fn unlink_child(
+        &self,
+        cache: &'c MetadataCache,
+        node: Addr,
+        level: u8,
+        child: Addr,
+    ) -> Result<()> {
         match self.child_dep(level, child) {
-            Some(k) => self.drop_dep(node, k),
+            Some(k) => self.drop_dep(cache, node, k),
             None => Ok(()),
         }
     }
 
     /// Move the dependencies on `children` from node `from` to node `to`.
-    fn rehome(&self, from: Addr, to: Addr, level: u8, children: &[Addr]) -> Result<()> {
+    fn rehome(
+        &self,
+        cache: &'c MetadataCache,
+        from: Addr,
+        to: Addr,
+        level: u8,
+        children: &[Addr],
+    ) -> Result<()> {
         if level == 0 && !self.class.has_leaf_deps() {
             return Ok(());
         }
         for &c in children {
             if let Some(k) = self.child_dep(level, c) {
-                self.drop_dep(from, k)?;
-                self.ensure_dep(to, k)?;
+                self.drop_dep(cache, from, k)?;
+                self.ensure_dep(cache, to, k)?;
             }
         }
         Ok(())
@@ -827,13 +839,13 @@ where
     }
 
     /// Look the operation's target up; the class's `found` fills in the result.
-    pub fn find(&self, op: &mut C::Op) -> Result<bool> {
+    pub fn get(&self, cache: &'c MetadataCache, op: &mut C::Op) -> Result<bool> {
         let (mut addr, mut level) = (self.root, None);
         // Each step goes one level down and levels are checked, so the loop ends; the bound
         // is a second guard.
         for _ in 0..=MAX_DEPTH {
             // Searched under the entry's read lock: no copy of the node, no count taken.
-            let step = self.cache.read_with::<NodeEntry<C::Key>, _>(
+            let step = cache.read_with::<NodeEntry<C::Key>, _>(
                 addr,
                 &self.class.ctx(),
                 |guard| -> Result<FindStep<C::Key>> {
@@ -881,9 +893,7 @@ where
                     if C::FOUND_READS_CACHE {
                         Ok(FindStep::Found(child, lt))
                     } else {
-                        Ok(FindStep::Done(
-                            self.class.found(self.cache, child, &lt, op)?,
-                        ))
+                        Ok(FindStep::Done(self.class.found(cache, child, &lt, op)?))
                     }
                 },
             )??;
@@ -893,7 +903,7 @@ where
                     level = Some(l);
                     addr = child;
                 }
-                FindStep::Found(child, lt) => return self.class.found(self.cache, child, &lt, op),
+                FindStep::Found(child, lt) => return self.class.found(cache, child, &lt, op),
             }
         }
         Err(Error::corrupt(addr, "descent deeper than MAX_DEPTH"))
@@ -901,7 +911,7 @@ where
 
     /// Insert the operation's target. Splits propagate up; when the root splits, its old
     /// contents move to a new node and the new root is written at the same address.
-    pub fn insert(&self, op: &mut C::Op) -> Result<()> {
+    pub fn insert(&self, cache: &'c MetadataCache, op: &mut C::Op) -> Result<()> {
         let (mut lt, mut md, mut rt) = (
             self.class.zero_key(),
             self.class.zero_key(),
@@ -915,15 +925,15 @@ where
             rt: &mut rt,
             rt_changed: &mut rt_changed,
         };
-        let Some(twin) = self.insert_helper(self.root, None, keys, op)? else {
+        let Some(twin) = self.insert_helper(cache, self.root, None, keys, op)? else {
             return Ok(());
         };
         let root = self.root;
-        let old = self.read(root, None)?;
+        let old = self.read(cache, root, None)?;
         if !lt_changed {
             lt = key_at(&old.keys, 0, root)?;
         }
-        let mut twin_node = self.read(twin, Some(old.level))?;
+        let mut twin_node = self.read(cache, twin, Some(old.level))?;
         if !rt_changed {
             rt = key_at(&twin_node.keys, twin_node.children.len(), twin)?;
         }
@@ -932,14 +942,14 @@ where
             .checked_add(1)
             .filter(|&l| l <= MAX_DEPTH)
             .ok_or_else(|| Error::corrupt(root, "the tree would exceed MAX_DEPTH levels"))?;
-        let moved = self.allocate()?;
+        let moved = self.allocate(cache)?;
         twin_node.left = Some(moved);
-        self.write(twin, twin_node)?;
+        self.write(cache, twin, twin_node)?;
         let children = old.children.clone();
         let old_level = old.level;
-        self.insert_entry(moved, old)?;
-        self.rehome(root, moved, old_level, &children)?;
-        self.drop_dep(root, DepKey::Entry(twin))?;
+        self.insert_entry(cache, moved, old)?;
+        self.rehome(cache, root, moved, old_level, &children)?;
+        self.drop_dep(cache, root, DepKey::Entry(twin))?;
         let new_root = Node {
             level,
             left: None,
@@ -947,9 +957,9 @@ where
             keys: vec![lt, md, rt],
             children: vec![moved, twin],
         };
-        self.write(root, new_root)?;
-        self.ensure_dep(root, DepKey::Entry(moved))?;
-        self.ensure_dep(root, DepKey::Entry(twin))?;
+        self.write(cache, root, new_root)?;
+        self.ensure_dep(cache, root, DepKey::Entry(moved))?;
+        self.ensure_dep(cache, root, DepKey::Entry(twin))?;
         Ok(())
     }
 
@@ -957,6 +967,7 @@ where
     /// a new right sibling when the node split (its first key is then in `keys.md`).
     fn insert_helper(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
         keys: Keys<'_, C::Key>,
@@ -973,7 +984,7 @@ where
         *rt_changed = false;
         // The node is modified in place under protect (no copy of its keys): the cache neither
         // writes nor evicts it meanwhile, and a cycle back to it (a corrupt file) is an error.
-        let mut guard = self.protect_node(addr, level)?;
+        let mut guard = self.protect_node(cache, addr, level)?;
         let bt: &mut Node<C::Key> = guard.node_mut();
         let mut dirty = false;
         let n = bt.children.len();
@@ -987,55 +998,53 @@ where
             let (mut k0, mut k1) = (self.class.zero_key(), self.class.zero_key());
             let child = self
                 .class
-                .new_node(self.cache, NewNode::First, &mut k0, op, &mut k1)?;
+                .new_node(cache, NewNode::First, &mut k0, op, &mut k1)?;
             bt.keys = vec![k0, k1];
             bt.children = vec![child];
             dirty = true;
             idx = 0;
             if C::FOLLOW_MIN {
-                self.leaf_insert(addr, bt, 0, lt_changed, md, rt_changed, op)?
+                self.leaf_insert(cache, addr, bt, 0, lt_changed, md, rt_changed, op)?
             } else {
                 LeafIns::Noop
             }
         } else if cmp == Ordering::Less && idx == 0 {
             if !is_leaf {
-                self.descend_insert(addr, bt, 0, lt_changed, md, rt_changed, op)?
+                self.descend_insert(cache, addr, bt, 0, lt_changed, md, rt_changed, op)?
             } else if C::FOLLOW_MIN {
-                self.leaf_insert(addr, bt, 0, lt_changed, md, rt_changed, op)?
+                self.leaf_insert(cache, addr, bt, 0, lt_changed, md, rt_changed, op)?
             } else {
                 let k0 = bt
                     .keys
                     .first_mut()
                     .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
                 *md = k0.clone();
-                let child = self.class.new_node(self.cache, NewNode::Left, k0, op, md)?;
+                let child = self.class.new_node(cache, NewNode::Left, k0, op, md)?;
                 *lt_changed = true;
                 LeafIns::Left(child)
             }
         } else if cmp == Ordering::Greater && idx.saturating_add(1) >= n {
             idx = n.saturating_sub(1);
             if !is_leaf {
-                self.descend_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
+                self.descend_insert(cache, addr, bt, idx, lt_changed, md, rt_changed, op)?
             } else if C::FOLLOW_MAX {
-                self.leaf_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
+                self.leaf_insert(cache, addr, bt, idx, lt_changed, md, rt_changed, op)?
             } else {
                 let last = bt
                     .keys
                     .get_mut(n)
                     .ok_or_else(|| Error::corrupt(addr, "missing key"))?;
                 *md = last.clone();
-                let child = self
-                    .class
-                    .new_node(self.cache, NewNode::Right, md, op, last)?;
+                let child = self.class.new_node(cache, NewNode::Right, md, op, last)?;
                 *rt_changed = true;
                 LeafIns::Right(child)
             }
         } else if cmp != Ordering::Equal {
             return Err(Error::corrupt(addr, "keys are not in order"));
         } else if !is_leaf {
-            self.descend_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
+            self.descend_insert(cache, addr, bt, idx, lt_changed, md, rt_changed, op)?
         } else {
-            self.leaf_insert(addr, bt, idx, lt_changed, md, rt_changed, op)?
+            self.leaf_insert(cache, addr, bt, idx, lt_changed, md, rt_changed, op)?
         };
 
         // Propagate key changes to the caller's copies while the child is at our edge.
@@ -1063,28 +1072,28 @@ where
                 let old = core::mem::replace(slot, new);
                 dirty = true;
                 if old != new {
-                    self.unlink_child(addr, bt.level, old)?;
+                    self.unlink_child(cache, addr, bt.level, old)?;
                 }
-                self.link_child(addr, bt.level, new)?;
+                self.link_child(cache, addr, bt.level, new)?;
             }
             LeafIns::Left(child) | LeafIns::Right(child) => {
                 let right = matches!(my_ins, LeafIns::Right(_));
                 dirty = true;
                 if bt.children.len() >= self.two_k() {
-                    let (twin_addr, mut twin_node) = self.split(addr, bt, idx)?;
+                    let (twin_addr, mut twin_node) = self.split(cache, addr, bt, idx)?;
                     let nleft = bt.children.len();
                     if idx < nleft {
                         insert_child(addr, bt, idx, child, right, md.clone())?;
-                        self.link_child(addr, bt.level, child)?;
+                        self.link_child(cache, addr, bt.level, child)?;
                     } else {
                         let i = idx.saturating_sub(nleft);
                         insert_child(twin_addr, &mut twin_node, i, child, right, md.clone())?;
-                        self.link_child(twin_addr, twin_node.level, child)?;
+                        self.link_child(cache, twin_addr, twin_node.level, child)?;
                     }
                     twin = Some((twin_addr, twin_node));
                 } else {
                     insert_child(addr, bt, idx, child, right, md.clone())?;
-                    self.link_child(addr, bt.level, child)?;
+                    self.link_child(cache, addr, bt.level, child)?;
                 }
             }
         }
@@ -1095,7 +1104,7 @@ where
         match twin {
             Some((twin_addr, twin_node)) => {
                 *md = key_at(&twin_node.keys, 0, twin_addr)?;
-                self.insert_entry(twin_addr, twin_node)?;
+                self.insert_entry(cache, twin_addr, twin_node)?;
                 Ok(Some(twin_addr))
             }
             None => Ok(None),
@@ -1106,6 +1115,7 @@ where
     #[allow(clippy::too_many_arguments)]
     fn descend_insert(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         bt: &mut Node<C::Key>,
         idx: usize,
@@ -1124,9 +1134,9 @@ where
             rt,
             rt_changed,
         };
-        let split = self.insert_helper(child, Some(level), keys, op)?;
+        let split = self.insert_helper(cache, child, Some(level), keys, op)?;
         // The child may be dirty now: it must reach the file before this node.
-        self.ensure_dep(addr, DepKey::Entry(child))?;
+        self.ensure_dep(cache, addr, DepKey::Entry(child))?;
         Ok(split.map_or(LeafIns::Noop, LeafIns::Right))
     }
 
@@ -1134,6 +1144,7 @@ where
     #[allow(clippy::too_many_arguments)]
     fn leaf_insert(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         bt: &mut Node<C::Key>,
         idx: usize,
@@ -1151,14 +1162,20 @@ where
             rt,
             rt_changed,
         };
-        let r = self.class.insert(self.cache, child, keys, op)?;
-        self.link_child(addr, 0, child)?;
+        let r = self.class.insert(cache, child, keys, op)?;
+        self.link_child(cache, addr, 0, child)?;
         Ok(r)
     }
 
     /// Split the full node `bt` at `addr` (whose child `idx` is receiving a new sibling) as
     /// libhdf5 does; returns the new right node, not yet in the cache.
-    fn split(&self, addr: Addr, bt: &mut Node<C::Key>, idx: usize) -> Result<(Addr, Node<C::Key>)> {
+    fn split(
+        &self,
+        cache: &'c MetadataCache,
+        addr: Addr,
+        bt: &mut Node<C::Key>,
+        idx: usize,
+    ) -> Result<(Addr, Node<C::Key>)> {
         let two_k = self.two_k();
         let ratio = if bt.right.is_none() {
             SPLIT_RATIOS[2]
@@ -1177,7 +1194,7 @@ where
         if nleft >= bt.children.len() {
             return Err(Error::corrupt(addr, "split of a node that is not full"));
         }
-        let twin_addr = self.allocate()?;
+        let twin_addr = self.allocate(cache)?;
         // The new node gets room for 2K children at once: it fills up to a split of its own.
         let mut twin_keys = Vec::with_capacity(two_k.saturating_add(1));
         twin_keys.extend(bt.keys.drain(nleft..));
@@ -1192,24 +1209,23 @@ where
             children: twin_children,
         };
         if let Some(r) = bt.right {
-            let mut sib = self
-                .cache
-                .protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
+            let mut sib = cache.protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
             if sib.node().level != bt.level {
                 return Err(Error::corrupt(r, "right sibling at another level"));
             }
             sib.node_mut().left = Some(twin_addr);
         }
         bt.right = Some(twin_addr);
-        self.rehome(addr, twin_addr, twin.level, &twin.children)?;
+        self.rehome(cache, addr, twin_addr, twin.level, &twin.children)?;
         Ok((twin_addr, twin))
     }
 
     /// A batched insertion: [`Batch::insert`] is [`insert`](Self::insert), faster for runs of
     /// appends.
-    pub fn batch(&self) -> Batch<'_, 'c, C> {
+    pub fn batch(&self, cache: &'c MetadataCache) -> Batch<'_, 'c, C> {
         Batch {
             tree: self,
+            cache,
             path: None,
             // Appending along the right-most path is only defined for classes whose leaves
             // make a new child right of the maximum, as `insert_helper` does when `FOLLOW_MAX`
@@ -1225,13 +1241,17 @@ where
     /// the right-most ratio), and no node's last left key lies after the leaf's (so a target
     /// after the leaf's is after all of them). `None` for an empty tree.
     #[inline(never)]
-    fn right_path(&self, op: &C::Op) -> Result<Option<RightPath<'c, C::Key>>> {
+    fn right_path(
+        &self,
+        cache: &'c MetadataCache,
+        op: &C::Op,
+    ) -> Result<Option<RightPath<'c, C::Key>>> {
         let mut nodes: Vec<PathNode<'c, C::Key>> = Vec::new();
         let (mut addr, mut level) = (self.root, None);
         // Levels are checked on the way down (a child is at its parent's level minus one), so
         // the loop ends; the bound is a second guard.
         for _ in 0..=MAX_DEPTH {
-            let guard = self.protect_node(addr, level)?;
+            let guard = self.protect_node(cache, addr, level)?;
             let node = guard.node();
             let Some(idx) = node.children.len().checked_sub(1) else {
                 if node.level == 0 && level.is_none() {
@@ -1297,12 +1317,17 @@ where
     /// Append the target of `op` if the class places it after the last leaf child, as
     /// `insert_helper` inserts it at the last child of each node of the path; `false` (and
     /// nothing changed) if it does not.
-    fn append(&self, path: &mut RightPath<'c, C::Key>, op: &mut C::Op) -> Result<bool> {
+    fn append(
+        &self,
+        cache: &'c MetadataCache,
+        path: &mut RightPath<'c, C::Key>,
+        op: &mut C::Op,
+    ) -> Result<bool> {
         if !path.active {
             if !self.class.is_after(path.last_lt()?, op)? {
                 return Ok(false);
             }
-            self.activate(path)?;
+            self.activate(cache, path)?;
         }
         let leaf = path
             .nodes
@@ -1327,7 +1352,7 @@ where
         let (child, rt_changed) = if self.class.cmp3(lt, op, rt)? == Ordering::Greater {
             let child = self
                 .class
-                .new_node(self.cache, NewNode::Right, &mut md, op, rt)?;
+                .new_node(cache, NewNode::Right, &mut md, op, rt)?;
             (child, true)
         } else {
             let (mut lt_changed, mut rt_changed) = (false, false);
@@ -1338,9 +1363,9 @@ where
                 rt,
                 rt_changed: &mut rt_changed,
             };
-            let ins = self.class.insert(self.cache, last, keys, op)?;
+            let ins = self.class.insert(cache, last, keys, op)?;
             if path.leaf_deps {
-                self.link_child(addr, 0, last)?;
+                self.link_child(cache, addr, 0, last)?;
             }
             match ins {
                 LeafIns::Right(child) if !lt_changed => (child, rt_changed),
@@ -1356,11 +1381,11 @@ where
         if n < path.two_k {
             insert_last(addr, bt, child, md)?;
             if path.leaf_deps {
-                self.link_child(addr, 0, child)?;
+                self.link_child(cache, addr, 0, child)?;
             }
             return Ok(true);
         }
-        self.append_split(path, child, md)?;
+        self.append_split(cache, path, child, md)?;
         Ok(true)
     }
 
@@ -1368,11 +1393,11 @@ where
     /// node of a descent (mark it dirty, make each node depend on the child it went through),
     /// done once, and room for 2K children so appends do not reallocate.
     #[inline(never)]
-    fn activate(&self, path: &mut RightPath<'c, C::Key>) -> Result<()> {
+    fn activate(&self, cache: &'c MetadataCache, path: &mut RightPath<'c, C::Key>) -> Result<()> {
         let two_k = self.two_k();
         for pair in path.nodes.windows(2) {
             if let [parent, child] = pair {
-                self.ensure_dep(parent.addr(), DepKey::Entry(child.addr()))?;
+                self.ensure_dep(cache, parent.addr(), DepKey::Entry(child.addr()))?;
             }
         }
         for g in &mut path.nodes {
@@ -1389,6 +1414,7 @@ where
     #[inline(never)]
     fn append_split(
         &self,
+        cache: &'c MetadataCache,
         path: &mut RightPath<'c, C::Key>,
         mut child: Addr,
         mut md: C::Key,
@@ -1415,27 +1441,27 @@ where
             if n < two_k {
                 insert_last(addr, bt, child, md)?;
                 if link {
-                    self.link_child(addr, level, child)?;
+                    self.link_child(cache, addr, level, child)?;
                 }
                 return Ok(());
             }
-            let (twin_addr, mut twin) = self.split(addr, bt, idx)?;
+            let (twin_addr, mut twin) = self.split(cache, addr, bt, idx)?;
             let nleft = bt.children.len();
             if idx < nleft {
                 insert_child(addr, bt, idx, child, true, md)?;
                 if link {
-                    self.link_child(addr, level, child)?;
+                    self.link_child(cache, addr, level, child)?;
                 }
             } else {
                 // The last child went to the twin.
                 insert_last(twin_addr, &mut twin, child, md)?;
                 if link {
-                    self.link_child(twin_addr, level, child)?;
+                    self.link_child(cache, twin_addr, level, child)?;
                 }
             }
             let up = key_at(&twin.keys, 0, twin_addr)?;
             if l == 0 {
-                return self.append_root_split(path, twin_addr, twin, up);
+                return self.append_root_split(cache, path, twin_addr, twin, up);
             }
             // The left half leaves the path: unprotected (dirty) if it is in the cache, else
             // inserted; the right half takes its place.
@@ -1444,7 +1470,7 @@ where
                 node: twin,
             };
             if let PathNode::New { addr, node } = core::mem::replace(slot, twin) {
-                self.insert_entry(addr, node)?;
+                self.insert_entry(cache, addr, node)?;
             }
             child = twin_addr;
             md = up;
@@ -1458,6 +1484,7 @@ where
     #[inline(never)]
     fn append_root_split(
         &self,
+        cache: &'c MetadataCache,
         path: &mut RightPath<'c, C::Key>,
         twin_addr: Addr,
         twin: Node<C::Key>,
@@ -1474,13 +1501,13 @@ where
         let lt = key_at(&slot.node().keys, 0, root)?;
         let Some(level) = old_level.checked_add(1).filter(|&l| l <= MAX_DEPTH) else {
             // `insert` has the right half in the cache by now.
-            self.insert_entry(twin_addr, twin)?;
+            self.insert_entry(cache, twin_addr, twin)?;
             return Err(Error::corrupt(
                 root,
                 "the tree would exceed MAX_DEPTH levels",
             ));
         };
-        let moved = self.allocate()?;
+        let moved = self.allocate(cache)?;
         let mut twin = twin;
         twin.left = Some(moved);
         let mut new_root = Node {
@@ -1493,11 +1520,11 @@ where
         reserve(&mut new_root, two_k);
         let old = core::mem::replace(slot.node_mut(), new_root);
         let children = old.children.clone();
-        self.insert_entry(moved, old)?;
-        self.rehome(root, moved, old_level, &children)?;
-        self.drop_dep(root, DepKey::Entry(twin_addr))?;
-        self.ensure_dep(root, DepKey::Entry(moved))?;
-        self.ensure_dep(root, DepKey::Entry(twin_addr))?;
+        self.insert_entry(cache, moved, old)?;
+        self.rehome(cache, root, moved, old_level, &children)?;
+        self.drop_dep(cache, root, DepKey::Entry(twin_addr))?;
+        self.ensure_dep(cache, root, DepKey::Entry(moved))?;
+        self.ensure_dep(cache, root, DepKey::Entry(twin_addr))?;
         path.nodes.insert(
             1,
             PathNode::New {
@@ -1539,7 +1566,7 @@ where
     /// (dirty, the leaf first), and only then are the protected ones released, so no parent on
     /// the path can reach the file before its new child is in the cache.
     #[inline(never)]
-    fn release(&self, path: Option<RightPath<'c, C::Key>>) -> Result<()> {
+    fn release(&self, cache: &'c MetadataCache, path: Option<RightPath<'c, C::Key>>) -> Result<()> {
         let Some(mut path) = path else {
             return Ok(());
         };
@@ -1550,7 +1577,7 @@ where
             match n {
                 PathNode::New { addr, node } => {
                     // Every new node gets its chance, whatever happened to the others.
-                    inserted = inserted.and(self.insert_entry(addr, node));
+                    inserted = inserted.and(self.insert_entry(cache, addr, node));
                 }
                 PathNode::Cached(guard) => cached.push(guard),
             }
@@ -1559,11 +1586,11 @@ where
         synced.and(inserted)
     }
 
-    /// Remove the operation's target, which must be present (check with [`BTree::find`]).
+    /// Remove the operation's target, which must be present (check with [`BTree::get`]).
     /// Nodes that become empty are freed (the root stays, as an empty leaf); nodes are never
     /// merged, as in libhdf5. Keys are maintained so that every node's right key equals its
     /// separator in the parent (see the crate docs for where this departs from libhdf5).
-    pub fn remove(&self, op: &mut C::Op) -> Result<()> {
+    pub fn remove(&self, cache: &'c MetadataCache, op: &mut C::Op) -> Result<()> {
         let (mut lt, mut md, mut rt) = (
             self.class.zero_key(),
             self.class.zero_key(),
@@ -1577,10 +1604,8 @@ where
             rt: &mut rt,
             rt_changed: &mut rt_changed,
         };
-        self.remove_helper(self.root, None, keys, op)?;
-        let mut root = self
-            .cache
-            .protect::<NodeEntry<C::Key>>(self.root, &self.class.ctx())?;
+        self.remove_helper(cache, self.root, None, keys, op)?;
+        let mut root = cache.protect::<NodeEntry<C::Key>>(self.root, &self.class.ctx())?;
         if root.node().children.is_empty() && root.node().level != 0 {
             root.node_mut().level = 0;
         }
@@ -1589,6 +1614,7 @@ where
 
     fn remove_helper(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
         keys: Keys<'_, C::Key>,
@@ -1602,7 +1628,7 @@ where
             rt_changed,
         } = keys;
         let is_root = level.is_none();
-        let mut bt = self.read(addr, level)?;
+        let mut bt = self.read(cache, addr, level)?;
         let n = bt.children.len();
         let (idx, cmp) = self.search(addr, &bt, op)?;
         if n == 0 || cmp != Ordering::Equal {
@@ -1619,15 +1645,16 @@ where
                 rt_changed,
             };
             if bt.level > 0 {
-                let r = self.remove_helper(child, Some(child_level(bt.level, addr)?), keys, op)?;
+                let r =
+                    self.remove_helper(cache, child, Some(child_level(bt.level, addr)?), keys, op)?;
                 if !r {
-                    self.ensure_dep(addr, DepKey::Entry(child))?;
+                    self.ensure_dep(cache, addr, DepKey::Entry(child))?;
                 }
                 r
             } else {
-                let r = self.class.remove(self.cache, child, keys, op)?;
+                let r = self.class.remove(cache, child, keys, op)?;
                 if !r {
-                    self.link_child(addr, 0, child)?;
+                    self.link_child(cache, addr, 0, child)?;
                 }
                 r
             }
@@ -1647,30 +1674,26 @@ where
         }
         if !removed {
             if dirty {
-                self.write(addr, bt)?;
+                self.write(cache, addr, bt)?;
             }
             return Ok(false);
         }
-        self.unlink_child(addr, bt.level, child)?;
+        self.unlink_child(cache, addr, bt.level, child)?;
         if n == 1 {
             bt.children.clear();
             bt.keys.clear();
             if is_root {
-                self.write(addr, bt)?;
+                self.write(cache, addr, bt)?;
             } else {
                 if let Some(l) = bt.left {
-                    let mut sib = self
-                        .cache
-                        .protect::<NodeEntry<C::Key>>(l, &self.class.ctx())?;
+                    let mut sib = cache.protect::<NodeEntry<C::Key>>(l, &self.class.ctx())?;
                     sib.node_mut().right = bt.right;
                 }
                 if let Some(r) = bt.right {
-                    let mut sib = self
-                        .cache
-                        .protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
+                    let mut sib = cache.protect::<NodeEntry<C::Key>>(r, &self.class.ctx())?;
                     sib.node_mut().left = bt.left;
                 }
-                self.free_node(addr)?;
+                self.free_node(cache, addr)?;
             }
             return Ok(true);
         }
@@ -1697,7 +1720,7 @@ where
                 idx.saturating_add(1)
             });
         }
-        self.write(addr, bt)?;
+        self.write(cache, addr, bt)?;
         Ok(false)
     }
 
@@ -1729,15 +1752,16 @@ where
     }
 
     /// Visit every leaf child in key order, `f(left key, child, right key)`, until `f` breaks.
-    pub fn iterate<F>(&self, mut f: F) -> Result<ControlFlow<()>>
+    pub fn for_each<F>(&self, cache: &'c MetadataCache, mut f: F) -> Result<ControlFlow<()>>
     where
         F: FnMut(&C::Key, Addr, &C::Key) -> Result<ControlFlow<()>>,
     {
-        self.walk(self.root, None, &mut f, &mut HashSet::new())
+        self.walk(cache, self.root, None, &mut f, &mut HashSet::new())
     }
 
     fn walk<F>(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
         f: &mut F,
@@ -1746,11 +1770,11 @@ where
     where
         F: FnMut(&C::Key, Addr, &C::Key) -> Result<ControlFlow<()>>,
     {
-        let node = self.read_once(addr, level, seen)?;
+        let node = self.read_once(cache, addr, level, seen)?;
         if node.level > 0 {
             let below = child_level(node.level, addr)?;
             for &c in &node.children {
-                if self.walk(c, Some(below), f, seen)?.is_break() {
+                if self.walk(cache, c, Some(below), f, seen)?.is_break() {
                     return Ok(ControlFlow::Break(()));
                 }
             }
@@ -1774,26 +1798,27 @@ where
 
     /// The number of nodes and their levels: `(nodes, depth)` where depth is the root's level
     /// plus one.
-    pub fn node_count(&self) -> Result<(u64, u8)> {
-        let root = self.read(self.root, None)?;
+    pub fn node_count(&self, cache: &'c MetadataCache) -> Result<(u64, u8)> {
+        let root = self.read(cache, self.root, None)?;
         let mut count = 0u64;
-        self.count(self.root, None, &mut count, &mut HashSet::new())?;
+        self.count(cache, self.root, None, &mut count, &mut HashSet::new())?;
         Ok((count, root.level.saturating_add(1)))
     }
 
     fn count(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
         count: &mut u64,
         seen: &mut HashSet<Addr>,
     ) -> Result<()> {
-        let node = self.read_once(addr, level, seen)?;
+        let node = self.read_once(cache, addr, level, seen)?;
         *count = count.saturating_add(1);
         if node.level > 0 {
             let below = child_level(node.level, addr)?;
             for &c in &node.children {
-                self.count(c, Some(below), count, seen)?;
+                self.count(cache, c, Some(below), count, seen)?;
             }
         }
         Ok(())
@@ -1803,11 +1828,11 @@ where
     /// with their child counts. Checks that levels go down by one, that no node below the root
     /// is empty, and that the sibling links of every level chain its nodes in order with no
     /// sibling at either end.
-    pub fn shape(&self) -> Result<Vec<Vec<usize>>> {
-        let root = self.read(self.root, None)?;
+    pub fn shape(&self, cache: &'c MetadataCache) -> Result<Vec<Vec<usize>>> {
+        let root = self.read(cache, self.root, None)?;
         let depth = usize::from(root.level).saturating_add(1);
         let mut levels: Vec<LevelNodes<C::Key>> = (0..depth).map(|_| Vec::new()).collect();
-        self.collect(self.root, None, &mut levels, &mut HashSet::new())?;
+        self.collect(cache, self.root, None, &mut levels, &mut HashSet::new())?;
         for level in &levels {
             let mut prev: Option<Addr> = None;
             for (i, (addr, node)) in level.iter().enumerate() {
@@ -1833,12 +1858,13 @@ where
 
     fn collect(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
         levels: &mut [LevelNodes<C::Key>],
         seen: &mut HashSet<Addr>,
     ) -> Result<()> {
-        let node = self.read_once(addr, level, seen)?;
+        let node = self.read_once(cache, addr, level, seen)?;
         let below = node.level.checked_sub(1);
         let children = if node.level > 0 {
             node.children.clone()
@@ -1850,26 +1876,27 @@ where
             .ok_or_else(|| Error::corrupt(addr, "level above the root"))?
             .push((addr, node));
         for c in children {
-            self.collect(c, below, levels, seen)?;
+            self.collect(cache, c, below, levels, seen)?;
         }
         Ok(())
     }
 
     /// The bytes the tree's nodes occupy in the file (each node is allocated at full size).
-    pub fn node_bytes(&self) -> Result<u64> {
-        Ok(self.node_count()?.0.saturating_mul(self.node_len()))
+    pub fn bytes_used(&self, cache: &'c MetadataCache) -> Result<u64> {
+        Ok(self.node_count(cache)?.0.saturating_mul(self.node_len()))
     }
 
     /// Free every node, calling `f(left key, child)` for every leaf child first.
-    pub fn delete<F>(self, mut f: F) -> Result<()>
+    pub fn delete<F>(self, cache: &'c MetadataCache, mut f: F) -> Result<()>
     where
         F: FnMut(&C::Key, Addr) -> Result<()>,
     {
-        self.delete_node(self.root, None, &mut f, &mut HashSet::new())
+        self.delete_node(cache, self.root, None, &mut f, &mut HashSet::new())
     }
 
     fn delete_node<F>(
         &self,
+        cache: &'c MetadataCache,
         addr: Addr,
         level: Option<u8>,
         f: &mut F,
@@ -1878,18 +1905,18 @@ where
     where
         F: FnMut(&C::Key, Addr) -> Result<()>,
     {
-        let node = self.read_once(addr, level, seen)?;
+        let node = self.read_once(cache, addr, level, seen)?;
         if node.level > 0 {
             let below = child_level(node.level, addr)?;
             for &c in &node.children {
-                self.delete_node(c, Some(below), f, seen)?;
+                self.delete_node(cache, c, Some(below), f, seen)?;
             }
         } else {
             for (k, &c) in node.keys.iter().zip(&node.children) {
                 f(k, c)?;
             }
         }
-        self.free_node(addr)
+        self.free_node(cache, addr)
     }
 }
 
@@ -1984,7 +2011,7 @@ fn check_level_of(addr: Addr, node_level: u8, children: usize, level: Option<u8>
     Ok(())
 }
 
-/// One level of [`BTree::find`]: the answer, the child to descend to, or the leaf's child
+/// One level of [`BTree::get`]: the answer, the child to descend to, or the leaf's child
 /// and key for the class to finish with.
 enum FindStep<K> {
     Done(bool),

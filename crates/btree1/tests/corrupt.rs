@@ -33,10 +33,10 @@ fn built() -> (Vec<u8>, Addr) {
             filter_mask: 0,
             addr: Addr(0x10_0000 + i),
         };
-        tree.insert(&c, None).unwrap();
+        tree.insert(&cache, &c, None).unwrap();
     }
-    assert_eq!(tree.depth().unwrap(), 3);
-    let root = tree.root();
+    assert_eq!(tree.depth(&cache).unwrap(), 3);
+    let root = tree.addr();
     assert!(cache.flush().unwrap().is_complete());
     (storage.to_vec(), root)
 }
@@ -64,11 +64,11 @@ fn exercise(bytes: Vec<u8>, root: Addr) -> Option<Error> {
             first = Some(e);
         }
     };
-    note(tree.chunks().map(drop));
-    note(tree.get(&[20]).map(drop));
-    note(tree.get(&[200]).map(drop));
-    note(tree.tree().shape().map(drop));
-    note(tree.index_bytes().map(drop));
+    note(tree.to_vec(&cache).map(drop));
+    note(tree.get(&cache, &[20]).map(drop));
+    note(tree.get(&cache, &[200]).map(drop));
+    note(tree.tree().shape(&cache).map(drop));
+    note(tree.bytes_used(&cache).map(drop));
     let c = Chunk {
         offsets: vec![41].into(),
         size: 8,
@@ -76,6 +76,7 @@ fn exercise(bytes: Vec<u8>, root: Addr) -> Option<Error> {
         addr: Addr(0x20_0000),
     };
     note(tree.insert(
+        &cache,
         &Chunk {
             offsets: vec![40].into(),
             ..c.clone()
@@ -83,15 +84,16 @@ fn exercise(bytes: Vec<u8>, root: Addr) -> Option<Error> {
         None,
     ));
     note(tree.insert(
+        &cache,
         &Chunk {
             offsets: vec![0].into(),
             ..c.clone()
         },
         None,
     ));
-    note(tree.remove(&[10]).map(drop));
-    note(tree.remove(&[78]).map(drop));
-    note(tree.chunks().map(drop));
+    note(tree.remove(&cache, &[10]).map(drop));
+    note(tree.remove(&cache, &[78]).map(drop));
+    note(tree.to_vec(&cache).map(drop));
     first
 }
 
@@ -192,8 +194,11 @@ fn rejects_children_pointing_up() {
     let cache =
         MetadataCache::new(Arc::new(MemStorage::from_vec(b)), CacheConfig::default()).unwrap();
     let tree = ChunkTree::open(&cache, root, S, K, &DIMS).unwrap();
-    assert!(matches!(tree.chunks(), Err(Error::Corrupt { .. })));
-    assert!(matches!(tree.index_bytes(), Err(Error::Corrupt { .. })));
+    assert!(matches!(tree.to_vec(&cache), Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        tree.bytes_used(&cache),
+        Err(Error::Corrupt { .. })
+    ));
     // The same with levels forged to match: the root claims level 1 and points to itself.
     let mut r = node(&bytes, root);
     r.level = 1;
@@ -225,8 +230,13 @@ fn corrupt_groups_are_errors() {
     cache.allocator().set_eoa(Addr(64));
     let g = Group::create(&cache, S, 2, 1, 16).unwrap();
     for i in 0..30 {
-        g.insert(format!("m{i:02}").as_bytes(), Addr(0x40), Cache::Nothing)
-            .unwrap();
+        g.insert(
+            &cache,
+            format!("m{i:02}").as_bytes(),
+            Addr(0x40),
+            Cache::Nothing,
+        )
+        .unwrap();
     }
     let (btree, heap) = (g.btree_address(), g.heap_address());
     assert!(cache.flush().unwrap().is_complete());
@@ -234,16 +244,16 @@ fn corrupt_groups_are_errors() {
     let run = |b: Vec<u8>| -> Option<Error> {
         let cache =
             MetadataCache::new(Arc::new(MemStorage::from_vec(b)), CacheConfig::default()).unwrap();
-        let g = match Group::open(&cache, S, 2, 1, btree, heap) {
+        let g = match Group::open(&cache, btree, heap, S, 2, 1) {
             Ok(g) => g,
             Err(e) => return Some(e),
         };
         let mut first = None;
         for r in [
-            g.links().map(drop),
-            g.lookup(b"m07").map(drop),
-            g.insert(b"new", Addr(0x40), Cache::Nothing),
-            g.storage_bytes().map(drop),
+            g.to_vec(&cache).map(drop),
+            g.get(&cache, b"m07").map(drop),
+            g.insert(&cache, b"new", Addr(0x40), Cache::Nothing),
+            g.bytes_used(&cache).map(drop),
         ] {
             if let Err(e) = r
                 && first.is_none()

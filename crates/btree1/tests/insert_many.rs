@@ -197,8 +197,8 @@ fn check_batches(k: u16, grid: &Grid, batches: &[Batch]) {
     let many_storage = MemStorage::new();
     let mut one = new_cache(&one_storage);
     let mut many = new_cache(&many_storage);
-    let root = ChunkTree::create(&one, S, k, &dims).unwrap().root();
-    assert_eq!(ChunkTree::create(&many, S, k, &dims).unwrap().root(), root);
+    let root = ChunkTree::create(&one, S, k, &dims).unwrap().addr();
+    assert_eq!(ChunkTree::create(&many, S, k, &dims).unwrap().addr(), root);
     assert!(one.flush().unwrap().is_complete());
     assert!(many.flush().unwrap().is_complete());
     let mut model = BTreeMap::new();
@@ -221,12 +221,12 @@ fn check_batches(k: u16, grid: &Grid, batches: &[Batch]) {
             };
             let offsets = grid.offsets(pos);
             let removed = model.remove(&pos);
-            assert_eq!(a.remove(&offsets).unwrap(), removed);
-            assert_eq!(b.remove(&offsets).unwrap(), removed);
+            assert_eq!(a.remove(&one, &offsets).unwrap(), removed);
+            assert_eq!(b.remove(&many, &offsets).unwrap(), removed);
         }
         let chunks = materialise(&batch.runs, grid, &mut model, &mut serial);
-        let want = chunks.iter().try_for_each(|c| a.insert(c, None));
-        let got = b.insert_many(&chunks);
+        let want = chunks.iter().try_for_each(|c| a.insert(&one, c, None));
+        let got = b.insert_many(&many, &chunks);
         match (want, got) {
             (Ok(()), Ok(())) => {}
             // With K = 1 libhdf5's split ratios keep one child in every left node, so a tree
@@ -243,12 +243,12 @@ fn check_batches(k: u16, grid: &Grid, batches: &[Batch]) {
             one_storage.to_vec() == many_storage.to_vec(),
             "bytes differ"
         );
-        let listed = b.chunks().unwrap();
-        assert_eq!(a.chunks().unwrap(), listed);
+        let listed = b.to_vec(&many).unwrap();
+        assert_eq!(a.to_vec(&one).unwrap(), listed);
         assert_eq!(listed, model.values().cloned().collect::<Vec<_>>());
     }
     let b = ChunkTree::open(&many, root, S, k, &dims).unwrap();
-    b.tree().shape().unwrap();
+    b.tree().shape(&many).unwrap();
 }
 
 fn k() -> impl Strategy<Value = u16> {
@@ -297,22 +297,26 @@ fn insert_many_appends_50000_chunks() {
     let cache = new_cache(&storage);
     let tree = ChunkTree::create(&cache, S, DEFAULT_CHUNK_K, &[10, 4]).unwrap();
     let chunks: Vec<Chunk> = (0..50_000).map(chunk_1d).collect();
-    tree.insert_many(&chunks).unwrap();
+    tree.insert_many(&cache, &chunks).unwrap();
     for i in (0..50_000).step_by(997).chain([0, 1, 56, 57, 49_999]) {
-        assert_eq!(tree.get(&[i * 10]).unwrap(), Some(chunk_1d(i)), "chunk {i}");
+        assert_eq!(
+            tree.get(&cache, &[i * 10]).unwrap(),
+            Some(chunk_1d(i)),
+            "chunk {i}"
+        );
     }
-    assert_eq!(tree.get(&[500_000]).unwrap(), None);
-    assert_eq!(tree.chunks().unwrap().len(), 50_000);
-    assert_eq!(tree.depth().unwrap(), 3);
-    let shape = tree.tree().shape().unwrap();
+    assert_eq!(tree.get(&cache, &[500_000]).unwrap(), None);
+    assert_eq!(tree.to_vec(&cache).unwrap().len(), 50_000);
+    assert_eq!(tree.depth(&cache).unwrap(), 3);
+    let shape = tree.tree().shape(&cache).unwrap();
     // Sequential appends leave every leaf but the last with 57 of its 64 children.
     let leaves = shape.last().unwrap();
     assert!(leaves[..leaves.len() - 1].iter().all(|&n| n == 57));
     assert!(cache.flush().unwrap().is_complete());
     check_write_order(&cache.take_trace()).expect("write order");
     let reader = new_cache(&storage);
-    let tree = ChunkTree::open(&reader, tree.root(), S, DEFAULT_CHUNK_K, &[10, 4]).unwrap();
-    assert_eq!(tree.chunks().unwrap(), chunks);
+    let tree = ChunkTree::open(&reader, tree.addr(), S, DEFAULT_CHUNK_K, &[10, 4]).unwrap();
+    assert_eq!(tree.to_vec(&reader).unwrap(), chunks);
 }
 
 /// An invalid chunk stops the batch where the loop of `insert` stops: the chunks before it
@@ -340,11 +344,11 @@ fn insert_many_stops_at_an_invalid_chunk() {
         let (one, many) = (new_cache(&one_storage), new_cache(&many_storage));
         let a = ChunkTree::create(&one, S, 2, &[10, 4]).unwrap();
         let b = ChunkTree::create(&many, S, 2, &[10, 4]).unwrap();
-        let want = chunks.iter().try_for_each(|c| a.insert(c, None));
-        let got = b.insert_many(&chunks);
+        let want = chunks.iter().try_for_each(|c| a.insert(&one, c, None));
+        let got = b.insert_many(&many, &chunks);
         assert!(matches!(want, Err(Error::InvalidArgument(_))), "{want:?}");
         assert!(matches!(got, Err(Error::InvalidArgument(_))), "{got:?}");
-        assert_eq!(b.chunks().unwrap(), chunks[..300].to_vec());
+        assert_eq!(b.to_vec(&many).unwrap(), chunks[..300].to_vec());
         assert!(one.flush().unwrap().is_complete());
         assert!(many.flush().unwrap().is_complete());
         check_write_order(&many.take_trace()).expect("write order");
@@ -364,15 +368,17 @@ fn insert_many_keeps_the_leaves_chunk_dependencies() {
     let a = ChunkTree::create(&one, S, 2, &[10, 4]).unwrap();
     let b = ChunkTree::create(&many, S, 2, &[10, 4]).unwrap();
     for i in 0..30 {
-        a.insert(&chunk_1d(i), Some(one.create_proxy())).unwrap();
-        b.insert(&chunk_1d(i), Some(many.create_proxy())).unwrap();
+        a.insert(&one, &chunk_1d(i), Some(one.create_proxy()))
+            .unwrap();
+        b.insert(&many, &chunk_1d(i), Some(many.create_proxy()))
+            .unwrap();
     }
     let chunks: Vec<Chunk> = (30..200).map(chunk_1d).collect();
     for c in &chunks {
-        a.insert(c, None).unwrap();
+        a.insert(&one, c, None).unwrap();
     }
-    b.insert_many(&chunks).unwrap();
-    assert_eq!(graph(&one, 2, 2, a.root()), graph(&many, 2, 2, b.root()));
+    b.insert_many(&many, &chunks).unwrap();
+    assert_eq!(graph(&one, 2, 2, a.addr()), graph(&many, 2, 2, b.addr()));
     let written = |_: &[ProxyId]| Ok::<(), Box<dyn std::error::Error + Send + Sync>>(());
     assert!(one.flush_with(&mut { written }).unwrap().is_complete());
     assert!(many.flush_with(&mut { written }).unwrap().is_complete());
@@ -381,7 +387,7 @@ fn insert_many_keeps_the_leaves_chunk_dependencies() {
         one_storage.to_vec() == many_storage.to_vec(),
         "bytes differ"
     );
-    assert_eq!(b.chunks().unwrap().len(), 200);
+    assert_eq!(b.to_vec(&many).unwrap().len(), 200);
 }
 
 /// Batches of appends that end at every point of the splits (right after a leaf, an internal
@@ -415,9 +421,9 @@ fn insert_many_matches_insert_wherever_a_batch_ends() {
                     .collect();
                 pos += size;
                 for c in &chunks {
-                    a.insert(c, None).unwrap();
+                    a.insert(&one, c, None).unwrap();
                 }
-                b.insert_many(&chunks).unwrap();
+                b.insert_many(&many, &chunks).unwrap();
                 assert!(one.flush().unwrap().is_complete());
                 assert!(many.flush().unwrap().is_complete());
                 check_write_order(&many.take_trace()).expect("write order");
@@ -428,7 +434,7 @@ fn insert_many_matches_insert_wherever_a_batch_ends() {
                     pos
                 );
             }
-            assert!(b.tree().shape().unwrap().len() >= 4);
+            assert!(b.tree().shape(&many).unwrap().len() >= 4);
         }
     }
 }

@@ -70,16 +70,16 @@ fn libhdf5_reads_and_extends_our_trees() {
             filter_mask: 0,
             addr,
         };
-        tree.insert(&chunk, None).unwrap();
+        tree.insert(w.cache(), &chunk, None).unwrap();
     }
-    let root = tree.root();
-    assert_eq!(tree.depth().unwrap(), 3);
-    let shape = tree.tree().shape().unwrap();
+    let root = tree.addr();
+    assert_eq!(tree.depth(w.cache()).unwrap(), 3);
+    let shape = tree.tree().shape(w.cache()).unwrap();
     eprintln!(
         "10,000 scrambled chunks: {} leaves, {} nodes at level 1, index {} bytes",
         shape[2].len(),
         shape[1].len(),
-        tree.index_bytes().unwrap()
+        tree.bytes_used(w.cache()).unwrap()
     );
     let layout = ChunkedLayout::new(
         LayoutVersion::V3,
@@ -110,12 +110,12 @@ fn libhdf5_reads_and_extends_our_trees() {
             filter_mask: 0,
             addr,
         };
-        emptied.insert(&c, None).unwrap();
+        emptied.insert(w.cache(), &c, None).unwrap();
     }
     for i in 0..500u64 {
-        emptied.remove(&[i * 10]).unwrap().unwrap();
+        emptied.remove(w.cache(), &[i * 10]).unwrap().unwrap();
     }
-    let emptied_root = emptied.root();
+    let emptied_root = emptied.addr();
     let layout = ChunkedLayout::new(
         LayoutVersion::V3,
         &[10],
@@ -171,11 +171,11 @@ fn libhdf5_reads_and_extends_our_trees() {
             heap: Some(target.heap_address()),
         };
         group
-            .insert(names[i as usize].as_bytes(), oh_at, cache)
+            .insert(w.cache(), names[i as usize].as_bytes(), oh_at, cache)
             .unwrap();
     }
-    assert_eq!(group.links().unwrap().len(), LINKS);
-    assert!(group.tree().node_count().unwrap().1 >= 2);
+    assert_eq!(group.to_vec(w.cache()).unwrap().len(), LINKS);
+    assert!(group.tree().node_count(w.cache()).unwrap().1 >= 2);
     let (group_btree, group_heap) = (group.btree_address(), group.heap_address());
     w.add_group_symbol_table("many", group_btree, group_heap);
 
@@ -189,7 +189,10 @@ fn libhdf5_reads_and_extends_our_trees() {
     let ds = f.dataset("/d");
     let cache = f.cache(CacheConfig::default());
     let ours = ChunkTree::open(&cache, root, s, DEFAULT_CHUNK_K, &ds.chunked().dims).unwrap();
-    assert_eq!(ours.chunks().unwrap().len(), (ROWS * per_row) as usize);
+    assert_eq!(
+        ours.to_vec(&cache).unwrap().len(),
+        (ROWS * per_row) as usize
+    );
 
     if let Some(h5dump) = interop::h5dump(test) {
         interop::h5dump_ok(&h5dump, &path);
@@ -234,8 +237,8 @@ fn libhdf5_reads_and_extends_our_trees() {
     assert_eq!(ds.chunked().address, Some(root), "the root never moves");
     let cache = f.cache(CacheConfig::default());
     let ours = ChunkTree::open(&cache, root, s, DEFAULT_CHUNK_K, &ds.chunked().dims).unwrap();
-    ours.tree().shape().unwrap();
-    let chunks = ours.chunks().unwrap();
+    ours.tree().shape(&cache).unwrap();
+    let chunks = ours.to_vec(&cache).unwrap();
     assert_eq!(chunks.len(), 11_000);
     let theirs = h5py::chunks(&python, &path, "d");
     assert_eq!(theirs.len(), chunks.len());
@@ -252,7 +255,7 @@ fn libhdf5_reads_and_extends_our_trees() {
     }
     let emptied = ChunkTree::open(&cache, emptied_root, s, DEFAULT_CHUNK_K, &[10, 4]).unwrap();
     let offsets: Vec<Vec<u64>> = emptied
-        .chunks()
+        .to_vec(&cache)
         .unwrap()
         .into_iter()
         .map(|c| c.offsets.to_vec())
@@ -261,15 +264,15 @@ fn libhdf5_reads_and_extends_our_trees() {
     let sb = f.superblock();
     let g = Group::open(
         &cache,
+        group_btree,
+        group_heap,
         s,
         sb.group_internal_k(),
         sb.group_leaf_k(),
-        group_btree,
-        group_heap,
     )
     .unwrap();
-    assert_eq!(g.links().unwrap().len(), LINKS + 1);
-    assert!(g.lookup(b"added_by_libhdf5").unwrap().is_some());
+    assert_eq!(g.to_vec(&cache).unwrap().len(), LINKS + 1);
+    assert!(g.get(&cache, b"added_by_libhdf5").unwrap().is_some());
 }
 
 #[test]
@@ -297,12 +300,12 @@ fn libhdf5_depth_three_tree_decodes() {
         &layout.dims,
     )
     .unwrap();
-    assert_eq!(tree.depth().unwrap(), 3);
-    tree.tree().shape().unwrap();
+    assert_eq!(tree.depth(&cache).unwrap(), 3);
+    tree.tree().shape(&cache).unwrap();
     let theirs = h5py::chunks(&python, &path, "/d");
     let mut n = 0;
     let _ = tree
-        .for_each(|c| {
+        .for_each(&cache, |c| {
             let t = &theirs[n];
             assert_eq!(
                 (&t.offset, t.addr, t.size, t.mask),

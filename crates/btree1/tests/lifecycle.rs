@@ -40,20 +40,20 @@ fn emptied_tree_is_an_empty_leaf_and_grows_again() {
     let cache = cache(&storage);
     let tree = ChunkTree::create(&cache, S, 2, &[3, 5, 8]).unwrap();
     for i in 0..50 {
-        tree.insert(&chunk((i * 17) % 50), None).unwrap();
+        tree.insert(&cache, &chunk((i * 17) % 50), None).unwrap();
     }
-    assert_eq!(tree.depth().unwrap(), 4);
+    assert_eq!(tree.depth(&cache).unwrap(), 4);
     for i in 0..50 {
-        assert_eq!(tree.remove(&[i * 3, 0]).unwrap(), Some(chunk(i)));
-        assert_eq!(tree.remove(&[i * 3, 0]).unwrap(), None);
+        assert_eq!(tree.remove(&cache, &[i * 3, 0]).unwrap(), Some(chunk(i)));
+        assert_eq!(tree.remove(&cache, &[i * 3, 0]).unwrap(), None);
     }
-    assert_eq!(tree.chunks().unwrap(), vec![]);
-    assert_eq!(tree.tree().shape().unwrap(), vec![vec![0]]);
+    assert_eq!(tree.to_vec(&cache).unwrap(), vec![]);
+    assert_eq!(tree.tree().shape(&cache).unwrap(), vec![vec![0]]);
     // Every emptied node was freed: only the root remains allocated.
     let node = ChunkNode::encoded_len(S, 2, 3) as u64;
-    assert_eq!(tree.index_bytes().unwrap(), node);
+    assert_eq!(tree.bytes_used(&cache).unwrap(), node);
     assert!(cache.flush().unwrap().is_complete());
-    let root = tree.root();
+    let root = tree.addr();
     let bytes = storage.to_vec();
     let r = ChunkNode::decode(&bytes[root.get() as usize..], root, S, 2, 3).unwrap();
     assert_eq!(
@@ -61,9 +61,9 @@ fn emptied_tree_is_an_empty_leaf_and_grows_again() {
         (0, 0, None, None)
     );
     for i in 0..10 {
-        tree.insert(&chunk(i), None).unwrap();
+        tree.insert(&cache, &chunk(i), None).unwrap();
     }
-    assert_eq!(tree.chunks().unwrap().len(), 10);
+    assert_eq!(tree.to_vec(&cache).unwrap().len(), 10);
 }
 
 #[test]
@@ -72,16 +72,16 @@ fn delete_frees_everything() {
     let cache = cache(&storage);
     let tree = ChunkTree::create(&cache, S, 2, &[3, 5, 8]).unwrap();
     for i in 0..60 {
-        tree.insert(&chunk(i), None).unwrap();
+        tree.insert(&cache, &chunk(i), None).unwrap();
     }
-    let (nodes, depth) = tree.tree().node_count().unwrap();
+    let (nodes, depth) = tree.tree().node_count(&cache).unwrap();
     assert_eq!(depth, 4);
     assert_eq!(
-        tree.index_bytes().unwrap(),
+        tree.bytes_used(&cache).unwrap(),
         nodes * ChunkNode::encoded_len(S, 2, 3) as u64
     );
     let mut seen = Vec::new();
-    tree.delete(|c| {
+    tree.delete(&cache, |c| {
         seen.push(c.clone());
         Ok(())
     })
@@ -91,12 +91,17 @@ fn delete_frees_everything() {
 
     let g = Group::create(&cache, S, 2, 2, 16).unwrap();
     for i in 0..80 {
-        g.insert(format!("x{i}").as_bytes(), Addr(0x30), Cache::Nothing)
-            .unwrap();
+        g.insert(
+            &cache,
+            format!("x{i}").as_bytes(),
+            Addr(0x30),
+            Cache::Nothing,
+        )
+        .unwrap();
     }
-    assert!(g.tree().node_count().unwrap().1 >= 3);
-    assert!(g.storage_bytes().unwrap() > g.tree().node_bytes().unwrap());
-    g.delete().unwrap();
+    assert!(g.tree().node_count(&cache).unwrap().1 >= 3);
+    assert!(g.bytes_used(&cache).unwrap() > g.tree().bytes_used(&cache).unwrap());
+    g.delete(&cache).unwrap();
     assert_eq!(cache.allocator().eoa(), START);
     assert_eq!(cache.allocator().free_space(), 0);
 }

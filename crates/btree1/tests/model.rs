@@ -67,7 +67,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
     dims.push(4);
     let storage = MemStorage::new();
     let mut cache = new_cache(&storage);
-    let root = ChunkTree::create(&cache, S, k, &dims).unwrap().root();
+    let root = ChunkTree::create(&cache, S, k, &dims).unwrap().addr();
     let mut model: BTreeMap<Vec<u64>, (u32, u32, Addr)> = BTreeMap::new();
     let mut next_addr = 1u64 << 40;
     for op in ops {
@@ -82,12 +82,12 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
                     filter_mask: *mask,
                     addr: Addr(next_addr),
                 };
-                tree.insert(&ch, None).unwrap();
+                tree.insert(&cache, &ch, None).unwrap();
                 model.insert(offsets, (*size, *mask, Addr(next_addr)));
             }
             ChunkOp::Get(c) => {
                 let offsets: Vec<u64> = c.iter().zip(chunk).map(|(a, b)| a * b).collect();
-                let got = tree.get(&offsets).unwrap();
+                let got = tree.get(&cache, &offsets).unwrap();
                 let want = model.get(&offsets).map(|&(size, filter_mask, addr)| Chunk {
                     offsets: offsets.clone().into(),
                     size,
@@ -96,7 +96,7 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
                 });
                 assert_eq!(got, want);
                 // The lookup by chunk coordinates finds the same record.
-                let located = tree.locate(c).unwrap();
+                let located = tree.get_scaled(&cache, c).unwrap();
                 let want = model
                     .get(&offsets)
                     .map(|&(size, filter_mask, addr)| Located {
@@ -108,13 +108,13 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
             }
             ChunkOp::Remove(c) => {
                 let offsets: Vec<u64> = c.iter().zip(chunk).map(|(a, b)| a * b).collect();
-                let got = tree.remove(&offsets).unwrap().map(|c| c.addr);
+                let got = tree.remove(&cache, &offsets).unwrap().map(|c| c.addr);
                 assert_eq!(got, model.remove(&offsets).map(|v| v.2));
             }
             ChunkOp::Iterate(stop) => {
                 let mut seen = Vec::new();
                 let flow = tree
-                    .for_each(|c| {
+                    .for_each(&cache, |c| {
                         seen.push(c.offsets.to_vec());
                         if seen.len() == *stop {
                             ControlFlow::Break(())
@@ -134,9 +134,9 @@ fn run_chunk_model(_rank: usize, k: u16, chunk: &[u64], ops: &[ChunkOp]) {
         }
     }
     let tree = ChunkTree::open(&cache, root, S, k, &dims).unwrap();
-    tree.tree().shape().unwrap();
+    tree.tree().shape(&cache).unwrap();
     let all: Vec<(Vec<u64>, (u32, u32, Addr))> = tree
-        .chunks()
+        .to_vec(&cache)
         .unwrap()
         .into_iter()
         .map(|c| (c.offsets.to_vec(), (c.size, c.filter_mask, c.addr)))
@@ -200,11 +200,11 @@ fn run_group_model(internal_k: u16, leaf_k: u16, ops: &[GroupOp]) {
     };
     let mut model: BTreeMap<Vec<u8>, Addr> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
-        let g = Group::open(&cache, S, internal_k, leaf_k, btree, heap).unwrap();
+        let g = Group::open(&cache, btree, heap, S, internal_k, leaf_k).unwrap();
         match op {
             GroupOp::Insert(name) => {
                 let oh = Addr(0x1000 + i as u64);
-                let r = g.insert(name.as_bytes(), oh, Cache::Nothing);
+                let r = g.insert(&cache, name.as_bytes(), oh, Cache::Nothing);
                 if model.contains_key(name.as_bytes()) {
                     assert!(matches!(r, Err(Error::Exists(_))), "{r:?}");
                 } else {
@@ -214,14 +214,14 @@ fn run_group_model(internal_k: u16, leaf_k: u16, ops: &[GroupOp]) {
             }
             GroupOp::Lookup(name) => {
                 let got = g
-                    .lookup(name.as_bytes())
+                    .get(&cache, name.as_bytes())
                     .unwrap()
                     .and_then(|e| e.object_header);
                 assert_eq!(got, model.get(name.as_bytes()).copied());
             }
             GroupOp::List => {
                 let got: Vec<(Vec<u8>, Addr)> = g
-                    .links()
+                    .to_vec(&cache)
                     .unwrap()
                     .into_iter()
                     .map(|l| (l.name, l.entry.object_header.unwrap()))
@@ -234,9 +234,14 @@ fn run_group_model(internal_k: u16, leaf_k: u16, ops: &[GroupOp]) {
             }
         }
     }
-    let g = Group::open(&cache, S, internal_k, leaf_k, btree, heap).unwrap();
-    g.tree().shape().unwrap();
-    let names: Vec<Vec<u8>> = g.links().unwrap().into_iter().map(|l| l.name).collect();
+    let g = Group::open(&cache, btree, heap, S, internal_k, leaf_k).unwrap();
+    g.tree().shape(&cache).unwrap();
+    let names: Vec<Vec<u8>> = g
+        .to_vec(&cache)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.name)
+        .collect();
     assert_eq!(names, model.keys().cloned().collect::<Vec<_>>());
     flush_checked(&cache);
 }
@@ -251,7 +256,7 @@ proptest! {
 }
 
 #[test]
-fn locate_rejects_a_wrong_rank_and_offsets_past_2_64() {
+fn get_scaled_rejects_a_wrong_rank_and_offsets_past_2_64() {
     let storage = MemStorage::new();
     let cache = new_cache(&storage);
     let dims = [10u64, 20, 4];
@@ -262,19 +267,22 @@ fn locate_rejects_a_wrong_rank_and_offsets_past_2_64() {
         filter_mask: 0,
         addr: Addr(4096),
     };
-    tree.insert(&ch, None).unwrap();
+    tree.insert(&cache, &ch, None).unwrap();
     assert_eq!(
-        tree.locate(&[1, 2]).unwrap(),
+        tree.get_scaled(&cache, &[1, 2]).unwrap(),
         Some(Located {
             size: 800,
             filter_mask: 0,
             addr: Addr(4096)
         })
     );
-    assert_eq!(tree.locate(&[2, 1]).unwrap(), None);
-    assert!(matches!(tree.locate(&[1]), Err(Error::InvalidArgument(_))));
+    assert_eq!(tree.get_scaled(&cache, &[2, 1]).unwrap(), None);
     assert!(matches!(
-        tree.locate(&[u64::MAX / 2, 0]),
+        tree.get_scaled(&cache, &[1]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        tree.get_scaled(&cache, &[u64::MAX / 2, 0]),
         Err(Error::InvalidArgument(_))
     ));
 }

@@ -79,21 +79,21 @@ fn dependencies_mirror_the_tree() {
         let addr = Addr(1 << 32 | i);
         let p = cache.create_proxy();
         proxy_of.insert(addr, p);
-        tree.insert(&chunk_at(i, addr), Some(p)).unwrap();
+        tree.insert(&cache, &chunk_at(i, addr), Some(p)).unwrap();
     }
     for i in (0..300u64).step_by(3) {
-        let c = tree.remove(&[i * 2]).unwrap().unwrap();
+        let c = tree.remove(&cache, &[i * 2]).unwrap().unwrap();
         cache
             .remove_proxy(proxy_of.remove(&c.addr).unwrap())
             .unwrap();
     }
-    assert!(tree.depth().unwrap() >= 4);
+    assert!(tree.depth(&cache).unwrap() >= 4);
     let ctx = NodeCtx {
         sizes: S,
         k: 2,
         params: 2u8,
     };
-    for (addr, (level, children)) in nodes::<ChunkKey>(&cache, &ctx, tree.root()) {
+    for (addr, (level, children)) in nodes::<ChunkKey>(&cache, &ctx, tree.addr()) {
         let deps: BTreeSet<Key> = cache.flush_children(addr).into_iter().collect();
         let want: BTreeSet<Key> = if level > 0 {
             children.iter().map(|&c| Key::Entry(c)).collect()
@@ -124,7 +124,7 @@ fn leaves_wait_for_their_chunks() {
     let mut proxies = Vec::new();
     for i in 0..40u64 {
         let p = cache.create_proxy();
-        tree.insert(&chunk_at(i, Addr(1 << 32 | i)), Some(p))
+        tree.insert(&cache, &chunk_at(i, Addr(1 << 32 | i)), Some(p))
             .unwrap();
         proxies.push(p);
     }
@@ -133,7 +133,7 @@ fn leaves_wait_for_their_chunks() {
     }
     let report = cache.flush().unwrap();
     assert!(report.written > 0 && !report.blocked.is_empty());
-    assert!(report.blocked.contains(&tree.root()));
+    assert!(report.blocked.contains(&tree.addr()));
     check_write_order(&cache.take_trace()).expect("children before parents");
     for p in &proxies[20..] {
         cache.chunk_written(*p).unwrap();
@@ -148,7 +148,8 @@ fn broken_flush_order_is_detected() {
     let cache = cache();
     let tree = ChunkTree::create(&cache, S, 2, &[2, 4]).unwrap();
     for i in 0..40u64 {
-        tree.insert(&chunk_at(i, Addr(1 << 32 | i)), None).unwrap();
+        tree.insert(&cache, &chunk_at(i, Addr(1 << 32 | i)), None)
+            .unwrap();
     }
     cache.testing_break_flush_order(true);
     let _ = cache.flush().unwrap();
@@ -161,7 +162,7 @@ fn group_leaves_depend_on_their_symbol_table_nodes() {
     let g = Group::create(&cache, S, 2, 2, 32).unwrap();
     for i in 0..120u32 {
         let name = format!("n{:03}", (i * 47) % 120);
-        g.insert(name.as_bytes(), Addr(0x100), Cache::Nothing)
+        g.insert(&cache, name.as_bytes(), Addr(0x100), Cache::Nothing)
             .unwrap();
     }
     let ctx = NodeCtx {

@@ -1,5 +1,5 @@
-//! Instructions per appended record: [`BTree2::upsert`] one record at a time (`loop`) against
-//! one [`BTree2::upsert_many`] (`many`), for `n` records of rank 1 or 2 appended to an empty
+//! Instructions per appended record: [`BTree2::insert`] one record at a time (`loop`) against
+//! one [`BTree2::insert_many`] (`many`), for `n` records of rank 1 or 2 appended to an empty
 //! chunk index with libhdf5's parameters. Count them with callgrind, collecting only the
 //! measured function:
 //!
@@ -21,15 +21,15 @@ use h5chunk_format::chunk_record::{ChunkRecord, RecordCodec, Scaled};
 use h5chunk_format::{Addr, Sizes};
 
 #[inline(never)]
-fn run_loop(tree: &mut BTree2<'_, ChunkClass>, records: &[ChunkEntry]) {
+fn run_loop(cache: &MetadataCache, tree: &mut BTree2<ChunkClass>, records: &[ChunkEntry]) {
     for r in records {
-        tree.upsert(r.clone(), None).unwrap();
+        tree.insert(cache, r.clone(), None).unwrap();
     }
 }
 
 #[inline(never)]
-fn run_many(tree: &mut BTree2<'_, ChunkClass>, records: &[ChunkEntry]) {
-    tree.upsert_many(records).unwrap();
+fn run_many(cache: &MetadataCache, tree: &mut BTree2<ChunkClass>, records: &[ChunkEntry]) {
+    tree.insert_many(cache, records).unwrap();
 }
 
 fn main() {
@@ -59,10 +59,10 @@ fn main() {
         })
         .collect();
     match mode.as_str() {
-        "loop" => run_loop(&mut tree, &records),
-        _ => run_many(&mut tree, &records),
+        "loop" => run_loop(&cache, &mut tree, &records),
+        _ => run_many(&cache, &mut tree, &records),
     }
-    let st = tree.validate().unwrap();
+    let st = tree.validate(&cache).unwrap();
     assert_eq!(st.records, n);
     assert!(cache.flush().unwrap().is_complete());
     eprintln!(

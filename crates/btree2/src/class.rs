@@ -78,9 +78,9 @@ pub trait RecordClass: fmt::Debug + Send + Sync + 'static {
     /// and 8) are keyed by a name's hash, and two names may share one: their records are
     /// ordered by the names, which live outside the tree (in a fractal heap), so the class
     /// cannot compare them on its own. The caller of each operation gives that order as a
-    /// tie-break ([`BTree2::insert_by`](crate::BTree2::insert_by),
-    /// [`find_by`](crate::BTree2::find_by), [`remove_by`](crate::BTree2::remove_by)), and
-    /// [`find_all`](crate::BTree2::find_all) lists the records of one key. `false`, the
+    /// tie-break ([`BTree2::try_insert_by`](crate::BTree2::try_insert_by),
+    /// [`get_by`](crate::BTree2::get_by), [`remove_by`](crate::BTree2::remove_by)), and
+    /// [`get_all`](crate::BTree2::get_all) lists the records of one key. `false`, the
     /// default: a key names at most one record.
     fn keys_repeat(&self) -> bool {
         false
@@ -194,7 +194,7 @@ impl ChunkClass {
     /// size the layout message appends), with records as `codec` encodes them.
     pub fn new(codec: RecordCodec, rank: usize) -> Result<ChunkClass, crate::Error> {
         if rank == 0 || rank > MAX_RANK {
-            return Err(crate::Error::InvalidParams(format!(
+            return Err(crate::Error::InvalidArgument(format!(
                 "chunk record rank {rank} not in 1..={MAX_RANK}"
             )));
         }

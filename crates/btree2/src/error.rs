@@ -27,9 +27,10 @@ pub enum Error {
         /// What is inconsistent.
         reason: String,
     },
-    /// The header's tree type or record size is not the record class's.
+    /// The header disagrees with what the caller opened the tree with: its tree type or record
+    /// size is not the record class's.
     #[error("v2 B-tree @ {header}: {what} is {found}, the record class expects {expected}")]
-    ClassMismatch {
+    Mismatch {
         /// The tree's header address.
         header: Addr,
         /// `"tree type"` or `"record size"`.
@@ -41,7 +42,7 @@ pub enum Error {
     },
     /// An insert found a record with the same key already in the tree.
     #[error("v2 B-tree @ {header}: a record with this key is already in the tree")]
-    Duplicate {
+    Exists {
         /// The tree's header address.
         header: Addr,
     },
@@ -51,9 +52,10 @@ pub enum Error {
         /// The tree's header address.
         header: Addr,
     },
-    /// Creation parameters that libhdf5 would refuse or that give unusable nodes.
-    #[error("invalid v2 B-tree parameters: {0}")]
-    InvalidParams(String),
+    /// The caller's arguments do not fit a v2 B-tree: creation parameters that libhdf5 would
+    /// refuse or that give unusable nodes, a record class of the wrong rank.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
     /// Something this crate does not implement; names the feature.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),

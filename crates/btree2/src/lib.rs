@@ -25,22 +25,22 @@
 //! };
 //! for i in 0..100 {
 //!     for j in 0..100 {
-//!         tree.insert(chunk(i, j))?; // appends: the cached maximum skips the search
+//!         tree.insert(&cache, chunk(i, j), None)?; // appends: the cached maximum skips the search
 //!     }
 //! }
 //! assert_eq!((tree.len(), tree.depth()), (10_000, 2));
-//! assert_eq!(tree.find(&[42, 7])?, Some(chunk(42, 7)));
-//! assert_eq!(tree.nth(4207)?, Some(chunk(42, 7))); // through the subtree counts
-//! assert_eq!(tree.remove(&[42, 7])?, Some(chunk(42, 7)));
+//! assert_eq!(tree.get(&cache, &[42, 7])?, Some(chunk(42, 7)));
+//! assert_eq!(tree.nth(&cache, 4207)?, Some(chunk(42, 7))); // through the subtree counts
+//! assert_eq!(tree.remove(&cache, &[42, 7])?, Some(chunk(42, 7)));
 //! let header = tree.addr();
 //!
 //! // Flush (children before parents), then read the tree back through a fresh cache.
 //! assert!(cache.flush()?.is_complete());
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::swmr_reader())?;
 //! let class = ChunkClass::new(RecordCodec::unfiltered(sizes), 2)?;
-//! let tree = BTree2::open(&reader, sizes, header, class)?;
-//! assert_eq!(tree.validate()?.records, 9_999);
-//! assert_eq!(tree.find(&[42, 7])?, None);
+//! let tree = BTree2::open(&reader, header, sizes, class)?;
+//! assert_eq!(tree.validate(&reader)?.records, 9_999);
+//! assert_eq!(tree.get(&reader, &[42, 7])?, None);
 //! # Ok(())
 //! # }
 //! ```
@@ -53,9 +53,9 @@
 //!   chunk index's (types 10 and 11, rank 1 to 32); libhdf5's other record types (links by name
 //!   hash, attributes, huge objects) are further classes, with no change to the tree (the tests
 //!   implement type 5 to prove it). A class whose keys repeat (two link names of one hash)
-//!   leaves the order of such records to the caller: [`BTree2::insert_by`],
-//!   [`BTree2::find_by`] and [`BTree2::remove_by`] take a tie-break, as libhdf5's compare
-//!   callbacks read the names through the heap, and [`BTree2::find_all`] lists one key's
+//!   leaves the order of such records to the caller: [`BTree2::try_insert_by`],
+//!   [`BTree2::get_by`] and [`BTree2::remove_by`] take a tie-break, as libhdf5's compare
+//!   callbacks read the names through the heap, and [`BTree2::get_all`] lists one key's
 //!   records.
 //! - **Nodes in the cache**: the header (`BTHD`), internal nodes (`BTIN`) and leaves (`BTLF`) are
 //!   cache entries holding decoded records. A node's record count lives in its parent (or the
@@ -77,16 +77,16 @@
 //!   subtree's, kept exact by every operation, so [`BTree2::nth`] is O(depth).
 //! - **Minimum and maximum** (the chunk-index paper, section II.A): the handle keeps the
 //!   smallest and largest records; a key outside them is known to be absent without a search,
-//!   so appends (and [`BTree2::upsert`] beyond the maximum) skip the duplicate search and go
+//!   so appends (and [`BTree2::insert`] beyond the maximum) skip the duplicate search and go
 //!   straight down the right-most path.
-//! - **Batched upserts** ([`BTree2::upsert_many`]): the result of [`BTree2::upsert`] on each
+//! - **Batched inserts** ([`BTree2::insert_many`]): the result of [`BTree2::insert`] on each
 //!   record in turn, to the byte. A run of appends keeps the right-most path protected, fills
 //!   the right-most leaf directly and relieves it (the split an append makes) as an insert
 //!   would, touching the counts above it and the header once per run; anything else takes
 //!   the per-record path.
 //! - **Flush dependencies** (the SWMR design, section 9): header -> root, internal node -> each
 //!   child, node -> the chunk proxy of each record inserted or modified with one
-//!   ([`BTree2::insert_with_proxy`]). When records move between nodes, the dirty proxies of the
+//!   ([`BTree2::try_insert_with_proxy`]). When records move between nodes, the dirty proxies of the
 //!   nodes involved follow them to every node of the result.
 //! - **SWMR shadowing** (section 9.3): when the cache is in SWMR-write mode, a split, rebalance
 //!   or merge never rewrites a node a reader may be reading: the nodes involved are written to
@@ -116,4 +116,4 @@ mod tree;
 
 pub use class::{CHUNK_FILTERED, CHUNK_UNFILTERED, ChunkClass, ChunkEntry, RecordClass};
 pub use error::{Error, Result};
-pub use tree::{BTree2, Params, TreeState, TreeStats};
+pub use tree::{BTree2, Params, TreeStats};

@@ -1,4 +1,4 @@
-//! The tree: create, open, find, insert (redistributing to siblings before splitting, except
+//! The tree: create, open, get, insert (redistributing to siblings before splitting, except
 //! for appends, which split the full right-most leaf keeping it full), update,
 //! remove (merging and redistributing), in-order iteration, nth record, delete, bytes used;
 //! flush dependencies and SWMR shadowing.
@@ -253,10 +253,16 @@ impl<C: RecordClass> Drop for Run<'_, '_, C> {
 
 /// A version 2 B-tree over a metadata cache, with records of class `C`.
 ///
+/// The handle is owned and borrows nothing: every operation takes the metadata cache of the
+/// file the tree lives in (always the same one), as the other structure crates' handles do. It
+/// keeps what it knows beyond the header's address (the header, the node geometry derived from
+/// it, the smallest and largest records when known) from one operation to the next, so a
+/// caller that stores the handle (the dataset crate's chunk index) reads no header per
+/// operation and appends keep the chunk-index paper's fast path.
+///
 /// One handle per tree writes it (the single writer); readers open their own handle over their
 /// own cache and call [`refresh`](Self::refresh) to see the writer's flushed changes.
-pub struct BTree2<'c, C: RecordClass> {
-    cache: &'c MetadataCache,
+pub struct BTree2<C: RecordClass> {
     class: Arc<C>,
     sizes: Sizes,
     addr: Addr,
@@ -271,38 +277,7 @@ pub struct BTree2<'c, C: RecordClass> {
     unpublished: Arc<HashSet<Addr>>,
 }
 
-/// What an open [`BTree2`] knows beyond its header's address; see [`BTree2::state`].
-pub struct TreeState<C: RecordClass> {
-    class: Arc<C>,
-    hdr: Header,
-    geom: Arc<Geometry>,
-    minmax: Option<(C::Record, C::Record)>,
-    unpublished: Arc<HashSet<Addr>>,
-}
-
-// By hand: `C` itself need not be `Clone` (it is behind an `Arc`).
-impl<C: RecordClass> Clone for TreeState<C> {
-    fn clone(&self) -> Self {
-        TreeState {
-            class: Arc::clone(&self.class),
-            hdr: self.hdr.clone(),
-            geom: Arc::clone(&self.geom),
-            minmax: self.minmax.clone(),
-            unpublished: Arc::clone(&self.unpublished),
-        }
-    }
-}
-
-impl<C: RecordClass> core::fmt::Debug for TreeState<C> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("TreeState")
-            .field("hdr", &self.hdr)
-            .field("minmax_known", &self.minmax.is_some())
-            .finish()
-    }
-}
-
-impl<C: RecordClass> core::fmt::Debug for BTree2<'_, C> {
+impl<C: RecordClass> core::fmt::Debug for BTree2<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("BTree2")
             .field("addr", &self.addr)
@@ -316,7 +291,7 @@ fn header_len(sizes: Sizes) -> u64 {
     Header::encoded_len(sizes) as u64
 }
 
-impl<'c, C: RecordClass> BTree2<'c, C> {
+impl<'c, C: RecordClass> BTree2<C> {
     // ----- creation and opening ---------------------------------------------------------
 
     /// Create an empty tree (header only, no root node) in `cache`'s file.
@@ -329,7 +304,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if !(1..=100).contains(&params.split_percent)
             || params.merge_percent > params.split_percent / 2
         {
-            return Err(Error::InvalidParams(format!(
+            return Err(Error::InvalidArgument(format!(
                 "split {} % must be in 1..=100 and merge {} % at most half of it",
                 params.split_percent, params.merge_percent
             )));
@@ -337,7 +312,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let record_size = u16::try_from(class.record_size())
             .ok()
             .filter(|&r| r > 0)
-            .ok_or_else(|| Error::InvalidParams(format!("record size {}", class.record_size())))?;
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("record size {}", class.record_size()))
+            })?;
         let hdr = Header {
             tree_type: class.tree_type(),
             node_size: params.node_size,
@@ -350,10 +327,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             total_records: 0,
         };
         let geom = Geometry::new(&hdr, sizes)
-            .map_err(|e| Error::InvalidParams(format!("node size: {e}")))?;
+            .map_err(|e| Error::InvalidArgument(format!("node size: {e}")))?;
         let addr = cache.allocator().allocate(header_len(sizes))?;
         let tree = BTree2 {
-            cache,
             class: Arc::new(class),
             sizes,
             addr,
@@ -375,14 +351,14 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Open the tree whose header is at `addr`.
-    pub fn open(cache: &'c MetadataCache, sizes: Sizes, addr: Addr, class: C) -> Result<Self> {
+    pub fn open(cache: &'c MetadataCache, addr: Addr, sizes: Sizes, class: C) -> Result<Self> {
         let hdr = cache
             .get::<HeaderEntry>(addr, &sizes)?
             .read()
             .header
             .clone();
         if hdr.tree_type != class.tree_type() {
-            return Err(Error::ClassMismatch {
+            return Err(Error::Mismatch {
                 header: addr,
                 what: "tree type",
                 found: hdr.tree_type.into(),
@@ -390,7 +366,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             });
         }
         if usize::from(hdr.record_size) != class.record_size() {
-            return Err(Error::ClassMismatch {
+            return Err(Error::Mismatch {
                 header: addr,
                 what: "record size",
                 found: hdr.record_size.into(),
@@ -399,7 +375,6 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
         let geom = Geometry::new(&hdr, sizes)?;
         Ok(BTree2 {
-            cache,
             class: Arc::new(class),
             sizes,
             addr,
@@ -410,63 +385,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         })
     }
 
-    /// What this handle knows beyond the header's address (the header, the node geometry
-    /// derived from it, the smallest and largest records when known), to hand to
-    /// [`resume`](Self::resume) at the next operation: a caller that opens the tree for each
-    /// operation (the dataset crate's adapter does) then does not re-derive them, and appends
-    /// keep the chunk-index paper's fast path.
-    pub fn state(&self) -> TreeState<C> {
-        TreeState {
-            class: Arc::clone(&self.class),
-            hdr: self.hdr.clone(),
-            geom: Arc::clone(&self.geom),
-            minmax: self.minmax.clone(),
-            unpublished: Arc::clone(&self.unpublished),
-        }
-    }
-
-    /// [`state`](Self::state), moving it out of the handle instead of copying it.
-    pub fn into_state(self) -> TreeState<C> {
-        TreeState {
-            class: self.class,
-            hdr: self.hdr,
-            geom: self.geom,
-            minmax: self.minmax,
-            unpublished: self.unpublished,
-        }
-    }
-
-    /// Open the tree at `addr` reusing `state` (from [`state`](Self::state) of the handle that
-    /// last changed the tree), with no read at all; without one, as [`open`](Self::open). The
-    /// state is the caller's word that nothing else changed the tree since it was taken: the
-    /// single writer's own handle, or a reader that [`refresh`](Self::refresh)es when the
-    /// writer may have moved on.
-    pub fn resume(
-        cache: &'c MetadataCache,
-        sizes: Sizes,
-        addr: Addr,
-        class: C,
-        state: Option<TreeState<C>>,
-    ) -> Result<Self> {
-        match state {
-            Some(st) => Ok(BTree2 {
-                cache,
-                class: st.class,
-                sizes,
-                addr,
-                hdr: st.hdr,
-                geom: st.geom,
-                minmax: st.minmax,
-                unpublished: st.unpublished,
-            }),
-            None => Self::open(cache, sizes, addr, class),
-        }
-    }
-
     /// Re-read the header (a reader following a writer): forget the cached minimum and maximum.
-    pub fn refresh(&mut self) -> Result<()> {
-        let hdr = self
-            .cache
+    pub fn refresh(&mut self, cache: &'c MetadataCache) -> Result<()> {
+        let hdr = cache
             .get::<HeaderEntry>(self.addr, &self.sizes)?
             .read()
             .header
@@ -557,6 +478,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     fn read_node<R>(
         &self,
+        cache: &'c MetadataCache,
         ptr: &ChildPointer,
         depth: u16,
         f: impl FnOnce(&NodeData<C>) -> Result<R>,
@@ -564,24 +486,25 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // The context (two shared pointers) is built only when the node must be loaded.
         let ctx = || self.ctx(depth, ptr.nrec);
         if depth == 0 {
-            let e = self.cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
+            let e = cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
             self.check_node(ptr, depth, g.data())?;
             f(g.data())
         } else {
-            let e = self.cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
+            let e = cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
             self.check_node(ptr, depth, g.data())?;
             f(g.data())
         }
     }
 
-    /// One step of [`find`](Self::find) in the node at `ptr`: the record when the node holds
+    /// One step of [`get`](Self::get) in the node at `ptr`: the record when the node holds
     /// the key (`Err`), else the child to descend to, if any (`Ok`). The search runs on the
     /// node's flattened keys when the class has them.
     #[allow(clippy::type_complexity)]
     fn search_node<T: Fn(&C::Record) -> Ordering>(
         &self,
+        cache: &'c MetadataCache,
         ptr: &ChildPointer,
         depth: u16,
         p: &Probe<'_, C, T>,
@@ -604,34 +527,39 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         };
         let ctx = || self.ctx(depth, ptr.nrec);
         if depth == 0 {
-            let e = self.cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
+            let e = cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
             self.check_node(ptr, depth, g.data())?;
             Ok(step(g.data(), g.flat()))
         } else {
-            let e = self.cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
+            let e = cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
             let g = e.read();
             self.check_node(ptr, depth, g.data())?;
             Ok(step(g.data(), g.flat()))
         }
     }
 
-    fn node_mut(&self, ptr: &ChildPointer, depth: u16) -> Result<Guard<'c, C>> {
+    fn node_mut(
+        &self,
+        cache: &'c MetadataCache,
+        ptr: &ChildPointer,
+        depth: u16,
+    ) -> Result<Guard<'c, C>> {
         let ctx = self.ctx(depth, ptr.nrec);
         let g = if depth == 0 {
-            Guard::Leaf(self.cache.protect::<LeafEntry<C>>(ptr.addr, &ctx)?)
+            Guard::Leaf(cache.protect::<LeafEntry<C>>(ptr.addr, &ctx)?)
         } else {
-            Guard::Internal(self.cache.protect::<InternalEntry<C>>(ptr.addr, &ctx)?)
+            Guard::Internal(cache.protect::<InternalEntry<C>>(ptr.addr, &ctx)?)
         };
         self.check_node(ptr, depth, &g)?;
         Ok(g)
     }
 
-    fn insert_node(&self, addr: Addr, data: NodeData<C>) -> Result<()> {
+    fn insert_node(&self, cache: &'c MetadataCache, addr: Addr, data: NodeData<C>) -> Result<()> {
         if data.depth == 0 {
-            self.cache.insert(addr, LeafEntry::new(data))?;
+            cache.insert(addr, LeafEntry::new(data))?;
         } else {
-            self.cache.insert(addr, InternalEntry::new(data))?;
+            cache.insert(addr, InternalEntry::new(data))?;
         }
         Ok(())
     }
@@ -652,20 +580,15 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
     }
 
-    fn alloc_node(&self, op: &mut Op) -> Result<Addr> {
-        let addr = self
-            .cache
-            .allocator()
-            .allocate(self.geom.node_size() as u64)?;
+    fn alloc_node(&self, cache: &'c MetadataCache, op: &mut Op) -> Result<Addr> {
+        let addr = cache.allocator().allocate(self.geom.node_size() as u64)?;
         op.fresh.insert(addr);
         Ok(addr)
     }
 
-    fn free_node(&self, addr: Addr, op: &mut Op) -> Result<()> {
-        self.cache.remove(addr)?;
-        self.cache
-            .allocator()
-            .free(addr, self.geom.node_size() as u64)?;
+    fn free_node(&self, cache: &'c MetadataCache, addr: Addr, op: &mut Op) -> Result<()> {
+        cache.remove(addr)?;
+        cache.allocator().free(addr, self.geom.node_size() as u64)?;
         op.fresh.remove(&addr);
         Ok(())
     }
@@ -677,17 +600,17 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// lookup. A new edge is added before former parents are dropped; that cannot close a cycle
     /// that dropping them first would avoid, since a node keeps its depth for life and every
     /// edge goes one level down (or from the header to the root).
-    fn link(&self, parent: Addr, child: Addr) -> Result<()> {
-        match self.cache.add_flush_dependency(parent, child) {
+    fn link(&self, cache: &'c MetadataCache, parent: Addr, child: Addr) -> Result<()> {
+        match cache.add_flush_dependency(parent, child) {
             Err(CacheError::DependencyExists { .. }) => return Ok(()),
             Err(e) => return Err(e.into()),
             Ok(()) => {}
         }
-        for p in self.cache.flush_parents(child) {
+        for p in cache.flush_parents(child) {
             if p != Key::Entry(parent)
                 && let Key::Entry(_) = p
             {
-                match self.cache.remove_flush_dependency(p, child) {
+                match cache.remove_flush_dependency(p, child) {
                     Ok(()) | Err(CacheError::NoSuchDependency { .. }) => {}
                     Err(e) => return Err(e.into()),
                 }
@@ -698,29 +621,29 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// [`link`](Self::link) `parent` to each of `children`, asking the cache once for the edges
     /// already there (linking never removes an edge from `parent`, so the answer stays true).
-    fn link_all(&self, parent: Addr, children: &[Addr]) -> Result<()> {
+    fn link_all(&self, cache: &'c MetadataCache, parent: Addr, children: &[Addr]) -> Result<()> {
         if children.is_empty() {
             return Ok(());
         }
-        let mut present = self.cache.flush_children(parent);
+        let mut present = cache.flush_children(parent);
         present.sort_unstable();
         for &c in children {
             if present.binary_search(&Key::Entry(c)).is_err() {
-                self.link(parent, c)?;
+                self.link(cache, parent, c)?;
             }
         }
         Ok(())
     }
 
-    fn add_proxy(&self, node: Addr, proxy: ProxyId) -> Result<()> {
-        match self.cache.add_flush_dependency(node, proxy) {
+    fn add_proxy(&self, cache: &'c MetadataCache, node: Addr, proxy: ProxyId) -> Result<()> {
+        match cache.add_flush_dependency(node, proxy) {
             Ok(()) | Err(CacheError::DependencyExists { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
 
-    fn store_header(&self) -> Result<()> {
-        let mut e = self.cache.protect::<HeaderEntry>(self.addr, &self.sizes)?;
+    fn store_header(&self, cache: &'c MetadataCache) -> Result<()> {
+        let mut e = cache.protect::<HeaderEntry>(self.addr, &self.sizes)?;
         if e.header != self.hdr {
             e.header = self.hdr.clone();
         }
@@ -778,13 +701,13 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// flushes) its parent may be written too, pointing at it from a node readers reach: from
     /// then on it is treated as any other node. A clean header means every node may be in a
     /// reader's hands.
-    fn new_op(&mut self) -> Op {
-        let swmr = self.cache.allocator().is_swmr_write();
+    fn new_op(&mut self, cache: &'c MetadataCache) -> Op {
+        let swmr = cache.allocator().is_swmr_write();
         let mut fresh = std::mem::take(Arc::make_mut(&mut self.unpublished));
-        if !swmr || !self.cache.is_dirty(self.addr) {
+        if !swmr || !cache.is_dirty(self.addr) {
             fresh.clear();
         } else {
-            fresh.retain(|&a| self.cache.is_dirty(a));
+            fresh.retain(|&a| cache.is_dirty(a));
         }
         Op {
             swmr,
@@ -803,9 +726,15 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// In SWMR-write mode, move a node whose record count just changed (and whose guard is
     /// released) to new space unless no reader can reach it; its new address.
-    fn moved_if_published(&self, ptr: &ChildPointer, depth: u16, op: &mut Op) -> Result<Addr> {
+    fn moved_if_published(
+        &self,
+        cache: &'c MetadataCache,
+        ptr: &ChildPointer,
+        depth: u16,
+        op: &mut Op,
+    ) -> Result<Addr> {
         if op.swmr && !op.fresh.contains(&ptr.addr) {
-            self.relocate(ptr, depth, op)
+            self.relocate(cache, ptr, depth, op)
         } else {
             Ok(ptr.addr)
         }
@@ -813,16 +742,22 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// Move a node modified in place to new space (SWMR shadowing): its old image stays intact
     /// in the file for readers until the space is reused, which the allocator defers.
-    fn relocate(&self, ptr: &ChildPointer, depth: u16, op: &mut Op) -> Result<Addr> {
+    fn relocate(
+        &self,
+        cache: &'c MetadataCache,
+        ptr: &ChildPointer,
+        depth: u16,
+        op: &mut Op,
+    ) -> Result<Addr> {
         if op.fresh.contains(&ptr.addr) {
             return Ok(ptr.addr);
         }
-        if !self.cache.is_resident(ptr.addr) {
-            self.read_node(ptr, depth, |_| Ok(()))?;
+        if !cache.is_resident(ptr.addr) {
+            self.read_node(cache, ptr, depth, |_| Ok(()))?;
         }
-        let new = self.alloc_node(op)?;
-        self.cache.move_entry(ptr.addr, new)?;
-        self.cache
+        let new = self.alloc_node(cache, op)?;
+        cache.move_entry(ptr.addr, new)?;
+        cache
             .allocator()
             .free(ptr.addr, self.geom.node_size() as u64)?;
         Ok(new)
@@ -837,12 +772,16 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// The dirty chunk proxies that the nodes at `nodes` wait for: when records move between
     /// nodes, these follow them to every node of the result.
-    fn dirty_proxies(&self, nodes: impl IntoIterator<Item = Addr>) -> Vec<ProxyId> {
+    fn dirty_proxies(
+        &self,
+        cache: &'c MetadataCache,
+        nodes: impl IntoIterator<Item = Addr>,
+    ) -> Vec<ProxyId> {
         nodes
             .into_iter()
-            .flat_map(|a| self.cache.flush_children(a))
+            .flat_map(|a| cache.flush_children(a))
             .filter_map(|key| match key {
-                Key::Proxy(p) if self.cache.is_dirty(p) => Some(p),
+                Key::Proxy(p) if cache.is_dirty(p) => Some(p),
                 _ => None,
             })
             .collect()
@@ -853,6 +792,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// remainder): redistribution (`m == k`), split (`m == k + 1`) or merge (`m == k - 1`).
     fn rebalance(
         &self,
+        cache: &'c MetadataCache,
         node: &mut NodeData<C>,
         node_addr: Addr,
         (first, k, m): (usize, usize, usize),
@@ -871,7 +811,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if k == 0 || m == 0 || node.records.len() < first.saturating_add(k).saturating_sub(1) {
             return Err(self.corrupt(node_addr, "separator index out of range"));
         }
-        let proxies = self.dirty_proxies(olds.iter().map(|p| p.addr));
+        let proxies = self.dirty_proxies(cache, olds.iter().map(|p| p.addr));
         let mut seps = node
             .records
             .drain(first..first.saturating_add(k).saturating_sub(1));
@@ -880,7 +820,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut guards: Vec<Option<Guard<'c, C>>> = Vec::with_capacity(k);
         let mut load = || -> Result<()> {
             for (j, p) in olds.iter().enumerate() {
-                let mut g = self.node_mut(p, cd)?;
+                let mut g = self.node_mut(cache, p, cd)?;
                 if op.swmr && !op.fresh.contains(&p.addr) {
                     // Shadowed: read without dirtying; the old image stays as readers know it.
                     recs.extend(g.records.iter().cloned());
@@ -944,7 +884,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             let reuse = guards.get_mut(j).and_then(Option::take);
             let addr = match &reuse {
                 Some(_) => olds.get(j).map(|p| p.addr).unwrap_or(node_addr),
-                None => self.alloc_node(op)?,
+                None => self.alloc_node(cache, op)?,
             };
             let total = self.subtree_total(addr, s, &c)?;
             let children_addrs: Vec<Addr> = c.iter().map(|p| p.addr).collect();
@@ -953,7 +893,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                     g.records = r;
                     g.children = c;
                 }
-                None => self.insert_node(addr, self.new_data(cd, r, c))?,
+                None => self.insert_node(cache, addr, self.new_data(cd, r, c))?,
             }
             ptrs.push((
                 ChildPointer {
@@ -975,7 +915,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         drop(guards);
         for p in &olds {
             if !kept.contains(&p.addr) {
-                self.free_node(p.addr, op)?;
+                self.free_node(cache, p.addr, op)?;
             }
         }
         let _ = node.records.splice(first..first, new_seps);
@@ -983,10 +923,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .children
             .splice(first..first.saturating_add(k), ptrs.iter().map(|(p, _)| *p));
         for (p, grandchildren) in &ptrs {
-            self.link(node_addr, p.addr)?;
-            self.link_all(p.addr, grandchildren)?;
+            self.link(cache, node_addr, p.addr)?;
+            self.link_all(cache, p.addr, grandchildren)?;
             for &x in &proxies {
-                self.add_proxy(p.addr, x)?;
+                self.add_proxy(cache, p.addr, x)?;
             }
         }
         if op.swmr {
@@ -998,26 +938,28 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     // ----- reading ------------------------------------------------------------------------
 
     /// The record whose key is `key` (when the class's keys repeat: one of the records of
-    /// that key, whichever the descent meets first; see [`find_by`](Self::find_by) and
-    /// [`find_all`](Self::find_all)).
-    pub fn find(&self, key: &C::Key) -> Result<Option<C::Record>> {
-        self.find_probe(&Probe::key(key))
+    /// that key, whichever the descent meets first; see [`get_by`](Self::get_by) and
+    /// [`get_all`](Self::get_all)).
+    pub fn get(&self, cache: &'c MetadataCache, key: &C::Key) -> Result<Option<C::Record>> {
+        self.find_probe(cache, &Probe::key(key))
     }
 
     /// The record of key `key` that `tie` picks among the records of that key: `tie(r)` says
     /// how the record sought compares with `r` (a record of key `key`), in the order the
     /// tree keeps such records (libhdf5's name indexes: the names, read through the heap ID
     /// of `r`). `tie` is called only on records of key `key`.
-    pub fn find_by(
+    pub fn get_by(
         &self,
+        cache: &'c MetadataCache,
         key: &C::Key,
         tie: impl Fn(&C::Record) -> Ordering,
     ) -> Result<Option<C::Record>> {
-        self.find_probe(&Probe { key, tie })
+        self.find_probe(cache, &Probe { key, tie })
     }
 
     fn find_probe<T: Fn(&C::Record) -> Ordering>(
         &self,
+        cache: &'c MetadataCache,
         p: &Probe<'_, C, T>,
     ) -> Result<Option<C::Record>> {
         if let Some((min, max)) = &self.minmax
@@ -1033,7 +975,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // Each step goes one level down from the header's depth (at most MAX_DEPTH), so a
         // cyclic corrupt tree ends in an error, never a loop.
         loop {
-            let step = self.search_node(&ptr, depth, p)?;
+            let step = self.search_node(cache, &ptr, depth, p)?;
             match step {
                 Err(found) => return Ok(found),
                 Ok(None) => return Ok(None),
@@ -1050,7 +992,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Every record of key `key`, in the tree's order: one descent, then the records of that
     /// key and the subtrees between them (libhdf5's name indexes: the records of one hash,
     /// whose names tell them apart).
-    pub fn find_all(&self, key: &C::Key) -> Result<Vec<C::Record>> {
+    pub fn get_all(&self, cache: &'c MetadataCache, key: &C::Key) -> Result<Vec<C::Record>> {
         let mut out = Vec::new();
         if let Some((min, max)) = &self.minmax
             && (self.class.compare(key, min) == Ordering::Less
@@ -1059,13 +1001,14 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             return Ok(out);
         }
         if let Some(root) = self.root_ptr() {
-            self.find_all_node(&root, self.hdr.depth, key, &mut out)?;
+            self.find_all_node(cache, &root, self.hdr.depth, key, &mut out)?;
         }
         Ok(out)
     }
 
     fn find_all_node(
         &self,
+        cache: &'c MetadataCache,
         ptr: &ChildPointer,
         depth: u16,
         key: &C::Key,
@@ -1078,7 +1021,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         }
         // The node's records `lo..hi` have the key; its children `lo..=hi` may hold more.
         // They are listed first and visited after the node's lock is released.
-        let items = self.read_node(ptr, depth, |n| {
+        let items = self.read_node(cache, ptr, depth, |n| {
             let lo = n
                 .records
                 .partition_point(|r| self.class.compare(key, r) == Ordering::Greater);
@@ -1108,7 +1051,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                     let d = depth
                         .checked_sub(1)
                         .ok_or_else(|| self.corrupt(c.addr, "descent below a leaf"))?;
-                    self.find_all_node(&c, d, key, out)?;
+                    self.find_all_node(cache, &c, d, key, out)?;
                 }
             }
         }
@@ -1116,7 +1059,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// The `n`th record in key order (0-based), found through the subtree counts in O(depth).
-    pub fn nth(&self, n: u64) -> Result<Option<C::Record>> {
+    pub fn nth(&self, cache: &'c MetadataCache, n: u64) -> Result<Option<C::Record>> {
         let Some(mut ptr) = self.root_ptr() else {
             return Ok(None);
         };
@@ -1126,7 +1069,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut n = n;
         let mut depth = self.hdr.depth;
         for _ in 0..=MAX_DEPTH {
-            let step = self.read_node(&ptr, depth, |node| {
+            let step = self.read_node(cache, &ptr, depth, |node| {
                 if depth == 0 {
                     return Ok(Err(node.records.get(n as usize).cloned()));
                 }
@@ -1165,15 +1108,16 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     ///
     /// `f` runs while the node holding the record is read-locked in the cache: it must not
     /// modify this tree.
-    pub fn iterate(
+    pub fn for_each(
         &self,
+        cache: &'c MetadataCache,
         mut f: impl FnMut(&C::Record) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>> {
         let Some(root) = self.root_ptr() else {
             return Ok(ControlFlow::Continue(()));
         };
         let mut count = 0u64;
-        let flow = self.iter_node(&root, self.hdr.depth, &mut f, &mut count)?;
+        let flow = self.iter_node(cache, &root, self.hdr.depth, &mut f, &mut count)?;
         if flow.is_continue() && count != self.hdr.total_records {
             return Err(self.corrupt(
                 self.addr,
@@ -1188,13 +1132,14 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     fn iter_node(
         &self,
+        cache: &'c MetadataCache,
         ptr: &ChildPointer,
         depth: u16,
         f: &mut impl FnMut(&C::Record) -> ControlFlow<()>,
         count: &mut u64,
     ) -> Result<ControlFlow<()>> {
         // Recursion depth is the header's depth, at most MAX_DEPTH.
-        self.read_node(ptr, depth, |node| {
+        self.read_node(cache, ptr, depth, |node| {
             let start = *count;
             for (i, r) in node.records.iter().enumerate() {
                 if depth > 0 {
@@ -1203,7 +1148,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                         .get(i)
                         .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
                     if self
-                        .iter_node(c, depth.saturating_sub(1), f, count)?
+                        .iter_node(cache, c, depth.saturating_sub(1), f, count)?
                         .is_break()
                     {
                         return Ok(ControlFlow::Break(()));
@@ -1220,7 +1165,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                     .last()
                     .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
                 if self
-                    .iter_node(c, depth.saturating_sub(1), f, count)?
+                    .iter_node(cache, c, depth.saturating_sub(1), f, count)?
                     .is_break()
                 {
                     return Ok(ControlFlow::Break(()));
@@ -1241,42 +1186,48 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Every record in key order.
-    pub fn records(&self) -> Result<Vec<C::Record>> {
+    pub fn to_vec(&self, cache: &'c MetadataCache) -> Result<Vec<C::Record>> {
         let mut out =
             Vec::with_capacity(usize::try_from(self.hdr.total_records.min(1 << 24)).unwrap_or(0));
-        let _ = self.iterate(|r| {
+        let _ = self.for_each(cache, |r| {
             out.push(r.clone());
             ControlFlow::Continue(())
         })?;
         Ok(out)
     }
 
-    fn node_addrs(&self, ptr: &ChildPointer, depth: u16, out: &mut Vec<(Addr, u16)>) -> Result<()> {
+    fn node_addrs(
+        &self,
+        cache: &'c MetadataCache,
+        ptr: &ChildPointer,
+        depth: u16,
+        out: &mut Vec<(Addr, u16)>,
+    ) -> Result<()> {
         out.push((ptr.addr, depth));
         if depth == 0 {
             return Ok(());
         }
-        let children = self.read_node(ptr, depth, |n| Ok(n.children.clone()))?;
+        let children = self.read_node(cache, ptr, depth, |n| Ok(n.children.clone()))?;
         for c in &children {
-            self.node_addrs(c, depth.saturating_sub(1), out)?;
+            self.node_addrs(cache, c, depth.saturating_sub(1), out)?;
         }
         Ok(())
     }
 
     /// The address and depth of every node, in pre-order.
-    pub fn nodes(&self) -> Result<Vec<(Addr, u16)>> {
+    pub fn nodes(&self, cache: &'c MetadataCache) -> Result<Vec<(Addr, u16)>> {
         let mut nodes = Vec::new();
         if let Some(root) = self.root_ptr() {
-            self.node_addrs(&root, self.hdr.depth, &mut nodes)?;
+            self.node_addrs(cache, &root, self.hdr.depth, &mut nodes)?;
         }
         Ok(nodes)
     }
 
     /// File space the tree occupies: the header and every node at its full size.
-    pub fn bytes_used(&self) -> Result<u64> {
+    pub fn bytes_used(&self, cache: &'c MetadataCache) -> Result<u64> {
         let mut nodes = Vec::new();
         if let Some(root) = self.root_ptr() {
-            self.node_addrs(&root, self.hdr.depth, &mut nodes)?;
+            self.node_addrs(cache, &root, self.hdr.depth, &mut nodes)?;
         }
         (nodes.len() as u64)
             .checked_mul(u64::from(self.hdr.node_size))
@@ -1286,7 +1237,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// Walk the whole tree and check it: record order (within and across nodes), counts in
     /// every pointer and in the header, uniform depth. Returns its shape.
-    pub fn validate(&self) -> Result<TreeStats> {
+    pub fn validate(&self, cache: &'c MetadataCache) -> Result<TreeStats> {
         let d = usize::from(self.hdr.depth);
         let mut st = TreeStats {
             depth: self.hdr.depth,
@@ -1297,7 +1248,14 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         };
         if let Some(root) = self.root_ptr() {
             let mut last: Option<C::Record> = None;
-            self.validate_node(&root, self.hdr.depth, (true, true), &mut last, &mut st)?;
+            self.validate_node(
+                cache,
+                &root,
+                self.hdr.depth,
+                (true, true),
+                &mut last,
+                &mut st,
+            )?;
         }
         if st.records != self.hdr.total_records {
             return Err(self.corrupt(self.addr, "header total differs from the records found"));
@@ -1307,14 +1265,16 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     fn validate_node(
         &self,
+        cache: &'c MetadataCache,
         ptr: &ChildPointer,
         depth: u16,
         (is_root, rightmost): (bool, bool),
         last: &mut Option<C::Record>,
         st: &mut TreeStats,
     ) -> Result<u64> {
-        let (records, children) =
-            self.read_node(ptr, depth, |n| Ok((n.records.clone(), n.children.clone())))?;
+        let (records, children) = self.read_node(cache, ptr, depth, |n| {
+            Ok((n.records.clone(), n.children.clone()))
+        })?;
         let di = usize::from(depth);
         let max = self.geom.level(depth).map_or(0, |l| l.max_nrec);
         let n = records.len() as u64;
@@ -1351,6 +1311,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                     .get(i)
                     .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
                 total = total.saturating_add(self.validate_node(
+                    cache,
                     c,
                     depth.saturating_sub(1),
                     (false, false),
@@ -1366,6 +1327,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 .last()
                 .ok_or_else(|| self.corrupt(ptr.addr, "missing child"))?;
             total = total.saturating_add(self.validate_node(
+                cache,
                 c,
                 depth.saturating_sub(1),
                 (false, rightmost),
@@ -1383,13 +1345,13 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         Ok(total)
     }
 
-    fn extreme(&self, right: bool) -> Result<Option<C::Record>> {
+    fn extreme(&self, cache: &'c MetadataCache, right: bool) -> Result<Option<C::Record>> {
         let Some(mut ptr) = self.root_ptr() else {
             return Ok(None);
         };
         let mut depth = self.hdr.depth;
         for _ in 0..=MAX_DEPTH {
-            let step = self.read_node(&ptr, depth, |n| {
+            let step = self.read_node(cache, &ptr, depth, |n| {
                 Ok(if depth == 0 {
                     Err(if right {
                         n.records.last()
@@ -1420,9 +1382,9 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// The smallest and largest records (cached after the first call, kept up to date by
     /// inserts; the chunk-index paper's fast path for appends).
-    pub fn min_max(&mut self) -> Result<Option<(C::Record, C::Record)>> {
+    pub fn min_max(&mut self, cache: &'c MetadataCache) -> Result<Option<(C::Record, C::Record)>> {
         if self.minmax.is_none()
-            && let (Some(a), Some(b)) = (self.extreme(false)?, self.extreme(true)?)
+            && let (Some(a), Some(b)) = (self.extreme(cache, false)?, self.extreme(cache, true)?)
         {
             self.minmax = Some((a, b));
         }
@@ -1446,46 +1408,57 @@ impl<P> Clone for Target<'_, P> {
 
 impl<P> Copy for Target<'_, P> {}
 
-impl<'c, C: RecordClass> BTree2<'c, C> {
+impl<'c, C: RecordClass> BTree2<C> {
     /// Insert `record`; an error if a record with its key is there already.
-    pub fn insert(&mut self, record: C::Record) -> Result<()> {
-        self.insert_with_proxy(record, None)
+    pub fn try_insert(&mut self, cache: &'c MetadataCache, record: C::Record) -> Result<()> {
+        self.try_insert_with_proxy(cache, record, None)
     }
 
     /// Insert `record` for a chunk whose data the chunk proxy `proxy` stands for: the node that
     /// holds the record is not written before the chunk is.
-    pub fn insert_with_proxy(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<()> {
-        self.insert_probe(record, proxy, no_tie)
+    pub fn try_insert_with_proxy(
+        &mut self,
+        cache: &'c MetadataCache,
+        record: C::Record,
+        proxy: Option<ProxyId>,
+    ) -> Result<()> {
+        self.insert_probe(cache, record, proxy, no_tie)
     }
 
     /// Insert `record` among the records of its key where `tie` places it: `tie(r)` says how
     /// `record` compares with `r`, a record of the same key (a class whose keys repeat, see
     /// [`RecordClass::keys_repeat`]; libhdf5's name indexes order two names of one hash by
     /// name). An error, the tree untouched, if `tie` finds it equal to one of them.
-    pub fn insert_by(
+    pub fn try_insert_by(
         &mut self,
+        cache: &'c MetadataCache,
         record: C::Record,
         tie: impl Fn(&C::Record) -> Ordering,
     ) -> Result<()> {
-        self.insert_probe(record, None, tie)
+        self.insert_probe(cache, record, None, tie)
     }
 
     fn insert_probe<T: Fn(&C::Record) -> Ordering>(
         &mut self,
+        cache: &'c MetadataCache,
         record: C::Record,
         proxy: Option<ProxyId>,
         tie: T,
     ) -> Result<()> {
         if self.minmax.is_none() && !self.is_empty() {
-            self.min_max()?;
+            self.min_max(cache)?;
         }
-        let mut op = self.new_op();
+        let mut op = self.new_op(cache);
         let Some(root) = self.root_ptr() else {
-            let addr = self.alloc_node(&mut op)?;
-            self.insert_node(addr, self.new_data(0, vec![record.clone()], Vec::new()))?;
-            self.link(self.addr, addr)?;
+            let addr = self.alloc_node(cache, &mut op)?;
+            self.insert_node(
+                cache,
+                addr,
+                self.new_data(0, vec![record.clone()], Vec::new()),
+            )?;
+            self.link(cache, self.addr, addr)?;
             if let Some(p) = proxy {
-                self.add_proxy(addr, p)?;
+                self.add_proxy(cache, addr, p)?;
             }
             self.hdr.root = Some(addr);
             self.hdr.root_nrec = 1;
@@ -1493,7 +1466,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             self.hdr.depth = 0;
             self.minmax = Some((record.clone(), record));
             self.end_op(op);
-            return self.store_header();
+            return self.store_header(cache);
         };
         let class = Arc::clone(&self.class);
         let p = Probe {
@@ -1503,16 +1476,25 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let hint = self.hint(&p);
         // Look before restructuring anything: a duplicate must leave the tree untouched. A key
         // beyond the minimum or maximum cannot be in the tree, so appends skip this search.
-        if hint == Hint::Search && self.find_probe(&p)?.is_some() {
-            return Err(Error::Duplicate { header: self.addr });
+        if hint == Hint::Search && self.find_probe(cache, &p)?.is_some() {
+            return Err(Error::Exists { header: self.addr });
         }
         let mut root = root;
         let (split, _) = self.thresholds(self.hdr.depth)?;
         if usize::from(self.hdr.root_nrec) >= split {
-            root = self.split_root(root, hint, &mut op)?;
+            root = self.split_root(cache, root, hint, &mut op)?;
         }
-        let new_root = self.insert_rec(root, self.hdr.depth, &record, &p, hint, proxy, &mut op)?;
-        self.set_root(new_root)?;
+        let new_root = self.insert_rec(
+            cache,
+            root,
+            self.hdr.depth,
+            &record,
+            &p,
+            hint,
+            proxy,
+            &mut op,
+        )?;
+        self.set_root(cache, new_root)?;
         if let Some((min, max)) = &mut self.minmax {
             match hint {
                 Hint::Left => *min = record,
@@ -1521,20 +1503,26 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             }
         }
         self.end_op(op);
-        self.store_header()
+        self.store_header(cache)
     }
 
-    fn set_root(&mut self, root: ChildPointer) -> Result<()> {
+    fn set_root(&mut self, cache: &'c MetadataCache, root: ChildPointer) -> Result<()> {
         self.hdr.root = Some(root.addr);
         self.hdr.root_nrec = u16::try_from(root.nrec)
             .map_err(|_| self.corrupt(root.addr, "root record count beyond u16"))?;
         self.hdr.total_records = root.total;
-        self.link(self.addr, root.addr)
+        self.link(cache, self.addr, root.addr)
     }
 
     /// A full root: a new root above it, then the old root split in two under it (a leaf that
     /// an append enters keeps its records, as `insert_rec` splits the right-most leaf).
-    fn split_root(&mut self, root: ChildPointer, hint: Hint, op: &mut Op) -> Result<ChildPointer> {
+    fn split_root(
+        &mut self,
+        cache: &'c MetadataCache,
+        root: ChildPointer,
+        hint: Hint,
+        op: &mut Op,
+    ) -> Result<ChildPointer> {
         let depth = self
             .hdr
             .depth
@@ -1553,29 +1541,30 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             self.geom = old_geom;
             return Err(e);
         }
-        let addr = self.alloc_node(op)?;
+        let addr = self.alloc_node(cache, op)?;
         let mut data = self.new_data(depth, Vec::new(), vec![root]);
         let deal = if hint == Hint::Right && depth == 1 {
             Deal::KeepLeft
         } else {
             Deal::Even
         };
-        self.rebalance(&mut data, addr, (0, 1, 2), deal, op)?;
+        self.rebalance(cache, &mut data, addr, (0, 1, 2), deal, op)?;
         let total = self.subtree_total(addr, data.records.len(), &data.children)?;
         let ptr = ChildPointer {
             addr,
             nrec: data.records.len() as u64,
             total,
         };
-        self.insert_node(addr, data)?;
+        self.insert_node(cache, addr, data)?;
         self.hdr.depth = depth;
-        self.set_root(ptr)?;
+        self.set_root(cache, ptr)?;
         Ok(ptr)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn insert_rec<T: Fn(&C::Record) -> Ordering>(
         &self,
+        cache: &'c MetadataCache,
         ptr: ChildPointer,
         depth: u16,
         record: &C::Record,
@@ -1584,7 +1573,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         proxy: Option<ProxyId>,
         op: &mut Op,
     ) -> Result<ChildPointer> {
-        let mut node = self.node_mut(&ptr, depth)?;
+        let mut node = self.node_mut(cache, &ptr, depth)?;
         let pos = |node: &NodeData<C>| match hint {
             Hint::Left => Pos::Child(0),
             Hint::Right => Pos::Child(node.records.len()),
@@ -1592,11 +1581,11 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         };
         if depth == 0 {
             let Pos::Child(i) = pos(&node) else {
-                return Err(Error::Duplicate { header: self.addr });
+                return Err(Error::Exists { header: self.addr });
             };
             node.records.insert(i, record.clone());
             if let Some(p) = proxy {
-                self.add_proxy(ptr.addr, p)?;
+                self.add_proxy(cache, ptr.addr, p)?;
             }
             let n = node.records.len() as u64;
             let mut out = ChildPointer {
@@ -1605,7 +1594,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 total: n,
             };
             drop(node);
-            out.addr = self.moved_if_published(&out, 0, op)?;
+            out.addr = self.moved_if_published(cache, &out, 0, op)?;
             return Ok(out);
         }
         let (split, _) = self.thresholds(depth.saturating_sub(1))?;
@@ -1613,7 +1602,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut retries = 2u32;
         let idx = loop {
             let idx = match pos(&node) {
-                Pos::Found(_) => return Err(Error::Duplicate { header: self.addr }),
+                Pos::Found(_) => return Err(Error::Exists { header: self.addr }),
                 Pos::Child(i) => i,
             };
             let n = node.records.len();
@@ -1649,16 +1638,24 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             } else {
                 Deal::Even
             };
-            self.rebalance(&mut node, ptr.addr, (first, k, m), deal, op)?;
+            self.rebalance(cache, &mut node, ptr.addr, (first, k, m), deal, op)?;
             retries = retries.saturating_sub(1);
         };
         let child = *node
             .children
             .get(idx)
             .ok_or_else(|| self.corrupt(ptr.addr, "child index out of range"))?;
-        self.link(ptr.addr, child.addr)?;
-        let new_child =
-            self.insert_rec(child, depth.saturating_sub(1), record, p, hint, proxy, op)?;
+        self.link(cache, ptr.addr, child.addr)?;
+        let new_child = self.insert_rec(
+            cache,
+            child,
+            depth.saturating_sub(1),
+            record,
+            p,
+            hint,
+            proxy,
+            op,
+        )?;
         if let Some(c) = node.children.get_mut(idx) {
             *c = new_child;
         }
@@ -1673,7 +1670,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // a reader may reach moves, as libhdf5 shadows it, so that no reader meets a parent
         // of one flush over a child of the next (their counts would disagree).
         if op.shadowed || op.swmr {
-            out.addr = self.relocate(&out, depth, op)?;
+            out.addr = self.relocate(cache, &out, depth, op)?;
         }
         Ok(out)
     }
@@ -1681,30 +1678,35 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Replace the record with `record`'s key, or insert it (libhdf5's `H5B2_update`). A key
     /// above the maximum (an append) goes straight to the insert without a search. Refused
     /// (typed) for a class whose keys repeat: a key alone does not name the record to replace.
-    pub fn upsert(&mut self, record: C::Record, proxy: Option<ProxyId>) -> Result<bool> {
+    pub fn insert(
+        &mut self,
+        cache: &'c MetadataCache,
+        record: C::Record,
+        proxy: Option<ProxyId>,
+    ) -> Result<bool> {
         if self.class.keys_repeat() {
             return Err(Error::Unsupported(
                 "replacing or modifying records by key in a v2 B-tree whose keys repeat",
             ));
         }
         if self.minmax.is_none() && !self.is_empty() {
-            self.min_max()?;
+            self.min_max(cache)?;
         }
         if self.hint(&Probe::key(self.class.key(&record))) == Hint::Search {
             let replacement = record.clone();
             let key_of = self.class.clone();
-            let done = self.modify_with_proxy(key_of.key(&record), proxy, move |r| {
+            let done = self.modify_with_proxy(cache, key_of.key(&record), proxy, move |r| {
                 *r = replacement;
             })?;
             if done {
                 return Ok(false);
             }
         }
-        self.insert_with_proxy(record, proxy)?;
+        self.try_insert_with_proxy(cache, record, proxy)?;
         Ok(true)
     }
 
-    /// [`upsert`](Self::upsert) each of `records` in order (without proxies): the same tree,
+    /// [`insert`](Self::insert) each of `records` in order (without proxies): the same tree,
     /// the same header and, once flushed, the same bytes in the file as that loop, in a fraction
     /// of its time when the records are appends.
     ///
@@ -1717,7 +1719,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// and every record that is not an append (a replacement, a key inside the tree's range)
     /// take the per-record path. After an error, as after one of `insert`, the tree may be
     /// left inconsistent.
-    pub fn upsert_many(&mut self, records: &[C::Record]) -> Result<()> {
+    pub fn insert_many(&mut self, cache: &'c MetadataCache, records: &[C::Record]) -> Result<()> {
         if self.class.keys_repeat() {
             return Err(Error::Unsupported(
                 "replacing or modifying records by key in a v2 B-tree whose keys repeat",
@@ -1726,15 +1728,15 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut rest = records;
         while let Some((first, tail)) = rest.split_first() {
             if self.minmax.is_none() && !self.is_empty() {
-                self.min_max()?;
+                self.min_max(cache)?;
             }
             let taken = if self.hint(&Probe::key(self.class.key(first))) == Hint::Right {
-                self.append_run(rest)?
+                self.append_run(cache, rest)?
             } else {
                 0
             };
             if taken == 0 {
-                let _ = self.upsert(first.clone(), None)?;
+                let _ = self.insert(cache, first.clone(), None)?;
                 rest = tail;
             } else {
                 rest = rest.get(taken..).unwrap_or_default();
@@ -1745,12 +1747,12 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
 
     /// Append the leading run of `records` whose keys increase from above the maximum, through
     /// the protected right-most path, doing for each record exactly what
-    /// [`insert_with_proxy`](Self::insert_with_proxy) would. Returns how many records it took:
+    /// [`try_insert_with_proxy`](Self::try_insert_with_proxy) would. Returns how many records it took:
     /// 0 when the first one needs the per-record path (a level above the leaves must be split
     /// or rebalanced first, the tree is empty, or its parameters are refused).
-    fn append_run(&mut self, records: &[C::Record]) -> Result<usize> {
-        let mut op = self.new_op();
-        let taken = self.append_run_op(records, &mut op)?;
+    fn append_run(&mut self, cache: &'c MetadataCache, records: &[C::Record]) -> Result<usize> {
+        let mut op = self.new_op(cache);
+        let taken = self.append_run_op(cache, records, &mut op)?;
         self.end_op(op);
         Ok(taken)
     }
@@ -1759,12 +1761,11 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// child pointer.
     fn protect_right(
         &self,
+        cache: &'c MetadataCache,
         ptr: &ChildPointer,
         d: u16,
     ) -> Result<(EntryMut<'c, InternalEntry<C>>, ChildPointer)> {
-        let node = self
-            .cache
-            .protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
+        let node = cache.protect::<InternalEntry<C>>(ptr.addr, &self.ctx(d, ptr.nrec))?;
         self.check_node(ptr, d, node.data())?;
         let child = *node
             .data()
@@ -1782,6 +1783,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// two new nodes): that is the per-record path's.
     fn shadow_right_path(
         &self,
+        cache: &'c MetadataCache,
         root: ChildPointer,
         splits: &[usize],
         op: &mut Op,
@@ -1792,7 +1794,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut ptr = root;
         for d in (1..=depth).rev() {
             ptrs.push((ptr, d));
-            let (node, child) = self.protect_right(&ptr, d)?;
+            let (node, child) = self.protect_right(cache, &ptr, d)?;
             drop(node);
             let cd = d.saturating_sub(1);
             if cd > 0 && child.nrec >= split_of(cd) as u64 {
@@ -1807,14 +1809,19 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let mut moved = vec![Addr(0); ptrs.len()];
         let mut any = false;
         for ((p, d), m) in ptrs.iter().zip(moved.iter_mut()).rev() {
-            *m = self.relocate(p, *d, op)?;
+            *m = self.relocate(cache, p, *d, op)?;
             any |= *m != p.addr;
         }
         Ok(Some((moved, any)))
     }
 
     /// [`append_run`](Self::append_run) within the operation `op`.
-    fn append_run_op(&mut self, records: &[C::Record], op: &mut Op) -> Result<usize> {
+    fn append_run_op(
+        &mut self,
+        cache: &'c MetadataCache,
+        records: &[C::Record],
+        op: &mut Op,
+    ) -> Result<usize> {
         let (Some(root), Some((_, max))) = (self.root_ptr(), &self.minmax) else {
             return Ok(0);
         };
@@ -1828,7 +1835,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             }
         }
         let split_of = |d: u16| splits.get(usize::from(d)).copied().unwrap_or(0);
-        // `insert_with_proxy` splits a full root first, and `insert_rec` relieves a full child
+        // `try_insert_with_proxy` splits a full root first, and `insert_rec` relieves a full child
         // before entering it: while no internal node of the path is full, an append only adds
         // a record to the right-most leaf (after relieving that leaf when it is full).
         if usize::from(self.hdr.root_nrec) >= split_of(depth) {
@@ -1842,7 +1849,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // `shadowed`: a node moved, so the run ends with the header and the counts written
         // back even if it takes no record (the old addresses are freed).
         let (moved, shadowed) = if op.swmr {
-            match self.shadow_right_path(root, &splits, op)? {
+            match self.shadow_right_path(cache, root, &splits, op)? {
                 Some(m) => m,
                 None => return Ok(0),
             }
@@ -1858,7 +1865,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if !unpublished(&ptr.addr) {
                 return Err(self.corrupt(ptr.addr, "a shadowed node still published"));
             }
-            let (node, mut child) = self.protect_right(&ptr, d)?;
+            let (node, mut child) = self.protect_right(cache, &ptr, d)?;
             let cd = d.saturating_sub(1);
             if cd > 0 && child.nrec >= split_of(cd) as u64 {
                 // `shadow_right_path` checked it: only an unmoved path gets here.
@@ -1874,9 +1881,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         if !unpublished(&ptr.addr) {
             return Err(self.corrupt(ptr.addr, "a shadowed leaf still published"));
         }
-        let leaf = self
-            .cache
-            .protect::<LeafEntry<C>>(ptr.addr, &self.ctx(0, ptr.nrec))?;
+        let leaf = cache.protect::<LeafEntry<C>>(ptr.addr, &self.ctx(0, ptr.nrec))?;
         self.check_node(&ptr, 0, leaf.data())?;
         let mut run = Run {
             path,
@@ -1923,7 +1928,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if parent.data().records.is_empty() {
                 break;
             }
-            self.relieve_leaf(&mut run, split0, op)?;
+            self.relieve_leaf(cache, &mut run, split0, op)?;
             run.taken = run.taken.saturating_add(1);
             bound = rec;
             // A split may have filled the leaf's parent: the next insert would relieve the
@@ -1952,7 +1957,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         };
         while let Some(mut node) = run.path.pop() {
             let addr = node.addr();
-            self.link(addr, child.addr)?;
+            self.link(cache, addr, child.addr)?;
             let data = node.data_mut();
             let slot = data
                 .children
@@ -1967,18 +1972,24 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             };
         }
         drop(run);
-        self.set_root(child)?;
+        self.set_root(cache, child)?;
         if let Some((_, m)) = &mut self.minmax {
             *m = max;
         }
-        self.store_header()?;
+        self.store_header(cache)?;
         Ok(taken)
     }
 
     /// The right-most leaf of `run` is full and a record is to be appended: make room as
     /// `insert_rec` does in the leaf's parent for its last child when it appends (a split that
     /// keeps the leaf full, [`Deal::KeepLeft`]).
-    fn relieve_leaf(&self, run: &mut Run<'c, '_, C>, split: usize, op: &mut Op) -> Result<()> {
+    fn relieve_leaf(
+        &self,
+        cache: &'c MetadataCache,
+        run: &mut Run<'c, '_, C>,
+        split: usize,
+        op: &mut Op,
+    ) -> Result<()> {
         loop {
             let len = run.leaf_len();
             let addr = run.leaf.addr();
@@ -2001,7 +2012,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             if len < split {
                 return Ok(());
             }
-            self.split_last(run, split, op)?;
+            self.split_last(cache, run, split, op)?;
         }
     }
 
@@ -2010,6 +2021,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// proxies of the leaves before. Links made earlier in the run are not made again.
     fn settle(
         &self,
+        cache: &'c MetadataCache,
         run: &mut Run<'c, '_, C>,
         p_addr: Addr,
         ptrs: [ChildPointer; 2],
@@ -2017,10 +2029,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     ) -> Result<()> {
         for ptr in ptrs {
             if !run.is_settled(ptr.addr) {
-                self.link(p_addr, ptr.addr)?;
+                self.link(cache, p_addr, ptr.addr)?;
             }
             for &x in proxies {
-                self.add_proxy(ptr.addr, x)?;
+                self.add_proxy(cache, ptr.addr, x)?;
             }
         }
         run.settled = if proxies.is_empty() {
@@ -2034,19 +2046,25 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// `rebalance(parent, last, 1, 2, Deal::KeepLeft)` for the last leaf: the right-most leaf
     /// of `run` keeps its records but the last, which moves up, and a new leaf (allocated
     /// where `rebalance` allocates it) takes the pending ones and becomes the right-most leaf.
-    fn split_last(&self, run: &mut Run<'c, '_, C>, split: usize, op: &mut Op) -> Result<()> {
+    fn split_last(
+        &self,
+        cache: &'c MetadataCache,
+        run: &mut Run<'c, '_, C>,
+        split: usize,
+        op: &mut Op,
+    ) -> Result<()> {
         let l_addr = run.leaf.addr();
         let proxies = if run.is_settled(l_addr) {
             Vec::new()
         } else {
-            self.dirty_proxies([l_addr])
+            self.dirty_proxies(cache, [l_addr])
         };
         let body = run
             .leaf_len()
             .checked_sub(1)
             .ok_or_else(|| self.corrupt(l_addr, "too few records to rebalance"))?;
         let (s0, s1) = (body, 0);
-        let r_addr = self.alloc_node(op)?;
+        let r_addr = self.alloc_node(cache, op)?;
         // Every record of the leaf is stored now (the separator last), and the new leaf
         // starts empty.
         run.store(
@@ -2063,7 +2081,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             .ok_or_else(|| self.corrupt(l_addr, "missing separator"))?;
         moved.extend_from_slice(rest);
         run.pending = run.taken;
-        self.insert_node(r_addr, self.new_data(0, moved, Vec::new()))?;
+        self.insert_node(cache, r_addr, self.new_data(0, moved, Vec::new()))?;
         let parent = run
             .path
             .last_mut()
@@ -2078,10 +2096,8 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         *last = ptrs[0];
         p.records.push(sep);
         p.children.push(ptrs[1]);
-        self.settle(run, p_addr, ptrs, &proxies)?;
-        let right = self
-            .cache
-            .protect::<LeafEntry<C>>(r_addr, &self.ctx(0, ptrs[1].nrec))?;
+        self.settle(cache, run, p_addr, ptrs, &proxies)?;
+        let right = cache.protect::<LeafEntry<C>>(r_addr, &self.ctx(0, ptrs[1].nrec))?;
         self.check_node(&ptrs[1], 0, right.data())?;
         // The split leaf is full: the run moves on to the new leaf.
         run.leaf = right;
@@ -2089,14 +2105,20 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     }
 
     /// Modify the record with key `key` in place (its key must not change); returns whether it
-    /// was found. Refused (typed) for a class whose keys repeat, as [`upsert`](Self::upsert).
-    pub fn modify(&mut self, key: &C::Key, f: impl FnOnce(&mut C::Record)) -> Result<bool> {
-        self.modify_with_proxy(key, None, f)
+    /// was found. Refused (typed) for a class whose keys repeat, as [`insert`](Self::insert).
+    pub fn modify(
+        &mut self,
+        cache: &'c MetadataCache,
+        key: &C::Key,
+        f: impl FnOnce(&mut C::Record),
+    ) -> Result<bool> {
+        self.modify_with_proxy(cache, key, None, f)
     }
 
     /// [`modify`](Self::modify), making the node that holds the record wait for `proxy`.
     pub fn modify_with_proxy(
         &mut self,
+        cache: &'c MetadataCache,
         key: &C::Key,
         proxy: Option<ProxyId>,
         f: impl FnOnce(&mut C::Record),
@@ -2110,10 +2132,10 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             return Ok(false);
         };
         let mut depth = self.hdr.depth;
-        self.link(self.addr, ptr.addr)?;
+        self.link(cache, self.addr, ptr.addr)?;
         for _ in 0..=MAX_DEPTH {
             // Look without dirtying; protect only the node that holds the record.
-            let step = self.read_node(&ptr, depth, |n| {
+            let step = self.read_node(cache, &ptr, depth, |n| {
                 Ok(match self.locate(n, &Probe::key(key)) {
                     Pos::Found(_) => None,
                     Pos::Child(i) => Some(n.children.get(i).copied()),
@@ -2121,7 +2143,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             })?;
             match step {
                 None => {
-                    let mut node = self.node_mut(&ptr, depth)?;
+                    let mut node = self.node_mut(cache, &ptr, depth)?;
                     let Pos::Found(i) = self.locate(&node, &Probe::key(key)) else {
                         return Err(self.corrupt(ptr.addr, "record vanished"));
                     };
@@ -2138,7 +2160,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                     *rec = copy.clone();
                     drop(node);
                     if let Some(p) = proxy {
-                        self.add_proxy(ptr.addr, p)?;
+                        self.add_proxy(cache, ptr.addr, p)?;
                     }
                     if let Some((min, max)) = &mut self.minmax {
                         if class.compare(key, min) == Ordering::Equal {
@@ -2152,7 +2174,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
                 }
                 Some(None) => return Ok(false),
                 Some(Some(child)) => {
-                    self.link(ptr.addr, child.addr)?;
+                    self.link(cache, ptr.addr, child.addr)?;
                     ptr = child;
                     depth = depth
                         .checked_sub(1)
@@ -2166,26 +2188,28 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
     /// Remove the record with key `key`; returns it, or `None` when absent. (When the
     /// class's keys repeat: one of the records of that key, whichever the descent meets
     /// first; see [`remove_by`](Self::remove_by).)
-    pub fn remove(&mut self, key: &C::Key) -> Result<Option<C::Record>> {
-        self.remove_probe(&Probe::key(key))
+    pub fn remove(&mut self, cache: &'c MetadataCache, key: &C::Key) -> Result<Option<C::Record>> {
+        self.remove_probe(cache, &Probe::key(key))
     }
 
-    /// Remove the record of key `key` that `tie` picks (as [`find_by`](Self::find_by) picks
+    /// Remove the record of key `key` that `tie` picks (as [`get_by`](Self::get_by) picks
     /// it); returns it, or `None` when absent.
     pub fn remove_by(
         &mut self,
+        cache: &'c MetadataCache,
         key: &C::Key,
         tie: impl Fn(&C::Record) -> Ordering,
     ) -> Result<Option<C::Record>> {
-        self.remove_probe(&Probe { key, tie })
+        self.remove_probe(cache, &Probe { key, tie })
     }
 
     fn remove_probe<T: Fn(&C::Record) -> Ordering>(
         &mut self,
+        cache: &'c MetadataCache,
         p: &Probe<'_, C, T>,
     ) -> Result<Option<C::Record>> {
         if self.minmax.is_none() && !self.is_empty() {
-            self.min_max()?;
+            self.min_max(cache)?;
         }
         if self.hint(p) != Hint::Search {
             return Ok(None);
@@ -2193,37 +2217,38 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         let Some(mut root) = self.root_ptr() else {
             return Ok(None);
         };
-        let mut op = self.new_op();
+        let mut op = self.new_op(cache);
         // A root with one record whose two children would merge: merge them into the root's
         // place, which lowers the tree by one level.
         while self.hdr.depth > 0 && root.nrec == 1 {
             let (_, low) = self.thresholds(self.hdr.depth.saturating_sub(1))?;
-            let mut node = self.node_mut(&root, self.hdr.depth)?;
+            let mut node = self.node_mut(cache, &root, self.hdr.depth)?;
             let sum: usize = node.children.iter().map(|c| c.nrec as usize).sum();
             if sum >= low.saturating_add(1).saturating_mul(2) {
                 break;
             }
-            self.rebalance(&mut node, root.addr, (0, 2, 1), Deal::Even, &mut op)?;
+            self.rebalance(cache, &mut node, root.addr, (0, 2, 1), Deal::Even, &mut op)?;
             let child = *node
                 .children
                 .first()
                 .ok_or_else(|| self.corrupt(root.addr, "collapsed root without child"))?;
             drop(node);
-            self.free_node(root.addr, &mut op)?;
+            self.free_node(cache, root.addr, &mut op)?;
             self.hdr.depth = self.hdr.depth.saturating_sub(1);
-            self.set_root(child)?;
+            self.set_root(cache, child)?;
             root = child;
         }
-        let (removed, new_root) = self.remove_rec(root, self.hdr.depth, Target::Key(p), &mut op)?;
+        let (removed, new_root) =
+            self.remove_rec(cache, root, self.hdr.depth, Target::Key(p), &mut op)?;
         if new_root.nrec == 0 {
             // The root leaf lost its last record: the tree is empty again.
-            self.free_node(new_root.addr, &mut op)?;
+            self.free_node(cache, new_root.addr, &mut op)?;
             self.hdr.root = None;
             self.hdr.root_nrec = 0;
             self.hdr.total_records = 0;
             self.hdr.depth = 0;
         } else {
-            self.set_root(new_root)?;
+            self.set_root(cache, new_root)?;
         }
         // Another record of the same key (a class whose keys repeat) also drops the cached
         // extremes: they are found again when needed.
@@ -2239,18 +2264,19 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             self.minmax = None;
         }
         self.end_op(op);
-        self.store_header()?;
+        self.store_header(cache)?;
         Ok(removed)
     }
 
     fn remove_rec<T: Fn(&C::Record) -> Ordering>(
         &self,
+        cache: &'c MetadataCache,
         ptr: ChildPointer,
         depth: u16,
         target: Target<'_, Probe<'_, C, T>>,
         op: &mut Op,
     ) -> Result<(Option<C::Record>, ChildPointer)> {
-        let mut node = self.node_mut(&ptr, depth)?;
+        let mut node = self.node_mut(cache, &ptr, depth)?;
         if depth == 0 {
             let i = match target {
                 Target::Min => Some(0).filter(|_| !node.records.is_empty()),
@@ -2271,7 +2297,7 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             };
             drop(node);
             if removed.is_some() {
-                out.addr = self.moved_if_published(&out, 0, op)?;
+                out.addr = self.moved_if_published(cache, &out, 0, op)?;
             }
             return Ok((removed, out));
         }
@@ -2308,16 +2334,16 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
             } else {
                 1
             };
-            self.rebalance(&mut node, ptr.addr, (first, 2, m), Deal::Even, op)?;
+            self.rebalance(cache, &mut node, ptr.addr, (first, 2, m), Deal::Even, op)?;
         };
         let child = *node
             .children
             .get(idx)
             .ok_or_else(|| self.corrupt(ptr.addr, "child index out of range"))?;
-        self.link(ptr.addr, child.addr)?;
+        self.link(cache, ptr.addr, child.addr)?;
         let sub_target = if found.is_some() { Target::Min } else { target };
         let (mut removed, new_child) =
-            self.remove_rec(child, depth.saturating_sub(1), sub_target, op)?;
+            self.remove_rec(cache, child, depth.saturating_sub(1), sub_target, op)?;
         if let Some(c) = node.children.get_mut(idx) {
             *c = new_child;
         }
@@ -2344,25 +2370,23 @@ impl<'c, C: RecordClass> BTree2<'c, C> {
         // a reader may reach moves, as libhdf5 shadows it, so that no reader meets a parent
         // of one flush over a child of the next (their counts would disagree).
         if op.shadowed || op.swmr {
-            out.addr = self.relocate(&out, depth, op)?;
+            out.addr = self.relocate(cache, &out, depth, op)?;
         }
         Ok((removed, out))
     }
 
     /// Remove every node and the header from the cache and free their space.
-    pub fn delete(mut self) -> Result<()> {
+    pub fn delete(mut self, cache: &'c MetadataCache) -> Result<()> {
         let mut nodes = Vec::new();
         if let Some(root) = self.root_ptr() {
-            self.node_addrs(&root, self.hdr.depth, &mut nodes)?;
+            self.node_addrs(cache, &root, self.hdr.depth, &mut nodes)?;
         }
-        let mut op = self.new_op();
+        let mut op = self.new_op(cache);
         for (addr, _) in nodes.into_iter().rev() {
-            self.free_node(addr, &mut op)?;
+            self.free_node(cache, addr, &mut op)?;
         }
-        self.cache.remove(self.addr)?;
-        self.cache
-            .allocator()
-            .free(self.addr, header_len(self.sizes))?;
+        cache.remove(self.addr)?;
+        cache.allocator().free(self.addr, header_len(self.sizes))?;
         Ok(())
     }
 }

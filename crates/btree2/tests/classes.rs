@@ -81,23 +81,23 @@ fn link_name_hash_records() {
             hash,
             heap_id: [i as u8, (i >> 8) as u8, 0, 0, 0, 0, 1],
         };
-        t.insert(rec.clone()).unwrap();
+        t.try_insert(&cache, rec.clone()).unwrap();
         model.insert(hash, rec);
     }
     for i in (0..5000u32).step_by(3) {
         let hash = i.wrapping_mul(0x9e37_79b9);
-        assert_eq!(t.remove(&hash).unwrap(), model.remove(&hash));
+        assert_eq!(t.remove(&cache, &hash).unwrap(), model.remove(&hash));
     }
-    let st = t.validate().unwrap();
+    let st = t.validate(&cache).unwrap();
     assert!(st.depth >= 2, "{st:?}");
     let header = t.addr();
     assert!(cache.flush().unwrap().is_complete());
     let eoa = cache.allocator().eoa();
     let reader = mem_cache(&storage, false);
     reader.allocator().set_eoa(eoa);
-    let t = BTree2::open(&reader, S, header, LinkNameClass).unwrap();
+    let t = BTree2::open(&reader, header, S, LinkNameClass).unwrap();
     assert_eq!(t.header().tree_type, 5);
-    let got: Vec<LinkRec> = t.records().unwrap();
+    let got: Vec<LinkRec> = t.to_vec(&reader).unwrap();
     assert_eq!(got, model.into_values().collect::<Vec<_>>());
 }
 
@@ -109,32 +109,33 @@ fn filtered_chunk_records_round_trip() {
     assert_eq!(t.header().tree_type, 11);
     assert_eq!(t.header().record_size, 30);
     for i in 0..3000u64 {
-        t.insert(fentry(
-            i % 60,
-            i / 60,
-            0x4000 + i,
-            100 + i % 900,
-            (i % 3) as u32,
-        ))
+        t.try_insert(
+            &cache,
+            fentry(i % 60, i / 60, 0x4000 + i, 100 + i % 900, (i % 3) as u32),
+        )
         .unwrap();
     }
     // Update (insert-or-replace): an existing key is replaced, a key above the maximum appended
     // without a search.
-    assert!(!t.upsert(fentry(7, 7, 0x7777, 77, 1), None).unwrap());
-    assert!(t.upsert(fentry(60, 0, 0x8888, 88, 0), None).unwrap());
-    let e = t.find(&[7, 7]).unwrap().unwrap();
+    assert!(!t.insert(&cache, fentry(7, 7, 0x7777, 77, 1), None).unwrap());
+    assert!(
+        t.insert(&cache, fentry(60, 0, 0x8888, 88, 0), None)
+            .unwrap()
+    );
+    let e = t.get(&cache, &[7, 7]).unwrap().unwrap();
     assert_eq!(
         (e.record.addr, e.record.size, e.record.mask),
         (Some(Addr(0x7777)), 77, 1)
     );
     assert_eq!(t.len(), 3001);
-    let (min, max) = t.min_max().unwrap().unwrap();
+    let (min, max) = t.min_max(&cache).unwrap().unwrap();
     assert_eq!(
         (&min.scaled[..], &max.scaled[..]),
         (&[0u64, 0][..], &[60u64, 0][..])
     );
     // A size too wide for the 2-byte field is refused at encode time, by the flush.
-    t.insert(fentry(61, 0, 0x9999, 1 << 20, 0)).unwrap();
+    t.try_insert(&cache, fentry(61, 0, 0x9999, 1 << 20, 0))
+        .unwrap();
     assert!(cache.flush().is_err());
 }
 
@@ -144,17 +145,17 @@ fn delete_frees_everything_and_bytes_used_counts_nodes() {
     let cache = mem_cache(&storage, false);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..500u64 {
-        t.insert(entry(i, 0, 0x1000 + i)).unwrap();
+        t.try_insert(&cache, entry(i, 0, 0x1000 + i)).unwrap();
     }
-    let nodes = t.nodes().unwrap().len() as u64;
+    let nodes = t.nodes(&cache).unwrap().len() as u64;
     assert_eq!(
-        t.bytes_used().unwrap(),
+        t.bytes_used(&cache).unwrap(),
         38 + nodes * u64::from(SMALL.node_size)
     );
-    let used = t.bytes_used().unwrap();
+    let used = t.bytes_used(&cache).unwrap();
     let free0 = cache.allocator().free_space();
     let eoa0 = cache.allocator().eoa();
-    t.delete().unwrap();
+    t.delete(&cache).unwrap();
     let free1 = cache.allocator().free_space();
     let eoa1 = cache.allocator().eoa();
     // Every byte comes back: to the free list, or off the end of the file.
@@ -237,11 +238,11 @@ proptest::proptest! {
             let tie = |r: &LinkRec| name.as_str().cmp(name_of(r).as_str());
             let key = (rec.hash, name.clone());
             if insert {
-                let done = t.insert_by(rec.clone(), tie);
+                let done = t.try_insert_by(&cache, rec.clone(), tie);
                 match model.entry(key) {
                     std::collections::btree_map::Entry::Occupied(_) => {
                         let duplicate =
-                            matches!(done, Err(h5chunk_btree2::Error::Duplicate { .. }));
+                            matches!(done, Err(h5chunk_btree2::Error::Exists { .. }));
                         proptest::prop_assert!(duplicate, "{:?}", done);
                     }
                     std::collections::btree_map::Entry::Vacant(slot) => {
@@ -250,33 +251,33 @@ proptest::proptest! {
                     }
                 }
             } else {
-                proptest::prop_assert_eq!(t.remove_by(&rec.hash, tie).unwrap(), model.remove(&key));
+                proptest::prop_assert_eq!(t.remove_by(&cache, &rec.hash, tie).unwrap(), model.remove(&key));
             }
         }
-        t.validate().unwrap();
+        t.validate(&cache).unwrap();
         let header = t.addr();
         proptest::prop_assert!(cache.flush().unwrap().is_complete());
         let eoa = cache.allocator().eoa();
         let reader = mem_cache(&storage, false);
         reader.allocator().set_eoa(eoa);
-        let t = BTree2::open(&reader, S, header, CollidingNames).unwrap();
+        let t = BTree2::open(&reader, header, S, CollidingNames).unwrap();
         let all: Vec<LinkRec> = model.values().cloned().collect();
-        proptest::prop_assert_eq!(t.records().unwrap(), all);
+        proptest::prop_assert_eq!(t.to_vec(&reader).unwrap(), all);
         for hash in (0..5).map(|h| h * 1000) {
             let want: Vec<LinkRec> = model
                 .range((hash, String::new())..(hash + 1, String::new()))
                 .map(|(_, r)| r.clone())
                 .collect();
-            proptest::prop_assert_eq!(t.find_all(&hash).unwrap(), want);
+            proptest::prop_assert_eq!(t.get_all(&reader, &hash).unwrap(), want);
         }
         for i in (0..600).step_by(7) {
             let (name, rec) = colliding(i);
             let found = t
-                .find_by(&rec.hash, |r| name.as_str().cmp(name_of(r).as_str()))
+                .get_by(&cache, &rec.hash, |r| name.as_str().cmp(name_of(r).as_str()))
                 .unwrap();
             proptest::prop_assert_eq!(found.as_ref(), model.get(&(rec.hash, name)));
         }
-        proptest::prop_assert!(t.find_all(&1).unwrap().is_empty());
+        proptest::prop_assert!(t.get_all(&reader, &1).unwrap().is_empty());
     }
 }
 
@@ -289,22 +290,22 @@ fn replacing_by_a_repeated_key_is_refused() {
     let mut t = BTree2::create(&cache, S, CollidingNames, TINY).unwrap();
     let (_, a) = colliding(0);
     let (_, b) = colliding(5);
-    t.insert(a.clone()).unwrap();
+    t.try_insert(&cache, a.clone()).unwrap();
     assert!(matches!(
-        t.insert(b.clone()),
-        Err(h5chunk_btree2::Error::Duplicate { .. })
+        t.try_insert(&cache, b.clone()),
+        Err(h5chunk_btree2::Error::Exists { .. })
     ));
     assert!(matches!(
-        t.upsert(b.clone(), None),
+        t.insert(&cache, b.clone(), None),
         Err(h5chunk_btree2::Error::Unsupported(_))
     ));
     assert!(matches!(
-        t.upsert_many(&[b]),
+        t.insert_many(&cache, &[b]),
         Err(h5chunk_btree2::Error::Unsupported(_))
     ));
     assert!(matches!(
-        t.modify(&0, |_| {}),
+        t.modify(&cache, &0, |_| {}),
         Err(h5chunk_btree2::Error::Unsupported(_))
     ));
-    assert_eq!(t.find(&0).unwrap(), Some(a));
+    assert_eq!(t.get(&cache, &0).unwrap(), Some(a));
 }

@@ -29,7 +29,8 @@ fn image() -> Image {
     let cache = mem_cache(&storage, false);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..200u64 {
-        t.insert(entry(i / 10, i % 10, 0x1000 + i)).unwrap();
+        t.try_insert(&cache, entry(i / 10, i % 10, 0x1000 + i))
+            .unwrap();
     }
     assert_eq!(t.depth(), 2);
     let header = t.addr();
@@ -47,11 +48,11 @@ fn walk(bytes: &[u8], header: Addr) -> Result<u64, Error> {
         CacheConfig::default(),
     )
     .unwrap();
-    let t = BTree2::open(&cache, S, header, class2())?;
-    let st = t.validate()?;
-    let n = t.records()?.len() as u64;
-    t.nth(st.records.saturating_sub(1))?;
-    t.find(&[3, 3])?;
+    let t = BTree2::open(&cache, header, S, class2())?;
+    let st = t.validate(&cache)?;
+    let n = t.to_vec(&cache)?.len() as u64;
+    t.nth(&cache, st.records.saturating_sub(1))?;
+    t.get(&cache, &[3, 3])?;
     Ok(n)
 }
 
@@ -255,8 +256,8 @@ fn rejects_records_out_of_order_and_wrong_class() {
     )
     .unwrap();
     assert!(matches!(
-        BTree2::open(&cache, S, img.header, class2f()),
-        Err(Error::ClassMismatch { .. })
+        BTree2::open(&cache, img.header, S, class2f()),
+        Err(Error::Mismatch { .. })
     ));
     let _ = Sizes::DEFAULT;
 }

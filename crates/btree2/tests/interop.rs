@@ -37,8 +37,8 @@ fn our_records(path: &Path, dataset: &str, min_depth: u16) -> (Vec<ChunkEntry>, 
     let header = c.address.expect("allocated index");
     let cache = f.cache(CacheConfig::default());
     let class = ChunkClass::new(d.record_codec(f.sizes()), d.dims().len()).unwrap();
-    let t = BTree2::open(&cache, f.sizes(), header, class).unwrap();
-    let st = t.validate().unwrap();
+    let t = BTree2::open(&cache, header, f.sizes(), class).unwrap();
+    let st = t.validate(&cache).unwrap();
     assert!(st.depth >= min_depth, "{dataset}: {st:?}");
     eprintln!(
         "{}:{dataset}: {} records, depth {}, nodes per depth {:?}, {} bytes",
@@ -46,13 +46,16 @@ fn our_records(path: &Path, dataset: &str, min_depth: u16) -> (Vec<ChunkEntry>, 
         st.records,
         st.depth,
         st.nodes,
-        t.bytes_used().unwrap()
+        t.bytes_used(&cache).unwrap()
     );
-    let recs = t.records().unwrap();
+    let recs = t.to_vec(&cache).unwrap();
     // The counts give every record by rank.
     for i in (0..recs.len()).step_by(997) {
-        assert_eq!(t.nth(i as u64).unwrap().as_ref(), Some(&recs[i]));
-        assert_eq!(t.find(&recs[i].scaled).unwrap().as_ref(), Some(&recs[i]));
+        assert_eq!(t.nth(&cache, i as u64).unwrap().as_ref(), Some(&recs[i]));
+        assert_eq!(
+            t.get(&cache, &recs[i].scaled).unwrap().as_ref(),
+            Some(&recs[i])
+        );
     }
     (recs, st.depth)
 }
@@ -203,18 +206,21 @@ fn our_trees_read_and_extended_by_libhdf5() {
         for idx in order(kind) {
             let (i, j) = (idx / COLS, idx % COLS);
             let addr = w.write_chunk(&[value(i, j)]);
-            t.insert(ChunkEntry {
-                scaled: Scaled::from_slice(&[i, j]),
-                // Filtered chunks are stored raw: the mask's bit 0 says deflate was skipped.
-                record: ChunkRecord {
-                    addr: Some(addr),
-                    size: u64::from(filtered),
-                    mask: u32::from(filtered),
+            t.try_insert(
+                w.cache(),
+                ChunkEntry {
+                    scaled: Scaled::from_slice(&[i, j]),
+                    // Filtered chunks are stored raw: the mask's bit 0 says deflate was skipped.
+                    record: ChunkRecord {
+                        addr: Some(addr),
+                        size: u64::from(filtered),
+                        mask: u32::from(filtered),
+                    },
                 },
-            })
+            )
             .unwrap();
         }
-        let st = t.validate().unwrap();
+        let st = t.validate(w.cache()).unwrap();
         assert_eq!(st.records, ROWS * COLS);
         assert!(st.depth >= 2, "{name}: {st:?}");
         depths.push((name, st.depth, st.nodes.clone()));

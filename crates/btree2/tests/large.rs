@@ -36,22 +36,23 @@ fn build(order: &[u64], label: &str) {
     let mut t = BTree2::create(&cache, S, class2(), Params::CHUNK_INDEX).unwrap();
     let start = Instant::now();
     for &i in order {
-        t.insert(entry(i / W, i % W, 0x10_0000 + i)).unwrap();
+        t.try_insert(&cache, entry(i / W, i % W, 0x10_0000 + i))
+            .unwrap();
     }
     let insert = start.elapsed();
-    let st = t.validate().unwrap();
+    let st = t.validate(&cache).unwrap();
     assert_eq!(st.records, N);
     assert!(st.depth >= 2, "{st:?}");
     check_fill(&t, &st);
     let start = Instant::now();
     for i in (0..N).step_by(7) {
-        let e = t.find(&[i / W, i % W]).unwrap().unwrap();
+        let e = t.get(&cache, &[i / W, i % W]).unwrap().unwrap();
         assert_eq!(e.record.addr.unwrap().0, 0x10_0000 + i);
-        let e = t.nth(i).unwrap().unwrap();
+        let e = t.nth(&cache, i).unwrap().unwrap();
         assert_eq!(&e.scaled[..], &[i / W, i % W]);
     }
     let lookups = start.elapsed();
-    let bytes = t.bytes_used().unwrap();
+    let bytes = t.bytes_used(&cache).unwrap();
     assert!(cache.flush().unwrap().is_complete());
     eprintln!(
         "{label}: {N} inserts in {insert:?} ({:.2} us/insert); {} find+nth pairs in {lookups:?}; \

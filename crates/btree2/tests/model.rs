@@ -50,14 +50,14 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
     let mut serial = 0x10_0000u64;
     for op in ops {
         {
-            let mut t = BTree2::open(&cache, S, header, class2()).unwrap();
+            let mut t = BTree2::open(&cache, header, S, class2()).unwrap();
             match *op {
                 Op::Insert(a, b) => {
                     serial += 1;
-                    let r = t.insert(entry(a, b, serial));
+                    let r = t.try_insert(&cache, entry(a, b, serial));
                     match model.entry([a, b]) {
                         std::collections::btree_map::Entry::Occupied(_) => {
-                            assert!(matches!(r, Err(Error::Duplicate { .. })), "{r:?}");
+                            assert!(matches!(r, Err(Error::Exists { .. })), "{r:?}");
                         }
                         std::collections::btree_map::Entry::Vacant(v) => {
                             r.unwrap();
@@ -66,19 +66,19 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
                     }
                 }
                 Op::Remove(a, b) => {
-                    let got = t.remove(&[a, b]).unwrap();
+                    let got = t.remove(&cache, &[a, b]).unwrap();
                     let want = model.remove(&[a, b]);
                     assert_eq!(got.map(|e| e.record.addr.unwrap().0), want);
                 }
                 Op::Find(a, b) => {
-                    let got = t.find(&[a, b]).unwrap();
+                    let got = t.get(&cache, &[a, b]).unwrap();
                     assert_eq!(
                         got.map(|e| e.record.addr.unwrap().0),
                         model.get(&[a, b]).copied()
                     );
                 }
                 Op::Nth(n) => {
-                    let got = t.nth(n).unwrap();
+                    let got = t.nth(&cache, n).unwrap();
                     let want = model.iter().nth(n as usize).map(|(k, v)| (*k, *v));
                     assert_eq!(
                         got.map(|e| ([e.scaled[0], e.scaled[1]], e.record.addr.unwrap().0)),
@@ -89,7 +89,7 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
                     serial += 1;
                     let s = serial;
                     let found = t
-                        .modify(&[a, b], |e| e.record.addr = Some(Addr(s)))
+                        .modify(&cache, &[a, b], |e| e.record.addr = Some(Addr(s)))
                         .unwrap();
                     assert_eq!(found, model.contains_key(&[a, b]));
                     if let Some(v) = model.get_mut(&[a, b]) {
@@ -97,18 +97,18 @@ fn run(ops: &[Op], swmr: bool) -> u16 {
                     }
                     // A modification may not move a record.
                     if found {
-                        let r = t.modify(&[a, b], |e| e.scaled[0] += 100);
+                        let r = t.modify(&cache, &[a, b], |e| e.scaled[0] += 100);
                         assert!(matches!(r, Err(Error::KeyChanged { .. })), "{r:?}");
                     }
                 }
                 Op::Reopen => {}
             }
-            let st = t.validate().unwrap();
+            let st = t.validate(&cache).unwrap();
             deepest = deepest.max(st.depth);
             assert_eq!(st.records, model.len() as u64);
             check_fill(&t, &st);
             let got: Vec<([u64; 2], u64)> = t
-                .records()
+                .to_vec(&cache)
                 .unwrap()
                 .iter()
                 .map(|e| ([e.scaled[0], e.scaled[1]], e.record.addr.unwrap().0))
@@ -153,17 +153,18 @@ fn model_fill_then_drain_changes_depth() {
 }
 
 #[test]
-fn iterate_stops_early() {
+fn for_each_stops_early() {
     let storage = MemStorage::new();
     let cache = mem_cache(&storage, false);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..300 {
-        t.insert(entry(i / 10, i % 10, 0x1000 + i)).unwrap();
+        t.try_insert(&cache, entry(i / 10, i % 10, 0x1000 + i))
+            .unwrap();
     }
     assert!(t.depth() >= 2);
     let mut seen = 0;
     let flow = t
-        .iterate(|_| {
+        .for_each(&cache, |_| {
             seen += 1;
             if seen == 57 {
                 ControlFlow::Break(())

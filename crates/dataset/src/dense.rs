@@ -160,8 +160,8 @@ impl Heap {
             )
         })?;
         let class = HugeObjects::new(&self.h, f.sizes);
-        let tree = BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2_err)?;
-        let found = tree.find(&key).map_err(bt2_err)?.ok_or_else(|| {
+        let tree = BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2_err)?;
+        let found = tree.get(&f.cache, &key).map_err(bt2_err)?.ok_or_else(|| {
             Error::corrupt(
                 "fractal heap",
                 self.addr,
@@ -441,12 +441,13 @@ impl Names {
     /// The records of `hash` in `tree`, with their names (`name_of` reads one through its
     /// heap ID). Only those records are read from the heap: none, nearly always.
     pub(crate) fn of_hash(
-        tree: &BTree2<'_, LinkNames>,
+        cache: &h5chunk_cache::MetadataCache,
+        tree: &BTree2<LinkNames>,
         hash: u32,
         mut name_of: impl FnMut(&[u8]) -> Result<Vec<u8>>,
     ) -> Result<Names> {
         let mut names = Names::default();
-        for r in tree.find_all(&hash).map_err(bt2_err)? {
+        for r in tree.get_all(cache, &hash).map_err(bt2_err)? {
             let name = name_of(&r.id)?;
             names.by_id.insert(r.id, name);
         }
@@ -812,11 +813,11 @@ fn records(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<
         id_len: heap.id_len(),
         attributes,
     };
-    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
     let mut out = Vec::new();
     // The closure never breaks: the flow it returns says nothing.
     let _ = tree
-        .iterate(|r| {
+        .for_each(&f.cache, |r| {
             out.push(r.clone());
             ControlFlow::Continue(())
         })
@@ -854,8 +855,8 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
         id_len,
         attributes: false,
     };
-    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
-    let records = tree.find_all(&hash).map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
+    let records = tree.get_all(&f.cache, &hash).map_err(bt2_err)?;
     if records.is_empty() {
         return Ok(None);
     }
@@ -893,8 +894,8 @@ pub(crate) fn misordered(
 ) -> Result<Vec<(String, String)>> {
     let heap = Heap::open(f, heap)?;
     let class = LinkNames::new(heap.id_len(), attributes);
-    let tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2_err)?;
-    let records = tree.records().map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
+    let records = tree.to_vec(&f.cache).map_err(bt2_err)?;
     let name_of = |r: &LinkName| {
         if attributes {
             attribute_name(f, &heap, &r.id)

@@ -839,7 +839,7 @@ impl HeapWriter {
         let len = object.len() as u64;
         let class = crate::dense::HugeObjects::new(&self.h, f.sizes);
         let mut tree = match self.h.huge_btree {
-            Some(at) => BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2)?,
+            Some(at) => BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2)?,
             None => BTree2::create(&f.cache, f.sizes, class, HUGE_INDEX).map_err(bt2)?,
         };
         let at = f.allocate(len)?;
@@ -849,7 +849,7 @@ impl HeapWriter {
             filtered: None,
             id: Some(id),
         };
-        tree.insert(crate::dense::HugeEntry::new(id, rec))
+        tree.try_insert(&f.cache, crate::dense::HugeEntry::new(id, rec))
             .map_err(bt2)?;
         self.h.huge_btree = Some(tree.addr());
         self.retired.push((at, object.to_vec()));
@@ -1031,13 +1031,14 @@ pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Cre
     for l in links {
         let id = heap.insert(f, &encode_link(f, l)?)?;
         let record = LinkName::new(h5chunk_format::checksum::lookup3(&l.name), id.clone());
-        tree.insert_by(record, known.tie(&l.name)).map_err(bt2)?;
+        tree.try_insert_by(&f.cache, record, known.tie(&l.name))
+            .map_err(bt2)?;
         known.check()?;
         if let Some(t) = &mut by_order {
             let order = l.creation_order.ok_or(Error::Unsupported(
                 "indexing the creation order of a link that has none",
             ))?;
-            t.insert(CreationOrder::new(order, id.clone()))
+            t.try_insert(&f.cache, CreationOrder::new(order, id.clone()))
                 .map_err(bt2)?;
         }
         known.insert(id, l.name.clone());
@@ -1065,10 +1066,10 @@ pub(crate) fn add(
     let body = encode_link(f, link)?;
     let hash = h5chunk_format::checksum::lookup3(&link.name);
     let class = LinkNames::new(id_len(f, heap)?, false);
-    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+    let mut tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2)?;
     // The names of the hash's other records (nearly always none: the heap is not read).
     let mut reader = None;
-    let known = Names::of_hash(&tree, hash, |id| {
+    let known = Names::of_hash(&f.cache, &tree, hash, |id| {
         let h = match &mut reader {
             Some(h) => h,
             None => reader.insert(Heap::open(f, heap)?),
@@ -1087,8 +1088,8 @@ pub(crate) fn add(
             let mut by_order = match (orders, link.creation_order) {
                 (Some(at), Some(order)) => {
                     let class = CreationOrders::new(usize::from(w.h.id_len));
-                    let t = BTree2::open(&f.cache, f.sizes, at, class).map_err(bt2)?;
-                    if t.find(&order).map_err(bt2)?.is_some() {
+                    let t = BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2)?;
+                    if t.get(&f.cache, &order).map_err(bt2)?.is_some() {
                         return Err(Error::corrupt(
                             "creation-order index",
                             at,
@@ -1105,11 +1106,16 @@ pub(crate) fn add(
                 }
             };
             let id = w.insert(f, &body)?;
-            tree.insert_by(LinkName::new(hash, id.clone()), known.tie(&link.name))
-                .map_err(bt2)?;
+            tree.try_insert_by(
+                &f.cache,
+                LinkName::new(hash, id.clone()),
+                known.tie(&link.name),
+            )
+            .map_err(bt2)?;
             known.check()?;
             if let Some((t, order)) = &mut by_order {
-                t.insert(CreationOrder::new(*order, id)).map_err(bt2)?;
+                t.try_insert(&f.cache, CreationOrder::new(*order, id))
+                    .map_err(bt2)?;
             }
             Ok(())
         },
@@ -1140,8 +1146,8 @@ pub(crate) struct NewAttribute<'a> {
     pub(crate) order: u32,
 }
 
-fn attribute_orders(f: &Store, at: Addr, id_len: usize) -> Result<BTree2<'_, AttributeOrders>> {
-    BTree2::open(&f.cache, f.sizes, at, AttributeOrders::new(id_len)).map_err(bt2)
+fn attribute_orders(f: &Store, at: Addr, id_len: usize) -> Result<BTree2<AttributeOrders>> {
+    BTree2::open(&f.cache, at, f.sizes, AttributeOrders::new(id_len)).map_err(bt2)
 }
 
 /// Move attribute messages into new dense storage, with a creation-order index (type 9) when
@@ -1167,10 +1173,11 @@ pub(crate) fn create_attributes(
         let id = heap.insert(f, m.body)?;
         let hash = h5chunk_format::checksum::lookup3(m.name);
         let record = LinkName::attribute(hash, id.clone(), m.order);
-        tree.insert_by(record, known.tie(m.name)).map_err(bt2)?;
+        tree.try_insert_by(&f.cache, record, known.tie(m.name))
+            .map_err(bt2)?;
         known.check()?;
         if let Some(t) = &mut by_order {
-            t.insert(AttributeOrder::new(m.order, id.clone()))
+            t.try_insert(&f.cache, AttributeOrder::new(m.order, id.clone()))
                 .map_err(bt2)?;
         }
         known.insert(id, m.name.to_vec());
@@ -1197,17 +1204,19 @@ pub(crate) fn put_attribute(
 ) -> Result<()> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
-    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+    let mut tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(new.name);
     // The records of the hash with their names: the attribute it replaces, if one has its
     // name, and where its record goes among the others (in name order, as libhdf5 orders
     // them).
-    let known = Names::of_hash(&tree, hash, |id| crate::dense::attribute_name(f, &h, id))?;
+    let known = Names::of_hash(&f.cache, &tree, hash, |id| {
+        crate::dense::attribute_name(f, &h, id)
+    })?;
     let replaced = known.has(new.name);
     let mut by_order = match orders {
         Some(at) => {
             let t = attribute_orders(f, at, h.id_len())?;
-            if t.find(&new.order).map_err(bt2)?.is_some() {
+            if t.get(&f.cache, &new.order).map_err(bt2)?.is_some() {
                 return Err(Error::corrupt(
                     "attribute creation-order index",
                     at,
@@ -1220,19 +1229,23 @@ pub(crate) fn put_attribute(
     };
     let id = with_heap(f, heap, |b| attribute_len(f, b), |w| w.insert(f, new.body))?;
     if replaced {
-        let old = tree.remove_by(&hash, known.tie(new.name)).map_err(bt2)?;
+        let old = tree
+            .remove_by(&f.cache, &hash, known.tie(new.name))
+            .map_err(bt2)?;
         if let (Some(t), Some(old)) = (&mut by_order, old) {
-            t.remove(&old.order()).map_err(bt2)?;
+            t.remove(&f.cache, &old.order()).map_err(bt2)?;
         }
     }
-    tree.insert_by(
+    tree.try_insert_by(
+        &f.cache,
         LinkName::attribute(hash, id.clone(), new.order),
         known.tie(new.name),
     )
     .map_err(bt2)?;
     known.check()?;
     if let Some(t) = &mut by_order {
-        t.insert(AttributeOrder::new(new.order, id)).map_err(bt2)?;
+        t.try_insert(&f.cache, AttributeOrder::new(new.order, id))
+            .map_err(bt2)?;
     }
     Ok(())
 }
@@ -1248,18 +1261,22 @@ pub(crate) fn remove_attribute(
 ) -> Result<bool> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
-    let mut tree = BTree2::open(&f.cache, f.sizes, names, class).map_err(bt2)?;
+    let mut tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(name);
     // Other attributes of the hash stay: the record removed is the one of this name.
-    let known = Names::of_hash(&tree, hash, |id| crate::dense::attribute_name(f, &h, id))?;
+    let known = Names::of_hash(&f.cache, &tree, hash, |id| {
+        crate::dense::attribute_name(f, &h, id)
+    })?;
     if !known.has(name) {
         return Ok(false);
     }
-    let removed = tree.remove_by(&hash, known.tie(name)).map_err(bt2)?;
+    let removed = tree
+        .remove_by(&f.cache, &hash, known.tie(name))
+        .map_err(bt2)?;
     known.check()?;
     if let (Some(at), Some(r)) = (orders, &removed) {
         attribute_orders(f, at, h.id_len())?
-            .remove(&r.order())
+            .remove(&f.cache, &r.order())
             .map_err(bt2)?;
     }
     Ok(removed.is_some())

@@ -132,8 +132,8 @@ pub(crate) fn links_in_order(
         }
         LinkStorage::SymbolTable { btree, heap } => {
             let g = symbol_table(f, btree, heap)?;
-            let names = g.names().map_err(bt1_err)?;
-            for link in g.links().map_err(bt1_err)? {
+            let names = g.names(&f.cache).map_err(bt1_err)?;
+            for link in g.to_vec(&f.cache).map_err(bt1_err)? {
                 if let Some(value) = entry_value(&link.entry, &names)? {
                     out.push((String::from_utf8_lossy(&link.name).into_owned(), value));
                 }
@@ -184,8 +184,8 @@ pub(crate) fn lookup(f: &Store, group: Addr, name: &str) -> Result<Option<LinkVa
         }
         LinkStorage::SymbolTable { btree, heap } => {
             let g = symbol_table(f, btree, heap)?;
-            match g.lookup(name.as_bytes()).map_err(bt1_err)? {
-                Some(entry) => entry_value(&entry, &g.names().map_err(bt1_err)?),
+            match g.get(&f.cache, name.as_bytes()).map_err(bt1_err)? {
+                Some(entry) => entry_value(&entry, &g.names(&f.cache).map_err(bt1_err)?),
                 None => Ok(None),
             }
         }
@@ -201,14 +201,14 @@ fn bt1_err(e: h5chunk_btree1::Error) -> Error {
 
 /// The old-style group (h5chunk-btree1) whose symbol table is `btree` + `heap`: its nodes and
 /// heap live in the metadata cache, written at flush before the object headers.
-fn symbol_table(f: &Store, btree: Addr, heap: Addr) -> Result<h5chunk_btree1::Group<'_>> {
+fn symbol_table(f: &Store, btree: Addr, heap: Addr) -> Result<h5chunk_btree1::Group> {
     h5chunk_btree1::Group::open(
         &f.cache,
+        btree,
+        heap,
         f.sizes,
         f.k.group_internal,
         f.k.group_leaf,
-        btree,
-        heap,
     )
     .map_err(bt1_err)
 }
@@ -354,7 +354,7 @@ pub(crate) fn add_link(
             }
         }
         LinkStorage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
-            .insert(name.as_bytes(), target, cache)
+            .insert(&f.cache, name.as_bytes(), target, cache)
             .map_err(bt1_err),
         LinkStorage::Dense { heap, names } => {
             let info = f.messages(group)?.into_iter().find_map(|m| match m {

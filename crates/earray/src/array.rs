@@ -1,4 +1,4 @@
-//! The extensible array over the metadata cache: create, open, get, set, append, iterate,
+//! The extensible array over the metadata cache: create, open, get, insert, append, for_each,
 //! statistics, delete and bytes used.
 //!
 //! # Update order (SWMR)
@@ -132,7 +132,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
             (g.header.client_id, g.header.element_size, g.header.params)
         };
         if client_id != class.client_id() || element_size != class.element_size() {
-            return Err(Error::ClassMismatch {
+            return Err(Error::Mismatch {
                 addr,
                 expected_client: class.client_id(),
                 found_client: client_id,
@@ -240,7 +240,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
 
     fn locate(&self, i: u64) -> Result<Location> {
         let g = &self.shape.geometry;
-        let out_of_range = || Error::IndexOutOfRange {
+        let out_of_range = || Error::OutOfRange {
             addr: self.shape.header,
             index: i,
             max: g.max_nelmts(),
@@ -397,13 +397,13 @@ impl<C: ElementClass> ExtensibleArray<C> {
 
     /// Set element `i` to `value`, creating (initialised to the fill element) every missing
     /// block on its path, and update the header's statistics as libhdf5 does.
-    pub fn set(&mut self, cache: &MetadataCache, i: u64, value: &C::Element) -> Result<()> {
+    pub fn insert(&mut self, cache: &MetadataCache, i: u64, value: &C::Element) -> Result<()> {
         self.set_inner(cache, i, value, None)
     }
 
-    /// [`set`](Self::set), and make the block holding the element wait for `chunk` (the proxy
+    /// [`insert`](Self::insert), and make the block holding the element wait for `chunk` (the proxy
     /// of the raw-data chunk the element points to): the chunk reaches the file first.
-    pub fn set_chunk(
+    pub fn insert_with_proxy(
         &mut self,
         cache: &MetadataCache,
         i: u64,
@@ -416,9 +416,9 @@ impl<C: ElementClass> ExtensibleArray<C> {
     /// Set many elements at once (with `chunk`, every block holding one of them waits for that
     /// chunk proxy): the elements that share a block are written under one protect of that
     /// block, and the header's statistics are updated once. Equivalent to
-    /// [`set_chunk`](Self::set_chunk) (or [`set`](Self::set)) on each item in order; a flush of
+    /// [`insert_with_proxy`](Self::insert_with_proxy) (or [`insert`](Self::insert)) on each item in order; a flush of
     /// appended chunks is one call.
-    pub fn set_many(
+    pub fn insert_many(
         &mut self,
         cache: &MetadataCache,
         items: &[(u64, C::Element)],
@@ -577,7 +577,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
     /// Set the element after the highest one set (index `max_idx_set`) and return its index.
     pub fn append(&mut self, cache: &MetadataCache, value: &C::Element) -> Result<u64> {
         let i = self.len(cache)?;
-        self.set(cache, i, value)?;
+        self.insert(cache, i, value)?;
         Ok(i)
     }
 
@@ -606,7 +606,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
         value: &C::Element,
         chunk: Option<ProxyId>,
     ) -> Result<()> {
-        self.set_many(cache, &[(i, *value)], chunk)
+        self.insert_many(cache, &[(i, *value)], chunk)
     }
 
     /// Create every missing block on the path to `loc`, registering each new block's flush
@@ -806,7 +806,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
 
     /// Call `f` with every set element (per [`ElementClass::is_set`]) below `max_idx_set`, in
     /// index order, until it returns `Break`. Only blocks that exist are read.
-    pub fn for_each_set(
+    pub fn for_each(
         &self,
         cache: &MetadataCache,
         mut f: impl FnMut(u64, C::Element) -> ControlFlow<()>,
@@ -927,9 +927,9 @@ impl<C: ElementClass> ExtensibleArray<C> {
     }
 
     /// Every set element below `max_idx_set`, in index order.
-    pub fn collect_set(&self, cache: &MetadataCache) -> Result<Vec<(u64, C::Element)>> {
+    pub fn to_vec(&self, cache: &MetadataCache) -> Result<Vec<(u64, C::Element)>> {
         let mut out = Vec::new();
-        self.for_each_set(cache, |i, v| {
+        self.for_each(cache, |i, v| {
             out.push((i, v));
             ControlFlow::Continue(())
         })?;

@@ -17,13 +17,13 @@ pub enum Error {
     /// A block could not be decoded or encoded outside the cache.
     #[error("format: {0}")]
     Format(#[from] h5chunk_format::Error),
-    /// The array's header names another element class (client id) or element size than the
-    /// class it was opened with.
+    /// The header disagrees with what the caller opened the array with: it names another
+    /// element class (client id) or element size than the class it was opened with.
     #[error(
         "EAHD @ {addr}: the array holds client id {found_client} with {found_size}-byte elements, \
          the element class expects client id {expected_client} with {expected_size}-byte elements"
     )]
-    ClassMismatch {
+    Mismatch {
         /// Address of the header.
         addr: Addr,
         /// Client id the class expects.
@@ -37,7 +37,7 @@ pub enum Error {
     },
     /// An element index at or beyond the array's maximum number of elements.
     #[error("EAHD @ {addr}: index {index} is beyond the maximum of {max} elements")]
-    IndexOutOfRange {
+    OutOfRange {
         /// Address of the header.
         addr: Addr,
         /// The index asked for.

@@ -21,7 +21,7 @@
 //! for i in 0..1_000u64 {
 //!     assert_eq!(ea.append(&cache, &Some(Addr(0x10_0000 + i)))?, i);
 //! }
-//! ea.set(&cache, 5_000, &Some(Addr(0x20_0000)))?; // a sparse far index creates only its path
+//! ea.insert(&cache, 5_000, &Some(Addr(0x20_0000)))?; // a sparse far index creates only its path
 //! assert_eq!(ea.get(&cache, 500)?, Some(Addr(0x10_0000 + 500)));
 //! assert_eq!(ea.get(&cache, 4_999)?, None); // never set: the fill element
 //! assert_eq!(ea.len(&cache)?, 5_001);
@@ -34,7 +34,7 @@
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::swmr_reader())?;
 //! let ro = ExtensibleArray::open(&reader, ea.addr(), Sizes::DEFAULT, ChunkAddrs::new(Sizes::DEFAULT))?;
 //! assert_eq!(ro.get(&reader, 999)?, Some(Addr(0x10_0000 + 999)));
-//! assert_eq!(ro.collect_set(&reader)?.len(), 1_001);
+//! assert_eq!(ro.to_vec(&reader)?.len(), 1_001);
 //! assert_eq!(ro.stats(&reader)?.max_idx_set, 5_001);
 //! # Ok(())
 //! # }
@@ -58,7 +58,7 @@
 //!
 //! - Flush dependencies follow the SWMR design's table 7 (header → index block → super blocks
 //!   and data blocks → pages; any element-holding block → the chunk proxy given to
-//!   [`ExtensibleArray::set_chunk`]): a reader never finds a pointer to a block not yet written,
+//!   [`ExtensibleArray::insert_with_proxy`]): a reader never finds a pointer to a block not yet written,
 //!   and the header's `max_idx_set` (the visible count) is written last.
 //! - Every block names the array's header and client id; checksums are verified before any
 //!   field is read; the depth is fixed (at most four blocks on any path), so a corrupt file

@@ -1,4 +1,4 @@
-//! Model test: random set/get/append/reopen sequences against a `BTreeMap`, over a memory
+//! Model test: random insert/get/append/reopen sequences against a `BTreeMap`, over a memory
 //! storage, with the write order checked at every flush.
 
 #![allow(
@@ -83,7 +83,7 @@ fn run<C: ElementClass + Clone>(
     for op in ops {
         match *op {
             Op::Set(i, v) => {
-                ea.set(&cache, i, &conv(v)).unwrap();
+                ea.insert(&cache, i, &conv(v)).unwrap();
                 model.insert(i, conv(v));
             }
             Op::Get(i) => {
@@ -105,7 +105,7 @@ fn run<C: ElementClass + Clone>(
     }
     let (cache, ea) = reopen(&storage, cache, &ea);
     let want: Vec<(u64, C::Element)> = model.into_iter().collect();
-    prop_assert_eq!(ea.collect_set(&cache).unwrap(), want.clone());
+    prop_assert_eq!(ea.to_vec(&cache).unwrap(), want.clone());
     for (i, v) in want {
         prop_assert_eq!(ea.get(&cache, i).unwrap(), v);
     }
@@ -146,25 +146,25 @@ fn batch() -> impl Strategy<Value = Vec<(u64, u64)>> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// `set_many` is `set` on each item: the same bytes reach the storage, in an order the
+    /// `insert_many` is `set` on each item: the same bytes reach the storage, in an order the
     /// write-order checker accepts, and the array reads back the same.
     #[test]
-    fn set_many_writes_what_set_writes(batches in prop::collection::vec(batch(), 1..4)) {
+    fn insert_many_writes_what_insert_writes(batches in prop::collection::vec(batch(), 1..4)) {
         let (one_storage, one) = new_cache();
         let (many_storage, many) = new_cache();
         let mut a = ExtensibleArray::create(&one, S, filtered(), Params::CHUNK_INDEX).unwrap();
         let mut b = ExtensibleArray::create(&many, S, filtered(), Params::CHUNK_INDEX).unwrap();
         for items in &batches {
             for &(i, v) in items {
-                a.set(&one, i, &value(v)).unwrap();
+                a.insert(&one, i, &value(v)).unwrap();
             }
             let items: Vec<_> = items.iter().map(|&(i, v)| (i, value(v))).collect();
-            b.set_many(&many, &items, None).unwrap();
+            b.insert_many(&many, &items, None).unwrap();
             prop_assert!(one.flush().unwrap().is_complete());
             prop_assert!(many.flush().unwrap().is_complete());
             check_write_order(&many.take_trace()).unwrap();
             prop_assert_eq!(one_storage.to_vec(), many_storage.to_vec());
         }
-        prop_assert_eq!(a.collect_set(&one).unwrap(), b.collect_set(&many).unwrap());
+        prop_assert_eq!(a.to_vec(&one).unwrap(), b.to_vec(&many).unwrap());
     }
 }

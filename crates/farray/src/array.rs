@@ -1,4 +1,4 @@
-//! The fixed array over the metadata cache: create, open, get, set, iterate, delete.
+//! The fixed array over the metadata cache: create, open, get, insert, for_each, delete.
 //!
 //! A fixed array is a header (`FAHD`) and, from the first set on, one data block (`FADB`). A
 //! small array keeps its elements in the data block; an array of more than `2^page_bits`
@@ -48,7 +48,7 @@ impl Params {
     /// dimensions: one element per chunk of the maximum chunk grid, `Π ceil(max / chunk)`.
     pub fn for_chunks(max_dims: &[u64], chunk_dims: &[u64], page_bits: u8) -> Result<Params> {
         if max_dims.len() != chunk_dims.len() {
-            return Err(Error::InvalidParameters(format!(
+            return Err(Error::InvalidArgument(format!(
                 "{} maximum dimensions but {} chunk dimensions",
                 max_dims.len(),
                 chunk_dims.len()
@@ -58,14 +58,14 @@ impl Params {
         for (&max, &chunk) in max_dims.iter().zip(chunk_dims) {
             let n = max
                 .checked_div(chunk)
-                .ok_or_else(|| Error::InvalidParameters("a chunk dimension is zero".to_string()))?;
+                .ok_or_else(|| Error::InvalidArgument("a chunk dimension is zero".to_string()))?;
             let n = if max.checked_rem(chunk) == Some(0) {
                 n
             } else {
                 n.saturating_add(1)
             };
             nelmts = nelmts.checked_mul(n).ok_or_else(|| {
-                Error::InvalidParameters("the number of chunks overflows".to_string())
+                Error::InvalidArgument("the number of chunks overflows".to_string())
             })?;
         }
         Ok(Params {
@@ -109,13 +109,13 @@ impl<C: ElementClass> FixedArray<C> {
     ) -> Result<FixedArray<C>> {
         let (client_id, element_size) = check_class(&class)?;
         if params.nelmts == 0 {
-            return Err(Error::InvalidParameters(
+            return Err(Error::InvalidArgument(
                 "a fixed array has at least one element".to_string(),
             ));
         }
         let page_bits = params.max_dblk_page_nelmts_bits;
         if page_bits == 0 || page_bits > MAX_PAGE_BITS {
-            return Err(Error::InvalidParameters(format!(
+            return Err(Error::InvalidArgument(format!(
                 "page bits {page_bits} not in 1..={MAX_PAGE_BITS}"
             )));
         }
@@ -135,7 +135,7 @@ impl<C: ElementClass> FixedArray<C> {
 
     /// Open the array whose header is at `addr`, checking the header against the class and
     /// against `expected` (what the dataset's layout implies): an element count, element size,
-    /// client id or page size that differs is [`Error::Inconsistent`].
+    /// client id or page size that differs is [`Error::Mismatch`].
     pub fn open(
         cache: &MetadataCache,
         addr: Addr,
@@ -165,7 +165,7 @@ impl<C: ElementClass> FixedArray<C> {
         ];
         for (field, found, expected) in checks {
             if found != expected {
-                return Err(Error::Inconsistent {
+                return Err(Error::Mismatch {
                     addr,
                     field,
                     found,
@@ -272,7 +272,7 @@ impl<C: ElementClass> FixedArray<C> {
         if p >= self.geometry.npages {
             return Err(Error::OutOfRange {
                 index: p,
-                nelmts: self.geometry.npages,
+                len: self.geometry.npages,
             });
         }
         // `page_offset` of an existing page is below `allocated_len`, checked at construction.
@@ -315,29 +315,29 @@ impl<C: ElementClass> FixedArray<C> {
 
     /// Set element `index`, creating the data block (and, when paged, the element's page) on
     /// first use.
-    pub fn set(&mut self, cache: &MetadataCache, index: u64, value: &C::Value) -> Result<()> {
-        self.set_with_proxy(cache, index, value, None)
+    pub fn insert(&mut self, cache: &MetadataCache, index: u64, value: &C::Value) -> Result<()> {
+        self.insert_with_proxy(cache, index, value, None)
     }
 
     /// Set element `index` to a value that points at a chunk which `proxy` stands for: the
     /// block or page holding the element then waits for the chunk to be written before it can
     /// be. The dependency stays until the proxy's owner removes the proxy.
-    pub fn set_with_proxy(
+    pub fn insert_with_proxy(
         &mut self,
         cache: &MetadataCache,
         index: u64,
         value: &C::Value,
         proxy: Option<ProxyId>,
     ) -> Result<()> {
-        self.set_many(cache, std::slice::from_ref(&(index, value.clone())), proxy)
+        self.insert_many(cache, std::slice::from_ref(&(index, value.clone())), proxy)
     }
 
     /// Set many elements (with `proxy`, every block or page holding one of them waits for that
-    /// chunk proxy), equivalent to [`set_with_proxy`](Self::set_with_proxy) on each in order:
+    /// chunk proxy), equivalent to [`insert_with_proxy`](Self::insert_with_proxy) on each in order:
     /// the elements that share a page (or the whole unpaged block) are written under one
     /// protect, and a new page is created and marked valid once. A flush of appended chunks is
     /// one call.
-    pub fn set_many(
+    pub fn insert_many(
         &mut self,
         cache: &MetadataCache,
         items: &[(u64, C::Value)],
@@ -390,7 +390,7 @@ impl<C: ElementClass> FixedArray<C> {
         Ok(())
     }
 
-    /// [`set_many`](Self::set_many) for items that all live in page `p`.
+    /// [`insert_many`](Self::insert_many) for items that all live in page `p`.
     fn set_in_page(
         &self,
         cache: &MetadataCache,
@@ -442,7 +442,7 @@ impl<C: ElementClass> FixedArray<C> {
 
     /// Visit every set element (see [`ElementClass::is_set`]) in index order, until `f`
     /// breaks. Pages never written are skipped without being read.
-    pub fn iterate(
+    pub fn for_each(
         &self,
         cache: &MetadataCache,
         mut f: impl FnMut(u64, C::Value) -> ControlFlow<()>,
@@ -482,9 +482,9 @@ impl<C: ElementClass> FixedArray<C> {
     }
 
     /// Every set element with its index, in index order.
-    pub fn set_elements(&self, cache: &MetadataCache) -> Result<Vec<(u64, C::Value)>> {
+    pub fn to_vec(&self, cache: &MetadataCache) -> Result<Vec<(u64, C::Value)>> {
         let mut out = Vec::new();
-        self.iterate(cache, |i, v| {
+        self.for_each(cache, |i, v| {
             out.push((i, v));
             ControlFlow::Continue(())
         })?;
@@ -553,7 +553,7 @@ impl<C: ElementClass> FixedArray<C> {
         if index >= self.geometry.nelmts {
             return Err(Error::OutOfRange {
                 index,
-                nelmts: self.geometry.nelmts,
+                len: self.geometry.nelmts,
             });
         }
         Ok(())
@@ -655,7 +655,7 @@ fn header_len(sizes: Sizes) -> u64 {
 fn check_class<C: ElementClass>(class: &C) -> Result<(u8, u8)> {
     let client_id = class.client_id();
     if client_id > 1 {
-        return Err(Error::InvalidParameters(format!(
+        return Err(Error::InvalidArgument(format!(
             "client id {client_id} (fixed arrays know 0 and 1)"
         )));
     }
@@ -663,12 +663,12 @@ fn check_class<C: ElementClass>(class: &C) -> Result<(u8, u8)> {
     let element_size = u8::try_from(size)
         .ok()
         .filter(|&s| s > 0)
-        .ok_or_else(|| Error::InvalidParameters(format!("element size {size} not in 1..=255")))?;
+        .ok_or_else(|| Error::InvalidArgument(format!("element size {size} not in 1..=255")))?;
     Ok((client_id, element_size))
 }
 
 fn bad_width(found: usize, element_size: u8) -> Error {
-    Error::InvalidParameters(format!(
+    Error::InvalidArgument(format!(
         "the element class encoded {found} bytes, not {element_size}"
     ))
 }
@@ -734,7 +734,7 @@ mod tests {
         let err = FixedArray::open(&cache, Addr(0x1c3), s, codec, p).unwrap_err();
         assert!(matches!(
             err,
-            Error::Inconsistent {
+            Error::Mismatch {
                 field: "number of elements",
                 found: 12,
                 expected: 6,
@@ -750,7 +750,7 @@ mod tests {
         let filtered = RecordCodec::filtered(s, 2).unwrap();
         assert!(matches!(
             FixedArray::open(&cache, Addr(0x1c3), s, filtered, p),
-            Err(Error::Inconsistent {
+            Err(Error::Mismatch {
                 field: "element size",
                 ..
             })

@@ -16,10 +16,10 @@ pub enum Error {
     /// A block or element could not be decoded or encoded.
     #[error(transparent)]
     Format(#[from] h5chunk_format::Error),
-    /// The header disagrees with what the dataset's layout implies (element count, element
-    /// size, client id or page size).
+    /// The header disagrees with what the caller opened the array with: the element count,
+    /// page size, element size or client id the dataset's layout and element class imply.
     #[error("FAHD @ {addr}: {field} is {found} but the layout implies {expected}")]
-    Inconsistent {
+    Mismatch {
         /// The header's address.
         addr: Addr,
         /// The header field at fault.
@@ -30,16 +30,17 @@ pub enum Error {
         expected: u64,
     },
     /// An element index at or past the array's end.
-    #[error("element {index} is out of range: the array has {nelmts} elements")]
+    #[error("element {index} is out of range: the array has {len} elements")]
     OutOfRange {
         /// The index asked for.
         index: u64,
-        /// The number of elements.
-        nelmts: u64,
+        /// The number of elements (or of pages, for a page index).
+        len: u64,
     },
-    /// Creation parameters (or an element class) that no fixed array can have.
-    #[error("invalid fixed array parameters: {0}")]
-    InvalidParameters(String),
+    /// The caller's arguments do not fit a fixed array: creation parameters (or an element
+    /// class) that no fixed array can have.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
     /// Something h5chunk does not implement; names the feature.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),

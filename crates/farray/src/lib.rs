@@ -24,14 +24,14 @@
 //!
 //! // The first set creates the data block, and the element's page.
 //! let chunk = ChunkRecord { addr: Some(Addr(0x4000)), ..ChunkRecord::default() };
-//! fa.set(&cache, 5_000, &chunk)?;
+//! fa.insert(&cache, 5_000, &chunk)?;
 //! assert_eq!(fa.get(&cache, 5_000)?, chunk);
 //! assert_eq!(fa.get(&cache, 7)?, ChunkRecord::default()); // never set: undefined address
 //!
 //! // An element pointing at a chunk still in the chunk cache waits for it via its proxy.
 //! let proxy = cache.create_proxy();
 //! let other = ChunkRecord { addr: Some(Addr(0x8000)), ..ChunkRecord::default() };
-//! fa.set_with_proxy(&cache, 12, &other, Some(proxy))?;
+//! fa.insert_with_proxy(&cache, 12, &other, Some(proxy))?;
 //! assert!(!cache.flush()?.is_complete()); // page 0, the data block and header wait
 //! cache.chunk_written(proxy)?;
 //! assert!(cache.flush()?.is_complete());
@@ -40,7 +40,7 @@
 //! // Reopen through a fresh cache over the same bytes; the layout's counts are checked.
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::swmr_reader())?;
 //! let fa = FixedArray::open(&reader, fa.addr(), sizes, codec, params)?;
-//! let set: Vec<u64> = fa.set_elements(&reader)?.into_iter().map(|(i, _)| i).collect();
+//! let set: Vec<u64> = fa.to_vec(&reader)?.into_iter().map(|(i, _)| i).collect();
 //! assert_eq!(set, vec![12, 5_000]);
 //! // Another element count than the layout implies is an error.
 //! let wrong = Params { nelmts: 6_001, ..params };

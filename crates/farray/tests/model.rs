@@ -141,13 +141,14 @@ fn run(
         match op {
             Op::Set(i, v) => {
                 let (i, r) = (i % nelmts, record(&codec, v));
-                w.fa.set(&w.cache, i, &r).unwrap();
+                w.fa.insert(&w.cache, i, &r).unwrap();
                 model[i as usize] = r;
             }
             Op::SetWithProxy(i, a) => {
                 let (i, r) = (i % nelmts, record(&codec, Some((a, 7, 1))));
                 let proxy = w.cache.create_proxy();
-                w.fa.set_with_proxy(&w.cache, i, &r, Some(proxy)).unwrap();
+                w.fa.insert_with_proxy(&w.cache, i, &r, Some(proxy))
+                    .unwrap();
                 model[i as usize] = r;
             }
             Op::Get(i) => {
@@ -166,7 +167,7 @@ fn run(
                     .filter(|(_, r)| r.addr.is_some())
                     .map(|(i, r)| (i as u64, *r))
                     .collect();
-                prop_assert_eq!(w.fa.set_elements(&w.cache).unwrap(), want);
+                prop_assert_eq!(w.fa.to_vec(&w.cache).unwrap(), want);
             }
         }
     }
@@ -218,10 +219,10 @@ fn memory_cache() -> (MemStorage, MetadataCache) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// `set_many` is `set` on each item: the same bytes reach the storage, in an order the
+    /// `insert_many` is `set` on each item: the same bytes reach the storage, in an order the
     /// write-order checker accepts, and the array reads back the same.
     #[test]
-    fn set_many_writes_what_set_writes(
+    fn insert_many_writes_what_insert_writes(
         page_bits in prop_oneof![Just(2u8), Just(4), Just(10)],
         batches in prop::collection::vec(
             prop::collection::vec((0u64..300, 1u64..1 << 30), 0..120),
@@ -241,9 +242,9 @@ proptest! {
                 .map(|&(i, addr)| (i, ChunkRecord { addr: Some(Addr(addr)), size: 0, mask: 0 }))
                 .collect();
             for (i, r) in &items {
-                a.set(&one, *i, r).unwrap();
+                a.insert(&one, *i, r).unwrap();
             }
-            b.set_many(&many, &items, None).unwrap();
+            b.insert_many(&many, &items, None).unwrap();
             prop_assert!(one.flush().unwrap().is_complete());
             prop_assert!(many.flush().unwrap().is_complete());
             check_write_order(&many.take_trace()).unwrap();

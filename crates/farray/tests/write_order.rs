@@ -41,11 +41,11 @@ fn paged_dependencies_follow_table_8() {
     let mut fa = FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(5_000)).unwrap();
     let hdr = fa.addr();
     let (p0, p1) = (cache.create_proxy(), cache.create_proxy());
-    fa.set_with_proxy(&cache, 3, &common::at(0x9000), Some(p0))
+    fa.insert_with_proxy(&cache, 3, &common::at(0x9000), Some(p0))
         .unwrap();
-    fa.set_with_proxy(&cache, 3_100, &common::at(0xa000), Some(p1))
+    fa.insert_with_proxy(&cache, 3_100, &common::at(0xa000), Some(p1))
         .unwrap();
-    fa.set(&cache, 3_101, &common::at(0xb000)).unwrap();
+    fa.insert(&cache, 3_101, &common::at(0xb000)).unwrap();
     let db = fa.data_block_addr(&cache).unwrap().unwrap();
     let (page0, page3) = (fa.page_addr(db, 0).unwrap(), fa.page_addr(db, 3).unwrap());
 
@@ -85,7 +85,7 @@ fn unpaged_dependencies_follow_table_8() {
     let mut fa = FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(12)).unwrap();
     let proxies: Vec<ProxyId> = (0..3).map(|_| cache.create_proxy()).collect();
     for (i, &p) in proxies.iter().enumerate() {
-        fa.set_with_proxy(
+        fa.insert_with_proxy(
             &cache,
             i as u64 * 5,
             &common::at(0x9000 + i as u64),
@@ -114,7 +114,7 @@ fn broken_flush_order_is_caught() {
         let cache = common::cache(&storage);
         let mut fa =
             FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(nelmts)).unwrap();
-        fa.set(&cache, nelmts - 1, &common::at(0x9000)).unwrap();
+        fa.insert(&cache, nelmts - 1, &common::at(0x9000)).unwrap();
         cache.testing_break_flush_order(true);
         let _ = write_chunks(&cache);
         let v = check_write_order(&cache.take_trace()).unwrap_err();
@@ -142,7 +142,7 @@ fn evictions_respect_dependencies() {
             .wrapping_add(1442695040888963407);
         let i = (x >> 33) % 6_000;
         let p = cache.create_proxy();
-        fa.set_with_proxy(&cache, i, &common::at(0x100_000 + round), Some(p))
+        fa.insert_with_proxy(&cache, i, &common::at(0x100_000 + round), Some(p))
             .unwrap();
         pending.push(p);
         if x.is_multiple_of(7) {
@@ -182,7 +182,7 @@ fn swmr_readers_never_see_unwritten_children() {
             let i = (x >> 33) % 3_000;
             let proxy = cache.create_proxy();
             next += 1;
-            fa.set_with_proxy(&cache, i, &common::at(next), Some(proxy))
+            fa.insert_with_proxy(&cache, i, &common::at(next), Some(proxy))
                 .unwrap();
             proxy_of.insert(next, proxy);
             pending.push((proxy, next));
@@ -207,7 +207,7 @@ fn swmr_readers_never_see_unwritten_children() {
 
         let reader = common::reader(storage.to_vec());
         let r = FixedArray::open(&reader, addr, S, RecordCodec::unfiltered(S), p).unwrap();
-        for (i, rec) in r.set_elements(&reader).unwrap() {
+        for (i, rec) in r.to_vec(&reader).unwrap() {
             let chunk = rec.addr.unwrap().get();
             assert!(proxy_of.contains_key(&chunk), "element {i}: unknown chunk");
             assert!(

@@ -19,12 +19,13 @@ pub enum Error {
     /// Something this crate does not implement; names the feature.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),
-    /// Creation parameters outside the limits of the format (names the parameter).
-    #[error("invalid skip list parameters: {0}")]
-    InvalidParams(&'static str),
+    /// The caller's arguments do not fit the list: creation parameters outside the limits of
+    /// the format (names the parameter), or a record the list's element class cannot hold.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
     /// A slot index at or beyond the list's length.
-    #[error("slot {index} is out of bounds: the list holds {len} slots")]
-    OutOfBounds {
+    #[error("slot {index} is out of range: the list holds {len} slots")]
+    OutOfRange {
         /// The slot asked for.
         index: u64,
         /// The number of slots.
@@ -52,7 +53,4 @@ pub enum Error {
         /// The number asked for.
         requested: u64,
     },
-    /// A record that the list's element class cannot hold.
-    #[error("invalid chunk record: {0}")]
-    InvalidRecord(&'static str),
 }

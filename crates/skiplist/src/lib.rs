@@ -22,19 +22,19 @@
 //! // Append: extend to cover 10 steps (3 supernodes), then record where chunks are.
 //! list.extend(&cache, 10)?;
 //! let slot = list.slot_index(7, 1)?; // step 7, second chunk of the step
-//! list.set(&cache, slot, ChunkRecord { addr: Some(Addr(0x10_000)), size: 0, mask: 0 })?;
+//! list.insert(&cache, slot, ChunkRecord { addr: Some(Addr(0x10_000)), size: 0, mask: 0 })?;
 //! assert!(cache.flush()?.is_complete());
 //! // Supernodes reached the file before the tail that makes them visible.
 //! check_write_order(&cache.take_trace()).expect("children first");
 //!
 //! // A reader with its own cache sees the list the tail describes.
 //! let reader = MetadataCache::new(Arc::new(storage), CacheConfig::swmr_reader())?;
-//! let list = SkipList::open(&reader, Sizes::DEFAULT, list.addr())?;
+//! let list = SkipList::open(&reader, list.addr(), Sizes::DEFAULT)?;
 //! assert_eq!(list.len(&reader)?, 20);
 //! assert_eq!(list.get(&reader, slot)?.addr, Some(Addr(0x10_000)));
 //! assert_eq!(list.get_with(&reader, Lookup::BinaryTree, 0)?.addr, None);
 //! let mut seen = Vec::new();
-//! list.for_each_forward(&reader, |i, r| if r.addr.is_some() { seen.push(i) })?;
+//! list.for_each(&reader, |i, r| if r.addr.is_some() { seen.push(i) })?;
 //! assert_eq!(seen, vec![slot]);
 //! # Ok(())
 //! # }

@@ -59,7 +59,7 @@ fn invalid(structure: &'static str, at: Addr, reason: impl Into<String>) -> Erro
 impl SkipList {
     /// Create an empty list (0 steps): allocates and inserts its tail, dirty.
     pub fn create(cache: &MetadataCache, sizes: Sizes, params: Params) -> Result<SkipList> {
-        params.validate().map_err(Error::InvalidParams)?;
+        params.validate().map_err(Error::InvalidArgument)?;
         let codec = params.codec(sizes)?;
         let len = Tail::encoded_len(sizes, params.max_height);
         let tail = cache.allocator().allocate(len as u64)?;
@@ -81,7 +81,7 @@ impl SkipList {
     }
 
     /// Open the list whose tail is at `tail`, reading and verifying the tail.
-    pub fn open(cache: &MetadataCache, sizes: Sizes, tail: Addr) -> Result<SkipList> {
+    pub fn open(cache: &MetadataCache, tail: Addr, sizes: Sizes) -> Result<SkipList> {
         let params = cache.get::<Tail>(tail, &sizes)?.read().params;
         let codec = params.codec(sizes)?;
         Ok(SkipList {
@@ -127,11 +127,11 @@ impl SkipList {
     pub fn slot_index(&self, step: u64, j: u64) -> Result<u64> {
         let g = u64::from(self.params.group_len);
         if j >= g {
-            return Err(Error::OutOfBounds { index: j, len: g });
+            return Err(Error::OutOfRange { index: j, len: g });
         }
         step.checked_mul(g)
             .and_then(|s| s.checked_add(j))
-            .ok_or(Error::OutOfBounds {
+            .ok_or(Error::OutOfRange {
                 index: step,
                 len: u64::MAX.checked_div(g).unwrap_or(0),
             })
@@ -167,7 +167,7 @@ impl SkipList {
     /// Store `record` in slot `index`. Returns the address of the supernode that holds it, so
     /// that the caller can make it wait for the chunk's data (a flush dependency on the
     /// chunk's proxy).
-    pub fn set(&self, cache: &MetadataCache, index: u64, record: ChunkRecord) -> Result<Addr> {
+    pub fn insert(&self, cache: &MetadataCache, index: u64, record: ChunkRecord) -> Result<Addr> {
         self.check_record(&record)?;
         let tail = self.tail(cache)?;
         let (k, e) = self.position(&tail, index)?;
@@ -364,7 +364,7 @@ impl SkipList {
     /// Call `f(slot, record)` for every slot, first to last, walking the forward pointers of
     /// level 1 from the first supernode until the pointer that equals the tail's ghost of
     /// level 1 (paper §XII).
-    pub fn for_each_forward(
+    pub fn for_each(
         &self,
         cache: &MetadataCache,
         mut f: impl FnMut(u64, ChunkRecord),
@@ -598,7 +598,7 @@ impl SkipList {
     fn position(&self, tail: &Tail, index: u64) -> Result<(u64, usize)> {
         let len = self.slot_count(tail)?;
         if index >= len {
-            return Err(Error::OutOfBounds { index, len });
+            return Err(Error::OutOfRange { index, len });
         }
         let per = self.params.slots_per_supernode().max(1);
         let k = index.checked_div(per).unwrap_or(0).saturating_add(1);
@@ -631,7 +631,7 @@ impl SkipList {
         k: u64,
     ) -> Result<Addr> {
         let n = tail.supernodes();
-        let route = shape::plan(n, k, lookup).ok_or(Error::OutOfBounds { index: k, len: n })?;
+        let route = shape::plan(n, k, lookup).ok_or(Error::OutOfRange { index: k, len: n })?;
         if route.len() > MAX_ROUTE {
             return Err(Error::Unsupported("route longer than the format allows"));
         }
@@ -665,7 +665,7 @@ impl SkipList {
             cur = Some((next, to));
         }
         cur.map(|(a, _)| a)
-            .ok_or(Error::OutOfBounds { index: k, len: n })
+            .ok_or(Error::OutOfRange { index: k, len: n })
     }
 
     /// Append supernode `k` (the list has `k - 1`), updating `tail` in memory.
@@ -758,13 +758,13 @@ impl SkipList {
 
     fn check_record(&self, record: &ChunkRecord) -> Result<()> {
         if !self.codec.is_filtered() && (record.size != 0 || record.mask != 0) {
-            return Err(Error::InvalidRecord(
-                "an unfiltered list stores no chunk size or filter mask",
+            return Err(Error::InvalidArgument(
+                "chunk record: an unfiltered list stores no chunk size or filter mask",
             ));
         }
         let mut scratch = Vec::new();
-        self.codec
-            .encode(record, &mut scratch)
-            .map_err(|_| Error::InvalidRecord("the address or size does not fit its field"))
+        self.codec.encode(record, &mut scratch).map_err(|_| {
+            Error::InvalidArgument("chunk record: the address or size does not fit its field")
+        })
     }
 }

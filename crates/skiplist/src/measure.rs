@@ -55,7 +55,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// tail in memory (its reads are counted under its own type and ignored), as the paper counts.
 pub fn access_counts(supernodes: u64) -> Result<AccessCounts> {
     if supernodes == 0 {
-        return Err(Error::InvalidParams("at least one supernode"));
+        return Err(Error::InvalidArgument("at least one supernode"));
     }
     // The bit length of `supernodes`: `leading_zeros` is at most 64, so this never saturates.
     let bits = u64::BITS.saturating_sub(supernodes.leading_zeros());
@@ -75,7 +75,7 @@ pub fn access_counts(supernodes: u64) -> Result<AccessCounts> {
     }
 
     let reader = MetadataCache::new(Arc::new(storage), CacheConfig::default())?;
-    let list = SkipList::open(&reader, Sizes::DEFAULT, list.addr())?;
+    let list = SkipList::open(&reader, list.addr(), Sizes::DEFAULT)?;
     let mut reads = [0u64; 4];
     for (total, lookup) in reads.iter_mut().zip(Lookup::ALL) {
         // Slot `slot` is the only slot of supernode `slot + 1`.

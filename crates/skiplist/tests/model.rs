@@ -1,4 +1,4 @@
-//! Model test: random extend / set / get / shrink / iterate / close-and-reopen sequences over
+//! Model test: random extend / insert / get / shrink / for_each / close-and-reopen sequences over
 //! `MemStorage`, checked against a `Vec` of records (docs/STYLE.md, section 5, tests), with
 //! every flush's write order checked.
 // Test code: a panic here is a failed test, not a crash on user input.
@@ -67,7 +67,7 @@ fn cache(storage: &MemStorage, eoa: Option<Addr>) -> MetadataCache {
 
 fn check_iteration(list: &SkipList, c: &MetadataCache, model: &[ChunkRecord]) {
     let mut fwd = Vec::new();
-    list.for_each_forward(c, |i, r| fwd.push((i, r))).unwrap();
+    list.for_each(c, |i, r| fwd.push((i, r))).unwrap();
     let expect: Vec<(u64, ChunkRecord)> = (0u64..).zip(model.iter().copied()).collect();
     assert_eq!(fwd, expect);
     let mut back = Vec::new();
@@ -120,11 +120,11 @@ proptest! {
                         (Some(a), _) => ChunkRecord { addr: Some(Addr(u64::from(a))), size: u64::from(a % 5000), mask: a % 3 },
                     };
                     if model.is_empty() {
-                        let out_of_bounds = matches!(list.set(&c, u64::from(i), rec), Err(Error::OutOfBounds { .. }));
+                        let out_of_bounds = matches!(list.insert(&c, u64::from(i), rec), Err(Error::OutOfRange { .. }));
                         prop_assert!(out_of_bounds);
                     } else {
                         let i = u64::from(i) % model.len() as u64;
-                        list.set(&c, i, rec).unwrap();
+                        list.insert(&c, i, rec).unwrap();
                         model[i as usize] = rec;
                     }
                 }
@@ -134,7 +134,7 @@ proptest! {
                     let i = u64::from(i) % (len + 2);
                     match list.get_with(&c, lookup, i) {
                         Ok(r) => prop_assert_eq!(r, model[i as usize]),
-                        Err(Error::OutOfBounds { .. }) => prop_assert!(i >= len),
+                        Err(Error::OutOfRange { .. }) => prop_assert!(i >= len),
                         Err(e) => panic!("get: {e}"),
                     }
                 }
@@ -144,7 +144,7 @@ proptest! {
                     check_write_order(&c.take_trace()).unwrap();
                     let eoa = c.allocator().eoa();
                     c = cache(&storage, Some(eoa));
-                    list = SkipList::open(&c, Sizes::DEFAULT, list.addr()).unwrap();
+                    list = SkipList::open(&c, list.addr(), Sizes::DEFAULT).unwrap();
                     prop_assert_eq!(list.params(), p);
                 }
             }
@@ -155,7 +155,7 @@ proptest! {
         check_write_order(&c.take_trace()).unwrap();
         let eoa = c.allocator().eoa();
         let c = cache(&storage, Some(eoa));
-        let list = SkipList::open(&c, Sizes::DEFAULT, list.addr()).unwrap();
+        let list = SkipList::open(&c, list.addr(), Sizes::DEFAULT).unwrap();
         check_iteration(&list, &c, &model);
         for (i, r) in model.iter().enumerate() {
             prop_assert_eq!(list.get(&c, i as u64).unwrap(), *r);
@@ -202,7 +202,7 @@ fn usage_counts_tail_supernodes_and_ghosts() {
         Err(Error::WrongDirection { .. })
     ));
     assert!(matches!(
-        list.set(
+        list.insert(
             &c,
             0,
             ChunkRecord {
@@ -211,11 +211,11 @@ fn usage_counts_tail_supernodes_and_ghosts() {
                 mask: 0
             }
         ),
-        Err(Error::InvalidRecord(_))
+        Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
         SkipList::create(&c, Sizes::DEFAULT, Params { group_len: 0, ..p }),
-        Err(Error::InvalidParams(_))
+        Err(Error::InvalidArgument(_))
     ));
     // A full list of max height 4: 15 supernodes, the last ghost (supernode 16) cannot exist.
     list.extend(&c, 15).unwrap();
@@ -245,7 +245,7 @@ fn shrink_clears_the_partial_supernode_and_reextends_empty() {
     let list = SkipList::create(&c, Sizes::DEFAULT, p).unwrap();
     list.extend(&c, 12).unwrap();
     for i in 0..24 {
-        list.set(
+        list.insert(
             &c,
             i,
             ChunkRecord {

@@ -62,7 +62,7 @@ pub fn mem_cache(storage: &MemStorage, trace: bool) -> MetadataCache {
 }
 
 /// Non-root fill must not fall below the smaller of the merge bound and what a split leaves.
-pub fn check_fill(t: &BTree2<'_, ChunkClass>, st: &TreeStats) {
+pub fn check_fill(t: &BTree2<ChunkClass>, st: &TreeStats) {
     let h = t.header();
     let g = h5chunk_format::btree2::Geometry::new(h, S).unwrap();
     for d in 0..=st.depth {

@@ -4,7 +4,6 @@
 
 use std::fmt;
 use std::num::NonZeroU64;
-use std::sync::Arc;
 
 use h5chunk_cache::ProxyId;
 use h5chunk_format::Addr;
@@ -505,15 +504,17 @@ impl Slots for FixedArray {
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         self.array
-            .set_with_proxy(&f.cache, i, &rec, proxy)
+            .insert_with_proxy(&f.cache, i, &rec, proxy)
             .map_err(fa_err)
     }
     fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
-        self.array.set_many(&f.cache, items, None).map_err(fa_err)
+        self.array
+            .insert_many(&f.cache, items, None)
+            .map_err(fa_err)
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
-            .iterate(&f.cache, |i, r| {
+            .for_each(&f.cache, |i, r| {
                 visit(i, r);
                 std::ops::ControlFlow::Continue(())
             })
@@ -593,17 +594,19 @@ impl Slots for ExtensibleArray {
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         match proxy {
-            Some(p) => self.array.set_chunk(&f.cache, i, &rec, p),
-            None => self.array.set(&f.cache, i, &rec),
+            Some(p) => self.array.insert_with_proxy(&f.cache, i, &rec, p),
+            None => self.array.insert(&f.cache, i, &rec),
         }
         .map_err(ea_err)
     }
     fn set_slots(&mut self, f: &Store, items: &[(u64, ChunkRecord)]) -> Result<()> {
-        self.array.set_many(&f.cache, items, None).map_err(ea_err)
+        self.array
+            .insert_many(&f.cache, items, None)
+            .map_err(ea_err)
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
         self.array
-            .for_each_set(&f.cache, |i, r| {
+            .for_each(&f.cache, |i, r| {
                 visit(i, r);
                 std::ops::ControlFlow::Continue(())
             })
@@ -690,7 +693,7 @@ impl SkipList {
         params: h5chunk_format::message::SkipListParams,
     ) -> Result<Linear<SkipList>> {
         let (unlimited, group_len) = SkipList::group_len(shape)?;
-        let list = h5chunk_skiplist::SkipList::open(&f.cache, f.sizes, addr).map_err(sl_err)?;
+        let list = h5chunk_skiplist::SkipList::open(&f.cache, addr, f.sizes).map_err(sl_err)?;
         let p = list.params();
         if p.group_len != group_len
             || p.max_height != params.max_height
@@ -738,14 +741,14 @@ impl Slots for SkipList {
         if step > self.list.steps(&f.cache).map_err(sl_err)? {
             self.list.extend(&f.cache, step).map_err(sl_err)?;
         }
-        let supernode = self.list.set(&f.cache, i, rec).map_err(sl_err)?;
+        let supernode = self.list.insert(&f.cache, i, rec).map_err(sl_err)?;
         if let Some(p) = proxy {
             f.cache.add_flush_dependency(supernode, p)?;
         }
         Ok(())
     }
     fn each_slot(&self, f: &Store, visit: &mut dyn FnMut(u64, ChunkRecord)) -> Result<()> {
-        self.list.for_each_forward(&f.cache, visit).map_err(sl_err)
+        self.list.for_each(&f.cache, visit).map_err(sl_err)
     }
     fn set_dims(&mut self, f: &Store, dims: &[u64]) -> Result<()> {
         // Shrinking drops whole steps beyond the new extent (their chunks were freed by the
@@ -767,17 +770,15 @@ impl Slots for SkipList {
     }
 }
 
-/// The version 1 B-tree index (h5chunk-btree1), keyed by element offsets. The tree borrows
-/// the cache, so each call resumes it from its root address and the class kept here.
+/// The version 1 B-tree index (h5chunk-btree1), keyed by element offsets. The tree's handle
+/// is kept between operations (with the chunk proxies its class records): no operation reads
+/// anything to find the tree again.
 #[derive(Debug)]
 pub(crate) struct BTree1 {
-    root: Addr,
+    tree: h5chunk_btree1::ChunkTree,
     chunk: Vec<u64>,
     chunk_bytes: u64,
     filtered: bool,
-    /// The tree's class, kept between operations (with the chunk proxies it records): each
-    /// operation resumes the tree from it without reading anything.
-    class: Arc<h5chunk_btree1::chunk::ChunkClass>,
 }
 
 fn bt1_err(e: h5chunk_btree1::Error) -> Error {
@@ -797,11 +798,10 @@ impl BTree1 {
         let tree = h5chunk_btree1::ChunkTree::create(&f.cache, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
-            root: tree.root(),
+            tree,
             chunk: shape.chunk.clone(),
             chunk_bytes: shape.chunk_bytes,
             filtered: shape.codec.is_filtered(),
-            class: tree.shared_class(),
         })
     }
 
@@ -810,20 +810,11 @@ impl BTree1 {
         let tree = h5chunk_btree1::ChunkTree::open(&f.cache, root, f.sizes, f.k.istore, &dims)
             .map_err(bt1_err)?;
         Ok(BTree1 {
-            root,
+            tree,
             chunk: shape.chunk.clone(),
             chunk_bytes: shape.chunk_bytes,
             filtered: shape.codec.is_filtered(),
-            class: tree.shared_class(),
         })
-    }
-
-    fn tree<'c>(&self, f: &'c Store) -> Result<h5chunk_btree1::ChunkTree<'c>> {
-        Ok(h5chunk_btree1::ChunkTree::resume(
-            &f.cache,
-            self.root,
-            Arc::clone(&self.class),
-        ))
     }
 
     /// The element offsets of the chunk at `scaled`.
@@ -921,10 +912,10 @@ impl ChunkIndex for BTree1 {
         IndexKind::BTree1
     }
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
-        (LayoutIndex::BTreeV1, Some(self.root))
+        (LayoutIndex::BTreeV1, Some(self.tree.addr()))
     }
     fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        let c = self.tree(f)?.locate(scaled).map_err(bt1_err)?;
+        let c = self.tree.get_scaled(&f.cache, scaled).map_err(bt1_err)?;
         c.map(|c| self.located_record(scaled, c)).transpose()
     }
     fn insert(
@@ -935,24 +926,26 @@ impl ChunkIndex for BTree1 {
         proxy: Option<ProxyId>,
     ) -> Result<()> {
         let chunk = self.chunk(scaled, rec)?;
-        self.tree(f)?.insert(&chunk, proxy).map_err(bt1_err)
+        self.tree.insert(&f.cache, &chunk, proxy).map_err(bt1_err)
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
         let mut chunks = Vec::with_capacity(items.len());
         for &(scaled, rec) in items {
             chunks.push((scaled, self.located(rec)?));
         }
-        self.tree(f)?.insert_many_scaled(&chunks).map_err(bt1_err)
+        self.tree
+            .insert_many_scaled(&f.cache, &chunks)
+            .map_err(bt1_err)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
         let c = self
-            .tree(f)?
-            .remove(&self.offsets(scaled)?)
+            .tree
+            .remove(&f.cache, &self.offsets(scaled)?)
             .map_err(bt1_err)?;
         c.map(|c| self.record(&c)).transpose()
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
-        let chunks = self.tree(f)?.chunks().map_err(bt1_err)?;
+        let chunks = self.tree.to_vec(&f.cache).map_err(bt1_err)?;
         for c in chunks {
             let scaled: Vec<u64> = c
                 .offsets
@@ -966,24 +959,21 @@ impl ChunkIndex for BTree1 {
         Ok(())
     }
     fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
-        self.tree(f)?.index_bytes().map_err(bt1_err)
+        self.tree.bytes_used(&f.cache).map_err(bt1_err)
     }
     fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
-        Ok(Some(u64::from(self.tree(f)?.depth().map_err(bt1_err)?)))
+        Ok(Some(u64::from(self.tree.depth(&f.cache).map_err(bt1_err)?)))
     }
 }
 
 /// The version 2 B-tree index (h5chunk-btree2), records of type 10/11 keyed by scaled
-/// coordinates. The tree borrows the cache, so each call opens it from its header (a cached
-/// entry).
+/// coordinates. The tree's handle is kept between operations: it holds what the tree knows
+/// beyond its header's address (the header, the node geometry, the smallest and largest
+/// records), so appends keep the chunk-index paper's fast path and lookups read no header.
 #[derive(Debug)]
 pub(crate) struct BTree2 {
-    header: Addr,
-    class: h5chunk_btree2::ChunkClass,
+    tree: h5chunk_btree2::BTree2<h5chunk_btree2::ChunkClass>,
     params: h5chunk_format::message::Btree2Params,
-    /// What the tree handle knew after the last operation (header, geometry, smallest and
-    /// largest record): the next operation resumes from it instead of re-deriving it.
-    state: Option<h5chunk_btree2::TreeState<h5chunk_btree2::ChunkClass>>,
 }
 
 fn bt2_err(e: h5chunk_btree2::Error) -> Error {
@@ -1007,12 +997,7 @@ impl BTree2 {
             merge_percent: params.merge_percent,
         };
         let tree = h5chunk_btree2::BTree2::create(&f.cache, f.sizes, class, p).map_err(bt2_err)?;
-        Ok(BTree2 {
-            header: tree.addr(),
-            class,
-            params,
-            state: Some(tree.into_state()),
-        })
+        Ok(BTree2 { tree, params })
     }
 
     pub fn open(
@@ -1023,43 +1008,21 @@ impl BTree2 {
     ) -> Result<BTree2> {
         let class = BTree2::class(shape)?;
         let tree =
-            h5chunk_btree2::BTree2::open(&f.cache, f.sizes, header, class).map_err(bt2_err)?;
-        Ok(BTree2 {
-            header,
-            class,
-            params,
-            // Kept: lookups (which share the adapter) resume from it rather than re-deriving
-            // the geometry from the header each time.
-            state: Some(tree.into_state()),
+            h5chunk_btree2::BTree2::open(&f.cache, header, f.sizes, class).map_err(bt2_err)?;
+        Ok(BTree2 { tree, params })
+    }
+
+    /// After a failed modification the handle's header and extremes may disagree with the
+    /// nodes: forget them and read the header again from the cache, as a fresh open would.
+    fn after<T>(&mut self, f: &Store, r: h5chunk_btree2::Result<T>) -> Result<T> {
+        r.map_err(|e| {
+            let class = *self.tree.class();
+            if let Ok(t) = h5chunk_btree2::BTree2::open(&f.cache, self.tree.addr(), f.sizes, class)
+            {
+                self.tree = t;
+            }
+            bt2_err(e)
         })
-    }
-
-    fn tree<'c>(
-        &mut self,
-        f: &'c Store,
-    ) -> Result<h5chunk_btree2::BTree2<'c, h5chunk_btree2::ChunkClass>> {
-        h5chunk_btree2::BTree2::resume(
-            &f.cache,
-            f.sizes,
-            self.header,
-            self.class,
-            self.state.take(),
-        )
-        .map_err(bt2_err)
-    }
-
-    /// Run `op` on the tree and keep what the handle learned for the next operation.
-    fn with_tree<T>(
-        &mut self,
-        f: &Store,
-        op: impl FnOnce(
-            &mut h5chunk_btree2::BTree2<'_, h5chunk_btree2::ChunkClass>,
-        ) -> std::result::Result<T, h5chunk_btree2::Error>,
-    ) -> Result<T> {
-        let mut tree = self.tree(f)?;
-        let out = op(&mut tree).map_err(bt2_err)?;
-        self.state = Some(tree.into_state());
-        Ok(out)
     }
 }
 
@@ -1068,20 +1031,16 @@ impl ChunkIndex for BTree2 {
         IndexKind::BTree2
     }
     fn layout(&self) -> (LayoutIndex, Option<Addr>) {
-        (LayoutIndex::BTreeV2(self.params), Some(self.header))
+        (LayoutIndex::BTreeV2(self.params), Some(self.tree.addr()))
     }
     fn get(&self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        // A handle of its own on a copy of what the adapter knows (a few words and two
-        // `Arc`s): lookups share the adapter; what they learn is not kept.
-        let tree = h5chunk_btree2::BTree2::resume(
-            &f.cache,
-            f.sizes,
-            self.header,
-            self.class,
-            self.state.clone(),
-        )
-        .map_err(bt2_err)?;
-        Ok(tree.find(scaled).map_err(bt2_err)?.map(|e| e.record))
+        // Lookups share the adapter (`&self`): they read through the handle and change nothing
+        // in it.
+        Ok(self
+            .tree
+            .get(&f.cache, scaled)
+            .map_err(bt2_err)?
+            .map(|e| e.record))
     }
     fn insert(
         &mut self,
@@ -1094,7 +1053,8 @@ impl ChunkIndex for BTree2 {
             scaled: scaled.iter().copied().collect(),
             record: rec,
         };
-        self.with_tree(f, |t| t.upsert(entry, proxy))?;
+        let r = self.tree.insert(&f.cache, entry, proxy);
+        self.after(f, r)?;
         Ok(())
     }
     fn insert_many(&mut self, f: &Store, items: &[(&[u64], ChunkRecord)]) -> Result<()> {
@@ -1102,27 +1062,29 @@ impl ChunkIndex for BTree2 {
         for (scaled, rec) in items {
             entries.push(h5chunk_btree2::ChunkEntry::new(scaled, *rec));
         }
-        self.with_tree(f, |t| t.upsert_many(&entries))
+        let r = self.tree.insert_many(&f.cache, &entries);
+        self.after(f, r)
     }
     fn remove(&mut self, f: &Store, scaled: &[u64]) -> Result<Option<ChunkRecord>> {
-        Ok(self.with_tree(f, |t| t.remove(scaled))?.map(|e| e.record))
+        let r = self.tree.remove(&f.cache, scaled);
+        Ok(self.after(f, r)?.map(|e| e.record))
     }
     fn for_each(&mut self, f: &Store, visit: &mut dyn FnMut(&[u64], ChunkRecord)) -> Result<()> {
-        let records = self.tree(f)?.records().map_err(bt2_err)?;
+        let records = self.tree.to_vec(&f.cache).map_err(bt2_err)?;
         for e in records {
             visit(&e.scaled, e.record);
         }
         Ok(())
     }
     fn metadata_bytes(&mut self, f: &Store) -> Result<u64> {
-        self.tree(f)?.bytes_used().map_err(bt2_err)
+        self.tree.bytes_used(&f.cache).map_err(bt2_err)
     }
-    fn depth(&mut self, f: &Store) -> Result<Option<u64>> {
+    fn depth(&mut self, _f: &Store) -> Result<Option<u64>> {
         // The header counts levels below the root; a lone leaf is one level.
-        Ok(Some(u64::from(self.tree(f)?.depth()) + 1))
+        Ok(Some(u64::from(self.tree.depth()) + 1))
     }
     fn validate(&mut self, f: &Store) -> Result<()> {
-        self.tree(f)?.validate().map_err(bt2_err)?;
+        self.tree.validate(&f.cache).map_err(bt2_err)?;
         Ok(())
     }
 }

@@ -76,7 +76,7 @@ fn replaying_libhdf5_trees_gives_identical_nodes() {
         let theirs_cache = f.cache(CacheConfig::default());
         let root = layout.address.unwrap();
         let tree = ChunkTree::open(&theirs_cache, root, f.sizes(), k, &layout.dims).unwrap();
-        let chunks = tree.chunks().unwrap();
+        let chunks = tree.to_vec(&theirs_cache).unwrap();
         let mut theirs = Vec::new();
         dump(&theirs_cache, &ctx, root, &mut theirs);
 
@@ -85,10 +85,10 @@ fn replaying_libhdf5_trees_gives_identical_nodes() {
         cache.allocator().set_eoa(Addr(1 << 20));
         let ours = ChunkTree::create(&cache, f.sizes(), k, &layout.dims).unwrap();
         for c in &chunks {
-            ours.insert(c, None).unwrap();
+            ours.insert(&cache, c, None).unwrap();
         }
         let mut mine = Vec::new();
-        dump(&cache, &ctx, ours.root(), &mut mine);
+        dump(&cache, &ctx, ours.addr(), &mut mine);
         assert_eq!(mine, theirs, "{what}");
         replayed += 1;
         if theirs[0].0 > 0 {
@@ -109,9 +109,9 @@ fn sequential(k: u16, n: u64) -> Vec<Vec<usize>> {
             filter_mask: 0,
             addr: Addr(1 << 30 | i),
         };
-        tree.insert(&c, None).unwrap();
+        tree.insert(&cache, &c, None).unwrap();
     }
-    tree.tree().shape().unwrap()
+    tree.tree().shape(&cache).unwrap()
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn build(nelmts: u64, page_bits: u8, indexes: &[u64]) -> Built {
     };
     let mut fa = FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params).unwrap();
     for &i in indexes {
-        fa.set(&cache, i, &common::at(0x10_000 + i)).unwrap();
+        fa.insert(&cache, i, &common::at(0x10_000 + i)).unwrap();
     }
     assert!(cache.flush().unwrap().is_complete());
     let db = fa.data_block_addr(&cache).unwrap().unwrap();
@@ -75,7 +75,7 @@ fn read_all(b: &Built, bytes: Vec<u8>, params: Params) -> Result<Vec<ChunkRecord
     for &i in &b.indexes {
         out.push(fa.get(&cache, i)?);
     }
-    assert_eq!(fa.set_elements(&cache)?.len(), b.indexes.len());
+    assert_eq!(fa.to_vec(&cache)?.len(), b.indexes.len());
     Ok(out)
 }
 
@@ -146,7 +146,7 @@ fn rejects_element_count_inconsistent_with_layout() {
             assert!(
                 matches!(
                     read_all(&b, b.bytes.clone(), p),
-                    Err(Error::Inconsistent {
+                    Err(Error::Mismatch {
                         field: "number of elements",
                         ..
                     })
@@ -160,14 +160,14 @@ fn rejects_element_count_inconsistent_with_layout() {
         };
         assert!(matches!(
             read_all(&b, b.bytes.clone(), p),
-            Err(Error::Inconsistent { .. })
+            Err(Error::Mismatch { .. })
         ));
         // A filtered element class on an unfiltered array.
         let cache = common::reader(b.bytes.clone());
         let filtered = RecordCodec::filtered(S, 2).unwrap();
         assert!(matches!(
             FixedArray::open(&cache, b.addr, S, filtered, b.params),
-            Err(Error::Inconsistent { .. })
+            Err(Error::Mismatch { .. })
         ));
     }
 }
@@ -253,7 +253,7 @@ fn torn_reads_are_retried() {
         let storage: Arc<dyn Storage> = faulty.clone();
         let cache = MetadataCache::new(storage, CacheConfig::swmr_reader()).unwrap();
         let fa = FixedArray::open(&cache, b.addr, S, RecordCodec::unfiltered(S), b.params).unwrap();
-        assert_eq!(fa.set_elements(&cache).unwrap().len(), b.indexes.len());
+        assert_eq!(fa.to_vec(&cache).unwrap().len(), b.indexes.len());
         assert!(faulty.torn_reads() > 0);
     }
 }

@@ -80,7 +80,7 @@ fn reads_every_libhdf5_extensible_array() {
             assert_eq!(fx.object["chunks_allocated"], 0, "{name}");
             continue;
         };
-        let set = o.ea.collect_set(&cache).unwrap();
+        let set = o.ea.to_vec(&cache).unwrap();
         assert_eq!(
             set.len() as u64,
             fx.object["chunks_allocated"].as_u64().unwrap(),
@@ -152,7 +152,7 @@ fn libhdf5_arrays_match_h5py_element_by_element() {
         let (o, cache) = open_fixture(fx).unwrap();
         let base = o.file.superblock().base_address;
         let infos = h5py::chunks(&python, &fx.file, fx.path());
-        let set = o.ea.collect_set(&cache).unwrap();
+        let set = o.ea.to_vec(&cache).unwrap();
         assert_eq!(set.len(), infos.len(), "{name}");
         let filtered = o.ea.class().client_id() == 1;
         for (info, &(i, r)) in infos.iter().zip(&set) {
@@ -367,7 +367,7 @@ fn our_blocks_match_libhdf5_blocks_holding_the_same_elements() {
     for fx in &fxs {
         let name = format!("{}:{}", fx.file.display(), fx.path());
         let (o, cache) = open_fixture(fx).unwrap();
-        let set = o.ea.collect_set(&cache).unwrap();
+        let set = o.ea.to_vec(&cache).unwrap();
         let theirs = walk(
             &std::fs::read(&fx.file).unwrap(),
             o.ea.addr(),
@@ -384,7 +384,7 @@ fn our_blocks_match_libhdf5_blocks_holding_the_same_elements() {
             ExtensibleArray::create(&ours_cache, o.file.sizes(), *o.ea.class(), o.ea.params())
                 .unwrap();
         for &(i, r) in &set {
-            ours.set(&ours_cache, i, &r).unwrap();
+            ours.insert(&ours_cache, i, &r).unwrap();
         }
         assert!(ours_cache.flush().unwrap().is_complete());
         let ours = walk(&storage.to_vec(), ours.addr(), o.file.sizes());

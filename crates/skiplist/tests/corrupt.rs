@@ -33,7 +33,7 @@ fn build() -> (Vec<u8>, Addr, Vec<(u64, Addr, usize)>) {
     let list = SkipList::create(&cache, Sizes::DEFAULT, params()).unwrap();
     list.extend(&cache, STEPS).unwrap();
     for i in 0..STEPS {
-        list.set(
+        list.insert(
             &cache,
             i,
             ChunkRecord {
@@ -83,9 +83,9 @@ fn read_all(bytes: Vec<u8>, tail: Addr) -> Result<Vec<ChunkRecord>, Error> {
         Arc::new(MemStorage::from_vec(bytes)),
         CacheConfig::default(),
     )?;
-    let list = SkipList::open(&cache, Sizes::DEFAULT, tail)?;
+    let list = SkipList::open(&cache, tail, Sizes::DEFAULT)?;
     let mut fwd = Vec::new();
-    list.for_each_forward(&cache, |_, r| fwd.push(r))?;
+    list.for_each(&cache, |_, r| fwd.push(r))?;
     let mut back = Vec::new();
     list.for_each_backward(&cache, |_, r| back.push(r))?;
     back.reverse();
@@ -107,7 +107,7 @@ fn intact_file_reads_back() {
 }
 
 #[test]
-fn every_block_rejects_flipped_bytes() {
+fn rejects_flipped_byte() {
     let (bytes, tail, nodes) = build();
     let tail_len = Tail::encoded_len(Sizes::DEFAULT, params().max_height);
     let blocks = std::iter::once((tail, tail_len)).chain(nodes.iter().map(|&(_, a, l)| (a, l)));
@@ -129,7 +129,7 @@ fn every_block_rejects_flipped_bytes() {
         CacheConfig::default(),
     )
     .unwrap();
-    let ghosts = SkipList::open(&cache, Sizes::DEFAULT, tail)
+    let ghosts = SkipList::open(&cache, tail, Sizes::DEFAULT)
         .unwrap()
         .usage(&cache)
         .unwrap()
@@ -138,7 +138,7 @@ fn every_block_rejects_flipped_bytes() {
 }
 
 #[test]
-fn every_truncation_is_rejected() {
+fn rejects_truncation() {
     let (bytes, tail, _) = build();
     for len in 0..bytes.len() {
         assert!(
@@ -195,7 +195,7 @@ fn cyclic_pointers_are_errors_not_hangs() {
     rewrite(&mut b, tail, addr(8), 8, |sn| sn.back[2] = Some(addr(8)));
     let cache =
         MetadataCache::new(Arc::new(MemStorage::from_vec(b)), CacheConfig::default()).unwrap();
-    let list = SkipList::open(&cache, Sizes::DEFAULT, tail).unwrap();
+    let list = SkipList::open(&cache, tail, Sizes::DEFAULT).unwrap();
     // Supernode 4 (slots 6, 7) is reached from the root by its back pointer of level 3.
     let e = list.get_with(&cache, Lookup::BinaryTree, 6).unwrap_err();
     assert!(is_corruption(&e), "{e}");

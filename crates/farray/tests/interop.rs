@@ -158,7 +158,7 @@ fn libhdf5_reads_fixed_arrays_we_write() {
                 size: if case.filtered { chunk_len } else { 0 },
                 mask: u32::from(case.filtered),
             };
-            fa.set(w.cache(), idx, &rec).unwrap();
+            fa.insert(w.cache(), idx, &rec).unwrap();
             records.insert(idx, rec);
         }
         let layout = ChunkedLayout::new(
@@ -195,8 +195,7 @@ fn libhdf5_reads_fixed_arrays_we_write() {
         assert_eq!(info.chunked().address, Some(addr));
         let cache = file.cache(CacheConfig::default());
         let fa = FixedArray::open(&cache, addr, file.sizes(), codec, params).unwrap();
-        let got: BTreeMap<u64, ChunkRecord> =
-            fa.set_elements(&cache).unwrap().into_iter().collect();
+        let got: BTreeMap<u64, ChunkRecord> = fa.to_vec(&cache).unwrap().into_iter().collect();
         assert_eq!(got, written[k], "{}", case.name);
         if fa.geometry().is_paged() {
             // Untouched pages exist only as allocated space: their bits are clear, and reading
@@ -260,8 +259,7 @@ fn libhdf5_reads_fixed_arrays_we_write() {
     let (codec, params, addr) = codecs[0];
     let cache = file.cache(CacheConfig::default());
     let fa = FixedArray::open(&cache, addr, file.sizes(), codec, params).unwrap();
-    let mut got: BTreeMap<u64, ChunkRecord> =
-        fa.set_elements(&cache).unwrap().into_iter().collect();
+    let mut got: BTreeMap<u64, ChunkRecord> = fa.to_vec(&cache).unwrap().into_iter().collect();
     let new = got
         .remove(&1800)
         .expect("the chunk libhdf5 added in an untouched page");

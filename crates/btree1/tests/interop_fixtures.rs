@@ -45,12 +45,14 @@ fn libhdf5_chunk_trees_match_the_manifest_and_h5py() {
             Some(root) => {
                 let tree = ChunkTree::open(&cache, root, f.sizes(), k, &layout.dims)
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
-                depths.insert(tree.depth().unwrap());
-                let chunks = tree.chunks().unwrap_or_else(|e| panic!("{what}: {e}"));
+                depths.insert(tree.depth(&cache).unwrap());
+                let chunks = tree
+                    .to_vec(&cache)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
                 // Every chunk is found by a lookup, and off-grid neighbours are not chunks.
                 for c in &chunks {
                     assert_eq!(
-                        tree.get(c.offsets.as_slice()).unwrap().as_ref(),
+                        tree.get(&cache, c.offsets.as_slice()).unwrap().as_ref(),
                         Some(c),
                         "{what}"
                     );
@@ -138,14 +140,14 @@ fn walk(f: &H5File, path: &str, btree: Addr, heap: Addr, found: &mut BTreeSet<St
     let cache = f.cache(CacheConfig::default());
     let g = Group::open(
         &cache,
+        btree,
+        heap,
         f.sizes(),
         sb.group_internal_k(),
         sb.group_leaf_k(),
-        btree,
-        heap,
     )
     .unwrap_or_else(|e| panic!("{path}: {e}"));
-    let links = g.links().unwrap();
+    let links = g.to_vec(&cache).unwrap();
     for w in links.windows(2) {
         assert!(w[0].name < w[1].name, "{path}: links out of order");
     }
@@ -157,7 +159,7 @@ fn walk(f: &H5File, path: &str, btree: Addr, heap: Addr, found: &mut BTreeSet<St
             format!("{path}/{name}")
         };
         assert_eq!(
-            g.lookup(&l.name).unwrap().as_ref(),
+            g.get(&cache, &l.name).unwrap().as_ref(),
             Some(&l.entry),
             "{child}"
         );
@@ -173,7 +175,7 @@ fn walk(f: &H5File, path: &str, btree: Addr, heap: Addr, found: &mut BTreeSet<St
             walk(f, &child, b, h, found);
         }
     }
-    assert_eq!(g.lookup(b"no such link").unwrap(), None);
+    assert_eq!(g.get(&cache, b"no such link").unwrap(), None);
 }
 
 #[test]

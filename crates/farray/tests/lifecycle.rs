@@ -41,7 +41,7 @@ fn params_for_chunks_follow_the_max_chunk_grid() {
     );
     assert!(matches!(
         Params::for_chunks(&[10], &[0], 10),
-        Err(Error::InvalidParameters(_))
+        Err(Error::InvalidArgument(_))
     ));
     assert!(Params::for_chunks(&[10, 10], &[1], 10).is_err());
     assert!(Params::for_chunks(&[u64::MAX, u64::MAX], &[1, 1], 10).is_err());
@@ -70,13 +70,10 @@ fn out_of_range_is_an_error() {
     let mut fa = FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(12, 10)).unwrap();
     assert!(matches!(
         fa.get(&cache, 12),
-        Err(Error::OutOfRange {
-            index: 12,
-            nelmts: 12
-        })
+        Err(Error::OutOfRange { index: 12, len: 12 })
     ));
     assert!(matches!(
-        fa.set(&cache, u64::MAX, &common::at(1)),
+        fa.insert(&cache, u64::MAX, &common::at(1)),
         Err(Error::OutOfRange { .. })
     ));
 }
@@ -89,9 +86,9 @@ fn data_block_created_on_first_set() {
     assert_eq!(fa.data_block_addr(&cache).unwrap(), None);
     assert_eq!(fa.bytes_used(&cache).unwrap(), 28);
     assert_eq!(fa.get(&cache, 3).unwrap(), ChunkRecord::default());
-    assert_eq!(fa.set_elements(&cache).unwrap(), vec![]);
+    assert_eq!(fa.to_vec(&cache).unwrap(), vec![]);
     assert_eq!(cache.stats().of(DATA_BLOCK_TYPE).inserts, 0);
-    fa.set(&cache, 3, &common::at(0x800)).unwrap();
+    fa.insert(&cache, 3, &common::at(0x800)).unwrap();
     assert!(fa.data_block_addr(&cache).unwrap().is_some());
     // libhdf5's 12-element block: 6 + 8 + 12 × 8 + 4 bytes.
     assert_eq!(fa.bytes_used(&cache).unwrap(), 28 + 114);
@@ -106,7 +103,7 @@ fn pages_created_on_first_use_and_untouched_pages_never_read() {
     let mut fa =
         FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(5_000, 10)).unwrap();
     for i in [0, 1, 1_023, 4_999, 4_998] {
-        fa.set(&cache, i, &common::at(0x1000 + i)).unwrap();
+        fa.insert(&cache, i, &common::at(0x1000 + i)).unwrap();
     }
     assert_eq!(cache.stats().of(PAGE_TYPE).inserts, 2, "pages 0 and 4");
     assert!(cache.flush().unwrap().is_complete());
@@ -124,12 +121,7 @@ fn pages_created_on_first_use_and_untouched_pages_never_read() {
         assert_eq!(r.get(&reader, i).unwrap(), ChunkRecord::default());
     }
     assert_eq!(reader.stats().of(PAGE_TYPE).misses, 0);
-    let set: Vec<u64> = r
-        .set_elements(&reader)
-        .unwrap()
-        .iter()
-        .map(|e| e.0)
-        .collect();
+    let set: Vec<u64> = r.to_vec(&reader).unwrap().iter().map(|e| e.0).collect();
     assert_eq!(set, vec![0, 1, 1_023, 4_998, 4_999]);
     assert_eq!(reader.stats().of(PAGE_TYPE).misses, 2);
 }
@@ -142,8 +134,8 @@ fn shorter_last_page_as_libhdf5_lays_it_out() {
     let cache = common::cache(&storage);
     let mut fa =
         FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(2_500, 10)).unwrap();
-    fa.set(&cache, 2_499, &common::at(0xabc)).unwrap();
-    fa.set(&cache, 0, &common::at(0xdef)).unwrap();
+    fa.insert(&cache, 2_499, &common::at(0xabc)).unwrap();
+    fa.insert(&cache, 0, &common::at(0xdef)).unwrap();
     assert!(cache.flush().unwrap().is_complete());
     let db = fa.data_block_addr(&cache).unwrap().unwrap();
     assert_eq!(fa.page_addr(db, 0).unwrap(), Addr(db.get() + 19));
@@ -163,16 +155,16 @@ fn shorter_last_page_as_libhdf5_lays_it_out() {
 }
 
 #[test]
-fn iterate_stops_when_asked() {
+fn for_each_stops_when_asked() {
     let cache = common::cache(&MemStorage::new());
     for n in [30, 3_000] {
         let mut fa =
             FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(n, 10)).unwrap();
         for i in (0..n).step_by(7) {
-            fa.set(&cache, i, &common::at(0x100 + i)).unwrap();
+            fa.insert(&cache, i, &common::at(0x100 + i)).unwrap();
         }
         let mut seen = Vec::new();
-        fa.iterate(&cache, |i, _| {
+        fa.for_each(&cache, |i, _| {
             seen.push(i);
             if seen.len() == 3 {
                 ControlFlow::Break(())
@@ -199,13 +191,13 @@ fn filtered_records_roundtrip_in_both_widths() {
             size: 3_999,
             mask: 0b101,
         };
-        fa.set(&cache, 1_500, &r).unwrap();
+        fa.insert(&cache, 1_500, &r).unwrap();
         assert!(cache.flush().unwrap().is_complete());
         let reader = common::reader(storage.to_vec());
         let fa = FixedArray::open(&reader, fa.addr(), S, codec, p).unwrap();
         assert_eq!(fa.get(&reader, 1_500).unwrap(), r);
         assert_eq!(fa.get(&reader, 1_501).unwrap(), ChunkRecord::default());
-        assert_eq!(fa.set_elements(&reader).unwrap(), vec![(1_500, r)]);
+        assert_eq!(fa.to_vec(&reader).unwrap(), vec![(1_500, r)]);
     }
     // A size that does not fit the width is refused, and nothing is written.
     let cache = common::cache(&MemStorage::new());
@@ -216,7 +208,7 @@ fn filtered_records_roundtrip_in_both_widths() {
         size: 1 << 16,
         mask: 0,
     };
-    assert!(matches!(fa.set(&cache, 0, &big), Err(Error::Format(_))));
+    assert!(matches!(fa.insert(&cache, 0, &big), Err(Error::Format(_))));
     assert_eq!(fa.data_block_addr(&cache).unwrap(), None);
 }
 
@@ -229,7 +221,7 @@ fn delete_drops_blocks_and_frees_their_space() {
         let mut fa =
             FixedArray::create(&cache, S, RecordCodec::unfiltered(S), params(n, 10)).unwrap();
         for i in [0, n - 1] {
-            fa.set_with_proxy(&cache, i, &common::at(0x100), Some(cache.create_proxy()))
+            fa.insert_with_proxy(&cache, i, &common::at(0x100), Some(cache.create_proxy()))
                 .unwrap();
         }
         let used = fa.bytes_used(&cache).unwrap();
@@ -269,7 +261,7 @@ fn reader_sees_data_block_created_after_it_opened() {
     )
     .unwrap();
     assert_eq!(r.get(&reader, 1_999).unwrap(), ChunkRecord::default());
-    fa.set(&cache, 1_999, &common::at(0x7000)).unwrap();
+    fa.insert(&cache, 1_999, &common::at(0x7000)).unwrap();
     assert!(cache.flush().unwrap().is_complete());
     reader.evict_clean();
     assert_eq!(r.get(&reader, 1_999).unwrap(), common::at(0x7000));

@@ -25,13 +25,14 @@ fn writes_children_before_parents() {
     let cache = mem_cache(&storage, true);
     let mut t = BTree2::create(&cache, S, class2(), SMALL).unwrap();
     for i in 0..400u64 {
-        t.insert(entry((i * 37) % 400, 0, 0x1000 + i)).unwrap();
+        t.try_insert(&cache, entry((i * 37) % 400, 0, 0x1000 + i))
+            .unwrap();
         if i % 50 == 49 {
             assert!(cache.flush().unwrap().is_complete());
         }
     }
     for i in 0..300u64 {
-        assert!(t.remove(&[(i * 11) % 400, 0]).unwrap().is_some());
+        assert!(t.remove(&cache, &[(i * 11) % 400, 0]).unwrap().is_some());
         if i % 40 == 39 {
             assert!(cache.flush().unwrap().is_complete());
         }
@@ -41,7 +42,7 @@ fn writes_children_before_parents() {
     // The dependency graph mirrors the tree: header -> root, every internal node -> children.
     let root = t.header().root.unwrap();
     assert_eq!(cache.flush_children(t.addr()), vec![Key::Entry(root)]);
-    for (addr, depth) in t.nodes().unwrap() {
+    for (addr, depth) in t.nodes(&cache).unwrap() {
         if depth > 0 {
             let kids = cache.flush_children(addr);
             assert!(!kids.is_empty());
@@ -64,7 +65,7 @@ fn nodes_wait_for_their_chunks() {
     for i in 0..300u64 {
         let p = cache.create_proxy();
         proxies.push(p);
-        t.insert_with_proxy(entry((i * 7) % 300, 1, 0x1000 + i), Some(p))
+        t.try_insert_with_proxy(&cache, entry((i * 7) % 300, 1, 0x1000 + i), Some(p))
             .unwrap();
     }
     assert!(t.depth() >= 2);
@@ -88,7 +89,8 @@ fn nodes_wait_for_their_chunks() {
     // A modification attaches the new chunk's proxy to the node holding the record.
     let p = cache.create_proxy();
     assert!(
-        t.modify_with_proxy(&[5, 1], Some(p), |e| e.record.addr = Some(Addr(0x9999)))
+        t.modify_with_proxy(&cache, &[5, 1], Some(p), |e| e.record.addr =
+            Some(Addr(0x9999)))
             .unwrap()
     );
     assert!(!cache.flush().unwrap().is_complete());
@@ -98,7 +100,7 @@ fn nodes_wait_for_their_chunks() {
     assert!(report.is_complete());
     check_write_order(&cache.take_trace()).unwrap();
     assert_eq!(
-        t.find(&[5, 1]).unwrap().unwrap().record.addr,
+        t.get(&cache, &[5, 1]).unwrap().unwrap().record.addr,
         Some(Addr(0x9999))
     );
 }
@@ -128,9 +130,9 @@ fn swmr() -> Swmr {
 /// handed out before, and that the header was the last write.
 fn check_shadowing(
     s: &Swmr,
-    t: &mut BTree2<'_, h5chunk_btree2::ChunkClass>,
+    t: &mut BTree2<h5chunk_btree2::ChunkClass>,
     steps: u64,
-    mut op: impl FnMut(&mut BTree2<'_, h5chunk_btree2::ChunkClass>, u64),
+    mut op: impl FnMut(&mut BTree2<h5chunk_btree2::ChunkClass>, u64),
 ) -> usize {
     let mut shadowed_ops = 0;
     for i in 0..steps {
@@ -138,12 +140,22 @@ fn check_shadowing(
         let before = s.storage.inner().to_vec();
         // Space never handed out starts here (under SWMR the EOA runs ahead, a step at a time).
         let high = s.cache.allocator().high_water();
-        let old: BTreeSet<Addr> = t.nodes().unwrap().into_iter().map(|n| n.0).collect();
+        let old: BTreeSet<Addr> = t
+            .nodes(&s.cache)
+            .unwrap()
+            .into_iter()
+            .map(|n| n.0)
+            .collect();
         s.storage.clear_writes();
         op(t, i);
         assert!(s.cache.flush().unwrap().is_complete());
         let after = s.storage.inner().to_vec();
-        let new: BTreeSet<Addr> = t.nodes().unwrap().into_iter().map(|n| n.0).collect();
+        let new: BTreeSet<Addr> = t
+            .nodes(&s.cache)
+            .unwrap()
+            .into_iter()
+            .map(|n| n.0)
+            .collect();
         let gone: Vec<Addr> = old.difference(&new).copied().collect();
         if gone.is_empty() {
             continue;
@@ -179,17 +191,24 @@ fn swmr_splits_and_rebalances_shadow_nodes() {
     let s = swmr();
     let mut t = BTree2::create(&s.cache, S, class2(), SMALL).unwrap();
     for i in 0..150u64 {
-        t.insert(entry((i * 13) % 150, 0, 0x1000 + i)).unwrap();
+        t.try_insert(&s.cache, entry((i * 13) % 150, 0, 0x1000 + i))
+            .unwrap();
     }
     let n = check_shadowing(&s, &mut t, 150, |t, i| {
-        t.insert(entry((i * 29) % 150, 1, 0x2000 + i)).unwrap();
+        t.try_insert(&s.cache, entry((i * 29) % 150, 1, 0x2000 + i))
+            .unwrap();
     });
     assert!(n >= 10, "only {n} restructuring inserts");
     let n = check_shadowing(&s, &mut t, 120, |t, i| {
-        assert!(t.remove(&[(i * 17) % 150, (i % 2)]).unwrap().is_some() || i % 2 == 1);
+        assert!(
+            t.remove(&s.cache, &[(i * 17) % 150, (i % 2)])
+                .unwrap()
+                .is_some()
+                || i % 2 == 1
+        );
     });
     assert!(n >= 5, "only {n} restructuring removals");
-    t.validate().unwrap();
+    t.validate(&s.cache).unwrap();
     // Freed space is deferred, never reused, while SWMR writing is on.
     assert!(s.cache.allocator().deferred_space() > 0);
 }
@@ -198,25 +217,25 @@ fn swmr_splits_and_rebalances_shadow_nodes() {
 fn swmr_reader_follows_the_writer() {
     let s = swmr();
     let mut w = BTree2::create(&s.cache, S, class2(), SMALL).unwrap();
-    w.insert(entry(0, 0, 0x1000)).unwrap();
+    w.try_insert(&s.cache, entry(0, 0, 0x1000)).unwrap();
     assert!(s.cache.flush().unwrap().is_complete());
     let reader = MetadataCache::new(s.storage.clone(), CacheConfig::swmr_reader()).unwrap();
-    let mut r = BTree2::open(&reader, S, w.addr(), class2()).unwrap();
+    let mut r = BTree2::open(&reader, w.addr(), S, class2()).unwrap();
     let mut n = 1u64;
     for batch in 0..12u64 {
         for i in 0..40u64 {
-            w.insert(entry(batch, i + 1, 0x2000 + batch * 100 + i))
+            w.try_insert(&s.cache, entry(batch, i + 1, 0x2000 + batch * 100 + i))
                 .unwrap();
             n += 1;
         }
         // Before the flush the reader keeps a consistent view of the previous state.
-        r.validate().unwrap();
+        r.validate(&reader).unwrap();
         assert!(s.cache.flush().unwrap().is_complete());
         reader.evict_clean();
-        r.refresh().unwrap();
-        assert_eq!(r.validate().unwrap().records, n);
+        r.refresh(&reader).unwrap();
+        assert_eq!(r.validate(&reader).unwrap().records, n);
         assert_eq!(
-            r.find(&[batch, 40]).unwrap().unwrap().record.addr,
+            r.get(&reader, &[batch, 40]).unwrap().unwrap().record.addr,
             Some(Addr(0x2000 + batch * 100 + 39))
         );
     }
@@ -239,7 +258,7 @@ fn swmr_readers_mixing_two_flushes_read_every_record() {
     for round in 0..120u64 {
         assert!(s.cache.flush().unwrap().is_complete());
         let before = s.storage.inner().to_vec();
-        let mut upper: Vec<(Addr, u16)> = t.nodes().unwrap();
+        let mut upper: Vec<(Addr, u16)> = t.nodes(&s.cache).unwrap();
         upper.retain(|&(_, depth)| depth > 0);
         let old_keys = keys.clone();
         let depth = t.depth();
@@ -250,16 +269,17 @@ fn swmr_readers_mixing_two_flushes_read_every_record() {
                 entry(next, 0, 0x1000 + next * 8 + i)
             })
             .collect();
-        t.upsert_many(&batch).unwrap();
+        t.insert_many(&s.cache, &batch).unwrap();
         keys.extend((next - 6..=next).map(|k| [k, 0]));
         if round % 3 == 1 {
             let k = [(round * 7) % next.max(1) + 1, 1];
-            t.insert(entry(k[0], 1, 0x9000 + round)).unwrap();
+            t.try_insert(&s.cache, entry(k[0], 1, 0x9000 + round))
+                .unwrap();
             keys.insert(k);
         }
         if round % 4 == 2 && keys.len() > 10 {
             let k = *keys.iter().nth(keys.len() / 2).unwrap();
-            assert!(t.remove(&k).unwrap().is_some());
+            assert!(t.remove(&s.cache, &k).unwrap().is_some());
             keys.remove(&k);
         }
         assert!(s.cache.flush().unwrap().is_complete());
@@ -280,9 +300,9 @@ fn swmr_readers_mixing_two_flushes_read_every_record() {
             }
             let storage = Arc::new(MemStorage::from_vec(mixed));
             let reader = MetadataCache::new(storage, CacheConfig::default()).unwrap();
-            let r = BTree2::open(&reader, S, t.addr(), class2()).unwrap();
+            let r = BTree2::open(&reader, t.addr(), S, class2()).unwrap();
             for k in old_keys.union(&keys) {
-                let found = r.find(k).unwrap_or_else(|e| {
+                let found = r.get(&reader, k).unwrap_or_else(|e| {
                     panic!("round {round}, {from_old} levels old: finding {k:?}: {e}")
                 });
                 if old_keys.contains(k) && keys.contains(k) {

@@ -74,7 +74,7 @@ fn read(fx: &Fixture) -> Read {
     let cache = file.cache(CacheConfig::default());
     let fa = FixedArray::open(&cache, addr, sizes, codec, params)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let set = fa.set_elements(&cache).unwrap();
+    let set = fa.to_vec(&cache).unwrap();
     // Element by element, `get` agrees with iteration, and unset elements read as undefined.
     for i in 0..fa.len() {
         let want = set

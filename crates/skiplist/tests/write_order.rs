@@ -48,7 +48,7 @@ fn append_scenario(cache: &MetadataCache, faulty: Option<&FaultyStorage<MemStora
         list.extend(cache, step + 1).unwrap();
         for j in 0..u64::from(GROUP) {
             let i = list.slot_index(step, j).unwrap();
-            list.set(
+            list.insert(
                 cache,
                 i,
                 ChunkRecord {
@@ -126,7 +126,7 @@ fn written_supernodes_are_never_rewritten_for_forward_pointers() {
     let tail = append_scenario(&cache, Some(&storage));
     let reader =
         MetadataCache::new(Arc::new(storage.inner().clone()), CacheConfig::default()).unwrap();
-    let list = SkipList::open(&reader, Sizes::DEFAULT, tail).unwrap();
+    let list = SkipList::open(&reader, tail, Sizes::DEFAULT).unwrap();
     let mut last_step_written: BTreeMap<Addr, u64> = BTreeMap::new();
     for w in storage.writes() {
         if let Some(step) = w.tag.as_deref().and_then(|t| t.strip_prefix("step ")) {
@@ -158,10 +158,10 @@ fn read_back(storage: &MemStorage, tail: Addr) -> Result<Option<(u64, Vec<ChunkR
     {
         return Ok(None);
     }
-    let list = SkipList::open(&reader, Sizes::DEFAULT, tail).map_err(|e| e.to_string())?;
+    let list = SkipList::open(&reader, tail, Sizes::DEFAULT).map_err(|e| e.to_string())?;
     let steps = list.steps(&reader).map_err(|e| e.to_string())?;
     let mut records = Vec::new();
-    list.for_each_forward(&reader, |_, r| records.push(r))
+    list.for_each(&reader, |_, r| records.push(r))
         .map_err(|e| e.to_string())?;
     for (i, r) in records.iter().enumerate() {
         let got = list.get(&reader, i as u64).map_err(|e| e.to_string())?;
@@ -254,10 +254,9 @@ fn concurrent_reader_sees_growing_consistent_prefixes() {
             loop {
                 let finished = done.load(Ordering::Acquire);
                 r.evict_clean();
-                let list = SkipList::open(&r, Sizes::DEFAULT, tail).unwrap();
+                let list = SkipList::open(&r, tail, Sizes::DEFAULT).unwrap();
                 let mut records = Vec::new();
-                list.for_each_forward(&r, |i, rec| records.push((i, rec)))
-                    .unwrap();
+                list.for_each(&r, |i, rec| records.push((i, rec))).unwrap();
                 let steps = records.len() as u64 / u64::from(GROUP);
                 assert_eq!(records.len() as u64, steps * u64::from(GROUP));
                 assert!(
@@ -283,7 +282,7 @@ fn concurrent_reader_sees_growing_consistent_prefixes() {
         list.extend(&w, step + 1).unwrap();
         for j in 0..u64::from(GROUP) {
             let i = list.slot_index(step, j).unwrap();
-            list.set(
+            list.insert(
                 &w,
                 i,
                 ChunkRecord {

@@ -116,7 +116,7 @@ fn blocks_are_created_lazily_on_the_path_only() {
     assert_eq!(ea.header(&cache).unwrap().index_block, None);
     assert_eq!(ea.get(&cache, 12_345).unwrap(), None);
     assert_eq!(ea.stats(&cache).unwrap(), Stats::default());
-    ea.set(&cache, 12_345, &Some(Addr(117_277))).unwrap();
+    ea.insert(&cache, 12_345, &Some(Addr(117_277))).unwrap();
     let g = ea.geometry().clone();
     // Index block, super block of row 9 and one of its data blocks: nothing else.
     assert_eq!(
@@ -131,7 +131,7 @@ fn blocks_are_created_lazily_on_the_path_only() {
         }
     );
     // A far index in a paged row: one super block, one data block (at full size), one page.
-    ea.set(&cache, 300_000, &Some(Addr(0x9999))).unwrap();
+    ea.insert(&cache, 300_000, &Some(Addr(0x9999))).unwrap();
     let st = cache.stats();
     assert_eq!(st.of("EASB").inserts, 2);
     assert_eq!(st.of("EADB").inserts, 2);
@@ -141,7 +141,7 @@ fn blocks_are_created_lazily_on_the_path_only() {
     assert_eq!(ea.get(&cache, 299_000).unwrap(), None); // same block, page never written
     assert_eq!(ea.get(&cache, 12_345).unwrap(), Some(Addr(117_277)));
     assert_eq!(
-        ea.collect_set(&cache).unwrap(),
+        ea.to_vec(&cache).unwrap(),
         vec![(12_345, Some(Addr(117_277))), (300_000, Some(Addr(0x9999)))]
     );
 }
@@ -192,9 +192,9 @@ fn bytes_used_and_delete_account_for_every_byte() {
     let (_, cache) = new_cache();
     let mut ea = new_filtered_array(&cache);
     for i in (0..140_000).step_by(7) {
-        ea.set(&cache, i, &record(i)).unwrap();
+        ea.insert(&cache, i, &record(i)).unwrap();
     }
-    ea.set(&cache, 600_000, &record(1)).unwrap();
+    ea.insert(&cache, 600_000, &record(1)).unwrap();
     let eoa = cache.allocator().eoa().get();
     assert_eq!(ea.bytes_used(&cache).unwrap(), eoa - RESERVED);
     assert!(cache.flush().unwrap().is_complete());
@@ -217,7 +217,7 @@ fn open_checks_the_element_class() {
     assert!(
         matches!(
             err,
-            Error::ClassMismatch {
+            Error::Mismatch {
                 found_client: 1,
                 expected_client: 0,
                 ..
@@ -235,14 +235,14 @@ fn rejects_indices_beyond_the_maximum() {
     let mut ea = new_addr_array(&cache);
     let max = 1u64 << 32;
     assert_eq!(ea.max_len(), max);
-    let err = ea.set(&cache, max, &Some(Addr(1))).unwrap_err();
-    assert!(matches!(err, Error::IndexOutOfRange { index, .. } if index == max));
+    let err = ea.insert(&cache, max, &Some(Addr(1))).unwrap_err();
+    assert!(matches!(err, Error::OutOfRange { index, .. } if index == max));
     assert!(matches!(
         ea.get(&cache, u64::MAX),
-        Err(Error::IndexOutOfRange { .. })
+        Err(Error::OutOfRange { .. })
     ));
     // The last index is fine: its path is created (row 28, a paged data block).
-    ea.set(&cache, max - 1, &Some(Addr(1))).unwrap();
+    ea.insert(&cache, max - 1, &Some(Addr(1))).unwrap();
     assert_eq!(ea.get(&cache, max - 1).unwrap(), Some(Addr(1)));
     assert_eq!(ea.len(&cache).unwrap(), max);
 }
@@ -318,11 +318,11 @@ fn the_write_order_checker_sees_a_broken_order() {
 }
 
 #[test]
-fn set_chunk_waits_for_the_chunk_proxy() {
+fn insert_with_proxy_waits_for_the_chunk_proxy() {
     let (_, cache) = new_cache();
     let mut ea = new_addr_array(&cache);
     let proxy = cache.create_proxy();
-    ea.set_chunk(&cache, 100, &Some(Addr(0x5000)), proxy)
+    ea.insert_with_proxy(&cache, 100, &Some(Addr(0x5000)), proxy)
         .unwrap();
     let report = cache.flush().unwrap();
     assert_eq!(report.dirty_proxies, vec![proxy]);
@@ -420,7 +420,7 @@ fn eviction_under_a_small_budget_keeps_the_order_and_the_values() {
     for i in 0..40_000 {
         ea.append(&cache, &record(i)).unwrap();
     }
-    ea.set(&cache, 200_000, &record(7)).unwrap();
+    ea.insert(&cache, 200_000, &record(7)).unwrap();
     assert!(cache.stats().total().evictions > 0);
     for i in (0..40_000).step_by(97) {
         assert_eq!(ea.get(&cache, i).unwrap(), record(i));
@@ -429,7 +429,7 @@ fn eviction_under_a_small_budget_keeps_the_order_and_the_values() {
     check_write_order(&cache.take_trace()).unwrap();
     let r = reader(&storage);
     let ro = ExtensibleArray::open(&r, ea.addr(), S, filtered()).unwrap();
-    let set = ro.collect_set(&r).unwrap();
+    let set = ro.to_vec(&r).unwrap();
     assert_eq!(set.len(), 40_001);
     assert!(set.iter().take(40_000).all(|&(i, v)| v == record(i)));
 }
@@ -498,8 +498,8 @@ fn trace_records_dependencies_of_table_7() {
     // Header → index block → super block → data block and page; nothing else.
     let (_, cache) = new_cache();
     let mut ea = new_addr_array(&cache);
-    ea.set(&cache, 140_000, &Some(Addr(1))).unwrap();
-    ea.set(&cache, 10, &Some(Addr(2))).unwrap();
+    ea.insert(&cache, 140_000, &Some(Addr(1))).unwrap();
+    ea.insert(&cache, 10, &Some(Addr(2))).unwrap();
     let deps: Vec<(h5chunk_cache::Key, h5chunk_cache::Key)> = cache
         .take_trace()
         .events

@@ -1,4 +1,4 @@
-//! `upsert_many` is `upsert` on each record in order: the same bytes reach the storage, in an
+//! `insert_many` is `insert` on each record in order: the same bytes reach the storage, in an
 //! order the write-order checker accepts, and the trees read back the same, for appends,
 //! scattered keys, replacements and duplicates, over the chunk record classes and a plain one.
 // Test code: a panic here is a failed test, not a crash on user input.
@@ -223,13 +223,13 @@ fn cache_over(storage: &MemStorage, trace: bool, max_bytes: Option<usize>) -> Me
     cache
 }
 
-fn same_as_upsert<M: Maker>(m: M, swmr: bool, batches: &[Batch]) -> Result<u16, TestCaseError> {
-    same_as_upsert_in(m, swmr, None, batches)
+fn same_as_insert<M: Maker>(m: M, swmr: bool, batches: &[Batch]) -> Result<u16, TestCaseError> {
+    same_as_insert_in(m, swmr, None, batches)
 }
 
 /// Both trees in caches of `max_bytes`: a small budget makes the caches evict (and write)
 /// nodes in the middle of a batch, at different moments on the two sides.
-fn same_as_upsert_in<M: Maker>(
+fn same_as_insert_in<M: Maker>(
     m: M,
     swmr: bool,
     max_bytes: Option<usize>,
@@ -245,8 +245,8 @@ fn same_as_upsert_in<M: Maker>(
     let (mut top, mut serial) = (None, 0u64);
     for batch in batches {
         if batch.reopen {
-            a = BTree2::open(&one, S, a.addr(), m.class()).unwrap();
-            b = BTree2::open(&many, S, b.addr(), m.class()).unwrap();
+            a = BTree2::open(&one, a.addr(), S, m.class()).unwrap();
+            b = BTree2::open(&many, b.addr(), S, m.class()).unwrap();
         }
         let proxies = if batch.proxy {
             let r = materialize(
@@ -257,22 +257,22 @@ fn same_as_upsert_in<M: Maker>(
             );
             let (p, q) = (one.create_proxy(), many.create_proxy());
             prop_assert_eq!(p, q);
-            a.upsert(r[0].clone(), Some(p)).unwrap();
-            b.upsert(r[0].clone(), Some(q)).unwrap();
+            a.insert(&one, r[0].clone(), Some(p)).unwrap();
+            b.insert(&many, r[0].clone(), Some(q)).unwrap();
             Some((p, q))
         } else {
             None
         };
         let records = materialize(m, &batch.pieces, &mut top, &mut serial);
         for r in &records {
-            a.upsert(r.clone(), None).unwrap();
+            a.insert(&one, r.clone(), None).unwrap();
         }
-        b.upsert_many(&records).unwrap();
+        b.insert_many(&many, &records).unwrap();
         prop_assert_eq!(a.header(), b.header());
         // The same flush dependencies: header -> root, internal node -> children, leaf ->
         // the proxies its records wait for.
-        let nodes = a.nodes().unwrap();
-        prop_assert_eq!(&nodes, &b.nodes().unwrap());
+        let nodes = a.nodes(&one).unwrap();
+        prop_assert_eq!(&nodes, &b.nodes(&many).unwrap());
         for addr in nodes.iter().map(|&(addr, _)| addr).chain([a.addr()]) {
             prop_assert_eq!(
                 one.flush_children(addr),
@@ -295,9 +295,9 @@ fn same_as_upsert_in<M: Maker>(
             one_storage.to_vec() == many_storage.to_vec(),
             "storage differs"
         );
-        prop_assert_eq!(a.records().unwrap(), b.records().unwrap());
+        prop_assert_eq!(a.to_vec(&one).unwrap(), b.to_vec(&many).unwrap());
     }
-    let st = b.validate().unwrap();
+    let st = b.validate(&many).unwrap();
     prop_assert_eq!(st.records, b.len());
     Ok(st.depth)
 }
@@ -306,34 +306,34 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn upsert_many_writes_what_upsert_writes_chunks(
+    fn insert_many_writes_what_insert_writes_chunks(
         batches in batches(),
         which in 0usize..4,
         swmr in prop::bool::weighted(0.2),
     ) {
         let m = [Chunks::Unfiltered1, Chunks::Unfiltered2, Chunks::Filtered1, Chunks::Filtered2][which];
-        same_as_upsert(m, swmr, &batches)?;
+        same_as_insert(m, swmr, &batches)?;
     }
 
     #[test]
-    fn upsert_many_writes_what_upsert_writes_evicting(batches in batches(), which in 0usize..4) {
+    fn insert_many_writes_what_insert_writes_evicting(batches in batches(), which in 0usize..4) {
         let m = [Chunks::Unfiltered1, Chunks::Unfiltered2, Chunks::Filtered1, Chunks::Filtered2][which];
         // About a dozen nodes.
         let budget = 12 * m.params().node_size as usize;
-        same_as_upsert_in(m, false, Some(budget), &batches)?;
+        same_as_insert_in(m, false, Some(budget), &batches)?;
     }
 
     #[test]
-    fn upsert_many_writes_what_upsert_writes_plain(
+    fn insert_many_writes_what_insert_writes_plain(
         batches in batches(),
         swmr in prop::bool::weighted(0.2),
     ) {
-        same_as_upsert(Plains, swmr, &batches)?;
+        same_as_insert(Plains, swmr, &batches)?;
     }
 }
 
 #[test]
-fn upsert_many_reaches_depth_three() {
+fn insert_many_reaches_depth_three() {
     // Long appends with a few replacements and scattered keys between them.
     let batches: Vec<Batch> = (0..8)
         .map(|i| Batch {
@@ -348,13 +348,13 @@ fn upsert_many_reaches_depth_three() {
         })
         .collect();
     for m in [Chunks::Unfiltered1, Chunks::Filtered2] {
-        assert!(same_as_upsert(m, false, &batches).unwrap() >= 3);
-        assert!(same_as_upsert(m, true, &batches).unwrap() >= 3);
+        assert!(same_as_insert(m, false, &batches).unwrap() >= 3);
+        assert!(same_as_insert(m, true, &batches).unwrap() >= 3);
     }
 }
 
 #[test]
-fn upsert_many_appends_50k() {
+fn insert_many_appends_50k() {
     const N: u64 = 50_000;
     let m = Chunks::Unfiltered2;
     let records: Vec<ChunkEntry> = (0..N).map(|i| m.make(i, 4096 * i)).collect();
@@ -365,9 +365,9 @@ fn upsert_many_appends_50k() {
     );
     let mut a = BTree2::create(&one, S, m.class(), Params::CHUNK_INDEX).unwrap();
     let mut b = BTree2::create(&many, S, m.class(), Params::CHUNK_INDEX).unwrap();
-    b.upsert_many(&records).unwrap();
+    b.insert_many(&many, &records).unwrap();
     assert_eq!(b.len(), N);
-    let st = b.validate().unwrap();
+    let st = b.validate(&many).unwrap();
     assert_eq!(st.records, N);
     assert!(st.depth >= 2, "{st:?}");
     check_fill(&b, &st);
@@ -380,14 +380,14 @@ fn upsert_many_appends_50k() {
     assert_eq!(st.nodes[0], N.div_ceil(split), "{st:?}");
     for i in (0..N).step_by(97).chain([N - 1]) {
         assert_eq!(
-            b.find(&[i / W, i % W]).unwrap(),
+            b.get(&many, &[i / W, i % W]).unwrap(),
             Some(records[i as usize].clone())
         );
     }
-    assert_eq!(b.find(&[N / W + 1, 0]).unwrap(), None);
+    assert_eq!(b.get(&many, &[N / W + 1, 0]).unwrap(), None);
     // The per-record loop writes the same file.
     for r in &records {
-        a.upsert(r.clone(), None).unwrap();
+        a.insert(&one, r.clone(), None).unwrap();
     }
     assert_eq!(a.header(), b.header());
     assert!(one.flush().unwrap().is_complete());
