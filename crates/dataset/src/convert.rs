@@ -138,6 +138,7 @@ fn put(t: TypeDesc, v: Num, out: &mut [u8]) -> Option<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use crate::H5Type;

@@ -134,7 +134,7 @@ fn the_watcher_follows_a_swmr_writer_to_its_last_flush() {
         .stderr(Stdio::piped());
     let child = watch.spawn().unwrap();
     for k in 1..=20 {
-        d.append(&vec![k as f32; 25]).unwrap();
+        d.append(&[k as f32; 25]).unwrap();
         f.flush().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(5));
     }

@@ -1,5 +1,7 @@
 //! The `ndarray` feature: arrays in, arrays out.
 #![cfg(feature = "ndarray")]
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(clippy::unwrap_used)]
 
 use h5chunk::File;
 

@@ -11,9 +11,12 @@
 
 use super::chunked::Chunked;
 use super::fresh::Rows;
-use super::{Dataset, DatasetState, MAX_FAST_RANK, StorageState, short_chunk, step_row_major};
-use crate::error::Result;
+use super::grid::{MAX_FAST_RANK, short_chunk, step_row_major};
+use super::{Dataset, DatasetState, StorageState};
+use crate::error::{Error, Result};
 use crate::store::Store;
+use crate::types::H5Type;
+use smallvec::SmallVec;
 
 /// The shape of an append of whole chunks, valid while the dataset's other dimensions and the
 /// append's length stay as they were.
@@ -398,4 +401,82 @@ fn push_box(
         }
     }
     Ok(true)
+}
+
+impl Dataset {
+    /// Append `data` (C order) along the first unlimited dimension: the dimension grows by
+    /// `data.len()` divided by the product of the other dimensions.
+    pub fn append<T: H5Type>(&self, data: &[T]) -> Result<()> {
+        self.check_type(T::DESC)?;
+        // Values of the dataset's own type go straight to the bytes' paths; another type's are
+        // converted first, so a value that does not fit changes nothing.
+        let same = {
+            let d = self.dtype();
+            d.class == T::DESC.class && d.size == T::DESC.size
+        };
+        let converted = if same {
+            None
+        } else {
+            Some(self.to_dataset_type(data)?)
+        };
+        if same
+            && cfg!(target_endian = "little")
+            && let Some(le) = T::bytes(data)
+            && self.append_whole_chunks(le)?
+        {
+            return Ok(());
+        }
+        // The new extent, and where the appended slab starts and how large it is, in one pass
+        // over the current dims (no copy of them kept).
+        let (new, start, count) = {
+            let g = self.shared.dims.read();
+            let (cur, max) = (&g.0, &g.1);
+            let k = max
+                .iter()
+                .position(Option::is_none)
+                .ok_or_else(|| Error::arg("data", "append needs an unlimited dimension"))?;
+            let others: u64 = (cur.iter().enumerate())
+                .filter(|&(u, _)| u != k)
+                .map(|(_, &d)| d)
+                .product();
+            let values = data.len() as u64;
+            let grow = match values.checked_div(others) {
+                Some(grow) if values.is_multiple_of(others) => grow,
+                _ => {
+                    return Err(Error::arg(
+                        "data",
+                        format!(
+                            "{} values do not fill whole slices of {others} elements",
+                            data.len()
+                        ),
+                    ));
+                }
+            };
+            let old_len = *cur
+                .get(k)
+                .ok_or(Error::Internal("an unlimited dimension past the rank"))?;
+            let len = old_len
+                .checked_add(grow)
+                .ok_or_else(|| Error::arg("data", "appending past 2^64 elements"))?;
+            let at = |u: usize, here: u64, other: u64| if u == k { here } else { other };
+            let new: SmallVec<[u64; 4]> = (cur.iter().enumerate())
+                .map(|(u, &d)| at(u, len, d))
+                .collect();
+            let start: SmallVec<[u64; 4]> = (0..cur.len()).map(|u| at(u, old_len, 0)).collect();
+            let count: SmallVec<[u64; 4]> = (cur.iter().enumerate())
+                .map(|(u, &d)| at(u, grow, d))
+                .collect();
+            (new, start, count)
+        };
+        self.resize(&new)?;
+        if let Some(le) = &converted {
+            return self.write_slice_raw(le, &start, &count, None);
+        }
+        if cfg!(target_endian = "little")
+            && let Some(le) = T::bytes(data)
+        {
+            return self.write_slice_raw(le, &start, &count, None);
+        }
+        self.write_slice(data, &start, &count, None)
+    }
 }

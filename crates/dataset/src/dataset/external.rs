@@ -280,7 +280,7 @@ impl External {
                 chunk: r.chunk.saturating_sub(lo),
                 ..r
             };
-            fits &= super::copy_in(&mut buf, data, r, elem).is_some();
+            fits &= super::grid::copy_in(&mut buf, data, r, elem).is_some();
         });
         if !fits {
             return Err(Error::Internal("a selection outside its span"));

@@ -429,7 +429,7 @@ impl Fresh {
             for (&f0, &a) in first.iter().zip(at.iter()) {
                 self.coords.push(f0.saturating_add(a));
             }
-            if !super::step_row_major(at, n) {
+            if !super::grid::step_row_major(at, n) {
                 return true;
             }
         }
@@ -459,7 +459,7 @@ impl Fresh {
                         if !self.copy_row(src, from, rows.len) {
                             break false;
                         }
-                        if !super::step_row_major(o, rows.outer) {
+                        if !super::grid::step_row_major(o, rows.outer) {
                             break true;
                         }
                     },

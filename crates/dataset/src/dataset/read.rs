@@ -22,15 +22,16 @@ use h5chunk_format::chunk_record::ChunkRecord;
 use smallvec::SmallVec;
 
 use super::chunked::Chunked;
-use super::{
-    Dataset, DatasetState, StorageState, copy_from_contiguous, copy_out, copy_runs, short_chunk,
-    short_storage,
+use super::grid::{
+    copy_from_contiguous, copy_out, copy_runs, grid_position, short_chunk, short_storage, zeroed,
 };
+use super::{Dataset, DatasetState, StorageState};
 use crate::chunk_cache::Coords;
 use crate::error::{Error, Result};
 use crate::filters::{FilterError, Pipeline};
 use crate::select::Hyperslab;
 use crate::store::Store;
+use crate::types::H5Type;
 
 /// Chunks decoded together on the pool: enough to keep every thread busy, few enough that a
 /// read of a huge selection holds only a handful of decoded chunks beside its output.
@@ -738,4 +739,217 @@ pub(crate) fn span(h: &Hyperslab, dims: &[u64]) -> (u64, u64) {
         return (0, 1);
     }
     if lo > hi { (0, 0) } else { (lo, hi) }
+}
+
+impl Dataset {
+    /// Read everything, as `T`. Numbers of another type than the dataset's are converted as
+    /// libhdf5 and h5py convert them (a float32 dataset read as `f64`; an `i64` one read as
+    /// `i32` when every value fits, else [`Error::ValueOutOfRange`] naming the first that does
+    /// not); the same holds for every typed read and write.
+    pub fn read<T: H5Type>(&self) -> Result<Vec<T>> {
+        self.check_type(T::DESC)?;
+        self.read_values(&Hyperslab::all(&self.shape()))
+    }
+
+    /// Read everything, as little-endian bytes of the dataset's type (for element types known
+    /// only at run time: see [`Dataset::dtype`]).
+    pub fn read_raw(&self) -> Result<Vec<u8>> {
+        let dims = self.shape();
+        self.read_selection_raw(&Hyperslab::all(&dims))
+    }
+
+    /// Read a hyperslab as little-endian bytes of the dataset's type, in C order.
+    pub fn read_slice_raw(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        stride: Option<&[u64]>,
+    ) -> Result<Vec<u8>> {
+        let h = Hyperslab::new(start, count, stride, &self.shape())?;
+        self.read_selection_raw(&h)
+    }
+
+    /// Read a hyperslab (`stride` 1 when `None`), as `T`, in C order.
+    pub fn read_slice<T: H5Type>(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        stride: Option<&[u64]>,
+    ) -> Result<Vec<T>> {
+        if stride.is_none() {
+            let mut one = [T::default()];
+            if self.read_one_element(start, count, &mut one)? {
+                return Ok(one.to_vec());
+            }
+        }
+        self.check_type(T::DESC)?;
+        self.read_values(&Hyperslab::new(start, count, stride, &self.shape())?)
+    }
+
+    /// `h`'s elements as a new vector (the type checked), or a typed error when they do not
+    /// fit in memory.
+    pub(super) fn read_values<T: H5Type>(&self, h: &Hyperslab) -> Result<Vec<T>> {
+        let n = usize::try_from(h.len())
+            .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(n).map_err(|_| {
+            Error::arg(
+                "selection",
+                format!("{n} elements do not fit in memory (read it in parts with read_slice)"),
+            )
+        })?;
+        out.resize(n, T::default());
+        self.read_typed(h, &mut out)?;
+        Ok(out)
+    }
+
+    /// Read a hyperslab into `out` (as h5py's `read_direct`, or `H5Dread` into the caller's
+    /// buffer): `out` holds exactly the selected elements, in C order. A loop of small reads
+    /// allocates nothing per read, and unfiltered chunks selected whole are read from the file
+    /// straight into `out`.
+    pub fn read_slice_into<T: H5Type>(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        stride: Option<&[u64]>,
+        out: &mut [T],
+    ) -> Result<()> {
+        if stride.is_none() && self.read_one_element(start, count, out)? {
+            return Ok(());
+        }
+        self.check_type(T::DESC)?;
+        let h = Hyperslab::new(start, count, stride, &self.shape())?;
+        if u64::try_from(out.len()).ok() != Some(h.len()) {
+            return Err(Error::arg(
+                "out",
+                format!("holds {} elements, the selection {}", out.len(), h.len()),
+            ));
+        }
+        self.read_typed(&h, out)
+    }
+
+    /// Fill `out` (exactly `h`'s elements; the type checked) from `h`: straight into its
+    /// memory when `T` allows and the host is little-endian, else through a byte buffer.
+    pub(super) fn read_typed<T: H5Type>(&self, h: &Hyperslab, out: &mut [T]) -> Result<()> {
+        let dtype = self.dtype();
+        if dtype.class != T::DESC.class || dtype.size != T::DESC.size {
+            // Numbers of another type: converted as libhdf5 converts them.
+            let bytes = self.read_selection_raw(h)?;
+            let mut le = vec![0u8; out.len().saturating_mul(T::DESC.size)];
+            self.converted(dtype, &bytes, T::DESC, &mut le)?;
+            for (o, b) in out.iter_mut().zip(le.chunks_exact(T::DESC.size)) {
+                *o = T::read_le(b);
+            }
+            return Ok(());
+        }
+        if cfg!(target_endian = "little")
+            && let Some(bytes) = T::bytes_mut(out)
+            && bytes.len() as u64 == h.len().saturating_mul(dtype.size as u64)
+        {
+            self.read_selection_into(h, bytes)?;
+            dtype.to_from_le(bytes);
+            return Ok(());
+        }
+        let bytes = self.read_selection_raw(h)?;
+        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(T::DESC.size)) {
+            *o = T::read_le(b);
+        }
+        Ok(())
+    }
+
+    /// The lookup path (see [`read_element`](Self::read_element)) for a one-element `out`;
+    /// `false` when the selection is of another kind.
+    pub(super) fn read_one_element<T: H5Type>(
+        &self,
+        start: &[u64],
+        count: &[u64],
+        out: &mut [T],
+    ) -> Result<bool> {
+        let [slot] = out else {
+            return Ok(false);
+        };
+        let dtype = self.dtype();
+        // Another element type: the general path reports it.
+        if dtype.class != T::DESC.class
+            || dtype.size != T::DESC.size
+            || count.iter().any(|&n| n != 1)
+        {
+            return Ok(false);
+        }
+        // The element's bytes, in the file's order, then as `T`.
+        let mut buf = [0u8; 16];
+        let Some(one) = buf.get_mut(..dtype.size) else {
+            return Ok(false);
+        };
+        if !self.read_element(start, one)? {
+            return Ok(false);
+        }
+        dtype.to_from_le(one);
+        *slot = T::read_le(one);
+        Ok(true)
+    }
+
+    pub(crate) fn read_selection_raw(&self, h: &Hyperslab) -> Result<Vec<u8>> {
+        let elem = self.dtype().size;
+        let n = usize::try_from(h.len())
+            .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;
+        let bytes = n
+            .checked_mul(elem)
+            .ok_or_else(|| Error::arg("selection", "more bytes than memory can address"))?;
+        let mut out = zeroed(bytes)?;
+        self.read_selection_into(h, &mut out)?;
+        self.dtype().to_from_le(&mut out);
+        Ok(out)
+    }
+
+    /// A chunk's stored bytes and filter mask, without decoding (h5py's `read_direct_chunk`);
+    /// `None` if the chunk is not allocated. Cached changes are written first.
+    pub fn read_direct_chunk(&self, offset: &[u64]) -> Result<Option<(Vec<u8>, u32)>> {
+        let f = &self.file.inner.store;
+        let mut st = self.shared.write();
+        let dims = self.shared.dims.read().0.clone();
+        let DatasetState { path, storage, .. } = &mut **st;
+        let StorageState::Chunked(c) = storage else {
+            return Err(Error::Unsupported(
+                "direct chunk reads of contiguous or compact datasets",
+            ));
+        };
+        let scaled = grid_position(offset, &c.shape.chunk, &dims)?;
+        if let Some(e) = c.cache.get_mut().get_mut(&scaled)
+            && e.dirty
+        {
+            e.dirty = false;
+            let data = e.data.clone();
+            c.write_chunk(f, path, &scaled, &data)?;
+        }
+        if c.fresh.position(&scaled).is_some() {
+            c.flush_fresh(f, path)?;
+        }
+        let filtered = c.pipeline.is_some();
+        match c.index.get(f, &scaled)? {
+            Some(ChunkRecord {
+                addr: Some(a),
+                size,
+                mask,
+            }) => {
+                let len = if filtered && !c.skips_filters(&scaled) {
+                    size
+                } else {
+                    c.shape.chunk_bytes
+                };
+                Ok(Some((f.read(a, len)?, mask)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Read everything into an n-dimensional array of the dataset's shape (cargo feature
+    /// `ndarray`).
+    #[cfg(feature = "ndarray")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+    pub fn read_array<T: H5Type>(&self) -> Result<ndarray::ArrayD<T>> {
+        let shape: Vec<usize> = self.shape().iter().map(|&d| d as usize).collect();
+        ndarray::ArrayD::from_shape_vec(shape, self.read::<T>()?)
+            .map_err(|_| Error::Internal("ndarray refused the dataset's own shape"))
+    }
 }

@@ -1,0 +1,237 @@
+//! Opening a dataset: its header's messages decoded into the state every handle shares.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use h5chunk_format::Addr;
+use h5chunk_format::message::{
+    DataLayout, DataspaceKind, Extent, FillDefinition, Message, MessageType,
+};
+use parking_lot::RwLock;
+
+use crate::chunk_cache::{ChunkCache, DEFAULT_BUDGET};
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::filters::Pipeline;
+use crate::index::adapter::{self, Shape};
+use crate::types::TypeDesc;
+
+use super::builder::record_codec;
+use super::chunked::Chunked;
+use super::{Dataset, DatasetShared, DatasetState, StorageState, swmr_index};
+use super::{external, fresh, read};
+
+impl Dataset {
+    /// The current and maximum dims a state gives its handles.
+    pub(super) fn extent_of(state: &DatasetState) -> (Vec<u64>, Vec<Option<u64>>) {
+        match &state.storage {
+            StorageState::Chunked(c) => (c.shape.dims.clone(), c.shape.max_dims.clone()),
+            _ => (
+                state.dims_written.clone(),
+                state.dims_written.iter().map(|&d| Some(d)).collect(),
+            ),
+        }
+    }
+
+    pub(super) fn shared_from_state(state: DatasetState) -> Arc<DatasetShared> {
+        let (dims, max) = Dataset::extent_of(&state);
+        let filtered = matches!(&state.storage, StorageState::Chunked(c) if c.pipeline.is_some());
+        Arc::new(DatasetShared {
+            filtered,
+            dtype: state.dtype,
+            datatype: state.datatype.clone(),
+            inflight: read::InFlight::default(),
+            state: RwLock::new(h5chunk_cache::CacheLine(state)),
+            dims: RwLock::new((dims, max)),
+            version: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn from_state(file: &File, state: DatasetState) -> Result<Dataset> {
+        let header = state.header;
+        let fresh = Dataset::shared_from_state(state);
+        let shared = file.inner.open_object(header, || Ok(fresh))?;
+        Ok(Dataset {
+            file: file.clone(),
+            shared,
+        })
+    }
+
+    pub(crate) fn open(file: &File, header: Addr, path: String) -> Result<Dataset> {
+        let shared = file.inner.open_object(header, || {
+            Ok(Dataset::shared_from_state(Dataset::load(
+                file, header, path,
+            )?))
+        })?;
+        Ok(Dataset {
+            file: file.clone(),
+            shared,
+        })
+    }
+
+    pub(super) fn load(file: &File, header: Addr, path: String) -> Result<DatasetState> {
+        let f = &file.inner.store;
+        let (mut space, mut dtype, mut layout, mut pipeline, mut fill) =
+            (None, None, None, None, None);
+        let mut external = None;
+        for m in f.messages(header)? {
+            match m {
+                Message::Unknown { kind, data } if kind == MessageType::EXTERNAL_FILES => {
+                    external = Some(data);
+                }
+                Message::Dataspace(d) => space = Some(d),
+                Message::Datatype(t) => dtype = Some(t),
+                Message::DataLayout(l) => layout = Some(l),
+                Message::FilterPipeline(p) => pipeline = Some(p),
+                Message::FillValue(v) => fill = Some(v),
+                _ => {}
+            }
+        }
+        let space = space.ok_or_else(|| {
+            Error::corrupt("dataset", header, format!("{path}: no dataspace message"))
+        })?;
+        let datatype = dtype.ok_or_else(|| {
+            Error::corrupt("dataset", header, format!("{path}: no datatype message"))
+        })?;
+        let dtype = TypeDesc::of(&datatype)?;
+        if space.kind != DataspaceKind::Simple && space.kind != DataspaceKind::Scalar {
+            return Err(Error::Unsupported("null dataspaces"));
+        }
+        let dims = space.dims.clone();
+        // The dataspace decoder refuses a dimension above its maximum.
+        let max_dims: Vec<Option<u64>> = match &space.max_dims {
+            Some(m) => m
+                .iter()
+                .map(|e| match e {
+                    Extent::Fixed(n) => Some(*n),
+                    Extent::Unlimited => None,
+                })
+                .collect(),
+            None => dims.iter().map(|&d| Some(d)).collect(),
+        };
+        let elem = dtype.size;
+        let mut fill_bytes = match fill.map(|v| v.value) {
+            Some(FillDefinition::User(v)) if v.len() == elem => v,
+            _ => vec![0; elem],
+        };
+        if fill_bytes.len() != elem {
+            fill_bytes = vec![0; elem];
+        }
+        let storage = match layout.ok_or_else(|| {
+            Error::corrupt("dataset", header, format!("{path}: no layout message"))
+        })? {
+            DataLayout::Chunked(c) => {
+                let filtered = pipeline.as_ref().is_some_and(|p| !p.filters.is_empty());
+                let chunk_bytes = c
+                    .chunk_bytes()
+                    .ok_or(Error::Unsupported("chunks of 2^64 bytes"))?;
+                // libhdf5's limits: one chunk dimension per dataset dimension, none zero, and
+                // under 4 GiB a chunk. A file breaking them sizes no buffer here.
+                let chunk_dims = c.chunk_dims();
+                if chunk_dims.len() != dims.len() || chunk_dims.contains(&0) {
+                    return Err(Error::corrupt(
+                        "layout message",
+                        header,
+                        format!("{path}: chunk dims {chunk_dims:?} for dims {dims:?}"),
+                    ));
+                }
+                if chunk_bytes > u64::from(u32::MAX) {
+                    return Err(Error::corrupt(
+                        "layout message",
+                        header,
+                        format!("{path}: a chunk of {chunk_bytes} bytes (the limit is 4 GiB)"),
+                    ));
+                }
+                let shape = Shape {
+                    dims: dims.clone(),
+                    max_dims,
+                    chunk: c.chunk_dims().to_vec(),
+                    chunk_bytes,
+                    codec: record_codec(f, filtered, c.version, chunk_bytes)?,
+                };
+                let index = adapter::open(f, &shape, &c.index, c.address)?;
+                let kind = index.kind();
+                if f.swmr_write() {
+                    swmr_index(&path, kind)?;
+                }
+                index.check_extent(&shape.dims, &shape.chunk)?;
+                let pipeline = match &pipeline {
+                    Some(p) if filtered => {
+                        Some(Pipeline::new(p, elem).map_err(|source| Error::Pipeline {
+                            dataset: path.clone(),
+                            source,
+                        })?)
+                    }
+                    _ => None,
+                };
+                let grid = shape.grid();
+                let fresh =
+                    fresh::Fresh::new(grid.len(), usize::try_from(chunk_bytes).unwrap_or(0));
+                StorageState::Chunked(Box::new(Chunked {
+                    layout_written: index.layout(),
+                    layout: c,
+                    index,
+                    shape,
+                    pipeline,
+                    fill: fill_bytes,
+                    cache: RwLock::new(h5chunk_cache::CacheLine(ChunkCache::new(
+                        &grid,
+                        DEFAULT_BUDGET,
+                    ))),
+                    alloc_early: false,
+                    // Chunks exist only inside the extent (libhdf5 removes those a shrink
+                    // leaves outside).
+                    known: Chunked::first_known(kind, grid),
+                    fresh,
+                    append_plan: None,
+                    box_plan: None,
+                }))
+            }
+            DataLayout::Contiguous { address, size, .. } => match external {
+                // The bytes are in other files, however the layout message reads.
+                Some(body) => {
+                    let e = external::External::load(f, header, &path, &body)?;
+                    let needed = dims
+                        .iter()
+                        .try_fold(elem as u64, |n, &d| n.checked_mul(d))
+                        .unwrap_or(u64::MAX);
+                    if e.capacity() < needed {
+                        return Err(Error::corrupt(
+                            "external data files message",
+                            header,
+                            format!(
+                                "{path}: the external files hold {} bytes, the dataset {needed}",
+                                e.capacity()
+                            ),
+                        ));
+                    }
+                    StorageState::Contiguous {
+                        addr: None,
+                        size,
+                        fill: fill_bytes,
+                        external: Some(Arc::new(e)),
+                    }
+                }
+                None => StorageState::Contiguous {
+                    addr: address,
+                    size,
+                    fill: fill_bytes,
+                    external: None,
+                },
+            },
+            DataLayout::Compact { data, .. } => StorageState::Compact { data },
+            DataLayout::Legacy(_) => {
+                return Err(Error::Unsupported("layout message versions 1 and 2"));
+            }
+        };
+        Ok(DatasetState {
+            path,
+            header,
+            dtype,
+            datatype,
+            dims_written: dims,
+            dataspace_v2: None,
+            storage,
+        })
+    }
+}

@@ -1,0 +1,533 @@
+//! The write path: typed writes (converted to the dataset's type), and the routes a slab
+//! write takes to the chunks, chosen by one [`WritePlan`].
+
+use smallvec::SmallVec;
+use std::borrow::Cow;
+
+use h5chunk_format::Addr;
+use h5chunk_format::chunk_record::ChunkRecord;
+
+use crate::error::{Error, Result};
+use crate::index::select::IndexKind;
+use crate::select::Hyperslab;
+use crate::store::Store;
+use crate::types::{H5Type, TypeDesc, to_le_bytes};
+
+use super::chunked::Chunked;
+use super::grid::{
+    MAX_FAST_RANK, aligned_grid, copy_in, copy_runs, grid_position, short_chunk, step_row_major,
+    whole_chunk_at,
+};
+use super::{DIRECT_WRITE_BYTES, Dataset, DatasetState, StorageState};
+
+/// The routes a slab write takes to the chunks, in the order they are tried: the first that
+/// takes the write does all of it, and one that does not take it has changed nothing. Each
+/// route checks its own conditions, under the dataset's state, and the order is what makes
+/// the cheapest correct route win. (An append tries one route before all of these:
+/// `Dataset::append_whole_chunks`, whole new chunks pushed at the end of the first unlimited
+/// dimension; a strided write goes to [`WritePlan::Selection`] at once.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WritePlan {
+    /// A box of whole chunks inside the extent, none cached or fresh: each becomes a fresh
+    /// chunk, its rows copied straight from the caller's bytes (`write_box_of_new_chunks`,
+    /// `append.rs`).
+    NewChunks,
+    /// Exactly one chunk of the grid, of a type stored little-endian: its bytes as they are,
+    /// copied once into the chunk's buffer (`write_whole_chunk`).
+    WholeChunk,
+    /// A selection on the chunk grid (a row or block of whole chunks), inside the extent, of a
+    /// type stored little-endian: each chunk's rows copied straight into its buffer, a new
+    /// fresh chunk when it is not cached, with no selection walked (`write_aligned`).
+    Aligned,
+    /// Anything else: the hyperslab walked chunk by chunk, each chunk read (or filled) and
+    /// changed in the chunk cache (`write_selection_raw`). Takes every write.
+    Selection,
+}
+
+impl WritePlan {
+    /// The order the routes are tried in.
+    const PRECEDENCE: [WritePlan; 4] = [
+        WritePlan::NewChunks,
+        WritePlan::WholeChunk,
+        WritePlan::Aligned,
+        WritePlan::Selection,
+    ];
+}
+
+impl Dataset {
+    /// Write everything from `T` values in C order (numbers of another type than the
+    /// dataset's are converted as libhdf5 converts them; see [`Error::ValueOutOfRange`]).
+    pub fn write<T: H5Type>(&self, data: &[T]) -> Result<()> {
+        self.check_type(T::DESC)?;
+        let dims = self.shape();
+        let le = self.to_dataset_type(data)?;
+        self.write_selection_raw(&Hyperslab::all(&dims), le)
+    }
+
+    /// `data` as little-endian bytes of the dataset's type, converted when `T` is another.
+    pub(super) fn to_dataset_type<T: H5Type>(&self, data: &[T]) -> Result<Vec<u8>> {
+        let le = to_le_bytes(data);
+        let dtype = self.dtype();
+        if dtype.class == T::DESC.class && dtype.size == T::DESC.size {
+            return Ok(le);
+        }
+        let mut out = vec![0u8; data.len().saturating_mul(dtype.size)];
+        self.converted(T::DESC, &le, dtype, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`convert::convert`](crate::convert::convert), its failure named as this dataset's.
+    pub(super) fn converted(
+        &self,
+        from: TypeDesc,
+        src: &[u8],
+        to: TypeDesc,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        crate::convert::convert(from, src, to, dst).map_err(|u| Error::ValueOutOfRange {
+            object: self.path(),
+            index: u.index as u64,
+            value: u.value,
+            to: to.numpy(),
+        })
+    }
+
+    /// Write a hyperslab from `T` values in C order.
+    pub fn write_slice<T: H5Type>(
+        &self,
+        data: &[T],
+        start: &[u64],
+        count: &[u64],
+        stride: Option<&[u64]>,
+    ) -> Result<()> {
+        self.check_type(T::DESC)?;
+        let dtype = self.dtype();
+        let same = dtype.class == T::DESC.class && dtype.size == T::DESC.size;
+        if same
+            && cfg!(target_endian = "little")
+            && let Some(le) = T::bytes(data)
+        {
+            // The values' own bytes: a whole chunk is copied once, into its buffer.
+            return self.write_slice_raw(le, start, count, stride);
+        }
+        if !same {
+            let le = self.to_dataset_type(data)?;
+            return self.write_slice_raw(&le, start, count, stride);
+        }
+        let h = Hyperslab::new(start, count, stride, &self.shape())?;
+        self.write_selection_raw(&h, to_le_bytes(data))
+    }
+
+    /// Write everything from little-endian bytes of the dataset's type, in C order.
+    pub fn write_raw(&self, le: &[u8]) -> Result<()> {
+        let dims = self.shape();
+        self.write_selection_raw(&Hyperslab::all(&dims), le.to_vec())
+    }
+
+    /// Write a hyperslab from little-endian bytes of the dataset's type, by the first
+    /// [`WritePlan`] that takes it.
+    pub fn write_slice_raw(
+        &self,
+        le: &[u8],
+        start: &[u64],
+        count: &[u64],
+        stride: Option<&[u64]>,
+    ) -> Result<()> {
+        let plans: &[WritePlan] = if stride.is_none() {
+            &WritePlan::PRECEDENCE
+        } else {
+            &[WritePlan::Selection]
+        };
+        for plan in plans {
+            let done = match plan {
+                WritePlan::NewChunks => self.write_box_of_new_chunks(le, start, count)?,
+                WritePlan::WholeChunk => self.write_whole_chunk(le, start, count)?,
+                WritePlan::Aligned => self.write_aligned(le, start, count)?,
+                WritePlan::Selection => {
+                    let h = Hyperslab::new(start, count, stride, &self.shape())?;
+                    self.write_selection_raw(&h, le.to_vec())?;
+                    true
+                }
+            };
+            if done {
+                return Ok(());
+            }
+        }
+        Err(Error::Internal("no write plan took a write"))
+    }
+
+    /// The append path: a selection that is exactly one chunk of the grid, inside the extent,
+    /// of a type stored little-endian, is that chunk's bytes as they are. They are copied once,
+    /// into the chunk's buffer (a new fresh chunk when the chunk is not cached), with no
+    /// selection built or walked. Whether the write was of that kind (and done).
+    pub(super) fn write_whole_chunk(
+        &self,
+        le: &[u8],
+        start: &[u64],
+        count: &[u64],
+    ) -> Result<bool> {
+        let f = &self.file.inner.store;
+        f.check_writable()?;
+        let encoded = if self.shared.filtered {
+            self.encode_whole_chunk(le, start, count)?
+        } else {
+            None
+        };
+        self.with_chunked_le(|f, path, header, c, _| {
+            let Some(scaled) = whole_chunk_at(c, le, start, count) else {
+                return Ok(false);
+            };
+            // Stored as it is, written at once with no copy to batch: a chunk encoded before the
+            // state was taken, or a large unfiltered one from the caller's buffer.
+            let ready = match encoded {
+                Some((bytes, mask)) if c.pipeline.is_some() => Some((Cow::Owned(bytes), mask)),
+                _ if c.pipeline.is_none() && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES => {
+                    Some((Cow::Borrowed(le), 0))
+                }
+                _ => None,
+            };
+            if let Some((stored, mask)) = ready
+                && !c.cache.get_mut().contains(&scaled)
+                && c.fresh.position(&scaled).is_none()
+            {
+                c.write_encoded(f, &[(&scaled, stored, mask)])?;
+                return Ok(true);
+            }
+            if !c.write_whole(f, path, &scaled, le)? {
+                return Err(short_chunk(path, header, &scaled));
+            }
+            Ok(true)
+        })
+    }
+
+    /// Run `body` on the chunked storage of a dataset whose type is stored little-endian
+    /// (the append paths' case), holding the state: `body` gets the store, the path, the
+    /// object header address, the chunked storage and the element size. `Ok(false)` for any
+    /// other dataset.
+    pub(super) fn with_chunked_le(
+        &self,
+        body: impl FnOnce(&Store, &str, Addr, &mut Chunked, usize) -> Result<bool>,
+    ) -> Result<bool> {
+        let f = &self.file.inner.store;
+        let mut st = self.shared.write();
+        let elem = st.dtype.size;
+        if !st.dtype.stored_le() {
+            return Ok(false);
+        }
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut **st;
+        let StorageState::Chunked(c) = storage else {
+            return Ok(false);
+        };
+        body(f, path, *header, c, elem)
+    }
+
+    /// The append path of several chunks (a row of chunks appended to a 2-D dataset, a block of
+    /// them): a selection on the chunk grid, inside the extent, of a type stored
+    /// little-endian. Each chunk's rows are copied straight from `le` into the chunk's buffer
+    /// (a new fresh chunk when it is not cached), with no selection built or walked. Whether
+    /// the write was of that kind (and done).
+    pub(super) fn write_aligned(&self, le: &[u8], start: &[u64], count: &[u64]) -> Result<bool> {
+        self.file.inner.store.check_writable()?;
+        self.with_chunked_le(|f, path, header, c, elem| {
+            // Fixed arrays for up to four dimensions (the common ranks; others take the
+            // general path): this runs once an append.
+            let mut bufs = [[0u64; MAX_FAST_RANK]; 4];
+            let [first_b, n_b, at_b, scaled_b] = &mut bufs;
+            let rank = c.shape.chunk.len();
+            let (Some(first), Some(n), Some(at), Some(scaled)) = (
+                first_b.get_mut(..rank),
+                n_b.get_mut(..rank),
+                at_b.get_mut(..rank),
+                scaled_b.get_mut(..rank),
+            ) else {
+                return Ok(false);
+            };
+            if !aligned_grid(&c.shape.chunk, &c.shape.dims, (start, count), first, n) {
+                return Ok(false);
+            }
+            scaled.copy_from_slice(first);
+            let mut chunk_b = [0u64; MAX_FAST_RANK];
+            let chunk = chunk_b.get_mut(..rank).unwrap_or_default();
+            chunk.copy_from_slice(&c.shape.chunk);
+            let (Some(total), Some(row)) = (
+                count.iter().try_fold(elem as u64, |a, &k| a.checked_mul(k)),
+                chunk
+                    .last()
+                    .and_then(|&k| usize::try_from(k).ok()?.checked_mul(elem)),
+            ) else {
+                return Ok(false);
+            };
+            if total != le.len() as u64 || row == 0 {
+                return Err(Error::arg(
+                    "data",
+                    format!("{} bytes for a selection of {total} bytes", le.len()),
+                ));
+            }
+            // Bytes between consecutive indices of each dimension in `le` (row-major over `count`).
+            let mut pitch = [0usize; MAX_FAST_RANK];
+            let mut acc = elem;
+            for (p, &k) in pitch.iter_mut().zip(count).rev() {
+                *p = acc;
+                acc = acc.saturating_mul(usize::try_from(k).unwrap_or(usize::MAX));
+            }
+            // Where each of a chunk's rows (its last dimension) starts in `le`, from where the
+            // chunk starts there: the same for every chunk of the box.
+            let outer = chunk.get(..rank.saturating_sub(1)).unwrap_or_default();
+            let nrows = outer
+                .iter()
+                .try_fold(1usize, |a, &k| a.checked_mul(usize::try_from(k).ok()?));
+            // Chunks of more rows than this (a million) take the general path.
+            let Some(nrows) = nrows.filter(|&r| r <= 1 << 20) else {
+                return Ok(false);
+            };
+            let mut offsets: SmallVec<[usize; 16]> = SmallVec::with_capacity(nrows);
+            let mut rows_b = [0u64; MAX_FAST_RANK];
+            let rows = rows_b.get_mut(..outer.len()).unwrap_or_default();
+            loop {
+                offsets.push((rows.iter().zip(&pitch)).fold(0usize, |o, (&r, &p)| {
+                    o.saturating_add(usize::try_from(r).unwrap_or(usize::MAX).saturating_mul(p))
+                }));
+                if !step_row_major(rows, outer) {
+                    break;
+                }
+            }
+            let offsets: &[usize] = &offsets;
+            // The chunks of the box `first .. first + n`, in row-major order; `at` counts from 0.
+            loop {
+                let base =
+                    (at.iter().zip(&*chunk).zip(&pitch)).fold(0usize, |o, ((&a, &k), &p)| {
+                        let i = usize::try_from(a.saturating_mul(k)).unwrap_or(usize::MAX);
+                        o.saturating_add(i.saturating_mul(p))
+                    });
+                let rows = |i: usize| {
+                    let src = base.saturating_add(*offsets.get(i)?);
+                    le.get(src..src.checked_add(row)?)
+                };
+                if !c.write_whole_rows(f, path, scaled, (offsets.len(), row), rows)? {
+                    return Err(short_chunk(path, header, scaled));
+                }
+                if !step_row_major(at, n) {
+                    return Ok(true);
+                }
+                for ((s, &f0), &a) in scaled.iter_mut().zip(&*first).zip(&*at) {
+                    *s = f0.saturating_add(a);
+                }
+            }
+        })
+    }
+
+    /// A whole filtered chunk is encoded before the state is taken for the write, so that
+    /// writers on several threads compress side by side: its stored bytes and filter mask
+    /// (`None` when the write is not of a whole filtered chunk).
+    pub(super) fn encode_whole_chunk(
+        &self,
+        le: &[u8],
+        start: &[u64],
+        count: &[u64],
+    ) -> Result<Option<(Vec<u8>, u32)>> {
+        let (pipeline, path, scaled) = {
+            let st = self.shared.state.read();
+            let StorageState::Chunked(c) = &st.storage else {
+                return Ok(None);
+            };
+            let Some(p) = &c.pipeline else {
+                return Ok(None);
+            };
+            match whole_chunk_at(c, le, start, count) {
+                Some(scaled) if st.dtype.stored_le() && !c.skips_filters(&scaled) => {
+                    (p.clone(), st.path.clone(), scaled)
+                }
+                _ => return Ok(None),
+            }
+        };
+        pipeline
+            .encode(le)
+            .map(Some)
+            .map_err(|source| Error::Filter {
+                dataset: path,
+                chunk: scaled.to_vec(),
+                source,
+            })
+    }
+
+    pub(super) fn write_selection_raw(&self, h: &Hyperslab, mut data: Vec<u8>) -> Result<()> {
+        let f = &self.file.inner.store;
+        f.check_writable()?;
+        let dims = self.shape();
+        let mut st = self.shared.write();
+        let elem = st.dtype.size;
+        if h.len().checked_mul(elem as u64) != Some(data.len() as u64) {
+            return Err(Error::arg(
+                "data",
+                format!(
+                    "{} bytes for a selection of {} elements of {elem} bytes",
+                    data.len(),
+                    h.len()
+                ),
+            ));
+        }
+        st.dtype.to_from_le(&mut data);
+        let DatasetState {
+            path,
+            header,
+            storage,
+            ..
+        } = &mut **st;
+        if let StorageState::Contiguous {
+            external: Some(e), ..
+        } = storage
+        {
+            return e.write_selection(h, &dims, &data, elem);
+        }
+        let StorageState::Chunked(c) = storage else {
+            return Err(Error::Unsupported("writing contiguous or compact datasets"));
+        };
+        let chunk = c.shape.chunk.clone();
+        let chunk_elems = c.chunk_elems();
+        h.try_for_each_chunk(&chunk, |scaled| {
+            let whole = h.covered(&chunk, scaled) == chunk_elems;
+            let buf = c.write_target(f, path, scaled, whole)?;
+            if !copy_runs(h, &chunk, scaled, |r| copy_in(buf, &data, r, elem)) {
+                return Err(short_chunk(path, *header, scaled));
+            }
+            Ok(())
+        })
+    }
+
+    /// Allocate every chunk of the current extent now (early allocation), writing fill values.
+    pub(super) fn allocate_all(&self) -> Result<()> {
+        let f = &self.file.inner.store;
+        let mut st = self.shared.write();
+        let DatasetState { path, storage, .. } = &mut **st;
+        let StorageState::Chunked(c) = storage else {
+            return Ok(());
+        };
+        if !c.alloc_early {
+            return Ok(());
+        }
+        if c.index.kind() == IndexKind::Implicit {
+            // The whole run is allocated already; a non-zero fill value must be written into
+            // it, as libhdf5 does at allocation (space never written reads as zeros).
+            if c.fill.iter().any(|&b| b != 0) {
+                let (_, Some(base)) = c.index.layout() else {
+                    return Ok(());
+                };
+                let n = crate::index::linear::LinearIndex::for_dataset(
+                    &c.shape.max_dims,
+                    &c.shape.chunk,
+                )?
+                .chunk_count()
+                .unwrap_or(0);
+                let chunk = c.fill.repeat(c.chunk_elems() as usize);
+                for i in 0..n {
+                    let at = i
+                        .checked_mul(c.shape.chunk_bytes)
+                        .and_then(|off| base.get().checked_add(off))
+                        .ok_or_else(|| {
+                            Error::corrupt("layout", base, format!("implicit chunk {i} past 2^64"))
+                        })?;
+                    f.write(Addr(at), &chunk)?;
+                }
+            }
+            return Ok(());
+        }
+        let grid = c.shape.grid();
+        let all = Hyperslab::all(&grid);
+        for scaled in all.chunks(&vec![1; grid.len()]) {
+            if c.index.get(f, &scaled)?.is_none() {
+                let data = c.fill.repeat(c.chunk_elems() as usize);
+                c.write_chunk(f, path, &scaled, &data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write a chunk's stored bytes as they are (already filtered, with `filter_mask` saying
+    /// which filters were skipped), like h5py's `write_direct_chunk`. `offset` is the chunk's
+    /// first element and must lie on the chunk grid within the current extent.
+    pub fn write_direct_chunk(
+        &self,
+        offset: &[u64],
+        stored: &[u8],
+        filter_mask: u32,
+    ) -> Result<()> {
+        let f = &self.file.inner.store;
+        f.check_writable()?;
+        let mut st = self.shared.write();
+        let dims = self.shared.dims.read().0.clone();
+        let DatasetState { path, storage, .. } = &mut **st;
+        let StorageState::Chunked(c) = storage else {
+            return Err(Error::Unsupported(
+                "direct chunk writes to contiguous or compact datasets",
+            ));
+        };
+        let scaled = grid_position(offset, &c.shape.chunk, &dims)?;
+        let filtered = c.pipeline.is_some();
+        if !filtered && stored.len() as u64 != c.shape.chunk_bytes {
+            return Err(Error::arg(
+                "stored",
+                format!(
+                    "an unfiltered chunk holds {} bytes, not {}",
+                    c.shape.chunk_bytes,
+                    stored.len()
+                ),
+            ));
+        }
+        // A cached or fresh copy would overwrite what is written here.
+        c.cache.get_mut().remove(&scaled);
+        if c.fresh.position(&scaled).is_some() {
+            c.flush_fresh(f, path)?;
+        }
+        let old = c.index.get(f, &scaled)?;
+        let addr = match old {
+            Some(ChunkRecord {
+                addr: Some(a),
+                size,
+                ..
+            }) if !f.swmr_write() && (!filtered || size == stored.len() as u64) => a,
+            Some(ChunkRecord {
+                addr: Some(a),
+                size,
+                ..
+            }) => {
+                // Unfiltered records may carry no size: every such chunk is `chunk_bytes`.
+                f.free(a, if filtered { size } else { c.shape.chunk_bytes })?;
+                f.allocate(stored.len() as u64)?
+            }
+            _ => f.allocate(stored.len() as u64)?,
+        };
+        f.write(addr, stored)?;
+        c.index.insert(
+            f,
+            &scaled,
+            ChunkRecord {
+                addr: Some(addr),
+                size: if filtered { stored.len() as u64 } else { 0 },
+                mask: if filtered { filter_mask } else { 0 },
+            },
+            // Written just above: nothing for the index to wait for.
+            None,
+        )?;
+        c.note_recorded(&scaled);
+        Ok(())
+    }
+
+    /// Write an n-dimensional array at `start` (its shape is the selection's count; cargo
+    /// feature `ndarray`).
+    #[cfg(feature = "ndarray")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+    pub fn write_array<T: H5Type>(
+        &self,
+        a: ndarray::ArrayViewD<'_, T>,
+        start: &[u64],
+    ) -> Result<()> {
+        let count: Vec<u64> = a.shape().iter().map(|&n| n as u64).collect();
+        let data: Vec<T> = a.iter().copied().collect();
+        self.write_slice(&data, start, &count, None)
+    }
+}
