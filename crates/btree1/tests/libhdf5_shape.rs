@@ -54,7 +54,7 @@ fn dump(cache: &MetadataCache, ctx: &NodeCtx<u8>, addr: Addr, out: &mut Vec<Node
 fn replaying_libhdf5_trees_gives_identical_nodes() {
     let list = fixtures::datasets(|e, o| {
         o["index_type"] == "btree1"
-            && !e["file"].as_str().unwrap_or("").contains("userblock")
+            && e["userblock_size"].as_u64() == Some(0)
             && o["chunks_allocated"].as_u64().unwrap_or(0) > 0
             && o["filters"].as_array().is_none_or(|f| f.is_empty())
             && o["alloc_time"] != "early"

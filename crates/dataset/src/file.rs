@@ -819,11 +819,8 @@ impl File {
                 version: sb.version,
             });
         }
-        if sb.base_address != at {
-            return Err(Error::Unsupported(
-                "a base address other than the superblock's position",
-            ));
-        }
+        // libhdf5 takes the superblock's position as the base address, whatever is stored.
+        let sb = sb.moved_to(at)?;
         // A SWMR writer's superblock end of file lags the file while it runs (libhdf5 skips
         // the check for a SWMR reader of such a file too).
         if sb.eof_address > len && !swmr_writer_live {
