@@ -203,6 +203,12 @@ impl OpenObject for DatasetShared {
     }
 }
 
+/// The bytes of a dataset of `dims` elements of `elem` bytes (saturated: a size past 2^64 is
+/// refused by the reads it would size).
+fn data_bytes(dims: &[u64], elem: usize) -> u64 {
+    dims.iter().fold(elem as u64, |n, &d| n.saturating_mul(d))
+}
+
 /// An open dataset. Cloning gives another handle on the same dataset.
 #[derive(Clone, Debug)]
 pub struct Dataset {
@@ -306,9 +312,15 @@ impl Dataset {
         if fill_bytes.len() != elem {
             fill_bytes = vec![0; elem];
         }
-        let storage = match layout.ok_or_else(|| {
+        let layout = layout.ok_or_else(|| {
             Error::corrupt("dataset", header, format!("{path}: no layout message"))
-        })? {
+        })?;
+        // Versions 1 and 2 (HDF5 1.4-1.6) read as the version 3 message libhdf5 makes of them.
+        let layout = match layout {
+            DataLayout::Legacy(l) => l.upgraded(data_bytes(&dims, elem)),
+            l => l,
+        };
+        let storage = match layout {
             DataLayout::Chunked(c) => {
                 let filtered = pipeline.as_ref().is_some_and(|p| !p.filters.is_empty());
                 let chunk_bytes = c
@@ -410,7 +422,7 @@ impl Dataset {
             },
             DataLayout::Compact { data, .. } => StorageState::Compact { data },
             DataLayout::Legacy(_) => {
-                return Err(Error::Unsupported("layout message versions 1 and 2"));
+                return Err(Error::Internal("a version 1/2 layout left unconverted"));
             }
         };
         Ok(DatasetState {
