@@ -374,6 +374,7 @@ impl DatasetBuilder {
             datatype,
             dims_written: self.shape.clone(),
             dataspace_v2: None,
+            null: false,
             storage: StorageState::Chunked(Box::new(Chunked {
                 layout_written: (index.layout()),
                 layout,
@@ -559,6 +560,7 @@ impl DatasetBuilder {
             datatype,
             dims_written: self.shape.clone(),
             dataspace_v2: None,
+            null: false,
             storage: StorageState::Contiguous {
                 addr: None,
                 size: needed,

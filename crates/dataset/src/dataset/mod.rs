@@ -92,6 +92,8 @@ pub(crate) struct DatasetState {
     /// Whether that message is of version 2, once a flush has looked (a message rewritten on
     /// every flush keeps its version; the header is not decoded again to learn it).
     pub(crate) dataspace_v2: Option<bool>,
+    /// A null dataspace (h5py's `Empty`): no elements; held as dims `[0]`.
+    pub(crate) null: bool,
     pub(crate) storage: StorageState,
 }
 
@@ -289,12 +291,12 @@ impl Dataset {
             Error::corrupt("dataset", header, format!("{path}: no datatype message"))
         })?;
         let dtype = TypeDesc::of(&datatype)?;
-        if space.kind != DataspaceKind::Simple && space.kind != DataspaceKind::Scalar {
-            return Err(Error::Unsupported("null dataspaces"));
-        }
-        let dims = space.dims.clone();
+        // A null dataspace has no elements: dims [0] make every read and write select none.
+        let null = space.kind == DataspaceKind::Null;
+        let dims = if null { vec![0] } else { space.dims.clone() };
         // The dataspace decoder refuses a dimension above its maximum.
         let max_dims: Vec<Option<u64>> = match &space.max_dims {
+            _ if null => vec![Some(0)],
             Some(m) => m
                 .iter()
                 .map(|e| match e {
@@ -432,6 +434,7 @@ impl Dataset {
             datatype,
             dims_written: dims,
             dataspace_v2: None,
+            null,
             storage,
         })
     }
@@ -454,6 +457,13 @@ impl Dataset {
     }
 
     crate::attr::attribute_methods!("dataset");
+
+    /// Whether the dataspace is null (h5py's `h5py.Empty`, libhdf5's `H5S_NULL`): the dataset
+    /// has no elements and no shape. It reports [`shape`](Self::shape) `[0]` and
+    /// [`max_shape`](Self::max_shape) `[Some(0)]`, so every read gives zero elements.
+    pub fn is_null(&self) -> bool {
+        self.shared.state.read().null
+    }
 
     /// Current dimensions.
     pub fn shape(&self) -> Vec<u64> {
