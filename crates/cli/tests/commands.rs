@@ -353,7 +353,7 @@ import sys, os, h5py
 for i, path in enumerate(sys.argv[2:]):
     with h5py.File(path, 'r') as f:
         def visit(name, obj):
-            if isinstance(obj, h5py.Dataset) and obj.dtype.kind in 'iuf':
+            if isinstance(obj, h5py.Dataset) and obj.shape is not None and obj.dtype.kind in 'iuf':
                 a = obj[()]
                 key = '%d_%s' % (i, name.replace('/', '_'))
                 with open(os.path.join(sys.argv[1], key + '.bin'), 'wb') as out:

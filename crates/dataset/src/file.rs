@@ -830,9 +830,6 @@ impl File {
                 eof: sb.eof_address,
             });
         }
-        if sb.extension_address.is_some() {
-            return Err(Error::Unsupported("superblock extensions"));
-        }
         let storage: Arc<dyn Storage> = Arc::new(BaseStorage {
             inner: raw,
             base: at,
@@ -864,6 +861,9 @@ impl File {
             store.threads = n.max(1);
         }
         store.swmr_read = options.swmr_read;
+        if let Some(ext) = sb.extension_address {
+            crate::extension::apply(&mut store, ext)?;
+        }
         let inner = Arc::new(FileInner::new(store, sb, journal, options.durability, lock));
         if options.writable {
             if options.swmr_write {

@@ -76,6 +76,7 @@ mod dataset;
 mod dense;
 mod dense_write;
 mod error;
+mod extension;
 mod file;
 pub mod filters;
 mod group;
