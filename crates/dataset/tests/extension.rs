@@ -10,8 +10,9 @@
 use h5chunk::{File, IndexKind};
 use h5chunk_testkit::{fixtures, h5py, interop};
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("h5chunk-extension-{}", std::process::id()));
+/// A copy of fixture `name` in a folder of this process and test (`test`).
+fn scratch_for(test: &str, name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("h5chunk-extension-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::copy(fixtures::dir().join(name), &path).unwrap();
@@ -27,6 +28,7 @@ fn extension_address(path: &std::path::Path) -> u64 {
 
 #[test]
 fn extension_with_btree_k_reads_and_writes_with_the_files_k() {
+    let scratch = |name| scratch_for("k", name);
     let python = interop::python("extension_with_btree_k_reads_and_writes_with_the_files_k");
     let path = scratch("sb2_istore_k.h5");
     assert_ne!(
@@ -60,6 +62,7 @@ fn extension_with_btree_k_reads_and_writes_with_the_files_k() {
 
 #[test]
 fn file_space_info_files_read_and_refuse_writes() {
+    let scratch = |name| scratch_for("fs", name);
     for name in ["fs_page.h5", "fs_fsm.h5"] {
         let path = fixtures::dir().join(name);
         assert_ne!(
@@ -81,6 +84,7 @@ fn file_space_info_files_read_and_refuse_writes() {
 
 #[test]
 fn committed_datatypes_resolve_and_survive_writes() {
+    let scratch = |name| scratch_for("datasets", name);
     let python = interop::python("committed_datatypes_resolve_and_survive_writes");
     for name in ["committed_earliest.h5", "committed_latest.h5"] {
         let path = scratch(name);
@@ -110,6 +114,64 @@ fn committed_datatypes_resolve_and_survive_writes() {
                 &[&path.to_string_lossy()],
             );
             assert_eq!(out.trim(), "True", "{name}");
+        }
+    }
+}
+
+#[test]
+fn attributes_of_committed_types_read_and_move_to_dense_storage() {
+    let scratch = |name| scratch_for("attributes", name);
+    let python = interop::python("attributes_of_committed_types_read_and_move_to_dense_storage");
+    for name in ["committed_earliest.h5", "committed_latest.h5"] {
+        let path = scratch(name);
+        {
+            let f = File::open(&path).unwrap();
+            let root = f.root().unwrap();
+            let a = root.attr("named_f4").unwrap();
+            assert_eq!(a.values::<f32>().unwrap(), [0.0, 1.0, 2.0], "{name}");
+            let c = f.dataset("chunked").unwrap();
+            assert_eq!(
+                c.attr("named_i2").unwrap().value::<i16>().unwrap(),
+                -5,
+                "{name}"
+            );
+        }
+        // Nine more attributes: a version 2 header moves them all to dense storage, the
+        // committed one with its reference; an old header keeps them compact.
+        {
+            let f = File::open_rw(&path).unwrap();
+            let root = f.root().unwrap();
+            for i in 0..9i32 {
+                root.set_attr_scalar(&format!("extra_{i}"), i).unwrap();
+            }
+            // Overwritten by name: found without resolving its type.
+            let c = f.dataset("chunked").unwrap();
+            c.set_attr_scalar("named_i2", 9i16).unwrap();
+            f.close().unwrap();
+        }
+        let f = File::open(&path).unwrap();
+        let root = f.root().unwrap();
+        assert_eq!(
+            root.attr("named_f4").unwrap().values::<f32>().unwrap(),
+            [0.0, 1.0, 2.0],
+            "{name}"
+        );
+        assert_eq!(root.attr_names().unwrap().len(), 10, "{name}");
+        let c = f.dataset("chunked").unwrap();
+        assert_eq!(
+            c.attr("named_i2").unwrap().value::<i16>().unwrap(),
+            9,
+            "{name}"
+        );
+        assert_eq!(c.attr_names().unwrap(), ["named_i2"], "{name}");
+        if let Some(python) = &python {
+            let out = interop::run_python(
+                python,
+                "import sys, h5py\nf = h5py.File(sys.argv[1], 'r')\n\
+                 print(f.attrs['named_f4'].tolist(), len(f.attrs), int(f['chunked'].attrs['named_i2']))",
+                &[&path.to_string_lossy()],
+            );
+            assert_eq!(out.trim(), "[0.0, 1.0, 2.0] 10 9", "{name}");
         }
     }
 }

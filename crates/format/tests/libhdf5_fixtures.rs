@@ -27,7 +27,8 @@ use h5chunk_format::btree1::{ChunkNode, GroupNode};
 use h5chunk_format::chunk_record::{RecordCodec, chunk_size_len};
 use h5chunk_format::local_heap::{LocalHeap, LocalHeapData};
 use h5chunk_format::message::{
-    ChunkIndex, ChunkedLayout, DataLayout, LayoutVersion, LinkTarget, Message,
+    Attribute, ChunkIndex, ChunkedLayout, DataLayout, Datatype, LayoutVersion, LinkTarget, Message,
+    MessageType,
 };
 use h5chunk_format::object_header::{MessageFlags, ObjectHeader};
 use h5chunk_format::superblock::{self, Superblock};
@@ -110,6 +111,23 @@ impl Walker<'_> {
         );
     }
 
+    /// The datatype a named datatype's object header at `t` holds.
+    fn named_datatype(&self, t: Addr) -> Option<Datatype> {
+        let (file, base) = (self.file, self.sb.base_address);
+        let h = ObjectHeader::read(t, self.sizes(), |at, len| -> Result<Vec<u8>, Error> {
+            let start = ((base + at.get()) as usize).min(file.len());
+            let end = start.saturating_add(len as usize).min(file.len());
+            Ok(file[start..end].to_vec())
+        })
+        .ok()?;
+        h.messages().find_map(
+            |m| match Message::decode(m.kind, &m.data, t, self.sizes()) {
+                Ok(Message::Datatype(dt)) => Some(dt),
+                _ => None,
+            },
+        )
+    }
+
     fn object(&mut self, a: Addr, path: String) {
         if let Some(first) = self.visited.get(&a) {
             // A second hard link to the same object: record the alias, do not walk it again.
@@ -162,7 +180,15 @@ impl Walker<'_> {
                 }
                 continue;
             }
-            let m = match Message::decode(raw.kind, &raw.data, a, self.sizes()) {
+            let decoded = if raw.kind == MessageType::ATTRIBUTE {
+                // An attribute of a named type: its datatype from the named type's header.
+                let mut d = h5chunk_format::cursor::Decoder::new(&raw.data, a, self.sizes(), "x");
+                let mut resolve = |t: Addr| self.named_datatype(t);
+                Attribute::decode_resolving(&mut d, &mut resolve).map(Message::Attribute)
+            } else {
+                Message::decode(raw.kind, &raw.data, a, self.sizes())
+            };
+            let m = match decoded {
                 Ok(m) => m,
                 Err(Error::UnsupportedDatatypeClass { .. }) => {
                     self.totals.unsupported_datatypes += 1;
