@@ -175,3 +175,57 @@ fn attributes_of_committed_types_read_and_move_to_dense_storage() {
         }
     }
 }
+
+#[test]
+fn bad_shared_references_are_errors() {
+    // committed_latest.h5: the datasets' datatype messages are references
+    // `02 02 <address of /float32 or /int16_be>` (libhdf5 writes version 2 for committed ones). Each is pointed at the dataset's own header
+    // (a cycle), at the superblock, past the end of the file, and at the undefined address.
+    let src = fixtures::dir().join("committed_latest.h5");
+    let bytes = std::fs::read(&src).unwrap();
+    let f = File::open(&src).unwrap();
+    let root = f.root().unwrap();
+    let named: Vec<u64> = root
+        .links()
+        .unwrap()
+        .into_iter()
+        .filter(|(n, _)| n == "float32" || n == "int16_be")
+        .map(|(_, l)| match l {
+            h5chunk::LinkValue::Hard(a) => a.get(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(named.len(), 2);
+    let own = f.dataset("chunked").unwrap().object_address();
+    drop(f);
+    let mut refs = Vec::new();
+    for p in 0..bytes.len() - 10 {
+        let addr = u64::from_le_bytes(bytes[p + 2..p + 10].try_into().unwrap());
+        if bytes[p] == 2 && bytes[p + 1] == 2 && named.contains(&addr) {
+            refs.push(p);
+        }
+    }
+    assert!(refs.len() >= 2, "references found at {refs:?}");
+    let dir = std::env::temp_dir().join(format!("h5chunk-badref-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for &p in &refs {
+        for target in [own, 0, bytes.len() as u64 + 4096, u64::MAX] {
+            let mut b = bytes.clone();
+            b[p + 2..p + 10].copy_from_slice(&target.to_le_bytes());
+            let path = dir.join(format!("bad-{p}-{target}.h5"));
+            std::fs::write(&path, &b).unwrap();
+            // Opening the file and each dataset: a typed error or a value, never a panic; a
+            // reference to no object header fails the dataset that holds it.
+            let f = File::open(&path).unwrap();
+            let failed = ["contiguous", "chunked"]
+                .iter()
+                .filter(|name| f.dataset(name).and_then(|d| d.read_raw()).is_err())
+                .count();
+            if target != own {
+                assert!(failed >= 1, "reference at {p} to {target:#x}");
+            }
+            let _ = f.root().and_then(|r| r.attrs());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

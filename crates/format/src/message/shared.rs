@@ -80,7 +80,7 @@ mod tests {
     #[rustfmt::skip]
     fn cases() -> Vec<(Vec<u8>, SharedMessage)> {
         vec![
-            // Version 3, committed: what h5py 3 / libhdf5 1.8+ write for a named datatype.
+            // Version 3, committed (libhdf5 writes version 3 only for the heap case, below).
             (vec![
                 3, 2,                          // version 3, committed
                 0x20, 0x03, 0, 0, 0, 0, 0, 0,  // object header 0x320
@@ -90,7 +90,7 @@ mod tests {
                 3, 1,                          // version 3, shared-message heap
                 1, 2, 3, 4, 5, 6, 7, 8,        // heap ID
             ], SharedMessage::Heap([1, 2, 3, 4, 5, 6, 7, 8])),
-            // Version 2 (libhdf5 1.6).
+            // Version 2: what libhdf5 (1.6 to 2.0) writes for a named datatype.
             (vec![
                 2, 2,                          // version 2, committed
                 0x20, 0x03, 0, 0, 0, 0, 0, 0,  // object header 0x320
