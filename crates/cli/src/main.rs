@@ -321,13 +321,18 @@ fn type_text(d: &Dataset) -> String {
 }
 
 fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
-    let mut line = format!(
-        "{} {} shape={} max={}",
-        d.path(),
-        type_text(d),
-        dims_text(d.shape().into_iter().map(Some)),
-        dims_text(d.max_shape()),
-    );
+    // A null dataspace (h5py.Empty) has no shape: h5py says None.
+    let mut line = if d.is_null() {
+        format!("{} {} shape=null", d.path(), type_text(d))
+    } else {
+        format!(
+            "{} {} shape={} max={}",
+            d.path(),
+            type_text(d),
+            dims_text(d.shape().into_iter().map(Some)),
+            dims_text(d.max_shape()),
+        )
+    };
     match (d.storage_kind(), d.chunk(), d.index_kind()) {
         (StorageKind::Chunked, Some(chunk), Some(kind)) => {
             line.push_str(&format!(

@@ -353,7 +353,7 @@ import sys, os, h5py
 for i, path in enumerate(sys.argv[2:]):
     with h5py.File(path, 'r') as f:
         def visit(name, obj):
-            if isinstance(obj, h5py.Dataset) and obj.dtype.kind in 'iuf':
+            if isinstance(obj, h5py.Dataset) and obj.shape is not None and obj.dtype.kind in 'iuf':
                 a = obj[()]
                 key = '%d_%s' % (i, name.replace('/', '_'))
                 with open(os.path.join(sys.argv[1], key + '.bin'), 'wb') as out:
@@ -654,6 +654,23 @@ fn import_rejects_bad_arguments_in_one_line() {
 /// A group that holds a hard link to its own ancestor (legal in HDF5, and what a damaged
 /// symbol table entry can make): `ls` names it once and does not recurse forever (the fuzz
 /// campaign's stack overflow).
+#[test]
+fn ls_shows_null_dataspaces_as_having_no_shape() {
+    for file in ["empty_earliest.h5", "empty_latest.h5"] {
+        let listing = ok_text(&["ls", s(&fixtures::dir().join(file))]);
+        for (path, dtype) in [("/empty_f4", "<f4"), ("/empty_i8", "<i8")] {
+            let want = format!("{path} {dtype} shape=null layout=contiguous filters=none");
+            assert!(
+                listing.lines().any(|l| l == want),
+                "{want} not in\n{listing}"
+            );
+        }
+        assert!(listing.contains("/beside <i2 shape=(4,)"), "{listing}");
+        // cat of a null dataset: no bytes.
+        assert!(ok(&["cat", s(&fixtures::dir().join(file)), "/empty_f4"]).is_empty());
+    }
+}
+
 #[test]
 fn ls_stops_at_a_group_that_contains_its_ancestor() {
     let dir = tmp("ls_cycle");

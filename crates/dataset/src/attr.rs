@@ -248,16 +248,7 @@ fn messages(f: &Store, header: Addr) -> Result<Vec<Result<Attribute>>> {
 /// tracked): those in the header in its order, then those in dense storage in the name
 /// index's order (its records hold their creation indexes).
 fn attributes_in(f: &Store, header: Addr) -> Result<Vec<(u32, Result<Attribute>)>> {
-    let decode = |bytes: &[u8], at: Addr| match Message::decode(
-        MessageType::ATTRIBUTE,
-        bytes,
-        at,
-        f.sizes,
-    ) {
-        Ok(Message::Attribute(a)) => Ok(a),
-        Ok(_) => Err(Error::Internal("an attribute decoded as another message")),
-        Err(e) => Err(e.into()),
-    };
+    let decode = |bytes: &[u8], at: Addr| decode_attribute(f, bytes, at);
     let mut out = Vec::new();
     for m in f.raw_messages(header)? {
         if m.kind == MessageType::ATTRIBUTE {
@@ -274,6 +265,18 @@ fn attributes_in(f: &Store, header: Addr) -> Result<Vec<(u32, Result<Attribute>)
         }
     }
     Ok(out)
+}
+
+/// An Attribute message body at `at`; a committed (named) datatype is read from its header.
+fn decode_attribute(f: &Store, bytes: &[u8], at: Addr) -> Result<Attribute> {
+    let mut d = h5chunk_format::cursor::Decoder::new(bytes, at, f.sizes, "Attribute message");
+    let mut resolve = |named: Addr| {
+        f.messages(named).ok()?.into_iter().find_map(|m| match m {
+            Message::Datatype(t) => Some(t),
+            _ => None,
+        })
+    };
+    Ok(Attribute::decode_resolving(&mut d, &mut resolve)?)
 }
 
 /// The fractal heap and name index of the attributes of the object at `header`, when they
@@ -659,13 +662,13 @@ pub(crate) fn write(
     // by it when the object says so.
     let compact: Vec<(Attribute, u16)> = (f.raw_messages(header)?.into_iter())
         .filter(|m| m.kind == MessageType::ATTRIBUTE)
-        .filter_map(
-            |m| match Message::decode(m.kind, &m.data, header, f.sizes) {
-                Ok(Message::Attribute(a)) => Some((a, m.creation_order.unwrap_or(0))),
-                _ => None,
-            },
-        )
-        .collect();
+        .map(|m| {
+            Ok((
+                decode_attribute(f, &m.data, header)?,
+                m.creation_order.unwrap_or(0),
+            ))
+        })
+        .collect::<Result<_>>()?;
     if !v1
         && let Some(info) = &mut info
         && (compact.len() >= MAX_COMPACT_ATTRIBUTES || too_large)
@@ -740,10 +743,10 @@ pub(crate) fn remove(f: &Store, header: Addr, name: &str) -> Result<bool> {
     let sizes = f.sizes;
     f.remove_message(header, |kind, body| {
         kind == MessageType::ATTRIBUTE
-            && matches!(
-                Message::decode(kind, body, header, sizes),
-                Ok(Message::Attribute(a)) if a.name == name.as_bytes()
+            && h5chunk_format::message::Attribute::decode_name(
+                &mut h5chunk_format::cursor::Decoder::new(body, header, sizes, "Attribute message"),
             )
+            .is_ok_and(|n| n == name.as_bytes())
     })
 }
 

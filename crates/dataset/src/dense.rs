@@ -879,7 +879,7 @@ pub(crate) fn link_name(f: &Store, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
 pub(crate) fn attribute_name(f: &Store, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
     let body = heap.object(f, id)?;
     let mut d = Decoder::new(&body, heap.addr, f.sizes, "attribute message (dense)");
-    Ok(h5chunk_format::message::Attribute::decode(&mut d)?.name)
+    Ok(h5chunk_format::message::Attribute::decode_name(&mut d)?)
 }
 
 /// Records of the name index at `names` (links, or `attributes`; heap at `heap`) that share

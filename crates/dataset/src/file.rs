@@ -958,11 +958,8 @@ impl File {
                 version: sb.version,
             });
         }
-        if sb.base_address != at {
-            return Err(Error::Unsupported(
-                "a base address other than the superblock's position",
-            ));
-        }
+        // libhdf5 takes the superblock's position as the base address, whatever is stored.
+        let sb = sb.moved_to(at)?;
         // A SWMR writer's superblock end of file lags the file while it runs (libhdf5 skips
         // the check for a SWMR reader of such a file too).
         if sb.eof_address > len && !swmr_writer_live {
@@ -971,9 +968,6 @@ impl File {
                 len,
                 eof: sb.eof_address,
             });
-        }
-        if sb.extension_address.is_some() {
-            return Err(Error::Unsupported("superblock extensions"));
         }
         let storage: Arc<dyn Storage> = Arc::new(BaseStorage {
             inner: raw,
@@ -1006,6 +1000,9 @@ impl File {
             store.threads = n.max(1);
         }
         store.swmr_read = options.swmr_read;
+        if let Some(ext) = sb.extension_address {
+            crate::extension::apply(&mut store, ext)?;
+        }
         let inner = Arc::new(FileInner::new(store, sb, journal, options.durability, lock));
         if options.writable {
             if options.swmr_write {

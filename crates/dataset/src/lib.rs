@@ -79,6 +79,7 @@ mod dataset;
 mod dense;
 mod dense_write;
 mod error;
+mod extension;
 mod file;
 mod group;
 pub mod index;

@@ -8,7 +8,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use h5chunk_cache::{MetadataCache, Storage};
-use h5chunk_format::message::{Continuation, Message, MessageType};
+use h5chunk_format::message::{Continuation, Message, MessageType, SharedMessage};
 use h5chunk_format::object_header::{Chunk, MessageFlags, ObjectHeader, Prefix, RawMessage, v2};
 use h5chunk_format::{Addr, Error as FormatError, Sizes};
 
@@ -91,6 +91,9 @@ impl Headers {
         at: Addr,
     ) -> Result<Vec<Message>> {
         let h = self.get(storage, sizes, at)?;
+        if h.messages().any(|m| m.flags.contains(MessageFlags::SHARED)) {
+            return self.messages_resolving_shared(storage, sizes, at, 0);
+        }
         let mut out = Vec::new();
         for m in h.messages() {
             match Message::decode(m.kind, &m.data, at, sizes) {
@@ -106,6 +109,89 @@ impl Headers {
             }
         }
         Ok(out)
+    }
+
+    /// [`messages`](Self::messages) of a header holding shared messages: each shared one is
+    /// the first message of its type in the object header its reference names (a committed
+    /// datatype's, typically), as libhdf5 reads it. `depth` bounds a chain of references, so
+    /// a cycle in a damaged file is an error, not a stack overflow.
+    fn messages_resolving_shared(
+        &mut self,
+        storage: &dyn Storage,
+        sizes: Sizes,
+        at: Addr,
+        depth: u32,
+    ) -> Result<Vec<Message>> {
+        // Libhdf5 never chains committed messages; a few levels are already a damaged file.
+        const MAX_SHARED_DEPTH: u32 = 4;
+        let raw: Vec<RawMessage> = self.get(storage, sizes, at)?.messages().cloned().collect();
+        let mut out = Vec::new();
+        for m in raw {
+            let decoded = if m.flags.contains(MessageFlags::SHARED) {
+                let target = match SharedMessage::decode(
+                    &mut h5chunk_format::cursor::Decoder::new(&m.data, at, sizes, "Shared message"),
+                )? {
+                    SharedMessage::Committed(a) => a,
+                    SharedMessage::Heap(_) => {
+                        return Err(Error::Unsupported(
+                            "shared messages in the shared-message heap (SOHM)",
+                        ));
+                    }
+                };
+                if depth >= MAX_SHARED_DEPTH || target == at {
+                    return Err(Error::corrupt(
+                        "object header",
+                        at,
+                        "a chain or cycle of shared message references",
+                    ));
+                }
+                let theirs =
+                    self.messages_of_any(storage, sizes, target, depth.saturating_add(1))?;
+                match theirs.into_iter().find(|t| t.kind() == m.kind) {
+                    Some(t) => Ok(t),
+                    None => {
+                        return Err(Error::corrupt(
+                            "object header",
+                            target,
+                            format!(
+                                "no {} message for a shared reference from {at}",
+                                m.kind.name()
+                            ),
+                        ));
+                    }
+                }
+            } else {
+                Message::decode(m.kind, &m.data, at, sizes)
+            };
+            match decoded {
+                Ok(msg) => out.push(msg),
+                Err(FormatError::UnsupportedDatatypeClass { .. }) => {}
+                Err(_) if m.kind == h5chunk_format::message::MessageType::ATTRIBUTE => {
+                    out.push(Message::Unknown {
+                        kind: m.kind,
+                        data: m.data.clone(),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The typed messages of the header at `at`, shared ones resolved, at reference `depth`.
+    fn messages_of_any(
+        &mut self,
+        storage: &dyn Storage,
+        sizes: Sizes,
+        at: Addr,
+        depth: u32,
+    ) -> Result<Vec<Message>> {
+        let h = self.get(storage, sizes, at)?;
+        if h.messages().any(|m| m.flags.contains(MessageFlags::SHARED)) {
+            self.messages_resolving_shared(storage, sizes, at, depth)
+        } else {
+            self.messages(storage, sizes, at)
+        }
     }
 
     /// The messages of the header at `at` as stored (with their creation orders).

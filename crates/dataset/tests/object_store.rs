@@ -92,7 +92,11 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
             datasets(&local_file.root().unwrap(), &mut paths);
             let readable: Vec<(String, Vec<u8>)> = paths
                 .iter()
-                .filter_map(|p| Some((p.clone(), local_file.dataset(p).ok()?.read_raw().ok()?)))
+                .filter_map(|p| {
+                    // A null dataspace has no values for h5py to give.
+                    let d = local_file.dataset(p).ok().filter(|d| !d.is_null())?;
+                    Some((p.clone(), d.read_raw().ok()?))
+                })
                 .collect();
             let names: Vec<&str> = readable.iter().map(|(p, _)| p.as_str()).collect();
             let theirs = h5py::values_le_many(&python, local, &names);

@@ -231,6 +231,36 @@ impl Superblock {
         Ok(Self::len_for(version, sizes))
     }
 
+    /// This superblock as found at absolute file offset `at`, which is where libhdf5 puts the
+    /// base address whatever the stored one says: a file whose bytes were moved (a user block
+    /// prepended by `cat`, a superblock written at an offset) keeps its addresses relative to
+    /// the superblock. The end of file address moves by the same distance; libhdf5 writes the
+    /// moved values back at the next read-write open, and so does h5chunk (the superblock is
+    /// rewritten with these values). An end of file below the stored base is an error.
+    pub fn moved_to(mut self, at: u64) -> Result<Superblock> {
+        if self.base_address == at {
+            return Ok(self);
+        }
+        let relative_eof = self
+            .eof_address
+            .checked_sub(self.base_address)
+            .ok_or_else(|| Error::Invalid {
+                structure: STRUCTURE,
+                at: Addr(at),
+                reason: format!(
+                    "end of file address {:#x} below the base address {:#x}",
+                    self.eof_address, self.base_address
+                ),
+            })?;
+        self.eof_address = relative_eof.checked_add(at).ok_or_else(|| Error::Invalid {
+            structure: STRUCTURE,
+            at: Addr(at),
+            reason: format!("end of file address {relative_eof:#x} past 2^64 at offset {at:#x}"),
+        })?;
+        self.base_address = at;
+        Ok(self)
+    }
+
     /// The encoded length of a superblock of `version` with `sizes` (version 0..=3).
     fn len_for(version: u8, sizes: Sizes) -> usize {
         // Every width is at most 8, so none of these sums can overflow; saturating arithmetic
@@ -538,6 +568,27 @@ mod tests {
         let root = l.root_entry.clone();
         assert_eq!(sb, Superblock::new_v0(Sizes::DEFAULT, 0x578, root));
         assert_eq!(reencode(&sb), EARLIEST);
+    }
+
+    #[test]
+    fn moved_superblock_takes_its_position_as_base() {
+        // A file written at offset 0 (base 0, EOF 0x578), then moved 512 bytes down.
+        let sb = Superblock::decode(&EARLIEST, Addr(0)).unwrap();
+        let moved = sb.clone().moved_to(512).unwrap();
+        assert_eq!((moved.base_address, moved.eof_address), (512, 0x578 + 512));
+        assert_eq!(moved.root_object_header(), sb.root_object_header());
+        // And back: a stored base of 512 found at 0.
+        let back = moved.clone().moved_to(0).unwrap();
+        assert_eq!(back, sb);
+        // Unmoved: unchanged.
+        assert_eq!(moved.clone().moved_to(512).unwrap(), moved);
+        // An end of file below the base, or one past 2^64 once moved, is an error.
+        let mut bad = sb.clone();
+        bad.base_address = 0x1000;
+        assert!(matches!(bad.moved_to(0), Err(Error::Invalid { .. })));
+        let mut far = sb;
+        far.eof_address = u64::MAX - 8;
+        assert!(matches!(far.moved_to(512), Err(Error::Invalid { .. })));
     }
 
     #[test]

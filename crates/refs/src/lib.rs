@@ -369,6 +369,11 @@ fn describe_dataset(
         dataset: path.clone(),
         what,
     };
+    if d.is_null() {
+        return Err(refuse(
+            "a null dataspace (h5py.Empty: no shape, which a Zarr array cannot have)".to_owned(),
+        ));
+    }
     let dtype = d.dtype();
     if !dtype.is_number() {
         return Err(refuse(format!(

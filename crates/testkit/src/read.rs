@@ -178,17 +178,36 @@ impl H5File {
             .collect()
     }
 
+    /// The typed messages of the header at `at`; a shared one (a committed datatype's
+    /// reference) is the first message of its type in the header it names.
     fn messages(&self, at: Addr) -> Vec<Message> {
-        self.header(at)
-            .messages()
-            .filter_map(
-                |m| match Message::decode(m.kind, &m.data, at, self.sizes()) {
-                    Ok(m) => Some(m),
-                    Err(Error::UnsupportedDatatypeClass { .. }) => None,
-                    Err(e) => panic!("object header @ {at}: {e}"),
-                },
-            )
-            .collect()
+        use h5chunk_format::message::SharedMessage;
+        use h5chunk_format::object_header::MessageFlags;
+        let mut out = Vec::new();
+        for m in self.header(at).messages() {
+            if m.flags.contains(MessageFlags::SHARED) {
+                let mut d =
+                    h5chunk_format::cursor::Decoder::new(&m.data, at, self.sizes(), "shared");
+                let target = match SharedMessage::decode(&mut d) {
+                    Ok(SharedMessage::Committed(a)) if a != at => a,
+                    other => panic!("object header @ {at}: shared message {other:?}"),
+                };
+                out.extend(
+                    self.messages(target)
+                        .into_iter()
+                        .find(|t| t.kind() == m.kind),
+                );
+                continue;
+            }
+            match Message::decode(m.kind, &m.data, at, self.sizes()) {
+                Ok(m) => out.push(m),
+                Err(Error::UnsupportedDatatypeClass { .. }) => {}
+                // Attributes (of committed types, ...) are not this reader's business.
+                Err(_) if m.kind == h5chunk_format::message::MessageType::ATTRIBUTE => {}
+                Err(e) => panic!("object header @ {at}: {e}"),
+            }
+        }
+        out
     }
 
     /// The object header address of `name` in the group whose header is at `group`.

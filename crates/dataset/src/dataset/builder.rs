@@ -434,6 +434,7 @@ impl DatasetBuilder {
             datatype,
             dims_written: self.shape.clone(),
             dataspace_v2: None,
+            null: false,
             storage: StorageState::Chunked(Box::new(Chunked {
                 layout_written: (index.layout()),
                 layout,
@@ -619,6 +620,7 @@ impl DatasetBuilder {
             datatype,
             dims_written: self.shape.clone(),
             dataspace_v2: None,
+            null: false,
             storage: StorageState::Contiguous {
                 addr: None,
                 size: needed,

@@ -86,6 +86,8 @@ pub(crate) struct DatasetState {
     /// Whether that message is of version 2, once a flush has looked (a message rewritten on
     /// every flush keeps its version; the header is not decoded again to learn it).
     pub(crate) dataspace_v2: Option<bool>,
+    /// A null dataspace (h5py's `Empty`): no elements; held as dims `[0]`.
+    pub(crate) null: bool,
     pub(crate) storage: StorageState,
 }
 
@@ -197,6 +199,12 @@ impl OpenObject for DatasetShared {
     }
 }
 
+/// The bytes of a dataset of `dims` elements of `elem` bytes (saturated: a size past 2^64 is
+/// refused by the reads it would size).
+pub(super) fn data_bytes(dims: &[u64], elem: usize) -> u64 {
+    dims.iter().fold(elem as u64, |n, &d| n.saturating_mul(d))
+}
+
 /// An open dataset. Cloning gives another handle on the same dataset.
 #[derive(Clone, Debug)]
 pub struct Dataset {
@@ -226,6 +234,13 @@ impl Dataset {
     /// The attribute `name` (h5py's `dataset.attrs[name]`; `attrs().get(name)`).
     pub fn attr(&self, name: &str) -> Result<crate::Attr> {
         self.attrs().get(name)
+    }
+
+    /// Whether the dataspace is null (h5py's `h5py.Empty`, libhdf5's `H5S_NULL`): the dataset
+    /// has no elements and no shape. It reports [`shape`](Self::shape) `[0]` and
+    /// [`max_shape`](Self::max_shape) `[Some(0)]`, so every read gives zero elements.
+    pub fn is_null(&self) -> bool {
+        self.shared.state.read().null
     }
 
     /// Current dimensions.

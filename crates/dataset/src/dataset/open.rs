@@ -18,7 +18,7 @@ use crate::types::TypeDesc;
 
 use super::builder::record_codec;
 use super::chunked::Chunked;
-use super::{Dataset, DatasetShared, DatasetState, StorageState, swmr_index};
+use super::{Dataset, DatasetShared, DatasetState, StorageState, data_bytes, swmr_index};
 use super::{external, fresh, read};
 
 impl Dataset {
@@ -94,12 +94,12 @@ impl Dataset {
             Error::corrupt("dataset", header, format!("{path}: no datatype message"))
         })?;
         let dtype = TypeDesc::of(&datatype)?;
-        if space.kind != DataspaceKind::Simple && space.kind != DataspaceKind::Scalar {
-            return Err(Error::Unsupported("null dataspaces"));
-        }
-        let dims = space.dims.clone();
+        // A null dataspace has no elements: dims [0] make every read and write select none.
+        let null = space.kind == DataspaceKind::Null;
+        let dims = if null { vec![0] } else { space.dims.clone() };
         // The dataspace decoder refuses a dimension above its maximum.
         let max_dims: Vec<Option<u64>> = match &space.max_dims {
+            _ if null => vec![Some(0)],
             Some(m) => m
                 .iter()
                 .map(|e| match e {
@@ -117,9 +117,15 @@ impl Dataset {
         if fill_bytes.len() != elem {
             fill_bytes = vec![0; elem];
         }
-        let storage = match layout.ok_or_else(|| {
+        let layout = layout.ok_or_else(|| {
             Error::corrupt("dataset", header, format!("{path}: no layout message"))
-        })? {
+        })?;
+        // Versions 1 and 2 (HDF5 1.4-1.6) read as the version 3 message libhdf5 makes of them.
+        let layout = match layout {
+            DataLayout::Legacy(l) => l.upgraded(data_bytes(&dims, elem)),
+            l => l,
+        };
+        let storage = match layout {
             DataLayout::Chunked(c) => {
                 let filtered = pipeline.as_ref().is_some_and(|p| !p.filters.is_empty());
                 let chunk_bytes = c
@@ -221,7 +227,7 @@ impl Dataset {
             },
             DataLayout::Compact { data, .. } => StorageState::Compact { data },
             DataLayout::Legacy(_) => {
-                return Err(Error::Unsupported("layout message versions 1 and 2"));
+                return Err(Error::Internal("a version 1/2 layout left unconverted"));
             }
         };
         Ok(DatasetState {
@@ -231,6 +237,7 @@ impl Dataset {
             datatype,
             dims_written: dims,
             dataspace_v2: None,
+            null,
             storage,
         })
     }

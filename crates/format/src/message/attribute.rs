@@ -41,6 +41,10 @@ pub struct Attribute {
     pub dataspace: Dataspace,
     /// The stored sizes of the datatype and dataspace fields (unpadded).
     pub field_sizes: (u16, u16),
+    /// For an attribute of a committed (named) datatype: the datatype field as stored, a
+    /// shared message reference (flags bit 0), written back as is; `datatype` is then the
+    /// named type's. `None` for a datatype stored in the attribute.
+    pub shared_datatype: Option<Vec<u8>>,
     /// The elements, packed, in the file's byte order.
     pub data: Vec<u8>,
 }
@@ -78,6 +82,7 @@ impl Attribute {
             datatype,
             dataspace,
             field_sizes: (dt, ds),
+            shared_datatype: None,
             data,
         }
     }
@@ -87,8 +92,38 @@ impl Attribute {
         elements(&self.dataspace)
     }
 
-    /// Decode an Attribute message body.
+    /// The name alone of an Attribute message body (whatever its datatype: a committed one
+    /// needs no resolving to be found by name).
+    pub fn decode_name(d: &mut Decoder<'_>) -> Result<Vec<u8>> {
+        let at = d.addr();
+        let version = d.u8()?;
+        if !(1..=3).contains(&version) {
+            return Err(d.bad_version(at, version));
+        }
+        d.skip(1)?;
+        let name_size_at = d.addr();
+        let name_size = d.u16()?;
+        d.skip(if version == 3 { 5 } else { 4 })?;
+        let field = d.bytes(usize::from(name_size))?;
+        match field.split_last() {
+            Some((0, name)) if !name.contains(&0) => Ok(name.to_vec()),
+            _ => Err(d.invalid(name_size_at, "the name is not one NUL-terminated string")),
+        }
+    }
+
+    /// Decode an Attribute message body. An attribute of a committed datatype is
+    /// [`Error::Unsupported`] here; [`Attribute::decode_resolving`] reads it.
     pub fn decode(d: &mut Decoder<'_>) -> Result<Attribute> {
+        Self::decode_resolving(d, &mut |_| None)
+    }
+
+    /// Decode an Attribute message body, asking `resolve` for the named datatype a shared
+    /// datatype field refers to (by its object header address; `None`: not resolvable, which
+    /// is [`Error::Unsupported`]).
+    pub fn decode_resolving(
+        d: &mut Decoder<'_>,
+        resolve: &mut dyn FnMut(crate::Addr) -> Option<Datatype>,
+    ) -> Result<Attribute> {
         let at = d.addr();
         let version = d.u8()?;
         if !(1..=3).contains(&version) {
@@ -99,12 +134,15 @@ impl Attribute {
         match (version, flags) {
             (1, 0) => {}
             (1, f) => return Err(d.bad_value(flags_at, "reserved", u64::from(f))),
-            (_, f) if f & 0x03 != 0 => {
-                return Err(d.unsupported(flags_at, "attributes of shared (committed) types"));
+            (_, f) if f & 0x02 != 0 => {
+                return Err(d.unsupported(flags_at, "attributes of shared dataspaces"));
             }
-            (_, f) if f != 0 => return Err(d.bad_value(flags_at, "flags", u64::from(f))),
+            (_, f) if f & !0x01 != 0 => {
+                return Err(d.bad_value(flags_at, "flags", u64::from(f)));
+            }
             _ => {}
         }
+        let shared_type = flags & 0x01 != 0;
         let name_size_at = d.addr();
         let name_size = d.u16()?;
         let datatype_size = d.u16()?;
@@ -132,7 +170,23 @@ impl Attribute {
             return Err(d.invalid(name_size_at, "the name is not one NUL-terminated string"));
         }
         let mut dt = d.sub(padded(usize::from(datatype_size), version))?;
-        let datatype = Datatype::decode(&mut dt)?;
+        let (datatype, shared_datatype) = if shared_type {
+            let field = dt
+                .rest()
+                .get(..usize::from(datatype_size))
+                .unwrap_or_default();
+            let target = match crate::message::SharedMessage::decode(&mut dt)? {
+                crate::message::SharedMessage::Committed(a) => a,
+                crate::message::SharedMessage::Heap(_) => {
+                    return Err(d.unsupported(flags_at, "attributes of types in the SOHM heap"));
+                }
+            };
+            let datatype = resolve(target)
+                .ok_or_else(|| d.unsupported(flags_at, "attributes of shared (committed) types"))?;
+            (datatype, Some(field.to_vec()))
+        } else {
+            (Datatype::decode(&mut dt)?, None)
+        };
         let mut ds = d.sub(padded(usize::from(dataspace_size), version))?;
         let dataspace = Dataspace::decode(&mut ds)?;
         let n =
@@ -147,6 +201,7 @@ impl Attribute {
             datatype,
             dataspace,
             field_sizes: (datatype_size, dataspace_size),
+            shared_datatype,
             data,
         })
     }
@@ -171,7 +226,7 @@ impl Attribute {
             )));
         }
         e.u8(self.version);
-        e.u8(0);
+        e.u8(u8::from(self.shared_datatype.is_some()));
         e.u16(name_size);
         e.u16(self.field_sizes.0);
         e.u16(self.field_sizes.1);
@@ -188,8 +243,12 @@ impl Attribute {
             padded(usize::from(name_size), self.version),
         );
         let mut field = Vec::new();
-        self.datatype
-            .encode(&mut Encoder::new(&mut field, e.sizes(), STRUCTURE))?;
+        match &self.shared_datatype {
+            Some(reference) => field.extend_from_slice(reference),
+            None => self
+                .datatype
+                .encode(&mut Encoder::new(&mut field, e.sizes(), STRUCTURE))?,
+        }
         put_field(e, &field, self.field_sizes.0, self.version, "datatype")?;
         field.clear();
         self.dataspace
@@ -310,6 +369,58 @@ mod tests {
     }
 
     #[test]
+    fn committed_datatypes_resolve_and_roundtrip() {
+        for v in 2..=3 {
+            let mut a = sample(v);
+            // A version 3 shared message reference to the named type's header at 0x320.
+            let reference = vec![3, 2, 0x20, 0x03, 0, 0, 0, 0, 0, 0];
+            a.field_sizes.0 = reference.len() as u16;
+            a.shared_datatype = Some(reference);
+            let bytes = encode(&a);
+            assert_eq!(bytes[1], 0x01, "flags: datatype shared");
+            let named = a.datatype.clone();
+            let mut asked = Vec::new();
+            let mut resolve = |at: crate::Addr| {
+                asked.push(at);
+                Some(named.clone())
+            };
+            let mut d = Decoder::new(&bytes, crate::Addr(0), Sizes::DEFAULT, STRUCTURE);
+            assert_eq!(
+                Attribute::decode_resolving(&mut d, &mut resolve).unwrap(),
+                a
+            );
+            assert_eq!(asked, [crate::Addr(0x320)]);
+            // Without a resolver: a typed Unsupported; every prefix: an error.
+            assert!(matches!(decode(&bytes), Err(Error::Unsupported { .. })));
+            for n in 0..bytes.len() {
+                let mut d = Decoder::new(&bytes[..n], crate::Addr(0), Sizes::DEFAULT, STRUCTURE);
+                let mut resolve = |_| Some(named.clone());
+                assert!(
+                    Attribute::decode_resolving(&mut d, &mut resolve).is_err(),
+                    "prefix {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn decode_name_alone() {
+        for v in 1..=3 {
+            let bytes = encode(&sample(v));
+            let mut d = Decoder::new(&bytes, crate::Addr(0), Sizes::DEFAULT, STRUCTURE);
+            assert_eq!(Attribute::decode_name(&mut d).unwrap(), b"scale");
+            let name_end = if v == 3 { 15 } else { 14 };
+            for n in 0..name_end {
+                let mut d = Decoder::new(&bytes[..n], crate::Addr(0), Sizes::DEFAULT, STRUCTURE);
+                assert!(
+                    Attribute::decode_name(&mut d).is_err(),
+                    "version {v} prefix {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn scalar_and_null_dataspaces() {
         let mut a = sample(3);
         a.dataspace = Dataspace::scalar();
@@ -326,8 +437,14 @@ mod tests {
         b[0] = 4;
         assert!(matches!(decode(&b), Err(Error::BadVersion { .. })));
         let mut b = good.clone();
-        b[1] = 0x01; // shared datatype
+        b[1] = 0x01; // shared datatype, unresolvable without a header to read
+        assert!(decode(&b).is_err());
+        let mut b = good.clone();
+        b[1] = 0x02; // shared dataspace
         assert!(matches!(decode(&b), Err(Error::Unsupported { .. })));
+        let mut b = good.clone();
+        b[1] = 0x04; // undefined flag
+        assert!(matches!(decode(&b), Err(Error::BadValue { .. })));
         let mut b = good.clone();
         b[14] = b'x'; // no terminator
         assert!(matches!(decode(&b), Err(Error::Invalid { .. })));

@@ -31,7 +31,7 @@
 //! | 7 reference | bits 0-3 reference type (0 object, 1 dataset region; version 4: 2-4, the revised references), bits 4-7 their encoding version | none |
 //! | 8 enumeration | bits 0-15 member count | base type, names, then the values packed in the base type |
 //! | 9 variable-length | bits 0-3 kind (0 sequence, 1 string), bits 4-7 padding and bits 8-11 character set of a string | base type |
-//! | 10 array (version 2 on) | none | rank (u8), version 2: three reserved bytes, dims (u32 each), version 2: permutation indices (u32 each); base type |
+//! | 10 array | none | rank (u8), versions 1-2: three reserved bytes, dims (u32 each), versions 1-2: permutation indices (u32 each); base type (HDF5 1.4 wrote version 1) |
 //!
 //! Compound member names and enumeration names are NUL-terminated, padded with NULs to a
 //! multiple of 8 bytes in versions 1 and 2 and unpadded from version 3 on. A compound member's
@@ -319,7 +319,7 @@ pub enum DatatypeClass {
     Array {
         /// Dimension sizes.
         dims: Vec<u32>,
-        /// Version 2 only: permutation indices, one per dimension.
+        /// Versions 1 and 2 only: permutation indices, one per dimension.
         permutation: Vec<u32>,
         /// The element type.
         base: Box<Datatype>,
@@ -695,16 +695,16 @@ impl Datatype {
                 }
             }
             _ => {
-                if version_number < 2 {
-                    return Err(d.bad_version(at, version_number));
-                }
+                // HDF5 1.4 wrote array types at version 1; libhdf5 reads them with version 2's
+                // wire layout (reserved bytes and permutation indices), and so does h5chunk.
+                let old_layout = version_number < 3;
                 undefined(0, "array bit field")?;
                 let rank_at = d.addr();
                 let rank = d.u8()?;
                 if rank == 0 || rank > 32 {
                     return Err(d.bad_value(rank_at, "array rank", u64::from(rank)));
                 }
-                if version_number == 2 {
+                if old_layout {
                     d.skip(3)?;
                 }
                 let n = d.check_count(u64::from(rank), 4)?;
@@ -713,7 +713,7 @@ impl Datatype {
                     dims.push(d.u32()?);
                 }
                 let mut permutation = Vec::new();
-                if version_number == 2 {
+                if old_layout {
                     let n = d.check_count(u64::from(rank), 4)?;
                     permutation.reserve(n);
                     for _ in 0..n {
@@ -817,14 +817,7 @@ impl Datatype {
                 VarLenKind::Sequence => (9, 0),
                 VarLenKind::String(t) => (9, 1 | string_bits(*t) << 4),
             },
-            DatatypeClass::Array { .. } => {
-                if v < 2 {
-                    return Err(unencodable(
-                        "array types need datatype version 2 or later".into(),
-                    ));
-                }
-                (10, 0)
-            }
+            DatatypeClass::Array { .. } => (10, 0),
         };
         e.u8((v << 4) | class);
         let [b0, b1, b2, _] = bits.to_le_bytes();
@@ -897,16 +890,18 @@ impl Datatype {
                 let rank = u8::try_from(dims.len())
                     .map_err(|_| unencodable(format!("an array of rank {}", dims.len())))?;
                 e.u8(rank);
-                if v == 2 {
+                // Version 1 (HDF5 1.4's arrays) has version 2's layout.
+                if v < 3 {
                     e.bytes(&[0; 3]);
                 }
                 for &dim in dims {
                     e.u32(dim);
                 }
-                if v == 2 {
+                if v < 3 {
                     if permutation.len() != dims.len() {
                         return Err(unencodable(
-                            "a version 2 array needs one permutation index per dimension".into(),
+                            "a version 1 or 2 array needs one permutation index per dimension"
+                                .into(),
                         ));
                     }
                     for &p in permutation {
@@ -963,7 +958,7 @@ impl Datatype {
                 permutation,
                 base,
             } => {
-                let reserved = if self.version.number() == 2 { 3 } else { 0 };
+                let reserved = if self.version.number() < 3 { 3 } else { 0 };
                 1usize
                     .saturating_add(reserved)
                     .saturating_add(dims.len().saturating_mul(4))
@@ -1430,6 +1425,17 @@ mod tests {
                 version: DatatypeVersion::V2, size: 6,
                 class: DatatypeClass::Array { dims: vec![2, 3], permutation: vec![0, 1], base: Box::new(u1()) },
             }),
+            // HDF5 1.4 wrote arrays at version 1 (PyTables 1.x files): version 2's layout.
+            ("array v1 [2,3] of u1", vec![
+                0x1a, 0, 0, 0, 6, 0, 0, 0,
+                2, 0, 0, 0,          // rank 2, reserved
+                2, 0, 0, 0, 3, 0, 0, 0, // dims
+                0, 0, 0, 0, 1, 0, 0, 0, // permutation
+                0x10, 0x00, 0, 0, 1, 0, 0, 0, 0, 0, 8, 0,
+            ], Datatype {
+                version: DatatypeVersion::V1, size: 6,
+                class: DatatypeClass::Array { dims: vec![2, 3], permutation: vec![0, 1], base: Box::new(u1()) },
+            }),
             ("array v3 [4] of u1", vec![
                 0x3a, 0, 0, 0, 4, 0, 0, 0,
                 1, 4, 0, 0, 0,
@@ -1675,7 +1681,11 @@ mod tests {
                         }
                     ),
                     (
-                        prop_oneof![Just(DatatypeVersion::V2), Just(DatatypeVersion::V3)],
+                        prop_oneof![
+                            Just(DatatypeVersion::V1),
+                            Just(DatatypeVersion::V2),
+                            Just(DatatypeVersion::V3)
+                        ],
                         inner.clone(),
                         proptest::collection::vec(1u32..5, 1..4)
                     )
@@ -1683,7 +1693,7 @@ mod tests {
                             version: v,
                             size: dims.iter().product::<u32>() * base.size,
                             class: DatatypeClass::Array {
-                                permutation: if v == DatatypeVersion::V2 {
+                                permutation: if v != DatatypeVersion::V3 {
                                     (0..dims.len() as u32).collect()
                                 } else {
                                     vec![]

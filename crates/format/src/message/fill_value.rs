@@ -24,7 +24,8 @@
 //! Old Fill Value: size (u32), then the fill value.
 //!
 //! A "defined" fill value of size 0 (version 2) or neither flag (version 3) is the library
-//! default: zeros.
+//! default: zeros. A size of all ones (-1: libhdf5 reads the field as signed) in version 1 or
+//! 2 is an undefined value with no bytes following, as HDF5 1.6 wrote it.
 
 use crate::cursor::{Decoder, Encoder};
 use crate::error::{Error, Result};
@@ -33,6 +34,10 @@ const STRUCTURE: &str = "Fill Value message";
 
 const FLAG_UNDEFINED: u8 = 0x10;
 const FLAG_HAVE_VALUE: u8 = 0x20;
+
+/// The size field of a version 1/2 message whose value is undefined: -1 as a signed 32-bit
+/// number, which is how libhdf5 reads the field.
+const UNDEFINED_SIZE: u32 = u32::MAX;
 
 /// Fill Value message version.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -179,6 +184,17 @@ impl FillValue {
             v => return Err(d.bad_value(defined_at, "fill value defined", u64::from(v))),
         };
         let value = if version == FillValueVersion::V1 || defined {
+            // libhdf5 decodes this size as a signed number, and HDF5 1.6 wrote -1 for an
+            // undefined value (no bytes follow).
+            if d.rest().starts_with(&UNDEFINED_SIZE.to_le_bytes()) {
+                d.skip(4)?;
+                return Ok(FillValue {
+                    version,
+                    alloc_time,
+                    fill_time,
+                    value: FillDefinition::Undefined,
+                });
+            }
             let bytes = read_value(d)?;
             match (defined, bytes.is_empty()) {
                 (false, true) => FillDefinition::Undefined,
@@ -239,7 +255,10 @@ impl FillValue {
                     FillDefinition::User(v) => (1, v),
                 };
                 e.u8(defined);
-                if self.version == FillValueVersion::V1 || defined == 1 {
+                if self.version == FillValueVersion::V1 && self.value == FillDefinition::Undefined {
+                    // As HDF5 1.6 wrote it: size -1, no value.
+                    e.u32(UNDEFINED_SIZE);
+                } else if self.version == FillValueVersion::V1 || defined == 1 {
                     write_value(e, bytes)?;
                 }
             }
@@ -439,10 +458,11 @@ mod tests {
                 0x02, 0, 0, 0,          // size 2
                 0x34, 0x12,             // value
             ], fv(V1, Late, OnAlloc, User(vec![0x34, 0x12]))),
+            // As in PyTables' attr-u16.h5 (HDF5 1.6): the size is -1.
             ("version 1 undefined", vec![
-                0x01, 0x02, 0x02, 0x00, // version 1, late, if set, undefined
-                0, 0, 0, 0,             // size: always present in version 1
-            ], fv(V1, Late, IfSet, U)),
+                0x01, 0x03, 0x02, 0x00, // version 1, incremental, if set, undefined
+                0xff, 0xff, 0xff, 0xff, // size -1: always present in version 1
+            ], fv(V1, Incremental, IfSet, U)),
         ]
     }
 
@@ -458,6 +478,24 @@ mod tests {
             assert_eq!(decode(&padded).unwrap(), expected, "{name} padded");
         }
         assert_eq!(decode(&[0x03, 0x0b]).unwrap(), FillValue::h5py_default(V3));
+    }
+
+    #[test]
+    fn decode_undefined_sizes() {
+        // Version 1 undefined with size 0 reads as undefined too (and is written back as -1).
+        let f = decode(&[0x01, 0x02, 0x02, 0x00, 0, 0, 0, 0]).unwrap();
+        assert_eq!(f, fv(V1, Late, IfSet, FillDefinition::Undefined));
+        assert_eq!(encode(&f), [0x01, 0x02, 0x02, 0x00, 0xff, 0xff, 0xff, 0xff]);
+        // Version 2 "defined" with size -1: no value follows; libhdf5 reads it undefined.
+        assert_eq!(
+            decode(&[0x02, 0x02, 0x02, 0x01, 0xff, 0xff, 0xff, 0xff]).unwrap(),
+            fv(V2, Late, IfSet, FillDefinition::Undefined)
+        );
+        // Any other size with its top bit set still needs that many bytes.
+        assert!(matches!(
+            decode(&[0x01, 0x02, 0x02, 0x00, 0xfe, 0xff, 0xff, 0xff]),
+            Err(Error::Truncated { .. })
+        ));
     }
 
     #[test]

@@ -292,6 +292,36 @@ pub struct LegacyLayout {
     pub compact_data: Vec<u8>,
 }
 
+impl LegacyLayout {
+    /// The version 3 layout that reads the same data, as libhdf5 reads a version 1 or 2
+    /// message (and writes it back, should it rewrite the message: it never encodes below
+    /// version 3). `data_size` is the dataset's size in bytes (elements times element size):
+    /// libhdf5 computes a contiguous layout's size from the dataspace, because the message's
+    /// 32-bit dims may have been truncated. A chunked layout keeps its dims (the element size
+    /// last) and its v1 B-tree; compact data is kept as stored.
+    pub fn upgraded(self, data_size: u64) -> DataLayout {
+        match self.class {
+            LegacyClass::Compact => DataLayout::Compact {
+                version: LayoutVersion::V3,
+                data: self.compact_data,
+            },
+            LegacyClass::Contiguous => DataLayout::Contiguous {
+                version: LayoutVersion::V3,
+                address: self.address,
+                size: data_size,
+            },
+            LegacyClass::Chunked => DataLayout::Chunked(ChunkedLayout {
+                version: LayoutVersion::V3,
+                flags: ChunkedFlags::empty(),
+                enc: 4,
+                dims: self.dims.iter().map(|&d| u64::from(d)).collect(),
+                index: ChunkIndex::BTreeV1,
+                address: self.address,
+            }),
+        }
+    }
+}
+
 /// A decoded Data Layout message.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum DataLayout {
@@ -940,6 +970,53 @@ mod tests {
                 assert!(decode(&body[..n]).is_err(), "prefix {n}");
             }
         }
+    }
+
+    #[test]
+    fn legacy_layouts_upgrade_to_version_3() {
+        let legacy = |class, address, dims: Vec<u32>, compact_data: Vec<u8>| LegacyLayout {
+            version: 1,
+            class,
+            address,
+            dims,
+            compact_data,
+        };
+        // Chunked: same dims (element size last), v1 B-tree, version 3 wire form.
+        let up = legacy(LegacyClass::Chunked, Some(Addr(0x400)), vec![8, 4], vec![]).upgraded(0);
+        assert_eq!(
+            up,
+            chunked(LayoutVersion::V3, &[8], 4, ChunkIndex::BTreeV1, Some(0x400))
+        );
+        assert_eq!(up.as_chunked().unwrap().chunk_bytes(), Some(32));
+        // Contiguous: the size comes from the dataspace, not the (32-bit) dims.
+        let up = legacy(
+            LegacyClass::Contiguous,
+            Some(Addr(0x800)),
+            vec![7, 8],
+            vec![],
+        )
+        .upgraded(1 << 33);
+        assert_eq!(
+            up,
+            DataLayout::Contiguous {
+                version: LayoutVersion::V3,
+                address: Some(Addr(0x800)),
+                size: 1 << 33
+            }
+        );
+        // Never allocated stays so.
+        let up = legacy(LegacyClass::Contiguous, None, vec![7], vec![]).upgraded(7);
+        assert!(matches!(up, DataLayout::Contiguous { address: None, .. }));
+        // Compact: the data as stored; the upgrade encodes as version 3.
+        let up = legacy(LegacyClass::Compact, None, vec![3], vec![1, 2, 3]).upgraded(3);
+        assert_eq!(
+            up,
+            DataLayout::Compact {
+                version: LayoutVersion::V3,
+                data: vec![1, 2, 3]
+            }
+        );
+        assert_eq!(encode(&up), [3, 0, 3, 0, 1, 2, 3]);
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //! | 0x0012 | Modification Time        | [`ModificationTime`]            |
 
 pub mod attribute;
+pub mod btree_k;
 pub mod continuation;
 pub mod dataspace;
 pub mod datatype;
@@ -39,9 +40,11 @@ pub mod link;
 pub mod link_info;
 pub mod modification_time;
 pub mod nil;
+pub mod shared;
 pub mod symbol_table;
 
 pub use attribute::Attribute;
+pub use btree_k::BTreeKValues;
 pub use continuation::Continuation;
 pub use dataspace::{Dataspace, DataspaceKind, DataspaceVersion, Extent};
 pub use datatype::{
@@ -63,6 +66,7 @@ pub use link::{CharacterSet, Link, LinkTarget};
 pub use link_info::LinkInfo;
 pub use modification_time::{ModificationTime, ModificationTimeOld};
 pub use nil::Nil;
+pub use shared::SharedMessage;
 pub use symbol_table::SymbolTable;
 
 use crate::addr::Addr;
