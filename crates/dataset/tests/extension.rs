@@ -142,11 +142,11 @@ fn attributes_of_committed_types_read_and_move_to_dense_storage() {
             let f = File::open_rw(&path).unwrap();
             let root = f.root().unwrap();
             for i in 0..9i32 {
-                root.set_attr_scalar(&format!("extra_{i}"), i).unwrap();
+                root.attrs().set_scalar(&format!("extra_{i}"), i).unwrap();
             }
             // Overwritten by name: found without resolving its type.
             let c = f.dataset("chunked").unwrap();
-            c.set_attr_scalar("named_i2", 9i16).unwrap();
+            c.attrs().set_scalar("named_i2", 9i16).unwrap();
             f.close().unwrap();
         }
         let f = File::open(&path).unwrap();
@@ -156,14 +156,14 @@ fn attributes_of_committed_types_read_and_move_to_dense_storage() {
             [0.0, 1.0, 2.0],
             "{name}"
         );
-        assert_eq!(root.attr_names().unwrap().len(), 10, "{name}");
+        assert_eq!(root.attrs().names().unwrap().len(), 10, "{name}");
         let c = f.dataset("chunked").unwrap();
         assert_eq!(
             c.attr("named_i2").unwrap().value::<i16>().unwrap(),
             9,
             "{name}"
         );
-        assert_eq!(c.attr_names().unwrap(), ["named_i2"], "{name}");
+        assert_eq!(c.attrs().names().unwrap(), ["named_i2"], "{name}");
         if let Some(python) = &python {
             let out = interop::run_python(
                 python,
@@ -224,7 +224,7 @@ fn bad_shared_references_are_errors() {
             if target != own {
                 assert!(failed >= 1, "reference at {p} to {target:#x}");
             }
-            let _ = f.root().and_then(|r| r.attrs());
+            let _ = f.root().and_then(|r| r.attrs().all());
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -59,7 +59,8 @@ impl BTreeKValues {
 mod tests {
     use super::*;
     use crate::Error;
-    use crate::addr::{Addr, Sizes};
+    use crate::addr::Addr;
+    use crate::sizes::Sizes;
 
     #[rustfmt::skip]
     const BODY: [u8; 7] = [

@@ -66,7 +66,7 @@ fn committed(d: &mut Decoder<'_>) -> Result<SharedMessage> {
 mod tests {
     use super::*;
     use crate::Error;
-    use crate::addr::Sizes;
+    use crate::sizes::Sizes;
 
     fn decode(body: &[u8]) -> Result<SharedMessage> {
         SharedMessage::decode(&mut Decoder::new(
