@@ -256,7 +256,7 @@ pub fn marker(i: u64) -> u8 {
     (i % 251) as u8 + 1
 }
 
-/// File options that give `kind` (the skip list also needs [`builder_for`]'s explicit request).
+/// File options that give `kind` (the skip list also needs the dataset builder to ask for it).
 pub fn file_options(kind: IndexKind) -> FileOptions {
     let low = match kind {
         IndexKind::BTree1 => Libver::Earliest,

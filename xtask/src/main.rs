@@ -403,6 +403,7 @@ fn lint(args: &[String]) -> TaskResult {
         .args([
             "doc",
             "--workspace",
+            "--lib",
             "--no-deps",
             "--all-features",
             "--quiet",

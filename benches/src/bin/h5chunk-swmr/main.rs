@@ -31,8 +31,8 @@
 //! write-order violation.
 //!
 //! The program's parts: [`scenario`] (what is written and what every element holds),
-//! [`write`] (the writer), [`read`] (an h5chunk reader, and the h5py reader's script),
-//! [`soak`] (the soak: runs, readers, kills), [`poll`] and [`bench`] (`cargo xtask bench --swmr`:
+//! [`write`](mod@write) (the writer), [`read`](mod@read) (an h5chunk reader, and the h5py reader's script),
+//! [`soak`] (the soak: runs, readers, kills), [`poll`] and [`bench`](mod@bench) (`cargo xtask bench --swmr`:
 //! polling readers and timed writers), [`common`] (what they share).
 
 mod bench;

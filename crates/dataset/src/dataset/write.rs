@@ -115,7 +115,7 @@ impl Dataset {
     }
 
     /// Write a hyperslab from little-endian bytes of the dataset's type, by the first
-    /// [`WritePlan`] that takes it, in the order the plan's variants are declared.
+    /// route (the private `WritePlan`) that takes it, in the order its variants are declared.
     pub fn write_slice_raw(
         &self,
         le: &[u8],

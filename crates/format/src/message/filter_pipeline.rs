@@ -64,7 +64,7 @@ pub mod id {
     /// Bitshuffle; client data: [major, minor version, element size, block size in elements,
     /// compression (0 none, 2 LZ4, 3 Zstandard), Zstandard level].
     pub const BITSHUFFLE: u16 = 32008;
-    /// Zstandard compression; client data: [level].
+    /// Zstandard compression; client data: `[level]`.
     pub const ZSTD: u16 = 32015;
 }
 
