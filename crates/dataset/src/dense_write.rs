@@ -1297,7 +1297,9 @@ mod tests {
     use crate::{File, FileOptions};
 
     fn file() -> File {
-        File::create_on(Arc::new(MemStorage::new()), FileOptions::default()).unwrap()
+        FileOptions::default()
+            .create_on(Arc::new(MemStorage::new()))
+            .unwrap()
     }
 
     /// (free space, managed space, allocated space, iterator offset, root rows).

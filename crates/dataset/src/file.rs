@@ -516,6 +516,87 @@ impl OpenOptions {
     }
 }
 
+impl FileOptions {
+    /// Create `path` with these options (as [`File::create_with`]).
+    pub fn create(self, path: impl AsRef<Path>) -> Result<File> {
+        File::create_with(path, self)
+    }
+
+    /// Create a file on any storage backend (memory, a fault-injecting wrapper, a remote
+    /// object): as [`create`](Self::create), with the storage in place of a path. `Truncate`
+    /// empties the storage first; `Exclusive` refuses storage that holds any byte.
+    pub fn create_on(self, storage: Arc<dyn Storage>) -> Result<File> {
+        File::create_named(BACKEND.into(), storage, None, self, None)
+    }
+
+    /// [`create_on`](Self::create_on) with the rollback journal of
+    /// [`durability`](Self::durability) kept in `journal`, a storage of its own (emptied at
+    /// every completed flush).
+    pub fn create_on_journaled(
+        self,
+        storage: Arc<dyn Storage>,
+        journal: Arc<dyn Storage>,
+    ) -> Result<File> {
+        File::create_named(
+            BACKEND.into(),
+            storage,
+            Some(JournalPlace::Storage(journal)),
+            self,
+            None,
+        )
+    }
+}
+
+impl OpenOptions {
+    /// Open `path` with these options (as [`File::open_with`]).
+    pub fn open(self, path: impl AsRef<Path>) -> Result<File> {
+        File::open_with(path, self)
+    }
+
+    /// Open a file held by any storage backend, as [`open`](Self::open) opens a path.
+    pub fn open_on(self, storage: Arc<dyn Storage>) -> Result<File> {
+        File::open_named(BACKEND.into(), storage, None, self, None)
+    }
+
+    /// [`open_on`](Self::open_on) with the rollback journal in `journal` (see
+    /// [`FileOptions::create_on_journaled`]): a journal an interrupted flush left there is
+    /// applied first when opening for writing, and refused when opening read-only.
+    pub fn open_on_journaled(
+        self,
+        storage: Arc<dyn Storage>,
+        journal: Arc<dyn Storage>,
+    ) -> Result<File> {
+        File::open_named(
+            BACKEND.into(),
+            storage,
+            Some(JournalPlace::Storage(journal)),
+            self,
+            None,
+        )
+    }
+
+    /// Open a file in object storage with object_store's configuration keys
+    /// (`aws_endpoint`, `aws_allow_http`, `aws_access_key_id`, ...) over the environment's
+    /// (see [`File::open_url`]); these options must be read-only. A plain path opens as
+    /// [`open`](Self::open) does. Cargo feature `object-store`.
+    #[cfg(feature = "object-store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
+    pub fn open_url(self, url: &str, store_options: &[(String, String)]) -> Result<File> {
+        if !url.contains("://") {
+            return File::open_with(url, self);
+        }
+        if self.writable || self.swmr_write {
+            return Err(Error::arg(
+                "options",
+                "files in object storage open read-only",
+            ));
+        }
+        let storage = h5chunk_cache::ObjectStorage::open(url, store_options)
+            .map_err(|e| io_error(Path::new(url), e))?;
+        File::open_named(url.to_owned(), Arc::new(storage), None, self, None)
+    }
+}
+
 /// An open HDF5 file. Cloning gives another handle on the same file; the file is closed
 /// (flushed, its consistency flags cleared, its lock released) by [`File::close`] or when the
 /// last handle on it (or on any of its groups and datasets) is dropped.
@@ -581,41 +662,6 @@ impl File {
             OPEN_FILES.insert(id, &f.inner);
         }
         Ok(f)
-    }
-
-    /// Create `path` with `options`, recording every metadata write, dependency and eviction
-    /// (see [`File::take_write_trace`]); for tests and diagnostics.
-    pub fn create_traced(path: impl AsRef<Path>, options: FileOptions) -> Result<File> {
-        File::create_with(
-            path,
-            FileOptions {
-                trace: true,
-                ..options
-            },
-        )
-    }
-
-    /// Create a file on any storage backend (memory, a fault-injecting wrapper, a remote
-    /// object): as [`File::create_with`], with the storage in place of a path. `Truncate`
-    /// empties the storage first; `Exclusive` refuses storage that holds any byte.
-    pub fn create_on(storage: Arc<dyn Storage>, options: FileOptions) -> Result<File> {
-        File::create_named(BACKEND.into(), storage, None, options, None)
-    }
-
-    /// [`File::create_on`] with the rollback journal of [`FileOptions::durability`] kept in
-    /// `journal`, a storage of its own (emptied at every completed flush).
-    pub fn create_on_journaled(
-        storage: Arc<dyn Storage>,
-        journal: Arc<dyn Storage>,
-        options: FileOptions,
-    ) -> Result<File> {
-        File::create_named(
-            BACKEND.into(),
-            storage,
-            Some(JournalPlace::Storage(journal)),
-            options,
-            None,
-        )
     }
 
     fn create_named(
@@ -822,53 +868,7 @@ impl File {
     #[cfg(feature = "object-store")]
     #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
     pub fn open_url(url: &str) -> Result<File> {
-        File::open_url_with(url, &[], OpenOptions::read_only())
-    }
-
-    /// [`File::open_url`] with object_store's configuration keys (`aws_endpoint`,
-    /// `aws_allow_http`, `aws_access_key_id`, ...) over the environment's, and `options`
-    /// (which must be read-only). Cargo feature `object-store`.
-    #[cfg(feature = "object-store")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
-    pub fn open_url_with(
-        url: &str,
-        store_options: &[(String, String)],
-        options: OpenOptions,
-    ) -> Result<File> {
-        if !url.contains("://") {
-            return File::open_with(url, options);
-        }
-        if options.writable || options.swmr_write {
-            return Err(Error::arg(
-                "options",
-                "files in object storage open read-only",
-            ));
-        }
-        let storage = h5chunk_cache::ObjectStorage::open(url, store_options)
-            .map_err(|e| io_error(Path::new(url), e))?;
-        File::open_named(url.to_owned(), Arc::new(storage), None, options, None)
-    }
-
-    /// Open a file held by any storage backend, as [`File::open_with`] opens a path.
-    pub fn open_on(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<File> {
-        File::open_named(BACKEND.into(), storage, None, options, None)
-    }
-
-    /// [`File::open_on`] with the rollback journal in `journal` (see
-    /// [`File::create_on_journaled`]): a journal an interrupted flush left there is applied
-    /// first when opening for writing, and refused when opening read-only.
-    pub fn open_on_journaled(
-        storage: Arc<dyn Storage>,
-        journal: Arc<dyn Storage>,
-        options: OpenOptions,
-    ) -> Result<File> {
-        File::open_named(
-            BACKEND.into(),
-            storage,
-            Some(JournalPlace::Storage(journal)),
-            options,
-            None,
-        )
+        OpenOptions::read_only().open_url(url, &[])
     }
 
     /// Zero the superblock's file consistency flags of the file at `path`, as `h5clear -s`

@@ -136,7 +136,7 @@ pub mod guide {
     pub mod types {}
 }
 
-/// Storage backends a [`File`] can live on ([`File::create_on`], [`File::open_on`]): the
+/// Storage backends a [`File`] can live on ([`FileOptions::create_on`], [`OpenOptions::open_on`]): the
 /// metadata cache's positioned-I/O trait and its file and memory implementations.
 pub mod storage {
     #[cfg(feature = "object-store")]

@@ -661,7 +661,12 @@ fn traced_appends_keep_the_write_order() {
         IndexKind::BTree2,
     ] {
         let path = tmp(&format!("api_proxies_{}.h5", kind.name()));
-        let f = File::create_traced(&path, latest()).unwrap();
+        let f = FileOptions {
+            trace: true,
+            ..latest()
+        }
+        .create(&path)
+        .unwrap();
         let max = if kind == IndexKind::BTree2 {
             vec![None, None]
         } else {

@@ -44,7 +44,12 @@ fn append_whole_chunks(kind: IndexKind, n: u64) {
     let chunk = [3u64, 4];
     let fixed = matches!(kind, IndexKind::FixedArray | IndexKind::Implicit);
     let rows = n * chunk[0];
-    let f = File::create_traced(&path, options(kind)).unwrap();
+    let f = FileOptions {
+        trace: true,
+        ..options(kind)
+    }
+    .create(&path)
+    .unwrap();
     let mut b = f
         .new_dataset::<i32>()
         .shape(&[if fixed { rows } else { 0 }, 4])

@@ -31,7 +31,7 @@ fn options(low: Libver) -> FileOptions {
 #[test]
 fn a_file_in_memory_reads_back_and_opens_in_h5py() {
     let mem = Arc::new(MemStorage::new());
-    let f = File::create_on(mem.clone(), options(Libver::Latest)).unwrap();
+    let f = options(Libver::Latest).create_on(mem.clone()).unwrap();
     let d = f
         .new_dataset::<i64>()
         .shape(&[0])
@@ -46,11 +46,9 @@ fn a_file_in_memory_reads_back_and_opens_in_h5py() {
     drop(d);
 
     let bytes = mem.to_vec();
-    let again = File::open_on(
-        Arc::new(MemStorage::from_vec(bytes.clone())),
-        OpenOptions::read_only(),
-    )
-    .unwrap();
+    let again = OpenOptions::read_only()
+        .open_on(Arc::new(MemStorage::from_vec(bytes.clone())))
+        .unwrap();
     let d = again.dataset("/log").unwrap();
     assert_eq!(d.index_kind(), Some(IndexKind::ExtensibleArray));
     assert_eq!(d.read::<i64>().unwrap(), values);
@@ -60,13 +58,11 @@ fn a_file_in_memory_reads_back_and_opens_in_h5py() {
     ));
 
     // Exclusive creation refuses storage that holds a file already.
-    let e = File::create_on(
-        Arc::new(MemStorage::from_vec(bytes.clone())),
-        FileOptions {
-            mode: CreateMode::Exclusive,
-            ..FileOptions::default()
-        },
-    )
+    let e = FileOptions {
+        mode: CreateMode::Exclusive,
+        ..FileOptions::default()
+    }
+    .create_on(Arc::new(MemStorage::from_vec(bytes.clone())))
     .unwrap_err();
     assert!(
         matches!(
@@ -102,7 +98,7 @@ fn a_file_in_memory_reads_back_and_opens_in_h5py() {
 #[test]
 fn backend_failures_are_errors() {
     let mem = Arc::new(MemStorage::new());
-    let f = File::create_on(mem.clone(), options(Libver::Latest)).unwrap();
+    let f = options(Libver::Latest).create_on(mem.clone()).unwrap();
     let d = f
         .new_dataset::<u32>()
         .shape(&[0])
@@ -119,7 +115,7 @@ fn backend_failures_are_errors() {
     for n in 1..=4 {
         let faulty = Arc::new(FaultyStorage::new(MemStorage::from_vec(bytes.clone())));
         faulty.fail_nth_op(n);
-        match File::open_on(faulty.clone(), OpenOptions::read_only()) {
+        match OpenOptions::read_only().open_on(faulty.clone()) {
             Err(e) => assert!(matches!(e, Error::Io { .. }), "op {n}: {e}"),
             Ok(f) => {
                 // The failure fell on a later operation: the first read of the dataset.
@@ -131,7 +127,7 @@ fn backend_failures_are_errors() {
 
     // A failed chunk read is an error, and the same read then succeeds.
     let faulty = Arc::new(FaultyStorage::new(MemStorage::from_vec(bytes.clone())));
-    let f = File::open_on(faulty.clone(), OpenOptions::read_only()).unwrap();
+    let f = OpenOptions::read_only().open_on(faulty.clone()).unwrap();
     let d = f.dataset("d").unwrap();
     faulty.fail_nth_op(1);
     let e = d.read::<u32>().unwrap_err();
@@ -141,7 +137,7 @@ fn backend_failures_are_errors() {
     // A failed write in a flush is an error too. (Whether the next flush recovers what the
     // failed one held is the crash-safe flush's concern, not yet this one's.)
     let faulty = Arc::new(FaultyStorage::new(MemStorage::from_vec(bytes)));
-    let f = File::open_on(faulty.clone(), OpenOptions::read_write()).unwrap();
+    let f = OpenOptions::read_write().open_on(faulty.clone()).unwrap();
     f.dataset("d").unwrap().append(&[6u32, 7, 8]).unwrap();
     faulty.fail_nth_op(1);
     let e = f.flush().unwrap_err();
@@ -223,7 +219,7 @@ fn crash_run(
         metadata_cache_bytes,
         ..options(low)
     };
-    let f = File::create_on(faulty.clone(), options).unwrap();
+    let f = options.create_on(faulty.clone()).unwrap();
     let rank = max.len();
     let mut shape = vec![1u64; rank];
     shape[0] = if kind == IndexKind::FixedArray {
@@ -276,7 +272,7 @@ fn crashed(bytes: Vec<u8>) -> Arc<MemStorage> {
 
 /// Whether the bytes left by a crash open and hold the first flush's values.
 fn first_flush_intact(bytes: Vec<u8>, rank: usize) -> bool {
-    let Ok(f) = File::open_on(crashed(bytes), OpenOptions::default()) else {
+    let Ok(f) = OpenOptions::default().open_on(crashed(bytes)) else {
         return false;
     };
     let Ok(d) = f.dataset("d") else { return false };
@@ -366,7 +362,7 @@ fn no_crash_leaves_a_record_of_an_unwritten_chunk() {
             else {
                 break;
             };
-            let Ok(f) = File::open_on(crashed(bytes), OpenOptions::default()) else {
+            let Ok(f) = OpenOptions::default().open_on(crashed(bytes)) else {
                 continue;
             };
             let Ok(chunks) = f.dataset("d").and_then(|d| d.chunks()) else {

@@ -60,7 +60,7 @@ fn values(dims: [u64; 2], second: bool) -> Vec<i32> {
 /// Create the file and flush it with the first values (not cut).
 fn first(kind: IndexKind, main: Arc<dyn Storage>, journal: Arc<dyn Storage>) -> File {
     let (d0, _, max) = geometry(kind);
-    let f = File::create_on_journaled(main, journal, options(kind)).unwrap();
+    let f = options(kind).create_on_journaled(main, journal).unwrap();
     // A single chunk covers the whole dataset.
     let chunk = if kind == IndexKind::Single { d0 } else { CHUNK };
     let mut b = f
@@ -134,12 +134,9 @@ fn survivor(r: &Run) -> Result<(Vec<u64>, Vec<i32>), String> {
     )
     .map_err(|e| format!("recover: {e}"))?;
     File::clear_consistency_flags_on(&r.main).map_err(|e| format!("clear: {e}"))?;
-    let f = File::open_on_journaled(
-        Arc::new(r.main.clone()),
-        Arc::new(r.journal.clone()),
-        OpenOptions::read_write(),
-    )
-    .map_err(|e| format!("open: {e}"))?;
+    let f = OpenOptions::read_write()
+        .open_on_journaled(Arc::new(r.main.clone()), Arc::new(r.journal.clone()))
+        .map_err(|e| format!("open: {e}"))?;
     let d = f.dataset("d").map_err(|e| format!("dataset: {e}"))?;
     let v = d.read::<i32>().map_err(|e| format!("read: {e}"))?;
     Ok((d.shape(), v))
@@ -241,7 +238,7 @@ fn without_the_journal_a_cut_loses_flushed_values() {
             durability: Durability::None,
             ..options(kind)
         };
-        let f = File::create_on(fm.clone(), opts).unwrap();
+        let f = opts.create_on(fm.clone()).unwrap();
         let d = f
             .new_dataset::<i32>()
             .shape(&d0)
@@ -257,7 +254,8 @@ fn without_the_journal_a_cut_loses_flushed_values() {
         second(kind, &f);
         drop(f);
         // The first flush's area must read back as it was flushed.
-        let ok = File::open_on(Arc::new(main.clone()), OpenOptions::read_only())
+        let ok = OpenOptions::read_only()
+            .open_on(Arc::new(main.clone()))
             .and_then(|f| f.dataset("d")?.read_slice::<i32>(&[0, 0], &d0, None))
             .is_ok_and(|v| v == values(d0, false));
         if !ok {

@@ -10,21 +10,23 @@
 use std::sync::Arc;
 
 use h5chunk::storage::MemStorage;
-use h5chunk::{File, FileOptions, OpenOptions};
+use h5chunk::{FileOptions, OpenOptions};
 
 /// A dataspace of 2^50 elements (h5py raises MemoryError on reading it all): reading the whole
 /// dataset is a typed error, not an abort trying to allocate a petabyte; a small part reads.
 #[test]
 fn reading_a_petabyte_dataspace_is_an_error() {
     let mem = MemStorage::new();
-    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    let f = FileOptions::default()
+        .create_on(Arc::new(mem.clone()))
+        .unwrap();
     f.new_dataset::<u8>()
         .shape(&[1 << 25, 1 << 25])
         .chunk(&[1024, 1024])
         .create("huge")
         .unwrap();
     f.close().unwrap();
-    let f = File::open_on(Arc::new(mem), OpenOptions::read_only()).unwrap();
+    let f = OpenOptions::read_only().open_on(Arc::new(mem)).unwrap();
     let d = f.dataset("huge").unwrap();
     let err = d.read::<u8>().unwrap_err();
     assert!(err.to_string().contains("do not fit in memory"), "{err}");
@@ -51,7 +53,9 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
 #[test]
 fn a_dimension_beyond_its_maximum_is_refused() {
     let mem = MemStorage::new();
-    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    let f = FileOptions::default()
+        .create_on(Arc::new(mem.clone()))
+        .unwrap();
     let d = f
         .new_dataset::<i32>()
         .shape(&[40, 40])
@@ -66,11 +70,9 @@ fn a_dimension_beyond_its_maximum_is_refused() {
     // The maximum of dimension 0, an 8-byte length: set it below the dimension (40).
     let at = find(&bytes, &0xabcd_ef01u64.to_le_bytes());
     bytes[at..at + 8].copy_from_slice(&39u64.to_le_bytes());
-    let f = File::open_on(
-        Arc::new(MemStorage::from_vec(bytes)),
-        OpenOptions::read_only(),
-    )
-    .unwrap();
+    let f = OpenOptions::read_only()
+        .open_on(Arc::new(MemStorage::from_vec(bytes)))
+        .unwrap();
     let err = f.dataset("d").unwrap_err();
     assert!(
         err.to_string()
@@ -86,7 +88,9 @@ fn a_dimension_beyond_its_maximum_is_refused() {
 #[test]
 fn damaged_v1_btree_chunk_keys_are_errors_on_read() {
     let mem = MemStorage::new();
-    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    let f = FileOptions::default()
+        .create_on(Arc::new(mem.clone()))
+        .unwrap();
     let d = f
         .new_dataset::<i32>()
         .shape(&[40])
@@ -105,11 +109,9 @@ fn damaged_v1_btree_chunk_keys_are_errors_on_read() {
     // each followed by a child address (8).
     let key = |i: usize| node + 24 + i * (8 + 16 + 8);
     let open = |bytes: Vec<u8>| {
-        let f = File::open_on(
-            Arc::new(MemStorage::from_vec(bytes)),
-            OpenOptions::read_only(),
-        )
-        .unwrap();
+        let f = OpenOptions::read_only()
+            .open_on(Arc::new(MemStorage::from_vec(bytes)))
+            .unwrap();
         f.dataset("d").unwrap()
     };
     assert_eq!(open(clean.clone()).read::<i32>().unwrap(), values);
@@ -143,7 +145,7 @@ fn an_extent_past_the_index_capacity_is_refused() {
         bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
         ..FileOptions::default()
     };
-    let f = File::create_on(Arc::new(mem.clone()), opts).unwrap();
+    let f = opts.create_on(Arc::new(mem.clone())).unwrap();
     let d = f
         .new_dataset::<i32>()
         .shape(&[4, 6])
@@ -169,11 +171,9 @@ fn an_extent_past_the_index_capacity_is_refused() {
     bytes[at..at + 8].copy_from_slice(&(3u64 << 40).to_le_bytes());
     let sum = h5chunk_format::checksum::lookup3(&bytes[start..start + covered]);
     bytes[start + covered..start + covered + 4].copy_from_slice(&sum.to_le_bytes());
-    let f = File::open_on(
-        Arc::new(MemStorage::from_vec(bytes)),
-        OpenOptions::read_only(),
-    )
-    .unwrap();
+    let f = OpenOptions::read_only()
+        .open_on(Arc::new(MemStorage::from_vec(bytes)))
+        .unwrap();
     let err = f.dataset("d").unwrap_err();
     assert!(err.to_string().contains("chunk slots"), "{err}");
     assert!(!f.check().problems.is_empty(), "check calls the file clean");
@@ -184,17 +184,17 @@ fn an_extent_past_the_index_capacity_is_refused() {
 #[test]
 fn a_link_name_with_a_slash_is_a_check_problem() {
     let mem = MemStorage::new();
-    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    let f = FileOptions::default()
+        .create_on(Arc::new(mem.clone()))
+        .unwrap();
     f.create_group("zzgroupzz").unwrap();
     f.close().unwrap();
     let mut bytes = mem.to_vec();
     let at = find(&bytes, b"zzgroupzz");
     bytes[at + 2] = b'/';
-    let f = File::open_on(
-        Arc::new(MemStorage::from_vec(bytes)),
-        OpenOptions::read_only(),
-    )
-    .unwrap();
+    let f = OpenOptions::read_only()
+        .open_on(Arc::new(MemStorage::from_vec(bytes)))
+        .unwrap();
     let report = f.check();
     assert!(
         report
@@ -210,7 +210,9 @@ fn a_link_name_with_a_slash_is_a_check_problem() {
 #[test]
 fn a_damaged_attribute_heap_is_an_error_and_a_check_problem() {
     let mem = MemStorage::new();
-    let f = File::create_on(Arc::new(mem.clone()), FileOptions::default()).unwrap();
+    let f = FileOptions::default()
+        .create_on(Arc::new(mem.clone()))
+        .unwrap();
     f.create_group("g")
         .unwrap()
         .attrs()
@@ -220,11 +222,9 @@ fn a_damaged_attribute_heap_is_an_error_and_a_check_problem() {
     let mut bytes = mem.to_vec();
     let at = find(&bytes, b"GCOL");
     bytes[at] = b'X';
-    let f = File::open_on(
-        Arc::new(MemStorage::from_vec(bytes)),
-        OpenOptions::read_only(),
-    )
-    .unwrap();
+    let f = OpenOptions::read_only()
+        .open_on(Arc::new(MemStorage::from_vec(bytes)))
+        .unwrap();
     assert!(f.group("g").unwrap().attr("units").is_err());
     let report = f.check();
     assert!(

@@ -57,7 +57,7 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
     fn open(moto: &Moto, name: &str) -> (Arc<ObjectStorage>, File) {
         let url = format!("s3://{BUCKET}/{name}");
         let storage = Arc::new(ObjectStorage::open(&url, &moto.options()).unwrap());
-        let file = File::open_on(storage.clone(), OpenOptions::read_only()).unwrap();
+        let file = OpenOptions::read_only().open_on(storage.clone()).unwrap();
         (storage, file)
     }
 
@@ -156,20 +156,14 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
         );
 
         // The URL entry point, and a missing object.
-        let f = File::open_url_with(
-            &format!("s3://{BUCKET}/big.h5"),
-            &moto.options(),
-            OpenOptions::read_only(),
-        )
-        .unwrap();
+        let f = OpenOptions::read_only()
+            .open_url(&format!("s3://{BUCKET}/big.h5"), &moto.options())
+            .unwrap();
         assert_eq!(f.dataset("x").unwrap().shape(), vec![1 << 20]);
         assert!(
-            File::open_url_with(
-                &format!("s3://{BUCKET}/missing.h5"),
-                &moto.options(),
-                OpenOptions::read_only()
-            )
-            .is_err()
+            OpenOptions::read_only()
+                .open_url(&format!("s3://{BUCKET}/missing.h5"), &moto.options())
+                .is_err()
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

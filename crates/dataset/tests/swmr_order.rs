@@ -86,11 +86,9 @@ enum Grow {
 /// Check one state of the file: it opens as a SWMR reader and every element inside the extent
 /// it shows holds its value (or, for a fixed extent being filled, the fill value).
 fn check(bytes: Vec<u8>, grow: Grow, what: &str) {
-    let r = File::open_on(
-        Arc::new(MemStorage::from_vec(bytes)),
-        OpenOptions::swmr_read(),
-    )
-    .unwrap_or_else(|e| panic!("{what}: open: {e}"));
+    let r = OpenOptions::swmr_read()
+        .open_on(Arc::new(MemStorage::from_vec(bytes)))
+        .unwrap_or_else(|e| panic!("{what}: open: {e}"));
     let d = r
         .dataset("x")
         .unwrap_or_else(|e| panic!("{what}: dataset: {e}"));
@@ -163,9 +161,9 @@ fn logged_file(journaled: bool) -> (Arc<Logged>, File) {
     };
     let storage = Arc::clone(&log) as Arc<dyn Storage>;
     let f = if journaled {
-        File::create_on_journaled(storage, Arc::new(MemStorage::new()), options)
+        options.create_on_journaled(storage, Arc::new(MemStorage::new()))
     } else {
-        File::create_on(storage, options)
+        options.create_on(storage)
     }
     .unwrap();
     (log, f)
@@ -375,16 +373,14 @@ fn the_designs_flush_dependencies_are_made() {
         grow: Grow,
         (seed, step): (bool, u64),
     ) -> BTreeSet<(String, String)> {
-        let f = File::create_on(
-            Arc::new(MemStorage::new()),
-            FileOptions {
-                swmr_write: true,
-                trace: true,
-                metadata_cache_bytes: Some(16 << 10),
-                durability: Durability::Flush,
-                ..FileOptions::default()
-            },
-        )
+        let f = FileOptions {
+            swmr_write: true,
+            trace: true,
+            metadata_cache_bytes: Some(16 << 10),
+            durability: Durability::Flush,
+            ..FileOptions::default()
+        }
+        .create_on(Arc::new(MemStorage::new()))
         .unwrap();
         let mut b = f
             .new_dataset::<i64>()
