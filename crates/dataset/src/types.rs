@@ -469,6 +469,24 @@ h5type! {
     f32 => Float; f64 => Float;
 }
 
+/// Half-precision floats (h5py's and numpy's `float16`, IEEE binary16) as the `half` crate's
+/// `f16`, which h5chunk re-exports as [`f16`](crate::f16).
+impl H5Type for half::f16 {
+    const DESC: TypeDesc = TypeDesc {
+        class: TypeClass::Float,
+        size: 2,
+        order: ByteOrder::LittleEndian,
+    };
+    fn write_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+    fn read_le(b: &[u8]) -> Self {
+        let mut two = [0u8; 2];
+        two.copy_from_slice(b.get(..2).unwrap_or(&[0, 0]));
+        half::f16::from_le_bytes(two)
+    }
+}
+
 /// Little-endian bytes of `values`.
 pub fn to_le_bytes<T: H5Type>(values: &[T]) -> Vec<u8> {
     // For the crate's types `DESC.size` is the type's own size, so the product is the byte

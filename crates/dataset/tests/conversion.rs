@@ -7,7 +7,7 @@
     clippy::unwrap_used
 )]
 
-use h5chunk::{Error, File};
+use h5chunk::{Error, File, f16};
 use h5chunk_testkit::interop;
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -33,7 +33,7 @@ with h5py.File(sys.argv[1], "w") as f:
 const READ: &str = r#"
 import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
-    for name in ("f32", "i16", "u8"):
+    for name in ("f32", "i16", "u8", "f16"):
         d = f[name]
         print(name, d.dtype.str, [float(v) for v in d[:]])
 "#;
@@ -72,6 +72,11 @@ fn numbers_read_as_another_type_as_h5py_reads_them() {
     assert_eq!(
         f.dataset("f16").unwrap().read::<f32>().unwrap(),
         [0.5, -1.0, 65504.0]
+    );
+    // float16 as itself (the half crate's f16), bit for bit.
+    assert_eq!(
+        f.dataset("f16").unwrap().read::<f16>().unwrap(),
+        [0.5, -1.0, 65504.0].map(f16::from_f32)
     );
     let i64s = f.dataset("i64").unwrap();
     assert_eq!(i64s.read::<f64>().unwrap(), [-3.0, 7.0, 2147483648.0]);
@@ -150,6 +155,18 @@ fn values_written_as_another_type_are_converted_and_read_by_h5py() {
     assert_eq!(f32s.read::<f32>().unwrap(), [0.5, -1.25, f32::INFINITY]);
     assert_eq!(i16s.read::<i16>().unwrap(), [1, -300, 32767]);
     assert_eq!(u8s.read::<u8>().unwrap(), [0, 2, 255, 0]);
+    // float16 datasets, written as f16 and as f64 (rounded to the nearest half).
+    let halves = f
+        .new_dataset::<f16>()
+        .shape(&[3])
+        .chunk(&[3])
+        .create("f16")
+        .unwrap();
+    halves.write(&[0.5f64, 1.0 / 3.0, 1e6]).unwrap();
+    assert_eq!(
+        halves.read::<f16>().unwrap(),
+        [f16::from_f64(0.5), f16::from_f64(1.0 / 3.0), f16::INFINITY]
+    );
     f.close().unwrap();
     if let Some(python) = interop::python("values_written_as_another_type") {
         std::fs::write(tmp("read.py"), READ).unwrap();
@@ -167,5 +184,9 @@ fn values_written_as_another_type_are_converted_and_read_by_h5py() {
         assert!(text.contains("f32 <f4 [0.5, -1.25, inf]"), "{text}");
         assert!(text.contains("i16 <i2 [1.0, -300.0, 32767.0]"), "{text}");
         assert!(text.contains("u8 |u1 [0.0, 2.0, 255.0, 0.0]"), "{text}");
+        assert!(
+            text.contains("f16 <f2 [0.5, 0.333251953125, inf]"),
+            "{text}"
+        );
     }
 }
