@@ -278,6 +278,22 @@ pub fn compound(size: u32, members: &[(&str, u32, Datatype)]) -> Datatype {
     }
 }
 
+/// Complex numbers of IEEE float parts of `part_size` bytes (4: numpy's `complex64`, 8:
+/// `complex128`; 2 for half-precision parts) in `order`: libhdf5 2.0's `H5T_COMPLEX_IEEE_*`,
+/// which h5py 3.16 writes when given `dtype=h5py.h5t.COMPLEX_IEEE_F64LE`. `None` for another
+/// part size. Elements are read and written as their stored bytes (`read_raw`), real part
+/// first.
+pub fn complex(part_size: u8, order: ByteOrder) -> Option<Datatype> {
+    let base = Datatype::float(part_size, order)?;
+    Some(Datatype {
+        version: DatatypeVersion::V5,
+        size: base.size.checked_mul(2)?,
+        class: DatatypeClass::Complex {
+            base: Box::new(base),
+        },
+    })
+}
+
 /// The type of object references (h5py's `ref_dtype`, libhdf5's `H5T_STD_REF_OBJ`): an
 /// object header's address, 8 bytes. Written with
 /// [`Dataset::write_object_refs`](crate::Dataset::write_object_refs) or an attribute's
@@ -340,6 +356,18 @@ fn numpy_descr_at(t: &Datatype, depth: usize) -> Option<String> {
     }
     match &t.class {
         DatatypeClass::String(_) => Some(format!("'|S{size}'")),
+        // numpy's complex64/complex128 (`<c8`, `>c16`): two IEEE floats of the part's order.
+        DatatypeClass::Complex { base } => match TypeDesc::of(base) {
+            Ok(part) if part.class == TypeClass::Float && part.size >= 4 => {
+                let order = if part.order == ByteOrder::BigEndian {
+                    '>'
+                } else {
+                    '<'
+                };
+                Some(format!("'{order}c{size}'"))
+            }
+            _ => None,
+        },
         DatatypeClass::Opaque { .. }
         | DatatypeClass::Bitfield(_)
         | DatatypeClass::Reference { .. }

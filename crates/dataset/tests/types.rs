@@ -826,3 +826,82 @@ fn rejects_corrupt_sequence_heap_ids() {
     file.close().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// HDF5 2.0's complex numbers (h5py 3.16 on libhdf5 2.0 writes them when given the type):
+/// read as their stored bytes with the type named, described to numpy as `<c16`/`>c8`, and
+/// written by h5chunk so that h5py reads numpy complex values.
+#[test]
+fn complex_numbers_of_hdf5_2_both_ways_with_h5py() {
+    let Some(python) = interop::python("complex_numbers_of_hdf5_2_both_ways") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-complex-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let theirs = dir.join("theirs.h5");
+    interop::run_python(
+        &python,
+        "import sys, h5py, numpy as np\n\
+         with h5py.File(sys.argv[1], 'w') as f:\n\
+         \x20   f.create_dataset('c16', data=np.array([1+2j, -3.5-0.25j]), dtype=h5py.h5t.COMPLEX_IEEE_F64LE)\n\
+         \x20   d = f.create_dataset('c8be', (2,), dtype=h5py.h5t.COMPLEX_IEEE_F32BE, chunks=(1,))\n\
+         \x20   d.id.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([0.5j, 2], dtype='>c8'), mtype=h5py.h5t.COMPLEX_IEEE_F32BE)\n",
+        &[theirs.to_str().unwrap()],
+    );
+    let f = File::open(&theirs).unwrap();
+    let c16 = f.dataset("c16").unwrap();
+    assert!(matches!(
+        c16.datatype().class,
+        DatatypeClass::Complex { .. }
+    ));
+    assert_eq!(
+        h5chunk::types::numpy_descr(c16.datatype()).as_deref(),
+        Some("'<c16'")
+    );
+    let raw = c16.read_raw().unwrap();
+    let parts: Vec<f64> = raw
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(parts, [1.0, 2.0, -3.5, -0.25]);
+    let c8be = f.dataset("c8be").unwrap();
+    assert_eq!(
+        h5chunk::types::numpy_descr(c8be.datatype()).as_deref(),
+        Some("'>c8'")
+    );
+    let parts: Vec<f32> = c8be
+        .read_raw()
+        .unwrap()
+        .chunks_exact(4)
+        .map(|b| f32::from_be_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(parts, [0.0, 0.5, 2.0, 0.0]);
+    drop((c16, c8be, f));
+
+    // Written by h5chunk, read by h5py as complex128.
+    let ours = dir.join("ours.h5");
+    let f = File::create(&ours).unwrap();
+    let t = h5chunk::types::complex(8, h5chunk::types::ByteOrder::LittleEndian).unwrap();
+    let d = f
+        .new_dataset_with_type(t)
+        .shape(&[2])
+        .chunk(&[2])
+        .create("z")
+        .unwrap();
+    let bytes: Vec<u8> = [1.5f64, -2.0, 0.0, 4.25]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    d.write_raw(&bytes).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let out = interop::run_python(
+        &python,
+        "import sys, h5py\nd = h5py.File(sys.argv[1], 'r')['z']\nprint(d.dtype.str, list(d[:]))",
+        &[ours.to_str().unwrap()],
+    );
+    assert_eq!(
+        out.trim(),
+        "<c16 [np.complex128(1.5-2j), np.complex128(4.25j)]"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

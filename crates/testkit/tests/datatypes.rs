@@ -91,6 +91,7 @@ fn class_number(c: &DatatypeClass) -> u8 {
         } => 3,
         DatatypeClass::VarLen { .. } => 9,
         DatatypeClass::Array { .. } => 10,
+        DatatypeClass::Complex { .. } => 11,
     }
 }
 

@@ -1,5 +1,5 @@
 //! Datatype message (type 0x0003): every class of versions 1 to 4 (and version 5's encoding
-//! of them), complex numbers excepted.
+//! of them), complex numbers (libhdf5 2.0) included.
 //!
 //! | off | size | field                                                              |
 //! |-----|------|--------------------------------------------------------------------|
@@ -40,7 +40,7 @@
 //! their own array description (rank u8, three reserved bytes, permutation u32, four reserved
 //! bytes, four dims u32), written as zeros when the member is not an array.
 //!
-//! Complex numbers (class 11, HDF5 2.0) decode to [`Error::UnsupportedDatatypeClass`]. Bit-field
+//! Complex numbers (class 11, HDF5 2.0) decode to [`DatatypeClass::Complex`]. Bit-field
 //! bits a class does not define are rejected, so every decoded value re-encodes to its exact
 //! bytes (names and tags keep their padding). Nested types are followed at most
 //! [`MAX_NESTING`] levels deep, and every count is checked against the bytes left before
@@ -324,6 +324,12 @@ pub enum DatatypeClass {
         /// The element type.
         base: Box<Datatype>,
     },
+    /// Class 11 (version 5, libhdf5 2.0): complex numbers, a real and an imaginary part of
+    /// one floating-point `base` type, real first (C99's `double complex`).
+    Complex {
+        /// The type of each part.
+        base: Box<Datatype>,
+    },
 }
 
 impl DatatypeClass {
@@ -341,6 +347,7 @@ impl DatatypeClass {
             DatatypeClass::Enum { .. } => "enumerated",
             DatatypeClass::VarLen { .. } => "variable-length",
             DatatypeClass::Array { .. } => "array",
+            DatatypeClass::Complex { .. } => "complex",
         }
     }
 }
@@ -494,14 +501,7 @@ impl Datatype {
         let version = DatatypeVersion::from_number(version_number)
             .ok_or_else(|| d.bad_version(at, version_number))?;
         match class {
-            0..=10 => {}
-            11 => {
-                return Err(Error::UnsupportedDatatypeClass {
-                    at,
-                    class,
-                    name: "complex",
-                });
-            }
+            0..=11 => {}
             _ => return Err(d.bad_value(at, "datatype class", u64::from(class))),
         }
         if depth >= MAX_NESTING {
@@ -694,7 +694,7 @@ impl Datatype {
                     base: Box::new(base),
                 }
             }
-            _ => {
+            10 => {
                 // HDF5 1.4 wrote array types at version 1; libhdf5 reads them with version 2's
                 // wire layout (reserved bytes and permutation indices), and so does h5chunk.
                 let old_layout = version_number < 3;
@@ -738,6 +738,31 @@ impl Datatype {
                 DatatypeClass::Array {
                     dims,
                     permutation,
+                    base: Box::new(base),
+                }
+            }
+            _ => {
+                // Class 11: bit 0 says the two parts are of one type, which is all libhdf5
+                // makes; the base type follows.
+                undefined(0x01, "complex bit field")?;
+                if bits & 0x01 == 0 {
+                    return Err(d.bad_value(bits_at, "complex bit field", u64::from(bits)));
+                }
+                let base_at = d.addr();
+                let base = Datatype::decode_nested(d, depth.saturating_add(1))?;
+                if !matches!(base.class, DatatypeClass::FloatingPoint(_))
+                    || u64::from(base.size).checked_mul(2) != Some(u64::from(size))
+                {
+                    return Err(d.invalid(
+                        base_at,
+                        format!(
+                            "complex numbers of {size} bytes with parts of {} ({} bytes)",
+                            base.class.name(),
+                            base.size
+                        ),
+                    ));
+                }
+                DatatypeClass::Complex {
                     base: Box::new(base),
                 }
             }
@@ -818,6 +843,7 @@ impl Datatype {
                 VarLenKind::String(t) => (9, 1 | string_bits(*t) << 4),
             },
             DatatypeClass::Array { .. } => (10, 0),
+            DatatypeClass::Complex { .. } => (11, 1),
         };
         e.u8((v << 4) | class);
         let [b0, b1, b2, _] = bits.to_le_bytes();
@@ -881,7 +907,9 @@ impl Datatype {
                 }
                 e.bytes(values);
             }
-            DatatypeClass::VarLen { base, .. } => base.encode(e)?,
+            DatatypeClass::VarLen { base, .. } | DatatypeClass::Complex { base } => {
+                base.encode(e)?
+            }
             DatatypeClass::Array {
                 dims,
                 permutation,
@@ -952,7 +980,9 @@ impl Datatype {
                 .map(|n| name_len(n))
                 .fold(base.encoded_len(), usize::saturating_add)
                 .saturating_add(values.len()),
-            DatatypeClass::VarLen { base, .. } => base.encoded_len(),
+            DatatypeClass::VarLen { base, .. } | DatatypeClass::Complex { base } => {
+                base.encoded_len()
+            }
             DatatypeClass::Array {
                 dims,
                 permutation,
@@ -1331,16 +1361,46 @@ mod tests {
         }
     }
 
+    /// libhdf5 2.0's `H5T_COMPLEX_IEEE_F64LE`, as `H5Tencode` gives it (its 2-byte prefix
+    /// dropped): version 5, class 11, homogeneous, 16 bytes, then the base float64 message.
+    #[rustfmt::skip]
+    const COMPLEX_F64LE: [u8; 28] = [
+        0x5b, 0x01, 0x00, 0x00,  16, 0, 0, 0,                     // v5 class 11, bits, size 16
+        0x11, 0x20, 0x3f, 0x00,   8, 0, 0, 0,                     // base: v1 float, size 8
+        0x00, 0x00, 0x40, 0x00, 0x34, 0x0b, 0x00, 0x34,           // offset, precision, locations
+        0xff, 0x03, 0x00, 0x00,                                   // exponent bias 1023
+    ];
+
     #[test]
-    fn complex_is_unsupported_naming_it() {
-        assert_eq!(
-            decode(&[0x5b, 0, 0, 0, 16, 0, 0, 0]),
-            Err(Error::UnsupportedDatatypeClass {
-                at: Addr(0xd7),
-                class: 11,
-                name: "complex"
-            })
-        );
+    fn decode_complex_as_libhdf5_2_encodes_it() {
+        let dt = decode(&COMPLEX_F64LE).unwrap();
+        assert_eq!(dt.version, DatatypeVersion::V5);
+        assert_eq!(dt.size, 16);
+        let DatatypeClass::Complex { base } = &dt.class else {
+            panic!("{dt:?}");
+        };
+        assert_eq!(**base, Datatype::float(8, LE).unwrap());
+        assert_eq!(encode(&dt), COMPLEX_F64LE);
+        assert_eq!(dt.encoded_len(), COMPLEX_F64LE.len());
+        for n in 0..COMPLEX_F64LE.len() {
+            assert!(decode(&COMPLEX_F64LE[..n]).is_err(), "prefix {n}");
+        }
+    }
+
+    #[test]
+    fn rejects_complex_that_libhdf5_never_makes() {
+        // Parts of two types (bit 0 clear).
+        let mut mixed = COMPLEX_F64LE;
+        mixed[1] = 0;
+        assert!(matches!(decode(&mixed), Err(Error::BadValue { .. })));
+        // A size that is not twice the part's.
+        let mut size = COMPLEX_F64LE;
+        size[4] = 24;
+        assert!(decode(&size).is_err());
+        // Integer parts.
+        let mut ints = COMPLEX_F64LE;
+        ints[8] = 0x10;
+        assert!(decode(&ints).is_err());
     }
 
     fn u1() -> Datatype {
