@@ -93,6 +93,7 @@ impl TypeDesc {
                     "reference" => "reference element types",
                     "enumerated" => "enumerated element types",
                     "variable-length" => "variable-length element types",
+                    "complex" => "complex element types",
                     _ => "array element types",
                 }));
             }
