@@ -5,7 +5,7 @@ use crate::attr::{Attr, Attributes};
 use crate::dataset::{Dataset, DatasetBuilder};
 use crate::error::Result;
 use crate::file::{File, group_flags, symbol_cache};
-use crate::link::{self, At, LinkValue, MemberKind, Resolver};
+use crate::link::{self, At, LinkValue, MemberKind, Reached, Resolver};
 use crate::store::HeaderPad;
 use crate::types::{Datatype, H5Type, TypeDesc};
 
@@ -66,13 +66,6 @@ impl Group {
         self.attrs().get(name)
     }
 
-    fn resolver(&self) -> Result<Resolver<'_>> {
-        Ok(Resolver {
-            store: &self.file.inner.store,
-            root: self.file.inner.root()?,
-        })
-    }
-
     /// Every member: name and kind, sorted by name.
     pub fn members(&self) -> Result<Vec<(String, MemberKind)>> {
         self.members_ordered(false)
@@ -107,24 +100,72 @@ impl Group {
         link::links(&self.file.inner.store, self.at.addr)
     }
 
+    /// The link `name` itself, not followed (h5py's `group.get(name, getlink=True)`): where a
+    /// soft or external link points; `None` when there is no member of that name.
+    pub fn link(&self, name: &str) -> Result<Option<LinkValue>> {
+        link::lookup(&self.file.inner.store, self.at.addr, name)
+    }
+
     /// Whether a member `name` exists (as a link; its target is not checked).
     pub fn contains(&self, name: &str) -> Result<bool> {
         Ok(link::lookup(&self.file.inner.store, self.at.addr, name)?.is_some())
     }
 
-    /// The group at `path`, relative to this one (or absolute).
+    /// The group at `path`, relative to this one (or absolute). Soft and external links on
+    /// the way are followed; a group in another file comes with that file (its
+    /// [`file`](Group::file)), opened as libhdf5 opens the target of an external link.
     pub fn group(&self, path: &str) -> Result<Group> {
-        let at = self.resolver()?.group(&self.at, path)?;
-        Ok(Group {
-            file: self.file.clone(),
-            at,
-        })
+        let (file, at) = self.reach(path, MemberKind::Group)?;
+        Ok(Group { file, at })
     }
 
-    /// The dataset at `path`, relative to this group (or absolute).
+    /// The dataset at `path`, relative to this group (or absolute), following soft and
+    /// external links (a dataset in another file belongs to that file).
     pub fn dataset(&self, path: &str) -> Result<Dataset> {
-        let at = self.resolver()?.dataset(&self.at, path)?;
-        Dataset::open(&self.file, at.addr, at.path)
+        let (file, at) = self.reach(path, MemberKind::Dataset)?;
+        Dataset::open(&file, at.addr, at.path)
+    }
+
+    /// The object at `path` from this group, which must be a `kind`, and the file it is in:
+    /// each external link on the way opens its target file (`crate::extlink`) and the walk
+    /// goes on there, within libhdf5's limit of soft and external links in all.
+    fn reach(&self, path: &str, kind: MemberKind) -> Result<(crate::File, At)> {
+        let mut file = self.file.clone();
+        let mut from = self.at.clone();
+        let mut path = path.to_owned();
+        let mut hops = 0;
+        loop {
+            let store = &file.inner.store;
+            let resolver = Resolver {
+                store,
+                root: file.inner.root()?,
+            };
+            match resolver.walk(&from, &path, &mut hops)? {
+                Reached::Here(at) => {
+                    if link::kind_of(store, at.addr)? != kind {
+                        return Err(crate::Error::WrongKind {
+                            path: at.path,
+                            expected: kind.name(),
+                        });
+                    }
+                    return Ok((file, at));
+                }
+                Reached::External {
+                    link,
+                    file: target,
+                    path: object,
+                    rest,
+                } => {
+                    let next = crate::extlink::open_target(&file, &link, &target)?;
+                    from = At {
+                        addr: next.inner.root()?,
+                        path: "/".into(),
+                    };
+                    path = format!("/{}/{rest}", object.trim_start_matches('/'));
+                    file = next;
+                }
+            }
+        }
     }
 
     /// Create a group `name` in this group.

@@ -393,9 +393,10 @@ pub(crate) fn add_link(
     }
 }
 
-/// Soft links followed while resolving one path before giving up (libhdf5's default limit,
-/// `H5L_NUM_LINKS`): a link that points to itself is an error, not a stack overflow.
-const MAX_SOFT_LINK_HOPS: u32 = 16;
+/// Soft and external links followed while resolving one path before giving up (libhdf5's
+/// default limit, `H5L_NUM_LINKS`, which counts both): a link that points to itself, or two
+/// files whose external links point at each other, is an error, not a stack overflow or a hang.
+pub(crate) const MAX_LINK_HOPS: u32 = 16;
 
 /// What a group member is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -409,7 +410,7 @@ pub enum MemberKind {
 }
 
 impl MemberKind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MemberKind::Group => "group",
             MemberKind::Dataset => "dataset",
@@ -504,36 +505,73 @@ impl Resolver<'_> {
         }
     }
 
-    /// The object header of member `name` of group `g`, following soft links.
-    pub fn child(&self, g: &At, name: &str) -> Result<Addr> {
-        self.child_hops(g, name, &mut 0)
+    /// The object at `path` relative to `from` (or absolute), following soft links; every
+    /// member on the way but the last must be a group. An external link on the way stops the
+    /// walk: [`Reached::External`] says where it points and what of the path remains.
+    /// `hops` counts the soft and external links followed (up to [`MAX_LINK_HOPS`]).
+    pub fn walk(&self, from: &At, path: &str, hops: &mut u32) -> Result<Reached> {
+        let mut g = if path.starts_with('/') {
+            self.root_at()
+        } else {
+            from.clone()
+        };
+        let names: Vec<&str> = path
+            .split('/')
+            .filter(|n| !n.is_empty() && *n != ".")
+            .collect();
+        let mut rest = names.iter();
+        while let Some(name) = rest.next() {
+            if kind_of(self.store, g.addr)? != MemberKind::Group {
+                return Err(Error::WrongKind {
+                    path: g.path,
+                    expected: MemberKind::Group.name(),
+                });
+            }
+            match self.child_hops(&g, name, hops)? {
+                Reached::Here(at) => g = at,
+                Reached::External {
+                    link,
+                    file,
+                    path,
+                    rest: more,
+                } => {
+                    let mut tail: Vec<&str> = more.split('/').filter(|n| !n.is_empty()).collect();
+                    tail.extend(rest.copied());
+                    return Ok(Reached::External {
+                        link,
+                        file,
+                        path,
+                        rest: tail.join("/"),
+                    });
+                }
+            }
+        }
+        Ok(Reached::Here(g))
     }
 
-    fn child_hops(&self, g: &At, name: &str, hops: &mut u32) -> Result<Addr> {
+    /// Member `name` of group `g`, following soft links.
+    fn child_hops(&self, g: &At, name: &str, hops: &mut u32) -> Result<Reached> {
+        let here = child_path(&g.path, name);
         match lookup(self.store, g.addr, name)? {
-            Some(LinkValue::Hard(a)) => Ok(a),
+            Some(LinkValue::Hard(addr)) => Ok(Reached::Here(At { addr, path: here })),
             Some(LinkValue::Soft(p)) => {
-                *hops = hops.saturating_add(1);
-                if *hops > MAX_SOFT_LINK_HOPS {
-                    return Err(Error::corrupt(
-                        "group",
-                        g.addr,
-                        format!(
-                            "{}: more than {MAX_SOFT_LINK_HOPS} soft links in a row (a cycle?)",
-                            child_path(&g.path, name)
-                        ),
-                    ));
-                }
+                count_hop(hops, &self.store.name, &here)?;
                 let p = if p.starts_with('/') {
                     p
                 } else {
                     child_path(&g.path, &p)
                 };
-                let (parent, leaf) = split_path(&p)?;
-                let parent = self.group_hops(g, parent, hops)?;
-                self.child_hops(&parent, leaf, hops)
+                self.walk(g, &p, hops)
             }
-            Some(LinkValue::External { .. }) => Err(Error::Unsupported("following external links")),
+            Some(LinkValue::External { file, path }) => {
+                count_hop(hops, &self.store.name, &here)?;
+                Ok(Reached::External {
+                    link: here,
+                    file,
+                    path,
+                    rest: String::new(),
+                })
+            }
             None => Err(Error::NotFound {
                 group: g.path.clone(),
                 name: name.to_owned(),
@@ -541,45 +579,53 @@ impl Resolver<'_> {
         }
     }
 
-    /// The group at `path`, relative to `from` (or absolute).
+    /// The group at `path`, relative to `from` (or absolute), in this file: an external link
+    /// on the way is refused (what reaches other files is `crate::Group`'s).
     pub fn group(&self, from: &At, path: &str) -> Result<At> {
-        self.group_hops(from, path, &mut 0)
-    }
-
-    fn group_hops(&self, from: &At, path: &str, hops: &mut u32) -> Result<At> {
-        let mut g = if path.starts_with('/') {
-            self.root_at()
-        } else {
-            from.clone()
-        };
-        for name in path.split('/').filter(|n| !n.is_empty() && *n != ".") {
-            let addr = self.child_hops(&g, name, hops)?;
-            let path = child_path(&g.path, name);
-            if kind_of(self.store, addr)? != MemberKind::Group {
-                return Err(Error::WrongKind {
-                    path,
-                    expected: MemberKind::Group.name(),
-                });
+        match self.walk(from, path, &mut 0)? {
+            Reached::Here(at) => {
+                if kind_of(self.store, at.addr)? != MemberKind::Group {
+                    return Err(Error::WrongKind {
+                        path: at.path,
+                        expected: MemberKind::Group.name(),
+                    });
+                }
+                Ok(at)
             }
-            g = At { addr, path };
+            Reached::External { .. } => Err(Error::Unsupported(
+                "creating objects in another file through an external link",
+            )),
         }
-        Ok(g)
     }
+}
 
-    /// The dataset at `path` relative to `from`: its header and path.
-    pub fn dataset(&self, from: &At, path: &str) -> Result<At> {
-        let (parent, name) = split_relative(path)?;
-        let parent = self.group(from, parent)?;
-        let addr = self.child(&parent, name)?;
-        let path = child_path(&parent.path, name);
-        if kind_of(self.store, addr)? != MemberKind::Dataset {
-            return Err(Error::WrongKind {
-                path,
-                expected: MemberKind::Dataset.name(),
-            });
-        }
-        Ok(At { addr, path })
+/// One more soft or external link followed on the way to `link` in file `file`: past
+/// [`MAX_LINK_HOPS`], an error naming the link.
+fn count_hop(hops: &mut u32, file: &str, link: &str) -> Result<()> {
+    *hops = hops.saturating_add(1);
+    if *hops > MAX_LINK_HOPS {
+        return Err(Error::LinkDepth {
+            file: file.to_owned(),
+            link: link.to_owned(),
+            limit: MAX_LINK_HOPS,
+        });
     }
+    Ok(())
+}
+
+/// Where a path led.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Reached {
+    /// An object of this file.
+    Here(At),
+    /// An external link: its path here, the file and path it names, and what remains of the
+    /// path being resolved beyond it (relative to its target).
+    External {
+        link: String,
+        file: String,
+        path: String,
+        rest: String,
+    },
 }
 
 #[cfg(test)]
