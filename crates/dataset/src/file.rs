@@ -178,6 +178,24 @@ impl FileInner {
         }
     }
 
+    /// The root group became new-style (`crate::link::add_link_message`): its entry in a
+    /// version 0/1 superblock caches a symbol table no more, as libhdf5 clears it then.
+    pub(crate) fn uncache_root_symbol_table(&self) -> Result<()> {
+        let mut sb = self.superblock.lock();
+        let sizes = sb.sizes;
+        if let h5chunk_format::superblock::VersionFields::Legacy(l) = &mut sb.fields
+            && matches!(l.root_entry.cache(), Cache::SymbolTable { .. })
+        {
+            l.root_entry = SymbolTableEntry::new(
+                l.root_entry.link_name_offset,
+                l.root_entry.object_header,
+                Cache::Nothing,
+                sizes,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Whether the file is still open: not closed by [`File::close`].
     fn is_open(&self) -> bool {
         !self.store.is_closed()

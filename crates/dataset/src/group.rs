@@ -122,6 +122,8 @@ impl Group {
     /// The dataset at `path`, relative to this group (or absolute), following soft and
     /// external links (a dataset in another file belongs to that file).
     pub fn dataset(&self, path: &str) -> Result<Dataset> {
+        // A path that names no member ("/", "", ".") is a bad argument, not a group.
+        link::split_relative(path)?;
         let (file, at) = self.reach(path, MemberKind::Dataset)?;
         Dataset::open(&file, at.addr, at.path)
     }
@@ -204,6 +206,47 @@ impl Group {
         })
     }
 
+    /// Add an external link `name` to the object at `object_path` in the file `file_name`
+    /// (h5py's `group[name] = h5py.ExternalLink(file_name, object_path)`). Nothing is
+    /// checked about the target, which need not exist yet; it is found when the link is
+    /// followed (relative names from the linking file's folder, see [`Group::group`]). An
+    /// old-style group (the earliest library version bounds, h5py's default) becomes a
+    /// new-style group with the same links first, as libhdf5 makes it to hold an external
+    /// link; h5py and `h5dump` read either.
+    pub fn link_external(&self, name: &str, file_name: &str, object_path: &str) -> Result<()> {
+        let s = &self.file.inner.store;
+        s.check_writable()?;
+        s.check_no_swmr("link")?;
+        if file_name.is_empty() || file_name.contains('\0') {
+            return Err(crate::Error::arg(
+                "file_name",
+                format!("{file_name:?} is not a file name (empty, or holding NUL)"),
+            ));
+        }
+        if object_path.is_empty() || object_path.contains('\0') {
+            return Err(crate::Error::arg(
+                "object_path",
+                format!("{object_path:?} is not an object path (empty, or holding NUL)"),
+            ));
+        }
+        let l = h5chunk_format::message::Link::external(
+            name.as_bytes(),
+            file_name.as_bytes(),
+            object_path.as_bytes(),
+        );
+        let converted = link::add_link_message(
+            s,
+            self.at.addr,
+            &self.at.path,
+            l,
+            h5chunk_format::symbol_table_entry::Cache::Nothing,
+        )?;
+        if converted && self.at.addr == self.file.inner.root()? {
+            self.file.inner.uncache_root_symbol_table()?;
+        }
+        Ok(())
+    }
+
     /// Start building a dataset of `T` elements in this group (its `create` takes a path
     /// relative to this group).
     pub fn new_dataset<T: H5Type>(&self) -> DatasetBuilder {
@@ -247,6 +290,15 @@ impl File {
     /// The group at `path`.
     pub fn group(&self, path: &str) -> Result<Group> {
         self.root()?.group(path)
+    }
+
+    /// Add an external link at `path` (its parent group must exist) to `object_path` in the
+    /// file `file_name` (h5py's `f[path] = h5py.ExternalLink(file_name, object_path)`; see
+    /// [`Group::link_external`]).
+    pub fn link_external(&self, path: &str, file_name: &str, object_path: &str) -> Result<()> {
+        let (parent, name) = link::split_path(path)?;
+        self.group(parent)?
+            .link_external(name, file_name, object_path)
     }
 
     /// Create the group at `path` (its parent must exist).

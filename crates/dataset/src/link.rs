@@ -264,6 +264,32 @@ pub(crate) fn add_link(
     target: Addr,
     cache: Cache,
 ) -> Result<()> {
+    add_link_message(
+        f,
+        group,
+        group_path,
+        Link::hard(name.as_bytes(), target),
+        cache,
+    )
+    .map(|_| ())
+}
+
+/// Add `link` to the group whose header is at `group`; `cache` is the symbol table entry's
+/// cache type when the link is hard and the group old-style. An old-style group holds hard and
+/// soft links only: any other link turns it into a new-style group first (its links become
+/// link messages, compact or dense, as libhdf5 converts a group to add an external link to
+/// it); whether that happened (the root's entry in the superblock then caches nothing).
+pub(crate) fn add_link_message(
+    f: &Store,
+    group: Addr,
+    group_path: &str,
+    link: Link,
+    cache: Cache,
+) -> Result<bool> {
+    let name = std::str::from_utf8(&link.name)
+        .map_err(|_| Error::arg("name", "a link name is UTF-8"))?
+        .to_owned();
+    let name = name.as_str();
     if name.is_empty() || name.contains('/') || name.contains('\0') {
         return Err(Error::arg(
             "name",
@@ -276,8 +302,27 @@ pub(crate) fn add_link(
             name: name.to_owned(),
         });
     }
-    let link = Link::hard(name.as_bytes(), target);
-    match storage_of(f, group)? {
+    let mut converted = false;
+    let mut storage = storage_of(f, group)?;
+    if let (LinkStorage::SymbolTable { btree, heap }, LinkTarget::Hard(target)) =
+        (storage, &link.target)
+    {
+        return symbol_table(f, btree, heap)?
+            .insert(&f.cache, name.as_bytes(), *target, cache)
+            .map_err(bt1_err)
+            .map(|()| false);
+    }
+    if let LinkStorage::SymbolTable { .. } = storage {
+        to_new_style(f, group)?;
+        converted = true;
+        storage = storage_of(f, group)?;
+    }
+    add_new_style(f, group, storage, link).map(|()| converted)
+}
+
+/// Add `link` to the new-style group at `group` whose links are stored as `storage` says.
+fn add_new_style(f: &Store, group: Addr, storage: LinkStorage, link: Link) -> Result<()> {
+    match storage {
         LinkStorage::Compact => {
             // Past the Group Info message's compact limit (libhdf5's 8 by default) the links
             // move to dense storage, as libhdf5 moves them.
@@ -353,9 +398,9 @@ pub(crate) fn add_link(
                 }
             }
         }
-        LinkStorage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
-            .insert(&f.cache, name.as_bytes(), target, cache)
-            .map_err(bt1_err),
+        LinkStorage::SymbolTable { .. } => Err(Error::Internal(
+            "a link message added to an old-style group",
+        )),
         LinkStorage::Dense { heap, names } => {
             let info = f.messages(group)?.into_iter().find_map(|m| match m {
                 Message::LinkInfo(li) => Some(li),
@@ -391,6 +436,65 @@ pub(crate) fn add_link(
             )
         }
     }
+}
+
+/// Turn the old-style group at `group` into a new-style one with the same links: its Symbol
+/// Table message gives way to a Link Info and a Group Info message and one link message per
+/// link (in dense storage past libhdf5's compact limit of 8), as libhdf5 converts a group
+/// when a link an old-style group cannot hold (an external link) is added to it. The old
+/// B-tree and local heap are left unreferenced (their space is not reused, as libhdf5 does
+/// not reuse freed space after the file closes).
+fn to_new_style(f: &Store, group: Addr) -> Result<()> {
+    f.check_writable()?;
+    let links: Vec<Link> = links(f, group)?
+        .into_iter()
+        .map(|(name, value)| match value {
+            LinkValue::Hard(a) => Link::hard(name.as_bytes(), a),
+            LinkValue::Soft(p) => Link::soft(name.as_bytes(), p.as_bytes()),
+            LinkValue::External { file, path } => {
+                Link::external(name.as_bytes(), file.as_bytes(), path.as_bytes())
+            }
+        })
+        .collect();
+    let dense = if links.len() > 8 {
+        Some(crate::dense_write::create(f, &links, false)?)
+    } else {
+        None
+    };
+    while f.remove_message(group, |kind, _| {
+        kind == h5chunk_format::message::MessageType::SYMBOL_TABLE
+    })? {}
+    let info = LinkInfo {
+        max_creation_index: None,
+        fractal_heap_address: dense.as_ref().map(|d| d.heap),
+        name_index_address: dense.as_ref().map(|d| d.names),
+        creation_order_indexed: false,
+        creation_order_index_address: None,
+    };
+    f.add_message(
+        group,
+        raw(&Message::LinkInfo(info), MessageFlags::empty(), f.sizes)?,
+    )?;
+    f.add_message(
+        group,
+        raw(
+            &Message::GroupInfo(GroupInfo {
+                link_phase_change: None,
+                estimates: None,
+            }),
+            MessageFlags::CONSTANT,
+            f.sizes,
+        )?,
+    )?;
+    if dense.is_none() {
+        for l in links {
+            f.add_message(
+                group,
+                raw(&Message::Link(l), MessageFlags::empty(), f.sizes)?,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Soft and external links followed while resolving one path before giving up (libhdf5's
