@@ -403,12 +403,14 @@ fn created_links_read_in_h5py_and_h5dump() {
         for i in 0..n {
             f.create_group(&format!("/g{i:02}")).unwrap();
         }
-        // The root: absolute name of the target; the subgroup: relative name.
-        f.link_external("/ext", s(&target), "/entry/data").unwrap();
-        lines.push(format!("/ext {} /entry/data {expect_sum}", s(&target)));
+        // The subgroup first (its parent, still old-style, caches the subgroup's symbol
+        // table in its entry: libhdf5 must not trip on the group being new-style now) with a
+        // relative name; then the root, with the target's absolute name.
         sub.link_external("rel", "target.h5", "/entry/data")
             .unwrap();
         lines.push(format!("/sub/rel target.h5 /entry/data {expect_sum}"));
+        f.link_external("/ext", s(&target), "/entry/data").unwrap();
+        lines.push(format!("/ext {} /entry/data {expect_sum}", s(&target)));
         // A name taken is refused, the link kept.
         assert!(matches!(
             sub.link_external("rel", "x.h5", "/y"),
@@ -466,4 +468,69 @@ fn created_links_read_in_h5py_and_h5dump() {
             path.display()
         );
     }
+}
+
+/// An external link in a subgroup of an old-style root: the subgroup turns new-style while the
+/// root, still old-style, caches the subgroup's former symbol table in its entry (libhdf5
+/// leaves such entries as they are too); h5py reads it, changes it (`'a'`) and reads it again,
+/// and `h5dump` reads it.
+#[test]
+fn subgroup_turned_new_style_under_old_style_root() {
+    let dir = folder("sub_only");
+    let target = dir.join("t.h5");
+    {
+        let t = File::create(&target).unwrap();
+        t.new_dataset::<i32>()
+            .shape(&[4])
+            .chunk(&[4])
+            .create("/d")
+            .unwrap()
+            .write(&[1, 2, 3, 4])
+            .unwrap();
+        t.close().unwrap();
+    }
+    let path = dir.join("m.h5");
+    let f = File::create(&path).unwrap();
+    let sub = f.create_group("/sub").unwrap();
+    f.create_group("/sub/kept").unwrap();
+    f.create_group("/other").unwrap();
+    sub.link_external("ext", "t.h5", "/d").unwrap();
+    f.close().unwrap();
+    let f = File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("/sub/ext").unwrap().read::<i32>().unwrap(),
+        [1, 2, 3, 4]
+    );
+    assert_eq!(f.root().unwrap().members().unwrap().len(), 2);
+    drop(f);
+    if let Some(h5dump) = interop::h5dump("subgroup_turned_new_style_under_old_style_root") {
+        interop::h5dump_ok(&h5dump, &path);
+    }
+    let Some(python) = interop::python("subgroup_turned_new_style_under_old_style_root") else {
+        return;
+    };
+    let out = interop::run_python(
+        &python,
+        "import sys, h5py\n\
+         with h5py.File(sys.argv[1], 'a') as f:\n\
+         \x20   print(sorted(f['sub']), int(f['sub/ext'][...].sum()))\n\
+         \x20   f['sub/more'] = h5py.ExternalLink('t.h5', '/d')\n\
+         \x20   f.create_group('sub/g')\n\
+         with h5py.File(sys.argv[1], 'r') as f:\n\
+         \x20   print(sorted(f['sub']), int(f['sub/more'][...].sum()), sorted(f))\n",
+        &[s(&path)],
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "['ext', 'kept'] 10",
+            "['ext', 'g', 'kept', 'more'] 10 ['other', 'sub']"
+        ]
+    );
+    // And h5chunk reads what h5py added.
+    let f = File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("/sub/more").unwrap().read::<i32>().unwrap(),
+        [1, 2, 3, 4]
+    );
 }
