@@ -6,8 +6,8 @@
 //! folder of the `HDF5_EXT_PREFIX` environment variable (a colon-separated list; a folder
 //! starting with `${ORIGIN}` starts at the linking file's folder); the folder of the linking
 //! file, as it was opened (absolute); the name as given (relative to the working folder); the
-//! linking file's folder once symbolic links are resolved. The first candidate that exists is
-//! opened, with the linking file's intent (read-only, read-write, SWMR reading), and shared
+//! linking file's folder once symbolic links are resolved. The first candidate that is a
+//! regular file (never a FIFO or a device, whose open could wait forever) is opened, with the linking file's intent (read-only, read-write, SWMR reading), and shared
 //! with any open of the same file in this process ([`crate::open_files`]), as libhdf5's
 //! external file cache shares one open among the links that reach a file.
 
@@ -86,6 +86,12 @@ pub(crate) fn open_target(from: &File, link: &str, target: &str) -> Result<File>
     let prefixes = std::env::var("HDF5_EXT_PREFIX").ok();
     let tried = candidates(target, prefixes.as_deref(), from.inner.origin());
     for path in &tried {
+        // Only regular files: a name in a hostile file could be a FIFO (an open that waits
+        // for a writer forever) or a device.
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {}
+            _ => continue,
+        }
         match File::open_with(path, options) {
             Ok(f) => return Ok(f),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}

@@ -534,3 +534,36 @@ fn subgroup_turned_new_style_under_old_style_root() {
         [1, 2, 3, 4]
     );
 }
+
+/// A link naming something that is not a regular file (a FIFO, whose open would wait for a
+/// writer forever; a folder; a device) is missing, not a hang; so is a file that is nowhere.
+#[test]
+fn links_to_non_files_are_missing_not_hangs() {
+    let dir = folder("non_files");
+    let path = dir.join("m.h5");
+    let f = File::create(&path).unwrap();
+    std::fs::create_dir_all(dir.join("folder.h5")).unwrap();
+    let mut names = vec!["folder.h5", "/dev/null", "nowhere.h5"];
+    #[cfg(unix)]
+    {
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join("pipe.h5"))
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if made {
+            names.push("pipe.h5");
+        }
+    }
+    for (i, name) in names.iter().enumerate() {
+        f.link_external(&format!("/l{i}"), name, "/x").unwrap();
+    }
+    for (i, name) in names.iter().enumerate() {
+        match f.dataset(&format!("/l{i}")) {
+            Err(Error::ExternalMissing { target, link, .. }) => {
+                assert_eq!((target.as_str(), link), (*name, format!("/l{i}")));
+            }
+            other => panic!("{name}: expected ExternalMissing, got {other:?}"),
+        }
+    }
+}
