@@ -567,3 +567,31 @@ fn links_to_non_files_are_missing_not_hangs() {
         }
     }
 }
+
+/// The external links of the libhdf5 fixtures (`sb2_v108.h5`, `sb3_latest.h5`) name a sibling
+/// fixture: followed, they reach the same group as opening that file does (no tool needed).
+#[test]
+fn fixture_external_links_reach_their_sibling() {
+    let dir = h5chunk_testkit::fixtures::dir();
+    for (file, target) in [("sb2_v108.h5", "/g1"), ("sb3_latest.h5", "/g1/g2")] {
+        // Both are in the committed subset, so in every fixture folder.
+        let path = dir.join(file);
+        let f = File::open(&path).unwrap();
+        assert_eq!(
+            f.root().unwrap().link("external").unwrap(),
+            Some(LinkValue::External {
+                file: "sb0_earliest.h5".into(),
+                path: target.into()
+            })
+        );
+        let through = f.group("/external").unwrap();
+        assert_eq!(through.path(), target);
+        let direct = File::open(dir.join("sb0_earliest.h5"))
+            .unwrap()
+            .group(target)
+            .unwrap();
+        assert_eq!(through.members().unwrap(), direct.members().unwrap());
+        assert_eq!(through.object_address(), direct.object_address());
+        assert!(!through.members().unwrap().is_empty());
+    }
+}
