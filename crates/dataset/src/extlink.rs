@@ -15,6 +15,49 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::file::{File, OpenOptions};
+use crate::link::{self, At, MemberKind, Reached, Resolver};
+
+/// The object at `path` from the group `from` of `file`, which must be a `kind`, and the file
+/// it is in: each external link on the way opens its target file ([`open_target`]) and the
+/// walk goes on there, within libhdf5's limit of soft and external links in all.
+pub(crate) fn reach(file: &File, from: &At, path: &str, kind: MemberKind) -> Result<(File, At)> {
+    let mut file = file.clone();
+    let mut from = from.clone();
+    let mut path = path.to_owned();
+    let mut hops = 0;
+    loop {
+        let store = &file.inner.store;
+        let resolver = Resolver {
+            store,
+            root: file.inner.root()?,
+        };
+        match resolver.walk(&from, &path, &mut hops)? {
+            Reached::Here(at) => {
+                if link::kind_of(store, at.addr)? != kind {
+                    return Err(Error::WrongKind {
+                        path: at.path,
+                        expected: kind.name(),
+                    });
+                }
+                return Ok((file, at));
+            }
+            Reached::External {
+                link,
+                file: target,
+                path: object,
+                rest,
+            } => {
+                let next = open_target(&file, &link, &target)?;
+                from = At {
+                    addr: next.inner.root()?,
+                    path: "/".into(),
+                };
+                path = format!("/{}/{rest}", object.trim_start_matches('/'));
+                file = next;
+            }
+        }
+    }
+}
 
 /// The paths to try, in order, for the file name `name` an external link in the file opened
 /// at `origin` holds, with `prefixes` the value of `HDF5_EXT_PREFIX`.

@@ -5,7 +5,7 @@ use crate::attr::{Attr, Attributes};
 use crate::dataset::{Dataset, DatasetBuilder};
 use crate::error::Result;
 use crate::file::{File, group_flags, symbol_cache};
-use crate::link::{self, At, LinkValue, MemberKind, Reached, Resolver};
+use crate::link::{self, At, LinkValue, MemberKind};
 use crate::store::HeaderPad;
 use crate::types::{Datatype, H5Type, TypeDesc};
 
@@ -128,46 +128,10 @@ impl Group {
         Dataset::open(&file, at.addr, at.path)
     }
 
-    /// The object at `path` from this group, which must be a `kind`, and the file it is in:
-    /// each external link on the way opens its target file (`crate::extlink`) and the walk
-    /// goes on there, within libhdf5's limit of soft and external links in all.
+    /// The object at `path` from this group, which must be a `kind`, and the file it is in
+    /// (another one past an external link).
     fn reach(&self, path: &str, kind: MemberKind) -> Result<(crate::File, At)> {
-        let mut file = self.file.clone();
-        let mut from = self.at.clone();
-        let mut path = path.to_owned();
-        let mut hops = 0;
-        loop {
-            let store = &file.inner.store;
-            let resolver = Resolver {
-                store,
-                root: file.inner.root()?,
-            };
-            match resolver.walk(&from, &path, &mut hops)? {
-                Reached::Here(at) => {
-                    if link::kind_of(store, at.addr)? != kind {
-                        return Err(crate::Error::WrongKind {
-                            path: at.path,
-                            expected: kind.name(),
-                        });
-                    }
-                    return Ok((file, at));
-                }
-                Reached::External {
-                    link,
-                    file: target,
-                    path: object,
-                    rest,
-                } => {
-                    let next = crate::extlink::open_target(&file, &link, &target)?;
-                    from = At {
-                        addr: next.inner.root()?,
-                        path: "/".into(),
-                    };
-                    path = format!("/{}/{rest}", object.trim_start_matches('/'));
-                    file = next;
-                }
-            }
-        }
+        crate::extlink::reach(&self.file, &self.at, path, kind)
     }
 
     /// Create a group `name` in this group.

@@ -190,13 +190,51 @@ fn writable_master_opens_targets_writable() {
         4_000_000
     );
     drop((d, other));
+    // New objects at paths through a link are made in the file it names (h5py's
+    // `create_dataset` / `create_group` through an external link).
+    f.new_dataset::<u8>()
+        .shape(&[3])
+        .chunk(&[3])
+        .create("/entry/data/first/made_here")
+        .unwrap()
+        .write(&[7, 8, 9])
+        .unwrap();
+    f.create_group("/entry/data/first/group_here").unwrap();
+    assert!(!f.root().unwrap().contains("made_here").unwrap());
     f.close().unwrap();
+    let data1 = File::open(dir.join("w_data_000001.h5")).unwrap();
+    assert_eq!(
+        data1
+            .dataset("/entry/made_here")
+            .unwrap()
+            .read::<u8>()
+            .unwrap(),
+        [7, 8, 9]
+    );
+    assert_eq!(
+        data1.group("/entry/group_here").unwrap().path(),
+        "/entry/group_here"
+    );
+    drop(data1);
+    // Through a read-only master, the target is read-only too.
+    let ro = File::open(dir.join("w_master.h5")).unwrap();
+    assert!(matches!(
+        ro.create_group("/entry/data/first/nope"),
+        Err(Error::ReadOnly { .. })
+    ));
+    drop(ro);
     let out = interop::run_python(
         &python,
         "import sys, h5py, hdf5plugin; print(int(h5py.File(sys.argv[1], 'r')['/entry/data/data_000001'][0, 0, 0]))",
         &[s(&dir.join("w_master.h5"))],
     );
     assert_eq!(out.trim(), "4000000");
+    let out = interop::run_python(
+        &python,
+        "import sys, h5py; print(h5py.File(sys.argv[1], 'r')['/entry/made_here'][...].tolist())",
+        &[s(&dir.join("w_data_000001.h5"))],
+    );
+    assert_eq!(out.trim(), "[7, 8, 9]");
 }
 
 /// Run as a child process by `ext_prefix_finds_targets`, with `HDF5_EXT_PREFIX` set; does
