@@ -453,7 +453,21 @@ fn walk(
                     }
                 }
             }
-            _ => lines.push(format!("{path} (other object)")),
+            _ => match g.link(&name) {
+                // Where a link to another file or path points, not followed (a listing
+                // that opened every file the links name could be long, or loop).
+                Ok(Some(h5chunk::LinkValue::External { file, path: target })) => {
+                    lines.push(format!("{path} -> {file}:{target}"));
+                }
+                Ok(Some(h5chunk::LinkValue::Soft(target))) => {
+                    lines.push(format!("{path} -> {target}"));
+                }
+                Ok(_) => lines.push(format!("{path} (other object)")),
+                Err(e) => {
+                    lines.push(format!("{path} (cannot open: {e})"));
+                    failed = failed.saturating_add(failure(&e));
+                }
+            },
         }
     }
     failed

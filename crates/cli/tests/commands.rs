@@ -1262,3 +1262,58 @@ print(len(sys.argv) - 2)
     );
     assert_eq!(out.trim(), files.len().to_string());
 }
+
+/// An EIGER-shaped master file (h5py, with data files of bitshuffle/LZ4 one-frame chunks)
+/// lists its external links with where they point, and `cat --npy` reads through each one
+/// what h5py (with hdf5plugin) reads; the working folder is not the files' folder, so the
+/// data files are found beside the master, as libhdf5 finds them. A link to a missing file
+/// fails with one line naming it.
+#[test]
+fn external_links_list_and_cat() {
+    let Some(python) = interop::python("external_links_list_and_cat") else {
+        return;
+    };
+    let dir = tmp("external_links");
+    interop::run_python(
+        &python,
+        "import sys, os, h5py, hdf5plugin, numpy as np\n\
+         d = sys.argv[1]\n\
+         rng = np.random.default_rng(5)\n\
+         for i in (1, 2):\n\
+         \x20   with h5py.File(os.path.join(d, f'x_data_{i:06d}.h5'), 'w') as f:\n\
+         \x20       f.create_dataset('entry/data/data', data=rng.integers(0, 5000, (2 + i, 16, 24), dtype=np.uint16),\n\
+         \x20                        chunks=(1, 16, 24), **hdf5plugin.Bitshuffle(nelems=0, cname='lz4'))\n\
+         with h5py.File(os.path.join(d, 'x_master.h5'), 'w') as f:\n\
+         \x20   g = f.create_group('entry/data'); g.attrs['NX_class'] = 'NXdata'\n\
+         \x20   for i in (1, 2):\n\
+         \x20       g[f'data_{i:06d}'] = h5py.ExternalLink(f'x_data_{i:06d}.h5', '/entry/data/data')\n\
+         \x20   f['missing'] = h5py.ExternalLink('not_there.h5', '/x')\n",
+        &[s(&dir)],
+    );
+    let master = dir.join("x_master.h5");
+    let listing = ok_text(&["ls", s(&master)]);
+    assert!(
+        listing.contains("/entry/data/data_000001 -> x_data_000001.h5:/entry/data/data"),
+        "{listing}"
+    );
+    assert!(listing.contains("/missing -> not_there.h5:/x"), "{listing}");
+    for i in [1, 2] {
+        let link = format!("/entry/data/data_{i:06}");
+        let npy = ok(&["cat", "--npy", s(&master), &link]);
+        let out = dir.join(format!("data_{i}.npy"));
+        std::fs::write(&out, &npy).unwrap();
+        let said = interop::run_python(
+            &python,
+            "import sys, h5py, hdf5plugin, numpy as np\n\
+             a = np.load(sys.argv[1]); b = h5py.File(sys.argv[2], 'r')[sys.argv[3]][...]\n\
+             print('ok' if a.dtype == b.dtype and a.shape == b.shape and (a == b).all() else f'differ {a.shape} {b.shape}')",
+            &[s(&out), s(&master), &link],
+        );
+        assert_eq!(said.trim(), "ok", "{link}");
+    }
+    let err = fails(&["cat", s(&master), "/missing"]);
+    assert!(
+        err.contains("not_there.h5") && err.contains("/missing"),
+        "{err}"
+    );
+}

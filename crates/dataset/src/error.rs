@@ -167,6 +167,31 @@ pub enum Error {
         /// The missing attribute's name.
         name: String,
     },
+    /// More soft and external links in a row than libhdf5 follows (`H5L_NUM_LINKS`, 16) on
+    /// the way to one object: a cycle (a soft link to itself, two files whose external links
+    /// point at each other), or a chain too long.
+    #[error("{file}: {link}: more than {limit} soft and external links followed (a cycle?)")]
+    LinkDepth {
+        /// The file holding the link that went one too far.
+        file: String,
+        /// That link's path.
+        link: String,
+        /// The limit.
+        limit: u32,
+    },
+    /// The file an external link names was not found where libhdf5 looks for it
+    /// (`HDF5_EXT_PREFIX`, the linking file's folder, the name as given).
+    #[error("{file}: external link {link} -> {target}: no such file (tried {})", tried.join(", "))]
+    ExternalMissing {
+        /// The file holding the link.
+        file: String,
+        /// The link's path.
+        link: String,
+        /// The file name the link holds.
+        target: String,
+        /// The paths tried, in order.
+        tried: Vec<String>,
+    },
     /// A link of that name exists already.
     #[error("{group}: a member named {name:?} exists already")]
     Exists {

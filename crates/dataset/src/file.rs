@@ -121,6 +121,9 @@ pub(crate) struct FileInner {
     /// this state (clones of a `File` are the same open). [`File::close`] closes the file
     /// when it closes the last one, as libhdf5 closes a file with its last file ID.
     opens: std::sync::atomic::AtomicUsize,
+    /// The path the file was opened or created at, made absolute then (libhdf5's "extpath"):
+    /// external links in it name files relative to its folder. None for other storages.
+    origin: std::sync::OnceLock<std::path::PathBuf>,
 }
 
 /// One open of a file, shared by the clones of the [`File`] it made (and the groups and
@@ -162,6 +165,37 @@ impl Drop for Opened {
 static OPEN_FILES: Registry<FileInner> = Registry::new();
 
 impl FileInner {
+    /// The absolute path the file was opened or created at (None for other storages).
+    pub(crate) fn origin(&self) -> Option<&Path> {
+        self.origin.get().map(|p| p.as_path())
+    }
+
+    /// Record the path the file was opened at, made absolute against the working folder of
+    /// now (as libhdf5 records it when it opens a file).
+    fn set_origin(&self, path: &Path) {
+        if let Ok(abs) = std::path::absolute(path) {
+            let _ = self.origin.set(abs);
+        }
+    }
+
+    /// The root group became new-style (`crate::link::add_link_message`): its entry in a
+    /// version 0/1 superblock caches a symbol table no more, as libhdf5 clears it then.
+    pub(crate) fn uncache_root_symbol_table(&self) -> Result<()> {
+        let mut sb = self.superblock.lock();
+        let sizes = sb.sizes;
+        if let h5chunk_format::superblock::VersionFields::Legacy(l) = &mut sb.fields
+            && matches!(l.root_entry.cache(), Cache::SymbolTable { .. })
+        {
+            l.root_entry = SymbolTableEntry::new(
+                l.root_entry.link_name_offset,
+                l.root_entry.object_header,
+                Cache::Nothing,
+                sizes,
+            )?;
+        }
+        Ok(())
+    }
+
     /// Whether the file is still open: not closed by [`File::close`].
     fn is_open(&self) -> bool {
         !self.store.is_closed()
@@ -342,6 +376,7 @@ impl FileInner {
             store,
             superblock: Mutex::new(superblock),
             open: Mutex::new(HashMap::new()),
+            origin: std::sync::OnceLock::new(),
             journal,
             durability,
             superblock_written: Mutex::new(None),
@@ -658,6 +693,7 @@ impl File {
         if options.swmr_write {
             f.inner.unlock()?;
         }
+        f.inner.set_origin(path);
         if let Some(id) = id {
             OPEN_FILES.insert(id, &f.inner);
         }
@@ -827,6 +863,7 @@ impl File {
             options,
             lock,
         )?;
+        f.inner.set_origin(path);
         if let Some(id) = id {
             OPEN_FILES.insert(id, &f.inner);
         }

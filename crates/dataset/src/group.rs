@@ -5,7 +5,7 @@ use crate::attr::{Attr, Attributes};
 use crate::dataset::{Dataset, DatasetBuilder};
 use crate::error::Result;
 use crate::file::{File, group_flags, symbol_cache};
-use crate::link::{self, At, LinkValue, MemberKind, Resolver};
+use crate::link::{self, At, LinkValue, MemberKind};
 use crate::store::HeaderPad;
 use crate::types::{Datatype, H5Type, TypeDesc};
 
@@ -66,13 +66,6 @@ impl Group {
         self.attrs().get(name)
     }
 
-    fn resolver(&self) -> Result<Resolver<'_>> {
-        Ok(Resolver {
-            store: &self.file.inner.store,
-            root: self.file.inner.root()?,
-        })
-    }
-
     /// Every member: name and kind, sorted by name.
     pub fn members(&self) -> Result<Vec<(String, MemberKind)>> {
         self.members_ordered(false)
@@ -107,24 +100,38 @@ impl Group {
         link::links(&self.file.inner.store, self.at.addr)
     }
 
+    /// The link `name` itself, not followed (h5py's `group.get(name, getlink=True)`): where a
+    /// soft or external link points; `None` when there is no member of that name.
+    pub fn link(&self, name: &str) -> Result<Option<LinkValue>> {
+        link::lookup(&self.file.inner.store, self.at.addr, name)
+    }
+
     /// Whether a member `name` exists (as a link; its target is not checked).
     pub fn contains(&self, name: &str) -> Result<bool> {
         Ok(link::lookup(&self.file.inner.store, self.at.addr, name)?.is_some())
     }
 
-    /// The group at `path`, relative to this one (or absolute).
+    /// The group at `path`, relative to this one (or absolute). Soft and external links on
+    /// the way are followed; a group in another file comes with that file (its
+    /// [`file`](Group::file)), opened as libhdf5 opens the target of an external link.
     pub fn group(&self, path: &str) -> Result<Group> {
-        let at = self.resolver()?.group(&self.at, path)?;
-        Ok(Group {
-            file: self.file.clone(),
-            at,
-        })
+        let (file, at) = self.reach(path, MemberKind::Group)?;
+        Ok(Group { file, at })
     }
 
-    /// The dataset at `path`, relative to this group (or absolute).
+    /// The dataset at `path`, relative to this group (or absolute), following soft and
+    /// external links (a dataset in another file belongs to that file).
     pub fn dataset(&self, path: &str) -> Result<Dataset> {
-        let at = self.resolver()?.dataset(&self.at, path)?;
-        Dataset::open(&self.file, at.addr, at.path)
+        // A path that names no member ("/", "", ".") is a bad argument, not a group.
+        link::split_relative(path)?;
+        let (file, at) = self.reach(path, MemberKind::Dataset)?;
+        Dataset::open(&file, at.addr, at.path)
+    }
+
+    /// The object at `path` from this group, which must be a `kind`, and the file it is in
+    /// (another one past an external link).
+    fn reach(&self, path: &str, kind: MemberKind) -> Result<(crate::File, At)> {
+        crate::extlink::reach(&self.file, &self.at, path, kind)
     }
 
     /// Create a group `name` in this group.
@@ -161,6 +168,47 @@ impl Group {
                 path: link::child_path(&self.at.path, name),
             },
         })
+    }
+
+    /// Add an external link `name` to the object at `object_path` in the file `file_name`
+    /// (h5py's `group[name] = h5py.ExternalLink(file_name, object_path)`). Nothing is
+    /// checked about the target, which need not exist yet; it is found when the link is
+    /// followed (relative names from the linking file's folder, see [`Group::group`]). An
+    /// old-style group (the earliest library version bounds, h5py's default) becomes a
+    /// new-style group with the same links first, as libhdf5 makes it to hold an external
+    /// link; h5py and `h5dump` read either.
+    pub fn link_external(&self, name: &str, file_name: &str, object_path: &str) -> Result<()> {
+        let s = &self.file.inner.store;
+        s.check_writable()?;
+        s.check_no_swmr("link")?;
+        if file_name.is_empty() || file_name.contains('\0') {
+            return Err(crate::Error::arg(
+                "file_name",
+                format!("{file_name:?} is not a file name (empty, or holding NUL)"),
+            ));
+        }
+        if object_path.is_empty() || object_path.contains('\0') {
+            return Err(crate::Error::arg(
+                "object_path",
+                format!("{object_path:?} is not an object path (empty, or holding NUL)"),
+            ));
+        }
+        let l = h5chunk_format::message::Link::external(
+            name.as_bytes(),
+            file_name.as_bytes(),
+            object_path.as_bytes(),
+        );
+        let converted = link::add_link_message(
+            s,
+            self.at.addr,
+            &self.at.path,
+            l,
+            h5chunk_format::symbol_table_entry::Cache::Nothing,
+        )?;
+        if converted && self.at.addr == self.file.inner.root()? {
+            self.file.inner.uncache_root_symbol_table()?;
+        }
+        Ok(())
     }
 
     /// Start building a dataset of `T` elements in this group (its `create` takes a path
@@ -206,6 +254,15 @@ impl File {
     /// The group at `path`.
     pub fn group(&self, path: &str) -> Result<Group> {
         self.root()?.group(path)
+    }
+
+    /// Add an external link at `path` (its parent group must exist) to `object_path` in the
+    /// file `file_name` (h5py's `f[path] = h5py.ExternalLink(file_name, object_path)`; see
+    /// [`Group::link_external`]).
+    pub fn link_external(&self, path: &str, file_name: &str, object_path: &str) -> Result<()> {
+        let (parent, name) = link::split_path(path)?;
+        self.group(parent)?
+            .link_external(name, file_name, object_path)
     }
 
     /// Create the group at `path` (its parent must exist).

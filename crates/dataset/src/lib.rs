@@ -80,6 +80,7 @@ mod dense;
 mod dense_write;
 mod error;
 mod extension;
+mod extlink;
 mod file;
 mod group;
 pub mod index;

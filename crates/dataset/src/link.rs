@@ -264,6 +264,32 @@ pub(crate) fn add_link(
     target: Addr,
     cache: Cache,
 ) -> Result<()> {
+    add_link_message(
+        f,
+        group,
+        group_path,
+        Link::hard(name.as_bytes(), target),
+        cache,
+    )
+    .map(|_| ())
+}
+
+/// Add `link` to the group whose header is at `group`; `cache` is the symbol table entry's
+/// cache type when the link is hard and the group old-style. An old-style group holds hard and
+/// soft links only: any other link turns it into a new-style group first (its links become
+/// link messages, compact or dense, as libhdf5 converts a group to add an external link to
+/// it); whether that happened (the root's entry in the superblock then caches nothing).
+pub(crate) fn add_link_message(
+    f: &Store,
+    group: Addr,
+    group_path: &str,
+    link: Link,
+    cache: Cache,
+) -> Result<bool> {
+    let name = std::str::from_utf8(&link.name)
+        .map_err(|_| Error::arg("name", "a link name is UTF-8"))?
+        .to_owned();
+    let name = name.as_str();
     if name.is_empty() || name.contains('/') || name.contains('\0') {
         return Err(Error::arg(
             "name",
@@ -276,8 +302,27 @@ pub(crate) fn add_link(
             name: name.to_owned(),
         });
     }
-    let link = Link::hard(name.as_bytes(), target);
-    match storage_of(f, group)? {
+    let mut converted = false;
+    let mut storage = storage_of(f, group)?;
+    if let (LinkStorage::SymbolTable { btree, heap }, LinkTarget::Hard(target)) =
+        (storage, &link.target)
+    {
+        return symbol_table(f, btree, heap)?
+            .insert(&f.cache, name.as_bytes(), *target, cache)
+            .map_err(bt1_err)
+            .map(|()| false);
+    }
+    if let LinkStorage::SymbolTable { .. } = storage {
+        to_new_style(f, group)?;
+        converted = true;
+        storage = storage_of(f, group)?;
+    }
+    add_new_style(f, group, storage, link).map(|()| converted)
+}
+
+/// Add `link` to the new-style group at `group` whose links are stored as `storage` says.
+fn add_new_style(f: &Store, group: Addr, storage: LinkStorage, link: Link) -> Result<()> {
+    match storage {
         LinkStorage::Compact => {
             // Past the Group Info message's compact limit (libhdf5's 8 by default) the links
             // move to dense storage, as libhdf5 moves them.
@@ -353,9 +398,9 @@ pub(crate) fn add_link(
                 }
             }
         }
-        LinkStorage::SymbolTable { btree, heap } => symbol_table(f, btree, heap)?
-            .insert(&f.cache, name.as_bytes(), target, cache)
-            .map_err(bt1_err),
+        LinkStorage::SymbolTable { .. } => Err(Error::Internal(
+            "a link message added to an old-style group",
+        )),
         LinkStorage::Dense { heap, names } => {
             let info = f.messages(group)?.into_iter().find_map(|m| match m {
                 Message::LinkInfo(li) => Some(li),
@@ -393,9 +438,69 @@ pub(crate) fn add_link(
     }
 }
 
-/// Soft links followed while resolving one path before giving up (libhdf5's default limit,
-/// `H5L_NUM_LINKS`): a link that points to itself is an error, not a stack overflow.
-const MAX_SOFT_LINK_HOPS: u32 = 16;
+/// Turn the old-style group at `group` into a new-style one with the same links: its Symbol
+/// Table message gives way to a Link Info and a Group Info message and one link message per
+/// link (in dense storage past libhdf5's compact limit of 8), as libhdf5 converts a group
+/// when a link an old-style group cannot hold (an external link) is added to it. The old
+/// B-tree and local heap are left unreferenced (their space is not reused, as libhdf5 does
+/// not reuse freed space after the file closes).
+fn to_new_style(f: &Store, group: Addr) -> Result<()> {
+    f.check_writable()?;
+    let links: Vec<Link> = links(f, group)?
+        .into_iter()
+        .map(|(name, value)| match value {
+            LinkValue::Hard(a) => Link::hard(name.as_bytes(), a),
+            LinkValue::Soft(p) => Link::soft(name.as_bytes(), p.as_bytes()),
+            LinkValue::External { file, path } => {
+                Link::external(name.as_bytes(), file.as_bytes(), path.as_bytes())
+            }
+        })
+        .collect();
+    let dense = if links.len() > 8 {
+        Some(crate::dense_write::create(f, &links, false)?)
+    } else {
+        None
+    };
+    while f.remove_message(group, |kind, _| {
+        kind == h5chunk_format::message::MessageType::SYMBOL_TABLE
+    })? {}
+    let info = LinkInfo {
+        max_creation_index: None,
+        fractal_heap_address: dense.as_ref().map(|d| d.heap),
+        name_index_address: dense.as_ref().map(|d| d.names),
+        creation_order_indexed: false,
+        creation_order_index_address: None,
+    };
+    f.add_message(
+        group,
+        raw(&Message::LinkInfo(info), MessageFlags::empty(), f.sizes)?,
+    )?;
+    f.add_message(
+        group,
+        raw(
+            &Message::GroupInfo(GroupInfo {
+                link_phase_change: None,
+                estimates: None,
+            }),
+            MessageFlags::CONSTANT,
+            f.sizes,
+        )?,
+    )?;
+    if dense.is_none() {
+        for l in links {
+            f.add_message(
+                group,
+                raw(&Message::Link(l), MessageFlags::empty(), f.sizes)?,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Soft and external links followed while resolving one path before giving up (libhdf5's
+/// default limit, `H5L_NUM_LINKS`, which counts both): a link that points to itself, or two
+/// files whose external links point at each other, is an error, not a stack overflow or a hang.
+pub(crate) const MAX_LINK_HOPS: u32 = 16;
 
 /// What a group member is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -409,7 +514,7 @@ pub enum MemberKind {
 }
 
 impl MemberKind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MemberKind::Group => "group",
             MemberKind::Dataset => "dataset",
@@ -504,36 +609,73 @@ impl Resolver<'_> {
         }
     }
 
-    /// The object header of member `name` of group `g`, following soft links.
-    pub fn child(&self, g: &At, name: &str) -> Result<Addr> {
-        self.child_hops(g, name, &mut 0)
+    /// The object at `path` relative to `from` (or absolute), following soft links; every
+    /// member on the way but the last must be a group. An external link on the way stops the
+    /// walk: [`Reached::External`] says where it points and what of the path remains.
+    /// `hops` counts the soft and external links followed (up to [`MAX_LINK_HOPS`]).
+    pub fn walk(&self, from: &At, path: &str, hops: &mut u32) -> Result<Reached> {
+        let mut g = if path.starts_with('/') {
+            self.root_at()
+        } else {
+            from.clone()
+        };
+        let names: Vec<&str> = path
+            .split('/')
+            .filter(|n| !n.is_empty() && *n != ".")
+            .collect();
+        let mut rest = names.iter();
+        while let Some(name) = rest.next() {
+            if kind_of(self.store, g.addr)? != MemberKind::Group {
+                return Err(Error::WrongKind {
+                    path: g.path,
+                    expected: MemberKind::Group.name(),
+                });
+            }
+            match self.child_hops(&g, name, hops)? {
+                Reached::Here(at) => g = at,
+                Reached::External {
+                    link,
+                    file,
+                    path,
+                    rest: more,
+                } => {
+                    let mut tail: Vec<&str> = more.split('/').filter(|n| !n.is_empty()).collect();
+                    tail.extend(rest.copied());
+                    return Ok(Reached::External {
+                        link,
+                        file,
+                        path,
+                        rest: tail.join("/"),
+                    });
+                }
+            }
+        }
+        Ok(Reached::Here(g))
     }
 
-    fn child_hops(&self, g: &At, name: &str, hops: &mut u32) -> Result<Addr> {
+    /// Member `name` of group `g`, following soft links.
+    fn child_hops(&self, g: &At, name: &str, hops: &mut u32) -> Result<Reached> {
+        let here = child_path(&g.path, name);
         match lookup(self.store, g.addr, name)? {
-            Some(LinkValue::Hard(a)) => Ok(a),
+            Some(LinkValue::Hard(addr)) => Ok(Reached::Here(At { addr, path: here })),
             Some(LinkValue::Soft(p)) => {
-                *hops = hops.saturating_add(1);
-                if *hops > MAX_SOFT_LINK_HOPS {
-                    return Err(Error::corrupt(
-                        "group",
-                        g.addr,
-                        format!(
-                            "{}: more than {MAX_SOFT_LINK_HOPS} soft links in a row (a cycle?)",
-                            child_path(&g.path, name)
-                        ),
-                    ));
-                }
+                count_hop(hops, &self.store.name, &here)?;
                 let p = if p.starts_with('/') {
                     p
                 } else {
                     child_path(&g.path, &p)
                 };
-                let (parent, leaf) = split_path(&p)?;
-                let parent = self.group_hops(g, parent, hops)?;
-                self.child_hops(&parent, leaf, hops)
+                self.walk(g, &p, hops)
             }
-            Some(LinkValue::External { .. }) => Err(Error::Unsupported("following external links")),
+            Some(LinkValue::External { file, path }) => {
+                count_hop(hops, &self.store.name, &here)?;
+                Ok(Reached::External {
+                    link: here,
+                    file,
+                    path,
+                    rest: String::new(),
+                })
+            }
             None => Err(Error::NotFound {
                 group: g.path.clone(),
                 name: name.to_owned(),
@@ -541,45 +683,53 @@ impl Resolver<'_> {
         }
     }
 
-    /// The group at `path`, relative to `from` (or absolute).
+    /// The group at `path`, relative to `from` (or absolute), in this file: an external link
+    /// on the way is refused (what reaches other files is `crate::Group`'s).
     pub fn group(&self, from: &At, path: &str) -> Result<At> {
-        self.group_hops(from, path, &mut 0)
-    }
-
-    fn group_hops(&self, from: &At, path: &str, hops: &mut u32) -> Result<At> {
-        let mut g = if path.starts_with('/') {
-            self.root_at()
-        } else {
-            from.clone()
-        };
-        for name in path.split('/').filter(|n| !n.is_empty() && *n != ".") {
-            let addr = self.child_hops(&g, name, hops)?;
-            let path = child_path(&g.path, name);
-            if kind_of(self.store, addr)? != MemberKind::Group {
-                return Err(Error::WrongKind {
-                    path,
-                    expected: MemberKind::Group.name(),
-                });
+        match self.walk(from, path, &mut 0)? {
+            Reached::Here(at) => {
+                if kind_of(self.store, at.addr)? != MemberKind::Group {
+                    return Err(Error::WrongKind {
+                        path: at.path,
+                        expected: MemberKind::Group.name(),
+                    });
+                }
+                Ok(at)
             }
-            g = At { addr, path };
+            Reached::External { .. } => Err(Error::Unsupported(
+                "creating objects in another file through an external link",
+            )),
         }
-        Ok(g)
     }
+}
 
-    /// The dataset at `path` relative to `from`: its header and path.
-    pub fn dataset(&self, from: &At, path: &str) -> Result<At> {
-        let (parent, name) = split_relative(path)?;
-        let parent = self.group(from, parent)?;
-        let addr = self.child(&parent, name)?;
-        let path = child_path(&parent.path, name);
-        if kind_of(self.store, addr)? != MemberKind::Dataset {
-            return Err(Error::WrongKind {
-                path,
-                expected: MemberKind::Dataset.name(),
-            });
-        }
-        Ok(At { addr, path })
+/// One more soft or external link followed on the way to `link` in file `file`: past
+/// [`MAX_LINK_HOPS`], an error naming the link.
+fn count_hop(hops: &mut u32, file: &str, link: &str) -> Result<()> {
+    *hops = hops.saturating_add(1);
+    if *hops > MAX_LINK_HOPS {
+        return Err(Error::LinkDepth {
+            file: file.to_owned(),
+            link: link.to_owned(),
+            limit: MAX_LINK_HOPS,
+        });
     }
+    Ok(())
+}
+
+/// Where a path led.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Reached {
+    /// An object of this file.
+    Here(At),
+    /// An external link: its path here, the file and path it names, and what remains of the
+    /// path being resolved beyond it (relative to its target).
+    External {
+        link: String,
+        file: String,
+        path: String,
+        rest: String,
+    },
 }
 
 #[cfg(test)]

@@ -39,10 +39,17 @@ pub fn h5dump(test: &str) -> Option<PathBuf> {
 /// Run `script` with `python -c`, `args` following; its stdout. Panics with the script's stderr
 /// when it fails.
 pub fn run_python(python: &Path, script: &str, args: &[&str]) -> String {
+    run_python_env(python, script, args, &[])
+}
+
+/// [`run_python`] with the environment variables `env` set for the script (what libhdf5 reads
+/// from the environment: `HDF5_EXT_PREFIX`, `HDF5_PLUGIN_PATH`, ...).
+pub fn run_python_env(python: &Path, script: &str, args: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new(python)
         .arg("-c")
         .arg(script)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     assert!(

@@ -232,7 +232,23 @@ impl DatasetBuilder {
     }
 
     /// Create the dataset at `path` (relative to the builder's group, or absolute).
-    pub fn create(self, path: &str) -> Result<Dataset> {
+    pub fn create(mut self, path: &str) -> Result<Dataset> {
+        // The parent group first, following soft and external links: past an external link
+        // the dataset is made in the file it names (opened as the linking file is, so
+        // writable when it is), as h5py's `create_dataset` makes it there.
+        let (parent_path, name) = link::split_relative(path)?;
+        let start = match self.group.clone() {
+            Some(g) => g,
+            None => At {
+                addr: self.file.inner.root()?,
+                path: "/".into(),
+            },
+        };
+        let (in_file, parent) =
+            crate::extlink::reach(&self.file, &start, parent_path, link::MemberKind::Group)?;
+        self.file = in_file;
+        self.group = Some(parent);
+        let path = name;
         let file = Arc::clone(&self.file.inner);
         let f = &file.store;
         f.check_writable()?;
