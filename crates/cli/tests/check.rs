@@ -605,3 +605,29 @@ fn impossible_dataspaces_are_errors_under_a_memory_limit() {
         }
     }
 }
+
+/// A chunk of nearly 4 GiB (within libhdf5's limit) never written: `cat` under a 4 GB
+/// address-space limit cannot hold its fill values and says so, where it aborted on the
+/// allocation ("memory allocation of 4294967292 bytes failed").
+#[test]
+fn a_fill_chunk_past_memory_is_an_error_under_a_memory_limit() {
+    let dir = tmp("fill_chunk_past_memory");
+    let path = dir.join("huge_chunk.h5");
+    let f = h5chunk::File::create(&path).unwrap();
+    f.new_dataset::<u32>()
+        .shape(&[0x3fff_ffff])
+        .chunk(&[0x3fff_ffff])
+        .create("d")
+        .unwrap();
+    f.close().unwrap();
+    let (code, report, _) = check(&path);
+    assert_eq!(code, Some(0), "{report}");
+    let out = run_limited(&["cat", s(&path), "/d"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}: {stderr}", out.status);
+    assert!(!stderr.contains("memory allocation of"), "{stderr}");
+    assert!(
+        stderr.contains("a chunk of 4294967292 bytes does not fit in memory"),
+        "{stderr}"
+    );
+}
