@@ -566,8 +566,9 @@ fn run_limited(args: &[&str]) -> std::process::Output {
 
 /// Datasets that cannot exist (a real file's dataspace or datatype changed, the object
 /// header's checksum recomputed: `h5chunk_testkit::mutate`): under a 4 GB address-space limit
-/// `check` reports each as a problem and `cat` refuses it with one error line naming the rule;
-/// neither aborts on an allocation, panics, or streams fill values for ever.
+/// `check` reports each as a problem, `ls` lists no shape for it, and `cat` refuses it with one
+/// error line naming the rule; none aborts on an allocation, panics, or streams fill values
+/// for ever.
 #[test]
 fn impossible_dataspaces_are_errors_under_a_memory_limit() {
     use std::os::unix::process::ExitStatusExt;
@@ -579,6 +580,7 @@ fn impossible_dataspaces_are_errors_under_a_memory_limit() {
         let file = dir.join(format!("{}.h5", m.name));
         std::fs::write(&file, &m.bytes).unwrap();
         for args in [
+            vec!["ls", s(&file)],
             vec!["check", s(&file)],
             vec!["cat", s(&file), m.dataset.as_str()],
         ] {
@@ -590,7 +592,16 @@ fn impossible_dataspaces_are_errors_under_a_memory_limit() {
             assert!(!stderr.contains("memory allocation of"), "{ctx}");
             assert!(!stderr.contains("panicked"), "{ctx}");
             assert_eq!(out.status.code(), Some(1), "{ctx}");
-            if args[0] == "check" {
+            if args[0] == "ls" {
+                // The dataset's shape is not listed: the member's line gives the reason.
+                assert!(
+                    !stdout
+                        .lines()
+                        .any(|l| l.starts_with(&format!("{} ", m.dataset)) && l.contains("shape=")),
+                    "{ctx}"
+                );
+                assert!(stdout.contains(m.expect), "{ctx}");
+            } else if args[0] == "check" {
                 let problem = stdout
                     .lines()
                     .find(|l| l.starts_with("problem: ") && l.contains(&m.dataset))
