@@ -440,7 +440,14 @@ fn datasets(exe: &Path, file: &Path) -> Vec<String> {
 /// The campaign; `budget` bounds it by time, `cases` (if any) by mutant count.
 pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) -> TaskResult {
     let exe = crate::harness::build_release_bin(root, "h5chunk-cli", "h5chunk")?;
-    let prlimit = crate::find_on_path("prlimit").is_some();
+    // Without the cap the kernel's overcommit hides every allocation a hostile file sizes (it
+    // succeeds, untouched): a campaign without it would call such files fine (issue 40).
+    if crate::find_on_path("prlimit").is_none() {
+        return Err(format!(
+            "fuzz: `prlimit` (util-linux) is needed to run each child under --as={MEMORY_CAP}"
+        ));
+    }
+    let prlimit = true;
     let out_dir = root.join("target").join("fuzz");
     let findings = out_dir.join("findings");
     std::fs::create_dir_all(&findings).map_err(|e| e.to_string())?;
@@ -787,6 +794,20 @@ mod tests {
                 assert_eq!(&m.bytes[60..64], &lookup3(&m.bytes[40..60]).to_le_bytes());
             }
         }
+    }
+
+    /// The children of the campaign really run under the address-space cap, where an
+    /// allocation past it fails (and Rust's "memory allocation of N bytes failed" abort counts
+    /// as an abort), instead of being overcommitted.
+    #[test]
+    fn children_run_under_the_address_space_cap() {
+        // The campaign refuses to run without prlimit (util-linux, in every Debian base).
+        assert!(crate::find_on_path("prlimit").is_some(), "prlimit missing");
+        let ran = run_one(Path::new("/bin/sh"), &["-c", "ulimit -v >&2"], true);
+        assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+        assert_eq!(ran.stderr.trim(), (MEMORY_CAP / 1024).to_string());
+        let uncapped = run_one(Path::new("/bin/sh"), &["-c", "ulimit -v >&2"], false);
+        assert_ne!(uncapped.stderr.trim(), ran.stderr.trim());
     }
 
     #[test]

@@ -459,7 +459,13 @@ fn check_sees_what_cat_trips_on() {
     );
     let (code, out, _) = check(&contiguous);
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("runs past the file's end"), "{out}");
+    // The storage size no longer matches the dataspace's bytes (libhdf5's rule, checked when
+    // the dataset opens), or else runs past the end of the file.
+    assert!(
+        out.contains("contiguous storage of 18446744069414584360 bytes for dims [5]")
+            || out.contains("runs past the file's end"),
+        "{out}"
+    );
 
     let group = patched("userblock_earliest.h5", &[(673, 0x20)]);
     let (code, out, _) = check(&group);
@@ -544,4 +550,95 @@ fn fuzz_aborts_stay_fixed() {
     if let Ok(o) = capped(&["cat", s(&contiguous), "/alloc_time/contiguous_unwritten"]) {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
+}
+
+/// `h5chunk ARGS` under a 4 GB address-space limit (`ulimit -v`, as a service or a batch job
+/// runs it), where an allocation sized by a hostile file fails instead of being overcommitted.
+fn run_limited(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 4000000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_h5chunk"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Datasets that cannot exist (a real file's dataspace or datatype changed, the object
+/// header's checksum recomputed: `h5chunk_testkit::mutate`): under a 4 GB address-space limit
+/// `check` reports each as a problem, `ls` lists no shape for it, and `cat` refuses it with one
+/// error line naming the rule; none aborts on an allocation, panics, or streams fill values
+/// for ever.
+#[test]
+fn impossible_dataspaces_are_errors_under_a_memory_limit() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tmp("impossible");
+    let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/libhdf5");
+    let mutants = h5chunk_testkit::mutate::impossible(&committed);
+    assert!(mutants.len() >= 8);
+    for m in mutants {
+        let file = dir.join(format!("{}.h5", m.name));
+        std::fs::write(&file, &m.bytes).unwrap();
+        for args in [
+            vec!["ls", s(&file)],
+            vec!["check", s(&file)],
+            vec!["cat", s(&file), m.dataset.as_str()],
+        ] {
+            let out = run_limited(&args);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let ctx = format!("{} {args:?}: {}\n{stdout}\n{stderr}", m.name, out.status);
+            assert_eq!(out.status.signal(), None, "{ctx}");
+            assert!(!stderr.contains("memory allocation of"), "{ctx}");
+            assert!(!stderr.contains("panicked"), "{ctx}");
+            assert_eq!(out.status.code(), Some(1), "{ctx}");
+            if args[0] == "ls" {
+                // The dataset's shape is not listed: the member's line gives the reason.
+                assert!(
+                    !stdout
+                        .lines()
+                        .any(|l| l.starts_with(&format!("{} ", m.dataset)) && l.contains("shape=")),
+                    "{ctx}"
+                );
+                assert!(stdout.contains(m.expect), "{ctx}");
+            } else if args[0] == "check" {
+                let problem = stdout
+                    .lines()
+                    .find(|l| l.starts_with("problem: ") && l.contains(&m.dataset))
+                    .unwrap_or_else(|| panic!("no problem reported: {ctx}"));
+                assert!(problem.contains(m.expect), "{ctx}");
+            } else {
+                assert_eq!(stderr.lines().count(), 1, "{ctx}");
+                assert!(stderr.starts_with("h5chunk: error: "), "{ctx}");
+                assert!(stderr.contains(m.expect), "{ctx}");
+                assert!(stdout.is_empty(), "{ctx}");
+            }
+        }
+    }
+}
+
+/// A chunk of nearly 4 GiB (within libhdf5's limit) never written: `cat` under a 4 GB
+/// address-space limit cannot hold its fill values and says so, where it aborted on the
+/// allocation ("memory allocation of 4294967292 bytes failed").
+#[test]
+fn a_fill_chunk_past_memory_is_an_error_under_a_memory_limit() {
+    let dir = tmp("fill_chunk_past_memory");
+    let path = dir.join("huge_chunk.h5");
+    let f = h5chunk::File::create(&path).unwrap();
+    f.new_dataset::<u32>()
+        .shape(&[0x3fff_ffff])
+        .chunk(&[0x3fff_ffff])
+        .create("d")
+        .unwrap();
+    f.close().unwrap();
+    let (code, report, _) = check(&path);
+    assert_eq!(code, Some(0), "{report}");
+    let out = run_limited(&["cat", s(&path), "/d"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}: {stderr}", out.status);
+    assert!(!stderr.contains("memory allocation of"), "{stderr}");
+    assert!(
+        stderr.contains("a chunk of 4294967292 bytes does not fit in memory"),
+        "{stderr}"
+    );
 }

@@ -21,6 +21,7 @@ pub mod fixtures;
 pub mod h5py;
 pub mod interop;
 pub mod moto;
+pub mod mutate;
 mod read;
 mod write;
 

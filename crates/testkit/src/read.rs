@@ -170,6 +170,34 @@ impl H5File {
         .unwrap_or_else(|e| panic!("object header @ {at}: {e}"))
     }
 
+    /// The whole file's bytes with the first message of type `kind` in the object header at
+    /// `at` changed in place by `change` (its length kept), every chunk of the header
+    /// re-encoded: a version 2 header's checksums are recomputed, so the mutated file is
+    /// consistent and only the message's own rules can refuse it. This is how the hostile-input
+    /// tests make impossible files from real ones (panics if there is no such message).
+    pub fn with_message_changed(
+        &self,
+        at: Addr,
+        kind: h5chunk_format::message::MessageType,
+        change: impl FnOnce(&mut [u8]),
+    ) -> Vec<u8> {
+        let mut header = self.header(at);
+        let message = header
+            .messages_mut()
+            .find(|m| m.kind == kind)
+            .unwrap_or_else(|| panic!("object header @ {at}: no message of type {kind:?}"));
+        change(&mut message.data);
+        let mut bytes = self.read(Addr(0), self.len);
+        for (addr, image) in header
+            .encode_chunks()
+            .unwrap_or_else(|e| panic!("object header @ {at}: {e}"))
+        {
+            let start = addr.get() as usize;
+            bytes[start..start + image.len()].copy_from_slice(&image);
+        }
+        bytes
+    }
+
     /// The raw messages of the object header at `at`: type and body bytes, as stored.
     pub fn raw_messages(&self, at: Addr) -> Vec<(h5chunk_format::message::MessageType, Vec<u8>)> {
         self.header(at)

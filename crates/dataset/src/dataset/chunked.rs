@@ -132,6 +132,29 @@ impl Chunked {
         self.shape.chunk.iter().product()
     }
 
+    /// A chunk of fill values. A chunk's size comes from the file (up to 4 GiB - 1 bytes):
+    /// where memory cannot hold it, an error names the dataset instead of an abort.
+    pub(crate) fn fill_chunk(&self, path: &str) -> Result<Vec<u8>> {
+        let n = usize::try_from(self.chunk_elems())
+            .ok()
+            .and_then(|n| n.checked_mul(self.fill.len()))
+            .ok_or(Error::Unsupported("chunks larger than memory"))?;
+        let mut data = Vec::new();
+        data.try_reserve_exact(n).map_err(|_| {
+            Error::arg(
+                "dataset",
+                format!("{path}: a chunk of {n} bytes does not fit in memory"),
+            )
+        })?;
+        // Doubling copies, as `repeat` makes them.
+        data.extend_from_slice(self.fill.get(..n.min(self.fill.len())).unwrap_or_default());
+        while data.len() < n {
+            let more = n.saturating_sub(data.len()).min(data.len());
+            data.extend_from_within(..more);
+        }
+        Ok(data)
+    }
+
     pub(crate) fn is_partial(&self, scaled: &[u64]) -> bool {
         scaled
             .iter()
@@ -180,7 +203,7 @@ impl Chunked {
                     _ => f.read(addr, stored_len),
                 }
             }
-            _ => Ok(self.fill.repeat(self.chunk_elems() as usize)),
+            _ => self.fill_chunk(path),
         }
     }
 
@@ -582,7 +605,7 @@ impl Chunked {
         if self.cache.get_mut().get_mut(scaled).is_none() {
             // `load` answers fill without asking the index for a chunk known to be new.
             let data = if whole {
-                self.fill.repeat(self.chunk_elems() as usize)
+                self.fill_chunk(path)?
             } else {
                 self.load(f, path, scaled)?
             };

@@ -110,13 +110,62 @@ impl Dataset {
             None => dims.iter().map(|&d| Some(d)).collect(),
         };
         let elem = dtype.size;
-        let mut fill_bytes = match fill.map(|v| v.value) {
-            Some(FillDefinition::User(v)) if v.len() == elem => v,
-            _ => vec![0; elem],
-        };
-        if fill_bytes.len() != elem {
-            fill_bytes = vec![0; elem];
+        // libhdf5's dataspace rules (the decoder enforced those of the dims alone): the element
+        // count, and the bytes of all elements, fit in 64 bits.
+        let bytes = space
+            .element_count()
+            .and_then(|n| n.checked_mul(elem as u64));
+        if bytes.is_none() {
+            return Err(Error::corrupt(
+                "dataspace message",
+                header,
+                format!("{path}: dims {dims:?} of {elem}-byte elements: beyond 2^64 bytes"),
+            ));
         }
+        let bytes = bytes.unwrap_or(u64::MAX);
+        // libhdf5's rules for stored data: compact data holds exactly the dataset's bytes, and
+        // allocated contiguous storage has exactly their size (the version 1 and 2 layouts,
+        // which store no size, get it from the dataspace below).
+        match &layout {
+            Some(DataLayout::Compact { data, .. }) if !null && data.len() as u64 != bytes => {
+                return Err(Error::corrupt(
+                    "layout message",
+                    header,
+                    format!(
+                        "{path}: compact data of {} bytes for dims {dims:?} of {elem}-byte \
+                         elements ({bytes} bytes)",
+                        data.len()
+                    ),
+                ));
+            }
+            Some(DataLayout::Contiguous {
+                address: Some(_),
+                size,
+                ..
+            }) if external.is_none() && !null && *size != bytes => {
+                return Err(Error::corrupt(
+                    "layout message",
+                    header,
+                    format!(
+                        "{path}: contiguous storage of {size} bytes for dims {dims:?} of \
+                         {elem}-byte elements ({bytes} bytes)"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        let fill_bytes = match fill.map(|v| v.value) {
+            Some(FillDefinition::User(v)) if v.len() == elem => v,
+            // The element size comes from the file (up to 4 GiB): the zero fill is allocated
+            // only if memory allows, else the open fails with an error naming the dataset.
+            _ => zeros(elem).map_err(|()| {
+                Error::corrupt(
+                    "datatype message",
+                    header,
+                    format!("{path}: a fill value of {elem} bytes does not fit in memory"),
+                )
+            })?,
+        };
         let layout = layout.ok_or_else(|| {
             Error::corrupt("dataset", header, format!("{path}: no layout message"))
         })?;
@@ -141,11 +190,18 @@ impl Dataset {
                         format!("{path}: chunk dims {chunk_dims:?} for dims {dims:?}"),
                     ));
                 }
-                if chunk_bytes > u64::from(u32::MAX) {
+                // The limit holds for the chunk's elements at the datatype's size too (the
+                // layout keeps its own copy of the element size, which a file may contradict).
+                let typed_bytes = chunk_dims
+                    .iter()
+                    .try_fold(elem as u64, |n, &d| n.checked_mul(d))
+                    .unwrap_or(u64::MAX);
+                let limited = chunk_bytes.max(typed_bytes);
+                if limited > u64::from(u32::MAX) {
                     return Err(Error::corrupt(
                         "layout message",
                         header,
-                        format!("{path}: a chunk of {chunk_bytes} bytes (the limit is 4 GiB)"),
+                        format!("{path}: a chunk of {limited} bytes (the limit is 4 GiB - 1)"),
                     ));
                 }
                 let shape = Shape {
@@ -241,4 +297,14 @@ impl Dataset {
             storage,
         })
     }
+}
+
+/// `n` zero bytes, or `Err` where the allocation fails (a size read from a file). The probe
+/// makes the failure an error instead of an abort; the zeroed allocation then costs no time
+/// and no memory until its pages are touched, so a huge element size does not stall an open.
+fn zeros(n: usize) -> std::result::Result<Vec<u8>, ()> {
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(n).map_err(|_| ())?;
+    drop(probe);
+    Ok(vec![0; n])
 }

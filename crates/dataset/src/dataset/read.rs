@@ -241,8 +241,10 @@ impl Dataset {
                                 true
                             }
                             None => {
-                                let data = fill
-                                    .get_or_insert_with(|| c.fill.repeat(c.chunk_elems() as usize));
+                                let data = match &mut fill {
+                                    Some(data) => data,
+                                    empty => empty.insert(c.fill_chunk(path)?),
+                                };
                                 copy_runs(h, &chunk, scaled, |r| copy_out(out, data, r, elem))
                             }
                         },

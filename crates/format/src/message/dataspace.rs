@@ -138,6 +138,15 @@ impl Dataspace {
         }
     }
 
+    /// The number of elements: the product of the current dimensions (1 for a scalar, 0 for a
+    /// null dataspace), `None` if it does not fit in 64 bits (a decoded dataspace always fits).
+    pub fn element_count(&self) -> Option<u64> {
+        if self.kind == DataspaceKind::Null {
+            return Some(0);
+        }
+        self.dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d))
+    }
+
     /// Decode a Dataspace message body.
     pub fn decode(d: &mut Decoder<'_>) -> Result<Self> {
         let at = d.addr();
@@ -181,8 +190,23 @@ impl Dataspace {
         let l = usize::from(d.sizes().lengths());
         let n = d.check_count(u64::from(rank), l)?;
         let mut dims = Vec::with_capacity(n);
+        let mut elements = 1u64;
         for _ in 0..n {
-            dims.push(d.length()?);
+            let field = d.addr();
+            // libhdf5's rules for a current dimension: a size, never the unlimited marker (all
+            // ones, which only a maximum may hold), and a product of sizes, the element count,
+            // that fits in 64 bits. A file breaking them describes a dataset that cannot exist.
+            let Some(v) = d.length_or_undef()? else {
+                return Err(d.bad_value(
+                    field,
+                    "current dimension equal to the unlimited marker",
+                    d.sizes().undef_length(),
+                ));
+            };
+            elements = elements
+                .checked_mul(v)
+                .ok_or_else(|| d.bad_value(field, "dimension: elements beyond 2^64", v))?;
+            dims.push(v);
         }
         let max_dims = if flags & FLAG_MAX_DIMS != 0 {
             let n = d.check_count(u64::from(rank), l)?;
@@ -333,6 +357,58 @@ mod tests {
         let mut equal = body;
         equal[12] = 0x28;
         assert_eq!(decode(&equal).unwrap().dims, vec![40]);
+    }
+
+    /// The unlimited marker is a maximum, never a size: libhdf5 writes no such current
+    /// dimension, and a dataset of 2^64 - 1 rows would read fill values for ever.
+    #[test]
+    fn a_current_dimension_equal_to_the_unlimited_marker_is_refused() {
+        #[rustfmt::skip]
+        let body = [
+            0x02, 0x01, 0x01, 0x01,                         // version 2, rank 1, max, simple
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // dims[0] = all ones
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // max[0] = unlimited
+        ];
+        assert!(matches!(
+            decode(&body),
+            Err(Error::BadValue {
+                field: "current dimension equal to the unlimited marker",
+                at: Addr(0xbf),
+                ..
+            })
+        ));
+        let mut one_less = body;
+        one_less[4] = 0xfe;
+        let ds = decode(&one_less).unwrap();
+        assert_eq!(ds.dims, vec![u64::MAX - 1]);
+        assert_eq!(ds.element_count(), Some(u64::MAX - 1));
+    }
+
+    /// Dimensions whose product (the element count) passes 2^64 are refused at the dimension
+    /// that makes it overflow; 2^32 x 2^32 - 1 still fits.
+    #[test]
+    fn an_element_count_beyond_64_bits_is_refused() {
+        #[rustfmt::skip]
+        let body = [
+            0x02, 0x02, 0x00, 0x01,      // version 2, rank 2, no max, simple
+            0, 0, 0, 0, 1, 0, 0, 0,      // dims[0] = 2^32
+            0, 0, 0, 0, 1, 0, 0, 0,      // dims[1] = 2^32
+        ];
+        assert!(matches!(
+            decode(&body),
+            Err(Error::BadValue {
+                field: "dimension: elements beyond 2^64",
+                at: Addr(0xc7),
+                value: 0x1_0000_0000,
+                ..
+            })
+        ));
+        let mut fits = body;
+        fits[12..20].copy_from_slice(&0xffff_ffffu64.to_le_bytes());
+        let ds = decode(&fits).unwrap();
+        assert_eq!(ds.element_count(), Some(0xffff_ffff_0000_0000));
+        let overflowing = Dataspace::simple(vec![1 << 32, 1 << 32], None);
+        assert_eq!(overflowing.element_count(), None);
     }
 
     #[rustfmt::skip]

@@ -626,7 +626,18 @@ mod tests {
             sizes in sizes(),
         ) {
             let limit = sizes.undef_length();
-            let dims: Vec<u64> = dims.into_iter().map(|d| d % limit).collect();
+            // The element count fits in 64 bits (the decoder refuses more): the dimension
+            // that would overflow it becomes 0.
+            let mut elements = 1u64;
+            let dims: Vec<u64> = dims
+                .into_iter()
+                .map(|d| {
+                    let d = d % limit;
+                    let d = if elements.checked_mul(d).is_some() { d } else { 0 };
+                    elements = elements.saturating_mul(d);
+                    d
+                })
+                .collect();
             // A maximum is never below its dimension (the decoder refuses that).
             let max_dims = max.map(|m| {
                 m.into_iter()

@@ -1,0 +1,127 @@
+//! Impossible files made from real ones: a fixture's dataspace or datatype message changed in
+//! place inside its object header, the header re-encoded so that a version 2 header's checksum
+//! holds again (the mutation `cargo xtask fuzz` calls "checksum recomputed"). Only the rules
+//! of the messages themselves can refuse such a file; the hostile-input tests of the library
+//! and of the CLI share these cases.
+
+use std::path::Path;
+
+use h5chunk_format::message::{DataspaceVersion, MessageType};
+
+use crate::read::H5File;
+
+/// One mutated file.
+#[derive(Clone, Debug)]
+pub struct Mutant {
+    /// A short name for messages and file names (`<fixture>-<what>`).
+    pub name: String,
+    /// The dataset whose messages were changed.
+    pub dataset: String,
+    /// What the mutation breaks, in the words the library's error is expected to use.
+    pub expect: &'static str,
+    /// The whole file.
+    pub bytes: Vec<u8>,
+}
+
+/// The file at `path` with the current dimensions of `dataset` replaced by `dims` (the rank
+/// kept; maximum dimensions untouched).
+pub fn with_dims(path: &Path, dataset: &str, dims: &[u64]) -> Vec<u8> {
+    let f = H5File::open(path);
+    let info = f.dataset(dataset);
+    assert_eq!(info.dataspace.rank(), dims.len(), "{dataset}: rank");
+    let l = usize::from(f.sizes().lengths());
+    let first = match info.dataspace.version {
+        DataspaceVersion::V1 => 8,
+        DataspaceVersion::V2 => 4,
+    };
+    f.with_message_changed(info.header, MessageType::DATASPACE, |body| {
+        for (i, d) in dims.iter().enumerate() {
+            let at = first + i * l;
+            body[at..at + l].copy_from_slice(&d.to_le_bytes()[..l]);
+        }
+    })
+}
+
+/// The file at `path` with the element size of `dataset`'s datatype set to `size`.
+pub fn with_type_size(path: &Path, dataset: &str, size: u32) -> Vec<u8> {
+    let f = H5File::open(path);
+    let info = f.dataset(dataset);
+    f.with_message_changed(info.header, MessageType::DATATYPE, |body| {
+        body[4..8].copy_from_slice(&size.to_le_bytes());
+    })
+}
+
+/// The impossible dataspaces and datatypes, made from the committed fixtures in `dir` (which
+/// the full generated set contains too).
+pub fn impossible(dir: &Path) -> Vec<Mutant> {
+    let mut out = Vec::new();
+    let mut add = |file: &str, dataset: &str, what: &str, expect: &'static str, bytes| {
+        out.push(Mutant {
+            name: format!("{}-{what}", file.trim_end_matches(".h5")),
+            dataset: dataset.to_owned(),
+            expect,
+            bytes,
+        });
+    };
+    let btree2 = dir.join("index_latest.h5");
+    let ds = "/btree2/btree2"; // [10, 12] of i4, both dimensions unlimited
+    add(
+        "index_latest.h5",
+        ds,
+        "dim-unlimited-marker",
+        "unlimited marker",
+        with_dims(&btree2, ds, &[u64::MAX, 12]),
+    );
+    add(
+        "index_latest.h5",
+        ds,
+        "elements-overflow",
+        "elements beyond 2^64",
+        with_dims(&btree2, ds, &[1 << 40, 1 << 40]),
+    );
+    add(
+        "index_latest.h5",
+        ds,
+        "bytes-overflow",
+        "beyond 2^64 bytes",
+        with_dims(&btree2, ds, &[1 << 62, 1]),
+    );
+    let sb3 = dir.join("sb3_latest.h5");
+    add(
+        "sb3_latest.h5",
+        "/chunked_u4",
+        "elements-overflow",
+        "elements beyond 2^64",
+        with_dims(&sb3, "/chunked_u4", &[1 << 40, 1 << 40]),
+    );
+    add(
+        "sb3_latest.h5",
+        "/chunked_u4",
+        "chunk-over-4gib",
+        "the limit is 4 GiB",
+        with_type_size(&sb3, "/chunked_u4", 1 << 31),
+    );
+    let sb2 = dir.join("sb2_v108.h5");
+    add(
+        "sb2_v108.h5",
+        "/contiguous",
+        "huge-element",
+        "contiguous storage of 42 bytes",
+        with_type_size(&sb2, "/contiguous", 0xffff_fff0),
+    );
+    add(
+        "sb2_v108.h5",
+        "/contiguous",
+        "dim-above-maximum",
+        "maximum dimension below the current",
+        with_dims(&sb2, "/contiguous", &[1 << 40, 3]),
+    );
+    add(
+        "sb2_v108.h5",
+        "/compact",
+        "huge-element",
+        "compact data of 40 bytes",
+        with_type_size(&sb2, "/compact", 1 << 31),
+    );
+    out
+}
