@@ -20,11 +20,9 @@ fn impossible_dataspaces_and_types_are_typed_errors_and_check_problems() {
     let mutants = mutate::impossible(&committed());
     assert!(mutants.len() >= 8);
     for m in mutants {
-        let f = File::open_on(
-            Arc::new(MemStorage::from_vec(m.bytes.clone())),
-            OpenOptions::read_only(),
-        )
-        .unwrap_or_else(|e| panic!("{}: the file itself opens: {e}", m.name));
+        let f = OpenOptions::read_only()
+            .open_on(Arc::new(MemStorage::from_vec(m.bytes.clone())))
+            .unwrap_or_else(|e| panic!("{}: the file itself opens: {e}", m.name));
         let err = f
             .dataset(&m.dataset)
             .err()
