@@ -126,6 +126,13 @@ impl FillTime {
 pub enum FillDefinition {
     /// The user undefined the fill value: uninitialized elements have no defined contents.
     Undefined,
+    /// Undefined, as HDF5 1.6 stored it in message versions 1 and 2: a size of -1 and no
+    /// value, after a "defined" byte of either value. The same meaning as
+    /// [`Undefined`](Self::Undefined), kept apart so the message re-encodes to its own bytes.
+    UndefinedSizeMinusOne {
+        /// The "defined" byte stored before the size (libhdf5 ignores it here).
+        flagged_defined: bool,
+    },
     /// The library default fill value (zeros).
     Default,
     /// A user-defined fill value: one element's bytes, in the dataset's datatype.
@@ -192,7 +199,9 @@ impl FillValue {
                     version,
                     alloc_time,
                     fill_time,
-                    value: FillDefinition::Undefined,
+                    value: FillDefinition::UndefinedSizeMinusOne {
+                        flagged_defined: defined,
+                    },
                 });
             }
             let bytes = read_value(d)?;
@@ -251,21 +260,26 @@ impl FillValue {
                 e.u8(self.fill_time.number());
                 let (defined, bytes): (u8, &[u8]) = match &self.value {
                     FillDefinition::Undefined => (0, &[]),
+                    FillDefinition::UndefinedSizeMinusOne { flagged_defined } => {
+                        // As HDF5 1.6 wrote it: size -1, no value.
+                        e.u8(u8::from(*flagged_defined));
+                        e.u32(UNDEFINED_SIZE);
+                        return Ok(());
+                    }
                     FillDefinition::Default => (1, &[]),
                     FillDefinition::User(v) => (1, v),
                 };
                 e.u8(defined);
-                if self.version == FillValueVersion::V1 && self.value == FillDefinition::Undefined {
-                    // As HDF5 1.6 wrote it: size -1, no value.
-                    e.u32(UNDEFINED_SIZE);
-                } else if self.version == FillValueVersion::V1 || defined == 1 {
+                if self.version == FillValueVersion::V1 || defined == 1 {
                     write_value(e, bytes)?;
                 }
             }
             FillValueVersion::V3 => {
                 let mut flags = self.alloc_time.number() | (self.fill_time.number() << 2);
                 match &self.value {
-                    FillDefinition::Undefined => e.u8(flags | FLAG_UNDEFINED),
+                    FillDefinition::Undefined | FillDefinition::UndefinedSizeMinusOne { .. } => {
+                        e.u8(flags | FLAG_UNDEFINED)
+                    }
                     FillDefinition::Default => e.u8(flags),
                     FillDefinition::User(v) => {
                         flags |= FLAG_HAVE_VALUE;
@@ -282,10 +296,13 @@ impl FillValue {
     pub fn encoded_len(&self) -> usize {
         let value_len = match &self.value {
             FillDefinition::User(v) => v.len().saturating_add(4),
-            FillDefinition::Default | FillDefinition::Undefined => 4,
+            FillDefinition::Default
+            | FillDefinition::Undefined
+            | FillDefinition::UndefinedSizeMinusOne { .. } => 4,
         };
         match (self.version, &self.value) {
             (FillValueVersion::V1, _) => 4usize.saturating_add(value_len),
+            (FillValueVersion::V2, FillDefinition::UndefinedSizeMinusOne { .. }) => 8,
             (FillValueVersion::V2, FillDefinition::Undefined) => 4,
             (FillValueVersion::V2, _) => 4usize.saturating_add(value_len),
             (FillValueVersion::V3, FillDefinition::User(_)) => 2usize.saturating_add(value_len),
@@ -462,7 +479,7 @@ mod tests {
             ("version 1 undefined", vec![
                 0x01, 0x03, 0x02, 0x00, // version 1, incremental, if set, undefined
                 0xff, 0xff, 0xff, 0xff, // size -1: always present in version 1
-            ], fv(V1, Incremental, IfSet, U)),
+            ], fv(V1, Incremental, IfSet, FillDefinition::UndefinedSizeMinusOne { flagged_defined: false })),
         ]
     }
 
@@ -482,15 +499,27 @@ mod tests {
 
     #[test]
     fn decode_undefined_sizes() {
-        // Version 1 undefined with size 0 reads as undefined too (and is written back as -1).
-        let f = decode(&[0x01, 0x02, 0x02, 0x00, 0, 0, 0, 0]).unwrap();
+        // Version 1 undefined with size 0, and with HDF5 1.6's size -1: both undefined, each
+        // written back as it was.
+        let zero = [0x01, 0x02, 0x02, 0x00, 0, 0, 0, 0];
+        let f = decode(&zero).unwrap();
         assert_eq!(f, fv(V1, Late, IfSet, FillDefinition::Undefined));
-        assert_eq!(encode(&f), [0x01, 0x02, 0x02, 0x00, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(encode(&f), zero);
+        let minus_one = [0x01, 0x02, 0x02, 0x00, 0xff, 0xff, 0xff, 0xff];
+        let f = decode(&minus_one).unwrap();
+        let undefined_v1 = FillDefinition::UndefinedSizeMinusOne {
+            flagged_defined: false,
+        };
+        assert_eq!(f, fv(V1, Late, IfSet, undefined_v1));
+        assert_eq!(encode(&f), minus_one);
         // Version 2 "defined" with size -1: no value follows; libhdf5 reads it undefined.
-        assert_eq!(
-            decode(&[0x02, 0x02, 0x02, 0x01, 0xff, 0xff, 0xff, 0xff]).unwrap(),
-            fv(V2, Late, IfSet, FillDefinition::Undefined)
-        );
+        let v2 = [0x02, 0x02, 0x02, 0x01, 0xff, 0xff, 0xff, 0xff];
+        let f = decode(&v2).unwrap();
+        let undefined_v2 = FillDefinition::UndefinedSizeMinusOne {
+            flagged_defined: true,
+        };
+        assert_eq!(f, fv(V2, Late, IfSet, undefined_v2));
+        assert_eq!(encode(&f), v2);
         // Any other size with its top bit set still needs that many bytes.
         assert!(matches!(
             decode(&[0x01, 0x02, 0x02, 0x00, 0xfe, 0xff, 0xff, 0xff]),
