@@ -28,6 +28,27 @@ pub(crate) struct Headers {
     chunk0_len: HashMap<Addr, u64>,
 }
 
+/// Add the message `m` decoded to `out`: an attribute that does not decode is kept as its
+/// bytes (it is listed, and refused only when read); any other message that does not decode
+/// is the header's error.
+fn keep_decoded(
+    out: &mut Vec<Message>,
+    m: &RawMessage,
+    decoded: std::result::Result<Message, FormatError>,
+) -> Result<()> {
+    match decoded {
+        Ok(msg) => out.push(msg),
+        Err(_) if m.kind == h5chunk_format::message::MessageType::ATTRIBUTE => {
+            out.push(Message::Unknown {
+                kind: m.kind,
+                data: m.data.to_vec(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
+}
+
 /// Encode a typed message into a raw one with message flags `flags`.
 pub(crate) fn raw(m: &Message, flags: MessageFlags, sizes: Sizes) -> Result<RawMessage> {
     let mut data = Vec::new();
@@ -96,17 +117,7 @@ impl Headers {
         }
         let mut out = Vec::new();
         for m in h.messages() {
-            match Message::decode(m.kind, &m.data, at, sizes) {
-                Ok(msg) => out.push(msg),
-                Err(FormatError::UnsupportedDatatypeClass { .. }) => {}
-                Err(_) if m.kind == h5chunk_format::message::MessageType::ATTRIBUTE => {
-                    out.push(Message::Unknown {
-                        kind: m.kind,
-                        data: m.data.to_vec(),
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
+            keep_decoded(&mut out, m, Message::decode(m.kind, &m.data, at, sizes))?;
         }
         Ok(out)
     }
@@ -163,17 +174,7 @@ impl Headers {
             } else {
                 Message::decode(m.kind, &m.data, at, sizes)
             };
-            match decoded {
-                Ok(msg) => out.push(msg),
-                Err(FormatError::UnsupportedDatatypeClass { .. }) => {}
-                Err(_) if m.kind == h5chunk_format::message::MessageType::ATTRIBUTE => {
-                    out.push(Message::Unknown {
-                        kind: m.kind,
-                        data: m.data.clone(),
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
+            keep_decoded(&mut out, &m, decoded)?;
         }
         Ok(out)
     }

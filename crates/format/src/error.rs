@@ -69,13 +69,6 @@ pub enum Error {
         at: Addr,
         what: &'static str,
     },
-    /// A datatype class other than fixed-point and floating-point.
-    #[error("Datatype message @ {at}: unsupported datatype class {class} ({name})")]
-    UnsupportedDatatypeClass {
-        at: Addr,
-        class: u8,
-        name: &'static str,
-    },
     /// A value does not fit the field it must be encoded into.
     #[error("{structure}: {field} value {value} does not fit in {width} bytes")]
     TooWide {
@@ -102,8 +95,7 @@ impl Error {
             | Error::BadVersion { at, .. }
             | Error::BadValue { at, .. }
             | Error::Invalid { at, .. }
-            | Error::Unsupported { at, .. }
-            | Error::UnsupportedDatatypeClass { at, .. } => Some(*at),
+            | Error::Unsupported { at, .. } => Some(*at),
             Error::TooWide { .. } | Error::Unencodable { .. } => None,
         }
     }

@@ -60,7 +60,6 @@ struct Totals {
     header_versions: HashSet<u8>,
     continuation_chunks: usize,
     messages: BTreeMap<&'static str, usize>,
-    unsupported_datatypes: usize,
     layout_versions: HashSet<u8>,
     group_nodes: usize,
     snods: usize,
@@ -190,10 +189,6 @@ impl Walker<'_> {
             };
             let m = match decoded {
                 Ok(m) => m,
-                Err(Error::UnsupportedDatatypeClass { .. }) => {
-                    self.totals.unsupported_datatypes += 1;
-                    continue;
-                }
                 Err(e) => panic!("{}: {path}: message {:?}: {e}", self.name, raw.kind),
             };
             let mut out = Vec::new();

@@ -229,7 +229,6 @@ impl H5File {
             }
             match Message::decode(m.kind, &m.data, at, self.sizes()) {
                 Ok(m) => out.push(m),
-                Err(Error::UnsupportedDatatypeClass { .. }) => {}
                 // Attributes (of committed types, ...) are not this reader's business.
                 Err(_) if m.kind == h5chunk_format::message::MessageType::ATTRIBUTE => {}
                 Err(e) => panic!("object header @ {at}: {e}"),
