@@ -302,6 +302,14 @@ fn dense_in_use(
     Ok(AttrInfo::decode(data, header, sizes)?.dense())
 }
 
+/// The blocks an Attribute Info message points at: the fractal heap of dense attributes, its
+/// name index and its creation-order index (none when the message does not decode).
+pub(crate) fn info_addresses(data: &[u8], header: Addr, sizes: h5chunk_format::Sizes) -> Vec<Addr> {
+    AttrInfo::decode(data, header, sizes)
+        .map(|i| [i.heap, i.names, i.orders].into_iter().flatten().collect())
+        .unwrap_or_default()
+}
+
 /// An Attribute Info message: version 0, flags (bit 0: creation order tracked, with a u16
 /// maximum creation index; bit 1: indexed, with a third address), fractal heap address, name
 /// index address, [creation-order index address].

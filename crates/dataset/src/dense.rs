@@ -95,12 +95,12 @@ impl Heap {
     pub(crate) fn open_file(f: &Store, addr: Addr) -> Result<Heap> {
         let avail = f.cache.eoa().get().saturating_sub(addr.get());
         let first = (fractal_heap::MAX_HEADER_LEN as u64).min(avail);
-        let bytes = f.read(addr, first)?;
+        let bytes = f.read_meta(addr, first)?;
         let h = match Header::decode(&bytes, addr, f.sizes) {
             // A filter pipeline makes the header longer than the fixed part: read it all.
             Err(FormatError::Truncated { .. }) if first == fractal_heap::MAX_HEADER_LEN as u64 => {
                 let with_filters = first.saturating_add(u64::from(u16::MAX)).min(avail);
-                Header::decode(&f.read(addr, with_filters)?, addr, f.sizes)?
+                Header::decode(&f.read_meta(addr, with_filters)?, addr, f.sizes)?
             }
             other => other?,
         };
@@ -220,7 +220,7 @@ impl Heap {
                 ),
             ));
         }
-        let stored = f.read(rec.addr, rec.len)?;
+        let stored = f.read_meta(rec.addr, rec.len)?;
         match rec.filtered {
             Some((mask, size)) => self.unfilter(rec.addr, stored, mask, size),
             None if self.pipeline.is_some() => Err(Error::corrupt(
@@ -244,7 +244,7 @@ impl Heap {
         }
         let len = self.h.indirect_len(f.sizes, rows);
         let ib = Rc::new(IndirectBlock::decode(
-            &f.read(at, len as u64)?,
+            &f.read_meta(at, len as u64)?,
             at,
             f.sizes,
             &self.h,
@@ -339,7 +339,7 @@ impl Heap {
                         "direct block of {stored} bytes at {block} past the file's end"
                     )));
                 }
-                let bytes = f.read(block, stored)?;
+                let bytes = f.read_meta(block, stored)?;
                 // libhdf5 checksums a filtered block as it is once unfiltered.
                 let bytes = match filtered {
                     Some((_, mask)) if self.pipeline.is_some() => {

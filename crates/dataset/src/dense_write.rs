@@ -54,6 +54,7 @@ use crate::dense::{
     Names,
 };
 use crate::error::{Error, Result};
+use crate::meta;
 use crate::store::Store;
 
 /// libhdf5's v2 B-tree parameters for a group's name index.
@@ -162,7 +163,7 @@ pub(crate) struct HeapWriter {
     /// past its parent's, since children sit in rows past the direct ones).
     iblocks: BTreeMap<u64, Iblock>,
     cur: Option<Current>,
-    /// Full direct blocks not written yet (sealed), and huge objects not written yet.
+    /// Full direct blocks not written yet (sealed).
     retired: Vec<(Addr, Vec<u8>)>,
     header_dirty: bool,
     /// Free bytes of one empty entry of each row ([`Header::entry_free`]).
@@ -263,7 +264,7 @@ impl HeapWriter {
             // Free space libhdf5 knows of (a tail, a hole): the block is left to libhdf5.
             return Ok(w);
         }
-        let block = f.read(at, size)?;
+        let block = f.read_meta(at, size)?;
         h5chunk_format::fractal_heap::check_direct(&block, at, f.sizes, &w.h, addr, offset)?;
         // With no section in it, the block's objects tile it from its start (a hole libhdf5
         // made and filled exactly included): after them, zeros h5chunk may fill. A block
@@ -303,7 +304,7 @@ impl HeapWriter {
             return Ok(Vec::new());
         };
         let len = free_space::Header::encoded_len(f.sizes) as u64;
-        let fs = free_space::Header::decode(&f.read(at, len)?, at, f.sizes)?;
+        let fs = free_space::Header::decode(&f.read_meta(at, len)?, at, f.sizes)?;
         if fs.client != 0 {
             return Err(Error::corrupt(
                 "fractal heap",
@@ -313,7 +314,7 @@ impl HeapWriter {
         }
         let sections = match fs.sections_addr {
             Some(s) if fs.serial_sections > 0 => free_space::decode_heap_sections(
-                &f.read(s, fs.sections_len)?,
+                &f.read_meta(s, fs.sections_len)?,
                 s,
                 f.sizes,
                 &fs,
@@ -362,7 +363,14 @@ impl HeapWriter {
             return Ok(());
         }
         let len = self.h.indirect_len(f.sizes, rows) as u64;
-        let ib = IndirectBlock::decode(&f.read(at, len)?, at, f.sizes, &self.h, self.addr, rows)?;
+        let ib = IndirectBlock::decode(
+            &f.read_meta(at, len)?,
+            at,
+            f.sizes,
+            &self.h,
+            self.addr,
+            rows,
+        )?;
         if ib.block_offset != offset {
             return Err(Error::corrupt(
                 "fractal heap indirect block",
@@ -582,6 +590,7 @@ impl HeapWriter {
         if rows <= old {
             return Err(heap_full());
         }
+        f.cache.remove(old_addr)?;
         f.free(old_addr, self.h.indirect_len(f.sizes, old) as u64)?;
         let at = f.allocate(self.h.indirect_len(f.sizes, rows) as u64)?;
         let root = self.iblock_mut(0)?;
@@ -852,7 +861,9 @@ impl HeapWriter {
         tree.try_insert(&f.cache, crate::dense::HugeEntry::new(id, rec))
             .map_err(bt2)?;
         self.h.huge_btree = Some(tree.addr());
-        self.retired.push((at, object.to_vec()));
+        // A huge object's bytes are raw data in new space: written at once, before the
+        // B-tree record that points at them can be.
+        f.write(at, object)?;
         let st = &mut self.h.stats;
         st.next_huge_id = id;
         st.huge_size = st.huge_size.saturating_add(len);
@@ -865,31 +876,62 @@ impl HeapWriter {
         Ok(heap_id)
     }
 
-    /// Write what changed: direct blocks (and huge objects), then indirect blocks children
-    /// first, then the header (no block reaches the file before the blocks it points to).
-    fn write(&mut self, f: &Store) -> Result<()> {
-        while let Some((at, bytes)) = self.retired.first() {
-            f.write(*at, bytes)?;
-            self.retired.remove(0);
+    /// Hand what changed to the metadata cache: full direct blocks, the current one, the
+    /// indirect blocks (each depending on its children) and the header (depending on its root
+    /// block, its current direct block and its huge-object B-tree), so that no block reaches
+    /// the file before the blocks it points to. The addresses handed on.
+    fn write(&mut self, f: &Store) -> Result<Vec<Addr>> {
+        let mut put = Vec::new();
+        let summed = self.h.checksum_direct;
+        let direct = |at: Addr, bytes: Vec<u8>| {
+            if summed {
+                f.put_image::<meta::HeapDirectSummed>(at, bytes, &[])
+            } else {
+                f.put_image::<meta::HeapDirect>(at, bytes, &[])
+            }
+        };
+        for (at, bytes) in std::mem::take(&mut self.retired) {
+            direct(at, bytes)?;
+            put.push(at);
         }
         if let Some(cur) = self.cur.as_mut().filter(|c| c.dirty) {
             self.h.seal_direct(f.sizes, &mut cur.bytes);
-            f.write(cur.addr, &cur.bytes)?;
+            direct(cur.addr, cur.bytes.clone())?;
+            put.push(cur.addr);
             cur.dirty = false;
         }
-        // A child's heap offset is past its parent's: from the highest offset down.
-        for (&offset, ib) in self.iblocks.iter_mut().rev() {
+        for (&offset, ib) in self.iblocks.iter_mut() {
             if ib.dirty {
                 let bytes = self
                     .h
                     .encode_indirect(f.sizes, self.addr, offset, &ib.children)?;
-                f.write(ib.addr, &bytes)?;
+                let children: Vec<Addr> = ib.children.iter().flatten().copied().collect();
+                f.put_image::<meta::HeapIndirect>(ib.addr, bytes, &children)?;
+                put.push(ib.addr);
                 ib.dirty = false;
             }
         }
         if self.header_dirty {
-            f.write(self.addr, &self.h.encode(f.sizes)?)?;
+            let children: Vec<Addr> = [
+                self.h.root,
+                self.h.huge_btree,
+                self.cur.as_ref().map(|c| c.addr),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            f.put_image::<meta::HeapHeader>(self.addr, self.h.encode(f.sizes)?, &children)?;
+            put.push(self.addr);
             self.header_dirty = false;
+        }
+        Ok(put)
+    }
+
+    /// [`write`](Self::write), then write the blocks handed on (children first): for a
+    /// reader of the heap that reads the file, and for a SWMR writer's readers.
+    fn write_now(&mut self, f: &Store) -> Result<()> {
+        for at in self.write(f)? {
+            f.cache.flush_entry(at)?;
         }
         Ok(())
     }
@@ -915,7 +957,7 @@ fn set_top(levels: &mut [Level], level: Level) {
 
 impl crate::store::HeldHeap for HeapWriter {
     fn write(&mut self, f: &Store) -> Result<()> {
-        HeapWriter::write(self, f)
+        HeapWriter::write_now(self, f)
     }
     fn is_dirty(&self) -> bool {
         HeapWriter::is_dirty(self)
@@ -953,7 +995,7 @@ fn with_heap<R>(
     let out = op(w)?;
     // A SWMR writer's readers must find every change in the file at once.
     if f.swmr_write() {
-        w.write(f)?;
+        w.write_now(f)?;
     }
     Ok(out)
 }
@@ -968,7 +1010,7 @@ fn adopt_heap(f: &Store, mut w: HeapWriter) -> Result<()> {
         map.clear();
     }
     if f.swmr_write() {
-        return w.write(f);
+        return w.write_now(f);
     }
     map.insert(w.addr, Box::new(w));
     Ok(())
@@ -990,6 +1032,15 @@ fn encode_link(f: &Store, l: &Link) -> Result<Vec<u8>> {
         "link message",
     ))?;
     Ok(out)
+}
+
+/// The index at `index`, whose records hold IDs of objects in the heap at `heap`, reaches the
+/// file only after the heap (and so after the blocks the objects are in).
+fn index_after_heap(f: &Store, index: Addr, heap: Addr) -> Result<()> {
+    match f.cache.add_flush_dependency(index, heap) {
+        Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn bt2(e: h5chunk_btree2::Error) -> Error {
@@ -1044,6 +1095,10 @@ pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Cre
         known.insert(id, l.name.clone());
     }
     let addr = heap.addr;
+    index_after_heap(f, tree.addr(), addr)?;
+    if let Some(t) = &by_order {
+        index_after_heap(f, t.addr(), addr)?;
+    }
     adopt_heap(f, heap)?;
     Ok(Created {
         heap: addr,
@@ -1113,9 +1168,11 @@ pub(crate) fn add(
             )
             .map_err(bt2)?;
             known.check()?;
+            index_after_heap(f, tree.addr(), heap)?;
             if let Some((t, order)) = &mut by_order {
                 t.try_insert(&f.cache, CreationOrder::new(*order, id))
                     .map_err(bt2)?;
+                index_after_heap(f, t.addr(), heap)?;
             }
             Ok(())
         },
@@ -1183,6 +1240,10 @@ pub(crate) fn create_attributes(
         known.insert(id, m.name.to_vec());
     }
     let addr = heap.addr;
+    index_after_heap(f, tree.addr(), addr)?;
+    if let Some(t) = &by_order {
+        index_after_heap(f, t.addr(), addr)?;
+    }
     adopt_heap(f, heap)?;
     Ok(CreatedAttributes {
         heap: addr,
@@ -1243,9 +1304,11 @@ pub(crate) fn put_attribute(
     )
     .map_err(bt2)?;
     known.check()?;
+    index_after_heap(f, tree.addr(), heap)?;
     if let Some(t) = &mut by_order {
         t.try_insert(&f.cache, AttributeOrder::new(new.order, id))
             .map_err(bt2)?;
+        index_after_heap(f, t.addr(), heap)?;
     }
     Ok(())
 }
@@ -1348,7 +1411,7 @@ mod tests {
             }
             assert_eq!(stats(&w), want, "after {n} objects");
         }
-        w.write(f).unwrap();
+        w.write_now(f).unwrap();
         let heap = Heap::open(f, w.addr).unwrap();
         for (i, id) in ids.iter().enumerate().step_by(97) {
             assert_eq!(
@@ -1394,7 +1457,7 @@ mod tests {
         // grandchildren).
         assert!(a.h.stats.iterator_offset > 5 << 20);
         assert!(a.iblocks.contains_key(&((4 << 20) + (512 << 10))));
-        a.write(f).unwrap();
+        a.write_now(f).unwrap();
         for addr in [a.addr, b_addr] {
             let heap = Heap::open(f, addr).unwrap();
             for (i, id) in ids.iter().enumerate().step_by(13) {
@@ -1418,7 +1481,7 @@ mod tests {
             let n = sizes[i as usize % sizes.len()];
             ids.push((w.insert(f, &object(i, n)).unwrap(), n));
         }
-        w.write(f).unwrap();
+        w.write_now(f).unwrap();
         let heap = Heap::open(f, w.addr).unwrap();
         for (i, (id, n)) in ids.iter().enumerate() {
             assert_eq!(
@@ -1433,7 +1496,7 @@ mod tests {
         assert_eq!(huge, [0x10, 1, 0, 0, 0, 0, 0, 0]);
         let second = w.insert(f, &object(8, 70_000)).unwrap();
         assert_eq!(second, [0x10, 2, 0, 0, 0, 0, 0, 0]);
-        w.write(f).unwrap();
+        w.write_now(f).unwrap();
         let heap = Heap::open(f, w.addr).unwrap();
         assert_eq!(heap.object(f, &huge).unwrap(), object(7, 5000));
         assert_eq!(heap.object(f, &second).unwrap(), object(8, 70_000));

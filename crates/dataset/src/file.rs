@@ -280,24 +280,32 @@ impl FileInner {
         for o in open {
             o.flush(s)?;
         }
-        // Heap blocks before the name indexes (in the metadata cache) whose records hold
-        // their IDs.
+        // A SWMR writer's readers (and the file after a crash) must never find a pointer past
+        // the end of file the superblock records: the file is extended and the superblock
+        // written before any block that points at the new space (nothing below allocates).
+        // Otherwise (with a journal making the flush atomic) the superblock goes last.
+        let swmr = s.swmr_write();
+        if swmr {
+            self.write_superblock(true)?;
+        }
+        // Every metadata block into the metadata cache, each depending on the blocks it
+        // points at: heap blocks, then the object headers.
         s.heaps.flush(s)?;
+        let late = s.stage_headers()?;
+        // The cache writes children before parents: chunk indexes before the headers whose
+        // layouts point at them, heap blocks before the heap's header, the heap and its name
+        // index before the header whose link or attribute info points at them, global heap
+        // collections before the headers of their attributes.
         let report = s.cache.flush()?;
         if !report.is_complete() {
             return Err(Error::Internal(
                 "a metadata flush blocked by chunks not yet written",
             ));
         }
-        // A SWMR writer's readers (and the file after a crash) must never find a pointer past
-        // the end of file the superblock records: the file is extended and the superblock
-        // written before the object headers that point at the new space. Otherwise (with a
-        // journal making the flush atomic) the superblock goes last.
-        let swmr = s.swmr_write();
-        if swmr {
-            self.write_superblock(true)?;
+        s.headers_written();
+        for (at, bytes) in late {
+            s.write(at, &bytes)?;
         }
-        s.flush_headers()?;
         self.write_superblock(swmr)?;
         // With a journal the commit makes the file durable.
         if self.journal.is_none() && self.durability == Durability::Sync {

@@ -90,6 +90,7 @@ pub use h5chunk_filters as filters;
 mod index_kind;
 pub mod libver;
 mod link;
+mod meta;
 mod object;
 mod object_refs;
 mod open_files;

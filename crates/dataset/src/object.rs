@@ -22,6 +22,8 @@ const CONTINUATION_CHUNK: usize = 256;
 pub(crate) struct Headers {
     map: HashMap<Addr, ObjectHeader>,
     dirty: BTreeSet<Addr>,
+    /// Headers staged in the metadata cache and not yet written (kept in memory).
+    staged: BTreeSet<Addr>,
     /// The length chunk 0 of a header had when last read (a SWMR reader reads its datasets'
     /// headers again at every refresh: one read of exactly those bytes, not a speculative
     /// 512).
@@ -394,23 +396,41 @@ impl Headers {
     /// Forget the header at `at` unless it has changes to write: the next access reads it from
     /// the file again (a SWMR reader's refresh).
     pub fn forget_clean(&mut self, at: Addr) {
-        if !self.dirty.contains(&at) {
+        if !self.dirty.contains(&at) && !self.staged.contains(&at) {
             self.map.remove(&at);
         }
     }
 
-    /// Write every changed header (each chunk in one write).
-    pub fn flush(&mut self, storage: &dyn Storage) -> Result<()> {
-        for at in std::mem::take(&mut self.dirty) {
+    /// Hand every changed header to `put`, a chunk at a time: the chunk's address, whether
+    /// the header is version 2, the chunk's image, and the blocks its messages point at
+    /// ([`header_chunk_children`](crate::meta::header_chunk_children)). The headers stay
+    /// changed until [`staged_written`](Self::staged_written) says the images reached the file
+    /// (a header read meanwhile is not read from the file).
+    pub fn stage(
+        &mut self,
+        sizes: Sizes,
+        mut put: impl FnMut(Addr, bool, Vec<u8>, Vec<Addr>) -> Result<()>,
+    ) -> Result<()> {
+        for &at in &self.dirty {
             if let Some(h) = self.map.get(&at) {
-                for (a, bytes) in h.encode_chunks()? {
-                    storage
-                        .write_at(a, &bytes)
-                        .map_err(h5chunk_cache::Error::from)?;
+                let v2 = h.version() == 2;
+                for (i, (a, bytes)) in h.encode_chunks()?.into_iter().enumerate() {
+                    let children = h
+                        .chunk(i)
+                        .map(|c| crate::meta::header_chunk_children(c, at, sizes))
+                        .unwrap_or_default();
+                    put(a, v2, bytes, children)?;
                 }
             }
         }
+        let done = std::mem::take(&mut self.dirty);
+        self.staged.extend(done);
         Ok(())
+    }
+
+    /// The headers [`stage`](Self::stage) handed on are in the file.
+    pub fn staged_written(&mut self) {
+        self.staged.clear();
     }
 }
 

@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::libver::LibverBounds;
+use crate::meta;
 use crate::object::{Headers, create_header, raw};
 
 /// The B-tree K values a file's superblock sets.
@@ -241,6 +242,17 @@ impl Store {
         Ok(buf)
     }
 
+    /// [`read`](Self::read) of metadata this crate decodes itself (heap blocks, global heap
+    /// collections): past the raw-data page cache, since the metadata cache writes such
+    /// blocks straight to storage, without the page cache knowing.
+    pub fn read_meta(&self, at: Addr, len: u64) -> Result<Vec<u8>> {
+        self.check_read(at, len)?;
+        let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
+        let mut buf = vec![0u8; size];
+        self.read_past_pages(at, &mut buf)?;
+        Ok(buf)
+    }
+
     /// [`read`](Self::read) into `buf` (its length is the read's).
     pub fn read_into(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
         self.check_read(at, buf.len() as u64)?;
@@ -321,6 +333,11 @@ impl Store {
         {
             return Ok(());
         }
+        self.read_past_pages(at, buf)
+    }
+
+    /// [`read_checked`](Self::read_checked) without the page cache.
+    fn read_past_pages(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
         // The common case, every chunk read: the bytes are in the file. Only a read that runs
         // past the file's end asks for its length (one system call less per read).
         if self.storage.read_at(at, buf).is_ok() {
@@ -489,9 +506,83 @@ impl Store {
         Ok(at)
     }
 
-    /// Write every changed object header.
-    pub fn flush_headers(&self) -> Result<()> {
-        self.headers.lock().flush(&*self.storage)
+    /// Hand every changed object header to the metadata cache, each chunk an image that
+    /// depends on the blocks its messages point at (see [`meta`](crate::meta)). What the cache
+    /// cannot hold is returned to be written after it: a SWMR writer's version 1 header
+    /// chunks, which have no checksum (the cache refuses to write those under SWMR), go after
+    /// the cache's blocks as they always did.
+    pub fn stage_headers(&self) -> Result<Vec<(Addr, Vec<u8>)>> {
+        let swmr = self.swmr_write();
+        let mut late = Vec::new();
+        self.headers
+            .lock()
+            .stage(self.sizes, |at, v2, bytes, children| {
+                if v2 {
+                    self.put_image::<meta::HeaderChunkV2>(at, bytes, &children)
+                } else if swmr {
+                    late.push((at, bytes));
+                    Ok(())
+                } else {
+                    self.put_image::<meta::HeaderChunkV1>(at, bytes, &children)
+                }
+            })?;
+        Ok(late)
+    }
+
+    /// The staged headers have reached the file (the cache has been flushed).
+    pub fn headers_written(&self) {
+        self.headers.lock().staged_written();
+    }
+
+    /// Put the image `bytes` of a block of kind `K` at `at` in the metadata cache (replacing
+    /// what it held there), to be written after every block in `children` (the blocks it
+    /// points at); the dependencies it had on other blocks are dropped.
+    ///
+    /// A SWMR writer's blocks without a checksum (global heap collections, direct blocks of a
+    /// heap that does not checksum them, huge objects) are written at once instead: the cache
+    /// refuses to write what a reader cannot tell torn, and each of those is a leaf, pointing
+    /// at nothing, so writing it first keeps children before parents.
+    pub fn put_image<K: meta::ImageKind>(
+        &self,
+        at: Addr,
+        bytes: Vec<u8>,
+        children: &[Addr],
+    ) -> Result<()> {
+        if self.swmr_write() && !K::CHECKSUMMED {
+            return self.write(at, &bytes);
+        }
+        self.check_writable()?;
+        let fresh = || self.cache.insert(at, meta::Image::<K>::new(bytes.clone()));
+        if self.cache.is_resident(at) {
+            match self.cache.protect::<meta::Image<K>>(at, &()) {
+                Ok(mut e) => {
+                    if e.bytes.len() != bytes.len() {
+                        e.resize(bytes.len())?;
+                    }
+                    e.bytes.clone_from(&bytes);
+                }
+                // Space a block of another kind held, freed and allocated again.
+                Err(h5chunk_cache::Error::TypeMismatch { .. }) => {
+                    self.cache.remove(at)?;
+                    fresh()?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            fresh()?;
+        }
+        for old in self.cache.flush_children(at) {
+            if matches!(old, h5chunk_cache::Key::Entry(a) if !children.contains(&a)) {
+                self.cache.remove_flush_dependency(at, old)?;
+            }
+        }
+        for &c in children {
+            match self.cache.add_flush_dependency(at, c) {
+                Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
     }
 }
 

@@ -54,7 +54,11 @@ pub(crate) fn store_objects(f: &Store, objects: &[&[u8]], lens: &[u32]) -> Resul
     {
         let heap = global_heap::encode_collection(batch, f.sizes)?;
         let at = f.allocate(heap.len() as u64)?;
-        f.write(at, &heap)?;
+        // Through the metadata cache, and out to the file at once: a collection is written
+        // once and points at nothing, so it may go first, and the chunks of a dataset's
+        // variable-length values, written outside the cache, must find it there.
+        f.put_image::<crate::meta::GlobalHeap>(at, heap, &[])?;
+        f.cache.flush_entry(at)?;
         for (i, &len) in lens.iter().enumerate() {
             ids.push(HeapId {
                 len,
@@ -184,10 +188,10 @@ fn heap_object<'h>(
     let collection = match heaps.entry(at) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(e) => {
-            let header = f.read(at, global_heap::header_len(f.sizes) as u64)?;
+            let header = f.read_meta(at, global_heap::header_len(f.sizes) as u64)?;
             let size = global_heap::collection_size(&header, at, f.sizes)?;
             // The store checks the size against the end of the file before allocating.
-            let bytes = f.read(at, size)?;
+            let bytes = f.read_meta(at, size)?;
             e.insert(GlobalHeapCollection::decode(&bytes, at, f.sizes)?)
         }
     };
