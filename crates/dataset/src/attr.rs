@@ -516,7 +516,7 @@ pub(crate) fn write(
             le,
         ),
         NewValues::Strings(strings) => {
-            let data = string_ids(f, strings)?;
+            let data = string_ids(f, strings, false)?;
             let datatype = Datatype {
                 version: h5chunk_format::message::DatatypeVersion::V1,
                 size: u32::try_from(HeapId::encoded_len(f.sizes)).unwrap_or(16),
@@ -540,7 +540,7 @@ pub(crate) fn write(
                 .filter(|(n, _)| *n > 0)
                 .map(|(n, b)| (b.as_slice(), *n))
                 .unzip();
-            let mut stored = store_objects(f, &objects, &lens)?.into_iter();
+            let mut stored = store_objects(f, &objects, &lens, false)?.into_iter();
             let mut data = Vec::new();
             for (n, _) in &items {
                 let id = if *n > 0 {

@@ -534,6 +534,19 @@ impl Store {
         self.headers.lock().staged_written();
     }
 
+    /// The image of kind `K` the metadata cache holds at `at`, if it holds one (a block this
+    /// writer made or changed, perhaps not yet written).
+    pub fn cached_image<K: meta::ImageKind>(&self, at: Addr) -> Option<Vec<u8>> {
+        if !self.cache.is_resident(at) {
+            return None;
+        }
+        self.cache
+            .read_with::<meta::Image<K>, _>(at, &(), |i| i.bytes.clone())
+            .ok()
+            // Evicted meanwhile: an image of no bytes, loaded by the class that never reads.
+            .filter(|b| !b.is_empty())
+    }
+
     /// Put the image `bytes` of a block of kind `K` at `at` in the metadata cache (replacing
     /// what it held there), to be written after every block in `children` (the blocks it
     /// points at); the dependencies it had on other blocks are dropped.

@@ -46,7 +46,17 @@ const OBJECTS_PER_COLLECTION: usize = 4096;
 
 /// Store `objects` in new global heap collections (as many as they need); each one's heap ID
 /// with `len` from `lens` (the string's bytes, or the sequence's elements).
-pub(crate) fn store_objects(f: &Store, objects: &[&[u8]], lens: &[u32]) -> Result<Vec<HeapId>> {
+///
+/// `at_once`: the collections are written to the file now, not at the next flush: for a
+/// dataset's values, whose chunks are written outside the metadata cache and must not reach
+/// the file before the collections they point at. An attribute's collections wait for the
+/// flush, where the header holding the attribute is written after them.
+pub(crate) fn store_objects(
+    f: &Store,
+    objects: &[&[u8]],
+    lens: &[u32],
+    at_once: bool,
+) -> Result<Vec<HeapId>> {
     let mut ids = Vec::with_capacity(objects.len());
     for (batch, lens) in objects
         .chunks(OBJECTS_PER_COLLECTION)
@@ -54,11 +64,11 @@ pub(crate) fn store_objects(f: &Store, objects: &[&[u8]], lens: &[u32]) -> Resul
     {
         let heap = global_heap::encode_collection(batch, f.sizes)?;
         let at = f.allocate(heap.len() as u64)?;
-        // Through the metadata cache, and out to the file at once: a collection is written
-        // once and points at nothing, so it may go first, and the chunks of a dataset's
-        // variable-length values, written outside the cache, must find it there.
         f.put_image::<crate::meta::GlobalHeap>(at, heap, &[])?;
-        f.cache.flush_entry(at)?;
+        if at_once {
+            // A collection points at nothing: writing it first keeps the order.
+            f.cache.flush_entry(at)?;
+        }
         for (i, &len) in lens.iter().enumerate() {
             ids.push(HeapId {
                 len,
@@ -72,14 +82,15 @@ pub(crate) fn store_objects(f: &Store, objects: &[&[u8]], lens: &[u32]) -> Resul
 
 /// Strings stored as variable-length elements: their heap IDs, packed (every string is a heap
 /// object, the empty one too: libhdf5 reads a zero-length element's object all the same).
-pub(crate) fn string_ids(f: &Store, strings: &[&str]) -> Result<Vec<u8>> {
+/// `at_once` as for [`store_objects`].
+pub(crate) fn string_ids(f: &Store, strings: &[&str], at_once: bool) -> Result<Vec<u8>> {
     let bytes: Vec<&[u8]> = strings.iter().map(|s| s.as_bytes()).collect();
     let lens = bytes
         .iter()
         .map(|b| u32::try_from(b.len()).map_err(|_| Error::arg("values", "a string over 4 GiB")))
         .collect::<Result<Vec<u32>>>()?;
     let mut data = Vec::new();
-    for id in store_objects(f, &bytes, &lens)? {
+    for id in store_objects(f, &bytes, &lens, at_once)? {
         id.encode(&mut data, f.sizes)?;
     }
     Ok(data)
@@ -188,10 +199,17 @@ fn heap_object<'h>(
     let collection = match heaps.entry(at) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(e) => {
-            let header = f.read_meta(at, global_heap::header_len(f.sizes) as u64)?;
-            let size = global_heap::collection_size(&header, at, f.sizes)?;
-            // The store checks the size against the end of the file before allocating.
-            let bytes = f.read_meta(at, size)?;
+            let bytes = match f.cached_image::<crate::meta::GlobalHeap>(at) {
+                // Made by this writer and not yet written.
+                Some(bytes) => bytes,
+                None => {
+                    let header = f.read_meta(at, global_heap::header_len(f.sizes) as u64)?;
+                    let size = global_heap::collection_size(&header, at, f.sizes)?;
+                    // The store checks the size against the end of the file before
+                    // allocating.
+                    f.read_meta(at, size)?
+                }
+            };
             e.insert(GlobalHeapCollection::decode(&bytes, at, f.sizes)?)
         }
     };

@@ -92,7 +92,7 @@ impl Dataset {
         }
         let refs: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
         let mut ids = Vec::with_capacity(values.len().saturating_mul(HeapId::encoded_len(f.sizes)));
-        for id in store_objects(f, &refs, &lens)? {
+        for id in store_objects(f, &refs, &lens, true)? {
             id.encode(&mut ids, f.sizes)?;
         }
         self.write_slice_raw(&ids, start, count, stride)

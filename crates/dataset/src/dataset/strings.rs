@@ -50,7 +50,7 @@ impl Dataset {
         let size = self.dtype().size;
         if self.dtype().class == TypeClass::VarLenString {
             // Each string a global heap object; the elements are their heap IDs.
-            let ids = string_ids(&self.file.inner.store, values)?;
+            let ids = string_ids(&self.file.inner.store, values, true)?;
             return self.write_slice_raw(&ids, start, count, stride);
         }
         let pad = if t.padding == StringPadding::SpacePad {
