@@ -930,7 +930,8 @@ impl HeapWriter {
     /// [`write`](Self::write), then write the blocks handed on (children first): for a
     /// reader of the heap that reads the file, and for a SWMR writer's readers.
     fn write_now(&mut self, f: &Store) -> Result<()> {
-        for at in self.write(f)? {
+        // The header first: the cache writes what it depends on before it.
+        for at in self.write(f)?.into_iter().rev() {
             f.cache.flush_entry(at)?;
         }
         Ok(())
@@ -958,6 +959,9 @@ fn set_top(levels: &mut [Level], level: Level) {
 impl crate::store::HeldHeap for HeapWriter {
     fn write(&mut self, f: &Store) -> Result<()> {
         HeapWriter::write_now(self, f)
+    }
+    fn stage(&mut self, f: &Store) -> Result<()> {
+        HeapWriter::write(self, f).map(drop)
     }
     fn is_dirty(&self) -> bool {
         HeapWriter::is_dirty(self)

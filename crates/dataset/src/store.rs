@@ -605,6 +605,8 @@ impl Store {
 pub(crate) trait HeldHeap: Send {
     /// Write the held changes.
     fn write(&mut self, f: &Store) -> Result<()>;
+    /// Hand the held changes to the metadata cache, to be written by its next flush.
+    fn stage(&mut self, f: &Store) -> Result<()>;
     /// Whether changes are held.
     fn is_dirty(&self) -> bool;
     /// The heap's ID length.
@@ -642,11 +644,12 @@ impl PendingHeaps {
         self.0.lock().get(&heap).map(|w| w.id_len())
     }
 
-    /// Write every heap's changes and close them all.
+    /// Hand every heap's changes to the metadata cache and close them all: the cache's flush,
+    /// which follows, writes them in the order their dependencies declare.
     pub(crate) fn flush(&self, f: &Store) -> Result<()> {
         let mut map = self.0.lock();
         for w in map.values_mut() {
-            w.write(f)?;
+            w.stage(f)?;
         }
         map.clear();
         Ok(())

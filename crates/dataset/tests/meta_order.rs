@@ -134,14 +134,29 @@ fn pointers_written_first(trace: &WriteTrace, bytes: &[u8], what: &str) -> BTree
         let end = (a.get() + n).min(bytes.len() as u64) as usize;
         Ok(bytes[a.get() as usize..end].to_vec())
     };
+    // Whether the block at `a` was dirty (changed and not written since) at event `at`, from
+    // the trace's own record of changes and writes.
+    let dirty_at = |a: Addr, at: usize| {
+        trace.events[..at]
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                TraceEvent::Dirtied(Key::Entry(k)) if *k == a => Some(true),
+                TraceEvent::Written {
+                    key: Key::Entry(k), ..
+                } if *k == a => Some(false),
+                _ => None,
+            })
+            .unwrap_or(false)
+    };
     let mut checked = 0;
     let mut order = |parent: Addr, child: Addr, how: &str| {
         let (p, _) = written[&parent];
         if let Some(&(c, t)) = written.get(&child) {
             assert!(
-                c < p,
-                "{what}: {how} at {parent} written (event {p}) before the {t} at {child} it \
-                 points at (event {c})"
+                !dirty_at(child, p),
+                "{what}: {how} at {parent} written (event {p}) while the {t} at {child} it \
+                 points at was still to be written (event {c})"
             );
             checked += 1;
         }
@@ -176,6 +191,24 @@ fn pointers_written_first(trace: &WriteTrace, bytes: &[u8], what: &str) -> BTree
             let h = h5chunk_format::fractal_heap::Header::decode(&b, at, Sizes::DEFAULT).unwrap();
             for child in [h.root, h.huge_btree].into_iter().flatten() {
                 order(at, child, "a fractal heap header");
+            }
+            // A root indirect block, and its children.
+            if let (Some(root), rows @ 1..) = (h.root, u32::from(h.root_rows))
+                && written.contains_key(&root)
+            {
+                let b = read(root, h.indirect_len(Sizes::DEFAULT, rows) as u64).unwrap();
+                let ib = h5chunk_format::fractal_heap::IndirectBlock::decode(
+                    &b,
+                    root,
+                    Sizes::DEFAULT,
+                    &h,
+                    at,
+                    rows,
+                )
+                .unwrap();
+                for child in ib.children.iter().filter_map(|c| c.addr) {
+                    order(root, child, "a fractal heap indirect block");
+                }
             }
         }
     }
@@ -232,6 +265,12 @@ fn grow(f: &File, mem: &MemStorage, what: &str) -> BTreeSet<&'static str> {
         .set_strs("names", &["one", "two", "three"])
         .unwrap();
     d.append(&[1, 2, 3]).unwrap();
+    // A group of few members and many attributes: its header points at nothing but its
+    // attributes' dense storage.
+    let h = f.create_group("h").unwrap();
+    for i in 0..12 {
+        h.attrs().set(&format!("attr{i:02}"), &[i]).unwrap();
+    }
     types.extend(flush_and_check(f, mem, &format!("{what}, first flush")));
     // Added to objects whose headers and heaps were allocated before: their new blocks lie
     // past them, so the cache's address order alone would write the parents first.
@@ -242,6 +281,9 @@ fn grow(f: &File, mem: &MemStorage, what: &str) -> BTreeSet<&'static str> {
     f.attrs().set_strs("history", &["made", "grown"]).unwrap();
     d.attrs().set_strs("more names", &["four", "five"]).unwrap();
     g.attrs().set_str("title", "a group").unwrap();
+    for i in 12..300 {
+        h.attrs().set(&format!("attr{i:04}"), &vec![i; 30]).unwrap();
+    }
     for n in 0..50 {
         d.append(&[n, n, n]).unwrap();
     }
@@ -253,7 +295,7 @@ fn grow(f: &File, mem: &MemStorage, what: &str) -> BTreeSet<&'static str> {
 fn latest_format_flushes_write_every_block_after_what_it_points_at() {
     let (mem, f) = file(LibverBounds::new(Libver::Latest, Libver::Latest).unwrap());
     let types = grow(&f, &mem, "latest");
-    for t in ["OHDR", "FRHP", "FHDB", "GCOL", "BTHD", "BTLF"] {
+    for t in ["OHDR", "FRHP", "FHIB", "FHDB", "GCOL", "BTHD", "BTLF"] {
         assert!(
             types.contains(t),
             "no {t} written through the cache: {types:?}"
