@@ -20,6 +20,8 @@ const FILTERS: &str = "h5chunk-filters";
 /// Test support (fixtures, interop tools, a minimal file writer): a dev-dependency of any crate,
 /// never a normal one, so it cannot carry a layer violation into a library.
 const TESTKIT: &str = "h5chunk-testkit";
+/// Dense storage: the fractal heap and its name indexes, over the v2 B-tree.
+const DENSE: &str = "h5chunk-dense";
 const STRUCTURES: [&str; 5] = [
     "h5chunk-btree1",
     "h5chunk-btree2",
@@ -46,6 +48,11 @@ const LAYERS: &[(&str, Allowed)] = &[
     ("h5chunk-farray", Allowed::Only(&[FORMAT, CACHE])),
     ("h5chunk-skiplist", Allowed::Only(&[FORMAT, CACHE])),
     (FILTERS, Allowed::Only(&[FORMAT])),
+    // The one crate above a structure crate and below h5chunk: heaps indexed by v2 B-trees.
+    (
+        DENSE,
+        Allowed::Only(&[FORMAT, CACHE, STRUCTURES[1], FILTERS]),
+    ),
     (
         "h5chunk",
         Allowed::Only(&[
@@ -57,6 +64,7 @@ const LAYERS: &[(&str, Allowed)] = &[
             STRUCTURES[3],
             STRUCTURES[4],
             FILTERS,
+            DENSE,
         ]),
     ),
     // kerchunk references: a client of h5chunk's public API (and the pipeline's filter ids).

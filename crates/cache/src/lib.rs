@@ -145,6 +145,7 @@ mod error;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 mod faulty;
 mod hash;
+mod image;
 mod journal;
 mod line;
 #[cfg(feature = "object-store")]
@@ -163,6 +164,7 @@ pub use error::{Error, Result};
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use faulty::{FaultyStorage, WriteRecord};
 pub use hash::{IntHasher, IntMap};
+pub use image::{Image, ImageKind};
 pub use journal::{
     Durability, JournalPlace, Journaled, Recovery, discard_journal, needs_recovery, recover,
 };

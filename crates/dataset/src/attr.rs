@@ -29,6 +29,7 @@ use h5chunk_format::object_header::MessageFlags;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::types::{H5Type, TypeDesc, from_le_bytes};
+use crate::meta::AttrInfo;
 use crate::values::{NewValues, heap_strings, store_objects, string_ids, unpad};
 
 /// One attribute, read: its name, shape, type and stored bytes.
@@ -259,7 +260,7 @@ fn attributes_in(f: &Store, header: Addr) -> Result<Vec<(u32, Result<Attribute>)
         } else if m.kind == MessageType::ATTRIBUTE_INFO
             && let Some((heap, names)) = dense_in_use(&m.data, header, f.sizes)?
         {
-            for (bytes, order) in crate::dense::attribute_messages(f, heap, names)? {
+            for (bytes, order) in h5chunk_dense::attribute_messages(f, heap, names)? {
                 out.push((order, decode(&bytes, heap)));
             }
         }
@@ -302,101 +303,7 @@ fn dense_in_use(
     Ok(AttrInfo::decode(data, header, sizes)?.dense())
 }
 
-/// The blocks an Attribute Info message points at: the fractal heap of dense attributes, its
-/// name index and its creation-order index (none when the message does not decode).
-pub(crate) fn info_addresses(data: &[u8], header: Addr, sizes: h5chunk_format::Sizes) -> Vec<Addr> {
-    AttrInfo::decode(data, header, sizes)
-        .map(|i| [i.heap, i.names, i.orders].into_iter().flatten().collect())
-        .unwrap_or_default()
-}
 
-/// An Attribute Info message: version 0, flags (bit 0: creation order tracked, with a u16
-/// maximum creation index; bit 1: indexed, with a third address), fractal heap address, name
-/// index address, [creation-order index address].
-#[derive(Clone, Debug)]
-struct AttrInfo {
-    tracked: bool,
-    indexed: bool,
-    /// The creation index the next attribute gets (when tracked).
-    max_order: u16,
-    heap: Option<Addr>,
-    names: Option<Addr>,
-    orders: Option<Addr>,
-}
-
-impl AttrInfo {
-    fn decode(data: &[u8], header: Addr, sizes: h5chunk_format::Sizes) -> Result<AttrInfo> {
-        let mut d =
-            h5chunk_format::cursor::Decoder::new(data, header, sizes, "attribute info message");
-        let v_at = d.addr();
-        let version = d.u8()?;
-        if version != 0 {
-            return Err(d.bad_version(v_at, version).into());
-        }
-        let flags = d.u8()?;
-        let tracked = flags & 0x01 != 0;
-        let indexed = flags & 0x02 != 0;
-        let max_order = if tracked { d.u16()? } else { 0 };
-        let heap = d.offset()?;
-        let names = d.offset()?;
-        let orders = if indexed { d.offset()? } else { None };
-        if heap.is_some() && names.is_none() {
-            return Err(Error::corrupt(
-                "attribute info message",
-                Some(header),
-                "a fractal heap of attributes but no name index",
-            ));
-        }
-        Ok(AttrInfo {
-            tracked,
-            indexed,
-            max_order,
-            heap,
-            names,
-            orders,
-        })
-    }
-
-    /// The fractal heap and name index, when dense storage is in use.
-    fn dense(&self) -> Option<(Addr, Addr)> {
-        self.heap.zip(self.names)
-    }
-
-    fn encode(&self, sizes: h5chunk_format::Sizes) -> Vec<u8> {
-        let flags = u8::from(self.tracked) | (u8::from(self.indexed) << 1);
-        let mut out = vec![0u8, flags];
-        if self.tracked {
-            out.extend_from_slice(&self.max_order.to_le_bytes());
-        }
-        let mut addrs = vec![self.heap, self.names];
-        if self.indexed {
-            addrs.push(self.orders);
-        }
-        let width = usize::from(sizes.offsets());
-        for a in addrs {
-            let v = a.map_or(sizes.undef_offset(), Addr::get);
-            out.extend_from_slice(v.to_le_bytes().get(..width).unwrap_or_default());
-        }
-        out
-    }
-
-    /// The next attribute's creation order (and the message counting past it), when tracked;
-    /// libhdf5 refuses past the largest u16 index too.
-    fn take_order(&mut self) -> Result<Option<u16>> {
-        if !self.tracked {
-            return Ok(None);
-        }
-        let order = self.max_order;
-        self.max_order =
-            order
-                .checked_add(1)
-                .filter(|&n| n < u16::MAX)
-                .ok_or(Error::Unsupported(
-                    "more than 65,534 attributes created on one object",
-                ))?;
-        Ok(Some(order))
-    }
-}
 
 /// The attributes of the object whose header is at `header`.
 pub(crate) fn read_all(f: &Store, header: Addr) -> Result<Vec<Attr>> {
@@ -651,13 +558,13 @@ pub(crate) fn write(
         None => None,
     };
     if let (Some((heap, names)), Some(info)) = (dense, &info) {
-        let new = crate::dense_write::NewAttribute {
+        let new = h5chunk_dense::write::NewAttribute {
             body: &raw.data,
             name: name.as_bytes(),
             order: order.map_or(0, u32::from),
         };
         let orders = info.orders.filter(|_| info.indexed);
-        crate::dense_write::put_attribute(f, heap, names, orders, &new)?;
+        h5chunk_dense::write::put_attribute(f, &f.heaps, heap, names, orders, &new)?;
         if order.is_some() {
             put_attr_info(f, header, info)?;
         }
@@ -692,14 +599,14 @@ pub(crate) fn write(
             name.as_bytes().to_vec(),
             order.map_or(0, u32::from),
         ));
-        let messages: Vec<crate::dense_write::NewAttribute<'_>> = (bodies.iter())
-            .map(|(body, name, order)| crate::dense_write::NewAttribute {
+        let messages: Vec<h5chunk_dense::write::NewAttribute<'_>> = (bodies.iter())
+            .map(|(body, name, order)| h5chunk_dense::write::NewAttribute {
                 body,
                 name,
                 order: *order,
             })
             .collect();
-        let made = crate::dense_write::create_attributes(f, &messages, info.indexed)?;
+        let made = h5chunk_dense::write::create_attributes(f, &f.heaps, &messages, info.indexed)?;
         while f.remove_message(header, |kind, _| kind == MessageType::ATTRIBUTE)? {}
         info.heap = Some(made.heap);
         info.names = Some(made.names);
@@ -746,7 +653,13 @@ pub(crate) fn remove(f: &Store, header: Addr, name: &str) -> Result<bool> {
         && let Some((heap, names)) = info.dense()
     {
         let orders = info.orders.filter(|_| info.indexed);
-        return crate::dense_write::remove_attribute(f, heap, names, orders, name.as_bytes());
+        return Ok(h5chunk_dense::write::remove_attribute(
+            f,
+            heap,
+            names,
+            orders,
+            name.as_bytes(),
+        )?);
     }
     let sizes = f.sizes;
     f.remove_message(header, |kind, body| {

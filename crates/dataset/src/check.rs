@@ -246,7 +246,7 @@ fn name_order(
     attributes: bool,
     report: &mut CheckReport,
 ) {
-    match crate::dense::misordered(&f.store, heap, names, attributes) {
+    match h5chunk_dense::misordered(&f.store, heap, names, attributes) {
         Ok(pairs) => {
             for (a, b) in pairs {
                 report.problems.push(Problem {
@@ -259,7 +259,7 @@ fn name_order(
                 });
             }
         }
-        Err(e) => report.problems.push(problem(addr, path, &e)),
+        Err(e) => report.problems.push(problem(addr, path, &e.into())),
     }
 }
 

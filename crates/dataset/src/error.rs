@@ -341,3 +341,32 @@ impl Error {
         matches!(self, Error::Unsupported(_))
     }
 }
+
+/// Dense storage's errors as this crate's: the store's own errors come back whole.
+impl From<h5chunk_dense::Error> for Error {
+    fn from(e: h5chunk_dense::Error) -> Error {
+        use h5chunk_dense::Error as D;
+        match e {
+            D::Format(e) => Error::Format(e),
+            D::Cache(e) => Error::Cache(e),
+            D::Index(e) => Error::NameIndex(e),
+            D::Filter { at, source } => Error::HeapFilter { at, source },
+            D::Corrupt {
+                structure,
+                at,
+                what,
+            } => Error::Corrupt {
+                structure,
+                at,
+                what,
+            },
+            D::Unsupported(what) => Error::Unsupported(what),
+            D::Internal(what) => Error::Internal(what),
+            D::Space(e) => match e.downcast::<Error>() {
+                Ok(e) => *e,
+                Err(_) => Error::Internal("a dense storage error of an unknown store"),
+            },
+            _ => Error::Internal("a dense storage error this crate does not know"),
+        }
+    }
+}

@@ -76,8 +76,6 @@ mod check;
 mod chunk_cache;
 mod convert;
 mod dataset;
-mod dense;
-mod dense_write;
 mod error;
 mod extension;
 mod extlink;

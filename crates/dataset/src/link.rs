@@ -140,7 +140,7 @@ pub(crate) fn links_in_order(
             }
         }
         LinkStorage::Dense { heap, names } => {
-            for l in crate::dense::links(f, heap, names)? {
+            for l in h5chunk_dense::links(f, heap, names)? {
                 let crt = l.creation_order;
                 if let Some(value) = compact_value(l.target) {
                     out.push((String::from_utf8_lossy(&l.name).into_owned(), value));
@@ -190,7 +190,7 @@ pub(crate) fn lookup(f: &Store, group: Addr, name: &str) -> Result<Option<LinkVa
             }
         }
         LinkStorage::Dense { heap, names } => {
-            Ok(crate::dense::lookup(f, heap, names, name)?.and_then(|l| compact_value(l.target)))
+            Ok(h5chunk_dense::lookup(f, heap, names, name)?.and_then(|l| compact_value(l.target)))
         }
     }
 }
@@ -350,7 +350,12 @@ fn add_new_style(f: &Store, group: Addr, storage: LinkStorage, link: Link) -> Re
                 link.creation_order = Some(next);
                 if links.len() >= max_compact {
                     links.push(link);
-                    let made = crate::dense_write::create(f, &links, li.creation_order_indexed)?;
+                    let made = h5chunk_dense::write::create(
+                        f,
+                        &f.heaps,
+                        &links,
+                        li.creation_order_indexed,
+                    )?;
                     while f.remove_message(group, |kind, _| {
                         kind == h5chunk_format::message::MessageType::LINK
                     })? {}
@@ -379,7 +384,7 @@ fn add_new_style(f: &Store, group: Addr, storage: LinkStorage, link: Link) -> Re
             match info {
                 Some(li) if links.len() >= max_compact && li.max_creation_index.is_none() => {
                     links.push(link);
-                    let made = crate::dense_write::create(f, &links, false)?;
+                    let made = h5chunk_dense::write::create(f, &f.heaps, &links, false)?;
                     while f.remove_message(group, |kind, _| {
                         kind == h5chunk_format::message::MessageType::LINK
                     })? {}
@@ -407,7 +412,9 @@ fn add_new_style(f: &Store, group: Addr, storage: LinkStorage, link: Link) -> Re
                 _ => None,
             });
             let Some(li) = info.filter(|li| li.max_creation_index.is_some()) else {
-                return crate::dense_write::add(f, heap, names, None, &link);
+                return Ok(h5chunk_dense::write::add(
+                    f, &f.heaps, heap, names, None, &link,
+                )?);
             };
             // A group that tracks creation order gives the link the next index, and one that
             // indexes it adds a record to its creation-order B-tree (type 6), as libhdf5
@@ -426,7 +433,7 @@ fn add_new_style(f: &Store, group: Addr, storage: LinkStorage, link: Link) -> Re
             };
             let mut link = link;
             link.creation_order = Some(next);
-            crate::dense_write::add(f, heap, names, orders, &link)?;
+            h5chunk_dense::write::add(f, &f.heaps, heap, names, orders, &link)?;
             f.replace_message(
                 group,
                 &Message::LinkInfo(LinkInfo {
@@ -457,7 +464,7 @@ fn to_new_style(f: &Store, group: Addr) -> Result<()> {
         })
         .collect();
     let dense = if links.len() > 8 {
-        Some(crate::dense_write::create(f, &links, false)?)
+        Some(h5chunk_dense::write::create(f, &f.heaps, &links, false)?)
     } else {
         None
     };

@@ -2,31 +2,23 @@
 //!
 //! Chunk indexes and old-style groups are entry classes of their own crates. The rest of what
 //! a flush writes is encoded here, in whole images: object header chunks, global heap
-//! collections and fractal heap blocks. Each image becomes an [`Image`] entry of the cache at
+//! collections (fractal heap blocks are `h5chunk-dense`'s). Each image becomes an
+//! [`Image`](h5chunk_cache::Image) entry of the cache at
 //! its address, with a flush dependency on every block its bytes point at (a continuation
 //! chunk, a chunk index, a fractal heap, a name index, a global heap collection), so the cache
 //! writes a block only after everything it points to, in the order the dependencies declare,
 //! and the write trace and its checker see every byte of a flush (`docs/design/swmr.md`).
 //!
 //! The cache only writes these entries: the structures are read by their own code (object
-//! headers by `object`, heaps by `dense` and `values`), never loaded through [`Image`].
+//! headers by `object`, collections by `values`), never loaded through the cache.
 
-use std::marker::PhantomData;
-
-use h5chunk_cache::CacheEntry;
+use h5chunk_cache::ImageKind;
 use h5chunk_format::global_heap::HeapId;
 use h5chunk_format::message::{DataLayout, DatatypeClass, Message, MessageType};
 use h5chunk_format::object_header::Chunk;
 use h5chunk_format::{Addr, Sizes};
 
-/// A kind of image: its name in the cache's statistics and trace, and whether it carries a
-/// checksum.
-pub(crate) trait ImageKind: Send + Sync + 'static {
-    /// The structure's name (its signature).
-    const TYPE_NAME: &'static str;
-    /// Whether the image ends with a checksum of the bytes before it.
-    const CHECKSUMMED: bool;
-}
+use crate::error::{Error, Result};
 
 /// A chunk of a version 2 object header (OHDR, or OCHK for a continuation chunk).
 pub(crate) struct HeaderChunkV2;
@@ -47,74 +39,6 @@ pub(crate) struct GlobalHeap;
 impl ImageKind for GlobalHeap {
     const TYPE_NAME: &'static str = "GCOL";
     const CHECKSUMMED: bool = false;
-}
-
-/// A fractal heap header.
-pub(crate) struct HeapHeader;
-impl ImageKind for HeapHeader {
-    const TYPE_NAME: &'static str = "FRHP";
-    const CHECKSUMMED: bool = true;
-}
-
-/// A fractal heap indirect block.
-pub(crate) struct HeapIndirect;
-impl ImageKind for HeapIndirect {
-    const TYPE_NAME: &'static str = "FHIB";
-    const CHECKSUMMED: bool = true;
-}
-
-/// A fractal heap direct block whose heap checksums its direct blocks.
-pub(crate) struct HeapDirectSummed;
-impl ImageKind for HeapDirectSummed {
-    const TYPE_NAME: &'static str = "FHDB";
-    const CHECKSUMMED: bool = true;
-}
-
-/// A fractal heap direct block without a checksum (libhdf5's default heaps).
-pub(crate) struct HeapDirect;
-impl ImageKind for HeapDirect {
-    const TYPE_NAME: &'static str = "FHDB";
-    const CHECKSUMMED: bool = false;
-}
-
-/// An encoded image held by the cache until it is written.
-pub(crate) struct Image<K> {
-    pub bytes: Vec<u8>,
-    kind: PhantomData<fn() -> K>,
-}
-
-impl<K> Image<K> {
-    pub fn new(bytes: Vec<u8>) -> Image<K> {
-        Image {
-            bytes,
-            kind: PhantomData,
-        }
-    }
-}
-
-impl<K: ImageKind> CacheEntry for Image<K> {
-    type Context = ();
-    const TYPE_NAME: &'static str = K::TYPE_NAME;
-    const CHECKSUMMED: bool = K::CHECKSUMMED;
-
-    fn initial_load_len(_: &()) -> usize {
-        0
-    }
-
-    /// The bytes as they are: this class is never asked to interpret an image, only to hold
-    /// one (see the module's docs).
-    fn decode(image: &[u8], _: Addr, _: &()) -> h5chunk_format::Result<Self> {
-        Ok(Image::new(image.to_vec()))
-    }
-
-    fn image_len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
-        out.extend_from_slice(&self.bytes);
-        Ok(())
-    }
 }
 
 /// The blocks the messages of one object header chunk point at, which must reach the file
@@ -147,7 +71,7 @@ pub(crate) fn header_chunk_children(chunk: &Chunk, header: Addr, sizes: Sizes) -
                 _ => {}
             },
             MessageType::ATTRIBUTE_INFO => {
-                out.extend(crate::attr::info_addresses(&m.data, header, sizes));
+                out.extend(attribute_info_addresses(&m.data, header, sizes));
             }
             MessageType::ATTRIBUTE => out.extend(attribute_collections(&m.data, header, sizes)),
             _ => {}
@@ -176,4 +100,100 @@ fn attribute_collections(data: &[u8], header: Addr, sizes: Sizes) -> Vec<Addr> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The blocks an Attribute Info message points at: the fractal heap of dense attributes, its
+/// name index and its creation-order index (none when the message does not decode).
+pub(crate) fn attribute_info_addresses(data: &[u8], header: Addr, sizes: h5chunk_format::Sizes) -> Vec<Addr> {
+    AttrInfo::decode(data, header, sizes)
+        .map(|i| [i.heap, i.names, i.orders].into_iter().flatten().collect())
+        .unwrap_or_default()
+}
+
+/// An Attribute Info message: version 0, flags (bit 0: creation order tracked, with a u16
+/// maximum creation index; bit 1: indexed, with a third address), fractal heap address, name
+/// index address, [creation-order index address].
+#[derive(Clone, Debug)]
+pub(crate) struct AttrInfo {
+    pub tracked: bool,
+    pub indexed: bool,
+    /// The creation index the next attribute gets (when tracked).
+    pub max_order: u16,
+    pub heap: Option<Addr>,
+    pub names: Option<Addr>,
+    pub orders: Option<Addr>,
+}
+
+impl AttrInfo {
+    pub fn decode(data: &[u8], header: Addr, sizes: h5chunk_format::Sizes) -> Result<AttrInfo> {
+        let mut d =
+            h5chunk_format::cursor::Decoder::new(data, header, sizes, "attribute info message");
+        let v_at = d.addr();
+        let version = d.u8()?;
+        if version != 0 {
+            return Err(d.bad_version(v_at, version).into());
+        }
+        let flags = d.u8()?;
+        let tracked = flags & 0x01 != 0;
+        let indexed = flags & 0x02 != 0;
+        let max_order = if tracked { d.u16()? } else { 0 };
+        let heap = d.offset()?;
+        let names = d.offset()?;
+        let orders = if indexed { d.offset()? } else { None };
+        if heap.is_some() && names.is_none() {
+            return Err(Error::corrupt(
+                "attribute info message",
+                Some(header),
+                "a fractal heap of attributes but no name index",
+            ));
+        }
+        Ok(AttrInfo {
+            tracked,
+            indexed,
+            max_order,
+            heap,
+            names,
+            orders,
+        })
+    }
+
+    /// The fractal heap and name index, when dense storage is in use.
+    pub fn dense(&self) -> Option<(Addr, Addr)> {
+        self.heap.zip(self.names)
+    }
+
+    pub fn encode(&self, sizes: h5chunk_format::Sizes) -> Vec<u8> {
+        let flags = u8::from(self.tracked) | (u8::from(self.indexed) << 1);
+        let mut out = vec![0u8, flags];
+        if self.tracked {
+            out.extend_from_slice(&self.max_order.to_le_bytes());
+        }
+        let mut addrs = vec![self.heap, self.names];
+        if self.indexed {
+            addrs.push(self.orders);
+        }
+        let width = usize::from(sizes.offsets());
+        for a in addrs {
+            let v = a.map_or(sizes.undef_offset(), Addr::get);
+            out.extend_from_slice(v.to_le_bytes().get(..width).unwrap_or_default());
+        }
+        out
+    }
+
+    /// The next attribute's creation order (and the message counting past it), when tracked;
+    /// libhdf5 refuses past the largest u16 index too.
+    pub fn take_order(&mut self) -> Result<Option<u16>> {
+        if !self.tracked {
+            return Ok(None);
+        }
+        let order = self.max_order;
+        self.max_order =
+            order
+                .checked_add(1)
+                .filter(|&n| n < u16::MAX)
+                .ok_or(Error::Unsupported(
+                    "more than 65,534 attributes created on one object",
+                ))?;
+        Ok(Some(order))
+    }
 }

@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use h5chunk_cache::{MetadataCache, PageCache, Storage};
+use h5chunk_cache::{ImageKind, MetadataCache, PageCache, Storage};
 use h5chunk_format::message::Message;
 use h5chunk_format::object_header::{MessageFlags, RawMessage};
 use h5chunk_format::{Addr, Sizes};
@@ -87,7 +87,7 @@ pub(crate) struct Store {
     pub pages: PageCache,
     headers: Mutex<Headers>,
     /// Fractal heaps being appended to (dense links and attributes), written at each flush.
-    pub heaps: PendingHeaps,
+    pub heaps: h5chunk_dense::OpenHeaps,
     /// Counts raw-data writes and frees (see [`epoch`](Self::epoch)).
     epoch: AtomicU64,
     /// Threads a read or flush may filter chunks on (1: the calling thread alone).
@@ -152,7 +152,7 @@ impl Store {
             k,
             pages: PageCache::new(RAW_PAGE_CACHE_BYTES),
             headers: Mutex::new(Headers::default()),
-            heaps: PendingHeaps::default(),
+            heaps: h5chunk_dense::OpenHeaps::default(),
             epoch: AtomicU64::new(0),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             swmr_read: false,
@@ -536,15 +536,8 @@ impl Store {
 
     /// The image of kind `K` the metadata cache holds at `at`, if it holds one (a block this
     /// writer made or changed, perhaps not yet written).
-    pub fn cached_image<K: meta::ImageKind>(&self, at: Addr) -> Option<Vec<u8>> {
-        if !self.cache.is_resident(at) {
-            return None;
-        }
-        self.cache
-            .read_with::<meta::Image<K>, _>(at, &(), |i| i.bytes.clone())
-            .ok()
-            // Evicted meanwhile: an image of no bytes, loaded by the class that never reads.
-            .filter(|b| !b.is_empty())
+    pub fn cached_image<K: ImageKind>(&self, at: Addr) -> Option<Vec<u8>> {
+        self.cache.image::<K>(at)
     }
 
     /// Put the image `bytes` of a block of kind `K` at `at` in the metadata cache (replacing
@@ -552,10 +545,10 @@ impl Store {
     /// points at); the dependencies it had on other blocks are dropped.
     ///
     /// A SWMR writer's blocks without a checksum (global heap collections, direct blocks of a
-    /// heap that does not checksum them, huge objects) are written at once instead: the cache
-    /// refuses to write what a reader cannot tell torn, and each of those is a leaf, pointing
-    /// at nothing, so writing it first keeps children before parents.
-    pub fn put_image<K: meta::ImageKind>(
+    /// heap that does not checksum them) are written at once instead: the cache refuses to
+    /// write what a reader cannot tell torn, and each of those is a leaf, pointing at nothing,
+    /// so writing it first keeps children before parents.
+    pub fn put_image<K: ImageKind>(
         &self,
         at: Addr,
         bytes: Vec<u8>,
@@ -565,93 +558,73 @@ impl Store {
             return self.write(at, &bytes);
         }
         self.check_writable()?;
-        let fresh = || self.cache.insert(at, meta::Image::<K>::new(bytes.clone()));
-        if self.cache.is_resident(at) {
-            match self.cache.protect::<meta::Image<K>>(at, &()) {
-                Ok(mut e) => {
-                    if e.bytes.len() != bytes.len() {
-                        e.resize(bytes.len())?;
-                    }
-                    e.bytes.clone_from(&bytes);
-                }
-                // Space a block of another kind held, freed and allocated again.
-                Err(h5chunk_cache::Error::TypeMismatch { .. }) => {
-                    self.cache.remove(at)?;
-                    fresh()?;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        } else {
-            fresh()?;
-        }
-        for old in self.cache.flush_children(at) {
-            if matches!(old, h5chunk_cache::Key::Entry(a) if !children.contains(&a)) {
-                self.cache.remove_flush_dependency(at, old)?;
-            }
-        }
-        for &c in children {
-            match self.cache.add_flush_dependency(at, c) {
-                Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        Ok(self.cache.put_image::<K>(at, bytes, children)?)
     }
 }
 
-/// A fractal heap being appended to, its changes held in memory between calls (dense links
-/// and attributes: `dense_write` implements it). The store holds them and writes them at each
-/// flush, without depending on the module that makes them.
-pub(crate) trait HeldHeap: Send {
-    /// Write the held changes.
-    fn write(&mut self, f: &Store) -> Result<()>;
-    /// Hand the held changes to the metadata cache, to be written by its next flush.
-    fn stage(&mut self, f: &Store) -> Result<()>;
-    /// Whether changes are held.
-    fn is_dirty(&self) -> bool;
-    /// The heap's ID length.
-    fn id_len(&self) -> usize;
-    /// The concrete writer, for the module that made it.
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+/// Dense storage reaches the file through the store: its reads past the page cache, its
+/// blocks through the metadata cache.
+impl h5chunk_dense::Space for Store {
+    fn cache(&self) -> &MetadataCache {
+        &self.cache
+    }
+    fn sizes(&self) -> Sizes {
+        self.sizes
+    }
+    fn read(&self, at: Addr, len: u64) -> h5chunk_dense::Result<Vec<u8>> {
+        self.read_meta(at, len).map_err(dense_err)
+    }
+    fn room(&self, at: Addr) -> h5chunk_dense::Result<u64> {
+        let avail = self.cache.eoa().get().saturating_sub(at.get());
+        let in_file = self
+            .storage
+            .len()
+            .map_err(|e| dense_err(self.io(e)))?
+            .saturating_sub(at.get());
+        Ok(avail.max(in_file))
+    }
+    fn write(&self, at: Addr, bytes: &[u8]) -> h5chunk_dense::Result<()> {
+        Store::write(self, at, bytes).map_err(dense_err)
+    }
+    fn allocate(&self, len: u64) -> h5chunk_dense::Result<Addr> {
+        Store::allocate(self, len).map_err(dense_err)
+    }
+    fn free(&self, at: Addr, len: u64) -> h5chunk_dense::Result<()> {
+        self.cache.remove(at)?;
+        Store::free(self, at, len).map_err(dense_err)
+    }
+    fn swmr_write(&self) -> bool {
+        Store::swmr_write(self)
+    }
+    fn put_block(
+        &self,
+        kind: h5chunk_dense::BlockKind,
+        at: Addr,
+        bytes: Vec<u8>,
+        children: &[Addr],
+    ) -> h5chunk_dense::Result<()> {
+        use h5chunk_dense::BlockKind as K;
+        match kind {
+            K::Header => self.put_image::<h5chunk_dense::HeaderImage>(at, bytes, children),
+            K::Indirect => self.put_image::<h5chunk_dense::IndirectImage>(at, bytes, children),
+            K::Direct { checksummed: true } => {
+                self.put_image::<h5chunk_dense::DirectSummedImage>(at, bytes, children)
+            }
+            K::Direct { checksummed: false } => {
+                self.put_image::<h5chunk_dense::DirectImage>(at, bytes, children)
+            }
+        }
+        .map_err(dense_err)
+    }
+    fn flush_heap(&self, heap: Addr) -> h5chunk_dense::Result<()> {
+        self.heaps.flush_one(self, heap)
+    }
+    fn held_id_len(&self, heap: Addr) -> Option<usize> {
+        self.heaps.id_len(heap)
+    }
 }
 
-/// The heaps of one open file being appended to, by header address: written by
-/// [`flush`](PendingHeaps::flush) at every file flush, or one by
-/// [`flush_one`](PendingHeaps::flush_one) before the heap is read.
-#[derive(Default)]
-pub(crate) struct PendingHeaps(
-    pub(crate) Mutex<std::collections::HashMap<Addr, Box<dyn HeldHeap>>>,
-);
-
-impl std::fmt::Debug for PendingHeaps {
-    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(out, "PendingHeaps({} open)", self.0.lock().len())
-    }
-}
-
-impl PendingHeaps {
-    /// Write the changes to the heap at `heap`, if it has any (before it is read).
-    pub(crate) fn flush_one(&self, f: &Store, heap: Addr) -> Result<()> {
-        let mut map = self.0.lock();
-        match map.get_mut(&heap) {
-            Some(w) if w.is_dirty() => w.write(f),
-            _ => Ok(()),
-        }
-    }
-
-    /// The heap ID length of the heap at `heap`, if it is open here.
-    pub(crate) fn id_len(&self, heap: Addr) -> Option<usize> {
-        self.0.lock().get(&heap).map(|w| w.id_len())
-    }
-
-    /// Hand every heap's changes to the metadata cache and close them all: the cache's flush,
-    /// which follows, writes them in the order their dependencies declare.
-    pub(crate) fn flush(&self, f: &Store) -> Result<()> {
-        let mut map = self.0.lock();
-        for w in map.values_mut() {
-            w.stage(f)?;
-        }
-        map.clear();
-        Ok(())
-    }
+/// An error of the store, carried through dense storage whole.
+fn dense_err(e: Error) -> h5chunk_dense::Error {
+    h5chunk_dense::Error::Space(Box::new(e))
 }

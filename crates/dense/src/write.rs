@@ -41,7 +41,8 @@
 //! (`store::PendingHeaps`) and written when the file is flushed or when the heap is read, so adding
 //! a link costs its copy into the block, not a rewrite and checksum of the whole block.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 use h5chunk_btree2::{BTree2, Params};
 use h5chunk_format::Addr;
@@ -49,13 +50,59 @@ use h5chunk_format::cursor::Decoder;
 use h5chunk_format::fractal_heap::{Header, HeapStats, IndirectBlock};
 use h5chunk_format::message::Link;
 
-use crate::dense::{
+use crate::error::{Error, Result};
+use crate::read::{
     AttributeOrder, AttributeOrders, CreationOrder, CreationOrders, Heap, LinkName, LinkNames,
     Names,
 };
-use crate::error::{Error, Result};
-use crate::meta;
-use crate::store::Store;
+use crate::space::BlockKind;
+use crate::space::Space;
+
+/// The heaps of one open file being appended to, by header address, their changes held in
+/// memory between calls: handed to the cache by [`flush`](OpenHeaps::flush) at every file
+/// flush, or written by [`flush_one`](OpenHeaps::flush_one) before the heap is read.
+#[derive(Default)]
+pub struct OpenHeaps(pub(crate) Mutex<HashMap<Addr, HeapWriter>>);
+
+impl std::fmt::Debug for OpenHeaps {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(out, "OpenHeaps({} open)", self.lock().len())
+    }
+}
+
+impl OpenHeaps {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Addr, HeapWriter>> {
+        // A panic while the map was held leaves it as it was: still usable.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Write the changes to the heap at `heap`, if it has any (before it is read).
+    pub fn flush_one(&self, f: &dyn Space, heap: Addr) -> Result<()> {
+        let mut map = self.lock();
+        match map.get_mut(&heap) {
+            Some(w) if w.is_dirty() => w.write_now(f),
+            _ => Ok(()),
+        }
+    }
+
+    /// The heap ID length of the heap at `heap`, if it is open here.
+    pub fn id_len(&self, heap: Addr) -> Option<usize> {
+        self.lock().get(&heap).map(HeapWriter::id_len)
+    }
+
+    /// Hand every heap's changes to the metadata cache and close them all: the cache's flush,
+    /// which follows, writes them in the order their dependencies declare.
+    pub fn flush(&self, f: &dyn Space) -> Result<()> {
+        let mut map = self.lock();
+        for w in map.values_mut() {
+            w.stage(f)?;
+        }
+        map.clear();
+        Ok(())
+    }
+}
 
 /// libhdf5's v2 B-tree parameters for a group's name index.
 const NAME_INDEX: Params = Params {
@@ -156,7 +203,7 @@ struct Level {
 
 /// A heap open for appending objects.
 #[derive(Debug)]
-pub(crate) struct HeapWriter {
+pub struct HeapWriter {
     addr: Addr,
     h: Header,
     /// Indirect blocks read or made so far, by heap offset (the root's is 0; a child's is
@@ -190,10 +237,10 @@ impl HeapWriter {
     }
 
     /// A new, empty heap of `h`'s parameters (no block yet: the first object makes one).
-    fn create(f: &Store, mut h: Header) -> Result<HeapWriter> {
-        let addr = f.allocate(h.encode(f.sizes)?.len() as u64)?;
-        h.len = h.encode(f.sizes)?.len();
-        let entry_free = h.entry_free(f.sizes, h.max_root_rows());
+    fn create(f: &dyn Space, mut h: Header) -> Result<HeapWriter> {
+        let addr = f.allocate(h.encode(f.sizes())?.len() as u64)?;
+        h.len = h.encode(f.sizes())?.len();
+        let entry_free = h.entry_free(f.sizes(), h.max_root_rows());
         Ok(HeapWriter {
             addr,
             h,
@@ -210,7 +257,7 @@ impl HeapWriter {
     /// "next block" iterator) holds objects packed from its start, zeros after.
     /// `object_len` tells how long the object at the start of its argument is.
     fn open(
-        f: &Store,
+        f: &dyn Space,
         addr: Addr,
         object_len: impl Fn(&[u8]) -> Option<usize>,
     ) -> Result<HeapWriter> {
@@ -230,7 +277,7 @@ impl HeapWriter {
         // tails are not added to it: libhdf5 leaves them unused (counted free in the header,
         // as libhdf5 counts them).
         let foreign = h.stats.free_manager.is_some();
-        let entry_free = h.entry_free(f.sizes, h.max_root_rows());
+        let entry_free = h.entry_free(f.sizes(), h.max_root_rows());
         let mut w = HeapWriter {
             addr,
             h,
@@ -264,12 +311,12 @@ impl HeapWriter {
             // Free space libhdf5 knows of (a tail, a hole): the block is left to libhdf5.
             return Ok(w);
         }
-        let block = f.read_meta(at, size)?;
-        h5chunk_format::fractal_heap::check_direct(&block, at, f.sizes, &w.h, addr, offset)?;
+        let block = f.read(at, size)?;
+        h5chunk_format::fractal_heap::check_direct(&block, at, f.sizes(), &w.h, addr, offset)?;
         // With no section in it, the block's objects tile it from its start (a hole libhdf5
         // made and filled exactly included): after them, zeros h5chunk may fill. A block
         // that does not read so is left alone in a heap with a manager, refused without.
-        let mut fill = w.h.direct_header_len(f.sizes);
+        let mut fill = w.h.direct_header_len(f.sizes());
         while let Some(rest) = block.get(fill..) {
             if rest.iter().all(|&b| b == 0) {
                 break;
@@ -298,13 +345,13 @@ impl HeapWriter {
     /// ends before the "next block" iterator (past the root direct block, when that is the
     /// heap's only block). libhdf5 drops sections past its iterator, so its files pass; a
     /// manager that did list such space would have libhdf5 allocate over h5chunk's objects.
-    fn free_sections(&self, f: &Store) -> Result<Vec<(u64, u64)>> {
+    fn free_sections(&self, f: &dyn Space) -> Result<Vec<(u64, u64)>> {
         use h5chunk_format::free_space::{self, HeapSection};
         let Some(at) = self.h.stats.free_manager else {
             return Ok(Vec::new());
         };
-        let len = free_space::Header::encoded_len(f.sizes) as u64;
-        let fs = free_space::Header::decode(&f.read_meta(at, len)?, at, f.sizes)?;
+        let len = free_space::Header::encoded_len(f.sizes()) as u64;
+        let fs = free_space::Header::decode(&f.read(at, len)?, at, f.sizes())?;
         if fs.client != 0 {
             return Err(Error::corrupt(
                 "fractal heap",
@@ -314,9 +361,9 @@ impl HeapWriter {
         }
         let sections = match fs.sections_addr {
             Some(s) if fs.serial_sections > 0 => free_space::decode_heap_sections(
-                &f.read_meta(s, fs.sections_len)?,
+                &f.read(s, fs.sections_len)?,
                 s,
-                f.sizes,
+                f.sizes(),
                 &fs,
                 at,
                 u8::try_from(self.h.offset_bytes()).map_err(|_| heap_full())?,
@@ -358,19 +405,12 @@ impl HeapWriter {
     }
 
     /// Read the indirect block of `rows` rows at `at`, heap offset `offset`, into `iblocks`.
-    fn load(&mut self, f: &Store, offset: u64, at: Addr, rows: u32) -> Result<()> {
+    fn load(&mut self, f: &dyn Space, offset: u64, at: Addr, rows: u32) -> Result<()> {
         if self.iblocks.contains_key(&offset) {
             return Ok(());
         }
-        let len = self.h.indirect_len(f.sizes, rows) as u64;
-        let ib = IndirectBlock::decode(
-            &f.read_meta(at, len)?,
-            at,
-            f.sizes,
-            &self.h,
-            self.addr,
-            rows,
-        )?;
+        let len = self.h.indirect_len(f.sizes(), rows) as u64;
+        let ib = IndirectBlock::decode(&f.read(at, len)?, at, f.sizes(), &self.h, self.addr, rows)?;
         if ib.block_offset != offset {
             return Err(Error::corrupt(
                 "fractal heap indirect block",
@@ -430,10 +470,10 @@ impl HeapWriter {
     }
 
     /// The direct block (address, heap offset, size) holding heap offset `offset`, if made.
-    fn direct_at(&mut self, f: &Store, offset: u64) -> Result<Option<(Addr, u64, u64)>> {
+    fn direct_at(&mut self, f: &dyn Space, offset: u64) -> Result<Option<(Addr, u64, u64)>> {
         let w = self.width();
         let mut iblock = 0u64;
-        for _ in 0..crate::dense::MAX_DEPTH {
+        for _ in 0..crate::read::MAX_DEPTH {
             let (row, col) = self.row_col(offset.saturating_sub(iblock))?;
             let entry = row.saturating_mul(w).saturating_add(col);
             let ib = self.iblock(iblock)?;
@@ -460,11 +500,11 @@ impl HeapWriter {
     /// The "next block" iterator at heap offset `offset`, as libhdf5 starts it from the
     /// header's iterator offset: down through the indirect blocks whose span holds it, to the
     /// entry it starts (a direct block, or an indirect block not made yet).
-    fn locate(&mut self, f: &Store, offset: u64) -> Result<Vec<Level>> {
+    fn locate(&mut self, f: &dyn Space, offset: u64) -> Result<Vec<Level>> {
         let w = self.width();
         let mut levels = Vec::new();
         let mut iblock = 0u64;
-        for _ in 0..crate::dense::MAX_DEPTH {
+        for _ in 0..crate::read::MAX_DEPTH {
             let rel = offset.saturating_sub(iblock);
             let (row, col) = self.row_col(rel)?;
             let entry = row.saturating_mul(w).saturating_add(col);
@@ -511,7 +551,7 @@ impl HeapWriter {
     /// Turn the root direct block (if any) into entry 0 of a new root indirect block, as
     /// libhdf5 does when its second block is needed: the header's starting rows, or more when
     /// the block wanted is larger than those rows' blocks.
-    fn root_create(&mut self, f: &Store, min: u64) -> Result<Vec<Level>> {
+    fn root_create(&mut self, f: &dyn Space, min: u64) -> Result<Vec<Level>> {
         let w = self.width();
         let s = self.h.start_block;
         let mut rows = match self.h.stats.start_rows {
@@ -523,7 +563,7 @@ impl HeapWriter {
             beyond = beyond.saturating_add(1);
         }
         rows = rows.max(beyond.saturating_add(1));
-        let at = f.allocate(self.h.indirect_len(f.sizes, rows) as u64)?;
+        let at = f.allocate(self.h.indirect_len(f.sizes(), rows) as u64)?;
         let mut children = vec![None; rows.saturating_mul(w) as usize];
         let direct = match (self.h.root, self.h.root_rows) {
             (Some(root), 0) => {
@@ -572,7 +612,7 @@ impl HeapWriter {
 
     /// Double the root indirect block's rows (up to the most the heap has), moving it, as
     /// libhdf5 does when the next block falls past its last row.
-    fn root_double(&mut self, f: &Store, min: u64, level: &mut Level) -> Result<()> {
+    fn root_double(&mut self, f: &dyn Space, min: u64, level: &mut Level) -> Result<()> {
         let w = self.width();
         let next_row = self.row_of(level.entry);
         let next_size = self.h.row_block_size(next_row);
@@ -590,9 +630,9 @@ impl HeapWriter {
         if rows <= old {
             return Err(heap_full());
         }
-        f.cache.remove(old_addr)?;
-        f.free(old_addr, self.h.indirect_len(f.sizes, old) as u64)?;
-        let at = f.allocate(self.h.indirect_len(f.sizes, rows) as u64)?;
+        f.cache().remove(old_addr)?;
+        f.free(old_addr, self.h.indirect_len(f.sizes(), old) as u64)?;
+        let at = f.allocate(self.h.indirect_len(f.sizes(), rows) as u64)?;
         let root = self.iblock_mut(0)?;
         root.addr = at;
         root.rows = rows;
@@ -618,7 +658,7 @@ impl HeapWriter {
     /// the indirect blocks on the way (libhdf5's iterator update): the root made or doubled
     /// when the iterator is past its rows, a finished child left for its parent's next entry,
     /// a child indirect block made for an indirect entry, blocks too small skipped.
-    fn update_iter(&mut self, f: &Store, min: u64) -> Result<Vec<Level>> {
+    fn update_iter(&mut self, f: &dyn Space, min: u64) -> Result<Vec<Level>> {
         if self.h.root_rows == 0 {
             return self.root_create(f, min);
         }
@@ -681,7 +721,7 @@ impl HeapWriter {
                     set_top(&mut levels, top);
                 } else {
                     let (offset, _) = self.entry_geometry(top.iblock, top.entry);
-                    let at = f.allocate(self.h.indirect_len(f.sizes, child_rows) as u64)?;
+                    let at = f.allocate(self.h.indirect_len(f.sizes(), child_rows) as u64)?;
                     let parent = self.iblock_mut(top.iblock)?;
                     let slot = parent
                         .children
@@ -718,8 +758,8 @@ impl HeapWriter {
 
     /// Make the next direct block, for an object of `len` bytes, and make it current (the
     /// current one, full, is sealed for writing).
-    fn new_block(&mut self, f: &Store, len: u64) -> Result<()> {
-        let min = self.h.min_block_size(f.sizes, len);
+    fn new_block(&mut self, f: &dyn Space, len: u64) -> Result<()> {
+        let min = self.h.min_block_size(f.sizes(), len);
         if min > self.h.max_direct {
             return Err(Error::Unsupported(
                 "fractal heap objects larger than a direct block (huge objects)",
@@ -759,13 +799,13 @@ impl HeapWriter {
             st.iterator_offset = st.iterator_offset.saturating_add(size);
             (at, offset, size)
         };
-        let mut bytes = self.h.direct_prefix(f.sizes, self.addr, offset)?;
+        let mut bytes = self.h.direct_prefix(f.sizes(), self.addr, offset)?;
         let fill = bytes.len();
         bytes.resize(usize::try_from(size).map_err(|_| heap_full())?, 0);
         if let Some(mut old) = self.cur.take()
             && old.dirty
         {
-            self.h.seal_direct(f.sizes, &mut old.bytes);
+            self.h.seal_direct(f.sizes(), &mut old.bytes);
             self.retired.push((old.addr, old.bytes));
         }
         self.cur = Some(Current {
@@ -782,7 +822,7 @@ impl HeapWriter {
     }
 
     /// Append `object`; its heap ID.
-    fn insert(&mut self, f: &Store, object: &[u8]) -> Result<Vec<u8>> {
+    fn insert(&mut self, f: &dyn Space, object: &[u8]) -> Result<Vec<u8>> {
         if object.is_empty() {
             return Err(Error::Internal("an empty fractal heap object"));
         }
@@ -822,13 +862,13 @@ impl HeapWriter {
     /// under the next huge ID, which the heap ID carries after its type byte. Heaps whose IDs
     /// would hold the address itself (IDs of 17 bytes or more) and filtered heaps are not
     /// written (libhdf5's dense links and attributes have 7- and 8-byte IDs, unfiltered).
-    fn insert_huge(&mut self, f: &Store, object: &[u8]) -> Result<Vec<u8>> {
+    fn insert_huge(&mut self, f: &dyn Space, object: &[u8]) -> Result<Vec<u8>> {
         if self.h.filters_len > 0 {
             return Err(Error::Unsupported(
                 "huge objects in a filtered fractal heap",
             ));
         }
-        if self.h.huge_ids_direct(f.sizes) {
+        if self.h.huge_ids_direct(f.sizes()) {
             return Err(Error::Unsupported(
                 "huge objects of fractal heaps whose IDs hold their address",
             ));
@@ -846,10 +886,10 @@ impl HeapWriter {
                 "more huge objects than a fractal heap's IDs can number",
             ))?;
         let len = object.len() as u64;
-        let class = crate::dense::HugeObjects::new(&self.h, f.sizes);
+        let class = crate::read::HugeObjects::new(&self.h, f.sizes());
         let mut tree = match self.h.huge_btree {
-            Some(at) => BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2)?,
-            None => BTree2::create(&f.cache, f.sizes, class, HUGE_INDEX).map_err(bt2)?,
+            Some(at) => BTree2::open(&f.cache(), at, f.sizes(), class).map_err(bt2)?,
+            None => BTree2::create(&f.cache(), f.sizes(), class, HUGE_INDEX).map_err(bt2)?,
         };
         let at = f.allocate(len)?;
         let rec = h5chunk_format::fractal_heap::HugeRecord {
@@ -858,7 +898,7 @@ impl HeapWriter {
             filtered: None,
             id: Some(id),
         };
-        tree.try_insert(&f.cache, crate::dense::HugeEntry::new(id, rec))
+        tree.try_insert(&f.cache(), crate::read::HugeEntry::new(id, rec))
             .map_err(bt2)?;
         self.h.huge_btree = Some(tree.addr());
         // A huge object's bytes are raw data in new space: written at once, before the
@@ -880,14 +920,14 @@ impl HeapWriter {
     /// indirect blocks (each depending on its children) and the header (depending on its root
     /// block, its current direct block and its huge-object B-tree), so that no block reaches
     /// the file before the blocks it points to. The addresses handed on.
-    fn write(&mut self, f: &Store) -> Result<Vec<Addr>> {
+    fn write(&mut self, f: &dyn Space) -> Result<Vec<Addr>> {
         let mut put = Vec::new();
         let summed = self.h.checksum_direct;
         let direct = |at: Addr, bytes: Vec<u8>| {
             if summed {
-                f.put_image::<meta::HeapDirectSummed>(at, bytes, &[])
+                f.put_block(BlockKind::Direct { checksummed: true }, at, bytes, &[])
             } else {
-                f.put_image::<meta::HeapDirect>(at, bytes, &[])
+                f.put_block(BlockKind::Direct { checksummed: false }, at, bytes, &[])
             }
         };
         for (at, bytes) in std::mem::take(&mut self.retired) {
@@ -895,7 +935,7 @@ impl HeapWriter {
             put.push(at);
         }
         if let Some(cur) = self.cur.as_mut().filter(|c| c.dirty) {
-            self.h.seal_direct(f.sizes, &mut cur.bytes);
+            self.h.seal_direct(f.sizes(), &mut cur.bytes);
             direct(cur.addr, cur.bytes.clone())?;
             put.push(cur.addr);
             cur.dirty = false;
@@ -904,9 +944,9 @@ impl HeapWriter {
             if ib.dirty {
                 let bytes = self
                     .h
-                    .encode_indirect(f.sizes, self.addr, offset, &ib.children)?;
+                    .encode_indirect(f.sizes(), self.addr, offset, &ib.children)?;
                 let children: Vec<Addr> = ib.children.iter().flatten().copied().collect();
-                f.put_image::<meta::HeapIndirect>(ib.addr, bytes, &children)?;
+                f.put_block(BlockKind::Indirect, ib.addr, bytes, &children)?;
                 put.push(ib.addr);
                 ib.dirty = false;
             }
@@ -920,7 +960,12 @@ impl HeapWriter {
             .into_iter()
             .flatten()
             .collect();
-            f.put_image::<meta::HeapHeader>(self.addr, self.h.encode(f.sizes)?, &children)?;
+            f.put_block(
+                BlockKind::Header,
+                self.addr,
+                self.h.encode(f.sizes())?,
+                &children,
+            )?;
             put.push(self.addr);
             self.header_dirty = false;
         }
@@ -929,15 +974,15 @@ impl HeapWriter {
 
     /// [`write`](Self::write), then write the blocks handed on (children first): for a
     /// reader of the heap that reads the file, and for a SWMR writer's readers.
-    fn write_now(&mut self, f: &Store) -> Result<()> {
+    pub(crate) fn write_now(&mut self, f: &dyn Space) -> Result<()> {
         // The header first: the cache writes what it depends on before it.
         for at in self.write(f)?.into_iter().rev() {
-            f.cache.flush_entry(at)?;
+            f.cache().flush_entry(at)?;
         }
         Ok(())
     }
 
-    fn is_dirty(&self) -> bool {
+    pub(crate) fn is_dirty(&self) -> bool {
         self.header_dirty
             || !self.retired.is_empty()
             || self.cur.as_ref().is_some_and(|c| c.dirty)
@@ -948,7 +993,7 @@ impl HeapWriter {
 /// Steps of the iterator update: each walks up or down one level or grows the root, so
 /// twice the most levels and root doublings there can be is ample; past it, a bug, not a
 /// hang.
-const MAX_ITER_STEPS: usize = 4 * crate::dense::MAX_DEPTH;
+const MAX_ITER_STEPS: usize = 4 * crate::read::MAX_DEPTH;
 
 fn set_top(levels: &mut [Level], level: Level) {
     if let Some(top) = levels.last_mut() {
@@ -956,45 +1001,44 @@ fn set_top(levels: &mut [Level], level: Level) {
     }
 }
 
-impl crate::store::HeldHeap for HeapWriter {
-    fn write(&mut self, f: &Store) -> Result<()> {
-        HeapWriter::write_now(self, f)
+impl HeapWriter {
+    /// Write the held changes now.
+    fn write_held(&mut self, f: &dyn Space) -> Result<()> {
+        self.write_now(f)
     }
-    fn stage(&mut self, f: &Store) -> Result<()> {
-        HeapWriter::write(self, f).map(drop)
+
+    /// Hand the held changes to the metadata cache, to be written by its next flush.
+    pub(crate) fn stage(&mut self, f: &dyn Space) -> Result<()> {
+        self.write(f).map(drop)
     }
-    fn is_dirty(&self) -> bool {
-        HeapWriter::is_dirty(self)
-    }
-    fn id_len(&self) -> usize {
+
+    /// The heap's ID length.
+    pub(crate) fn id_len(&self) -> usize {
         usize::from(self.h.id_len)
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 }
 
 /// Run `op` on the writer of the heap at `heap`, held by the store between calls (opened from
 /// the file if not held yet; `object_len` as for [`HeapWriter::open`]).
 fn with_heap<R>(
-    f: &Store,
+    f: &dyn Space,
+    heaps: &OpenHeaps,
     heap: Addr,
     object_len: impl Fn(&[u8]) -> Option<usize>,
     op: impl FnOnce(&mut HeapWriter) -> Result<R>,
 ) -> Result<R> {
-    let mut map = f.heaps.0.lock();
+    let mut map = heaps.lock();
     if !map.contains_key(&heap) {
         if map.len() >= MAX_PENDING {
             for w in map.values_mut() {
-                w.write(f)?;
+                w.write_held(f)?;
             }
             map.clear();
         }
-        map.insert(heap, Box::new(HeapWriter::open(f, heap, object_len)?));
+        map.insert(heap, HeapWriter::open(f, heap, object_len)?);
     }
     let w = map
         .get_mut(&heap)
-        .and_then(|w| w.as_any_mut().downcast_mut::<HeapWriter>())
         .ok_or(Error::Internal("a heap writer gone"))?;
     let out = op(w)?;
     // A SWMR writer's readers must find every change in the file at once.
@@ -1005,34 +1049,34 @@ fn with_heap<R>(
 }
 
 /// Keep `w` (a heap just made) open in the store.
-fn adopt_heap(f: &Store, mut w: HeapWriter) -> Result<()> {
-    let mut map = f.heaps.0.lock();
+fn adopt_heap(f: &dyn Space, heaps: &OpenHeaps, mut w: HeapWriter) -> Result<()> {
+    let mut map = heaps.lock();
     if map.len() >= MAX_PENDING || f.swmr_write() {
         for other in map.values_mut() {
-            other.write(f)?;
+            other.write_held(f)?;
         }
         map.clear();
     }
     if f.swmr_write() {
         return w.write_now(f);
     }
-    map.insert(w.addr, Box::new(w));
+    map.insert(w.addr, w);
     Ok(())
 }
 
 /// The length of the link message at the start of `bytes`.
-fn link_len(f: &Store, bytes: &[u8]) -> Option<usize> {
-    let mut d = Decoder::new(bytes, Addr(0), f.sizes, "link message (dense)");
+fn link_len(f: &dyn Space, bytes: &[u8]) -> Option<usize> {
+    let mut d = Decoder::new(bytes, Addr(0), f.sizes(), "link message (dense)");
     Link::decode(&mut d).ok()?;
     Some(d.position())
 }
 
 /// A link message's encoded body.
-fn encode_link(f: &Store, l: &Link) -> Result<Vec<u8>> {
+fn encode_link(f: &dyn Space, l: &Link) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     l.encode(&mut h5chunk_format::cursor::Encoder::new(
         &mut out,
-        f.sizes,
+        f.sizes(),
         "link message",
     ))?;
     Ok(out)
@@ -1040,20 +1084,20 @@ fn encode_link(f: &Store, l: &Link) -> Result<Vec<u8>> {
 
 /// The index at `index`, whose records hold IDs of objects in the heap at `heap`, reaches the
 /// file only after the heap (and so after the blocks the objects are in).
-fn index_after_heap(f: &Store, index: Addr, heap: Addr) -> Result<()> {
-    match f.cache.add_flush_dependency(index, heap) {
+fn index_after_heap(f: &dyn Space, index: Addr, heap: Addr) -> Result<()> {
+    match f.cache().add_flush_dependency(index, heap) {
         Ok(()) | Err(h5chunk_cache::Error::DependencyExists { .. }) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
 
 fn bt2(e: h5chunk_btree2::Error) -> Error {
-    Error::NameIndex(e)
+    Error::Index(e)
 }
 
 /// The heap ID length of the heap at `heap`.
-fn id_len(f: &Store, heap: Addr) -> Result<usize> {
-    match f.heaps.id_len(heap) {
+fn id_len(f: &dyn Space, heap: Addr) -> Result<usize> {
+    match f.held_id_len(heap) {
         Some(n) => Ok(n),
         None => Ok(Heap::open(f, heap)?.id_len()),
     }
@@ -1062,22 +1106,27 @@ fn id_len(f: &Store, heap: Addr) -> Result<usize> {
 /// Dense storage made by [`create`]: the fractal heap, the name index and, for a group that
 /// indexes creation order, the creation-order index.
 #[derive(Debug)]
-pub(crate) struct Created {
-    pub(crate) heap: Addr,
-    pub(crate) names: Addr,
-    pub(crate) orders: Option<Addr>,
+pub struct Created {
+    pub heap: Addr,
+    pub names: Addr,
+    pub orders: Option<Addr>,
 }
 
 /// Move `links` into new dense storage, with a creation-order index (type 6) when
 /// `index_order` (every link then carries its creation order).
-pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Created> {
+pub fn create(
+    f: &dyn Space,
+    heaps: &OpenHeaps,
+    links: &[Link],
+    index_order: bool,
+) -> Result<Created> {
     let mut heap = HeapWriter::create(f, link_heap_header())?;
     let id_len = usize::from(heap.h.id_len);
     let class = LinkNames::new(id_len, false);
-    let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    let mut tree = BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?;
     let mut by_order = if index_order {
         let class = CreationOrders::new(id_len);
-        Some(BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?)
+        Some(BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?)
     } else {
         None
     };
@@ -1086,14 +1135,14 @@ pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Cre
     for l in links {
         let id = heap.insert(f, &encode_link(f, l)?)?;
         let record = LinkName::new(h5chunk_format::checksum::lookup3(&l.name), id.clone());
-        tree.try_insert_by(&f.cache, record, known.tie(&l.name))
+        tree.try_insert_by(&f.cache(), record, known.tie(&l.name))
             .map_err(bt2)?;
         known.check()?;
         if let Some(t) = &mut by_order {
             let order = l.creation_order.ok_or(Error::Unsupported(
                 "indexing the creation order of a link that has none",
             ))?;
-            t.try_insert(&f.cache, CreationOrder::new(order, id.clone()))
+            t.try_insert(&f.cache(), CreationOrder::new(order, id.clone()))
                 .map_err(bt2)?;
         }
         known.insert(id, l.name.clone());
@@ -1103,7 +1152,7 @@ pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Cre
     if let Some(t) = &by_order {
         index_after_heap(f, t.addr(), addr)?;
     }
-    adopt_heap(f, heap)?;
+    adopt_heap(f, heaps, heap)?;
     Ok(Created {
         heap: addr,
         names: tree.addr(),
@@ -1115,8 +1164,9 @@ pub(crate) fn create(f: &Store, links: &[Link], index_order: bool) -> Result<Cre
 /// its name is there). Among other names of its hash, its record goes where libhdf5 puts it:
 /// in name order. A group that indexes creation order (`orders`: its type-6 B-tree) gets a
 /// record there too, keyed by the link's creation order.
-pub(crate) fn add(
-    f: &Store,
+pub fn add(
+    f: &dyn Space,
+    heaps: &OpenHeaps,
     heap: Addr,
     names: Addr,
     orders: Option<Addr>,
@@ -1125,21 +1175,22 @@ pub(crate) fn add(
     let body = encode_link(f, link)?;
     let hash = h5chunk_format::checksum::lookup3(&link.name);
     let class = LinkNames::new(id_len(f, heap)?, false);
-    let mut tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2)?;
+    let mut tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2)?;
     // The names of the hash's other records (nearly always none: the heap is not read).
     let mut reader = None;
-    let known = Names::of_hash(&f.cache, &tree, hash, |id| {
+    let known = Names::of_hash(&f.cache(), &tree, hash, |id| {
         let h = match &mut reader {
             Some(h) => h,
             None => reader.insert(Heap::open(f, heap)?),
         };
-        crate::dense::link_name(f, h, id)
+        crate::read::link_name(f, h, id)
     })?;
     if known.has(&link.name) {
         return Err(Error::Internal("adding a dense link whose name is there"));
     }
     with_heap(
         f,
+        heaps,
         heap,
         |b| link_len(f, b),
         |w| {
@@ -1147,8 +1198,8 @@ pub(crate) fn add(
             let mut by_order = match (orders, link.creation_order) {
                 (Some(at), Some(order)) => {
                     let class = CreationOrders::new(usize::from(w.h.id_len));
-                    let t = BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2)?;
-                    if t.get(&f.cache, &order).map_err(bt2)?.is_some() {
+                    let t = BTree2::open(&f.cache(), at, f.sizes(), class).map_err(bt2)?;
+                    if t.get(&f.cache(), &order).map_err(bt2)?.is_some() {
                         return Err(Error::corrupt(
                             "creation-order index",
                             at,
@@ -1166,7 +1217,7 @@ pub(crate) fn add(
             };
             let id = w.insert(f, &body)?;
             tree.try_insert_by(
-                &f.cache,
+                &f.cache(),
                 LinkName::new(hash, id.clone()),
                 known.tie(&link.name),
             )
@@ -1174,7 +1225,7 @@ pub(crate) fn add(
             known.check()?;
             index_after_heap(f, tree.addr(), heap)?;
             if let Some((t, order)) = &mut by_order {
-                t.try_insert(&f.cache, CreationOrder::new(*order, id))
+                t.try_insert(&f.cache(), CreationOrder::new(*order, id))
                     .map_err(bt2)?;
                 index_after_heap(f, t.addr(), heap)?;
             }
@@ -1184,8 +1235,8 @@ pub(crate) fn add(
 }
 
 /// The length of the attribute message at the start of `bytes`.
-fn attribute_len(f: &Store, bytes: &[u8]) -> Option<usize> {
-    let mut d = Decoder::new(bytes, Addr(0), f.sizes, "attribute message (dense)");
+fn attribute_len(f: &dyn Space, bytes: &[u8]) -> Option<usize> {
+    let mut d = Decoder::new(bytes, Addr(0), f.sizes(), "attribute message (dense)");
     h5chunk_format::message::Attribute::decode(&mut d).ok()?;
     Some(d.position())
 }
@@ -1193,38 +1244,40 @@ fn attribute_len(f: &Store, bytes: &[u8]) -> Option<usize> {
 /// Dense attribute storage made by [`create_attributes`]: the fractal heap, the name index
 /// and, for an object that indexes attribute creation order, the creation-order index.
 #[derive(Debug)]
-pub(crate) struct CreatedAttributes {
-    pub(crate) heap: Addr,
-    pub(crate) names: Addr,
-    pub(crate) orders: Option<Addr>,
+pub struct CreatedAttributes {
+    pub heap: Addr,
+    pub names: Addr,
+    pub orders: Option<Addr>,
 }
 
 /// An attribute message to store densely: its encoded body, its name and its creation order
 /// (0 when the object does not track it).
-pub(crate) struct NewAttribute<'a> {
-    pub(crate) body: &'a [u8],
-    pub(crate) name: &'a [u8],
-    pub(crate) order: u32,
+#[derive(Debug)]
+pub struct NewAttribute<'a> {
+    pub body: &'a [u8],
+    pub name: &'a [u8],
+    pub order: u32,
 }
 
-fn attribute_orders(f: &Store, at: Addr, id_len: usize) -> Result<BTree2<AttributeOrders>> {
-    BTree2::open(&f.cache, at, f.sizes, AttributeOrders::new(id_len)).map_err(bt2)
+fn attribute_orders(f: &dyn Space, at: Addr, id_len: usize) -> Result<BTree2<AttributeOrders>> {
+    BTree2::open(&f.cache(), at, f.sizes(), AttributeOrders::new(id_len)).map_err(bt2)
 }
 
 /// Move attribute messages into new dense storage, with a creation-order index (type 9) when
 /// `index_order`, as libhdf5 makes it.
-pub(crate) fn create_attributes(
-    f: &Store,
+pub fn create_attributes(
+    f: &dyn Space,
+    heaps: &OpenHeaps,
     messages: &[NewAttribute<'_>],
     index_order: bool,
 ) -> Result<CreatedAttributes> {
     let mut heap = HeapWriter::create(f, attribute_heap_header())?;
     let id_len = usize::from(heap.h.id_len);
     let class = LinkNames::new(id_len, true);
-    let mut tree = BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?;
+    let mut tree = BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?;
     let mut by_order = if index_order {
         let class = AttributeOrders::new(id_len);
-        Some(BTree2::create(&f.cache, f.sizes, class, NAME_INDEX).map_err(bt2)?)
+        Some(BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?)
     } else {
         None
     };
@@ -1234,11 +1287,11 @@ pub(crate) fn create_attributes(
         let id = heap.insert(f, m.body)?;
         let hash = h5chunk_format::checksum::lookup3(m.name);
         let record = LinkName::attribute(hash, id.clone(), m.order);
-        tree.try_insert_by(&f.cache, record, known.tie(m.name))
+        tree.try_insert_by(&f.cache(), record, known.tie(m.name))
             .map_err(bt2)?;
         known.check()?;
         if let Some(t) = &mut by_order {
-            t.try_insert(&f.cache, AttributeOrder::new(m.order, id.clone()))
+            t.try_insert(&f.cache(), AttributeOrder::new(m.order, id.clone()))
                 .map_err(bt2)?;
         }
         known.insert(id, m.name.to_vec());
@@ -1248,7 +1301,7 @@ pub(crate) fn create_attributes(
     if let Some(t) = &by_order {
         index_after_heap(f, t.addr(), addr)?;
     }
-    adopt_heap(f, heap)?;
+    adopt_heap(f, heaps, heap)?;
     Ok(CreatedAttributes {
         heap: addr,
         names: tree.addr(),
@@ -1260,8 +1313,9 @@ pub(crate) fn create_attributes(
 /// index `orders`, when the object has one), replacing the attribute of that name if there is
 /// one. The new message goes into the heap first: when the heap cannot take it, nothing
 /// changes.
-pub(crate) fn put_attribute(
-    f: &Store,
+pub fn put_attribute(
+    f: &dyn Space,
+    heaps: &OpenHeaps,
     heap: Addr,
     names: Addr,
     orders: Option<Addr>,
@@ -1269,19 +1323,19 @@ pub(crate) fn put_attribute(
 ) -> Result<()> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
-    let mut tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2)?;
+    let mut tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(new.name);
     // The records of the hash with their names: the attribute it replaces, if one has its
     // name, and where its record goes among the others (in name order, as libhdf5 orders
     // them).
-    let known = Names::of_hash(&f.cache, &tree, hash, |id| {
-        crate::dense::attribute_name(f, &h, id)
+    let known = Names::of_hash(&f.cache(), &tree, hash, |id| {
+        crate::read::attribute_name(f, &h, id)
     })?;
     let replaced = known.has(new.name);
     let mut by_order = match orders {
         Some(at) => {
             let t = attribute_orders(f, at, h.id_len())?;
-            if t.get(&f.cache, &new.order).map_err(bt2)?.is_some() {
+            if t.get(&f.cache(), &new.order).map_err(bt2)?.is_some() {
                 return Err(Error::corrupt(
                     "attribute creation-order index",
                     at,
@@ -1292,17 +1346,23 @@ pub(crate) fn put_attribute(
         }
         None => None,
     };
-    let id = with_heap(f, heap, |b| attribute_len(f, b), |w| w.insert(f, new.body))?;
+    let id = with_heap(
+        f,
+        heaps,
+        heap,
+        |b| attribute_len(f, b),
+        |w| w.insert(f, new.body),
+    )?;
     if replaced {
         let old = tree
-            .remove_by(&f.cache, &hash, known.tie(new.name))
+            .remove_by(&f.cache(), &hash, known.tie(new.name))
             .map_err(bt2)?;
         if let (Some(t), Some(old)) = (&mut by_order, old) {
-            t.remove(&f.cache, &old.order()).map_err(bt2)?;
+            t.remove(&f.cache(), &old.order()).map_err(bt2)?;
         }
     }
     tree.try_insert_by(
-        &f.cache,
+        &f.cache(),
         LinkName::attribute(hash, id.clone(), new.order),
         known.tie(new.name),
     )
@@ -1310,7 +1370,7 @@ pub(crate) fn put_attribute(
     known.check()?;
     index_after_heap(f, tree.addr(), heap)?;
     if let Some(t) = &mut by_order {
-        t.try_insert(&f.cache, AttributeOrder::new(new.order, id))
+        t.try_insert(&f.cache(), AttributeOrder::new(new.order, id))
             .map_err(bt2)?;
         index_after_heap(f, t.addr(), heap)?;
     }
@@ -1319,8 +1379,8 @@ pub(crate) fn put_attribute(
 
 /// Remove attribute `name` from the dense storage at `heap` / `names` (and `orders`) (its
 /// records; the heap object is left unused); whether it was there.
-pub(crate) fn remove_attribute(
-    f: &Store,
+pub fn remove_attribute(
+    f: &dyn Space,
     heap: Addr,
     names: Addr,
     orders: Option<Addr>,
@@ -1328,22 +1388,22 @@ pub(crate) fn remove_attribute(
 ) -> Result<bool> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
-    let mut tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2)?;
+    let mut tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(name);
     // Other attributes of the hash stay: the record removed is the one of this name.
-    let known = Names::of_hash(&f.cache, &tree, hash, |id| {
-        crate::dense::attribute_name(f, &h, id)
+    let known = Names::of_hash(&f.cache(), &tree, hash, |id| {
+        crate::read::attribute_name(f, &h, id)
     })?;
     if !known.has(name) {
         return Ok(false);
     }
     let removed = tree
-        .remove_by(&f.cache, &hash, known.tie(name))
+        .remove_by(&f.cache(), &hash, known.tie(name))
         .map_err(bt2)?;
     known.check()?;
     if let (Some(at), Some(r)) = (orders, &removed) {
         attribute_orders(f, at, h.id_len())?
-            .remove(&f.cache, &r.order())
+            .remove(&f.cache(), &r.order())
             .map_err(bt2)?;
     }
     Ok(removed.is_some())
@@ -1358,15 +1418,17 @@ pub(crate) fn remove_attribute(
 mod tests {
     use std::sync::Arc;
 
-    use h5chunk_cache::MemStorage;
+    use h5chunk_cache::{CacheConfig, MemStorage, MetadataCache};
 
     use super::*;
-    use crate::{File, FileOptions};
+    use crate::CacheSpace;
 
-    fn file() -> File {
-        FileOptions::default()
-            .create_on(Arc::new(MemStorage::new()))
-            .unwrap()
+    fn file() -> CacheSpace {
+        let cache =
+            MetadataCache::new(Arc::new(MemStorage::new()), CacheConfig::default()).unwrap();
+        // Past a superblock's room, as in a file.
+        cache.allocator().allocate(96).unwrap();
+        CacheSpace::new(cache, h5chunk_format::Sizes::DEFAULT)
     }
 
     /// (free space, managed space, allocated space, iterator offset, root rows).
@@ -1396,7 +1458,7 @@ mod tests {
     #[test]
     fn a_heap_grows_as_libhdf5_grows_it() {
         let file = file();
-        let f = &file.inner.store;
+        let f: &dyn Space = &file;
         let libhdf5: [(u32, Stats); 6] = [
             (9, (275, 512, 512, 0, 0)),
             (30, (1244, 2048, 1024, 1024, 1)),
@@ -1432,11 +1494,11 @@ mod tests {
     #[test]
     fn nested_indirect_blocks_and_reopening() {
         let file = file();
-        let f = &file.inner.store;
+        let f: &dyn Space = &file;
         let mut a = HeapWriter::create(f, link_heap_header()).unwrap();
         let b_header = HeapWriter::create(f, link_heap_header()).unwrap();
         let b_addr = b_header.addr;
-        adopt_heap(f, b_header).unwrap();
+        adopt_heap(f, file.heaps(), b_header).unwrap();
         let len = |bytes: &[u8]| (bytes.first() != Some(&0)).then_some(100);
         let total = 70_000u32;
         let mut ids = Vec::new();
@@ -1446,15 +1508,15 @@ mod tests {
             let mut o = object(i, 100);
             o[0] = 1;
             let id = a.insert(f, &o).unwrap();
-            let id_b = with_heap(f, b_addr, len, |w| w.insert(f, &o)).unwrap();
+            let id_b = with_heap(f, file.heaps(), b_addr, len, |w| w.insert(f, &o)).unwrap();
             assert_eq!(id, id_b);
             ids.push(id);
             if i % 9_973 == 0 {
                 // Written and forgotten: the next insert reopens it from the file.
-                f.heaps.flush(f).unwrap();
+                file.flush().unwrap();
             }
         }
-        f.heaps.flush(f).unwrap();
+        file.flush().unwrap();
         let b = HeapWriter::open(f, b_addr, len).unwrap();
         assert_eq!(stats(&a), stats(&b));
         // 7 MB of objects: rows up to 12 (1 MiB children, each with a row of 128 KiB
@@ -1477,7 +1539,7 @@ mod tests {
     #[test]
     fn large_objects_skip_to_larger_blocks() {
         let file = file();
-        let f = &file.inner.store;
+        let f: &dyn Space = &file;
         let mut w = HeapWriter::create(f, attribute_heap_header()).unwrap();
         let mut ids = Vec::new();
         let sizes = [40usize, 3000, 40, 4000, 900, 2500, 40];

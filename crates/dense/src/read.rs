@@ -21,12 +21,12 @@ use h5chunk_format::message::Link;
 use h5chunk_format::{Addr, Error as FormatError};
 
 use crate::error::{Error, Result};
-use crate::filters::Pipeline;
-use crate::store::Store;
+use crate::space::Space;
+use h5chunk_filters::Pipeline;
 
 /// The most indirect-block levels a lookup descends (heap offsets have at most 64 bits, and
 /// each level at least doubles the span): a cycle in a damaged file ends here.
-pub(crate) const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = 64;
 
 /// Bytes of blocks one [`Heap`] keeps once read and verified: listing a group of 100,000
 /// links reads each 64 KiB block once, not once a link. Past this, the kept blocks are
@@ -40,7 +40,7 @@ const MAX_UNFILTER_RATIO: u64 = 1100;
 
 /// A fractal heap, opened for reading objects.
 #[derive(Debug)]
-pub(crate) struct Heap {
+pub struct Heap {
     addr: Addr,
     h: Header,
     /// A filtered heap's pipeline (its direct blocks and huge objects go through it).
@@ -80,27 +80,27 @@ impl Kept {
 }
 
 fn bt2_err(e: h5chunk_btree2::Error) -> Error {
-    Error::NameIndex(e)
+    Error::Index(e)
 }
 
 impl Heap {
     /// Open the heap at `addr`, its changes not yet written (by a writer of this file)
     /// written first.
-    pub(crate) fn open(f: &Store, addr: Addr) -> Result<Heap> {
-        f.heaps.flush_one(f, addr)?;
+    pub fn open(f: &dyn Space, addr: Addr) -> Result<Heap> {
+        f.flush_heap(addr)?;
         Heap::open_file(f, addr)
     }
 
     /// Open the heap at `addr` as the file has it.
-    pub(crate) fn open_file(f: &Store, addr: Addr) -> Result<Heap> {
-        let avail = f.cache.eoa().get().saturating_sub(addr.get());
+    pub fn open_file(f: &dyn Space, addr: Addr) -> Result<Heap> {
+        let avail = f.cache().eoa().get().saturating_sub(addr.get());
         let first = (fractal_heap::MAX_HEADER_LEN as u64).min(avail);
-        let bytes = f.read_meta(addr, first)?;
-        let h = match Header::decode(&bytes, addr, f.sizes) {
+        let bytes = f.read(addr, first)?;
+        let h = match Header::decode(&bytes, addr, f.sizes()) {
             // A filter pipeline makes the header longer than the fixed part: read it all.
             Err(FormatError::Truncated { .. }) if first == fractal_heap::MAX_HEADER_LEN as u64 => {
                 let with_filters = first.saturating_add(u64::from(u16::MAX)).min(avail);
-                Header::decode(&f.read_meta(addr, with_filters)?, addr, f.sizes)?
+                Header::decode(&f.read(addr, with_filters)?, addr, f.sizes())?
             }
             other => other?,
         };
@@ -108,7 +108,7 @@ impl Heap {
             // Shuffle's element size is in its parameters (libhdf5 always stores it).
             Some(fl) => Some(
                 Pipeline::new(&fl.pipeline, 1)
-                    .map_err(|source| Error::HeapFilter { at: addr, source })?,
+                    .map_err(|source| Error::Filter { at: addr, source })?,
             ),
             None if h.filters_len > 0 => {
                 return Err(Error::corrupt(
@@ -128,18 +128,18 @@ impl Heap {
     }
 
     /// The decoded header.
-    pub(crate) fn header(&self) -> &Header {
+    pub fn header(&self) -> &Header {
         &self.h
     }
 
     /// Bytes of a heap ID.
-    pub(crate) fn id_len(&self) -> usize {
+    pub fn id_len(&self) -> usize {
         usize::from(self.h.id_len)
     }
 
     /// The object a heap ID names.
-    pub(crate) fn object(&self, f: &Store, id: &[u8]) -> Result<Vec<u8>> {
-        match HeapId::decode(id, &self.h, f.sizes, self.addr)? {
+    pub fn object(&self, f: &dyn Space, id: &[u8]) -> Result<Vec<u8>> {
+        match HeapId::decode(id, &self.h, f.sizes(), self.addr)? {
             HeapId::Tiny(data) => Ok(data),
             HeapId::Huge(HugeId::Direct(rec)) => self.huge(f, &rec),
             HeapId::Huge(HugeId::Indirect(key)) => {
@@ -151,7 +151,7 @@ impl Heap {
     }
 
     /// The huge-object B-tree's record of the object of ID `key`.
-    fn huge_record(&self, f: &Store, key: u64) -> Result<HugeRecord> {
+    fn huge_record(&self, f: &dyn Space, key: u64) -> Result<HugeRecord> {
         let at = self.h.huge_btree.ok_or_else(|| {
             Error::corrupt(
                 "fractal heap",
@@ -159,28 +159,25 @@ impl Heap {
                 format!("huge object {key} in a heap without a huge-object B-tree"),
             )
         })?;
-        let class = HugeObjects::new(&self.h, f.sizes);
-        let tree = BTree2::open(&f.cache, at, f.sizes, class).map_err(bt2_err)?;
-        let found = tree.get(&f.cache, &key).map_err(bt2_err)?.ok_or_else(|| {
-            Error::corrupt(
-                "fractal heap",
-                self.addr,
-                format!("huge object {key} not in the huge-object B-tree at {at}"),
-            )
-        })?;
+        let class = HugeObjects::new(&self.h, f.sizes());
+        let tree = BTree2::open(&f.cache(), at, f.sizes(), class).map_err(bt2_err)?;
+        let found = tree
+            .get(&f.cache(), &key)
+            .map_err(bt2_err)?
+            .ok_or_else(|| {
+                Error::corrupt(
+                    "fractal heap",
+                    self.addr,
+                    format!("huge object {key} not in the huge-object B-tree at {at}"),
+                )
+            })?;
         Ok(found.rec)
     }
 
     /// Bytes from `at` to the file's end (the larger of its end of allocation and its
     /// length): what any length read from the file must fit in.
-    fn room(&self, f: &Store, at: Addr) -> Result<u64> {
-        let avail = f.cache.eoa().get().saturating_sub(at.get());
-        let in_file = f
-            .storage
-            .len()
-            .map_err(|e| f.io(e))?
-            .saturating_sub(at.get());
-        Ok(avail.max(in_file))
+    fn room(&self, f: &dyn Space, at: Addr) -> Result<u64> {
+        f.room(at)
     }
 
     /// Undo the heap's filters on `stored` (read at `at`), skipping those `mask` says were,
@@ -205,11 +202,11 @@ impl Heap {
             })?;
         pipeline
             .decode(stored, mask, size)
-            .map_err(|source| Error::HeapFilter { at, source })
+            .map_err(|source| Error::Filter { at, source })
     }
 
     /// A huge object: its bytes where its record says, through the heap's filters if any.
-    fn huge(&self, f: &Store, rec: &HugeRecord) -> Result<Vec<u8>> {
+    fn huge(&self, f: &dyn Space, rec: &HugeRecord) -> Result<Vec<u8>> {
         if rec.len > self.room(f, rec.addr)? {
             return Err(Error::corrupt(
                 "fractal heap",
@@ -220,7 +217,7 @@ impl Heap {
                 ),
             ));
         }
-        let stored = f.read_meta(rec.addr, rec.len)?;
+        let stored = f.read(rec.addr, rec.len)?;
         match rec.filtered {
             Some((mask, size)) => self.unfilter(rec.addr, stored, mask, size),
             None if self.pipeline.is_some() => Err(Error::corrupt(
@@ -236,17 +233,17 @@ impl Heap {
     }
 
     /// The indirect block of `rows` rows at `at`, decoded (once).
-    fn indirect(&self, f: &Store, at: Addr, rows: u32) -> Result<Rc<IndirectBlock>> {
+    fn indirect(&self, f: &dyn Space, at: Addr, rows: u32) -> Result<Rc<IndirectBlock>> {
         if let Some(ib) = self.kept.borrow().indirect.get(&at)
             && ib.children.len() as u64 == u64::from(rows).saturating_mul(u64::from(self.h.width))
         {
             return Ok(Rc::clone(ib));
         }
-        let len = self.h.indirect_len(f.sizes, rows);
+        let len = self.h.indirect_len(f.sizes(), rows);
         let ib = Rc::new(IndirectBlock::decode(
-            &f.read_meta(at, len as u64)?,
+            &f.read(at, len as u64)?,
             at,
-            f.sizes,
+            f.sizes(),
             &self.h,
             self.addr,
             rows,
@@ -258,7 +255,7 @@ impl Heap {
     }
 
     /// A managed object: find its direct block through the doubling table.
-    fn managed(&self, f: &Store, offset: u64, len: u64) -> Result<Vec<u8>> {
+    fn managed(&self, f: &dyn Space, offset: u64, len: u64) -> Result<Vec<u8>> {
         let corrupt = |what: String| Error::corrupt("fractal heap", Some(self.addr), what);
         if len == 0 || len > u64::from(self.h.max_managed).max(self.h.max_direct) {
             return Err(corrupt(format!("managed object of {len} bytes")));
@@ -339,7 +336,7 @@ impl Heap {
                         "direct block of {stored} bytes at {block} past the file's end"
                     )));
                 }
-                let bytes = f.read_meta(block, stored)?;
+                let bytes = f.read(block, stored)?;
                 // libhdf5 checksums a filtered block as it is once unfiltered.
                 let bytes = match filtered {
                     Some((_, mask)) if self.pipeline.is_some() => {
@@ -350,7 +347,7 @@ impl Heap {
                 fractal_heap::check_direct(
                     &bytes,
                     block,
-                    f.sizes,
+                    f.sizes(),
                     &self.h,
                     self.addr,
                     block_offset,
@@ -363,7 +360,7 @@ impl Heap {
             }
         };
         let from = offset.saturating_sub(block_offset);
-        let header = self.h.direct_header_len(f.sizes) as u64;
+        let header = self.h.direct_header_len(f.sizes()) as u64;
         let end = from.saturating_add(len);
         if from < header || end > size {
             return Err(corrupt(format!(
@@ -381,20 +378,20 @@ impl Heap {
 /// ID of the link message) or type 8 (attributes: the heap ID of the attribute message,
 /// message flags u8, creation order u32, then the hash).
 #[derive(Debug)]
-pub(crate) struct LinkNames {
+pub struct LinkNames {
     id_len: usize,
     attributes: bool,
 }
 
 impl LinkNames {
-    pub(crate) fn new(id_len: usize, attributes: bool) -> LinkNames {
+    pub fn new(id_len: usize, attributes: bool) -> LinkNames {
         LinkNames { id_len, attributes }
     }
 }
 
 /// One record of [`LinkNames`].
 #[derive(Clone, Debug)]
-pub(crate) struct LinkName {
+pub struct LinkName {
     hash: u32,
     id: Vec<u8>,
     /// Type 8 only: the attribute message's flags and creation order (kept as read, so a
@@ -404,7 +401,7 @@ pub(crate) struct LinkName {
 }
 
 impl LinkName {
-    pub(crate) fn new(hash: u32, id: Vec<u8>) -> LinkName {
+    pub fn new(hash: u32, id: Vec<u8>) -> LinkName {
         LinkName {
             hash,
             id,
@@ -414,7 +411,7 @@ impl LinkName {
     }
 
     /// A type-8 record of an attribute of creation order `order`.
-    pub(crate) fn attribute(hash: u32, id: Vec<u8>, order: u32) -> LinkName {
+    pub fn attribute(hash: u32, id: Vec<u8>, order: u32) -> LinkName {
         LinkName {
             order,
             ..LinkName::new(hash, id)
@@ -422,7 +419,7 @@ impl LinkName {
     }
 
     /// The attribute's creation order (type 8).
-    pub(crate) fn order(&self) -> u32 {
+    pub fn order(&self) -> u32 {
         self.order
     }
 }
@@ -431,7 +428,7 @@ impl LinkName {
 /// compares two names of one hash as `strcmp` does (bytes as unsigned, a name before any
 /// longer one it begins), which is how byte strings compare; a name holds no NUL.
 #[derive(Debug, Default)]
-pub(crate) struct Names {
+pub struct Names {
     by_id: HashMap<Vec<u8>, Vec<u8>>,
     /// A tie-break met a record whose name is not here (see [`Names::check`]).
     missing: Cell<bool>,
@@ -440,7 +437,7 @@ pub(crate) struct Names {
 impl Names {
     /// The records of `hash` in `tree`, with their names (`name_of` reads one through its
     /// heap ID). Only those records are read from the heap: none, nearly always.
-    pub(crate) fn of_hash(
+    pub fn of_hash(
         cache: &h5chunk_cache::MetadataCache,
         tree: &BTree2<LinkNames>,
         hash: u32,
@@ -455,18 +452,18 @@ impl Names {
     }
 
     /// Record that heap object `id` holds `name`.
-    pub(crate) fn insert(&mut self, id: Vec<u8>, name: Vec<u8>) {
+    pub fn insert(&mut self, id: Vec<u8>, name: Vec<u8>) {
         self.by_id.insert(id, name);
     }
 
     /// Whether a record's name is `name`.
-    pub(crate) fn has(&self, name: &[u8]) -> bool {
+    pub fn has(&self, name: &[u8]) -> bool {
         self.by_id.values().any(|n| n.as_slice() == name)
     }
 
     /// How `name` compares with the name of `r`, a record of its hash: the tie-break of the
     /// tree's operations on that hash.
-    pub(crate) fn tie<'a>(&'a self, name: &'a [u8]) -> impl Fn(&LinkName) -> Ordering + 'a {
+    pub fn tie<'a>(&'a self, name: &'a [u8]) -> impl Fn(&LinkName) -> Ordering + 'a {
         move |r| match self.by_id.get(&r.id) {
             Some(other) => name.cmp(other.as_slice()),
             None => {
@@ -478,7 +475,7 @@ impl Names {
 
     /// An error if a tie-break met a record not listed here: [`of_hash`](Self::of_hash)
     /// lists every record of the hash, so the tree changed between (a bug, not the file).
-    pub(crate) fn check(&self) -> Result<()> {
+    pub fn check(&self) -> Result<()> {
         if self.missing.get() {
             return Err(Error::Internal(
                 "a name index record of the hash was not among those read before",
@@ -582,26 +579,26 @@ fn le32(b: &[u8]) -> u32 {
 /// the attribute message, the message's flags u8, its creation order u32), ordered by
 /// creation order.
 #[derive(Debug)]
-pub(crate) struct AttributeOrders {
+pub struct AttributeOrders {
     id_len: usize,
 }
 
 impl AttributeOrders {
-    pub(crate) fn new(id_len: usize) -> AttributeOrders {
+    pub fn new(id_len: usize) -> AttributeOrders {
         AttributeOrders { id_len }
     }
 }
 
 /// One record of [`AttributeOrders`].
 #[derive(Clone, Debug)]
-pub(crate) struct AttributeOrder {
+pub struct AttributeOrder {
     id: Vec<u8>,
     flags: u8,
     order: u32,
 }
 
 impl AttributeOrder {
-    pub(crate) fn new(order: u32, id: Vec<u8>) -> AttributeOrder {
+    pub fn new(order: u32, id: Vec<u8>) -> AttributeOrder {
         AttributeOrder {
             id,
             flags: 0,
@@ -665,25 +662,25 @@ impl RecordClass for AttributeOrders {
 /// Records of a group's creation-order index: v2 B-tree type 6 (a link's creation order, a
 /// 64-bit integer, then the heap ID of its link message), ordered by creation order.
 #[derive(Debug)]
-pub(crate) struct CreationOrders {
+pub struct CreationOrders {
     id_len: usize,
 }
 
 impl CreationOrders {
-    pub(crate) fn new(id_len: usize) -> CreationOrders {
+    pub fn new(id_len: usize) -> CreationOrders {
         CreationOrders { id_len }
     }
 }
 
 /// One record of [`CreationOrders`].
 #[derive(Clone, Debug)]
-pub(crate) struct CreationOrder {
+pub struct CreationOrder {
     order: u64,
     id: Vec<u8>,
 }
 
 impl CreationOrder {
-    pub(crate) fn new(order: u64, id: Vec<u8>) -> CreationOrder {
+    pub fn new(order: u64, id: Vec<u8>) -> CreationOrder {
         CreationOrder { order, id }
     }
 }
@@ -739,13 +736,13 @@ impl RecordClass for CreationOrders {
 /// Records of a heap's huge-object B-tree (types 1 to 4, as the heap's header implies):
 /// keyed by the object's ID (types 1 and 2) or its address (3 and 4).
 #[derive(Debug)]
-pub(crate) struct HugeObjects {
+pub struct HugeObjects {
     tree_type: u8,
     sizes: h5chunk_format::Sizes,
 }
 
 impl HugeObjects {
-    pub(crate) fn new(h: &Header, sizes: h5chunk_format::Sizes) -> HugeObjects {
+    pub fn new(h: &Header, sizes: h5chunk_format::Sizes) -> HugeObjects {
         HugeObjects {
             tree_type: h.huge_tree_type(sizes),
             sizes,
@@ -755,14 +752,14 @@ impl HugeObjects {
 
 /// One record of [`HugeObjects`], with its key.
 #[derive(Clone, Debug)]
-pub(crate) struct HugeEntry {
+pub struct HugeEntry {
     key: u64,
     rec: HugeRecord,
 }
 
 impl HugeEntry {
     /// The record `rec` under `key` (its ID, or its address in a tree of direct IDs).
-    pub(crate) fn new(key: u64, rec: HugeRecord) -> HugeEntry {
+    pub fn new(key: u64, rec: HugeRecord) -> HugeEntry {
         HugeEntry { key, rec }
     }
 }
@@ -800,7 +797,7 @@ impl RecordClass for HugeObjects {
 
 /// The heap IDs of the records of the name index at `names` (links, or `attributes`), in the
 /// index's order.
-fn ids(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<Vec<u8>>> {
+fn ids(f: &dyn Space, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<Vec<u8>>> {
     Ok(records(f, heap, names, attributes)?
         .into_iter()
         .map(|r| r.id)
@@ -808,16 +805,16 @@ fn ids(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<Vec<
 }
 
 /// The records of the name index at `names` (links, or `attributes`), in the index's order.
-fn records(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<LinkName>> {
+fn records(f: &dyn Space, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<LinkName>> {
     let class = LinkNames {
         id_len: heap.id_len(),
         attributes,
     };
-    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
     let mut out = Vec::new();
     // The closure never breaks: the flow it returns says nothing.
     let _ = tree
-        .for_each(&f.cache, |r| {
+        .for_each(&f.cache(), |r| {
             out.push(r.clone());
             ControlFlow::Continue(())
         })
@@ -825,14 +822,14 @@ fn records(f: &Store, heap: &Heap, names: Addr, attributes: bool) -> Result<Vec<
     Ok(out)
 }
 
-fn link(f: &Store, heap: &Heap, id: &[u8]) -> Result<Link> {
+fn link(f: &dyn Space, heap: &Heap, id: &[u8]) -> Result<Link> {
     let bytes = heap.object(f, id)?;
-    let mut d = Decoder::new(&bytes, heap.addr, f.sizes, "link message (dense)");
+    let mut d = Decoder::new(&bytes, heap.addr, f.sizes(), "link message (dense)");
     Ok(Link::decode(&mut d)?)
 }
 
 /// Every link of a group stored densely (heap at `heap`, name index at `names`).
-pub(crate) fn links(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Link>> {
+pub fn links(f: &dyn Space, heap: Addr, names: Addr) -> Result<Vec<Link>> {
     let heap = Heap::open(f, heap)?;
     ids(f, &heap, names, false)?
         .iter()
@@ -842,12 +839,12 @@ pub(crate) fn links(f: &Store, heap: Addr, names: Addr) -> Result<Vec<Link>> {
 
 /// The link `name` of a group stored densely: the records of its name's hash (libhdf5's
 /// lookup3 of the name), then the one whose message holds the name.
-pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<Option<Link>> {
+pub fn lookup(f: &dyn Space, heap: Addr, names: Addr, name: &str) -> Result<Option<Link>> {
     let hash = h5chunk_format::checksum::lookup3(name.as_bytes());
     // One descent finds the records of the hash (nearly always none or one), and each one's
     // link is read until the name matches. A name not there (a link about to be added) most
     // often reads nothing of the heap, so its changes not yet written stay in memory.
-    let id_len = match f.heaps.id_len(heap) {
+    let id_len = match f.held_id_len(heap) {
         Some(n) => n,
         None => Heap::open(f, heap)?.id_len(),
     };
@@ -855,8 +852,8 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
         id_len,
         attributes: false,
     };
-    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
-    let records = tree.get_all(&f.cache, &hash).map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
+    let records = tree.get_all(&f.cache(), &hash).map_err(bt2_err)?;
     if records.is_empty() {
         return Ok(None);
     }
@@ -871,14 +868,14 @@ pub(crate) fn lookup(f: &Store, heap: Addr, names: Addr, name: &str) -> Result<O
 }
 
 /// The name of the link message heap object `id` of `heap` holds.
-pub(crate) fn link_name(f: &Store, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
+pub fn link_name(f: &dyn Space, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
     Ok(link(f, heap, id)?.name)
 }
 
 /// The name of the attribute message heap object `id` of `heap` holds.
-pub(crate) fn attribute_name(f: &Store, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
+pub fn attribute_name(f: &dyn Space, heap: &Heap, id: &[u8]) -> Result<Vec<u8>> {
     let body = heap.object(f, id)?;
-    let mut d = Decoder::new(&body, heap.addr, f.sizes, "attribute message (dense)");
+    let mut d = Decoder::new(&body, heap.addr, f.sizes(), "attribute message (dense)");
     Ok(h5chunk_format::message::Attribute::decode_name(&mut d)?)
 }
 
@@ -886,16 +883,16 @@ pub(crate) fn attribute_name(f: &Store, heap: &Heap, id: &[u8]) -> Result<Vec<u8
 /// a hash with the record before them but whose name does not follow its name: libhdf5 finds
 /// a name by comparing the hash, then the name, so it may miss such a record. Each as the two
 /// names, in the index's order.
-pub(crate) fn misordered(
-    f: &Store,
+pub fn misordered(
+    f: &dyn Space,
     heap: Addr,
     names: Addr,
     attributes: bool,
 ) -> Result<Vec<(String, String)>> {
     let heap = Heap::open(f, heap)?;
     let class = LinkNames::new(heap.id_len(), attributes);
-    let tree = BTree2::open(&f.cache, names, f.sizes, class).map_err(bt2_err)?;
-    let records = tree.to_vec(&f.cache).map_err(bt2_err)?;
+    let tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
+    let records = tree.to_vec(&f.cache()).map_err(bt2_err)?;
     let name_of = |r: &LinkName| {
         if attributes {
             attribute_name(f, &heap, &r.id)
@@ -923,11 +920,7 @@ pub(crate) fn misordered(
 
 /// The attribute messages (encoded) of an object whose attributes are stored densely, in the
 /// name index's order.
-pub(crate) fn attribute_messages(
-    f: &Store,
-    heap: Addr,
-    names: Addr,
-) -> Result<Vec<(Vec<u8>, u32)>> {
+pub fn attribute_messages(f: &dyn Space, heap: Addr, names: Addr) -> Result<Vec<(Vec<u8>, u32)>> {
     let heap = Heap::open(f, heap)?;
     records(f, &heap, names, true)?
         .iter()
