@@ -27,9 +27,9 @@ use h5chunk_format::message::{
 use h5chunk_format::object_header::MessageFlags;
 
 use crate::error::{Error, Result};
+use crate::meta::AttrInfo;
 use crate::store::Store;
 use crate::types::{H5Type, TypeDesc, from_le_bytes};
-use crate::meta::AttrInfo;
 use crate::values::{NewValues, heap_strings, store_objects, string_ids, unpad};
 
 /// One attribute, read: its name, shape, type and stored bytes.
@@ -302,8 +302,6 @@ fn dense_in_use(
 ) -> Result<Option<(Addr, Addr)>> {
     Ok(AttrInfo::decode(data, header, sizes)?.dense())
 }
-
-
 
 /// The attributes of the object whose header is at `header`.
 pub(crate) fn read_all(f: &Store, header: Addr) -> Result<Vec<Attr>> {

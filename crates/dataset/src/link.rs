@@ -1,6 +1,6 @@
 //! Link storage of groups: new-style (links in the object header, "compact" storage, or in a
 //! fractal heap indexed by a v2 B-tree, "dense" storage: `crate::dense` reads it,
-//! `crate::dense_write` moves a group there past its compact limit and appends to it) and
+//! `h5chunk_dense::write` moves a group there past its compact limit and appends to it) and
 //! old-style (a symbol table: local heap of names, group B-tree, symbol table nodes).
 //! [`crate::Group`] is built on this.
 

@@ -104,7 +104,11 @@ fn attribute_collections(data: &[u8], header: Addr, sizes: Sizes) -> Vec<Addr> {
 
 /// The blocks an Attribute Info message points at: the fractal heap of dense attributes, its
 /// name index and its creation-order index (none when the message does not decode).
-pub(crate) fn attribute_info_addresses(data: &[u8], header: Addr, sizes: h5chunk_format::Sizes) -> Vec<Addr> {
+pub(crate) fn attribute_info_addresses(
+    data: &[u8],
+    header: Addr,
+    sizes: h5chunk_format::Sizes,
+) -> Vec<Addr> {
     AttrInfo::decode(data, header, sizes)
         .map(|i| [i.heap, i.names, i.orders].into_iter().flatten().collect())
         .unwrap_or_default()

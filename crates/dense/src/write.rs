@@ -38,7 +38,7 @@
 //! (managed or huge), which readers never reach again.
 //!
 //! The newest block, the indirect blocks and the header are kept in memory between changes
-//! (`store::PendingHeaps`) and written when the file is flushed or when the heap is read, so adding
+//! ([`OpenHeaps`]) and handed to the metadata cache when the file is flushed, or written when the heap is read, so adding
 //! a link costs its copy into the block, not a rewrite and checksum of the whole block.
 
 use std::collections::{BTreeMap, HashMap};
