@@ -276,13 +276,13 @@ fn grow(f: &File, mem: &MemStorage, what: &str) -> BTreeSet<&'static str> {
     // past them, so the cache's address order alone would write the parents first.
     for i in 12..40 {
         g.create_group(&format!("member{i:02}")).unwrap();
-        d.attrs().set(&format!("attr{i:02}"), &vec![i; 40]).unwrap();
+        d.attrs().set(&format!("attr{i:02}"), &[i; 40]).unwrap();
     }
     f.attrs().set_strs("history", &["made", "grown"]).unwrap();
     d.attrs().set_strs("more names", &["four", "five"]).unwrap();
     g.attrs().set_str("title", "a group").unwrap();
     for i in 12..300 {
-        h.attrs().set(&format!("attr{i:04}"), &vec![i; 30]).unwrap();
+        h.attrs().set(&format!("attr{i:04}"), &[i; 30]).unwrap();
     }
     for n in 0..50 {
         d.append(&[n, n, n]).unwrap();

@@ -160,17 +160,14 @@ impl Heap {
             )
         })?;
         let class = HugeObjects::new(&self.h, f.sizes());
-        let tree = BTree2::open(&f.cache(), at, f.sizes(), class).map_err(bt2_err)?;
-        let found = tree
-            .get(&f.cache(), &key)
-            .map_err(bt2_err)?
-            .ok_or_else(|| {
-                Error::corrupt(
-                    "fractal heap",
-                    self.addr,
-                    format!("huge object {key} not in the huge-object B-tree at {at}"),
-                )
-            })?;
+        let tree = BTree2::open(f.cache(), at, f.sizes(), class).map_err(bt2_err)?;
+        let found = tree.get(f.cache(), &key).map_err(bt2_err)?.ok_or_else(|| {
+            Error::corrupt(
+                "fractal heap",
+                self.addr,
+                format!("huge object {key} not in the huge-object B-tree at {at}"),
+            )
+        })?;
         Ok(found.rec)
     }
 
@@ -810,11 +807,11 @@ fn records(f: &dyn Space, heap: &Heap, names: Addr, attributes: bool) -> Result<
         id_len: heap.id_len(),
         attributes,
     };
-    let tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
+    let tree = BTree2::open(f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
     let mut out = Vec::new();
     // The closure never breaks: the flow it returns says nothing.
     let _ = tree
-        .for_each(&f.cache(), |r| {
+        .for_each(f.cache(), |r| {
             out.push(r.clone());
             ControlFlow::Continue(())
         })
@@ -852,8 +849,8 @@ pub fn lookup(f: &dyn Space, heap: Addr, names: Addr, name: &str) -> Result<Opti
         id_len,
         attributes: false,
     };
-    let tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
-    let records = tree.get_all(&f.cache(), &hash).map_err(bt2_err)?;
+    let tree = BTree2::open(f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
+    let records = tree.get_all(f.cache(), &hash).map_err(bt2_err)?;
     if records.is_empty() {
         return Ok(None);
     }
@@ -891,8 +888,8 @@ pub fn misordered(
 ) -> Result<Vec<(String, String)>> {
     let heap = Heap::open(f, heap)?;
     let class = LinkNames::new(heap.id_len(), attributes);
-    let tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
-    let records = tree.to_vec(&f.cache()).map_err(bt2_err)?;
+    let tree = BTree2::open(f.cache(), names, f.sizes(), class).map_err(bt2_err)?;
+    let records = tree.to_vec(f.cache()).map_err(bt2_err)?;
     let name_of = |r: &LinkName| {
         if attributes {
             attribute_name(f, &heap, &r.id)

@@ -888,8 +888,8 @@ impl HeapWriter {
         let len = object.len() as u64;
         let class = crate::read::HugeObjects::new(&self.h, f.sizes());
         let mut tree = match self.h.huge_btree {
-            Some(at) => BTree2::open(&f.cache(), at, f.sizes(), class).map_err(bt2)?,
-            None => BTree2::create(&f.cache(), f.sizes(), class, HUGE_INDEX).map_err(bt2)?,
+            Some(at) => BTree2::open(f.cache(), at, f.sizes(), class).map_err(bt2)?,
+            None => BTree2::create(f.cache(), f.sizes(), class, HUGE_INDEX).map_err(bt2)?,
         };
         let at = f.allocate(len)?;
         let rec = h5chunk_format::fractal_heap::HugeRecord {
@@ -898,7 +898,7 @@ impl HeapWriter {
             filtered: None,
             id: Some(id),
         };
-        tree.try_insert(&f.cache(), crate::read::HugeEntry::new(id, rec))
+        tree.try_insert(f.cache(), crate::read::HugeEntry::new(id, rec))
             .map_err(bt2)?;
         self.h.huge_btree = Some(tree.addr());
         // A huge object's bytes are raw data in new space: written at once, before the
@@ -1123,10 +1123,10 @@ pub fn create(
     let mut heap = HeapWriter::create(f, link_heap_header())?;
     let id_len = usize::from(heap.h.id_len);
     let class = LinkNames::new(id_len, false);
-    let mut tree = BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?;
+    let mut tree = BTree2::create(f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?;
     let mut by_order = if index_order {
         let class = CreationOrders::new(id_len);
-        Some(BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?)
+        Some(BTree2::create(f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?)
     } else {
         None
     };
@@ -1135,14 +1135,14 @@ pub fn create(
     for l in links {
         let id = heap.insert(f, &encode_link(f, l)?)?;
         let record = LinkName::new(h5chunk_format::checksum::lookup3(&l.name), id.clone());
-        tree.try_insert_by(&f.cache(), record, known.tie(&l.name))
+        tree.try_insert_by(f.cache(), record, known.tie(&l.name))
             .map_err(bt2)?;
         known.check()?;
         if let Some(t) = &mut by_order {
             let order = l.creation_order.ok_or(Error::Unsupported(
                 "indexing the creation order of a link that has none",
             ))?;
-            t.try_insert(&f.cache(), CreationOrder::new(order, id.clone()))
+            t.try_insert(f.cache(), CreationOrder::new(order, id.clone()))
                 .map_err(bt2)?;
         }
         known.insert(id, l.name.clone());
@@ -1175,10 +1175,10 @@ pub fn add(
     let body = encode_link(f, link)?;
     let hash = h5chunk_format::checksum::lookup3(&link.name);
     let class = LinkNames::new(id_len(f, heap)?, false);
-    let mut tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2)?;
+    let mut tree = BTree2::open(f.cache(), names, f.sizes(), class).map_err(bt2)?;
     // The names of the hash's other records (nearly always none: the heap is not read).
     let mut reader = None;
-    let known = Names::of_hash(&f.cache(), &tree, hash, |id| {
+    let known = Names::of_hash(f.cache(), &tree, hash, |id| {
         let h = match &mut reader {
             Some(h) => h,
             None => reader.insert(Heap::open(f, heap)?),
@@ -1198,8 +1198,8 @@ pub fn add(
             let mut by_order = match (orders, link.creation_order) {
                 (Some(at), Some(order)) => {
                     let class = CreationOrders::new(usize::from(w.h.id_len));
-                    let t = BTree2::open(&f.cache(), at, f.sizes(), class).map_err(bt2)?;
-                    if t.get(&f.cache(), &order).map_err(bt2)?.is_some() {
+                    let t = BTree2::open(f.cache(), at, f.sizes(), class).map_err(bt2)?;
+                    if t.get(f.cache(), &order).map_err(bt2)?.is_some() {
                         return Err(Error::corrupt(
                             "creation-order index",
                             at,
@@ -1217,7 +1217,7 @@ pub fn add(
             };
             let id = w.insert(f, &body)?;
             tree.try_insert_by(
-                &f.cache(),
+                f.cache(),
                 LinkName::new(hash, id.clone()),
                 known.tie(&link.name),
             )
@@ -1225,7 +1225,7 @@ pub fn add(
             known.check()?;
             index_after_heap(f, tree.addr(), heap)?;
             if let Some((t, order)) = &mut by_order {
-                t.try_insert(&f.cache(), CreationOrder::new(*order, id))
+                t.try_insert(f.cache(), CreationOrder::new(*order, id))
                     .map_err(bt2)?;
                 index_after_heap(f, t.addr(), heap)?;
             }
@@ -1260,7 +1260,7 @@ pub struct NewAttribute<'a> {
 }
 
 fn attribute_orders(f: &dyn Space, at: Addr, id_len: usize) -> Result<BTree2<AttributeOrders>> {
-    BTree2::open(&f.cache(), at, f.sizes(), AttributeOrders::new(id_len)).map_err(bt2)
+    BTree2::open(f.cache(), at, f.sizes(), AttributeOrders::new(id_len)).map_err(bt2)
 }
 
 /// Move attribute messages into new dense storage, with a creation-order index (type 9) when
@@ -1274,10 +1274,10 @@ pub fn create_attributes(
     let mut heap = HeapWriter::create(f, attribute_heap_header())?;
     let id_len = usize::from(heap.h.id_len);
     let class = LinkNames::new(id_len, true);
-    let mut tree = BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?;
+    let mut tree = BTree2::create(f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?;
     let mut by_order = if index_order {
         let class = AttributeOrders::new(id_len);
-        Some(BTree2::create(&f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?)
+        Some(BTree2::create(f.cache(), f.sizes(), class, NAME_INDEX).map_err(bt2)?)
     } else {
         None
     };
@@ -1287,11 +1287,11 @@ pub fn create_attributes(
         let id = heap.insert(f, m.body)?;
         let hash = h5chunk_format::checksum::lookup3(m.name);
         let record = LinkName::attribute(hash, id.clone(), m.order);
-        tree.try_insert_by(&f.cache(), record, known.tie(m.name))
+        tree.try_insert_by(f.cache(), record, known.tie(m.name))
             .map_err(bt2)?;
         known.check()?;
         if let Some(t) = &mut by_order {
-            t.try_insert(&f.cache(), AttributeOrder::new(m.order, id.clone()))
+            t.try_insert(f.cache(), AttributeOrder::new(m.order, id.clone()))
                 .map_err(bt2)?;
         }
         known.insert(id, m.name.to_vec());
@@ -1323,19 +1323,19 @@ pub fn put_attribute(
 ) -> Result<()> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
-    let mut tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2)?;
+    let mut tree = BTree2::open(f.cache(), names, f.sizes(), class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(new.name);
     // The records of the hash with their names: the attribute it replaces, if one has its
     // name, and where its record goes among the others (in name order, as libhdf5 orders
     // them).
-    let known = Names::of_hash(&f.cache(), &tree, hash, |id| {
+    let known = Names::of_hash(f.cache(), &tree, hash, |id| {
         crate::read::attribute_name(f, &h, id)
     })?;
     let replaced = known.has(new.name);
     let mut by_order = match orders {
         Some(at) => {
             let t = attribute_orders(f, at, h.id_len())?;
-            if t.get(&f.cache(), &new.order).map_err(bt2)?.is_some() {
+            if t.get(f.cache(), &new.order).map_err(bt2)?.is_some() {
                 return Err(Error::corrupt(
                     "attribute creation-order index",
                     at,
@@ -1355,14 +1355,14 @@ pub fn put_attribute(
     )?;
     if replaced {
         let old = tree
-            .remove_by(&f.cache(), &hash, known.tie(new.name))
+            .remove_by(f.cache(), &hash, known.tie(new.name))
             .map_err(bt2)?;
         if let (Some(t), Some(old)) = (&mut by_order, old) {
-            t.remove(&f.cache(), &old.order()).map_err(bt2)?;
+            t.remove(f.cache(), &old.order()).map_err(bt2)?;
         }
     }
     tree.try_insert_by(
-        &f.cache(),
+        f.cache(),
         LinkName::attribute(hash, id.clone(), new.order),
         known.tie(new.name),
     )
@@ -1370,7 +1370,7 @@ pub fn put_attribute(
     known.check()?;
     index_after_heap(f, tree.addr(), heap)?;
     if let Some(t) = &mut by_order {
-        t.try_insert(&f.cache(), AttributeOrder::new(new.order, id))
+        t.try_insert(f.cache(), AttributeOrder::new(new.order, id))
             .map_err(bt2)?;
         index_after_heap(f, t.addr(), heap)?;
     }
@@ -1388,22 +1388,22 @@ pub fn remove_attribute(
 ) -> Result<bool> {
     let h = Heap::open(f, heap)?;
     let class = LinkNames::new(h.id_len(), true);
-    let mut tree = BTree2::open(&f.cache(), names, f.sizes(), class).map_err(bt2)?;
+    let mut tree = BTree2::open(f.cache(), names, f.sizes(), class).map_err(bt2)?;
     let hash = h5chunk_format::checksum::lookup3(name);
     // Other attributes of the hash stay: the record removed is the one of this name.
-    let known = Names::of_hash(&f.cache(), &tree, hash, |id| {
+    let known = Names::of_hash(f.cache(), &tree, hash, |id| {
         crate::read::attribute_name(f, &h, id)
     })?;
     if !known.has(name) {
         return Ok(false);
     }
     let removed = tree
-        .remove_by(&f.cache(), &hash, known.tie(name))
+        .remove_by(f.cache(), &hash, known.tie(name))
         .map_err(bt2)?;
     known.check()?;
     if let (Some(at), Some(r)) = (orders, &removed) {
         attribute_orders(f, at, h.id_len())?
-            .remove(&f.cache(), &r.order())
+            .remove(f.cache(), &r.order())
             .map_err(bt2)?;
     }
     Ok(removed.is_some())
