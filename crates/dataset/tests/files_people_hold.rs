@@ -47,10 +47,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "filter 32026",
         "Blosc2: another piece of issue 34 adds the filters",
     ),
-    (
-        "filter 4",
-        "szip: another piece of issue 34 adds the filters",
-    ),
 ];
 
 const FETCH: &str = r#"

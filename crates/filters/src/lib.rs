@@ -1,4 +1,4 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), bzip2 (307), LZF (32000), LZ4 (32004),
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), bzip2 (307), LZF (32000), LZ4 (32004),
 //! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
@@ -36,6 +36,7 @@ mod fletcher32;
 pub mod lz4;
 mod lzf;
 mod shuffle;
+mod szip;
 mod zstd;
 
 use h5chunk_format::message::{FilterPipeline, filter_pipeline::id};
@@ -145,6 +146,7 @@ enum Stage {
     Zstd { level: i32 },
     Bzip2 { level: u32 },
     Blosc,
+    Szip(szip::Params),
 }
 
 impl Stage {
@@ -159,6 +161,7 @@ impl Stage {
             Stage::Zstd { .. } => "zstd",
             Stage::Bzip2 { .. } => "bzip2",
             Stage::Blosc => "blosc",
+            Stage::Szip(_) => "szip",
         }
     }
 }
@@ -199,6 +202,12 @@ impl Pipeline {
                     )?)
                 }
                 id::BLOSC => Stage::Blosc,
+                id::SZIP => Stage::Szip(szip::Params::parse(cd).ok_or_else(|| {
+                    FilterError::BadParameters {
+                        filter: "szip",
+                        client_data: cd.clone(),
+                    }
+                })?),
                 id::BZIP2 => Stage::Bzip2 {
                     level: cd.first().copied().unwrap_or(9),
                 },
@@ -279,6 +288,7 @@ impl Pipeline {
                 Stage::Zstd { .. } => zstd::decompress(&data, limit)?,
                 Stage::Bzip2 { .. } => bzip2::decompress(&data, limit)?,
                 Stage::Blosc => blosc::decompress(&data, limit)?,
+                Stage::Szip(p) => szip::decompress(&data, p, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -326,9 +336,9 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
                 Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
                 Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
-                Stage::Blosc => {
+                Stage::Blosc | Stage::Szip(_) => {
                     return Err(FilterError::Unsupported {
-                        filter: "blosc",
+                        filter: stage.name(),
                         what: "writing",
                     });
                 }

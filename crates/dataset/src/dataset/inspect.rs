@@ -53,7 +53,7 @@ impl FilterInfo {
 
 impl fmt::Display for FilterInfo {
     /// `deflate(4)`, `shuffle`, `fletcher32`, `lzf`, `lz4`, `lz4(block 4096)`,
-    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, `blosc(lz4 5, shuffle)`, or `filter 307 (bzip2)`.
+    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, `blosc(lz4 5, shuffle)`, `szip(nn, 8 pixels per block)`, or `filter 307 (bzip2)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cd = |i: usize| self.client_data.get(i).copied();
         match self.id {
@@ -83,6 +83,15 @@ impl fmt::Display for FilterInfo {
                     Some(_) => "unknown shuffle",
                 };
                 write!(f, "blosc({codec} {}, {shuffle})", cd(4).unwrap_or(5))
+            }
+            // Client data: options mask, pixels per block, bits per pixel, pixels per scanline.
+            id::SZIP => {
+                let method = if cd(0).unwrap_or(0) & 32 != 0 {
+                    "nn"
+                } else {
+                    "ec"
+                };
+                write!(f, "szip({method}, {} pixels per block)", cd(1).unwrap_or(0))
             }
             id::BITSHUFFLE => {
                 let mut parts = Vec::new();
