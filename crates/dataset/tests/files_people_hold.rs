@@ -43,10 +43,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "filter 32001",
         "Blosc: another piece of issue 34 adds the filters",
     ),
-    (
-        "filter 32026",
-        "Blosc2: another piece of issue 34 adds the filters",
-    ),
 ];
 
 const FETCH: &str = r#"

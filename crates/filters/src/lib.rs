@@ -1,4 +1,4 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), bzip2 (307), LZF (32000), LZ4 (32004),
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), bzip2 (307), Blosc (32001, read), Blosc2 (32026, read), LZF (32000), LZ4 (32004),
 //! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
@@ -30,6 +30,7 @@
 
 pub mod bitshuffle;
 mod blosc;
+mod blosc2;
 mod bzip2;
 mod deflate;
 mod fletcher32;
@@ -42,6 +43,9 @@ mod zstd;
 use h5chunk_format::message::{FilterPipeline, filter_pipeline::id};
 
 pub use fletcher32::fletcher32;
+
+/// The Blosc2 filter's identifier (hdf5-blosc2).
+const BLOSC2: u16 = 32026;
 
 /// Why a chunk could not go through the pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,7 +130,7 @@ pub fn filter_name(filter: u16) -> Option<&'static str> {
         32023 => "BitGroom",
         32024 => "Granular BitRound",
         32025 => "SZ3",
-        32026 => "Blosc2",
+        BLOSC2 => "Blosc2",
         32028 => "FLAC",
         32029 => "SPERR",
         32030 => "TERSE/PROMISE",
@@ -147,6 +151,7 @@ enum Stage {
     Bzip2 { level: u32 },
     Blosc,
     Szip(szip::Params),
+    Blosc2,
 }
 
 impl Stage {
@@ -162,6 +167,7 @@ impl Stage {
             Stage::Bzip2 { .. } => "bzip2",
             Stage::Blosc => "blosc",
             Stage::Szip(_) => "szip",
+            Stage::Blosc2 => "blosc2",
         }
     }
 }
@@ -202,6 +208,7 @@ impl Pipeline {
                     )?)
                 }
                 id::BLOSC => Stage::Blosc,
+                BLOSC2 => Stage::Blosc2,
                 id::SZIP => Stage::Szip(szip::Params::parse(cd).ok_or_else(|| {
                     FilterError::BadParameters {
                         filter: "szip",
@@ -289,6 +296,7 @@ impl Pipeline {
                 Stage::Bzip2 { .. } => bzip2::decompress(&data, limit)?,
                 Stage::Blosc => blosc::decompress(&data, limit)?,
                 Stage::Szip(p) => szip::decompress(&data, p, limit)?,
+                Stage::Blosc2 => blosc2::decompress(&data, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -336,7 +344,7 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
                 Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
                 Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
-                Stage::Blosc | Stage::Szip(_) => {
+                Stage::Blosc | Stage::Szip(_) | Stage::Blosc2 => {
                     return Err(FilterError::Unsupported {
                         filter: stage.name(),
                         what: "writing",
