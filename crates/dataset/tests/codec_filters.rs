@@ -188,3 +188,203 @@ fn blosc2_reads_every_codec_filter_and_element_size_equal_to_h5py() {
         other => panic!("writing blosc2: {other:?}"),
     }
 }
+
+/// LZO chunks from liblzo2 itself (Debian's `lzop`, which `.ci/run` installs): h5py makes
+/// datasets whose pipeline is PyTables' LZO filter (305, client data of a PyTables 2.x Table:
+/// level 1, version 23, type 0), and stores each chunk (edge chunks padded, as libhdf5 pads
+/// them) as PyTables stores it: the LZO1X stream `lzop` made at levels 1, 3 and 9 (LZO1X-1(15),
+/// LZO1X-1, LZO1X-999), at level 9 followed by PyTables 0.5-0.7's Adler-32 and length. Element
+/// sizes 1, 2, 4, 8; h5chunk reads the values that went into liblzo2.
+const WRITE_LZO: &str = r#"
+import sys, json, struct, subprocess, zlib, h5py, numpy as np
+path, stem = sys.argv[1], sys.argv[2]
+
+def lzo1x(raw, level):
+    # One lzop block: the file header, then (uncompressed length, compressed length, checksums,
+    # data) big-endian; data shorter than the block is an LZO1X stream.
+    z = subprocess.run(['lzop', '-c', '-%d' % level, '--no-name'], input=raw, check=True,
+                       stdout=subprocess.PIPE).stdout
+    assert z[:9] == b'\x89LZO\x00\r\n\x1a\n'
+    version, = struct.unpack('>H', z[9:11])
+    at = 13
+    if version >= 0x0940:
+        at += 2
+    at += 1  # method
+    if version >= 0x0940:
+        at += 1  # level
+    flags, = struct.unpack('>I', z[at:at + 4]); at += 4
+    if flags & 0x800:
+        at += 4
+    at += 8  # mode, mtime low
+    if version >= 0x0940:
+        at += 4
+    n = z[at]; at += 1 + n
+    at += 4  # header checksum
+    if flags & 0x40:
+        m, = struct.unpack('>I', z[at:at + 4]); at += 8 + m
+    dst, src = struct.unpack('>II', z[at:at + 8]); at += 8
+    assert dst == len(raw) and src < dst, (dst, src)
+    if flags & 0x1: at += 4
+    if flags & 0x100: at += 4
+    if flags & 0x2: at += 4
+    if flags & 0x200: at += 4
+    block = z[at:at + src]
+    assert struct.unpack('>I', z[at + src:at + src + 4]) == (0,)
+    return block
+
+rng = np.random.default_rng(9)
+out = []
+with h5py.File(path, 'w') as f:
+    for level in [1, 3, 9]:
+        for dt in ['u1', '<u2', '<f4', '<f8']:
+            for shape, chunks in [((10007,), (1000,)), ((70, 45), (33, 20)), ((3, 50, 61), (2, 20, 37))]:
+                n = int(np.prod(shape))
+                i = np.arange(n)
+                # Steps with a little noise: compressible at every element size.
+                a = ((i // 9) % 60 * 3 + (i % 17 == 0) * rng.integers(0, 5, n)).astype(dt)
+                a[n // 3: n // 3 + n // 6] = 0
+                a = a.reshape(shape)
+                name = 'lzo_%d_%s_%d' % (level, dt.strip('<'), len(shape))
+                dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+                dcpl.set_chunk(chunks)
+                dcpl.set_filter(305, h5py.h5z.FLAG_OPTIONAL, (1, 23, 0))
+                tid = h5py.h5t.py_create(np.dtype(dt))
+                space = h5py.h5s.create_simple(shape)
+                h5py.h5d.create(f.id, name.encode(), tid, space, dcpl=dcpl)
+                d = f[name]
+                grid = [range(0, s, c) for s, c in zip(shape, chunks)]
+                for off in np.array(np.meshgrid(*grid, indexing='ij')).reshape(len(shape), -1).T:
+                    block = np.zeros(chunks, dt)
+                    part = a[tuple(slice(o, o + c) for o, c in zip(off, chunks))]
+                    block[tuple(slice(0, s) for s in part.shape)] = part
+                    raw = block.tobytes()
+                    frame = lzo1x(raw, level)
+                    if level == 9:
+                        frame += struct.pack('<II', zlib.adler32(raw), len(raw))
+                    d.id.write_direct_chunk(tuple(int(o) for o in off), frame, 0)
+                with open('%s.%d' % (stem, len(out)), 'wb') as fh:
+                    fh.write(a.astype(a.dtype.newbyteorder('<')).tobytes())
+                out.append(name)
+print(json.dumps(out))
+"#;
+
+#[test]
+fn lzo_reads_liblzo2_streams_of_every_element_size() {
+    let Some(python) = interop::python("lzo_reads_liblzo2_streams_of_every_element_size") else {
+        return;
+    };
+    assert!(
+        std::process::Command::new("lzop")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "lzop not found: install Debian's lzop (.ci/run does), the LZO reference encoder"
+    );
+    let path = tmp("codec_filters_lzo.h5");
+    let stem = tmp("codec_filters_lzo.values");
+    let names = interop::run_python(
+        &python,
+        WRITE_LZO,
+        &[path.to_str().unwrap(), stem.to_str().unwrap()],
+    );
+    let names: Vec<String> = serde_json::from_str(names.trim()).unwrap();
+    assert_eq!(names.len(), 3 * 4 * 3);
+    let f = File::open(&path).unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let want = std::fs::read(format!("{}.{i}", stem.display())).unwrap();
+        let d = f.dataset(name).unwrap();
+        assert!(d.read_raw().unwrap() == want, "{name}: values differ");
+        assert_eq!(d.filters().unwrap()[0].to_string(), "lzo");
+        let _ = std::fs::remove_file(format!("{}.{i}", stem.display()));
+    }
+}
+
+/// PyTables' own LZO files (its wheel's test folder, which h5py cannot read, nor the PyPI
+/// PyTables, built without LZO): every table reads, its 100 rows as PyTables' test expects, and
+/// the same table written with LZO 1 and 2, with and without shuffle, reads equal.
+#[test]
+fn pytables_lzo_files_read_with_their_checksums() {
+    let Some(python) = interop::python("pytables_lzo_files_read_with_their_checksums") else {
+        return;
+    };
+    let dir = pytables_corpus(&python);
+    let read = |file: &str| -> Vec<Vec<u8>> {
+        let f = File::open(dir.join(file)).unwrap();
+        ["/tuple0", "/group0/tuple1", "/group0/group1/tuple2"]
+            .iter()
+            .map(|p| {
+                let d = f.dataset(p).unwrap();
+                assert!(
+                    d.filters().unwrap().iter().any(|x| x.to_string() == "lzo"),
+                    "{file}{p}"
+                );
+                d.read_raw().unwrap()
+            })
+            .collect()
+    };
+    let lzo1 = read("Tables_lzo1.h5");
+    // Rows (var3 f8, var2 i4, var1 S4): 100 - i, i, four spaces.
+    for t in &lzo1 {
+        assert_eq!(t.len(), 100 * 16);
+        for (i, r) in t.chunks(16).enumerate() {
+            assert_eq!(
+                f64::from_le_bytes(r[..8].try_into().unwrap()),
+                100.0 - i as f64
+            );
+            assert_eq!(i32::from_le_bytes(r[8..12].try_into().unwrap()), i as i32);
+            assert_eq!(&r[12..], b"    ");
+        }
+    }
+    for other in [
+        "Tables_lzo1_shuffle.h5",
+        "Tables_lzo2.h5",
+        "Tables_lzo2_shuffle.h5",
+    ] {
+        assert!(read(other) == lzo1, "{other} differs from Tables_lzo1.h5");
+    }
+    // PyTables 0.8's rows (var1 S4, var2 i4, var3 f8): four spaces, a number, 100 - i.
+    for t in read("Table2_1_lzo_nrv2e_shuffle.h5") {
+        assert_eq!(t.len(), 100 * 16);
+        for (i, r) in t.chunks(16).enumerate() {
+            assert_eq!(&r[..4], b"    ");
+            assert_eq!(
+                f64::from_le_bytes(r[8..].try_into().unwrap()),
+                100.0 - i as f64
+            );
+        }
+    }
+}
+
+/// The LZO files of the PyTables wheel's test folder, fetched as `files_people_hold.rs` fetches
+/// the whole folder (into a folder of their own: the two tests may run at once).
+fn pytables_corpus(python: &std::path::Path) -> std::path::PathBuf {
+    const FETCH: &str = r#"
+import sys, os, glob, zipfile, subprocess
+pin, wheel_dir, out = sys.argv[1:4]
+if not glob.glob(os.path.join(out, '*.h5')):
+    version = pin.split('==')[1]
+    wheels = glob.glob(os.path.join(wheel_dir, 'tables-%s-*.whl' % version))
+    if not wheels:
+        subprocess.check_call([sys.executable, '-m', 'pip', 'download', '--quiet', '--no-deps',
+                               '--only-binary=:all:', '--dest', wheel_dir, pin])
+        wheels = glob.glob(os.path.join(wheel_dir, 'tables-%s-*.whl' % version))
+    os.makedirs(out, exist_ok=True)
+    with zipfile.ZipFile(sorted(wheels)[0]) as z:
+        for n in z.namelist():
+            if n.startswith('tables/tests/') and n.endswith('.h5') and 'lzo' in n:
+                with open(os.path.join(out, os.path.basename(n)), 'wb') as fh:
+                    fh.write(z.read(n))
+"#;
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    let out = target.join("fixtures").join("pytables-lzo");
+    interop::run_python(
+        python,
+        FETCH,
+        &[
+            "tables==3.11.1",
+            &target.join("pytables-wheel").to_string_lossy(),
+            &out.to_string_lossy(),
+        ],
+    );
+    out
+}

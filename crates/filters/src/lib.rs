@@ -1,4 +1,4 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), bzip2 (307), Blosc (32001, read), Blosc2 (32026, read), LZF (32000), LZ4 (32004),
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), LZO (305, read), bzip2 (307), Blosc (32001, read), Blosc2 (32026, read), LZF (32000), LZ4 (32004),
 //! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
@@ -36,6 +36,7 @@ mod deflate;
 mod fletcher32;
 pub mod lz4;
 mod lzf;
+mod lzo;
 mod shuffle;
 mod szip;
 mod zstd;
@@ -46,6 +47,8 @@ pub use fletcher32::fletcher32;
 
 /// The Blosc2 filter's identifier (hdf5-blosc2).
 const BLOSC2: u16 = 32026;
+/// PyTables' LZO filter's identifier.
+const LZO: u16 = 305;
 
 /// Why a chunk could not go through the pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,7 +106,7 @@ pub fn filter_name(filter: u16) -> Option<&'static str> {
         id::SZIP => "szip",
         id::NBIT => "nbit",
         id::SCALEOFFSET => "scaleoffset",
-        305 => "LZO",
+        LZO => "LZO",
         id::BZIP2 => "bzip2",
         id::LZF => "lzf",
         id::BLOSC => "Blosc",
@@ -152,6 +155,7 @@ enum Stage {
     Blosc,
     Szip(szip::Params),
     Blosc2,
+    Lzo,
 }
 
 impl Stage {
@@ -168,6 +172,7 @@ impl Stage {
             Stage::Blosc => "blosc",
             Stage::Szip(_) => "szip",
             Stage::Blosc2 => "blosc2",
+            Stage::Lzo => "lzo",
         }
     }
 }
@@ -209,6 +214,7 @@ impl Pipeline {
                 }
                 id::BLOSC => Stage::Blosc,
                 BLOSC2 => Stage::Blosc2,
+                LZO => Stage::Lzo,
                 id::SZIP => Stage::Szip(szip::Params::parse(cd).ok_or_else(|| {
                     FilterError::BadParameters {
                         filter: "szip",
@@ -297,6 +303,7 @@ impl Pipeline {
                 Stage::Blosc => blosc::decompress(&data, limit)?,
                 Stage::Szip(p) => szip::decompress(&data, p, limit)?,
                 Stage::Blosc2 => blosc2::decompress(&data, limit)?,
+                Stage::Lzo => lzo::decompress(&data, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -344,7 +351,7 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
                 Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
                 Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
-                Stage::Blosc | Stage::Szip(_) | Stage::Blosc2 => {
+                Stage::Blosc | Stage::Szip(_) | Stage::Blosc2 | Stage::Lzo => {
                     return Err(FilterError::Unsupported {
                         filter: stage.name(),
                         what: "writing",

@@ -14,6 +14,8 @@ use crate::index::IndexKind;
 
 /// The Blosc2 filter's identifier (hdf5-blosc2), which the format crate does not name.
 const BLOSC2: u16 = 32026;
+/// PyTables' LZO filter's identifier.
+const LZO: u16 = 305;
 
 /// How a dataset's raw data is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +64,7 @@ impl fmt::Display for FilterInfo {
         match self.id {
             id::DEFLATE => write!(f, "deflate({})", self.client_data.first().unwrap_or(&6)),
             id::SHUFFLE | id::FLETCHER32 | id::LZF => f.write_str(&self.name),
+            LZO => f.write_str("lzo"),
             id::LZ4 => match cd(0) {
                 None | Some(0) => f.write_str("lz4"),
                 Some(block) => write!(f, "lz4(block {block})"),
