@@ -115,8 +115,8 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
     let typesize = be32(data, 0x30)?;
     let chunk_size = be32(data, 0x3A)?;
     // b2nd chunks are padded to whole blocks, which makes them up to twice as long in each
-    // dimension (checked against the metalayer below).
-    let padded_limit = limit.saturating_mul(256);
+    // dimension (checked against the metalayer below; more than 16 times is refused).
+    let padded_limit = limit.saturating_mul(16);
     if uncompressed > padded_limit {
         return Err(corrupt(format!(
             "declares {uncompressed} bytes, more than the chunk's {limit}"
@@ -179,6 +179,12 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
             let bound = want.saturating_mul(1usize << nd.shape.len());
             if padded > bound {
                 return Err(corrupt("b2nd blocks larger than the chunk"));
+            }
+            // hdf5-blosc2's blocks pad a chunk by far less; more would size a large buffer.
+            if padded > want.saturating_mul(16) {
+                return Err(unsupported(
+                    "b2nd chunks padded to more than 16 times their size",
+                ));
             }
             let blocks = chunk(0, padded)?;
             if blocks.len() != padded {

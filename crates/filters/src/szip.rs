@@ -180,7 +180,8 @@ fn aec_decode(
         .ok_or_else(|| corrupt("RSI too large"))?;
     let mut r = Bits::new(src);
     let mut out: Vec<u32> = Vec::with_capacity(n_samples);
-    let mut buf: Vec<u32> = Vec::with_capacity(rsi_samples);
+    // An RSI's length comes from the client data: bounded by what the chunk needs.
+    let mut buf: Vec<u32> = Vec::with_capacity(rsi_samples.min(n_samples));
     while out.len() < n_samples {
         // One RSI.
         buf.clear();
@@ -328,12 +329,16 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
     let padded_line = rsi.saturating_mul(ppb);
     let lines = samples.div_ceil(pps);
     // A scanline that is not a whole number of blocks is padded to one.
+    // Decoding stops at the last sample the chunk holds: the padding of the last scanline is
+    // never decoded, so a scanline longer than the chunk sizes nothing.
+    let full_lines = lines.saturating_sub(1);
     let coded = if padded_line == pps {
         samples
     } else {
-        lines.saturating_mul(padded_line)
+        full_lines
+            .saturating_mul(padded_line)
+            .saturating_add(samples.saturating_sub(full_lines.saturating_mul(pps)))
     };
-    // A scanline is at least a block long, so padding at most doubles the samples.
     let decoded = aec_decode(stream, bits, ppb, rsi, p.preprocess, coded)?;
     let mut values: Vec<u32> = if padded_line == pps {
         decoded
