@@ -443,7 +443,7 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
         x.get(16..22).unwrap_or_default(),
         x.get(24..30).unwrap_or_default(),
     );
-    let (udcodec, flags2, b2flags) = (x[22], x[30], x[31]);
+    let (flags2, b2flags) = (x[30], x[31]);
     let typesize = usize::from(typesize);
     if typesize == 0 {
         return Err(corrupt("type size 0"));
@@ -481,11 +481,11 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
         1 => Codec::Lz4,
         3 => Codec::Zlib,
         4 => Codec::Zstd,
+        // Plugins registered with c-blosc2 (ZFP, OpenHTJ2K, Grok, ...), by `udcodec`.
         6 => {
-            return Err(FilterError::Corrupt {
-                filter: "blosc2",
-                reason: format!("user-defined codec {udcodec} is not available"),
-            });
+            return Err(unsupported(
+                "user-defined codecs (ZFP, OpenHTJ2K, Grok and others)",
+            ));
         }
         _ => return Err(unsupported("codecs other than BloscLZ, LZ4, zlib and Zstd")),
     };
