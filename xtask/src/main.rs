@@ -8,6 +8,7 @@
 mod bench;
 mod bulk;
 mod deps;
+mod filters;
 mod fixtures;
 mod fuzz;
 mod harness;
@@ -97,14 +98,19 @@ const TASKS: &[Task] = &[
     },
     Task {
         name: "bench",
-        usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] [--swmr] \
+        usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] \
+                [--filters [--mib N] [--threads T]] [--swmr] \
                 [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] [--n N] [--scenario S,..] \
                 [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
                --instructions counts instructions per append and per lookup under callgrind \
                instead; also --repeat R, --chunk-bytes B; --bulk measures bulk write/read \
                throughput (1 GiB float32, unfiltered and shuffle+deflate, 1 and T threads) \
-               against libhdf5 and a dd-style copy (target/bench/bulk.csv); --swmr measures SWMR \
+               against libhdf5 and a dd-style copy (target/bench/bulk.csv); --filters measures \
+               every filter's decompression (and bitshuffle/LZ4, LZ4, Zstd compression) MB/s, \
+               1 and T threads, and direct chunk writes of pre-compressed 4 MiB frames, against \
+               libhdf5 + hdf5plugin through h5py (N MiB per data kind, default 256; \
+               target/bench/filters.csv); --swmr measures SWMR \
                writers (h5chunk vs libhdf5's C writer, SWMR on and off) and polling readers \
                (bytes and reads per refresh, flush-to-visible latency; h5chunk vs h5py); \
                --refs times kerchunk reference generation for a 1,000,000-chunk dataset of \

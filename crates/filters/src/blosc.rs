@@ -161,7 +161,7 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
 }
 
 #[derive(Clone, Copy)]
-enum Codec {
+pub(super) enum Codec {
     BloscLz,
     Lz4,
     Zlib,
@@ -170,7 +170,12 @@ enum Codec {
 
 impl Codec {
     /// Decode `src` to exactly `len` bytes appended to `out`.
-    fn decode(self, src: &[u8], len: usize, out: &mut Vec<u8>) -> Result<(), FilterError> {
+    pub(super) fn decode(
+        self,
+        src: &[u8],
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), FilterError> {
         let before = out.len();
         match self {
             Codec::BloscLz => blosclz_decompress(src, len, out)?,
@@ -200,7 +205,11 @@ impl Codec {
 /// five bits and the next byte the distance minus 1; a next byte of 255 with low bits all ones
 /// means a 16-bit big-endian distance beyond 8191 follows. The first control byte is always a
 /// literal run. A match that ends the stream is not copied (the encoder never writes one).
-fn blosclz_decompress(src: &[u8], max: usize, out: &mut Vec<u8>) -> Result<(), FilterError> {
+pub(super) fn blosclz_decompress(
+    src: &[u8],
+    max: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), FilterError> {
     let start = out.len();
     let limit = start.saturating_add(max);
     let bad = |why: &str| corrupt(format!("BloscLZ: {why}"));

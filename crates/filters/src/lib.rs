@@ -1,4 +1,4 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), bzip2 (307), LZF (32000), LZ4 (32004),
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), LZO (305, read), bzip2 (307), Blosc (32001, read), Blosc2 (32026, read), LZF (32000), LZ4 (32004),
 //! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
@@ -30,17 +30,25 @@
 
 pub mod bitshuffle;
 mod blosc;
+mod blosc2;
 mod bzip2;
 mod deflate;
 mod fletcher32;
 pub mod lz4;
 mod lzf;
+mod lzo;
 mod shuffle;
+mod szip;
 mod zstd;
 
 use h5chunk_format::message::{FilterPipeline, filter_pipeline::id};
 
 pub use fletcher32::fletcher32;
+
+/// The Blosc2 filter's identifier (hdf5-blosc2).
+const BLOSC2: u16 = 32026;
+/// PyTables' LZO filter's identifier.
+const LZO: u16 = 305;
 
 /// Why a chunk could not go through the pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -98,7 +106,7 @@ pub fn filter_name(filter: u16) -> Option<&'static str> {
         id::SZIP => "szip",
         id::NBIT => "nbit",
         id::SCALEOFFSET => "scaleoffset",
-        305 => "LZO",
+        LZO => "LZO",
         id::BZIP2 => "bzip2",
         id::LZF => "lzf",
         id::BLOSC => "Blosc",
@@ -125,7 +133,7 @@ pub fn filter_name(filter: u16) -> Option<&'static str> {
         32023 => "BitGroom",
         32024 => "Granular BitRound",
         32025 => "SZ3",
-        32026 => "Blosc2",
+        BLOSC2 => "Blosc2",
         32028 => "FLAC",
         32029 => "SPERR",
         32030 => "TERSE/PROMISE",
@@ -145,6 +153,9 @@ enum Stage {
     Zstd { level: i32 },
     Bzip2 { level: u32 },
     Blosc,
+    Szip(szip::Params),
+    Blosc2,
+    Lzo,
 }
 
 impl Stage {
@@ -159,6 +170,9 @@ impl Stage {
             Stage::Zstd { .. } => "zstd",
             Stage::Bzip2 { .. } => "bzip2",
             Stage::Blosc => "blosc",
+            Stage::Szip(_) => "szip",
+            Stage::Blosc2 => "blosc2",
+            Stage::Lzo => "lzo",
         }
     }
 }
@@ -199,6 +213,14 @@ impl Pipeline {
                     )?)
                 }
                 id::BLOSC => Stage::Blosc,
+                BLOSC2 => Stage::Blosc2,
+                LZO => Stage::Lzo,
+                id::SZIP => Stage::Szip(szip::Params::parse(cd).ok_or_else(|| {
+                    FilterError::BadParameters {
+                        filter: "szip",
+                        client_data: cd.clone(),
+                    }
+                })?),
                 id::BZIP2 => Stage::Bzip2 {
                     level: cd.first().copied().unwrap_or(9),
                 },
@@ -279,6 +301,9 @@ impl Pipeline {
                 Stage::Zstd { .. } => zstd::decompress(&data, limit)?,
                 Stage::Bzip2 { .. } => bzip2::decompress(&data, limit)?,
                 Stage::Blosc => blosc::decompress(&data, limit)?,
+                Stage::Szip(p) => szip::decompress(&data, p, limit)?,
+                Stage::Blosc2 => blosc2::decompress(&data, limit)?,
+                Stage::Lzo => lzo::decompress(&data, limit)?,
             };
         }
         if data.len() != chunk_bytes {
@@ -326,9 +351,9 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
                 Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
                 Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
-                Stage::Blosc => {
+                Stage::Blosc | Stage::Szip(_) | Stage::Blosc2 | Stage::Lzo => {
                     return Err(FilterError::Unsupported {
-                        filter: "blosc",
+                        filter: stage.name(),
                         what: "writing",
                     });
                 }
@@ -467,6 +492,11 @@ mod tests {
             &[(id::ZSTD, &[3][..])],
             &[(id::BZIP2, &[9][..])],
             &[(id::BLOSC, &[2, 2, 4, 4000, 5, 1, 1][..])],
+            &[(BLOSC2, &[1, 0, 4, 4000, 5, 1, 1][..])],
+            &[(BLOSC2, &[1, 0, 4, 4000, 5, 2, 5, 2, 40, 25][..])],
+            &[(LZO, &[1, 23, 0][..])],
+            &[(id::SZIP, &[141, 8, 32, 100][..])],
+            &[(id::SZIP, &[45, 16, 16, 1000][..])],
         ] {
             let p = pipeline(filters);
             let good = p

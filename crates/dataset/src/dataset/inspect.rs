@@ -12,6 +12,11 @@ use super::{Dataset, DatasetState, StorageState};
 use crate::error::Result;
 use crate::index::IndexKind;
 
+/// The Blosc2 filter's identifier (hdf5-blosc2), which the format crate does not name.
+const BLOSC2: u16 = 32026;
+/// PyTables' LZO filter's identifier.
+const LZO: u16 = 305;
+
 /// How a dataset's raw data is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StorageKind {
@@ -53,12 +58,13 @@ impl FilterInfo {
 
 impl fmt::Display for FilterInfo {
     /// `deflate(4)`, `shuffle`, `fletcher32`, `lzf`, `lz4`, `lz4(block 4096)`,
-    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, `blosc(lz4 5, shuffle)`, or `filter 307 (bzip2)`.
+    /// `bitshuffle(lz4)`, `bitshuffle(zstd 3, block 256)`, `zstd(3)`, `bzip2(9)`, `blosc(lz4 5, shuffle)`, `blosc2(zstd 5, bitshuffle)`, `szip(nn, 8 pixels per block)`, or `filter 307 (bzip2)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cd = |i: usize| self.client_data.get(i).copied();
         match self.id {
             id::DEFLATE => write!(f, "deflate({})", self.client_data.first().unwrap_or(&6)),
             id::SHUFFLE | id::FLETCHER32 | id::LZF => f.write_str(&self.name),
+            LZO => f.write_str("lzo"),
             id::LZ4 => match cd(0) {
                 None | Some(0) => f.write_str("lz4"),
                 Some(block) => write!(f, "lz4(block {block})"),
@@ -83,6 +89,36 @@ impl fmt::Display for FilterInfo {
                     Some(_) => "unknown shuffle",
                 };
                 write!(f, "blosc({codec} {}, {shuffle})", cd(4).unwrap_or(5))
+            }
+            // Client data: revision, block size, type size, chunk bytes, level, filter, codec
+            // (then chunk rank and dimensions).
+            BLOSC2 => {
+                let codec = match cd(6) {
+                    None | Some(0) => "blosclz",
+                    Some(1) => "lz4",
+                    Some(2) => "lz4hc",
+                    Some(4) => "zlib",
+                    Some(5) => "zstd",
+                    Some(_) => "unknown codec",
+                };
+                let filter = match cd(5) {
+                    Some(0) => "nofilter",
+                    None | Some(1) => "shuffle",
+                    Some(2) => "bitshuffle",
+                    Some(3) => "delta",
+                    Some(4) => "trunc_prec",
+                    Some(_) => "unknown filter",
+                };
+                write!(f, "blosc2({codec} {}, {filter})", cd(4).unwrap_or(5))
+            }
+            // Client data: options mask, pixels per block, bits per pixel, pixels per scanline.
+            id::SZIP => {
+                let method = if cd(0).unwrap_or(0) & 32 != 0 {
+                    "nn"
+                } else {
+                    "ec"
+                };
+                write!(f, "szip({method}, {} pixels per block)", cd(1).unwrap_or(0))
             }
             id::BITSHUFFLE => {
                 let mut parts = Vec::new();

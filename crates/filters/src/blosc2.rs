@@ -1,0 +1,681 @@
+//! The Blosc2 filter (32026, hdf5-blosc2 as hdf5plugin and PyTables ship it), read only.
+//!
+//! Each HDF5 chunk is a Blosc2 contiguous frame (cframe) holding one super-chunk: for chunks of
+//! one dimension (client data: revision, block size, type size, chunk bytes, level, filter,
+//! codec) its first Blosc2 chunk is the HDF5 chunk; with a chunk rank of 2 or more (client data
+//! 7 and on: rank, chunk dimensions) the frame carries a `b2nd` metalayer (shape, chunk shape,
+//! block shape) and its one Blosc2 chunk stores the HDF5 chunk as n-dimensional blocks, each in
+//! C order, the chunk padded to a whole number of blocks.
+//!
+//! The frame (msgpack integers big-endian, everything else little-endian): a header of fixed
+//! fields (bytes 0x0B.. header length, 0x10.. frame length, 0x19 flags, 0x1A frame type,
+//! 0x1E.. uncompressed and 0x27.. compressed size of the chunks, 0x30.. type size, 0x3A.. chunk
+//! size), then the metalayers (a msgpack map of name to offset, each value a msgpack bin32);
+//! the chunks, starting at the header length; the chunk index, right after them: a Blosc2 chunk
+//! of one 64-bit offset per chunk (from the header's end; an offset whose top bit is set is a
+//! chunk of special values: 1 zeros, 2 NaNs, 4 uninitialised); then a trailer.
+//!
+//! A Blosc2 chunk: the Blosc 1 header (16 bytes: version, codec version, flags, type size,
+//! uncompressed bytes, block size, compressed bytes) extended (flags 0x01 and 0x04 both set) by
+//! 16: six filter slots, user codec, codec metadata, six filter metadata bytes, flags2 (0x01
+//! variable-length blocks), flags (0x01 dictionary, 0x08 lazy, bits 4-6 special chunk: 1 zeros,
+//! 2 NaN, 3 one repeated value stored after the header, 4 uninitialised). Flags 0x02 means
+//! the blocks are stored raw after the header; else block offsets, then per block one stream
+//! (flag 0x10, or the last, partial, block) or one per byte of the type: a 32-bit size then the
+//! data; size 0 is a stream of zeros, a negative size with a token byte of bit 0 a run of the
+//! byte `-size`, size equal to the stream's length raw bytes. The filters are undone in
+//! reverse slot order: 1 byte shuffle (metadata: bytes grouped, else the type size), 2 bit
+//! shuffle (format version 2 transposes a block only when it holds a multiple of 8 elements,
+//! later versions the largest multiple of 8, the rest as is), 3 delta (words XORed with the
+//! previous word in the first block, with the first block's word elsewhere), 4 precision
+//! truncation (nothing to undo).
+
+use super::blosc::Codec;
+use super::{FilterError, bitshuffle, blosc, shuffle};
+
+const MAGIC: &[u8; 8] = b"b2frame\0";
+const HEADER: usize = 16;
+const EXTENDED: usize = 32;
+const MAX_FILTERS: usize = 6;
+
+fn corrupt(reason: impl Into<String>) -> FilterError {
+    FilterError::Corrupt {
+        filter: "blosc2",
+        reason: reason.into(),
+    }
+}
+
+fn unsupported(what: &'static str) -> FilterError {
+    FilterError::Unsupported {
+        filter: "blosc2",
+        what,
+    }
+}
+
+/// Errors of the codecs Blosc and Blosc2 share, renamed.
+fn rename(e: FilterError) -> FilterError {
+    match e {
+        FilterError::Corrupt { reason, .. } => corrupt(reason),
+        other => other,
+    }
+}
+
+fn bytes_at<const N: usize>(data: &[u8], at: usize) -> Result<[u8; N], FilterError> {
+    data.get(at..)
+        .and_then(|s| s.first_chunk::<N>())
+        .copied()
+        .ok_or_else(|| corrupt("truncated frame"))
+}
+
+fn be32(data: &[u8], at: usize) -> Result<usize, FilterError> {
+    usize::try_from(u32::from_be_bytes(bytes_at(data, at)?)).map_err(|_| corrupt("size"))
+}
+
+fn be64(data: &[u8], at: usize) -> Result<usize, FilterError> {
+    usize::try_from(u64::from_be_bytes(bytes_at(data, at)?))
+        .map_err(|_| corrupt("size past the address space"))
+}
+
+fn le32(data: &[u8], at: usize) -> Result<i32, FilterError> {
+    Ok(i32::from_le_bytes(bytes_at(data, at)?))
+}
+
+fn le32_size(data: &[u8], at: usize) -> Result<usize, FilterError> {
+    usize::try_from(le32(data, at)?).map_err(|_| corrupt("negative size"))
+}
+
+/// Undo the filter, refusing a frame that declares more than `limit` bytes.
+pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
+    if data.get(2..10) != Some(&MAGIC[..]) {
+        // Not a frame: a bare Blosc2 (or Blosc 1) chunk.
+        return decode_chunk(data, limit);
+    }
+    let header_len = be32(data, 0x0B)?;
+    let frame_len = be64(data, 0x10)?;
+    if frame_len > data.len() || header_len > frame_len {
+        return Err(corrupt(format!(
+            "frame of {frame_len} bytes (header {header_len}) in a chunk of {}",
+            data.len()
+        )));
+    }
+    let data = data.get(..frame_len).unwrap_or_default();
+    let flags = bytes_at::<1>(data, 0x19)?[0];
+    let frame_type = bytes_at::<1>(data, 0x1A)?[0];
+    if frame_type & 0x0F != 0 {
+        return Err(unsupported("sparse frames"));
+    }
+    if flags & 0x80 != 0 {
+        return Err(unsupported("variable-length blocks"));
+    }
+    if (flags >> 4) & 0x03 != 1 {
+        return Err(unsupported("chunk offsets other than 64-bit"));
+    }
+    let uncompressed = be64(data, 0x1E)?;
+    let compressed = be64(data, 0x27)?;
+    let typesize = be32(data, 0x30)?;
+    let chunk_size = be32(data, 0x3A)?;
+    // b2nd chunks are padded to whole blocks, which makes them up to twice as long in each
+    // dimension (checked against the metalayer below; more than 16 times is refused).
+    let padded_limit = limit.saturating_mul(16);
+    if uncompressed > padded_limit {
+        return Err(corrupt(format!(
+            "declares {uncompressed} bytes, more than the chunk's {limit}"
+        )));
+    }
+    let nchunks = uncompressed.div_ceil(chunk_size.max(1));
+    // hdf5-blosc2 writes one chunk per frame; more than a few thousand is a corrupt header
+    // (and would size the index's decoding).
+    if nchunks > 4096 {
+        return Err(unsupported("frames of more than 4096 chunks"));
+    }
+    let index_at = header_len
+        .checked_add(compressed)
+        .filter(|&i| i < data.len())
+        .ok_or_else(|| corrupt("chunk index past the end of the frame"))?;
+    // One offset of 8 bytes per chunk: bounded by the frame's declared size, checked above.
+    let index = decode_chunk(
+        data.get(index_at..).unwrap_or_default(),
+        nchunks.saturating_mul(8),
+    )?;
+    let offsets: Vec<u64> = index
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        .collect();
+    let b2nd = metalayer(data, header_len, "b2nd")?;
+    let chunk = |i: usize, limit: usize| -> Result<Vec<u8>, FilterError> {
+        let &offset = offsets
+            .get(i)
+            .ok_or_else(|| corrupt("chunk missing from the index"))?;
+        if offset >> 63 != 0 {
+            let size = chunk_size.min(uncompressed.saturating_sub(i.saturating_mul(chunk_size)));
+            return special(((offset >> 56) & 0x07) as u8, size, typesize);
+        }
+        let at = usize::try_from(offset)
+            .ok()
+            .and_then(|o| o.checked_add(header_len))
+            .filter(|&a| a < index_at)
+            .ok_or_else(|| corrupt("chunk offset past the chunks"))?;
+        decode_chunk(data.get(at..index_at).unwrap_or_default(), limit)
+    };
+    match b2nd {
+        None if uncompressed > limit => Err(corrupt(format!(
+            "declares {uncompressed} bytes, more than the chunk's {limit}"
+        ))),
+        None => chunk(0, limit),
+        Some(meta) => {
+            let nd = NdLayout::parse(meta)?;
+            if nchunks != 1 || nd.shape != nd.chunk {
+                return Err(unsupported("b2nd arrays of more than one chunk"));
+            }
+            let padded = nd.padded_bytes(typesize)?;
+            let (want, _) = nd.bytes(typesize)?;
+            if want > limit {
+                return Err(corrupt(format!(
+                    "declares {want} bytes, more than the chunk's {limit}"
+                )));
+            }
+            // Blocks no larger than the chunk pad each dimension to less than twice its
+            // length: a larger padded size is a corrupt metalayer.
+            let bound = want.saturating_mul(1usize << nd.shape.len());
+            if padded > bound {
+                return Err(corrupt("b2nd blocks larger than the chunk"));
+            }
+            // hdf5-blosc2's blocks pad a chunk by far less; more would size a large buffer.
+            if padded > want.saturating_mul(16) {
+                return Err(unsupported(
+                    "b2nd chunks padded to more than 16 times their size",
+                ));
+            }
+            let blocks = chunk(0, padded)?;
+            if blocks.len() != padded {
+                return Err(corrupt(format!(
+                    "b2nd chunk of {} bytes, its blocks make {padded}",
+                    blocks.len()
+                )));
+            }
+            nd.unblock(&blocks, typesize)
+        }
+    }
+}
+
+/// The content (a msgpack bin32) of the metalayer `name`, if the frame has it.
+fn metalayer<'a>(
+    data: &'a [u8],
+    header_len: usize,
+    name: &str,
+) -> Result<Option<&'a [u8]>, FilterError> {
+    // 0x57: fixarray of 3, uint16 (0xcd) index, map16 (0xde) of name -> int32 offset.
+    let header = data.get(..header_len).unwrap_or_default();
+    let Ok([0x93, 0xcd, _, _, 0xde, n0, n1]) = bytes_at::<7>(header, 0x57) else {
+        return Ok(None);
+    };
+    let mut at = 0x57usize.saturating_add(7);
+    for _ in 0..u16::from_be_bytes([n0, n1]) {
+        let [tag] = bytes_at::<1>(header, at)?;
+        if tag & 0xE0 != 0xA0 {
+            return Err(corrupt("metalayer name is not a short string"));
+        }
+        let len = usize::from(tag & 0x1F);
+        let key = header
+            .get(at.saturating_add(1)..at.saturating_add(1).saturating_add(len))
+            .ok_or_else(|| corrupt("truncated metalayer name"))?;
+        at = at.saturating_add(1).saturating_add(len);
+        let [tag, o @ ..] = bytes_at::<5>(header, at)?;
+        if tag != 0xd2 {
+            return Err(corrupt("metalayer offset is not an int32"));
+        }
+        at = at.saturating_add(5);
+        if key == name.as_bytes() {
+            let offset = usize::try_from(i32::from_be_bytes(o)).map_err(|_| corrupt("offset"))?;
+            let [tag, l @ ..] = bytes_at::<5>(header, offset)?;
+            if tag != 0xc6 {
+                return Err(corrupt("metalayer content is not a bin32"));
+            }
+            let len = usize::try_from(u32::from_be_bytes(l)).map_err(|_| corrupt("size"))?;
+            let start = offset.saturating_add(5);
+            return header
+                .get(start..start.saturating_add(len))
+                .map(Some)
+                .ok_or_else(|| corrupt("metalayer past the header"));
+        }
+    }
+    Ok(None)
+}
+
+/// A b2nd array's shape, chunk shape and block shape.
+struct NdLayout {
+    shape: Vec<usize>,
+    chunk: Vec<usize>,
+    block: Vec<usize>,
+}
+
+/// msgpack integers as the b2nd metalayer stores them.
+fn mp_int(m: &[u8], at: &mut usize) -> Result<i64, FilterError> {
+    let [tag] = bytes_at::<1>(m, *at)?;
+    *at = at.saturating_add(1);
+    let v = match tag {
+        0x00..=0x7f => i64::from(tag),
+        0xd2 => {
+            let v = i64::from(i32::from_be_bytes(bytes_at(m, *at)?));
+            *at = at.saturating_add(4);
+            v
+        }
+        0xd3 => {
+            let v = i64::from_be_bytes(bytes_at(m, *at)?);
+            *at = at.saturating_add(8);
+            v
+        }
+        _ => return Err(corrupt("b2nd metalayer: unexpected integer encoding")),
+    };
+    Ok(v)
+}
+
+impl NdLayout {
+    fn parse(m: &[u8]) -> Result<NdLayout, FilterError> {
+        let bad = || corrupt("b2nd metalayer");
+        let mut at = 0usize;
+        let [array] = bytes_at::<1>(m, at)?;
+        if array & 0xF0 != 0x90 {
+            return Err(bad());
+        }
+        at = 1;
+        let _version = mp_int(m, &mut at)?;
+        let nd = usize::try_from(mp_int(m, &mut at)?).map_err(|_| bad())?;
+        if nd == 0 || nd > 8 {
+            return Err(unsupported("b2nd arrays of rank 0 or above 8"));
+        }
+        let mut dims = || -> Result<Vec<usize>, FilterError> {
+            let [tag] = bytes_at::<1>(m, at)?;
+            at = at.saturating_add(1);
+            if usize::from(tag ^ 0x90) != nd {
+                return Err(bad());
+            }
+            (0..nd)
+                .map(|_| {
+                    usize::try_from(mp_int(m, &mut at)?)
+                        .ok()
+                        .filter(|&d| d > 0)
+                        .ok_or_else(bad)
+                })
+                .collect()
+        };
+        let shape = dims()?;
+        let chunk = dims()?;
+        let block = dims()?;
+        if block.iter().zip(&chunk).any(|(b, c)| b > c) {
+            return Err(bad());
+        }
+        Ok(NdLayout {
+            shape,
+            chunk,
+            block,
+        })
+    }
+
+    /// Bytes of the array (and its element count).
+    fn bytes(&self, typesize: usize) -> Result<(usize, usize), FilterError> {
+        let n = self
+            .shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| corrupt("b2nd shape too large"))?;
+        Ok((
+            n.checked_mul(typesize)
+                .ok_or_else(|| corrupt("b2nd shape too large"))?,
+            n,
+        ))
+    }
+
+    /// Bytes of the chunk padded to whole blocks.
+    fn padded_bytes(&self, typesize: usize) -> Result<usize, FilterError> {
+        self.chunk
+            .iter()
+            .zip(&self.block)
+            .try_fold(typesize, |a, (&c, &b)| {
+                a.checked_mul(c.div_ceil(b).checked_mul(b)?)
+            })
+            .ok_or_else(|| corrupt("b2nd chunk too large"))
+    }
+
+    /// The array in C order from the chunk's blocks.
+    fn unblock(&self, blocks: &[u8], ts: usize) -> Result<Vec<u8>, FilterError> {
+        let (bytes, n) = self.bytes(ts)?;
+        let nd = self.shape.len();
+        let grid: Vec<usize> = self
+            .chunk
+            .iter()
+            .zip(&self.block)
+            .map(|(&c, &b)| c.div_ceil(b))
+            .collect();
+        let block_items: usize = self.block.iter().product();
+        let mut out = Vec::with_capacity(bytes);
+        let last_shape = self.shape.last().copied().unwrap_or(1);
+        let last_block = self.block.last().copied().unwrap_or(1);
+        let mut index = vec![0usize; nd];
+        let mut done = 0usize;
+        while done < n {
+            // The run along the last dimension within one block.
+            let x = index.last().copied().unwrap_or(0);
+            let run = (last_block.saturating_sub(x.checked_rem(last_block).unwrap_or(0)))
+                .min(last_shape.saturating_sub(x));
+            let (mut g, mut w) = (0usize, 0usize);
+            for d in 0..nd {
+                let (i, b, gd) = (
+                    index.get(d).copied().unwrap_or(0),
+                    self.block.get(d).copied().unwrap_or(1),
+                    grid.get(d).copied().unwrap_or(1),
+                );
+                g = g
+                    .saturating_mul(gd)
+                    .saturating_add(i.checked_div(b).unwrap_or(0));
+                w = w
+                    .saturating_mul(b)
+                    .saturating_add(i.checked_rem(b).unwrap_or(0));
+            }
+            let at = g
+                .saturating_mul(block_items)
+                .saturating_add(w)
+                .saturating_mul(ts);
+            let src = blocks
+                .get(at..at.saturating_add(run.saturating_mul(ts)))
+                .ok_or_else(|| corrupt("b2nd block past the chunk"))?;
+            out.extend_from_slice(src);
+            done = done.saturating_add(run.max(1));
+            // Advance the index by `run` along the last dimension, carrying.
+            if let Some(l) = index.last_mut() {
+                *l = l.saturating_add(run.max(1));
+            }
+            for d in (1..nd).rev() {
+                let s = self.shape.get(d).copied().unwrap_or(1);
+                if index.get(d).copied().unwrap_or(0) >= s {
+                    if let Some(i) = index.get_mut(d) {
+                        *i = 0;
+                    }
+                    if let Some(i) = index.get_mut(d.saturating_sub(1)) {
+                        *i = i.saturating_add(1);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A chunk of special values.
+fn special(kind: u8, size: usize, typesize: usize) -> Result<Vec<u8>, FilterError> {
+    match kind {
+        // Zeros; uninitialised values, which c-blosc2 leaves as the buffer was: zeros here.
+        1 | 4 => Ok(vec![0; size]),
+        2 => {
+            let nan: &[u8] = match typesize {
+                4 => &[0x00, 0x00, 0xC0, 0x7F],
+                8 => &[0, 0, 0, 0, 0, 0, 0xF8, 0x7F],
+                _ => return Err(corrupt("NaN chunk of a type that is not a float")),
+            };
+            Ok(nan.iter().copied().cycle().take(size).collect())
+        }
+        _ => Err(corrupt(format!("special chunk kind {kind}"))),
+    }
+}
+
+/// Decode one Blosc2 chunk (or Blosc 1 buffer) of at most `limit` bytes.
+pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
+    let h = bytes_at::<HEADER>(data, 0)?;
+    let [version, _, flags, typesize, ..] = h;
+    if flags & 0x05 != 0x05 {
+        // The Blosc 1 header only.
+        return blosc::decompress(data, limit).map_err(rename);
+    }
+    let nbytes = le32_size(data, 4)?;
+    let blocksize = le32_size(data, 8)?;
+    let cbytes = le32_size(data, 12)?;
+    if nbytes > limit {
+        return Err(corrupt(format!(
+            "declares {nbytes} bytes, more than the chunk's {limit}"
+        )));
+    }
+    let data = data
+        .get(..cbytes)
+        .filter(|_| cbytes >= EXTENDED)
+        .ok_or_else(|| corrupt(format!("declares {cbytes} bytes, the chunk holds fewer")))?;
+    let x = bytes_at::<EXTENDED>(data, 0)?;
+    let (filters, meta) = (
+        x.get(16..22).unwrap_or_default(),
+        x.get(24..30).unwrap_or_default(),
+    );
+    let (flags2, b2flags) = (x[30], x[31]);
+    let typesize = usize::from(typesize);
+    if typesize == 0 {
+        return Err(corrupt("type size 0"));
+    }
+    match (b2flags >> 4) & 0x07 {
+        0 => {}
+        3 => {
+            // One value, stored after the header, repeated.
+            let value = data.get(EXTENDED..).unwrap_or_default();
+            if value.is_empty() || !nbytes.is_multiple_of(value.len()) {
+                return Err(corrupt("repeated-value chunk"));
+            }
+            return Ok(value.iter().copied().cycle().take(nbytes).collect());
+        }
+        kind => return special(kind, nbytes, typesize),
+    }
+    if flags2 & 0x01 != 0 {
+        return Err(unsupported("variable-length blocks"));
+    }
+    if b2flags & 0x01 != 0 {
+        return Err(unsupported("dictionaries"));
+    }
+    if b2flags & 0x08 != 0 {
+        return Err(corrupt("lazy chunk stored"));
+    }
+    if flags & 0x02 != 0 {
+        // Stored raw.
+        return data
+            .get(EXTENDED..EXTENDED.saturating_add(nbytes))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| corrupt("truncated raw chunk"));
+    }
+    let codec = match flags >> 5 {
+        0 => Codec::BloscLz,
+        1 => Codec::Lz4,
+        3 => Codec::Zlib,
+        4 => Codec::Zstd,
+        // Plugins registered with c-blosc2 (ZFP, OpenHTJ2K, Grok, ...), by `udcodec`.
+        6 => {
+            return Err(unsupported(
+                "user-defined codecs (ZFP, OpenHTJ2K, Grok and others)",
+            ));
+        }
+        _ => return Err(unsupported("codecs other than BloscLZ, LZ4, zlib and Zstd")),
+    };
+    for &f in filters {
+        if f > 4 {
+            return Err(unsupported("user-defined filters"));
+        }
+    }
+    if blocksize == 0 && nbytes != 0 {
+        return Err(corrupt("block size 0"));
+    }
+    let nblocks = nbytes.div_ceil(blocksize.max(1));
+    if nblocks.saturating_mul(4) > data.len().saturating_sub(EXTENDED) {
+        return Err(corrupt("block offsets past the end of the chunk"));
+    }
+    let dont_split = flags & 0x10 != 0;
+    let mut out = Vec::with_capacity(nbytes);
+    let mut tmp = Vec::new();
+    let mut tmp2 = Vec::new();
+    for j in 0..nblocks {
+        let start = le32_size(data, EXTENDED.saturating_add(j.saturating_mul(4)))?;
+        let done = j.saturating_mul(blocksize);
+        let bsize = blocksize.min(nbytes.saturating_sub(done));
+        let leftover = bsize < blocksize;
+        let nstreams = if !dont_split && !leftover {
+            typesize
+        } else {
+            1
+        };
+        let neblock = bsize.checked_div(nstreams).unwrap_or(0);
+        if neblock.saturating_mul(nstreams) != bsize || neblock == 0 {
+            return Err(corrupt("block does not split into its streams"));
+        }
+        tmp.clear();
+        let mut at = start;
+        for _ in 0..nstreams {
+            let csize = le32(data, at)?;
+            at = at.saturating_add(4);
+            if csize == 0 {
+                tmp.resize(tmp.len().saturating_add(neblock), 0);
+            } else if csize < 0 {
+                let [token] = bytes_at::<1>(data, at)?;
+                at = at.saturating_add(1);
+                if token & 0x01 == 0 || csize < -255 {
+                    return Err(corrupt("unknown stream token"));
+                }
+                let byte = u8::try_from(csize.unsigned_abs()).unwrap_or(0);
+                tmp.resize(tmp.len().saturating_add(neblock), byte);
+            } else {
+                let csize = csize.unsigned_abs() as usize;
+                let src = data
+                    .get(at..at.saturating_add(csize))
+                    .ok_or_else(|| corrupt("stream past the end of the chunk"))?;
+                at = at.saturating_add(csize);
+                if csize == neblock {
+                    tmp.extend_from_slice(src);
+                } else {
+                    codec.decode(src, neblock, &mut tmp).map_err(rename)?;
+                }
+            }
+        }
+        if tmp.len() != bsize {
+            return Err(corrupt(format!(
+                "block {j} decodes to {} bytes, expected {bsize}",
+                tmp.len()
+            )));
+        }
+        // The filters, last slot first.
+        for (i, &f) in filters.iter().enumerate().take(MAX_FILTERS).rev() {
+            match f {
+                1 => {
+                    let group = match meta.get(i).copied().unwrap_or(0) {
+                        0 => typesize,
+                        m => usize::from(m),
+                    };
+                    tmp2.clear();
+                    tmp2.resize(bsize, 0);
+                    shuffle::unshuffle_into(&tmp, group, &mut tmp2);
+                    std::mem::swap(&mut tmp, &mut tmp2);
+                }
+                2 => {
+                    tmp2.clear();
+                    tmp2.resize(bsize, 0);
+                    let elements = bsize.checked_div(typesize).unwrap_or(0);
+                    let whole = if version <= 2 {
+                        if elements % 8 == 0 { elements } else { 0 }
+                    } else {
+                        elements & !7
+                    };
+                    let body = whole.saturating_mul(typesize);
+                    let (d_body, d_tail) = tmp2.split_at_mut(body.min(bsize));
+                    let (t_body, t_tail) = tmp.split_at(body.min(bsize));
+                    bitshuffle::untranspose_block(t_body, typesize, d_body);
+                    d_tail.copy_from_slice(t_tail);
+                    std::mem::swap(&mut tmp, &mut tmp2);
+                }
+                3 => undelta(&mut tmp, out.get(..bsize), typesize, j == 0)?,
+                _ => {}
+            }
+        }
+        out.extend_from_slice(&tmp);
+    }
+    Ok(out)
+}
+
+/// Undo Blosc2's delta filter on one block: in the first block each word is XORed with the
+/// previous (decoded) one, elsewhere with the first block's word at the same place.
+fn undelta(
+    block: &mut [u8],
+    first: Option<&[u8]>,
+    typesize: usize,
+    is_first: bool,
+) -> Result<(), FilterError> {
+    let w = match typesize {
+        1 | 2 | 4 | 8 => typesize,
+        t if t % 8 == 0 => 8,
+        _ => 1,
+    };
+    let words = block.len().checked_div(w).unwrap_or(0);
+    let body = words.saturating_mul(w);
+    if is_first {
+        for i in w..body {
+            let prev = block.get(i.saturating_sub(w)).copied().unwrap_or(0);
+            if let Some(b) = block.get_mut(i) {
+                *b ^= prev;
+            }
+        }
+    } else {
+        let first = first.ok_or_else(|| corrupt("delta block larger than the first"))?;
+        for (b, r) in block.iter_mut().zip(first).take(body) {
+            *b ^= r;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_undoes_both_block_kinds() {
+        // First block words 1, 2, 3 encoded as 1, 1^2, 2^3.
+        let mut b = vec![1u8, 3, 1];
+        undelta(&mut b, None, 1, true).unwrap();
+        assert_eq!(b, [1, 2, 3]);
+        let mut c = vec![1u8 ^ 5, 2 ^ 6, 3 ^ 7];
+        undelta(&mut c, Some(&b), 1, false).unwrap();
+        assert_eq!(c, [5, 6, 7]);
+    }
+
+    #[test]
+    fn unblocks_a_padded_b2nd_chunk() {
+        // A 3×3 chunk in 2×2 blocks: four blocks of 4 items, padding zero.
+        let nd = NdLayout {
+            shape: vec![3, 3],
+            chunk: vec![3, 3],
+            block: vec![2, 2],
+        };
+        assert_eq!(nd.padded_bytes(1).unwrap(), 16);
+        let blocks = [1, 2, 4, 5, 3, 0, 6, 0, 7, 8, 0, 0, 9, 0, 0, 0];
+        assert_eq!(
+            nd.unblock(&blocks, 1).unwrap(),
+            (1..=9).collect::<Vec<u8>>()
+        );
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3000 {
+            let len = (next() % 300) as usize;
+            let mut junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if round % 2 == 0 && junk.len() > 40 {
+                junk[2..10].copy_from_slice(MAGIC);
+                junk[0x0B..0x0F].copy_from_slice(&40u32.to_be_bytes());
+            }
+            if round % 3 == 0 && junk.len() > 32 {
+                junk[2] |= 0x05;
+            }
+            if let Ok(d) = decompress(&junk, 4000) {
+                assert!(d.len() <= 4000);
+            }
+        }
+    }
+}

@@ -1,0 +1,467 @@
+//! The szip filter (4), read only: CCSDS 121.0-B Adaptive Entropy Coding as libaec's szlib
+//! interface stores it for libhdf5 (NASA's HDF-EOS files, h5py's `compression='szip'`).
+//!
+//! A chunk is the uncompressed size (4 bytes, little-endian), then one AEC bit stream (most
+//! significant bit first). Client data: [options mask, pixels per block, bits per pixel, pixels
+//! per scanline]. Of the mask, NN (32) turns on the unit-delay predictor, MSB (16) makes the
+//! decoded samples big-endian (LSB, 8, little-endian); EC, K13, CHIP and RAW change nothing in
+//! the stream libaec writes.
+//!
+//! How libaec's szlib layer maps the parameters onto the AEC stream:
+//! - 32- and 64-bit pixels are coded as 8-bit samples of the chunk's byte planes: the chunk is
+//!   transposed so that byte `j` of every element comes before byte `j + 1` of any.
+//! - Samples take 1 byte up to 8 bits, 2 up to 16, 4 beyond.
+//! - A reference sample interval (RSI) is one scanline, `ceil(pixels per scanline / pixels per
+//!   block)` blocks; when the scanline is not a whole number of blocks, each is padded to one
+//!   (and the padding dropped here).
+//!
+//! The stream, per block of J samples: an identifier of 3 bits (samples up to 8 bits), 4 (up to
+//! 16) or 5 (beyond). All ones: J samples stored as they are. 0 then a bit: 0 is a run of zero
+//! blocks (a fundamental sequence, i.e. a unary count `c`: `c + 1` blocks, except that 5 means
+//! up to the end of the RSI or of the 64-block segment and more than 5 means one fewer), 1 the
+//! second extension (each fundamental sequence `m` is a pair `(a, b)` with
+//! `m = (a + b)(a + b + 1) / 2 + b`). Otherwise `k = id - 1`: the split-sample option, every
+//! sample's high part as a fundamental sequence, then every sample's `k` low bits. With the
+//! predictor, the first block of each RSI starts with the raw reference sample (right after the
+//! identifier and, for low entropy blocks, the extra bit), which the block's J - 1 other samples
+//! follow; every later sample is a mapped prediction residual of the previous value.
+
+use super::FilterError;
+
+fn corrupt(reason: impl Into<String>) -> FilterError {
+    FilterError::Corrupt {
+        filter: "szip",
+        reason: reason.into(),
+    }
+}
+
+/// libhdf5's options mask bits that matter to decoding.
+const NN_OPTION: u32 = 32;
+const MSB_OPTION: u32 = 16;
+/// Largest pixels per block (CCSDS allows 8, 16, 32; libaec 64 too).
+const MAX_BLOCK: u32 = 64;
+/// Zero-block runs of this many blocks mean "to the end of the segment or RSI".
+const ROS: u32 = 5;
+/// Largest fundamental sequence value the second extension option can code (a + b ≤ 12).
+const SE_MAX: u32 = 90;
+
+/// The filter's parameters, from its client data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    preprocess: bool,
+    msb: bool,
+    pixels_per_block: usize,
+    bits_per_pixel: u32,
+    pixels_per_scanline: usize,
+}
+
+impl Params {
+    /// The parameters, or `None` when they are unusable.
+    pub fn parse(cd: &[u32]) -> Option<Params> {
+        let &[mask, ppb, bpp, pps, ..] = cd else {
+            return None;
+        };
+        let usable = (2..=MAX_BLOCK).contains(&ppb)
+            && ppb.is_multiple_of(2)
+            && ((1..=32).contains(&bpp) || bpp == 64)
+            // libhdf5 never makes a scanline shorter than a block.
+            && pps >= ppb;
+        usable.then_some(Params {
+            preprocess: mask & NN_OPTION != 0,
+            msb: mask & MSB_OPTION != 0,
+            pixels_per_block: ppb as usize,
+            bits_per_pixel: bpp,
+            pixels_per_scanline: pps as usize,
+        })
+    }
+}
+
+/// MSB-first bit reader over the stream.
+struct Bits<'a> {
+    data: &'a [u8],
+    pos: usize,
+    acc: u64,
+    /// Valid bits at the bottom of `acc`.
+    n: u32,
+}
+
+impl<'a> Bits<'a> {
+    fn new(data: &'a [u8]) -> Self {
+        Bits {
+            data,
+            pos: 0,
+            acc: 0,
+            n: 0,
+        }
+    }
+
+    fn refill(&mut self) {
+        while self.n <= 56 {
+            let Some(&b) = self.data.get(self.pos) else {
+                return;
+            };
+            self.pos = self.pos.saturating_add(1);
+            self.acc = (self.acc << 8) | u64::from(b);
+            self.n = self.n.saturating_add(8);
+        }
+    }
+
+    /// The next `k` bits (at most 32).
+    fn get(&mut self, k: u32) -> Result<u32, FilterError> {
+        if k == 0 {
+            return Ok(0);
+        }
+        if self.n < k {
+            self.refill();
+            if self.n < k {
+                return Err(corrupt("stream ends inside a block"));
+            }
+        }
+        self.n = self.n.saturating_sub(k);
+        let v = (self.acc >> self.n) & (u64::MAX >> 64u32.saturating_sub(k));
+        Ok(u32::try_from(v).unwrap_or(u32::MAX))
+    }
+
+    /// A fundamental sequence: the number of 0 bits before the next 1.
+    fn fs(&mut self) -> Result<u32, FilterError> {
+        let mut count = 0u32;
+        loop {
+            if self.n == 0 {
+                self.refill();
+                if self.n == 0 {
+                    return Err(corrupt("stream ends inside a fundamental sequence"));
+                }
+            }
+            // Only the low `n` bits of the accumulator are valid.
+            let valid = self.acc & (u64::MAX >> 64u32.saturating_sub(self.n));
+            if valid == 0 {
+                count = count.saturating_add(self.n);
+                self.n = 0;
+                continue;
+            }
+            let top = 63u32.saturating_sub(valid.leading_zeros());
+            count = count.saturating_add(self.n.saturating_sub(1).saturating_sub(top));
+            self.n = top;
+            return Ok(count);
+        }
+    }
+}
+
+/// The second extension's fundamental sequence `m` as (sum, second) of its pair.
+fn se_pair(m: u32) -> (u32, u32) {
+    let mut s = 0u32;
+    let mut start = 0u32; // s(s + 1)/2
+    while start.saturating_add(s).saturating_add(1) <= m {
+        s = s.saturating_add(1);
+        start = start.saturating_add(s);
+    }
+    (s, m.saturating_sub(start))
+}
+
+/// Decode the AEC stream of `n_samples` samples of `bits` bits in RSIs of `rsi` blocks of
+/// `block` samples.
+fn aec_decode(
+    src: &[u8],
+    bits: u32,
+    block: usize,
+    rsi: usize,
+    preprocess: bool,
+    n_samples: usize,
+) -> Result<Vec<u32>, FilterError> {
+    let id_len = match bits {
+        17.. => 5,
+        9..=16 => 4,
+        _ => 3,
+    };
+    let id_uncompressed = (1u32 << id_len).saturating_sub(1);
+    let xmax = u32::try_from((1u64 << bits).saturating_sub(1)).unwrap_or(u32::MAX);
+    let rsi_samples = rsi
+        .checked_mul(block)
+        .ok_or_else(|| corrupt("RSI too large"))?;
+    let mut r = Bits::new(src);
+    let mut out: Vec<u32> = Vec::with_capacity(n_samples);
+    // An RSI's length comes from the client data: bounded by what the chunk needs.
+    let mut buf: Vec<u32> = Vec::with_capacity(rsi_samples.min(n_samples));
+    while out.len() < n_samples {
+        // One RSI.
+        buf.clear();
+        let rsi_end = n_samples.saturating_sub(out.len()).min(rsi_samples);
+        let mut b = 0usize;
+        while buf.len() < rsi_end {
+            let with_ref = preprocess && b == 0;
+            let id = r.get(id_len)?;
+            if id == 0 {
+                let second_extension = r.get(1)? == 1;
+                if with_ref {
+                    buf.push(r.get(bits)?);
+                }
+                if second_extension {
+                    let mut i = usize::from(with_ref);
+                    while i < block {
+                        let m = r.fs()?;
+                        if m > SE_MAX {
+                            return Err(corrupt("second extension code out of range"));
+                        }
+                        // m = s(s + 1)/2 + second, with s = first + second.
+                        let (s, second) = se_pair(m);
+                        if i % 2 == 0 {
+                            buf.push(s.saturating_sub(second));
+                            i = i.saturating_add(1);
+                        }
+                        buf.push(second);
+                        i = i.saturating_add(1);
+                    }
+                    b = b.saturating_add(1);
+                } else {
+                    let mut blocks = r.fs()?.saturating_add(1);
+                    if blocks == ROS {
+                        let left_in_rsi = rsi.saturating_sub(b);
+                        let left_in_segment = 64usize.saturating_sub(b % 64);
+                        blocks =
+                            u32::try_from(left_in_rsi.min(left_in_segment)).unwrap_or(u32::MAX);
+                    } else if blocks > ROS {
+                        blocks = blocks.saturating_sub(1);
+                    }
+                    let blocks = blocks as usize;
+                    let zeros = blocks
+                        .saturating_mul(block)
+                        .saturating_sub(usize::from(with_ref));
+                    if blocks > rsi.saturating_sub(b) {
+                        return Err(corrupt("zero blocks past the end of the RSI"));
+                    }
+                    buf.resize(buf.len().saturating_add(zeros), 0);
+                    b = b.saturating_add(blocks);
+                }
+            } else if id == id_uncompressed {
+                for _ in 0..block {
+                    buf.push(r.get(bits)?);
+                }
+                b = b.saturating_add(1);
+            } else {
+                let k = id.saturating_sub(1);
+                if with_ref {
+                    buf.push(r.get(bits)?);
+                }
+                let first = buf.len();
+                for _ in usize::from(with_ref)..block {
+                    let high = r.fs()?;
+                    // High parts beyond 32 bits are corrupt; wrap as libaec does, bounded.
+                    buf.push(
+                        u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0),
+                    );
+                }
+                if k > 0 {
+                    for v in buf.iter_mut().skip(first) {
+                        *v = v.wrapping_add(r.get(k)?);
+                    }
+                }
+                b = b.saturating_add(1);
+            }
+        }
+        buf.truncate(rsi_end);
+        if preprocess {
+            let mut it = buf.iter();
+            if let Some(&reference) = it.next() {
+                let mut x = reference & xmax;
+                out.push(x);
+                let med = (xmax >> 1).saturating_add(1);
+                for &d in it {
+                    let half = (d >> 1).saturating_add(d & 1);
+                    // The distance to the nearer end of the range.
+                    let (near_max, room) = if x >= med {
+                        (true, xmax.saturating_sub(x))
+                    } else {
+                        (false, x)
+                    };
+                    x = if half <= room {
+                        if d & 1 == 0 {
+                            x.saturating_add(d >> 1)
+                        } else {
+                            x.saturating_sub(half)
+                        }
+                    } else if near_max {
+                        xmax.wrapping_sub(d) & xmax
+                    } else {
+                        d & xmax
+                    };
+                    out.push(x);
+                }
+            }
+        } else {
+            out.extend(buf.iter().map(|&v| v & xmax));
+        }
+    }
+    Ok(out)
+}
+
+/// Undo the filter, refusing a chunk that declares more than `limit` bytes.
+pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+    let (size, stream) = data
+        .split_first_chunk::<4>()
+        .ok_or_else(|| corrupt("chunk shorter than its 4-byte size"))?;
+    let size = u32::from_le_bytes(*size) as usize;
+    if size > limit {
+        return Err(corrupt(format!(
+            "declares {size} bytes, more than the chunk's {limit}"
+        )));
+    }
+    let planes = match p.bits_per_pixel {
+        32 => 4,
+        64 => 8,
+        _ => 1,
+    };
+    let bits = if planes > 1 { 8 } else { p.bits_per_pixel };
+    let sample_bytes: usize = match bits {
+        17.. => 4,
+        9..=16 => 2,
+        _ => 1,
+    };
+    if !size.is_multiple_of(sample_bytes) || !size.is_multiple_of(planes) {
+        return Err(corrupt(format!(
+            "{size} bytes is not a whole number of {}-bit pixels",
+            p.bits_per_pixel
+        )));
+    }
+    let samples = size.checked_div(sample_bytes).unwrap_or(0);
+    let ppb = p.pixels_per_block;
+    let pps = p.pixels_per_scanline;
+    let rsi = pps.div_ceil(ppb);
+    let padded_line = rsi.saturating_mul(ppb);
+    let lines = samples.div_ceil(pps);
+    // A scanline that is not a whole number of blocks is padded to one.
+    // Decoding stops at the last sample the chunk holds: the padding of the last scanline is
+    // never decoded, so a scanline longer than the chunk sizes nothing.
+    let full_lines = lines.saturating_sub(1);
+    let coded = if padded_line == pps {
+        samples
+    } else {
+        full_lines
+            .saturating_mul(padded_line)
+            .saturating_add(samples.saturating_sub(full_lines.saturating_mul(pps)))
+    };
+    let decoded = aec_decode(stream, bits, ppb, rsi, p.preprocess, coded)?;
+    let mut values: Vec<u32> = if padded_line == pps {
+        decoded
+    } else {
+        decoded
+            .chunks(padded_line)
+            .flat_map(|line| line.iter().take(pps))
+            .copied()
+            .take(samples)
+            .collect()
+    };
+    values.truncate(samples);
+    if values.len() != samples {
+        return Err(corrupt(
+            "stream decodes to fewer samples than the chunk holds",
+        ));
+    }
+    let mut bytes = Vec::with_capacity(size);
+    for v in values {
+        match (sample_bytes, p.msb) {
+            (1, _) => bytes.push(v as u8),
+            (2, false) => bytes.extend_from_slice(&(v as u16).to_le_bytes()),
+            (2, true) => bytes.extend_from_slice(&(v as u16).to_be_bytes()),
+            (_, false) => bytes.extend_from_slice(&v.to_le_bytes()),
+            (_, true) => bytes.extend_from_slice(&v.to_be_bytes()),
+        }
+    }
+    if planes == 1 {
+        return Ok(bytes);
+    }
+    // Byte planes back to elements.
+    let n = size.checked_div(planes).unwrap_or(0);
+    let mut out = vec![0u8; size];
+    for (j, plane) in bytes.chunks_exact(n.max(1)).enumerate().take(planes) {
+        for (i, &b) in plane.iter().enumerate() {
+            if let Some(o) = out.get_mut(i.saturating_mul(planes).saturating_add(j)) {
+                *o = b;
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_libhdf5_parameters() {
+        let p = Params::parse(&[169, 8, 32, 10]).unwrap();
+        assert!(p.preprocess && !p.msb);
+        assert_eq!(
+            (p.pixels_per_block, p.bits_per_pixel, p.pixels_per_scanline),
+            (8, 32, 10)
+        );
+        assert!(Params::parse(&[141, 7, 16, 10]).is_none());
+        assert!(Params::parse(&[141, 8, 48, 10]).is_none());
+        assert!(Params::parse(&[141, 8, 16]).is_none());
+        assert!(Params::parse(&[141, 16, 16, 8]).is_none());
+        assert_eq!(se_pair(0), (0, 0));
+        assert_eq!(se_pair(1), (1, 0));
+        assert_eq!(se_pair(2), (1, 1));
+        assert_eq!(se_pair(3), (2, 0));
+        assert_eq!(se_pair(5), (2, 2));
+        assert_eq!(se_pair(90), (12, 12));
+    }
+
+    #[test]
+    fn decodes_hand_coded_blocks() {
+        // 8-bit samples, blocks of 8, no predictor. Block 1: uncompressed (id 111) 1..=8.
+        // Block 2: split k = 1 (id 010): values 2,3,2,3,... high parts 1 (fs "01"), low bits.
+        let mut bits = String::from("111");
+        for v in 1..=8u8 {
+            bits += &format!("{v:08b}");
+        }
+        bits += "010";
+        for _ in 0..8 {
+            bits += "01";
+        }
+        bits += "01010101";
+        // Block 3: zero block run of one block (id 000, 0, fs "1").
+        bits += "00001";
+        while bits.len() % 8 != 0 {
+            bits.push('0');
+        }
+        let stream: Vec<u8> = bits
+            .as_bytes()
+            .chunks(8)
+            .map(|c| u8::from_str_radix(std::str::from_utf8(c).unwrap(), 2).unwrap())
+            .collect();
+        let got = aec_decode(&stream, 8, 8, 4, false, 24).unwrap();
+        let mut want: Vec<u32> = (1..=8).collect();
+        want.extend([2, 3, 2, 3, 2, 3, 2, 3]);
+        want.extend([0; 8]);
+        assert_eq!(got, want);
+        // Truncated: an error, not a panic.
+        for n in 0..stream.len() - 1 {
+            assert!(aec_decode(&stream[..n], 8, 8, 4, false, 24).is_err(), "{n}");
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let p = Params::parse(&[141, 16, 16, 100]).unwrap();
+        let p64 = Params::parse(&[173, 8, 64, 37]).unwrap();
+        for round in 0..2000 {
+            let len = (round % 97) + 4;
+            let mut junk: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect();
+            junk[..4].copy_from_slice(&800u32.to_le_bytes());
+            for p in [&p, &p64] {
+                if let Ok(d) = decompress(&junk, p, 800) {
+                    assert_eq!(d.len(), 800);
+                }
+            }
+        }
+    }
+}
