@@ -1,0 +1,143 @@
+//! Element types between h5chunk and numpy: which Rust number type a dataset reads into, and
+//! the numpy dtype h5py reports for each HDF5 type.
+
+use h5chunk::types::{self, Datatype, TypeClass, TypeDesc};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// What a dataset's elements read as in Python.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A number h5chunk converts: read typed, into a numpy array of the native type.
+    Number(TypeDesc),
+    /// h5py's bool (an enumeration over int8, FALSE 0 and TRUE 1): numpy's `bool`.
+    Bool,
+    /// Variable-length strings: h5py's `string_dtype()`, an object array of `bytes`.
+    VarLenString,
+    /// Anything else numpy can lay out (fixed-length strings, compound, complex, opaque,
+    /// enumerations of other bases): the stored bytes under numpy's dtype.
+    Raw,
+}
+
+pub fn kind_of(datatype: &Datatype) -> PyResult<Kind> {
+    if *datatype == types::h5py_bool() {
+        return Ok(Kind::Bool);
+    }
+    let desc = TypeDesc::of(datatype).map_err(crate::error::to_py)?;
+    Ok(match desc.class {
+        TypeClass::Int | TypeClass::Uint | TypeClass::Float => Kind::Number(desc),
+        TypeClass::VarLenString => Kind::VarLenString,
+        TypeClass::FixedString | TypeClass::Other => Kind::Raw,
+    })
+}
+
+/// Run `$body` with `$T` the Rust number type of `$desc` (its class and size; byte order is
+/// converted by the typed reads and writes), or `$other` for any other description.
+macro_rules! with_number {
+    ($desc:expr, $T:ident => $body:expr, _ => $other:expr) => {{
+        use h5chunk::types::TypeClass as C;
+        let d: h5chunk::types::TypeDesc = $desc;
+        match (d.class, d.size) {
+            (C::Int, 1) => {
+                type $T = i8;
+                $body
+            }
+            (C::Int, 2) => {
+                type $T = i16;
+                $body
+            }
+            (C::Int, 4) => {
+                type $T = i32;
+                $body
+            }
+            (C::Int, 8) => {
+                type $T = i64;
+                $body
+            }
+            (C::Uint, 1) => {
+                type $T = u8;
+                $body
+            }
+            (C::Uint, 2) => {
+                type $T = u16;
+                $body
+            }
+            (C::Uint, 4) => {
+                type $T = u32;
+                $body
+            }
+            (C::Uint, 8) => {
+                type $T = u64;
+                $body
+            }
+            (C::Float, 2) => {
+                type $T = h5chunk::f16;
+                $body
+            }
+            (C::Float, 4) => {
+                type $T = f32;
+                $body
+            }
+            (C::Float, 8) => {
+                type $T = f64;
+                $body
+            }
+            _ => $other,
+        }
+    }};
+}
+pub(crate) use with_number;
+
+pub fn numpy(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("numpy")
+}
+
+/// The numpy dtype h5py reports for `datatype` (`Dataset.dtype`).
+pub fn numpy_dtype<'py>(py: Python<'py>, datatype: &Datatype) -> PyResult<Bound<'py, PyAny>> {
+    let np = numpy(py)?;
+    match kind_of(datatype)? {
+        Kind::Number(desc) => np.call_method1("dtype", (desc.numpy(),)),
+        Kind::Bool => np.call_method1("dtype", ("?",)),
+        Kind::VarLenString => {
+            // h5py.string_dtype(): an object dtype whose metadata says `vlen=str`.
+            let meta = PyDict::new(py);
+            meta.set_item("vlen", py.get_type::<pyo3::types::PyString>())?;
+            let kw = PyDict::new(py);
+            kw.set_item("metadata", meta)?;
+            np.getattr("dtype")?.call(("O",), Some(&kw))
+        }
+        Kind::Raw => {
+            let descr = types::numpy_descr(datatype).ok_or_else(|| {
+                crate::error::unsupported(&format!(
+                    "element type {} has no numpy layout",
+                    datatype.class.name()
+                ))
+            })?;
+            let literal = py.import("ast")?.call_method1("literal_eval", (descr,))?;
+            np.call_method1("dtype", (literal,))
+        }
+    }
+}
+
+/// The numpy dtype string `s` (`'<f8'`, `'i4'`) as an h5chunk number type, with numpy's
+/// native order for `'='`.
+pub fn number_from_numpy(s: &str) -> PyResult<TypeDesc> {
+    if s.len() >= 2 && s.ends_with("f2") {
+        let order = if s.starts_with('>') {
+            types::ByteOrder::BigEndian
+        } else {
+            types::ByteOrder::LittleEndian
+        };
+        return Ok(TypeDesc {
+            class: TypeClass::Float,
+            size: 2,
+            order,
+        });
+    }
+    TypeDesc::from_numpy(s).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "h5chunk creates datasets of integers, floats and bool, not of numpy dtype {s:?}"
+        ))
+    })
+}
