@@ -719,9 +719,10 @@ pub fn create(
         }
         _ => guess_chunk(&shape, elem),
     };
+    let (parent, name) = crate::group::make_parents(g, name)?;
     let mut b = match (desc, datatype) {
-        (Some(desc), _) => g.new_dataset_of(desc),
-        (None, Some(t)) => g.new_dataset_with_type(t),
+        (Some(desc), _) => parent.new_dataset_of(desc),
+        (None, Some(t)) => parent.new_dataset_with_type(t),
         (None, None) => return Err(unsupported("this element type")),
     };
     b = b.shape(&shape).chunk(&chunk);
@@ -740,7 +741,6 @@ pub fn create(
         let bytes: Vec<u8> = one.call_method0("tobytes")?.extract()?;
         b = b.fill_value_bytes(&bytes);
     }
-    crate::group::make_parents(g, name)?;
     let d = py.detach(|| b.create(name)).py()?;
     let out = Dataset::new(d);
     if let Some(arr) = data {

@@ -115,9 +115,38 @@ pub fn numpy_dtype<'py>(py: Python<'py>, datatype: &Datatype) -> PyResult<Bound<
                 ))
             })?;
             let literal = py.import("ast")?.call_method1("literal_eval", (descr,))?;
-            np.call_method1("dtype", (literal,))
+            let dt = np.call_method1("dtype", (literal,))?;
+            complex_of(&np, &dt).map(|c| c.unwrap_or(dt))
         }
     }
+}
+
+/// h5py's complex numbers: a compound of two floats of one type named `r` and `i`, which h5py
+/// reports as numpy's complex type of the same bytes.
+fn complex_of<'py>(
+    np: &Bound<'py, PyModule>,
+    dt: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let names: Option<Vec<String>> = dt.getattr("names")?.extract()?;
+    if names.as_deref() != Some(&["r".to_owned(), "i".to_owned()]) {
+        return Ok(None);
+    }
+    let (r, i) = (dt.get_item("r")?, dt.get_item("i")?);
+    let kind: String = r.getattr("kind")?.extract()?;
+    let part: usize = r.getattr("itemsize")?.extract()?;
+    let whole: usize = dt.getattr("itemsize")?.extract()?;
+    let offset_i: usize = dt
+        .getattr("fields")?
+        .get_item("i")?
+        .get_item(1)?
+        .extract()?;
+    if !r.eq(&i)? || kind != "f" || offset_i != part || Some(whole) != part.checked_mul(2) {
+        return Ok(None);
+    }
+    let order: String = r.getattr("str")?.extract()?;
+    let order = order.chars().next().unwrap_or('<');
+    np.call_method1("dtype", (format!("{order}c{whole}"),))
+        .map(Some)
 }
 
 /// The numpy dtype string `s` (`'<f8'`, `'i4'`) as an h5chunk number type, with numpy's

@@ -33,26 +33,27 @@ pub fn member(py: Python<'_>, at: &h5chunk::Group, path: &str) -> PyResult<Py<Py
     }
 }
 
-/// The groups on the way to `path` (all but its last component), made where missing, as h5py
-/// makes intermediate groups.
-pub fn make_parents(at: &h5chunk::Group, path: &str) -> PyResult<()> {
-    let Some((parents, _)) = path.trim_end_matches('/').rsplit_once('/') else {
-        return Ok(());
+/// The group that is to hold `path` and the name `path` gives it there: the groups on the
+/// way (all but its last component) made where missing, as h5py makes intermediate groups.
+pub fn make_parents<'p>(at: &h5chunk::Group, path: &'p str) -> PyResult<(h5chunk::Group, &'p str)> {
+    let trimmed = path.trim_end_matches('/');
+    let (parents, last) = match trimmed.rsplit_once('/') {
+        Some((p, l)) => (p, l),
+        None => ("", trimmed),
     };
-    let mut walked = String::new();
-    if parents.starts_with('/') {
-        walked.push('/');
-    }
+    let mut cur = if path.starts_with('/') {
+        at.file().root().py()?
+    } else {
+        at.clone()
+    };
     for part in parents.split('/').filter(|p| !p.is_empty()) {
-        if !walked.is_empty() && !walked.ends_with('/') {
-            walked.push('/');
-        }
-        walked.push_str(part);
-        if !exists(at, &walked)? {
-            at.create_group(&walked).py()?;
-        }
+        cur = if exists(&cur, part)? {
+            cur.group(part).py()?
+        } else {
+            cur.create_group(part).py()?
+        };
     }
-    Ok(())
+    Ok((cur, last))
 }
 
 /// Whether `path` names an object below `at` (a missing link anywhere on it: no).
@@ -138,12 +139,10 @@ impl Group {
         name: &str,
         track_order: Option<bool>,
     ) -> PyResult<Group> {
-        make_parents(&self.inner, name)?;
+        let (parent, last) = make_parents(&self.inner, name)?;
         let g = py.detach(|| match track_order {
-            Some(on) => self
-                .inner
-                .create_group_with(name, h5chunk::GroupOptions::track_order(on)),
-            None => self.inner.create_group(name),
+            Some(on) => parent.create_group_with(last, h5chunk::GroupOptions::track_order(on)),
+            None => parent.create_group(last),
         });
         Ok(Group { inner: g.py()? })
     }

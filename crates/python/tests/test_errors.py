@@ -1,0 +1,100 @@
+"""The exceptions h5py raises for the same mistakes."""
+
+import numpy as np
+import pytest
+
+import h5chunk
+import h5py
+
+
+def test_open_modes(tmp_path):
+    path = tmp_path / "m.h5"
+    with pytest.raises(FileNotFoundError):
+        h5chunk.File(path, "r")
+    with pytest.raises(FileNotFoundError):
+        h5chunk.File(path, "r+")
+    with h5chunk.File(path, "x") as f:
+        f.create_dataset("d", data=[1, 2])
+    with pytest.raises(FileExistsError):
+        h5chunk.File(path, "x")
+    with pytest.raises(FileExistsError):
+        h5chunk.File(path, "w-")
+    with pytest.raises(ValueError):
+        h5chunk.File(path, "q")
+    with h5chunk.File(path, "a") as f:
+        assert "d" in f
+    with h5chunk.File(path, "w") as f:
+        assert len(f) == 0
+    f = h5chunk.File(path, "r")
+    assert f
+    f.close()
+    assert not f
+    f.close()  # a second close does nothing, as in h5py
+
+
+def test_missing_and_existing_names(tmp_path):
+    path = tmp_path / "n.h5"
+    with h5chunk.File(path, "w") as f:
+        f.create_dataset("d", data=np.arange(10))
+        with pytest.raises(KeyError):
+            f["nope"]
+        with pytest.raises(KeyError):
+            f["d"].attrs["nope"]
+        with pytest.raises(ValueError):
+            f.create_group("d")
+        with pytest.raises(ValueError):
+            f.create_dataset("d", data=[1])
+        with pytest.raises(TypeError):
+            f.create_dataset("e")
+        with pytest.raises(ValueError):
+            f.create_dataset("e", data=[1, 2], shape=(3,))
+        with pytest.raises(ValueError):
+            f.create_dataset("e", shape=(4,), compression="nope")
+        with pytest.raises(ValueError):
+            f.create_dataset("e", shape=(4,), maxshape=(2,))
+        with pytest.raises(h5chunk.UnsupportedError):
+            f.create_dataset("e", shape=())
+        with pytest.raises(NotImplementedError):
+            f.create_dataset("e", data=np.array([1 + 1j]))
+
+
+def test_bad_selections(tmp_path):
+    path = tmp_path / "s.h5"
+    with h5chunk.File(path, "w") as f:
+        d = f.create_dataset("d", data=np.arange(12).reshape(3, 4))
+        with pytest.raises(ValueError):
+            d[::-1]
+        with pytest.raises(IndexError):
+            d[3]
+        with pytest.raises(IndexError):
+            d[0, -5]
+        with pytest.raises(ValueError):
+            d[0, 0, 0]
+        with pytest.raises(TypeError):
+            d["x"]
+        with pytest.raises(ValueError):
+            d.resize((5, 4))  # maxshape is the shape
+
+
+def test_len_of_scalar_dataset(tmp_path):
+    path = tmp_path / "scalar.h5"
+    with h5py.File(path, "w") as f:
+        f["s"] = 3.5
+    with h5chunk.File(path) as f:
+        with pytest.raises(TypeError):
+            len(f["s"])
+        with pytest.raises(TypeError):
+            f["s"].len()
+
+
+def test_read_only_file_refuses_writes(tmp_path):
+    path = tmp_path / "ro.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=np.arange(4), chunks=(2,))
+    with h5chunk.File(path, "r") as f:
+        with pytest.raises(OSError):
+            f["d"][0] = 5
+        with pytest.raises(OSError):
+            f.create_group("g")
+        with pytest.raises(OSError):
+            f.attrs["a"] = 1
