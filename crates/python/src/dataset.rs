@@ -719,7 +719,7 @@ pub fn create(
         }
         _ => guess_chunk(&shape, elem),
     };
-    let (parent, name) = crate::group::make_parents(g, name)?;
+    let (parent, name) = crate::path::make_parents(g, name)?;
     let mut b = match (desc, datatype) {
         (Some(desc), _) => parent.new_dataset_of(desc),
         (None, Some(t)) => parent.new_dataset_with_type(t),

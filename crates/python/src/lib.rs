@@ -22,6 +22,7 @@ mod dataset;
 mod dtype;
 mod error;
 mod group;
+mod path;
 mod select;
 
 /// The Python module `h5chunk`.
