@@ -378,6 +378,112 @@ impl Dataset {
         self.resize_to(py, dims)
     }
 
+    /// The chunk whose first element is at `offsets`, as stored (h5py's
+    /// `d.id.read_direct_chunk`): `(filter_mask, bytes)`, or None when it is not allocated.
+    fn read_direct_chunk<'py>(
+        &self,
+        py: Python<'py>,
+        offsets: Vec<u64>,
+    ) -> PyResult<Option<(u32, Bound<'py, PyBytes>)>> {
+        let d = &self.inner;
+        let got = py.detach(|| d.read_direct_chunk(&offsets)).py()?;
+        Ok(got.map(|(bytes, mask)| (mask, PyBytes::new(py, &bytes))))
+    }
+
+    /// Store `data` (already filtered) as the chunk at `offsets` (h5py's
+    /// `d.id.write_direct_chunk`).
+    #[pyo3(signature = (offsets, data, filter_mask=0))]
+    fn write_direct_chunk(
+        &self,
+        py: Python<'_>,
+        offsets: Vec<u64>,
+        data: &[u8],
+        filter_mask: u32,
+    ) -> PyResult<()> {
+        let d = &self.inner;
+        py.detach(|| d.write_direct_chunk(&offsets, data, filter_mask))
+            .py()
+    }
+
+    /// The chunks' selections, each a tuple of slices (h5py's `iter_chunks()`), in C order.
+    #[pyo3(signature = (sel=None))]
+    fn iter_chunks<'py>(
+        &self,
+        py: Python<'py>,
+        sel: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if sel.is_some() {
+            return Err(unsupported("iter_chunks with a selection"));
+        }
+        let Some(chunk) = self.inner.chunk() else {
+            return Err(PyTypeError::new_err("Dataset is not chunked"));
+        };
+        let shape = self.inner.shape();
+        let out = PyList::empty(py);
+        if shape.contains(&0) || chunk.contains(&0) {
+            return out.try_iter().map(Bound::into_any);
+        }
+        let mut at = vec![0u64; shape.len()];
+        'grid: loop {
+            let slices = at
+                .iter()
+                .zip(&chunk)
+                .zip(&shape)
+                .map(|((&a, &c), &s)| {
+                    pyo3::types::PySlice::new(
+                        py,
+                        isize::try_from(a).unwrap_or(isize::MAX),
+                        isize::try_from(a.saturating_add(c).min(s)).unwrap_or(isize::MAX),
+                        1,
+                    )
+                })
+                .collect::<Vec<_>>();
+            out.append(PyTuple::new(py, slices)?)?;
+            // The next chunk in C order: the last dimension fastest.
+            for u in (0..at.len()).rev() {
+                let (Some(a), Some(&c), Some(&s)) = (at.get_mut(u), chunk.get(u), shape.get(u))
+                else {
+                    break 'grid;
+                };
+                *a = a.saturating_add(c);
+                if *a < s {
+                    continue 'grid;
+                }
+                *a = 0;
+            }
+            break;
+        }
+        out.try_iter().map(Bound::into_any)
+    }
+
+    /// A view reading as `dtype` (h5py's `d.astype(dtype)[...]`).
+    fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<View> {
+        let dt = numpy(py)?.call_method1("dtype", (dtype,))?;
+        Ok(View {
+            dataset: self.inner.clone(),
+            conv: Conv::AsType(dt.unbind()),
+        })
+    }
+
+    /// A view reading strings as `str` (h5py's `d.asstr()[...]`).
+    #[pyo3(signature = (encoding=None, errors="strict"))]
+    fn asstr(&self, encoding: Option<String>, errors: &str) -> PyResult<View> {
+        if !matches!(self.kind()?, Kind::VarLenString | Kind::Raw)
+            || self.inner.dtype().class == h5chunk::TypeClass::Other
+        {
+            return Err(PyTypeError::new_err(
+                "dset.asstr() can only be used on datasets with an HDF5 string datatype",
+            ));
+        }
+        Ok(View {
+            dataset: self.inner.clone(),
+            conv: Conv::AsStr {
+                encoding: encoding.unwrap_or_else(|| "utf-8".to_owned()),
+                errors: errors.to_owned(),
+            },
+        })
+    }
+
     /// Show what a SWMR writer has flushed since (h5py's `refresh`).
     fn refresh(&self, py: Python<'_>) -> PyResult<()> {
         let d = &self.inner;
@@ -515,6 +621,84 @@ impl Dataset {
             self.inner.shape(),
             self.inner.dtype().numpy()
         )
+    }
+}
+
+/// What a view does to what it reads.
+#[derive(Debug)]
+enum Conv {
+    AsType(Py<PyAny>),
+    AsStr { encoding: String, errors: String },
+}
+
+/// `d.astype(dtype)` and `d.asstr()`: reads of the dataset, converted.
+#[pyclass(module = "h5chunk", frozen)]
+#[derive(Debug)]
+pub struct View {
+    dataset: h5chunk::Dataset,
+    conv: Conv,
+}
+
+#[pymethods]
+impl View {
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let d = Dataset::new(self.dataset.clone());
+        let got = d.__getitem__(py, key)?;
+        match &self.conv {
+            Conv::AsType(dt) => {
+                let np = numpy(py)?;
+                np.call_method1("asarray", (got,))?
+                    .call_method1("astype", (dt.bind(py),))
+                    .and_then(|a| {
+                        if a.getattr("ndim")?.extract::<usize>()? == 0 && !key.is(py.Ellipsis()) {
+                            a.get_item(PyTuple::empty(py))
+                        } else {
+                            Ok(a)
+                        }
+                    })
+            }
+            Conv::AsStr { encoding, errors } => {
+                let decode = |b: Bound<'py, PyAny>| b.call_method1("decode", (encoding, errors));
+                if got.is_instance_of::<PyBytes>() || got.hasattr("decode")? {
+                    return decode(got);
+                }
+                let np = numpy(py)?;
+                let flat: Vec<Bound<'py, PyAny>> = got
+                    .call_method0("ravel")?
+                    .call_method0("tolist")?
+                    .extract()?;
+                let strs = flat.into_iter().map(decode).collect::<PyResult<Vec<_>>>()?;
+                let kw = PyDict::new(py);
+                kw.set_item("dtype", "O")?;
+                np.getattr("array")?
+                    .call((PyList::new(py, strs)?,), Some(&kw))?
+                    .call_method1("reshape", (got.getattr("shape")?,))
+            }
+        }
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Dataset::new(self.dataset.clone()).__len__()
+    }
+
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let a = self.__getitem__(py, &PyTuple::empty(py).into_any())?;
+        let a = numpy(py)?.call_method1("asarray", (a,))?;
+        match dtype {
+            Some(dt) => a.call_method1("astype", (dt,)),
+            None => Ok(a),
+        }
     }
 }
 

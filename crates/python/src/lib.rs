@@ -31,7 +31,7 @@ mod h5chunk {
     #[pymodule_export]
     use crate::attrs::AttributeManager;
     #[pymodule_export]
-    use crate::dataset::Dataset;
+    use crate::dataset::{Dataset, View};
     #[pymodule_export]
     use crate::error::UnsupportedError;
     #[pymodule_export]

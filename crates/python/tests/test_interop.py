@@ -333,3 +333,31 @@ def test_swmr_writer_read_by_h5py(tmp_path):
             np.testing.assert_array_equal(r[...], np.arange(10.0))
     finally:
         f.close()
+
+
+def test_views_chunks_and_direct_io_as_h5py(tmp_path):
+    path = tmp_path / "v.h5"
+    data = np.arange(7 * 5, dtype="i4").reshape(7, 5)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=data, chunks=(3, 2))
+        f.create_dataset("z", data=np.arange(100.0), chunks=(10,), compression="gzip")
+        f.create_dataset("s", data=["ab", "ü"], dtype=h5py.string_dtype())
+    with h5py.File(path) as g, h5chunk.File(path) as f:
+        d, want = f["d"], g["d"]
+        assert list(d.iter_chunks()) == list(want.iter_chunks())
+        got = d.astype("f8")[1:3]
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, want.astype("f8")[1:3])
+        np.testing.assert_array_equal(f["s"].asstr()[...], g["s"].asstr()[...])
+        assert f["s"].asstr()[1] == "ü"
+        out = np.empty((2, 5), dtype="i4")
+        d.read_direct(out, np.s_[4:6])
+        np.testing.assert_array_equal(out, data[4:6])
+        mask, raw = f["z"].read_direct_chunk((10,))
+        assert (mask, raw) == tuple(g["z"].id.read_direct_chunk((10,)))
+    # A chunk written as stored bytes reads in h5py as the values compressed.
+    import zlib
+    with h5chunk.File(path, "a") as f:
+        f["z"].write_direct_chunk((20,), zlib.compress(np.full(10, -1.0).tobytes()))
+    with h5py.File(path) as g:
+        np.testing.assert_array_equal(g["z"][20:30], np.full(10, -1.0))
