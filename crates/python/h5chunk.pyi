@@ -10,7 +10,7 @@ __version__: str
 
 _Shape = Union[int, Sequence[int]]
 _MaxShape = Union[int, None, Sequence[Optional[int]]]
-_Key = Any  # int, slice, Ellipsis, (), or a tuple of them
+_Key = Any  # int, slice, Ellipsis, (), one list or mask, or a tuple of them
 
 class UnsupportedError(NotImplementedError):
     """What h5chunk does not do (yet): the message names it."""

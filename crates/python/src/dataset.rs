@@ -38,7 +38,7 @@ impl Dataset {
     fn read<'py>(&self, py: Python<'py>, h: &Hyperslab) -> PyResult<Bound<'py, PyAny>> {
         let d = &self.inner;
         let scalar = d.shape().is_empty();
-        let shape = PyTuple::new(py, &h.shape)?;
+        let shape = PyTuple::new(py, h.slab_shape())?;
         let flat: Bound<'py, PyAny> = match self.kind()? {
             Kind::Number(desc) => with_number!(desc, T => {
                 let v: Vec<T> = if h.is_empty() {
@@ -92,7 +92,18 @@ impl Dataset {
                 PyArray1::from_vec(py, v).call_method1("view", (self.dtype(py)?,))?
             }
         };
-        flat.call_method1("reshape", (shape,))
+        let slab = flat.call_method1("reshape", (shape,))?;
+        match &h.pick {
+            // The list's elements picked from the span read (one copy, of the result).
+            Some(p) => {
+                let kw = PyDict::new(py);
+                kw.set_item("axis", p.out_axis)?;
+                numpy(py)?
+                    .getattr("take")?
+                    .call((slab, h.pick_relative()), Some(&kw))
+            }
+            None => Ok(slab),
+        }
     }
 
     /// Write `value` (anything numpy broadcasts to the selection's shape) to `h`.
@@ -114,6 +125,24 @@ impl Dataset {
             np.call_method1("ascontiguousarray", (a,))
         };
         if h.is_empty() {
+            return Ok(());
+        }
+        if let Some(p) = &h.pick {
+            // One write per index of the list, each of the value's slice along its axis.
+            let whole = prepared(self.dtype(py)?)?;
+            let mut one = h.clone();
+            one.pick = None;
+            one.shape.remove(p.out_axis);
+            for (j, &at) in p.at.iter().enumerate() {
+                if let (Some(s), Some(c)) = (one.start.get_mut(p.axis), one.count.get_mut(p.axis)) {
+                    *s = at;
+                    *c = 1;
+                }
+                let kw = PyDict::new(py);
+                kw.set_item("axis", p.out_axis)?;
+                let part = np.getattr("take")?.call((&whole, j), Some(&kw))?;
+                self.write(py, &one, &part)?;
+            }
             return Ok(());
         }
         match self.kind()? {
@@ -336,6 +365,7 @@ impl Dataset {
             count: grown.clone(),
             stride: vec![1; grown.len()],
             shape: Vec::new(),
+            pick: None,
         };
         if let (Some(s), Some(c)) = (h.start.get_mut(axis), h.count.get_mut(axis)) {
             *s = old;

@@ -72,6 +72,12 @@ def test_bad_selections(tmp_path):
             d[0, 0, 0]
         with pytest.raises(TypeError):
             d["x"]
+        with pytest.raises(TypeError):
+            d[[2, 1]]  # h5py: increasing order only
+        with pytest.raises(TypeError):
+            d[[0, 1], [0, 1]]  # h5py: one list per selection
+        with pytest.raises(IndexError):
+            d[[0, 7]]
         with pytest.raises(ValueError):
             d.resize((5, 4))  # maxshape is the shape
 

@@ -83,6 +83,13 @@ SELECTIONS = [
     (1, Ellipsis),
     (slice(3, 3), slice(None)),
     (np.int64(2), slice(0, 100)),
+    [1, 3, 4],
+    ([0, 9], 2),
+    (slice(None), [0, 5, 11]),
+    (slice(2, 8, 2), np.array([1, 2, 7])),
+    (Ellipsis, [-3, -1]),
+    np.arange(10) % 3 == 0,
+    (4, np.arange(12) > 8),
 ]
 
 
