@@ -12,6 +12,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use crate::attrs::{AttributeManager, Owner};
 use crate::dataset::{self, Dataset};
 use crate::error::{IntoPy, to_py, unsupported};
+use crate::links::{ExternalLink, SoftLink};
 use crate::path::{exists, make_parents};
 
 /// A group of an open file (h5py's `h5py.Group`).
@@ -42,7 +43,40 @@ impl Group {
         member(py, &self.inner, name)
     }
 
-    /// The object at `name`, or `default` when there is none. `getlink=True` is refused.
+    /// h5py's `group[name] = value`: an `ExternalLink` adds that link; anything else is data
+    /// for a new dataset (`create_dataset(name, data=value)`).
+    fn __setitem__(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(l) = value.cast::<ExternalLink>() {
+            let l = l.get();
+            let (parent, last) = make_parents(&self.inner, name)?;
+            return py
+                .detach(|| parent.link_external(last, &l.filename, &l.path))
+                .py();
+        }
+        if value.is_instance_of::<SoftLink>()
+            || value.is_instance_of::<Group>()
+            || value.is_instance_of::<Dataset>()
+        {
+            return Err(unsupported("soft and hard links made (group[name] = obj)"));
+        }
+        let args = dataset::CreateArgs {
+            shape: None,
+            dtype: None,
+            data: Some(value),
+            chunks: None,
+            maxshape: None,
+            compression: None,
+            compression_opts: None,
+            shuffle: false,
+            fletcher32: false,
+            fillvalue: None,
+            track_order: None,
+        };
+        dataset::create(py, &self.inner, name, args).map(|_| ())
+    }
+
+    /// The object at `name`, or `default` when there is none; with `getlink=True` the link
+    /// itself (HardLink, SoftLink or ExternalLink), with `getclass=True` its class.
     #[pyo3(signature = (name, default=None, getclass=false, getlink=false))]
     fn get(
         &self,
@@ -52,13 +86,29 @@ impl Group {
         getclass: bool,
         getlink: bool,
     ) -> PyResult<Option<Py<PyAny>>> {
-        if getclass || getlink {
-            return Err(unsupported("Group.get with getclass or getlink"));
+        if getlink {
+            if name.contains('/') {
+                return Err(unsupported(
+                    "get(path, getlink=True) of a path below a member",
+                ));
+            }
+            let Some(link) = self.inner.link(name).py()? else {
+                return Ok(default);
+            };
+            let obj = crate::links::object(py, link)?;
+            if getclass {
+                return Ok(Some(obj.bind(py).get_type().into_any().unbind()));
+            }
+            return Ok(Some(obj));
         }
         if !exists(&self.inner, name)? {
             return Ok(default);
         }
-        member(py, &self.inner, name).map(Some)
+        let obj = member(py, &self.inner, name)?;
+        if getclass {
+            return Ok(Some(obj.bind(py).get_type().into_any().unbind()));
+        }
+        Ok(Some(obj))
     }
 
     fn __contains__(&self, name: &str) -> PyResult<bool> {

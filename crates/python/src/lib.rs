@@ -22,6 +22,7 @@ mod dataset;
 mod dtype;
 mod error;
 mod group;
+mod links;
 mod path;
 mod select;
 
@@ -36,6 +37,8 @@ mod h5chunk {
     use crate::error::UnsupportedError;
     #[pymodule_export]
     use crate::group::{File, Group};
+    #[pymodule_export]
+    use crate::links::{ExternalLink, HardLink, SoftLink};
 
     use pyo3::prelude::*;
 

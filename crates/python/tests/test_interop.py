@@ -368,3 +368,31 @@ def test_views_chunks_and_direct_io_as_h5py(tmp_path):
         f["z"].write_direct_chunk((20,), zlib.compress(np.full(10, -1.0).tobytes()))
     with h5py.File(path) as g:
         np.testing.assert_array_equal(g["z"][20:30], np.full(10, -1.0))
+
+
+def test_links_both_ways(tmp_path):
+    target = tmp_path / "target.h5"
+    with h5py.File(target, "w") as f:
+        f["data/x"] = np.arange(5)
+    path = tmp_path / "links.h5"
+    with h5chunk.File(path, "w") as f:
+        f["direct"] = np.arange(3.0)  # h5py: data assigned makes a dataset
+        f["g/ext"] = h5chunk.ExternalLink("target.h5", "/data/x")
+        link = f["g"].get("ext", getlink=True)
+        assert isinstance(link, h5chunk.ExternalLink)
+        assert (link.filename, link.path) == ("target.h5", "/data/x")
+        assert f["g"].get("ext", getlink=True, getclass=True) is h5chunk.ExternalLink
+        assert f.get("direct", getclass=True) is h5chunk.Dataset
+        with pytest.raises(h5chunk.UnsupportedError):
+            f["soft"] = h5chunk.SoftLink("/direct")
+    with h5py.File(path) as f:
+        np.testing.assert_array_equal(f["direct"][...], np.arange(3.0))
+        np.testing.assert_array_equal(f["g/ext"][...], np.arange(5))
+        assert f["g"].get("ext", getlink=True).filename == "target.h5"
+    with h5py.File(path, "a") as f:
+        f["soft"] = h5py.SoftLink("/direct")
+    with h5chunk.File(path) as f:
+        assert isinstance(f.get("direct", getlink=True), h5chunk.HardLink)
+        assert f.get("soft", getlink=True).path == "/direct"
+        np.testing.assert_array_equal(f["soft"][...], np.arange(3.0))
+        np.testing.assert_array_equal(f["g/ext"][...], np.arange(5))
