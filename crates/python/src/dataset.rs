@@ -12,6 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use crate::attrs::{AttributeManager, Owner};
 use crate::dtype::{Kind, kind_of, numpy, numpy_dtype, with_number};
 use crate::error::{IntoPy, unsupported};
+use crate::group::{File, Group, Origin};
 use crate::select::{Hyperslab, resolve};
 
 /// A dataset of an open file (h5py's `h5py.Dataset`).
@@ -19,11 +20,12 @@ use crate::select::{Hyperslab, resolve};
 #[derive(Debug)]
 pub struct Dataset {
     pub(crate) inner: h5chunk::Dataset,
+    origin: Origin,
 }
 
 impl Dataset {
-    pub fn new(inner: h5chunk::Dataset) -> Dataset {
-        Dataset { inner }
+    pub fn new(inner: h5chunk::Dataset, origin: Origin) -> Dataset {
+        Dataset { inner, origin }
     }
 
     fn kind(&self) -> PyResult<Kind> {
@@ -490,7 +492,7 @@ impl Dataset {
     fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<View> {
         let dt = numpy(py)?.call_method1("dtype", (dtype,))?;
         Ok(View {
-            dataset: self.inner.clone(),
+            dataset: Dataset::new(self.inner.clone(), self.origin.clone()),
             conv: Conv::AsType(dt.unbind()),
         })
     }
@@ -506,7 +508,7 @@ impl Dataset {
             ));
         }
         Ok(View {
-            dataset: self.inner.clone(),
+            dataset: Dataset::new(self.inner.clone(), self.origin.clone()),
             conv: Conv::AsStr {
                 encoding: encoding.unwrap_or_else(|| "utf-8".to_owned()),
                 errors: errors.to_owned(),
@@ -637,6 +639,33 @@ impl Dataset {
         self.inner.path()
     }
 
+    /// The group that holds the dataset.
+    #[getter]
+    fn parent(&self) -> PyResult<Group> {
+        let path = self.inner.path();
+        let parent = match path.rfind('/') {
+            Some(0) | None => "/",
+            Some(i) => path.get(..i).unwrap_or("/"),
+        };
+        Ok(Group {
+            inner: self.origin.file.group(parent).py()?,
+            origin: self.origin.clone(),
+        })
+    }
+
+    /// A `File` object on the file the dataset is in (h5py's `dataset.file`).
+    #[getter]
+    fn file(&self, py: Python<'_>) -> PyResult<Py<File>> {
+        self.origin.file_object(py)
+    }
+
+    /// Write the file's changes (h5py's `Dataset.flush`: the dataset's, h5chunk flushes the
+    /// file's, children first).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let f = &self.origin.file;
+        py.detach(|| f.flush()).py()
+    }
+
     #[getter]
     fn attrs(&self) -> AttributeManager {
         AttributeManager {
@@ -665,7 +694,7 @@ enum Conv {
 #[pyclass(module = "h5chunk", frozen)]
 #[derive(Debug)]
 pub struct View {
-    dataset: h5chunk::Dataset,
+    dataset: Dataset,
     conv: Conv,
 }
 
@@ -676,8 +705,7 @@ impl View {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let d = Dataset::new(self.dataset.clone());
-        let got = d.__getitem__(py, key)?;
+        let got = self.dataset.__getitem__(py, key)?;
         match &self.conv {
             Conv::AsType(dt) => {
                 let np = numpy(py)?;
@@ -712,7 +740,7 @@ impl View {
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        Dataset::new(self.dataset.clone()).__len__()
+        self.dataset.__len__()
     }
 
     #[pyo3(signature = (dtype=None, copy=None))]
@@ -808,6 +836,7 @@ pub fn create(
     g: &h5chunk::Group,
     name: &str,
     a: CreateArgs<'_, '_>,
+    origin: &Origin,
 ) -> PyResult<Dataset> {
     let np = numpy(py)?;
     let data = match a.data {
@@ -956,7 +985,7 @@ pub fn create(
         b = b.fill_value_bytes(&bytes);
     }
     let d = py.detach(|| b.create(name)).py()?;
-    let out = Dataset::new(d);
+    let out = Dataset::new(d, origin.clone());
     if let Some(arr) = data {
         let arr = arr.call_method1("reshape", (PyTuple::new(py, &shape)?,))?;
         let h = resolve(&PyTuple::empty(py), &shape)?;

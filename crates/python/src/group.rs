@@ -20,18 +20,58 @@ use crate::path::{exists, make_parents};
 #[derive(Debug)]
 pub struct Group {
     pub(crate) inner: h5chunk::Group,
+    pub(crate) origin: Origin,
+}
+
+/// The file an object was reached through, as the Python `File` was opened: what `.file`
+/// makes a new `File` object of (h5chunk's API names neither a dataset's file nor a file's
+/// name, so the module carries them).
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub file: h5chunk::File,
+    pub filename: std::sync::Arc<str>,
+    pub writable: bool,
+}
+
+impl Origin {
+    /// A new `File` object on the same open file (h5py's `obj.file`).
+    pub fn file_object(&self, py: Python<'_>) -> PyResult<Py<File>> {
+        let root = self.file.root().py()?;
+        let init = PyClassInitializer::from(Group {
+            inner: root,
+            origin: self.clone(),
+        })
+        .add_subclass(File {
+            file: Mutex::new(Some(self.file.clone())),
+            filename: self.filename.to_string(),
+            writable: self.writable,
+        });
+        Py::new(py, init)
+    }
 }
 
 /// A member of a group as Python sees it: a `Group` or a `Dataset`.
-pub fn member(py: Python<'_>, at: &h5chunk::Group, path: &str) -> PyResult<Py<PyAny>> {
+pub fn member(
+    py: Python<'_>,
+    at: &h5chunk::Group,
+    path: &str,
+    origin: &Origin,
+) -> PyResult<Py<PyAny>> {
     let found = py.detach(|| match at.group(path) {
         Ok(g) => Ok(Ok(g)),
         Err(Error::WrongKind { .. }) => at.dataset(path).map(Err),
         Err(e) => Err(e),
     });
     match found.py()? {
-        Ok(g) => Ok(Py::new(py, Group { inner: g })?.into_any()),
-        Err(d) => Ok(Py::new(py, Dataset::new(d))?.into_any()),
+        Ok(g) => Ok(Py::new(
+            py,
+            Group {
+                inner: g,
+                origin: origin.clone(),
+            },
+        )?
+        .into_any()),
+        Err(d) => Ok(Py::new(py, Dataset::new(d, origin.clone()))?.into_any()),
     }
 }
 
@@ -40,7 +80,7 @@ impl Group {
     /// The object at `name` (a path, relative to this group or absolute): a Group or a
     /// Dataset; KeyError when there is none.
     fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        member(py, &self.inner, name)
+        member(py, &self.inner, name, &self.origin)
     }
 
     /// h5py's `group[name] = value`: an `ExternalLink` adds that link; anything else is data
@@ -72,7 +112,7 @@ impl Group {
             fillvalue: None,
             track_order: None,
         };
-        dataset::create(py, &self.inner, name, args).map(|_| ())
+        dataset::create(py, &self.inner, name, args, &self.origin).map(|_| ())
     }
 
     /// The object at `name`, or `default` when there is none; with `getlink=True` the link
@@ -104,7 +144,7 @@ impl Group {
         if !exists(&self.inner, name)? {
             return Ok(default);
         }
-        let obj = member(py, &self.inner, name)?;
+        let obj = member(py, &self.inner, name, &self.origin)?;
         if getclass {
             return Ok(Some(obj.bind(py).get_type().into_any().unbind()));
         }
@@ -122,7 +162,10 @@ impl Group {
 
     fn values(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
         let names = self.keys()?;
-        names.iter().map(|n| member(py, &self.inner, n)).collect()
+        names
+            .iter()
+            .map(|n| member(py, &self.inner, n, &self.origin))
+            .collect()
     }
 
     fn items(&self, py: Python<'_>) -> PyResult<Vec<(String, Py<PyAny>)>> {
@@ -130,7 +173,7 @@ impl Group {
         names
             .into_iter()
             .map(|n| {
-                let m = member(py, &self.inner, &n)?;
+                let m = member(py, &self.inner, &n, &self.origin)?;
                 Ok((n, m))
             })
             .collect()
@@ -163,7 +206,10 @@ impl Group {
             Some(on) => parent.create_group_with(last, h5chunk::GroupOptions::track_order(on)),
             None => parent.create_group(last),
         });
-        Ok(Group { inner: g.py()? })
+        Ok(Group {
+            inner: g.py()?,
+            origin: self.origin.clone(),
+        })
     }
 
     /// The group at `name`, made when missing; TypeError when a dataset is there.
@@ -172,7 +218,10 @@ impl Group {
             return self.create_group(py, name, None);
         }
         match self.inner.group(name) {
-            Ok(g) => Ok(Group { inner: g }),
+            Ok(g) => Ok(Group {
+                inner: g,
+                origin: self.origin.clone(),
+            }),
             Err(Error::WrongKind { .. }) => Err(PyTypeError::new_err(format!(
                 "Incompatible object ({name}) already exists"
             ))),
@@ -214,7 +263,7 @@ impl Group {
             fillvalue,
             track_order,
         };
-        dataset::create(py, &self.inner, name, args)
+        dataset::create(py, &self.inner, name, args, &self.origin)
     }
 
     /// The dataset at `name` if its shape and dtype match (dtype: castable unless
@@ -240,6 +289,7 @@ impl Group {
                 py,
                 Group {
                     inner: self.inner.clone(),
+                    origin: self.origin.clone(),
                 },
             )?;
             return me
@@ -248,7 +298,7 @@ impl Group {
                 .map(Bound::unbind);
         }
         let d = match self.inner.dataset(name) {
-            Ok(d) => Dataset::new(d),
+            Ok(d) => Dataset::new(d, self.origin.clone()),
             Err(Error::WrongKind { .. }) => {
                 return Err(PyTypeError::new_err(format!(
                     "Incompatible object ({name}) already exists"
@@ -294,7 +344,7 @@ impl Group {
         let mut seen = Vec::new();
         let at = self.inner.clone();
         walk(py, &self.inner, "", &mut seen, &mut |py, name| {
-            let obj = member(py, &at, name)?;
+            let obj = member(py, &at, name, &self.origin)?;
             func.call1((name, obj)).map(Bound::unbind)
         })
     }
@@ -315,7 +365,14 @@ impl Group {
         };
         Ok(Group {
             inner: self.inner.file().group(parent).py()?,
+            origin: self.origin.clone(),
         })
+    }
+
+    /// A `File` object on the file this group is in (h5py's `group.file`).
+    #[getter]
+    fn file(&self, py: Python<'_>) -> PyResult<Py<File>> {
+        self.origin.file_object(py)
     }
 
     /// The group's attributes (h5py's `group.attrs`).
@@ -506,13 +563,20 @@ impl File {
             })
             .py()?;
         let root = file.root().py()?;
-        Ok(
-            PyClassInitializer::from(Group { inner: root }).add_subclass(File {
-                file: Mutex::new(Some(file)),
-                filename,
-                writable,
-            }),
-        )
+        let origin = Origin {
+            file: file.clone(),
+            filename: filename.as_str().into(),
+            writable,
+        };
+        Ok(PyClassInitializer::from(Group {
+            inner: root,
+            origin,
+        })
+        .add_subclass(File {
+            file: Mutex::new(Some(file)),
+            filename,
+            writable,
+        }))
     }
 
     /// The name the file was opened with.

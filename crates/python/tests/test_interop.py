@@ -396,3 +396,21 @@ def test_links_both_ways(tmp_path):
         assert f.get("soft", getlink=True).path == "/direct"
         np.testing.assert_array_equal(f["soft"][...], np.arange(3.0))
         np.testing.assert_array_equal(f["g/ext"][...], np.arange(5))
+
+
+def test_file_and_parent_of_objects(tmp_path):
+    path = tmp_path / "fp.h5"
+    with h5chunk.File(path, "w") as f:
+        d = f.create_dataset("a/b/d", data=np.arange(4))
+        assert d.parent.name == "/a/b" and f["a/b"].parent.name == "/a"
+        assert d.file.filename == str(path) and d.file.mode == "r+"
+        assert f["a"].file.filename == str(path)
+        d[0] = 9
+        d.flush()
+        with h5py.File(path, "r", locking=False) as g:
+            assert g["a/b/d"][0] == 9
+        d.file.close()  # closes the file, as h5py's d.file.close()
+        with pytest.raises(OSError):
+            f["a/b/d"][1] = 3  # closed: refused (h5chunk's API cannot tell bool(f) so)
+    with h5py.File(path) as g:
+        np.testing.assert_array_equal(g["a/b/d"][...], [9, 1, 2, 3])
