@@ -18,11 +18,10 @@
 use pyo3::prelude::*;
 
 mod attrs;
-mod dataset;
 mod dtype;
 mod error;
-mod group;
 mod links;
+mod objects;
 mod path;
 mod select;
 
@@ -32,13 +31,13 @@ mod h5chunk {
     #[pymodule_export]
     use crate::attrs::AttributeManager;
     #[pymodule_export]
-    use crate::dataset::{Dataset, View};
-    #[pymodule_export]
     use crate::error::UnsupportedError;
     #[pymodule_export]
-    use crate::group::{File, Group};
-    #[pymodule_export]
     use crate::links::{ExternalLink, HardLink, SoftLink};
+    #[pymodule_export]
+    use crate::objects::dataset::{Dataset, View};
+    #[pymodule_export]
+    use crate::objects::group::{File, Group};
 
     use pyo3::prelude::*;
 

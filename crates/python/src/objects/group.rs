@@ -9,8 +9,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use super::dataset::{self, Dataset};
 use crate::attrs::{AttributeManager, Owner};
-use crate::dataset::{self, Dataset};
 use crate::error::{IntoPy, to_py, unsupported};
 use crate::links::{ExternalLink, SoftLink};
 use crate::path::{exists, make_parents};

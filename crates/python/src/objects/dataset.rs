@@ -9,10 +9,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use super::group::{File, Group, Origin};
 use crate::attrs::{AttributeManager, Owner};
 use crate::dtype::{Kind, kind_of, numpy, numpy_dtype, with_number};
 use crate::error::{IntoPy, unsupported};
-use crate::group::{File, Group, Origin};
 use crate::select::{Hyperslab, resolve};
 
 /// A dataset of an open file (h5py's `h5py.Dataset`).
