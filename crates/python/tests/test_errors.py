@@ -70,8 +70,10 @@ def test_bad_selections(tmp_path):
             d[0, -5]
         with pytest.raises(ValueError):
             d[0, 0, 0]
+        with pytest.raises(ValueError):
+            d["x"]  # h5py: field names only for compound types
         with pytest.raises(TypeError):
-            d["x"]
+            d[None]
         with pytest.raises(TypeError):
             d[[2, 1]]  # h5py: increasing order only
         with pytest.raises(TypeError):

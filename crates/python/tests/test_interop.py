@@ -298,6 +298,12 @@ def test_strings_and_compound_read_as_h5py(tmp_path):
             np.testing.assert_array_equal(got, want)
             assert f[name].dtype == g[name].dtype
         assert f["vlen"][1] == b"yz"
+        for key in ["a", ("b", slice(1, None)), (0, "a"), ("a", "b")]:
+            want, got = g["rec"][key], f["rec"][key]
+            assert type(got) is type(want)
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(f["rec"].fields("b")[...], g["rec"].fields("b")[...])
+        np.testing.assert_array_equal(f["rec"].fields(["a"])[1:], g["rec"].fields(["a"])[1:])
 
 
 def test_swmr_reader_refreshes(tmp_path):

@@ -225,13 +225,51 @@ impl Dataset {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let h = resolve(key, &self.inner.shape())?;
-        let out = self.read(py, &h)?;
+        // Field names of a compound type (h5py's d['a'], d[0:2, 'a', 'b']) come out of the key.
+        let items: Vec<Bound<'py, PyAny>> = match key.cast::<PyTuple>() {
+            Ok(t) => t.iter().collect(),
+            Err(_) => vec![key.clone()],
+        };
+        let (names, rest): (Vec<_>, Vec<_>) = items
+            .into_iter()
+            .partition(|i| i.is_instance_of::<pyo3::types::PyString>());
+        if !names.is_empty() && self.dtype(py)?.getattr("names")?.is_none() {
+            return Err(PyValueError::new_err(
+                "Field names only allowed for compound types",
+            ));
+        }
+        let key = if names.is_empty() {
+            key.clone()
+        } else {
+            PyTuple::new(py, rest)?.into_any()
+        };
+        let h = resolve(&key, &self.inner.shape())?;
+        let mut out = self.read(py, &h)?;
+        match names.as_slice() {
+            [] => {}
+            [one] => {
+                // The field's own array (a copy: numpy's field view strides over records).
+                out = out.get_item(one)?.call_method0("copy")?;
+            }
+            many => out = out.get_item(PyList::new(py, many)?)?,
+        }
         if h.shape.is_empty() && !key.is(py.Ellipsis()) {
             // d[()] of a scalar dataset, d[1, 2] of a 2-D one: numpy's scalar.
             return out.get_item(PyTuple::empty(py));
         }
         Ok(out)
+    }
+
+    /// A view reading the compound fields `names` (h5py's `d.fields(names)[...]`).
+    fn fields(&self, names: &Bound<'_, PyAny>) -> PyResult<View> {
+        let conv = match names.extract::<String>() {
+            Ok(one) => Conv::Field(one),
+            Err(_) => Conv::Fields(names.extract()?),
+        };
+        Ok(View {
+            dataset: Dataset::new(self.inner.clone(), self.origin.clone()),
+            conv,
+        })
     }
 
     /// h5py's `d[key] = value`; `value` is broadcast to the selection as numpy broadcasts.
@@ -687,7 +725,14 @@ impl Dataset {
 #[derive(Debug)]
 enum Conv {
     AsType(Py<PyAny>),
-    AsStr { encoding: String, errors: String },
+    /// One field: its values.
+    Field(String),
+    /// A list of fields: records of those fields alone, packed.
+    Fields(Vec<String>),
+    AsStr {
+        encoding: String,
+        errors: String,
+    },
 }
 
 /// `d.astype(dtype)` and `d.asstr()`: reads of the dataset, converted.
@@ -705,8 +750,32 @@ impl View {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let got = self.dataset.__getitem__(py, key)?;
+        let got = match &self.conv {
+            Conv::Field(name) => {
+                let mut items: Vec<Bound<'py, PyAny>> = match key.cast::<PyTuple>() {
+                    Ok(t) => t.iter().collect(),
+                    Err(_) => vec![key.clone()],
+                };
+                items.push(pyo3::types::PyString::new(py, name).into_any());
+                return self
+                    .dataset
+                    .__getitem__(py, &PyTuple::new(py, items)?.into_any());
+            }
+            _ => self.dataset.__getitem__(py, key)?,
+        };
         match &self.conv {
+            Conv::Field(_) => Ok(got),
+            Conv::Fields(names) => {
+                // The fields' records packed, as h5py reads them.
+                let fields = got.getattr("dtype")?.getattr("fields")?;
+                let mut packed = Vec::with_capacity(names.len());
+                for n in names {
+                    packed.push((n.as_str(), fields.get_item(n)?.get_item(0)?));
+                }
+                let dt = numpy(py)?.call_method1("dtype", (PyList::new(py, packed)?,))?;
+                got.get_item(PyList::new(py, names)?)?
+                    .call_method1("astype", (dt,))
+            }
             Conv::AsType(dt) => {
                 let np = numpy(py)?;
                 np.call_method1("asarray", (got,))?
