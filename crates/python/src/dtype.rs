@@ -5,6 +5,7 @@ use h5chunk::types::{self, Datatype, TypeClass, TypeDesc};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3::types::PyTuple;
 
 /// What a dataset's elements read as in Python.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,4 +170,75 @@ pub fn number_from_numpy(s: &str) -> PyResult<TypeDesc> {
             "h5chunk creates datasets of integers, floats and bool, not of numpy dtype {s:?}"
         ))
     })
+}
+
+/// The HDF5 type h5py writes for numpy dtype `dt` (a created dataset's): numbers, bool
+/// (h5py's enumeration), complex (h5py's compound of `r` and `i`), fixed-length bytes,
+/// variable-length `str` (`h5py.string_dtype()`), and compounds of those.
+pub fn datatype_for(dt: &Bound<'_, PyAny>) -> PyResult<Datatype> {
+    datatype_at(dt, 0)
+}
+
+fn datatype_at(dt: &Bound<'_, PyAny>, depth: usize) -> PyResult<Datatype> {
+    let refuse = |what: String| crate::error::unsupported(&format!("creating datasets of {what}"));
+    if depth > 8 {
+        return Err(refuse("compounds nested this deep".to_owned()));
+    }
+    let kind: String = dt.getattr("kind")?.extract()?;
+    let s: String = dt.getattr("str")?.extract()?;
+    let size: u32 = dt.getattr("itemsize")?.extract()?;
+    match kind.as_str() {
+        "b" => Ok(types::h5py_bool()),
+        "i" | "u" | "f" => number_from_numpy(&s)?
+            .to_datatype()
+            .ok_or_else(|| refuse(format!("numpy dtype {s}"))),
+        "c" => {
+            let part = u8::try_from(size / 2).map_err(|_| refuse(format!("numpy dtype {s}")))?;
+            let order = if s.starts_with('>') {
+                types::ByteOrder::BigEndian
+            } else {
+                types::ByteOrder::LittleEndian
+            };
+            let f =
+                Datatype::float(part, order).ok_or_else(|| refuse(format!("numpy dtype {s}")))?;
+            Ok(types::compound(
+                size,
+                &[("r", 0, f.clone()), ("i", u32::from(part), f)],
+            ))
+        }
+        "S" if size > 0 => Ok(types::fixed_ascii(size)),
+        "O" => {
+            let meta = dt.getattr("metadata")?;
+            let vlen = if meta.is_none() {
+                None
+            } else {
+                meta.call_method1("get", ("vlen",))?
+                    .extract::<Option<Bound<'_, PyAny>>>()?
+            };
+            match vlen {
+                Some(t) if t.is(dt.py().get_type::<pyo3::types::PyString>()) => {
+                    Ok(types::vlen_utf8())
+                }
+                _ => Err(refuse(
+                    "Python objects other than h5py.string_dtype() strings".to_owned(),
+                )),
+            }
+        }
+        "V" if !dt.getattr("names")?.is_none() => {
+            let names: Vec<String> = dt.getattr("names")?.extract()?;
+            let fields = dt.getattr("fields")?;
+            let mut members = Vec::with_capacity(names.len());
+            for n in &names {
+                let f = fields.get_item(n)?.cast_into::<PyTuple>()?;
+                let t = datatype_at(&f.get_item(0)?, depth.saturating_add(1))?;
+                let offset: u32 = f.get_item(1)?.extract()?;
+                members.push((n.as_str(), offset, t));
+            }
+            Ok(types::compound(size, &members))
+        }
+        "U" => Err(PyTypeError::new_err(format!(
+            "No conversion path for dtype: dtype('{s}') (use h5py.string_dtype())"
+        ))),
+        _ => Err(refuse(format!("numpy dtype {s}"))),
+    }
 }

@@ -55,7 +55,7 @@ def test_missing_and_existing_names(tmp_path):
         with pytest.raises(h5chunk.UnsupportedError):
             f.create_dataset("e", shape=())
         with pytest.raises(NotImplementedError):
-            f.create_dataset("e", data=np.array([1 + 1j]))
+            f.create_dataset("e", data=np.array([np.datetime64("2026-01-01")]))
 
 
 def test_bad_selections(tmp_path):

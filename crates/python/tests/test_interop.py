@@ -420,3 +420,36 @@ def test_file_and_parent_of_objects(tmp_path):
             f["a/b/d"][1] = 3  # closed: refused (h5chunk's API cannot tell bool(f) so)
     with h5py.File(path) as g:
         np.testing.assert_array_equal(g["a/b/d"][...], [9, 1, 2, 3])
+
+
+def test_strings_compound_complex_written_read_by_h5py(tmp_path):
+    path = tmp_path / "wtypes.h5"
+    rec = np.array([(1, 2.5, b"ab"), (3, -1.0, b"c")],
+                   dtype=[("a", "<i4"), ("b", "<f8"), ("c", "S2")])
+    vlen = np.array(["x", "yz", "ü"], dtype=h5py.string_dtype())
+    with h5chunk.File(path, "w") as f:
+        f.create_dataset("vlen", data=vlen, dtype=h5py.string_dtype())
+        f.create_dataset("fixed", data=np.array([b"ab", b"cde"], dtype="S3"))
+        f.create_dataset("rec", data=rec)
+        f.create_dataset("cplx", data=np.array([1 + 2j, 3 - 4j]))
+        f.create_dataset("c8", data=np.array([1 - 1j], dtype="c8"))
+        g = f.create_dataset("grow", shape=(0,), maxshape=(None,), dtype=h5py.string_dtype(),
+                             chunks=(4,))
+        g.append(["one", "two"])
+        g.append("three")
+        f["vlen"][1] = "changed"
+        with pytest.raises(TypeError):
+            f.create_dataset("u", data=np.array(["no"]))  # h5py: no conversion path for <U
+    with h5py.File(path) as g, h5chunk.File(path) as f:
+        assert list(g["vlen"].asstr()[...]) == ["x", "changed", "ü"]
+        assert g["vlen"].dtype == h5py.string_dtype()
+        np.testing.assert_array_equal(g["fixed"][...], [b"ab", b"cde"])
+        assert g["rec"].dtype == rec.dtype
+        np.testing.assert_array_equal(g["rec"][...], rec)
+        assert g["cplx"].dtype == np.complex128 and g["c8"].dtype == np.complex64
+        np.testing.assert_array_equal(g["cplx"][...], [1 + 2j, 3 - 4j])
+        np.testing.assert_array_equal(g["c8"][...], np.array([1 - 1j], "c8"))
+        assert list(g["grow"].asstr()[...]) == ["one", "two", "three"]
+        for name in ["vlen", "fixed", "rec", "cplx", "c8", "grow"]:
+            assert f[name].dtype == g[name].dtype, name
+            np.testing.assert_array_equal(f[name][...], g[name][...])

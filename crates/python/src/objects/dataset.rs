@@ -3,7 +3,6 @@
 //! rules and automatic chunk shapes.
 
 use h5chunk::FilterSpec;
-use h5chunk::types;
 use numpy::{PyArray1, PyReadonlyArrayDyn, PyReadwriteArrayDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -947,14 +946,8 @@ pub fn create(
     let kind: String = dtype.getattr("kind")?.extract()?;
     let dtype_str: String = dtype.getattr("str")?.extract()?;
     let (desc, datatype) = match kind.as_str() {
-        "b" => (None, Some(types::h5py_bool())),
         "i" | "u" | "f" => (Some(crate::dtype::number_from_numpy(&dtype_str)?), None),
-        _ => {
-            return Err(unsupported(&format!(
-                "creating datasets of numpy dtype {dtype_str} (h5chunk's Python module \
-                 creates integers, floats and bool)"
-            )));
-        }
+        _ => (None, Some(crate::dtype::datatype_for(&dtype)?)),
     };
     let maxshape = a.maxshape.map(maxshape_arg).transpose()?;
     if let Some(m) = &maxshape {
