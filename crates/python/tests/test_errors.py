@@ -106,3 +106,37 @@ def test_read_only_file_refuses_writes(tmp_path):
             f.create_group("g")
         with pytest.raises(OSError):
             f.attrs["a"] = 1
+
+
+BAD_CREATE_ARGS = [
+    dict(shape=(5,), chunks=(10,)),
+    dict(shape=(5,), chunks=(0,)),
+    dict(shape=(5, 2), chunks=(2,)),
+    dict(shape=(5,), maxshape=(None,), chunks=False),
+    dict(shape=(5,), compression="gzip", compression_opts=12),
+    dict(shape=(5,), compression="nope"),
+    dict(shape=(5,), maxshape=(4,)),
+    dict(shape=(5,), maxshape=(None, 2)),
+    dict(data=[1, 2], shape=(3,)),
+    dict(shape=(5,), compression=3, compression_opts=4),
+]
+
+
+@pytest.mark.parametrize("kwargs", BAD_CREATE_ARGS, ids=repr)
+def test_create_dataset_refuses_as_h5py(tmp_path, kwargs):
+    """h5py is the oracle: the same arguments raise the same exception class."""
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        with pytest.raises(Exception) as want:
+            f.create_dataset("d", dtype="f4", **kwargs)
+    with h5chunk.File(tmp_path / "b.h5", "w") as f:
+        with pytest.raises(want.type):
+            f.create_dataset("d", dtype="f4", **kwargs)
+
+
+def test_not_an_hdf5_file(tmp_path):
+    path = tmp_path / "junk.h5"
+    path.write_bytes(b"not hdf5" * 100)
+    with pytest.raises(OSError):
+        h5py.File(path)
+    with pytest.raises(OSError):
+        h5chunk.File(path)

@@ -1008,8 +1008,24 @@ pub fn create(
             let c = shape_arg(c)?;
             if c.len() != shape.len() {
                 return Err(PyValueError::new_err(
-                    "Chunk shape must have same rank as dataset shape",
+                    "'chunks' must have same rank as dataset shape",
                 ));
+            }
+            if c.contains(&0) {
+                return Err(PyValueError::new_err(
+                    "All chunk dimensions must be positive",
+                ));
+            }
+            // h5py's rule: no chunk dimension past a fixed dimension's maximum.
+            let fixed: Vec<Option<u64>> = match &maxshape {
+                Some(m) => m.clone(),
+                None => shape.iter().map(|&d| Some(d)).collect(),
+            };
+            if c.iter().zip(&fixed).any(|(&c, m)| m.is_some_and(|m| c > m)) {
+                return Err(PyValueError::new_err(format!(
+                    "Chunk shape must not be greater than data shape in any dimension. \
+                     {c:?} is not compatible with {shape:?}"
+                )));
             }
             c
         }
