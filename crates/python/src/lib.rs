@@ -25,9 +25,9 @@ mod objects;
 mod path;
 mod select;
 
-/// The Python module `h5chunk`.
+/// The compiled module `h5chunk._h5chunk`, which the package `h5chunk` re-exports.
 #[pymodule]
-mod h5chunk {
+mod _h5chunk {
     #[pymodule_export]
     use crate::attrs::AttributeManager;
     #[pymodule_export]

@@ -553,6 +553,19 @@ impl Dataset {
         })
     }
 
+    /// The paths of the dimension scales attached to each dimension (h5py's `d.dims[i]`, by
+    /// path), as netCDF-4 readers find a variable's dimensions; empty lists without one.
+    fn dimension_scales(&self, py: Python<'_>) -> PyResult<Vec<Vec<String>>> {
+        let d = &self.inner;
+        py.detach(|| d.dimension_scales()).py()
+    }
+
+    /// Whether the dataset is a dimension scale.
+    #[getter]
+    fn is_scale(&self) -> bool {
+        self.inner.is_scale()
+    }
+
     /// Show what a SWMR writer has flushed since (h5py's `refresh`).
     fn refresh(&self, py: Python<'_>) -> PyResult<()> {
         let d = &self.inner;
