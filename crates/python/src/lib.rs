@@ -35,7 +35,7 @@ mod _h5chunk {
     #[pymodule_export]
     use crate::links::{ExternalLink, HardLink, SoftLink};
     #[pymodule_export]
-    use crate::objects::dataset::{Dataset, View};
+    use crate::objects::dataset::{Dataset, StoreInfo, View};
     #[pymodule_export]
     use crate::objects::group::{File, Group};
 

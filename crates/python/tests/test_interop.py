@@ -453,3 +453,21 @@ def test_strings_compound_complex_written_read_by_h5py(tmp_path):
         for name in ["vlen", "fixed", "rec", "cplx", "c8", "grow"]:
             assert f[name].dtype == g[name].dtype, name
             np.testing.assert_array_equal(f[name][...], g[name][...])
+
+
+def test_chunk_listing_as_h5py(tmp_path):
+    path = tmp_path / "cl.h5"
+    with h5py.File(path, "w", userblock_size=512) as f:
+        d = f.create_dataset("d", shape=(10, 6), chunks=(4, 3), dtype="i2", compression="gzip")
+        d[:5] = 1  # chunks of rows 0-7 allocated, rows 8-9 not
+    with h5py.File(path) as g, h5chunk.File(path) as f:
+        want = []
+        g["d"].id.chunk_iter(lambda i: want.append((tuple(i.chunk_offset), i.filter_mask, i.byte_offset, i.size)))
+        got = []
+        f["d"].chunk_iter(lambda i: got.append((tuple(i.chunk_offset), i.filter_mask, i.byte_offset, i.size)))
+        assert sorted(got) == sorted(want) and len(got) == 4
+        assert f["d"].get_num_chunks() == g["d"].id.get_num_chunks()
+        info = f["d"].get_chunk_info_by_coord((4, 3))
+        want_info = g["d"].id.get_chunk_info_by_coord((4, 3))
+        assert (info.byte_offset, info.size) == (want_info.byte_offset, want_info.size)
+        assert f["d"].get_chunk_info_by_coord((8, 0)) is None

@@ -6,6 +6,7 @@ from ._h5chunk import (
     Group as Group,
     HardLink as HardLink,
     SoftLink as SoftLink,
+    StoreInfo as StoreInfo,
     UnsupportedError as UnsupportedError,
     View as View,
     __version__ as __version__,

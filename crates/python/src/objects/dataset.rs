@@ -205,6 +205,21 @@ impl Dataset {
         }
     }
 
+    fn store_infos(&self, py: Python<'_>) -> PyResult<Vec<StoreInfo>> {
+        let d = &self.inner;
+        let base = self.origin.file.base_address();
+        let chunks = py.detach(|| d.chunks()).py()?;
+        Ok(chunks
+            .into_iter()
+            .map(|c| StoreInfo {
+                chunk_offset: c.offset,
+                filter_mask: c.filter_mask,
+                byte_offset: base.saturating_add(c.addr.get()),
+                size: c.size,
+            })
+            .collect())
+    }
+
     fn resize_to(&self, py: Python<'_>, dims: Vec<u64>) -> PyResult<()> {
         let d = &self.inner;
         py.detach(|| d.resize(&dims)).py()
@@ -474,6 +489,43 @@ impl Dataset {
             .py()
     }
 
+    /// Call `func(info)` for every allocated chunk, a `StoreInfo` (h5py's
+    /// `d.id.chunk_iter`): its first element's offsets, filter mask, byte offset in the file
+    /// and stored size.
+    fn chunk_iter(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<()> {
+        for info in self.store_infos(py)? {
+            func.call1((info,))?;
+        }
+        Ok(())
+    }
+
+    /// How many chunks are allocated (h5py's `d.id.get_num_chunks()`).
+    fn get_num_chunks(&self, py: Python<'_>) -> PyResult<usize> {
+        let d = &self.inner;
+        Ok(py.detach(|| d.chunks()).py()?.len())
+    }
+
+    /// The `index`-th allocated chunk (h5py's `d.id.get_chunk_info(index)`).
+    fn get_chunk_info(&self, py: Python<'_>, index: usize) -> PyResult<StoreInfo> {
+        self.store_infos(py)?
+            .into_iter()
+            .nth(index)
+            .ok_or_else(|| PyValueError::new_err(format!("no chunk of index {index}")))
+    }
+
+    /// The chunk whose first element is at `offsets` (h5py's
+    /// `d.id.get_chunk_info_by_coord`); None when it is not allocated.
+    fn get_chunk_info_by_coord(
+        &self,
+        py: Python<'_>,
+        offsets: Vec<u64>,
+    ) -> PyResult<Option<StoreInfo>> {
+        Ok(self
+            .store_infos(py)?
+            .into_iter()
+            .find(|i| i.chunk_offset == offsets))
+    }
+
     /// The chunks' selections, each a tuple of slices (h5py's `iter_chunks()`), in C order.
     #[pyo3(signature = (sel=None))]
     fn iter_chunks<'py>(
@@ -729,6 +781,30 @@ impl Dataset {
             self.inner.path(),
             self.inner.shape(),
             self.inner.dtype().numpy()
+        )
+    }
+}
+
+/// One allocated chunk, as h5py's `StoreInfo` describes it.
+#[pyclass(module = "h5chunk", frozen, get_all)]
+#[derive(Debug, Clone)]
+pub struct StoreInfo {
+    /// The offsets of the chunk's first element.
+    pub chunk_offset: Vec<u64>,
+    /// Bit i set: filter i of the pipeline was skipped for this chunk.
+    pub filter_mask: u32,
+    /// Where its bytes begin in the file (past any user block).
+    pub byte_offset: u64,
+    /// Its stored size in bytes.
+    pub size: u64,
+}
+
+#[pymethods]
+impl StoreInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "StoreInfo(chunk_offset={:?}, filter_mask={}, byte_offset={}, size={})",
+            self.chunk_offset, self.filter_mask, self.byte_offset, self.size
         )
     }
 }
