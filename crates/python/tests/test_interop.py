@@ -316,6 +316,7 @@ def test_swmr_reader_refreshes(tmp_path):
     d.flush()
     try:
         with h5chunk.File(path, "r", swmr=True) as f:
+            assert f.swmr_mode  # as h5py reports a SWMR reader
             r = f["x"]
             np.testing.assert_array_equal(r[...], np.arange(5))
             d.resize((9,))

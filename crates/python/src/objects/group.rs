@@ -45,6 +45,7 @@ impl Origin {
             file: Mutex::new(Some(self.file.clone())),
             filename: self.filename.to_string(),
             writable: self.writable,
+            swmr_read: false,
         });
         Py::new(py, init)
     }
@@ -460,6 +461,8 @@ pub struct File {
     file: Mutex<Option<h5chunk::File>>,
     filename: String,
     writable: bool,
+    /// Opened as a SWMR reader (`File(name, 'r', swmr=True)`).
+    swmr_read: bool,
 }
 
 fn libver_named(name: &str) -> PyResult<Libver> {
@@ -576,6 +579,7 @@ impl File {
             file: Mutex::new(Some(file)),
             filename,
             writable,
+            swmr_read: swmr && !writable,
         }))
     }
 
@@ -591,11 +595,11 @@ impl File {
         if self.writable { "r+" } else { "r" }
     }
 
-    /// Whether the file is open for SWMR writing; set True to start it (libhdf5's
-    /// `H5Fstart_swmr_write`).
+    /// Whether the file is open for SWMR reading or writing; set True to start writing
+    /// (libhdf5's `H5Fstart_swmr_write`).
     #[getter]
     fn get_swmr_mode(&self) -> PyResult<bool> {
-        Ok(self.handle()?.is_swmr_write())
+        Ok(self.swmr_read || self.handle()?.is_swmr_write())
     }
 
     #[setter]
