@@ -25,6 +25,10 @@ def test_open_modes(tmp_path):
         assert "d" in f
     with h5chunk.File(path, "w") as f:
         assert len(f) == 0
+    with h5chunk.File(path, "r", driver="sec2", rdcc_nbytes=1 << 20, locking=False) as f:
+        assert "d" not in f  # h5py's arguments taken, the file as written
+    with pytest.raises(h5chunk.UnsupportedError):
+        h5chunk.File(path, "r", driver="core")
     f = h5chunk.File(path, "r")
     assert f
     f.close()

@@ -168,11 +168,16 @@ class File(Group):
         self,
         name: Union[str, PathLike[str]],
         mode: Literal["r", "r+", "w", "w-", "x", "a"] = "r",
+        driver: Optional[Literal["sec2"]] = None,
         libver: Union[str, Tuple[str, str], None] = None,
+        userblock_size: Optional[int] = None,
         swmr: bool = False,
+        rdcc_nslots: Any = None,
+        rdcc_nbytes: Any = None,
+        rdcc_w0: Any = None,
+        track_order: None = None,
         locking: Any = None,
         threads: Optional[int] = None,
-        track_order: None = None,
     ) -> None: ...
     @property
     def filename(self) -> str: ...

@@ -503,22 +503,39 @@ impl File {
     /// `'a'` (read and write if it exists, create otherwise). `swmr=True` with `'r'` opens as
     /// a SWMR reader; `threads` sizes the pool that (de)compresses chunks.
     #[new]
-    #[pyo3(signature = (name, mode="r", libver=None, swmr=false, locking=None, threads=None,
-        track_order=None))]
+    #[pyo3(signature = (name, mode="r", driver=None, libver=None, userblock_size=None,
+        swmr=false, rdcc_nslots=None, rdcc_nbytes=None, rdcc_w0=None, track_order=None,
+        locking=None, threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         name: &Bound<'_, PyAny>,
         mode: &str,
+        driver: Option<&str>,
         libver: Option<&Bound<'_, PyAny>>,
+        userblock_size: Option<u64>,
         swmr: bool,
+        rdcc_nslots: Option<&Bound<'_, PyAny>>,
+        rdcc_nbytes: Option<&Bound<'_, PyAny>>,
+        rdcc_w0: Option<&Bound<'_, PyAny>>,
+        track_order: Option<bool>,
         locking: Option<&Bound<'_, PyAny>>,
         threads: Option<usize>,
-        track_order: Option<bool>,
     ) -> PyResult<PyClassInitializer<Self>> {
         // h5py's `locking` picks libhdf5's file-locking mode; h5chunk always locks a writer
-        // as libhdf5 does and never a reader, so any value is taken.
-        let _ = locking;
+        // as libhdf5 does and never a reader, so any value is taken. The raw-data chunk cache
+        // settings (rdcc_*) tune libhdf5's cache; h5chunk sizes its own, so they are taken too.
+        let _ = (locking, rdcc_nslots, rdcc_nbytes, rdcc_w0);
+        if let Some(d) = driver.filter(|d| *d != "sec2") {
+            return Err(unsupported(&format!(
+                "File(driver={d:?}) (h5chunk reads and writes files on disk)"
+            )));
+        }
+        if userblock_size.is_some_and(|u| u != 0) {
+            return Err(unsupported(
+                "File(userblock_size=...) (user blocks are read, not made)",
+            ));
+        }
         if track_order.is_some() {
             return Err(unsupported(
                 "File(track_order=...) (creation order of the root group)",
