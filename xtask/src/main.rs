@@ -46,6 +46,13 @@ const TASKS: &[Task] = &[
         run: test,
     },
     Task {
+        name: "test-python",
+        usage: "test-python [ARGS FOR pytest...]",
+        help: "build the Python module (crates/python) into the venv with maturin and run its \
+               pytest suite against h5py (part of `test`)",
+        run: test_python,
+    },
+    Task {
         name: "gen-fixtures",
         usage: "gen-fixtures [--out DIR] [--small]",
         help: "write the libhdf5 fixtures + manifest.json with h5py (default DIR target/fixtures)",
@@ -201,6 +208,8 @@ fn test(args: &[String]) -> TaskResult {
         .env("H5CHUNK_PYTHON", &python)
         .env("H5CHUNK_H5DUMP", &h5dump);
     run_tests(&mut cmd)?;
+    // The Python module, a workspace of its own, built and tested against h5py.
+    python_tests(&root, &python, &[])?;
     // The SWMR soak's short run: every scenario, chunks of 1 element and 64 KiB, with and
     // without deflate, 2 h5chunk and 2 h5py readers each (about a minute).
     eprintln!("xtask test: SWMR soak, short run");
@@ -268,6 +277,37 @@ fn test(args: &[String]) -> TaskResult {
         Some(FUZZ_SMOKE_CASES),
         1,
     )
+}
+
+fn test_python(args: &[String]) -> TaskResult {
+    let root = workspace_root();
+    let python = fixtures::ensure_venv(&root)?;
+    python_tests(&root, &python, args)
+}
+
+/// Builds `crates/python` (the `h5chunk` Python module, a workspace of its own that the root
+/// excludes) into the venv with `maturin develop`, into `target/python`, then runs its pytest
+/// suite there. The dev profile with optimised dependencies: a release build (fat LTO) would
+/// take minutes more for nothing the tests need.
+fn python_tests(root: &Path, python: &Path, args: &[String]) -> TaskResult {
+    let venv = root.join("target").join("venv");
+    let crate_dir = root.join("crates").join("python");
+    eprintln!("xtask test: building the Python module (maturin develop)");
+    run(Command::new(python)
+        .current_dir(&crate_dir)
+        .args(["-m", "maturin", "develop", "--quiet", "--manifest-path"])
+        .arg(crate_dir.join("Cargo.toml"))
+        .env("VIRTUAL_ENV", &venv)
+        .env("CARGO_TARGET_DIR", root.join("target").join("python")))?;
+    eprintln!("xtask test: the Python module's tests (pytest, h5py as the oracle)");
+    let tmp = root.join("target").join("tmp").join("pytest");
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    run(Command::new(python)
+        .current_dir(root)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp"])
+        .arg(&tmp)
+        .arg(crate_dir.join("tests"))
+        .args(args))
 }
 
 /// Mutants in `cargo xtask test`'s fuzz smoke run.
