@@ -343,6 +343,16 @@ impl Storage for ObjectStorage {
         Ok(())
     }
 
+    fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> io::Result<()> {
+        // One request for every run not cached yet, then copies.
+        let ranges: Vec<(Addr, u64)> = runs.iter().map(|(a, b)| (*a, b.len() as u64)).collect();
+        self.prefetch(&ranges)?;
+        for (addr, buf) in runs.iter_mut() {
+            self.read_at(*addr, buf)?;
+        }
+        Ok(())
+    }
+
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
         let ranges: Vec<Range<u64>> = ranges
             .iter()
