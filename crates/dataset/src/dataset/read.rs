@@ -212,8 +212,9 @@ impl Chunked {
     /// half is selected is read in part too (loading it whole would move bytes nobody asked
     /// for and evict chunks that were used), unless this thread's previous miss in this cache
     /// was the same chunk: it walks the chunk, which is worth caching whole. Chunks of half a
-    /// page or less are loaded whole: their page serves their neighbours.
-    fn reads_runs(&self, h: &Hyperslab, scaled: &[u64], elem: usize) -> bool {
+    /// page or less are loaded whole: their page serves their neighbours. (A write that covers
+    /// part of a stored chunk follows the same rule: see [`Chunked::write_runs`].)
+    pub(crate) fn reads_runs(&self, h: &Hyperslab, scaled: &[u64], elem: usize) -> bool {
         let bytes = self.shape.chunk_bytes;
         if bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64 {
             return false;
