@@ -38,6 +38,9 @@ use crate::types::H5Type;
 /// bytes (a 64×64 window of a 512×512 f32 chunk: 64 runs of 256 bytes, 16 KiB, not 1 MiB).
 const RUN_MERGE_GAP: u64 = 0;
 
+/// Runs of a chunk [`read_runs`] keeps without allocating.
+const RUNS_INLINE: usize = 64;
+
 /// Chunks decoded together on the pool: enough to keep every thread busy, few enough that a
 /// read of a huge selection holds only a handful of decoded chunks beside its output.
 const DECODE_WINDOW_PER_THREAD: usize = 2;
@@ -259,8 +262,9 @@ impl RunRead {
 fn read_runs(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -> Result<()> {
     let elem = plan.elem as u64;
     let short = || short_chunk(&plan.path, plan.header, &x.scaled);
-    let mut runs: Vec<(Run, usize)> = Vec::new();
-    let mut reads: Vec<RunRead> = Vec::new();
+    // Inline up to a 64-row window's worth: no allocation per chunk for common reads.
+    let mut runs: SmallVec<[(Run, usize); RUNS_INLINE]> = SmallVec::new();
+    let mut reads: SmallVec<[RunRead; RUNS_INLINE]> = SmallVec::new();
     let mut fits = elem > 0;
     h.runs(&plan.chunk, &x.scaled, |r| {
         // From the run's first element to the end of its last, in bytes; where it lands.
@@ -320,7 +324,8 @@ fn read_runs(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -
     let mut scratch = Vec::new();
     let read = fits && {
         scratch.resize(scratch_len, 0u8);
-        let mut requests: Vec<(Addr, &mut [u8])> = Vec::with_capacity(reads.len());
+        let mut requests: SmallVec<[(Addr, &mut [u8]); RUNS_INLINE]> =
+            SmallVec::with_capacity(reads.len());
         let (mut rest, mut consumed): (&mut [u8], usize) = (&mut *out, 0);
         let mut spare: &mut [u8] = &mut scratch;
         let mut ok = true;
@@ -397,6 +402,7 @@ impl Dataset {
                 return self.read_selection_exclusive(h, out);
             }
             let chunk = c.shape.chunk.clone();
+            let chunk_elems = c.chunk_elems();
             let chunk_bytes = usize::try_from(c.shape.chunk_bytes)
                 .map_err(|_| Error::Unsupported("chunks larger than memory"))?;
             let mut fetches = Vec::new();
@@ -418,7 +424,10 @@ impl Dataset {
                         }
                         None => match c.fetch(f, scaled)? {
                             Some(mut x) => {
-                                x.direct = whole_run(h, &chunk, scaled, elem);
+                                // Only a chunk selected whole can land whole.
+                                x.direct = (h.covered(&chunk, scaled) == chunk_elems)
+                                    .then(|| whole_run(h, &chunk, scaled, elem))
+                                    .flatten();
                                 x.runs = x.direct.is_none()
                                     && !x.decode
                                     && c.reads_runs(h, scaled, elem);
