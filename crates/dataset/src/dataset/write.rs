@@ -50,6 +50,13 @@ impl Dataset {
     pub fn write<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
         let dims = self.shape();
+        if !dims.is_empty() && !dims.contains(&0) {
+            // The slab writer's routes: values of the dataset's own type go from `data` as
+            // they are (whole chunks copied once, into new chunks written in large blocks),
+            // with no byte copy of the whole array first.
+            let start: SmallVec<[u64; MAX_FAST_RANK]> = smallvec::smallvec![0; dims.len()];
+            return self.write_slice(data, &start, &dims, None);
+        }
         let le = self.to_dataset_type(data)?;
         self.write_selection_raw(&Hyperslab::all(&dims), le)
     }
