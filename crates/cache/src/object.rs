@@ -416,6 +416,24 @@ mod tests {
     }
 
     #[test]
+    fn runs_are_fetched_in_one_prefetch_then_copied() {
+        let data: Vec<u8> = (0..(READ_AHEAD + 40 * BLOCK))
+            .map(|i| (i % 13) as u8)
+            .collect();
+        let s = storage(&data);
+        let (a, b) = (READ_AHEAD + 3, READ_AHEAD + 30 * BLOCK + 7);
+        let (mut x, mut y) = (vec![0; 100], vec![0; 300]);
+        s.read_runs_at(&mut [(Addr(a), &mut x[..]), (Addr(b), &mut y[..])])
+            .unwrap();
+        assert_eq!(x, data[a as usize..a as usize + 100]);
+        assert_eq!(y, data[b as usize..b as usize + 300]);
+        assert_eq!(s.requests(), 3, "the open's, and one for each far run");
+        let mut past = vec![0; 10];
+        let end = data.len() as u64 - 5;
+        assert!(s.read_runs_at(&mut [(Addr(end), &mut past[..])]).is_err());
+    }
+
+    #[test]
     fn a_prefetch_joins_near_ranges_and_fetches_the_rest_concurrently() {
         let data: Vec<u8> = (0..(READ_AHEAD + 40 * BLOCK))
             .map(|i| (i % 7) as u8)
