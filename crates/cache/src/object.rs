@@ -428,7 +428,7 @@ mod tests {
         assert_eq!(x, data[a as usize..a as usize + 100]);
         assert_eq!(y, data[b as usize..b as usize + 300]);
         assert_eq!(s.requests(), 3, "the open's, and one for each far run");
-        let mut past = vec![0; 10];
+        let mut past = [0; 10];
         let end = data.len() as u64 - 5;
         assert!(s.read_runs_at(&mut [(Addr(end), &mut past[..])]).is_err());
     }
