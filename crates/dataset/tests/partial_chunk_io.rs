@@ -559,6 +559,48 @@ fn window_write_into_a_large_chunk_writes_its_bytes_only() {
     assert_eq!(d.read::<f32>().unwrap(), expect, "read back before closing");
     drop(d);
     f.close().unwrap();
+
+    // With a journal, an in-place write outside a flush would first copy what it overwrites
+    // into the journal, run by run: the window waits in the chunk cache instead, and the
+    // close journals and writes its chunk in one batch.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let storage = Arc::new(Counting {
+        inner: Box::new(h5chunk::storage::FileStorage::new(file)),
+        ..Counting::default()
+    });
+    let journal = Arc::new(Counting::default());
+    let f = OpenOptions::read_write()
+        .open_on_journaled(storage.clone(), journal.clone())
+        .unwrap();
+    let d = f.dataset("d").unwrap();
+    d.read_slice::<f32>(&[700, 700], &[1, 1], None).unwrap();
+    storage.take();
+    journal.take();
+    let again: Vec<f32> = (0..64 * 64).map(|i| i as f32 + 0.25).collect();
+    d.write_slice(&again, &[300, 900], &[64, 64], None).unwrap();
+    assert_eq!(
+        storage.take().2,
+        0,
+        "journaled: nothing written before the flush"
+    );
+    assert_eq!(
+        journal.take().2,
+        0,
+        "journaled: nothing journaled before the flush"
+    );
+    for r in 0..64 {
+        for col in 0..64 {
+            expect[((300 + r) * n + 900 + col) as usize] = again[(r * 64 + col) as usize];
+        }
+    }
+    drop(d);
+    f.close().unwrap();
+    assert!(journal.take().2 > 0, "the close journaled the chunk");
+
     let f = File::open(&path).unwrap();
     assert_eq!(f.dataset("d").unwrap().read::<f32>().unwrap(), expect);
     drop(f);

@@ -401,9 +401,19 @@ impl Dataset {
         };
         let chunk = c.shape.chunk.clone();
         let chunk_elems = c.chunk_elems();
+        // Runs are written in place only where that is one plain write each: with a journal,
+        // every in-place write outside a flush first copies the bytes it overwrites into the
+        // journal (and makes that durable, under `Durability::Sync`), so there the chunk
+        // waits in the cache and the flush journals it in one batch.
+        let in_place = self
+            .file
+            .inner
+            .journal
+            .as_ref()
+            .is_none_or(|j| j.is_bypassed());
         h.try_for_each_chunk(&chunk, |scaled| {
             let whole = h.covered(&chunk, scaled) == chunk_elems;
-            if !whole && c.write_runs(f, path, *header, h, scaled, &data, elem)? {
+            if !whole && in_place && c.write_runs(f, path, *header, h, scaled, &data, elem)? {
                 return Ok(());
             }
             let buf = c.write_target(f, path, scaled, whole)?;
@@ -551,7 +561,8 @@ impl Chunked {
     /// Write the runs `h` selects in the chunk at `scaled` (from `data`, the selection's bytes
     /// in the file's order) straight to where the chunk is stored, with no read of the chunk
     /// and past the chunk cache: when the chunk is unfiltered, stored, neither cached nor
-    /// fresh, the file is not in SWMR-write mode (where a chunk is never changed in place), and
+    /// fresh, the file has no journal that would copy each run first (the caller checks),
+    /// the file is not in SWMR-write mode (where a chunk is never changed in place), and
     /// [`reads_runs`](Self::reads_runs)'s rule says the chunk would not be worth caching.
     /// Runs that touch are written in one call; a strided run (elements apart in the chunk)
     /// is the one case read, changed and written back, over its span. `false`, with nothing
