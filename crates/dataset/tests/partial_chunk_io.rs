@@ -617,3 +617,37 @@ fn window_write_into_a_large_chunk_writes_its_bytes_only() {
     }
     let _ = std::fs::remove_file(&path);
 }
+
+/// A sparse stride (a few elements far apart in one large chunk) reads and writes the right
+/// values through the whole-chunk paths: the runs' span would size a buffer far larger than
+/// the selection.
+#[test]
+fn sparse_strides_take_the_whole_chunk_paths() {
+    let storage = Arc::new(Counting::default());
+    let f = FileOptions::default().create_on(storage.clone()).unwrap();
+    let n = 100_000u64;
+    let mut values: Vec<i32> = (0..n).map(value).collect();
+    let d = f
+        .new_dataset::<i32>()
+        .shape(&[n])
+        .chunk(&[n])
+        .create("d")
+        .unwrap();
+    d.write(&values).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let f = OpenOptions::read_write().open_on(storage.clone()).unwrap();
+    let d = f.dataset("d").unwrap();
+    let got = d.read_slice::<i32>(&[5], &[3], Some(&[40_000])).unwrap();
+    assert_eq!(got, vec![values[5], values[40_005], values[80_005]]);
+    d.write_slice(&[-1i32, -2, -3], &[7], &[3], Some(&[40_000]))
+        .unwrap();
+    for (k, v) in [-1, -2, -3].into_iter().enumerate() {
+        values[7 + 40_000 * k] = v;
+    }
+    drop(d);
+    f.close().unwrap();
+    let (f, d) = open(&storage);
+    assert_eq!(d.read::<i32>().unwrap(), values);
+    drop((d, f));
+}

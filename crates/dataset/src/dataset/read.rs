@@ -320,7 +320,13 @@ fn read_runs(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -
         }
     }
     let chunk_end = plan.chunk_bytes as u64;
-    fits = fits && reads.iter().all(|g| g.to <= chunk_end) && scratch_len <= plan.chunk_bytes;
+    // The scratch buffer is sized before any byte is read: at most a chunk (whose size comes
+    // from the file), and at most twice the output (a sparse stride reads the chunk whole,
+    // through `load`, which checks the chunk against the file before sizing a buffer).
+    let scratch_most = plan
+        .chunk_bytes
+        .min(out.len().saturating_mul(2).max(1 << 16));
+    fits = fits && reads.iter().all(|g| g.to <= chunk_end) && scratch_len <= scratch_most;
     let mut scratch = Vec::new();
     let read = fits && {
         scratch.resize(scratch_len, 0u8);

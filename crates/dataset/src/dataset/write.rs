@@ -598,7 +598,7 @@ impl Chunked {
         // Each run in bytes: (first byte in the chunk, one past its last, first byte in
         // `data`, its bytes in `data`), checked against both before anything is written.
         let mut runs: Vec<(u64, u64, usize, usize, Run)> = Vec::new();
-        let mut fits = true;
+        let (mut fits, mut dense) = (true, true);
         h.runs(&self.shape.chunk, scaled, |r| {
             let span = r
                 .len
@@ -622,6 +622,13 @@ impl Chunked {
                         && end <= self.shape.chunk_bytes
                         && m.checked_add(n).is_some_and(|x| x <= data.len()) =>
                 {
+                    // A strided run's span is read into a buffer of its size: at most twice
+                    // its own bytes (or 64 KiB), else the chunk takes the cached path, which
+                    // checks the chunk against the file before sizing a buffer.
+                    let sparse = r.chunk_step > 1
+                        && r.len > 1
+                        && end.saturating_sub(start) > (n as u64).saturating_mul(2).max(1 << 16);
+                    dense &= !sparse;
                     runs.push((start, end, m, n, r));
                 }
                 _ => fits = false,
@@ -629,6 +636,9 @@ impl Chunked {
         });
         if !fits {
             return Err(short());
+        }
+        if !dense {
+            return Ok(false);
         }
         let at = |off: u64| base.get().checked_add(off).map(Addr).ok_or_else(short);
         let mut i = 0;
