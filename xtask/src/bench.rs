@@ -212,6 +212,14 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--filters").cloned().collect();
         return crate::filters::run(root, &rest);
     }
+    if args.iter().any(|a| a == "--workloads") {
+        let rest: Vec<String> = args
+            .iter()
+            .filter(|a| *a != "--workloads")
+            .cloned()
+            .collect();
+        return crate::workloads::run(root, &rest);
+    }
     if args.iter().any(|a| a == "--bulk") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--bulk").cloned().collect();
         return crate::bulk::run(root, &rest);

@@ -17,6 +17,7 @@ mod instructions;
 #[cfg(test)]
 mod interop;
 mod modules;
+mod workloads;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -106,7 +107,8 @@ const TASKS: &[Task] = &[
     Task {
         name: "bench",
         usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] \
-                [--filters [--mib N] [--threads T]] [--swmr] \
+                [--filters [--mib N] [--threads T]] \
+                [--workloads [--quick] [--rounds N]] [--swmr] \
                 [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] [--n N] [--scenario S,..] \
                 [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
@@ -120,6 +122,10 @@ const TASKS: &[Task] = &[
                target/bench/filters.csv); --swmr measures SWMR \
                writers (h5chunk vs libhdf5's C writer, SWMR on and off) and polling readers \
                (bytes and reads per refresh, flush-to-visible latency; h5chunk vs h5py); \
+               --workloads times issue 39's five user-shaped workloads (logger, frames, bulk \
+               write, bulk read, random windows) with default options, h5chunk (also with \
+               Durability::Sync and ::Flush) vs h5py vs the libhdf5 C API, best of N rounds \
+               (target/bench/workloads.csv; --quick: small sizes, one round); \
                --refs times kerchunk reference generation for a 1,000,000-chunk dataset of \
                each index kind, `h5chunk refs` vs kerchunk's SingleHdf5ToZarr on the same \
                h5py-written file (seconds, peak RSS), then a dask LocalCluster reading a 2 GiB \
@@ -268,6 +274,10 @@ fn test(args: &[String]) -> TaskResult {
             &[],
         )?;
     }
+    // The workloads benchmark at small sizes, one round: proves the verb and its three
+    // programs work and agree on the values (a few seconds; the figures mean nothing).
+    eprintln!("xtask test: bench --workloads --quick");
+    workloads::run_with(&root, &python, &["--quick".to_string()])?;
     // The fuzz campaign's smoke run: a fixed, seeded set of mutants (about 15 s); any panic,
     // abort, crash or hang fails the task. `cargo xtask fuzz --minutes M` is the long one.
     eprintln!("xtask test: fuzz smoke run ({FUZZ_SMOKE_CASES} mutants)");

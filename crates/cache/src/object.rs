@@ -343,6 +343,16 @@ impl Storage for ObjectStorage {
         Ok(())
     }
 
+    fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> io::Result<()> {
+        // One request for every run not cached yet, then copies.
+        let ranges: Vec<(Addr, u64)> = runs.iter().map(|(a, b)| (*a, b.len() as u64)).collect();
+        self.prefetch(&ranges)?;
+        for (addr, buf) in runs.iter_mut() {
+            self.read_at(*addr, buf)?;
+        }
+        Ok(())
+    }
+
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
         let ranges: Vec<Range<u64>> = ranges
             .iter()
@@ -403,6 +413,24 @@ mod tests {
         assert_eq!(tail, data[data.len() - 60..]);
         assert!(s.read_at(Addr(end - 10), &mut [0; 11]).is_err());
         assert!(s.write_at(Addr(0), &[1]).is_err());
+    }
+
+    #[test]
+    fn runs_are_fetched_in_one_prefetch_then_copied() {
+        let data: Vec<u8> = (0..(READ_AHEAD + 40 * BLOCK))
+            .map(|i| (i % 13) as u8)
+            .collect();
+        let s = storage(&data);
+        let (a, b) = (READ_AHEAD + 3, READ_AHEAD + 30 * BLOCK + 7);
+        let (mut x, mut y) = (vec![0; 100], vec![0; 300]);
+        s.read_runs_at(&mut [(Addr(a), &mut x[..]), (Addr(b), &mut y[..])])
+            .unwrap();
+        assert_eq!(x, data[a as usize..a as usize + 100]);
+        assert_eq!(y, data[b as usize..b as usize + 300]);
+        assert_eq!(s.requests(), 3, "the open's, and one for each far run");
+        let mut past = [0; 10];
+        let end = data.len() as u64 - 5;
+        assert!(s.read_runs_at(&mut [(Addr(end), &mut past[..])]).is_err());
     }
 
     #[test]

@@ -39,6 +39,16 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// Make every completed write durable.
     fn sync(&self) -> io::Result<()>;
 
+    /// Fill each buffer of `runs` from the bytes at its address: the byte runs of one chunk a
+    /// selection needs, read together. The default reads them one after another; a storage
+    /// for which each request costs a round trip (an object store) fetches them at once.
+    fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> io::Result<()> {
+        for (addr, buf) in runs.iter_mut() {
+            self.read_at(*addr, buf)?;
+        }
+        Ok(())
+    }
+
     /// Say that the byte ranges `(address, length)` are about to be read: a storage for which
     /// each request costs a round trip (an object store) fetches them together now. The
     /// default does nothing.
@@ -70,6 +80,9 @@ impl<S: Storage + ?Sized> Storage for Arc<S> {
     }
     fn sync(&self) -> io::Result<()> {
         (**self).sync()
+    }
+    fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> io::Result<()> {
+        (**self).read_runs_at(runs)
     }
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
         (**self).prefetch(ranges)

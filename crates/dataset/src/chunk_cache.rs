@@ -112,7 +112,12 @@ pub(crate) struct ChunkCache {
     /// Per dimension, the size up to which the keys need no re-packing (see `fit_dims`;
     /// empty until it first runs).
     room_dims: SmallVec<[u64; 4]>,
+    /// This cache among every one this process made (see `repeat_miss`).
+    id: u64,
 }
+
+/// The next chunk cache's `id`.
+static NEXT_CACHE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl ChunkCache {
     pub fn new(extent: &[u64], budget: usize) -> ChunkCache {
@@ -127,6 +132,7 @@ impl ChunkCache {
             budget,
             misses_unpacked: 0,
             room_dims: SmallVec::new(),
+            id: NEXT_CACHE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -367,15 +373,14 @@ impl ChunkCache {
     /// the key: a rare false "again" only loads a chunk whole).
     pub fn repeat_miss(&self, scaled: &[u64]) -> bool {
         thread_local! {
-            static LAST_MISS: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
+            static LAST_MISS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((u64::MAX, 0)) };
         }
         let Some(key) = self.packer.pack(scaled) else {
             return false;
         };
         let h = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
-        // This cache, by address (a cache dropped and another made at its place can only make
-        // one lookup load a chunk whole).
-        let me = (std::ptr::from_ref(self) as usize, h);
+        // This cache, by its id: a cache made where a dropped one was is another cache.
+        let me = (self.id, h);
         LAST_MISS.with(|last| last.replace(me)) == me
     }
 

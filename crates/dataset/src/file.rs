@@ -108,7 +108,7 @@ pub(crate) struct FileInner {
     open: Mutex<HashMap<Addr, Arc<dyn OpenObject>>>,
     /// The rollback journal under the storage, which makes each flush atomic (none for
     /// read-only files and `Durability::None`).
-    journal: Option<Arc<Journaled>>,
+    pub(crate) journal: Option<Arc<Journaled>>,
     /// What a flush promises to survive.
     durability: Durability,
     /// The superblock the last flush wrote (`None` before the first): the same one is not

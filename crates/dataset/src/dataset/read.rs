@@ -29,9 +29,17 @@ use super::{Dataset, DatasetState, StorageState};
 use crate::chunk_cache::Coords;
 use crate::error::{Error, Result};
 use crate::filters::{FilterError, Pipeline};
-use crate::select::Hyperslab;
+use crate::select::{Hyperslab, Run};
 use crate::store::Store;
 use crate::types::H5Type;
+
+/// Byte runs of one chunk this close or closer are read as one (the bytes between them read
+/// and dropped). 0: only runs that touch are joined, so a read moves exactly the selected
+/// bytes (a 64×64 window of a 512×512 f32 chunk: 64 runs of 256 bytes, 16 KiB, not 1 MiB).
+const RUN_MERGE_GAP: u64 = 0;
+
+/// Runs of a chunk [`read_runs`] keeps without allocating.
+const RUNS_INLINE: usize = 64;
 
 /// Chunks decoded together on the pool: enough to keep every thread busy, few enough that a
 /// read of a huge selection holds only a handful of decoded chunks beside its output.
@@ -92,6 +100,9 @@ struct Fetch {
     /// The chunk is selected whole and lands, unfiltered, as one run of the output starting
     /// at this byte: read straight there.
     direct: Option<usize>,
+    /// Unfiltered and selected in part: read only the byte runs the selection needs, past the
+    /// chunk cache (see [`Chunked::reads_runs`]).
+    runs: bool,
 }
 
 /// What a read learned under the shared lock.
@@ -194,8 +205,190 @@ impl Chunked {
             mask,
             decode,
             direct: None,
+            runs: false,
         }))
     }
+
+    /// Whether a read of the unfiltered chunk at `scaled`, not cached, reads only the byte
+    /// runs `h` selects in it instead of loading it whole into the chunk cache. libhdf5's rule
+    /// first: a chunk larger than the cache is read directly. Then a chunk of which less than
+    /// half is selected is read in part too (loading it whole would move bytes nobody asked
+    /// for and evict chunks that were used), unless this thread's previous miss in this cache
+    /// was the same chunk: it walks the chunk, which is worth caching whole. Chunks of half a
+    /// page or less are loaded whole: their page serves their neighbours. (A write that covers
+    /// part of a stored chunk follows the same rule: see [`Chunked::write_runs`].)
+    pub(crate) fn reads_runs(&self, h: &Hyperslab, scaled: &[u64], elem: usize) -> bool {
+        let bytes = self.shape.chunk_bytes;
+        if bytes <= (h5chunk_cache::PAGE_BYTES / 2) as u64 {
+            return false;
+        }
+        let cache = self.cache.read();
+        if bytes > cache.budget() as u64 {
+            return true;
+        }
+        let selected = h
+            .covered(&self.shape.chunk, scaled)
+            .saturating_mul(elem as u64);
+        selected.saturating_mul(2) < bytes && !cache.repeat_miss(scaled)
+    }
+}
+
+/// A byte range of a chunk read by [`read_runs`]: one run, or runs [`RUN_MERGE_GAP`] apart or
+/// closer joined.
+struct RunRead {
+    /// Its first byte in the chunk, and one past its last.
+    from: u64,
+    to: u64,
+    /// Where its bytes land: a byte offset of the output when they land there as they are
+    /// (its runs contiguous in the output too), else `None` (read into the scratch buffer at
+    /// `base`, then copied).
+    out: Option<usize>,
+    base: usize,
+}
+
+impl RunRead {
+    fn len(&self) -> usize {
+        // At most a chunk long (checked before any read).
+        usize::try_from(self.to.saturating_sub(self.from)).unwrap_or(usize::MAX)
+    }
+}
+
+/// Read the byte runs of unfiltered chunk `x` that `h` selects in one
+/// [`read_runs_at`](h5chunk_cache::Storage::read_runs_at): straight into `out` where a run
+/// lands there as it is in the chunk, else through a buffer of the runs' size. When the runs
+/// cannot be read that way (the chunk runs past the file's end: unwritten space reads as
+/// zeros; a failed read) the chunk is loaded whole, uncached, so what happens then is what the
+/// whole-chunk path does.
+fn read_runs(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -> Result<()> {
+    let elem = plan.elem as u64;
+    let short = || short_chunk(&plan.path, plan.header, &x.scaled);
+    // Inline up to a 64-row window's worth: no allocation per chunk for common reads.
+    let mut runs: SmallVec<[(Run, usize); RUNS_INLINE]> = SmallVec::new();
+    let mut reads: SmallVec<[RunRead; RUNS_INLINE]> = SmallVec::new();
+    let mut fits = elem > 0;
+    h.runs(&plan.chunk, &x.scaled, |r| {
+        // From the run's first element to the end of its last, in bytes; where it lands.
+        let span = r
+            .len
+            .checked_sub(1)
+            .and_then(|k| k.checked_mul(r.chunk_step))
+            .and_then(|k| k.checked_add(r.chunk))
+            .and_then(|last| last.checked_add(1))
+            .and_then(|end| end.checked_mul(elem))
+            .zip(r.chunk.checked_mul(elem))
+            .zip(
+                r.memory
+                    .checked_mul(elem)
+                    .and_then(|m| usize::try_from(m).ok()),
+            );
+        let Some(((end, start), memory)) = span.filter(|_| fits) else {
+            fits = false;
+            return;
+        };
+        let as_is = r.chunk_step == 1 || r.len <= 1;
+        match reads.last_mut() {
+            Some(g) if start >= g.from && start <= g.to.saturating_add(RUN_MERGE_GAP) => {
+                // Still landing as it is: the run follows on in the chunk and in `out`.
+                let follows = g
+                    .out
+                    .is_some_and(|o| start == g.to && o.checked_add(g.len()) == Some(memory));
+                if !(as_is && follows) {
+                    g.out = None;
+                }
+                g.to = g.to.max(end);
+            }
+            _ => reads.push(RunRead {
+                from: start,
+                to: end,
+                out: as_is.then_some(memory),
+                base: 0,
+            }),
+        }
+        runs.push((r, reads.len().saturating_sub(1)));
+    });
+    // Reads into `out` in increasing order (so `out` splits between them); the rest into the
+    // scratch buffer, one after the other.
+    let (mut scratch_len, mut out_end) = (0usize, 0usize);
+    for g in &mut reads {
+        match g.out {
+            Some(o) if o >= out_end => out_end = o.saturating_add(g.len()),
+            _ => {
+                g.out = None;
+                g.base = scratch_len;
+                scratch_len = scratch_len.saturating_add(g.len());
+            }
+        }
+    }
+    let chunk_end = plan.chunk_bytes as u64;
+    // The scratch buffer is sized before any byte is read: at most a chunk (whose size comes
+    // from the file), and at most twice the output (a sparse stride reads the chunk whole,
+    // through `load`, which checks the chunk against the file before sizing a buffer).
+    let scratch_most = plan
+        .chunk_bytes
+        .min(out.len().saturating_mul(2).max(1 << 16));
+    fits = fits && reads.iter().all(|g| g.to <= chunk_end) && scratch_len <= scratch_most;
+    let mut scratch = Vec::new();
+    let read = fits && {
+        scratch.resize(scratch_len, 0u8);
+        let mut requests: SmallVec<[(Addr, &mut [u8]); RUNS_INLINE]> =
+            SmallVec::with_capacity(reads.len());
+        let (mut rest, mut consumed): (&mut [u8], usize) = (&mut *out, 0);
+        let mut spare: &mut [u8] = &mut scratch;
+        let mut ok = true;
+        for g in &reads {
+            let dst = match g.out {
+                Some(o) => o
+                    .checked_sub(consumed)
+                    .and_then(|skip| std::mem::take(&mut rest).split_at_mut_checked(skip))
+                    .and_then(|(_, tail)| tail.split_at_mut_checked(g.len()))
+                    .map(|(dst, tail)| {
+                        rest = tail;
+                        consumed = o.saturating_add(g.len());
+                        dst
+                    }),
+                None => std::mem::take(&mut spare)
+                    .split_at_mut_checked(g.len())
+                    .map(|(dst, tail)| {
+                        spare = tail;
+                        dst
+                    }),
+            };
+            match (dst, x.addr.get().checked_add(g.from)) {
+                (Some(dst), Some(at)) => requests.push((Addr(at), dst)),
+                _ => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        ok && f.storage.read_runs_at(&mut requests).is_ok()
+    };
+    if !read {
+        let data = load(f, x, plan)?;
+        return if copy_runs(h, &plan.chunk, &x.scaled, |r| {
+            copy_out(out, &data, r, plan.elem)
+        }) {
+            Ok(())
+        } else {
+            Err(short())
+        };
+    }
+    for (r, g) in runs {
+        let g = reads.get(g).ok_or_else(short)?;
+        if g.out.is_some() {
+            continue;
+        }
+        // The run's first element in `scratch`: every offset is a whole number of elements.
+        let at = r
+            .chunk
+            .checked_mul(elem)
+            .and_then(|b| b.checked_sub(g.from))
+            .and_then(|b| b.checked_add(g.base as u64))
+            .and_then(|b| b.checked_div(elem))
+            .ok_or_else(short)?;
+        copy_out(out, &scratch, Run { chunk: at, ..r }, plan.elem).ok_or_else(short)?;
+    }
+    Ok(())
 }
 
 impl Dataset {
@@ -215,6 +408,7 @@ impl Dataset {
                 return self.read_selection_exclusive(h, out);
             }
             let chunk = c.shape.chunk.clone();
+            let chunk_elems = c.chunk_elems();
             let chunk_bytes = usize::try_from(c.shape.chunk_bytes)
                 .map_err(|_| Error::Unsupported("chunks larger than memory"))?;
             let mut fetches = Vec::new();
@@ -236,7 +430,13 @@ impl Dataset {
                         }
                         None => match c.fetch(f, scaled)? {
                             Some(mut x) => {
-                                x.direct = whole_run(h, &chunk, scaled, elem);
+                                // Only a chunk selected whole can land whole.
+                                x.direct = (h.covered(&chunk, scaled) == chunk_elems)
+                                    .then(|| whole_run(h, &chunk, scaled, elem))
+                                    .flatten();
+                                x.runs = x.direct.is_none()
+                                    && !x.decode
+                                    && c.reads_runs(h, scaled, elem);
                                 fetches.push(x);
                                 true
                             }
@@ -290,15 +490,19 @@ impl Dataset {
         h: &Hyperslab,
         out: &mut [u8],
     ) -> Result<Vec<(Coords, Vec<u8>)>> {
-        if plan.fetches.len() > 1 {
+        let (runs, whole): (Vec<&Fetch>, Vec<&Fetch>) = plan.fetches.iter().partition(|x| x.runs);
+        if whole.len() > 1 {
             // A storage where each request is a round trip (an object store) fetches the
-            // selection's chunks together; a failure shows in the reads that follow.
-            let ranges: Vec<(Addr, u64)> =
-                plan.fetches.iter().map(|x| (x.addr, x.stored)).collect();
+            // selection's whole chunks together; a failure shows in the reads that follow.
+            let ranges: Vec<(Addr, u64)> = whole.iter().map(|x| (x.addr, x.stored)).collect();
             let _ = f.storage.prefetch(&ranges);
         }
+        // Chunks read in part: only their selected bytes, and never cached.
+        for x in runs {
+            read_runs(f, plan, h, x, out)?;
+        }
         let (direct, other): (Vec<&Fetch>, Vec<&Fetch>) =
-            plan.fetches.iter().partition(|x| x.direct.is_some());
+            whole.into_iter().partition(|x| x.direct.is_some());
         let (mut decoded, read): (Vec<&Fetch>, Vec<&Fetch>) =
             direct.into_iter().partition(|x| x.decode);
         for x in read {

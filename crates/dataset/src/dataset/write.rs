@@ -9,7 +9,7 @@ use h5chunk_format::chunk_record::ChunkRecord;
 
 use crate::error::{Error, Result};
 use crate::index::select::IndexKind;
-use crate::select::Hyperslab;
+use crate::select::{Hyperslab, Run};
 use crate::store::Store;
 use crate::types::{H5Type, TypeDesc, to_le_bytes};
 
@@ -50,6 +50,13 @@ impl Dataset {
     pub fn write<T: H5Type>(&self, data: &[T]) -> Result<()> {
         self.check_type(T::DESC)?;
         let dims = self.shape();
+        if !dims.is_empty() && !dims.contains(&0) {
+            // The slab writer's routes: values of the dataset's own type go from `data` as
+            // they are (whole chunks copied once, into new chunks written in large blocks),
+            // with no byte copy of the whole array first.
+            let start: SmallVec<[u64; MAX_FAST_RANK]> = smallvec::smallvec![0; dims.len()];
+            return self.write_slice(data, &start, &dims, None);
+        }
         let le = self.to_dataset_type(data)?;
         self.write_selection_raw(&Hyperslab::all(&dims), le)
     }
@@ -394,8 +401,21 @@ impl Dataset {
         };
         let chunk = c.shape.chunk.clone();
         let chunk_elems = c.chunk_elems();
+        // Runs are written in place only where that is one plain write each: with a journal,
+        // every in-place write outside a flush first copies the bytes it overwrites into the
+        // journal (and makes that durable, under `Durability::Sync`), so there the chunk
+        // waits in the cache and the flush journals it in one batch.
+        let in_place = self
+            .file
+            .inner
+            .journal
+            .as_ref()
+            .is_none_or(|j| j.is_bypassed());
         h.try_for_each_chunk(&chunk, |scaled| {
             let whole = h.covered(&chunk, scaled) == chunk_elems;
+            if !whole && in_place && c.write_runs(f, path, *header, h, scaled, &data, elem)? {
+                return Ok(());
+            }
             let buf = c.write_target(f, path, scaled, whole)?;
             if !copy_runs(h, &chunk, scaled, |r| copy_in(buf, &data, r, elem)) {
                 return Err(short_chunk(path, *header, scaled));
@@ -534,5 +554,132 @@ impl Dataset {
         let count: Vec<u64> = a.shape().iter().map(|&n| n as u64).collect();
         let data: Vec<T> = a.iter().copied().collect();
         self.write_slice(&data, start, &count, None)
+    }
+}
+
+impl Chunked {
+    /// Write the runs `h` selects in the chunk at `scaled` (from `data`, the selection's bytes
+    /// in the file's order) straight to where the chunk is stored, with no read of the chunk
+    /// and past the chunk cache: when the chunk is unfiltered, stored, neither cached nor
+    /// fresh, the file has no journal that would copy each run first (the caller checks),
+    /// the file is not in SWMR-write mode (where a chunk is never changed in place), and
+    /// [`reads_runs`](Self::reads_runs)'s rule says the chunk would not be worth caching.
+    /// Runs that touch are written in one call; a strided run (elements apart in the chunk)
+    /// is the one case read, changed and written back, over its span. `false`, with nothing
+    /// written, when the chunk takes the cached path.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_runs(
+        &mut self,
+        f: &Store,
+        path: &str,
+        header: Addr,
+        h: &Hyperslab,
+        scaled: &[u64],
+        data: &[u8],
+        elem: usize,
+    ) -> Result<bool> {
+        if self.pipeline.is_some()
+            || elem == 0
+            || f.swmr_write()
+            || self.cache.get_mut().contains(scaled)
+            || self.fresh.position(scaled).is_some()
+            || !self.reads_runs(h, scaled, elem)
+        {
+            return Ok(false);
+        }
+        let Some(ChunkRecord {
+            addr: Some(base), ..
+        }) = self.recorded(f, scaled)?
+        else {
+            return Ok(false);
+        };
+        let short = || short_chunk(path, header, scaled);
+        let e = elem as u64;
+        // Each run in bytes: (first byte in the chunk, one past its last, first byte in
+        // `data`, its bytes in `data`), checked against both before anything is written.
+        let mut runs: Vec<(u64, u64, usize, usize, Run)> = Vec::new();
+        let (mut fits, mut dense) = (true, true);
+        h.runs(&self.shape.chunk, scaled, |r| {
+            let span = r
+                .len
+                .checked_sub(1)
+                .and_then(|k| k.checked_mul(r.chunk_step))
+                .and_then(|k| k.checked_add(r.chunk))
+                .and_then(|last| last.checked_add(1))
+                .and_then(|end| end.checked_mul(e))
+                .zip(r.chunk.checked_mul(e))
+                .zip(
+                    r.memory
+                        .checked_mul(e)
+                        .zip(r.len.checked_mul(e))
+                        .and_then(|(m, n)| {
+                            Some((usize::try_from(m).ok()?, usize::try_from(n).ok()?))
+                        }),
+                );
+            match span {
+                Some(((end, start), (m, n)))
+                    if fits
+                        && end <= self.shape.chunk_bytes
+                        && m.checked_add(n).is_some_and(|x| x <= data.len()) =>
+                {
+                    // A strided run's span is read into a buffer of its size: at most twice
+                    // its own bytes (or 64 KiB), else the chunk takes the cached path, which
+                    // checks the chunk against the file before sizing a buffer.
+                    let sparse = r.chunk_step > 1
+                        && r.len > 1
+                        && end.saturating_sub(start) > (n as u64).saturating_mul(2).max(1 << 16);
+                    dense &= !sparse;
+                    runs.push((start, end, m, n, r));
+                }
+                _ => fits = false,
+            }
+        });
+        if !fits {
+            return Err(short());
+        }
+        if !dense {
+            return Ok(false);
+        }
+        let at = |off: u64| base.get().checked_add(off).map(Addr).ok_or_else(short);
+        let mut i = 0;
+        while let Some(&(start, end, m, n, r)) = runs.get(i) {
+            if r.chunk_step > 1 && r.len > 1 {
+                // Elements apart: the span read, changed, written back.
+                // Read past the page cache: a page read would move more than the span.
+                let len = usize::try_from(end.saturating_sub(start)).map_err(|_| short())?;
+                let mut span = vec![0u8; len];
+                f.read_uncached(at(start)?, &mut span)?;
+                copy_in(&mut span, data, Run { chunk: 0, ..r }, elem).ok_or_else(short)?;
+                f.write(at(start)?, &span)?;
+                i = i.saturating_add(1);
+                continue;
+            }
+            // This run and the ones that follow on in the chunk: one write; straight from
+            // `data` when they follow on there too.
+            let mut j = i.saturating_add(1);
+            let (mut to, mut mem_to, mut as_is) = (end, m.saturating_add(n), true);
+            while let Some(&(s2, e2, m2, n2, r2)) = runs.get(j) {
+                if s2 != to || (r2.chunk_step > 1 && r2.len > 1) {
+                    break;
+                }
+                as_is &= m2 == mem_to;
+                to = e2;
+                mem_to = m2.saturating_add(n2);
+                j = j.saturating_add(1);
+            }
+            if as_is {
+                f.write(at(start)?, data.get(m..mem_to).ok_or_else(short)?)?;
+            } else {
+                let mut joined =
+                    Vec::with_capacity(usize::try_from(to.saturating_sub(start)).unwrap_or(0));
+                for &(_, _, m2, n2, _) in runs.get(i..j).unwrap_or_default() {
+                    joined
+                        .extend_from_slice(data.get(m2..m2.saturating_add(n2)).ok_or_else(short)?);
+                }
+                f.write(at(start)?, &joined)?;
+            }
+            i = j;
+        }
+        Ok(true)
     }
 }
