@@ -342,6 +342,7 @@ fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
             ));
         }
         (StorageKind::Compact, ..) => line.push_str(" layout=compact"),
+        (StorageKind::Virtual, ..) => line.push_str(" layout=virtual"),
         _ if d.external_files().is_some() => line.push_str(&format!(
             " layout=external({} files)",
             d.external_files().map_or(0, |e| e.len())
@@ -645,6 +646,7 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
         _ => {
             let kind = match d.storage_kind() {
                 StorageKind::Compact => "compact",
+                StorageKind::Virtual => "virtual",
                 _ if d.external_files().is_some() => "external",
                 _ => "contiguous",
             };

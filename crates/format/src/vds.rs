@@ -3,13 +3,19 @@
 //!
 //! | field             | size | notes                                                    |
 //! |-------------------|------|----------------------------------------------------------|
-//! | version           | 1    | 0 (the only encoding libhdf5 1.10 to 2.0 write)          |
+//! | version           | 1    | 0 (libhdf5 1.10 on) or 1 (libhdf5 2.0, when smaller)     |
 //! | number of entries | L    |                                                          |
-//! | entries           | var  | each: source file name (NUL-terminated; `.` is the      |
-//! |                   |      | virtual dataset's own file), source dataset name         |
-//! |                   |      | (NUL-terminated), source selection, virtual selection   |
-//! |                   |      | ([`Selection`] encodings)                                |
+//! | entries           | var  | each: version 1 only, flags (u8); the source file name   |
+//! |                   |      | (NUL-terminated; `.` is the virtual dataset's own file), |
+//! |                   |      | the source dataset name (NUL-terminated), the source     |
+//! |                   |      | selection and the virtual selection ([`Selection`])      |
 //! | checksum          | 4    | lookup3 of every byte before it                          |
+//!
+//! Version 1's entry flags: bit 0, the file name is not stored but an entry index (L) whose
+//! file name it shares; bit 1, the same for the dataset name; bit 2, the source is the
+//! virtual dataset's own file (no file name stored). libhdf5 2.0 writes version 1 for a file
+//! whose low version bound is 2.0 when that is the smaller encoding, and shares a name
+//! when the name is longer than an index.
 //!
 //! Source names may hold printf-style `%b` (the block number of an unlimited mapping) and
 //! `%%` (a percent sign); this module keeps them as stored.
@@ -22,8 +28,26 @@ use crate::sizes::Sizes;
 
 const STRUCTURE: &str = "virtual dataset global heap block";
 
-/// The encoding version libhdf5 writes.
-pub const VERSION: u8 = 0;
+/// The encoding of libhdf5 1.10 to 2.0: every name stored.
+pub const VERSION_0: u8 = 0;
+/// libhdf5 2.0's encoding with entry flags (names shared between entries).
+pub const VERSION_1: u8 = 1;
+
+const FLAG_FILE_SHARED: u8 = 0x01;
+const FLAG_DATASET_SHARED: u8 = 0x02;
+const FLAG_SAME_FILE: u8 = 0x04;
+
+/// How a version 1 entry stores one of its names.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum NameEncoding {
+    /// The name itself (the only way of version 0).
+    #[default]
+    Stored,
+    /// The index of an earlier entry whose name it is.
+    Shared(u64),
+    /// The virtual dataset's own file, named by a flag (file names of version 1 only).
+    SameFile,
+}
 
 /// One mapping: the source selection of a source dataset shows in the virtual selection.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -36,11 +60,17 @@ pub struct Mapping {
     pub source_selection: Selection,
     /// Where they show in the virtual dataset.
     pub virtual_selection: Selection,
+    /// How the source file name is stored.
+    pub file_encoding: NameEncoding,
+    /// How the source dataset name is stored.
+    pub dataset_encoding: NameEncoding,
 }
 
 /// The decoded block: every mapping, in order.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Mappings {
+    /// The encoding version ([`VERSION_0`] or [`VERSION_1`]).
+    pub version: u8,
     /// The mappings, in the order libhdf5 applies them.
     pub entries: Vec<Mapping>,
 }
@@ -63,15 +93,37 @@ impl Mappings {
         let mut d = Decoder::new(body, at, sizes, STRUCTURE);
         let v_at = d.addr();
         let version = d.u8()?;
-        if version != VERSION {
+        if version != VERSION_0 && version != VERSION_1 {
             return Err(d.bad_version(v_at, version));
         }
         let n = d.length()?;
         let n = d.check_count(n, MIN_ENTRY)?;
-        let mut entries = Vec::with_capacity(n);
+        let mut entries: Vec<Mapping> = Vec::with_capacity(n);
         for _ in 0..n {
-            let source_file = c_string(&mut d, "source file name")?;
-            let source_dataset = c_string(&mut d, "source dataset name")?;
+            let flags_at = d.addr();
+            let flags = if version == VERSION_1 { d.u8()? } else { 0 };
+            if flags & !(FLAG_FILE_SHARED | FLAG_DATASET_SHARED | FLAG_SAME_FILE) != 0
+                || flags & (FLAG_FILE_SHARED | FLAG_SAME_FILE) == FLAG_FILE_SHARED | FLAG_SAME_FILE
+            {
+                return Err(d.bad_value(flags_at, "entry flags", u64::from(flags)));
+            }
+            let (source_file, file_encoding) = if flags & FLAG_SAME_FILE != 0 {
+                (".".to_owned(), NameEncoding::SameFile)
+            } else if flags & FLAG_FILE_SHARED != 0 {
+                let (i, m) = shared(&mut d, &entries)?;
+                (m.source_file.clone(), NameEncoding::Shared(i))
+            } else {
+                (c_string(&mut d, "source file name")?, NameEncoding::Stored)
+            };
+            let (source_dataset, dataset_encoding) = if flags & FLAG_DATASET_SHARED != 0 {
+                let (i, m) = shared(&mut d, &entries)?;
+                (m.source_dataset.clone(), NameEncoding::Shared(i))
+            } else {
+                (
+                    c_string(&mut d, "source dataset name")?,
+                    NameEncoding::Stored,
+                )
+            };
             let source_selection = Selection::decode(&mut d)?;
             let virtual_selection = Selection::decode(&mut d)?;
             entries.push(Mapping {
@@ -79,6 +131,8 @@ impl Mappings {
                 source_dataset,
                 source_selection,
                 virtual_selection,
+                file_encoding,
+                dataset_encoding,
             });
         }
         if !d.is_empty() {
@@ -87,25 +141,54 @@ impl Mappings {
                 format!("{} bytes after the last entry", d.remaining()),
             ));
         }
-        Ok(Mappings { entries })
+        Ok(Mappings { version, entries })
     }
 
     /// Encode the block, checksum included.
     pub fn encode(&self, sizes: Sizes) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let mut e = Encoder::new(&mut out, sizes, STRUCTURE);
-        e.u8(VERSION);
+        if self.version != VERSION_0 && self.version != VERSION_1 {
+            return Err(unencodable(format!("version {}", self.version)));
+        }
+        e.u8(self.version);
         e.length(self.entries.len() as u64, "number of entries")?;
-        for m in &self.entries {
-            for name in [&m.source_file, &m.source_dataset] {
-                if name.as_bytes().contains(&0) {
-                    return Err(Error::Unencodable {
-                        structure: STRUCTURE,
-                        reason: format!("a name with a NUL byte: {name:?}"),
-                    });
+        for (at, m) in self.entries.iter().enumerate() {
+            let names = [
+                (&m.source_file, m.file_encoding, FLAG_FILE_SHARED),
+                (&m.source_dataset, m.dataset_encoding, FLAG_DATASET_SHARED),
+            ];
+            if self.version == VERSION_1 {
+                let mut flags = 0;
+                for (_, how, flag) in names {
+                    flags |= match how {
+                        NameEncoding::Stored => 0,
+                        NameEncoding::Shared(_) => flag,
+                        NameEncoding::SameFile => FLAG_SAME_FILE,
+                    };
                 }
-                e.bytes(name.as_bytes());
-                e.u8(0);
+                e.u8(flags);
+            }
+            for (name, how, _) in names {
+                match how {
+                    NameEncoding::Stored => {
+                        if name.as_bytes().contains(&0) {
+                            return Err(unencodable(format!("a name with a NUL byte: {name:?}")));
+                        }
+                        e.bytes(name.as_bytes());
+                        e.u8(0);
+                    }
+                    _ if self.version == VERSION_0 => {
+                        return Err(unencodable("a shared name in version 0".to_owned()));
+                    }
+                    NameEncoding::Shared(i) if (i as usize) < at => {
+                        e.length(i, "shared name index")?;
+                    }
+                    NameEncoding::Shared(i) => {
+                        return Err(unencodable(format!("entry {at} shares entry {i}'s name")));
+                    }
+                    NameEncoding::SameFile => {}
+                }
             }
             m.source_selection.encode(&mut e)?;
             m.virtual_selection.encode(&mut e)?;
@@ -113,6 +196,24 @@ impl Mappings {
         e.checksum();
         Ok(out)
     }
+}
+
+fn unencodable(reason: String) -> Error {
+    Error::Unencodable {
+        structure: STRUCTURE,
+        reason,
+    }
+}
+
+/// An earlier entry named by index (a shared name of version 1).
+fn shared<'m>(d: &mut Decoder<'_>, entries: &'m [Mapping]) -> Result<(u64, &'m Mapping)> {
+    let at = d.addr();
+    let i = d.length()?;
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| entries.get(i))
+        .map(|m| (i, m))
+        .ok_or_else(|| d.bad_value(at, "shared name index", i))
 }
 
 /// A NUL-terminated name, which must be UTF-8.
@@ -168,16 +269,105 @@ mod tests {
                     source_dataset: "a".into(),
                     source_selection: Selection::All,
                     virtual_selection: block([0, 0], [3, 4]),
+                    file_encoding: NameEncoding::Stored,
+                    dataset_encoding: NameEncoding::Stored,
                 },
                 Mapping {
                     source_file: "src.h5".into(),
                     source_dataset: "a".into(),
                     source_selection: block([0, 0], [3, 4]),
                     virtual_selection: block([4, 0], [7, 4]),
+                    file_encoding: NameEncoding::Stored,
+                    dataset_encoding: NameEncoding::Stored,
                 },
             ]
         );
         assert_eq!(m.encode(Sizes::DEFAULT).unwrap(), H5PY_BLOCK);
+    }
+
+    /// libhdf5 2.0's version 1 (h5py, low bound latest): two entries of a long file and
+    /// dataset name (the second shares both), two of the same file (the second shares the
+    /// dataset name). Selections: all, then rows 0 to 3 of a 4 x 10 dataset, version 3.
+    #[test]
+    fn decode_version_1_shared_names() {
+        let all = [3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let row = |r: u8| {
+            [
+                2, 0, 0, 0, 3, 0, 0, 0, 1, 2, 2, 0, 0, 0, // regular, 2-byte, rank 2
+                r, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 10, 0,
+            ]
+        };
+        let mut body = vec![1u8, 4, 0, 0, 0, 0, 0, 0, 0];
+        body.push(0);
+        body.extend_from_slice(b"long_source_file_name.h5\0a_long_dataset_name_here\0");
+        body.extend_from_slice(&all);
+        body.extend_from_slice(&row(0));
+        body.push(3);
+        body.extend_from_slice(&[0; 16]);
+        body.extend_from_slice(&all);
+        body.extend_from_slice(&row(1));
+        body.push(4);
+        body.extend_from_slice(b"a_long_local_dataset_name\0");
+        body.extend_from_slice(&all);
+        body.extend_from_slice(&row(2));
+        body.push(6);
+        body.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0]);
+        body.extend_from_slice(&all);
+        body.extend_from_slice(&row(3));
+        let mut bytes = Vec::new();
+        let mut e = Encoder::new(&mut bytes, Sizes::DEFAULT, STRUCTURE);
+        e.bytes(&body);
+        e.checksum();
+        let m = Mappings::decode(&bytes, Addr(0), Sizes::DEFAULT).unwrap();
+        assert_eq!(m.version, VERSION_1);
+        let names: Vec<(&str, &str, NameEncoding, NameEncoding)> = m
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    e.source_file.as_str(),
+                    e.source_dataset.as_str(),
+                    e.file_encoding,
+                    e.dataset_encoding,
+                )
+            })
+            .collect();
+        use NameEncoding::*;
+        assert_eq!(
+            names,
+            [
+                (
+                    "long_source_file_name.h5",
+                    "a_long_dataset_name_here",
+                    Stored,
+                    Stored
+                ),
+                (
+                    "long_source_file_name.h5",
+                    "a_long_dataset_name_here",
+                    Shared(0),
+                    Shared(0)
+                ),
+                (".", "a_long_local_dataset_name", SameFile, Stored),
+                (".", "a_long_local_dataset_name", SameFile, Shared(2)),
+            ]
+        );
+        assert_eq!(m.encode(Sizes::DEFAULT).unwrap(), bytes);
+        // An index naming a later entry (or itself) is refused.
+        let mut bad = body.clone();
+        let first_shared = 9 + 1 + 25 + 25 + 16 + 30 + 1;
+        bad[first_shared] = 1;
+        let mut b = Vec::new();
+        let mut e = Encoder::new(&mut b, Sizes::DEFAULT, STRUCTURE);
+        e.bytes(&bad);
+        e.checksum();
+        assert!(matches!(
+            Mappings::decode(&b, Addr(0), Sizes::DEFAULT),
+            Err(Error::BadValue {
+                field: "shared name index",
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -210,10 +400,10 @@ mod tests {
             out
         };
         let mut b = H5PY_BLOCK.to_vec();
-        b[0] = 1;
+        b[0] = 2;
         assert!(matches!(
             Mappings::decode(&reencode(b), Addr(0), Sizes::DEFAULT),
-            Err(Error::BadVersion { version: 1, .. })
+            Err(Error::BadVersion { version: 2, .. })
         ));
         let mut b = H5PY_BLOCK.to_vec();
         b.insert(b.len() - 4, 0);

@@ -32,6 +32,7 @@ mod scales;
 mod sequences;
 pub(crate) mod stream;
 mod strings;
+pub(crate) mod vds;
 mod write;
 
 pub use builder::{BitshuffleCompression, DatasetBuilder, FilterSpec};
@@ -72,6 +73,8 @@ pub(crate) enum StorageState {
     Compact {
         data: Vec<u8>,
     },
+    /// A virtual dataset: its mappings, made concrete for the current extent.
+    Virtual(Arc<vds::Virtual>),
 }
 
 #[derive(Debug)]
