@@ -26,6 +26,9 @@
 
 mod region;
 mod source;
+pub(crate) mod write;
+
+pub use write::VirtualSelection;
 
 use std::cell::Cell;
 
