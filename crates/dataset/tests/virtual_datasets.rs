@@ -303,7 +303,7 @@ fn virtual_datasets_h5chunk_writes_read_equal_in_h5py_and_h5dump() {
                 .chunk(&[2, 6])
                 .create("f")
                 .unwrap();
-            d.write(&vec![1000 * (b + 1); 12]).unwrap();
+            d.write(&[1000 * (b + 1); 12]).unwrap();
         }
         let g = File::create(dir.join("grow.h5")).unwrap();
         let d = g
