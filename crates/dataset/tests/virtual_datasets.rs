@@ -461,3 +461,68 @@ fn virtual_datasets_h5chunk_writes_read_equal_in_h5py_and_h5dump() {
         assert_eq!(unhex(hex.trim()), *bytes, "h5py {n}");
     }
 }
+
+/// Run as a child process by `vds_prefix_finds_sources`, with `HDF5_VDS_PREFIX` set; does
+/// nothing otherwise.
+#[test]
+fn vds_prefix_child() {
+    let Ok(dir) = std::env::var("H5CHUNK_VDS_PREFIX_TEST") else {
+        return;
+    };
+    let f = File::open(Path::new(&dir).join("vds/vds_latest.h5")).unwrap();
+    let stack = f.dataset("stack").unwrap();
+    assert_eq!(
+        stack.read_slice::<i32>(&[0, 0], &[1, 20], None).unwrap(),
+        (0..20).collect::<Vec<i32>>()
+    );
+    println!("VDS_PREFIX_CHILD_OK");
+}
+
+/// A source file away from the virtual file's folder is found through `HDF5_VDS_PREFIX`, as
+/// h5py finds it; without the variable it is missing, and reads as the fill value.
+#[test]
+fn vds_prefix_finds_sources() {
+    let Some(python) = interop::python("vds_prefix_finds_sources") else {
+        return;
+    };
+    let dir = folder("prefix");
+    interop::run_python(&python, GEN_VDS, &[s(&dir)]);
+    for sub in ["vds", "p"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::rename(dir.join("vds_latest.h5"), dir.join("vds/vds_latest.h5")).unwrap();
+    std::fs::rename(dir.join("src_a.h5"), dir.join("p/src_a.h5")).unwrap();
+    let prefix = s(&dir.join("p")).to_owned();
+    let out = interop::run_python_env(
+        &python,
+        "import sys, h5py; print(h5py.File(sys.argv[1], 'r')['stack'][0].sum())",
+        &[s(&dir.join("vds/vds_latest.h5"))],
+        &[("HDF5_VDS_PREFIX", &prefix)],
+    );
+    assert_eq!(out.trim(), (0..20).sum::<i32>().to_string());
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "vds_prefix_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("HDF5_VDS_PREFIX", &prefix)
+        .env("H5CHUNK_VDS_PREFIX_TEST", &dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && stdout.contains("VDS_PREFIX_CHILD_OK"),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    if std::env::var_os("HDF5_VDS_PREFIX").is_none() {
+        let f = File::open(dir.join("vds/vds_latest.h5")).unwrap();
+        let stack = f.dataset("stack").unwrap();
+        assert_eq!(
+            stack.read_slice::<i32>(&[0, 0], &[1, 20], None).unwrap(),
+            vec![-1; 20]
+        );
+    }
+}

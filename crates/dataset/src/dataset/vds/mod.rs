@@ -913,3 +913,89 @@ impl Reader<'_, '_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use h5chunk_format::selection::{Hyperslab as Slab, HyperslabEncoding, Points, PointsEncoding};
+
+    fn regular(dims: Vec<RegularDim>) -> Selection {
+        Selection::Hyperslab(Slab {
+            encoding: HyperslabEncoding::V2,
+            rank: dims.len(),
+            shape: HyperslabShape::Regular(dims),
+        })
+    }
+
+    #[test]
+    fn point_selections_are_unsupported_by_name() {
+        let points = Selection::Points(Points {
+            encoding: PointsEncoding::V1,
+            rank: 1,
+            coords: vec![1, 3],
+        });
+        assert!(matches!(
+            virt_kind(&points, 1),
+            Err(Error::Unsupported(w)) if w.contains("point selections")
+        ));
+        assert!(matches!(
+            bounded(&points, &[4]),
+            Err(Error::Unsupported(w)) if w.contains("point selections")
+        ));
+    }
+
+    #[test]
+    fn unlimited_source_under_bounded_virtual_is_unsupported() {
+        let s = regular(vec![RegularDim {
+            start: 0,
+            stride: 1,
+            count: 1,
+            block: UNLIMITED,
+        }]);
+        assert!(matches!(bounded(&s, &[4]), Err(Error::Unsupported(_))));
+        // Unlimited both ways in one dimension is no selection libhdf5 makes.
+        let s = regular(vec![RegularDim {
+            start: 0,
+            stride: 1,
+            count: UNLIMITED,
+            block: UNLIMITED,
+        }]);
+        assert!(matches!(virt_kind(&s, 1), Err(Error::Corrupt { .. })));
+        // A rank other than the dataset's.
+        assert!(matches!(virt_kind(&s, 2), Err(Error::Corrupt { .. })));
+    }
+
+    #[test]
+    fn first_n_cuts_the_last_block() {
+        let d = RegularDim {
+            start: 1,
+            stride: 4,
+            count: UNLIMITED,
+            block: 3,
+        };
+        assert_eq!(first_n(&d, 7).unwrap(), vec![(1, 3), (5, 3), (9, 1)]);
+        assert_eq!(first_n(&d, 6).unwrap(), vec![(1, 3), (5, 3)]);
+        assert_eq!(first_n(&d, 0).unwrap(), vec![]);
+        let d = RegularDim {
+            start: 2,
+            stride: 1,
+            count: 1,
+            block: UNLIMITED,
+        };
+        assert_eq!(first_n(&d, 5).unwrap(), vec![(2, 5)]);
+    }
+
+    #[test]
+    fn requests_step_through_their_dimensions() {
+        let h = Hyperslab::new(&[1, 2], &[3, 4], Some(&[2, 3]), &[10, 20]).unwrap();
+        let r = Request::new(&h);
+        assert_eq!(r.lo, vec![1, 2]);
+        assert_eq!(r.hi, vec![6, 12]);
+        assert_eq!(r.mult, vec![4, 1]);
+        assert_eq!(r.k_of(0, 3), Some(1));
+        assert_eq!(r.k_of(0, 4), None);
+        assert_eq!(r.k_of(0, 7), None);
+        assert_eq!(r.k_range(1, 4, 12), (1, 4));
+        assert_eq!(r.k_range(1, 0, 2), (0, 0));
+    }
+}

@@ -268,6 +268,15 @@ fn build(blocks: &[&(Coords, Coords)], dim: usize, rank: usize) -> Tree {
         let per = down.as_ref().map_or(1, |t| t.count);
         let len = b.saturating_sub(a);
         count = count.saturating_add(len.saturating_mul(per));
+        // Touching spans of the last dimension make one run.
+        if let Some(prev) = spans.last_mut()
+            && down.is_none()
+            && prev.down.is_none()
+            && prev.lo.saturating_add(prev.len) == a
+        {
+            prev.len = prev.len.saturating_add(len);
+            continue;
+        }
         spans.push(Span { lo: a, len, down });
     }
     Tree { spans, count }
@@ -430,12 +439,7 @@ mod tests {
         assert_eq!(r.len(), 7);
         assert_eq!(
             runs(&r),
-            vec![
-                (vec![0, 0], 2),
-                (vec![1, 0], 1),
-                (vec![1, 1], 2),
-                (vec![2, 1], 2)
-            ]
+            vec![(vec![0, 0], 2), (vec![1, 0], 3), (vec![2, 1], 2)]
         );
         assert!(Region::blocks(2, &[3, 0, 1, 0]).is_err());
     }
