@@ -122,6 +122,11 @@ fn h5py_virtual_datasets_read_equal() {
         let unlimited = file.dataset("unlimited").unwrap();
         assert_eq!(unlimited.shape(), vec![6, 5]);
         assert_eq!(unlimited.max_shape(), vec![None, Some(5)]);
+        // `h5chunk check` walks them: decoded, no problem, none skipped.
+        let report = file.check();
+        assert!(report.problems.is_empty(), "{name}: {:?}", report.problems);
+        assert!(report.skipped.is_empty(), "{name}: {:?}", report.skipped);
+        assert!(report.datasets >= 10, "{name}: {}", report.datasets);
     }
     assert!(checked >= 30, "{checked} datasets");
 }

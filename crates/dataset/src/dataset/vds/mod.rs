@@ -64,6 +64,10 @@ const MAX_NESTING: u32 = 16;
 /// Pieces gathered before their source is read.
 const BATCH: usize = 1 << 14;
 
+/// The most runs one read walks through a mapping whose selections are not blocks of one
+/// shape (a hostile file's selections cannot make a read walk for hours).
+const MAX_RUNS: u64 = 1 << 26;
+
 /// The most printf sources one mapping opens.
 const MAX_PRINTF_SOURCES: u64 = 1 << 20;
 
@@ -669,7 +673,14 @@ fn run_pieces(
     let mut sr = src.runs();
     let mut v = vr.next();
     let mut s = sr.next();
+    let mut walked = 0u64;
     while let (Some((vc, vn)), Some((sc, sn))) = (&mut v, &mut s) {
+        walked = walked.saturating_add(1);
+        if walked > MAX_RUNS {
+            return Err(Error::Unsupported(
+                "virtual dataset mappings of more than 2^26 runs that are not blocks of one shape",
+            ));
+        }
         if vc.first().is_some_and(|&x| x >= hi0) {
             // C order: every later run lies past the read too.
             break;
