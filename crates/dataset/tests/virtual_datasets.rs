@@ -531,3 +531,83 @@ fn vds_prefix_finds_sources() {
         );
     }
 }
+
+/// Two unlimited mappings that reach unequally far (rows 0, 2, 4, ... from `a.h5`, 5 rows;
+/// rows 1, 3, ... from `b.h5`, 2 rows) and a `%b` mapping whose blocks leave gaps, read by
+/// h5py in both of libhdf5's views.
+const VIEWS: &str = r#"
+import sys, os, json, h5py, numpy as np
+from h5py import h5s, h5p, h5d, h5t
+folder = sys.argv[1]
+U = h5s.UNLIMITED
+def src(name, rows, base):
+    with h5py.File(os.path.join(folder, name), 'w', libver='latest') as f:
+        f.create_dataset('d', data=(np.arange(rows * 3).reshape(rows, 3) + base).astype('<i4'),
+                         maxshape=(None, 3))
+src('a.h5', 5, 0)
+src('b.h5', 2, 100)
+for i in range(3):
+    with h5py.File(os.path.join(folder, f'p_{i}.h5'), 'w') as f:
+        f['d'] = np.full((2, 3), 1000 + i, '<i4')
+with h5py.File(os.path.join(folder, 'views.h5'), 'w', libver='latest') as f:
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    dcpl.set_fill_value(np.array(-9, '<i4'))
+    for start, name in ((0, b'a.h5'), (1, b'b.h5')):
+        vs = h5s.create_simple((0, 3), (U, 3)); vs.select_hyperslab((start, 0), (U, 1), (2, 1), (1, 3))
+        ss = h5s.create_simple((0, 3), (U, 3)); ss.select_hyperslab((0, 0), (U, 1), (1, 1), (1, 3))
+        dcpl.set_virtual(vs, name, b'd', ss)
+    h5d.create(f.id, b'two', h5t.STD_I32LE, h5s.create_simple((0, 3), (U, 3)), dcpl=dcpl)
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    vs = h5s.create_simple((0, 3), (U, 3)); vs.select_hyperslab((0, 0), (U, 1), (3, 1), (2, 3))
+    dcpl.set_virtual(vs, b'p_%b.h5', b'd', h5s.create_simple((2, 3)))
+    h5d.create(f.id, b'printf', h5t.STD_I32LE, h5s.create_simple((0, 3), (U, 3)), dcpl=dcpl)
+out = {}
+with h5py.File(os.path.join(folder, 'views.h5'), 'r') as f:
+    for view, name in ((h5d.VDS_LAST_AVAILABLE, 'last'), (h5d.VDS_FIRST_MISSING, 'first')):
+        for d in ('two', 'printf'):
+            dapl = h5p.create(h5p.DATASET_ACCESS)
+            dapl.set_virtual_view(view)
+            ds = h5py.Dataset(h5d.open(f.id, d.encode(), dapl=dapl))
+            out[f'{name}/{d}'] = {'shape': list(ds.shape),
+                                  'hex': ds[...].astype('<i4').tobytes().hex()}
+print(json.dumps(out))
+"#;
+
+#[test]
+fn both_views_of_unlimited_mappings_read_equal_h5py() {
+    use h5chunk::VirtualView;
+    let Some(python) = interop::python("both_views_of_unlimited_mappings_read_equal_h5py") else {
+        return;
+    };
+    let dir = folder("views");
+    let out = interop::run_python(&python, VIEWS, &[s(&dir)]);
+    let want: Value = serde_json::from_str(out.trim()).unwrap();
+    let file = File::open(dir.join("views.h5")).unwrap();
+    for name in ["two", "printf"] {
+        let d = file.dataset(name).unwrap();
+        assert_eq!(d.virtual_view(), Some(VirtualView::LastAvailable));
+        for (view, key) in [
+            (VirtualView::FirstMissing, "first"),
+            (VirtualView::LastAvailable, "last"),
+        ] {
+            d.set_virtual_view(view).unwrap();
+            assert_eq!(d.virtual_view(), Some(view));
+            let w = &want[format!("{key}/{name}")];
+            assert_eq!(d.shape(), u64s(&w["shape"]), "{key}/{name}: shape");
+            assert_eq!(
+                d.read_raw().unwrap(),
+                unhex(w["hex"].as_str().unwrap()),
+                "{key}/{name}: values"
+            );
+        }
+    }
+    // The views differ here, so the test says something.
+    assert_ne!(want["first/two"]["shape"], want["last/two"]["shape"]);
+    assert_ne!(want["first/printf"]["shape"], want["last/printf"]["shape"]);
+    let src = File::open(dir.join("a.h5")).unwrap().dataset("d").unwrap();
+    assert!(matches!(
+        src.set_virtual_view(VirtualView::FirstMissing),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(src.virtual_view(), None);
+}

@@ -71,6 +71,16 @@ impl Dataset {
     }
 
     pub(super) fn load(file: &File, header: Addr, path: String) -> Result<DatasetState> {
+        Dataset::load_with(file, header, path, super::vds::VirtualView::default())
+    }
+
+    /// [`load`](Self::load), a virtual dataset's extent made in `view`.
+    pub(super) fn load_with(
+        file: &File,
+        header: Addr,
+        path: String,
+        view: super::vds::VirtualView,
+    ) -> Result<DatasetState> {
         let f = &file.inner.store;
         let (mut space, mut dtype, mut layout, mut pipeline, mut fill) =
             (None, None, None, None, None);
@@ -179,7 +189,7 @@ impl Dataset {
         let storage = match layout {
             DataLayout::Virtual { heap, index, .. } => {
                 let v = super::vds::Virtual::load(
-                    file, header, &path, heap, index, &dims, &max_dims, dtype, fill_bytes,
+                    file, header, &path, heap, index, &dims, &max_dims, dtype, fill_bytes, view,
                 )?;
                 // The extent the sources give (what a flush would otherwise write back).
                 dims.clone_from(&v.dims);

@@ -55,6 +55,34 @@ impl super::Dataset {
             _ => None,
         }
     }
+
+    /// A virtual dataset's view of unlimited mappings that reach unequally far; `None` for
+    /// other datasets.
+    pub fn virtual_view(&self) -> Option<VirtualView> {
+        match &self.shared.state.read().storage {
+            super::StorageState::Virtual(v) => Some(v.view),
+            _ => None,
+        }
+    }
+
+    /// Make a virtual dataset's extent in `view` (libhdf5's `H5Pset_virtual_view` on the
+    /// dataset access property list, h5py's `virtual_view`): its sources are looked at again
+    /// and [`shape`](Self::shape) changes accordingly; [`refresh`](Self::refresh) keeps the
+    /// view. Every handle on the dataset sees it. Other datasets: [`Error::InvalidArgument`].
+    pub fn set_virtual_view(&self, view: VirtualView) -> Result<()> {
+        let mut st = self.shared.write();
+        if !matches!(st.storage, super::StorageState::Virtual(_)) {
+            return Err(Error::arg(
+                "virtual view",
+                format!("{} is not a virtual dataset", st.path),
+            ));
+        }
+        let state = super::Dataset::load_with(&self.file, st.header, st.path.clone(), view)?;
+        let extent = super::Dataset::extent_of(&state);
+        **st = state;
+        *self.shared.dims.write() = extent;
+        Ok(())
+    }
 }
 
 /// Virtual datasets read through one another at most this deep (a cycle of mappings ends
@@ -75,9 +103,24 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
+/// How far an unlimited virtual dataset reaches when its sources reach unequally far
+/// (libhdf5's `H5Pset_virtual_view`, h5py's `virtual_view`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum VirtualView {
+    /// As far as the furthest unlimited mapping reaches, gaps read as the fill value
+    /// (`H5D_VDS_LAST_AVAILABLE`, libhdf5's default).
+    #[default]
+    LastAvailable,
+    /// Only as far as every unlimited mapping reaches, up to the first element missing
+    /// (`H5D_VDS_FIRST_MISSING`).
+    FirstMissing,
+}
+
 /// A virtual dataset's state: its mappings made concrete for the current extent.
 #[derive(Debug)]
 pub(crate) struct Virtual {
+    /// The view the extent was made in.
+    pub(crate) view: VirtualView,
     path: String,
     dtype: TypeDesc,
     /// One element of fill value, in the file's byte order.
@@ -118,7 +161,9 @@ impl Virtual {
         max_dims: &[Option<u64>],
         dtype: TypeDesc,
         fill: Vec<u8>,
+        view: VirtualView,
     ) -> Result<Virtual> {
+        let trail = view == VirtualView::FirstMissing;
         let mappings = match heap {
             None => Mappings::default(),
             Some(at) => {
@@ -142,8 +187,8 @@ impl Virtual {
             return Err(Error::Unsupported("scalar virtual datasets"));
         }
         let mut dims = dims.to_vec();
-        // Per dimension: how far the unlimited mappings reach, if any does.
-        let mut reach: Vec<Option<u64>> = vec![None; rank];
+        // Per dimension: how far each unlimited mapping along it reaches.
+        let mut reach: Vec<Vec<u64>> = vec![Vec::new(); rank];
         let mut bounded_reach = vec![0u64; rank];
         let mut maps: Vec<Concrete> = Vec::new();
         // Mappings whose virtual selection is "all", made once the extent is known.
@@ -191,15 +236,15 @@ impl Virtual {
                         };
                     }
                     let vregion = Region::regular(&one)?;
-                    extend(&mut reach, u, start.saturating_add(vd.block));
                     maps.push(Concrete {
                         virt: vregion,
                         source: Some((src, sregion)),
                     });
                     b = b.saturating_add(1);
                 }
-                // No source: the mapping reaches nowhere, but it is an unlimited one.
-                extend(&mut reach, u, 0);
+                // Each source found fills one block.
+                let to = clip_extent(&vd, b.saturating_mul(vd.block), trail);
+                extend(&mut reach, u, to);
                 continue;
             }
             let src = source::open(file, &file_name.with_block(0), &dset_name.with_block(0))?;
@@ -248,11 +293,11 @@ impl Virtual {
                             intervals(vd, None)?
                         });
                     }
-                    let end = ivals
+                    let vd = vdims
                         .get(uv)
-                        .and_then(|v| v.last())
-                        .map_or(0, |&(lo, len)| lo.saturating_add(len));
-                    extend(&mut reach, uv, end);
+                        .copied()
+                        .ok_or(Error::Internal("unlimited dimension"))?;
+                    extend(&mut reach, uv, clip_extent(&vd, n, trail));
                     maps.push(Concrete {
                         virt: Region::product(&ivals),
                         source: src.zip(sregion),
@@ -279,12 +324,16 @@ impl Virtual {
             }
         }
         for (d, r) in dims.iter_mut().zip(&reach) {
-            if let Some(r) = r {
+            let combined = match view {
+                VirtualView::LastAvailable => r.iter().max(),
+                VirtualView::FirstMissing => r.iter().min(),
+            };
+            if let Some(r) = combined {
                 *d = *r;
             }
         }
         for ((d, r), b) in dims.iter_mut().zip(&reach).zip(&bounded_reach) {
-            if r.is_some() {
+            if !r.is_empty() {
                 *d = (*d).max(*b);
             }
         }
@@ -317,6 +366,7 @@ impl Virtual {
             }
         }
         Ok(Virtual {
+            view,
             path: path.to_owned(),
             dtype,
             fill,
@@ -497,10 +547,32 @@ fn first_n(d: &RegularDim, n: u64) -> Result<Vec<(u64, u64)>> {
     Ok(out)
 }
 
-/// Raise the reach of dimension `u` to `to`.
-fn extend(reach: &mut [Option<u64>], u: usize, to: u64) {
+/// Record that a mapping unlimited along dimension `u` reaches `to`.
+fn extend(reach: &mut [Vec<u64>], u: usize, to: u64) {
     if let Some(r) = reach.get_mut(u) {
-        *r = Some(r.unwrap_or(0).max(to));
+        r.push(to);
+    }
+}
+
+/// The extent of an unlimited dimension `d` that holds its first `n` selected indices
+/// (libhdf5's clip extent): up to the last of them, or, with `trail` (the first-missing
+/// view), past the gap after a last block that is whole.
+fn clip_extent(d: &RegularDim, n: u64, trail: bool) -> u64 {
+    if n == 0 {
+        return if trail { d.start } else { 0 };
+    }
+    if d.block == UNLIMITED || d.block == 0 {
+        return d.start.saturating_add(n);
+    }
+    let full = n.checked_div(d.block).unwrap_or(0);
+    let rem = n.checked_rem(d.block).unwrap_or(0);
+    let at = |k: u64| k.saturating_mul(d.stride).saturating_add(d.start);
+    if rem > 0 {
+        at(full).saturating_add(rem)
+    } else if trail {
+        at(full)
+    } else {
+        at(full.saturating_sub(1)).saturating_add(d.block)
     }
 }
 
