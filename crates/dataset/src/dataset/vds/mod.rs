@@ -12,11 +12,16 @@
 //!   `b` of the virtual selection shows source `b`, for `b` = 0, 1, ... up to the first
 //!   source missing (libhdf5's default printf gap of 0).
 //!
-//! The extent of each unlimited dimension is then libhdf5's default view,
-//! `H5D_VDS_LAST_AVAILABLE`: as far as the furthest unlimited mapping reaches (and at least
-//! as far as the bounded mappings do); the stored dims are ignored there, as libhdf5 ignores
-//! them. The `H5D_VDS_FIRST_MISSING` view is not offered. [`Dataset::refresh`] makes the
-//! mappings concrete again, so a SWMR reader sees sources another process extends.
+//! The extent of each unlimited dimension then follows the view ([`VirtualView`]): by
+//! default libhdf5's `H5D_VDS_LAST_AVAILABLE`, as far as the furthest unlimited mapping
+//! reaches; in `H5D_VDS_FIRST_MISSING` ([`Dataset::set_virtual_view`]), only as far as the
+//! shortest one, a last whole block taking the gap after it. Either way at least as far as
+//! the bounded mappings reach; the stored dims are ignored there, as libhdf5 ignores them.
+//! [`Dataset::refresh`] makes the mappings concrete again (in the same view), so a SWMR
+//! reader sees sources another process extends.
+//!
+//! [`Dataset::set_virtual_view`]: super::Dataset::set_virtual_view
+//! [`Dataset::refresh`]: super::Dataset::refresh
 //!
 //! A read fills the selection with the fill value, then for each mapping in order (a later
 //! mapping wins where two overlap) pairs the elements of its virtual selection with those of
