@@ -611,3 +611,33 @@ fn both_views_of_unlimited_mappings_read_equal_h5py() {
     ));
     assert_eq!(src.virtual_view(), None);
 }
+
+/// A virtual dataset that is its own source (h5py writes it; libhdf5 crashes reading it):
+/// opening it is a typed error, not a stack overflow.
+#[test]
+fn a_cycle_of_mappings_is_an_error() {
+    let Some(python) = interop::python("a_cycle_of_mappings_is_an_error") else {
+        return;
+    };
+    let dir = folder("cycle");
+    interop::run_python(
+        &python,
+        "import sys, h5py\n\
+         with h5py.File(sys.argv[1], 'w') as f:\n\
+         \x20   lay = h5py.VirtualLayout((4,), 'i4')\n\
+         \x20   lay[:] = h5py.VirtualSource('.', 'self', shape=(4,))\n\
+         \x20   f.create_virtual_dataset('self', lay, fillvalue=3)\n\
+         \x20   f['plain'] = [1, 2]\n",
+        &[s(&dir.join("c.h5"))],
+    );
+    let file = File::open(dir.join("c.h5")).unwrap();
+    assert!(matches!(
+        file.dataset("self"),
+        Err(Error::Unsupported(w)) if w.contains("nest")
+    ));
+    // The file stays usable.
+    assert_eq!(
+        file.dataset("plain").unwrap().read::<i64>().unwrap(),
+        [1, 2]
+    );
+}

@@ -168,6 +168,26 @@ impl Virtual {
         fill: Vec<u8>,
         view: VirtualView,
     ) -> Result<Virtual> {
+        nested(|| {
+            Virtual::load_nested(
+                file, header, path, heap, index, dims, max_dims, dtype, fill, view,
+            )
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn load_nested(
+        file: &File,
+        header: Addr,
+        path: &str,
+        heap: Option<Addr>,
+        index: u32,
+        dims: &[u64],
+        max_dims: &[Option<u64>],
+        dtype: TypeDesc,
+        fill: Vec<u8>,
+        view: VirtualView,
+    ) -> Result<Virtual> {
         let trail = view == VirtualView::FirstMissing;
         let mappings = match heap {
             None => Mappings::default(),
@@ -389,16 +409,7 @@ impl Virtual {
 
     /// Fill `out` (the selection's elements, file byte order) with the elements `h` selects.
     pub(crate) fn read(&self, file: &File, h: &Hyperslab, out: &mut [u8]) -> Result<()> {
-        let depth = DEPTH.with(|d| d.get());
-        if depth >= MAX_NESTING {
-            return Err(Error::Unsupported(
-                "virtual datasets whose sources nest more than 16 deep (a cycle?)",
-            ));
-        }
-        DEPTH.with(|d| d.set(depth.saturating_add(1)));
-        let r = self.read_nested(file, h, out);
-        DEPTH.with(|d| d.set(depth));
-        r
+        nested(|| self.read_nested(file, h, out))
     }
 
     fn read_nested(&self, file: &File, h: &Hyperslab, out: &mut [u8]) -> Result<()> {
@@ -439,6 +450,22 @@ impl Virtual {
         }
         Ok(())
     }
+}
+
+/// Run `f` one level deeper in virtual datasets opened or read through one another: a
+/// cycle of mappings (a virtual dataset that is its own source, which crashes libhdf5) ends
+/// in an error instead of a stack overflow.
+fn nested<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    let depth = DEPTH.with(|d| d.get());
+    if depth >= MAX_NESTING {
+        return Err(Error::Unsupported(
+            "virtual datasets whose sources nest more than 16 deep (a cycle of mappings?)",
+        ));
+    }
+    DEPTH.with(|d| d.set(depth.saturating_add(1)));
+    let r = f();
+    DEPTH.with(|d| d.set(depth));
+    r
 }
 
 /// The virtual selection of a mapping, for a virtual dataset of rank `rank`.
