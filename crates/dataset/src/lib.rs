@@ -106,7 +106,7 @@ pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{
     BitshuffleCompression, ChunkInfo, ChunkVisitor, Dataset, DatasetBuilder, FilterSpec, RowWriter,
-    Slab, Slabs, VirtualSelection, VirtualView,
+    Slab, Slabs, VirtualMapping, VirtualSelection, VirtualView,
 };
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};

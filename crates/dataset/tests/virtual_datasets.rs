@@ -401,6 +401,31 @@ fn virtual_datasets_h5chunk_writes_read_equal_in_h5py_and_h5dump() {
         )
         .create("u")
         .unwrap();
+    // The mappings read back as they were given.
+    let maps = v.virtual_mappings().unwrap();
+    assert_eq!(maps.len(), 4);
+    assert_eq!(
+        (
+            maps[1].source_file.as_str(),
+            maps[1].source_dataset.as_str()
+        ),
+        ("other.h5", "d")
+    );
+    assert_eq!(maps[0].source, S::All);
+    assert_eq!(maps[2].target, S::block(&[5, 0], &[1, 6]));
+    assert_eq!(
+        maps[3].target,
+        S::Blocks(vec![(vec![10, 0], vec![1, 2]), (vec![10, 4], vec![2, 2])])
+    );
+    assert_eq!(
+        p.virtual_mappings().unwrap()[0].target,
+        S::Regular {
+            start: vec![0, 0],
+            stride: vec![3, 1],
+            count: vec![S::UNLIMITED, 1],
+            block: vec![2, 6],
+        }
+    );
     // What h5chunk reads is what the sources hold.
     let mut want = vec![-7i32; 72];
     want[..24].copy_from_slice(&(0..24).collect::<Vec<i32>>());

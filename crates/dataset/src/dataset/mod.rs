@@ -37,7 +37,7 @@ mod write;
 
 pub use builder::{BitshuffleCompression, DatasetBuilder, FilterSpec};
 pub use stream::{RowWriter, Slab, Slabs};
-pub use vds::{VirtualSelection, VirtualView};
+pub use vds::{VirtualMapping, VirtualSelection, VirtualView};
 
 /// Whole unfiltered chunks at least this large are written from the caller's buffer straight
 /// to the file; smaller ones are batched (many appended chunks, one write).

@@ -33,7 +33,7 @@ mod region;
 mod source;
 pub(crate) mod write;
 
-pub use write::VirtualSelection;
+pub use write::{VirtualMapping, VirtualSelection};
 
 use std::cell::Cell;
 
@@ -53,10 +53,22 @@ use source::{Name, Source};
 
 impl super::Dataset {
     /// A virtual dataset's mappings as stored (h5py's `dataset.virtual_sources()`): source
-    /// file and dataset names, source and virtual selections; `None` for other datasets.
-    pub fn virtual_mappings(&self) -> Option<Vec<h5chunk_format::vds::Mapping>> {
+    /// file and dataset names, source and virtual selections, in the terms
+    /// [`DatasetBuilder::virtual_map`](crate::DatasetBuilder::virtual_map) takes; `None` for
+    /// other datasets.
+    pub fn virtual_mappings(&self) -> Option<Vec<VirtualMapping>> {
         match &self.shared.state.read().storage {
-            super::StorageState::Virtual(v) => Some(v.mappings().to_vec()),
+            super::StorageState::Virtual(v) => Some(
+                v.mappings()
+                    .iter()
+                    .map(|m| VirtualMapping {
+                        source_file: m.source_file.clone(),
+                        source_dataset: m.source_dataset.clone(),
+                        source: VirtualSelection::from_stored(&m.source_selection),
+                        target: VirtualSelection::from_stored(&m.virtual_selection),
+                    })
+                    .collect(),
+            ),
             _ => None,
         }
     }

@@ -52,6 +52,43 @@ impl VirtualSelection {
         }
     }
 
+    /// A selection as a file stores it (a point selection as blocks of one element; none as
+    /// no blocks).
+    pub(crate) fn from_stored(s: &Selection) -> VirtualSelection {
+        match s {
+            Selection::All => VirtualSelection::All,
+            Selection::None => VirtualSelection::Blocks(Vec::new()),
+            Selection::Points(p) => VirtualSelection::Blocks(
+                p.coords
+                    .chunks(p.rank.max(1))
+                    .map(|c| (c.to_vec(), vec![1; c.len()]))
+                    .collect(),
+            ),
+            Selection::Hyperslab(h) => match &h.shape {
+                HyperslabShape::Regular(dims) => VirtualSelection::Regular {
+                    start: dims.iter().map(|d| d.start).collect(),
+                    stride: dims.iter().map(|d| d.stride).collect(),
+                    count: dims.iter().map(|d| d.count).collect(),
+                    block: dims.iter().map(|d| d.block).collect(),
+                },
+                HyperslabShape::Blocks(coords) => VirtualSelection::Blocks(
+                    coords
+                        .chunks(h.rank.saturating_mul(2).max(1))
+                        .map(|b| {
+                            let (lo, hi) = b.split_at(b.len().checked_div(2).unwrap_or(0));
+                            let shape = lo
+                                .iter()
+                                .zip(hi)
+                                .map(|(l, h)| h.saturating_sub(*l).saturating_add(1))
+                                .collect();
+                            (lo.to_vec(), shape)
+                        })
+                        .collect(),
+                ),
+            },
+        }
+    }
+
     fn rank(&self) -> Option<usize> {
         match self {
             VirtualSelection::All => None,
@@ -174,6 +211,20 @@ impl VirtualSelection {
             }
         })
     }
+}
+
+/// One mapping of a virtual dataset ([`Dataset::virtual_mappings`](crate::Dataset::virtual_mappings)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VirtualMapping {
+    /// The source file's name as stored (`.`: the virtual dataset's own file; `%b`: the block
+    /// number of an unlimited mapping).
+    pub source_file: String,
+    /// The source dataset's path, as stored.
+    pub source_dataset: String,
+    /// The elements of the source.
+    pub source: VirtualSelection,
+    /// Where they show in the virtual dataset.
+    pub target: VirtualSelection,
 }
 
 /// One mapping of a virtual dataset being built.
