@@ -316,6 +316,7 @@ impl Virtual {
                                     n = iv.iter().fold(0u64, |a, i| a.saturating_add(i.1));
                                 }
                                 ivals.push(iv);
+                                region::check_spans(&ivals)?;
                             }
                             (Some(Region::product(&ivals)), n)
                         }
@@ -329,6 +330,7 @@ impl Virtual {
                         } else {
                             intervals(vd, None)?
                         });
+                        region::check_spans(&ivals)?;
                     }
                     let vd = vdims
                         .get(uv)

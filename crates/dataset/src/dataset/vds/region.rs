@@ -18,6 +18,9 @@ use crate::error::{Error, Result};
 /// The most spans one dimension of a regular hyperslab may have here.
 const MAX_SPANS: u64 = 1 << 20;
 
+/// The most spans of all dimensions of one regular hyperslab together.
+const MAX_TOTAL_SPANS: usize = 1 << 21;
+
 /// The most blocks of an irregular hyperslab (its span tree costs their square).
 const MAX_BLOCKS: usize = 4096;
 
@@ -116,6 +119,7 @@ impl Region {
         let mut ivals = Vec::with_capacity(dims.len());
         for d in dims {
             ivals.push(intervals(d, None)?);
+            check_spans(&ivals)?;
         }
         Ok(Region::product(&ivals))
     }
@@ -235,6 +239,18 @@ impl Region {
             coords: smallvec::smallvec![0; self.rank],
         }
     }
+}
+
+/// Refuse per-dimension spans that together pass [`MAX_TOTAL_SPANS`] (checked as each
+/// dimension is added, so no more than one dimension's worth is made beyond it).
+pub(crate) fn check_spans(ivals: &[Vec<(u64, u64)>]) -> Result<()> {
+    let total = ivals.iter().fold(0usize, |n, v| n.saturating_add(v.len()));
+    if total > MAX_TOTAL_SPANS {
+        return Err(Error::Unsupported(
+            "virtual dataset selections of more than 2^21 blocks in all dimensions",
+        ));
+    }
+    Ok(())
 }
 
 /// The span tree of a union of blocks (start, one-past-end) from dimension `dim` down.
