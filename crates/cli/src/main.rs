@@ -342,6 +342,7 @@ fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
             ));
         }
         (StorageKind::Compact, ..) => line.push_str(" layout=compact"),
+        (StorageKind::Virtual, ..) => line.push_str(" layout=virtual"),
         _ if d.external_files().is_some() => line.push_str(&format!(
             " layout=external({} files)",
             d.external_files().map_or(0, |e| e.len())
@@ -645,6 +646,7 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
         _ => {
             let kind = match d.storage_kind() {
                 StorageKind::Compact => "compact",
+                StorageKind::Virtual => "virtual",
                 _ if d.external_files().is_some() => "external",
                 _ => "contiguous",
             };
@@ -656,6 +658,15 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
                     e.offset,
                     e.size
                         .map_or("unlimited".to_owned(), |n| format!("{n} bytes"))
+                ));
+            }
+            for (i, m) in d.virtual_mappings().unwrap_or_default().iter().enumerate() {
+                lines.push(format!(
+                    "mapping {i}: {}:{} {} -> {}",
+                    m.source_file,
+                    m.source_dataset,
+                    selection_text(&m.source),
+                    selection_text(&m.target)
                 ));
             }
         }
@@ -689,6 +700,40 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
 /// Bytes a slab of `cat` or `import` aims at: memory stays at a few slabs plus the caches,
 /// whatever the dataset's size.
 const SLAB_BYTES: usize = 16 << 20;
+
+/// A virtual dataset mapping's selection, short: `all`, a regular hyperslab's start, stride,
+/// count and block (`inf`: unlimited), or how many blocks.
+fn selection_text(s: &h5chunk::VirtualSelection) -> String {
+    use h5chunk::VirtualSelection as S;
+    let list = |v: &[u64]| {
+        v.iter()
+            .map(|&x| {
+                if x == S::UNLIMITED {
+                    "inf".to_owned()
+                } else {
+                    x.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match s {
+        S::All => "all".into(),
+        S::Regular {
+            start,
+            stride,
+            count,
+            block,
+        } => format!(
+            "start=({}) stride=({}) count=({}) block=({})",
+            list(start),
+            list(stride),
+            list(count),
+            list(block)
+        ),
+        S::Blocks(b) => format!("{} blocks", b.len()),
+    }
+}
 
 fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
     let f = open(file)?;

@@ -105,7 +105,7 @@ pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{
     BitshuffleCompression, ChunkInfo, ChunkVisitor, Dataset, DatasetBuilder, FilterSpec, RowWriter,
-    Slab, Slabs,
+    Slab, Slabs, VirtualMapping, VirtualSelection, VirtualView,
 };
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};

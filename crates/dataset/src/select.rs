@@ -199,6 +199,13 @@ impl Hyperslab {
             .unwrap_or(u64::MAX)
     }
 
+    /// Each dimension's `(start, count, stride)`.
+    pub(crate) fn parts(&self) -> Vec<(u64, u64, u64)> {
+        self.axes()
+            .map(|a| (a.start, a.count, a.stride.get()))
+            .collect()
+    }
+
     /// Whether nothing is selected.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -38,10 +38,12 @@ pub mod global_heap;
 pub mod local_heap;
 pub mod message;
 pub mod object_header;
+pub mod selection;
 pub mod sizes;
 pub mod superblock;
 pub mod symbol_table_entry;
 pub mod symbol_table_node;
+pub mod vds;
 
 pub use addr::Addr;
 pub use error::{Error, Result};

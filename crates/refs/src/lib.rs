@@ -386,12 +386,17 @@ fn describe_dataset(
             "external storage (its bytes are in other files; not described so far)".to_owned(),
         ));
     }
+    if d.storage_kind() == StorageKind::Virtual {
+        return Err(refuse(
+            "a virtual dataset (its elements are other datasets'; not described so far)".to_owned(),
+        ));
+    }
     let shape = d.shape();
     let kind = d.storage_kind();
     // Zarr chunks have at least one element along each dimension.
     let chunks: Vec<u64> = match kind {
         StorageKind::Chunked => d.chunk().unwrap_or_else(|| shape.clone()),
-        StorageKind::Contiguous | StorageKind::Compact => shape.clone(),
+        StorageKind::Contiguous | StorageKind::Compact | StorageKind::Virtual => shape.clone(),
     }
     .into_iter()
     .map(|c| c.max(1))
@@ -473,6 +478,7 @@ fn describe_dataset(
                 ranges.ranges.push((addr.saturating_add(base), size));
             }
         }
+        StorageKind::Virtual => {}
         StorageKind::Compact => {
             let data = d.compact_data().unwrap_or_default();
             if !data.is_empty() {

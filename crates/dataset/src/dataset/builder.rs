@@ -96,6 +96,8 @@ pub struct DatasetBuilder {
     datatype: Option<Datatype>,
     /// The dataset's attributes keep their creation order (h5py's `track_order=True`).
     track_order: bool,
+    /// Mappings of a virtual dataset (none: not virtual).
+    virtual_maps: Vec<super::vds::write::VirtualMap>,
 }
 
 impl DatasetBuilder {
@@ -116,6 +118,7 @@ impl DatasetBuilder {
             external: None,
             datatype: None,
             track_order: false,
+            virtual_maps: Vec::new(),
         }
     }
 
@@ -231,6 +234,28 @@ impl DatasetBuilder {
         self
     }
 
+    /// Make a virtual dataset (h5py's `VirtualLayout`, `H5Pset_virtual`): the elements
+    /// `source` selects of the dataset `source_dataset` in the file `source_file` (`.`: this
+    /// file; a relative name is found as libhdf5 finds it, from the virtual file's folder;
+    /// `%b` stands for the block number of an unlimited mapping) show at the elements
+    /// `target` selects. Mappings apply in the order given; the dataset has no storage of
+    /// its own, and elements no mapping reaches read as the fill value.
+    pub fn virtual_map(
+        mut self,
+        source_file: &str,
+        source_dataset: &str,
+        source: super::vds::VirtualSelection,
+        target: super::vds::VirtualSelection,
+    ) -> Self {
+        self.virtual_maps.push(super::vds::write::VirtualMap {
+            file: source_file.to_owned(),
+            dataset: source_dataset.to_owned(),
+            source,
+            target,
+        });
+        self
+    }
+
     /// Create the dataset at `path` (relative to the builder's group, or absolute).
     pub fn create(mut self, path: &str) -> Result<Dataset> {
         // The parent group first, following soft and external links: past an external link
@@ -297,6 +322,32 @@ impl DatasetBuilder {
             path: "/".into(),
         });
         let parent = resolver.group(&start, parent_path)?;
+        if !self.virtual_maps.is_empty() {
+            if self.chunk.is_some() || !self.filters.is_empty() || self.external.is_some() {
+                return Err(Error::arg(
+                    "virtual_map",
+                    "a virtual dataset has no chunks, filters or external storage",
+                ));
+            }
+            let max_dims = self
+                .max_shape
+                .clone()
+                .unwrap_or_else(|| self.shape.iter().map(|&d| Some(d)).collect());
+            let (heap, index) =
+                super::vds::write::store_mappings(f, self.shape.len(), &self.virtual_maps)?;
+            let (_, mut messages) =
+                self.header_messages(f.bounds.new_style(), &max_dims, &datatype)?;
+            messages.push((
+                Message::DataLayout(DataLayout::Virtual {
+                    version: LayoutVersion::V4,
+                    heap: Some(heap),
+                    index,
+                }),
+                MessageFlags::empty(),
+            ));
+            let header = new_header(f, &parent, name, &messages, self.track_order)?;
+            return Dataset::open(&self.file, header, link::child_path(&parent.path, name));
+        }
         if let Some(parts) = &self.external {
             return self.create_external(f, &parent, name, datatype, parts);
         }

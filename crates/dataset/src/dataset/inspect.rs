@@ -26,6 +26,8 @@ pub enum StorageKind {
     Contiguous,
     /// Inside the object header.
     Compact,
+    /// Nowhere: a virtual dataset's elements are those of its source datasets.
+    Virtual,
 }
 
 /// One filter of a dataset's pipeline, as the file describes it.
@@ -192,6 +194,7 @@ impl Dataset {
             StorageState::Chunked(_) => StorageKind::Chunked,
             StorageState::Contiguous { .. } => StorageKind::Contiguous,
             StorageState::Compact { .. } => StorageKind::Compact,
+            StorageState::Virtual(_) => StorageKind::Virtual,
         }
     }
 
@@ -202,6 +205,7 @@ impl Dataset {
             StorageState::Chunked(c) => c.fill.clone(),
             StorageState::Contiguous { fill, .. } => fill.clone(),
             StorageState::Compact { .. } => Vec::new(),
+            StorageState::Virtual(v) => v.fill.clone(),
         }
     }
 
@@ -414,6 +418,8 @@ impl Dataset {
                 }
                 return Ok(());
             }
+            // Its mappings were decoded and its sources opened on open.
+            StorageState::Virtual(_) => return Ok(()),
         };
         let max_grid: Vec<Option<u64>> = c
             .shape

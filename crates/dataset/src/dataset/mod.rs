@@ -32,10 +32,12 @@ mod scales;
 mod sequences;
 pub(crate) mod stream;
 mod strings;
+pub(crate) mod vds;
 mod write;
 
 pub use builder::{BitshuffleCompression, DatasetBuilder, FilterSpec};
 pub use stream::{RowWriter, Slab, Slabs};
+pub use vds::{VirtualMapping, VirtualSelection, VirtualView};
 
 /// Whole unfiltered chunks at least this large are written from the caller's buffer straight
 /// to the file; smaller ones are batched (many appended chunks, one write).
@@ -72,6 +74,8 @@ pub(crate) enum StorageState {
     Compact {
         data: Vec<u8>,
     },
+    /// A virtual dataset: its mappings, made concrete for the current extent.
+    Virtual(Arc<vds::Virtual>),
 }
 
 #[derive(Debug)]

@@ -26,6 +26,7 @@ impl Dataset {
     pub(super) fn extent_of(state: &DatasetState) -> (Vec<u64>, Vec<Option<u64>>) {
         match &state.storage {
             StorageState::Chunked(c) => (c.shape.dims.clone(), c.shape.max_dims.clone()),
+            StorageState::Virtual(v) => (v.dims.clone(), v.max_dims.clone()),
             _ => (
                 state.dims_written.clone(),
                 state.dims_written.iter().map(|&d| Some(d)).collect(),
@@ -70,6 +71,16 @@ impl Dataset {
     }
 
     pub(super) fn load(file: &File, header: Addr, path: String) -> Result<DatasetState> {
+        Dataset::load_with(file, header, path, super::vds::VirtualView::default())
+    }
+
+    /// [`load`](Self::load), a virtual dataset's extent made in `view`.
+    pub(super) fn load_with(
+        file: &File,
+        header: Addr,
+        path: String,
+        view: super::vds::VirtualView,
+    ) -> Result<DatasetState> {
         let f = &file.inner.store;
         let (mut space, mut dtype, mut layout, mut pipeline, mut fill) =
             (None, None, None, None, None);
@@ -174,7 +185,16 @@ impl Dataset {
             DataLayout::Legacy(l) => l.upgraded(data_bytes(&dims, elem)),
             l => l,
         };
+        let mut dims = dims;
         let storage = match layout {
+            DataLayout::Virtual { heap, index, .. } => {
+                let v = super::vds::Virtual::load(
+                    file, header, &path, heap, index, &dims, &max_dims, dtype, fill_bytes, view,
+                )?;
+                // The extent the sources give (what a flush would otherwise write back).
+                dims.clone_from(&v.dims);
+                StorageState::Virtual(Arc::new(v))
+            }
             DataLayout::Chunked(c) => {
                 let filtered = pipeline.as_ref().is_some_and(|p| !p.filters.is_empty());
                 let chunk_bytes = c

@@ -399,6 +399,12 @@ impl Dataset {
             let st = self.shared.state.read();
             let (epoch, version) = (f.epoch(), self.shared.version());
             let elem = st.dtype.size;
+            if let StorageState::Virtual(v) = &st.storage {
+                // Sources are read without this dataset's lock.
+                let v = Arc::clone(v);
+                drop(st);
+                return v.read(&self.file, h, out);
+            }
             let StorageState::Chunked(c) = &st.storage else {
                 return read_unchunked(&st, &self.shared.dims.read().0, h, out, f);
             };
@@ -878,6 +884,9 @@ fn read_unchunked(
     let (path, header) = (&st.path, st.header);
     let (whole, base): (Cow<'_, [u8]>, u64) = match &st.storage {
         StorageState::Chunked(_) => return Err(Error::Internal("a chunked dataset read whole")),
+        StorageState::Virtual(_) => {
+            return Err(Error::Internal("a virtual dataset read as stored data"));
+        }
         StorageState::Contiguous {
             external: Some(e), ..
         } => {

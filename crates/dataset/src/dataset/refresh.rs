@@ -31,11 +31,15 @@ impl Dataset {
         // version moves).
         let mut st = self.shared.write();
         let (header, path) = (st.header, st.path.clone());
+        let view = match &st.storage {
+            StorageState::Virtual(v) => v.view,
+            _ => super::vds::VirtualView::default(),
+        };
         // Only what changed is read again: each cached block is checked by its checksum (4
         // bytes) before its next use, and read whole only if that changed.
         f.cache.mark_stale();
         f.pages.clear();
-        let state = self.load_fresh(header, &path)?;
+        let state = self.load_fresh(header, &path, view)?;
         if state.dtype != self.shared.dtype {
             return Err(Error::corrupt(
                 "dataset",
@@ -60,14 +64,19 @@ impl Dataset {
     /// The dataset's state read from the file again. The object header is read past any
     /// cached copy; a header caught mid-write (its checksum fails) is read again with
     /// back-off, as the metadata cache retries its entries for a SWMR reader.
-    fn load_fresh(&self, header: h5chunk_format::Addr, path: &str) -> Result<super::DatasetState> {
+    fn load_fresh(
+        &self,
+        header: h5chunk_format::Addr,
+        path: &str,
+        view: super::vds::VirtualView,
+    ) -> Result<super::DatasetState> {
         let f = &self.file.inner.store;
         crate::store::with_backoff(
             h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS,
             |e| matches!(e, Error::Format(_)),
             |_| {
                 f.forget_header(header);
-                Dataset::load(&self.file, header, path.to_owned())
+                Dataset::load_with(&self.file, header, path.to_owned(), view)
             },
         )
     }

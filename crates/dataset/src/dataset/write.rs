@@ -397,6 +397,9 @@ impl Dataset {
             return e.write_selection(h, &dims, &data, elem);
         }
         let StorageState::Chunked(c) = storage else {
+            if matches!(storage, StorageState::Virtual(_)) {
+                return Err(Error::Unsupported("writing to a virtual dataset"));
+            }
             return Err(Error::Unsupported("writing contiguous or compact datasets"));
         };
         let chunk = c.shape.chunk.clone();

@@ -11,6 +11,8 @@
 //! |               | `nd` chunk dims (u32 each; the last is the element size in bytes)     |
 //! | chunked, v4/5 | flags (u8), `nd` (u8), `enc` (u8, 1..8), `nd` dims of `enc` bytes,    |
 //! |               | chunk index type (u8), index parameters, index address (O)            |
+//! | virtual, v4/5 | global heap collection address (O) and object index (u32) of the      |
+//! |               | mappings ([`crate::vds`]); undefined address and 0 when there are none |
 //!
 //! Chunk index types and their parameters (version 4 and 5):
 //!
@@ -26,7 +28,7 @@
 //! Version 5 (libhdf5 2.0) has the version 4 wire layout. Versions 1 and 2 are decoded for
 //! reading only: version (1), dimensionality (1), layout class (1), reserved (5), address (O,
 //! contiguous and chunked only), dims (u32 each), and for compact storage a u32 size and the
-//! raw data. Virtual layouts are not supported.
+//! raw data.
 
 use crate::addr::Addr;
 use crate::cursor::{Decoder, Encoder};
@@ -345,6 +347,16 @@ pub enum DataLayout {
     },
     /// Class 2: chunked storage.
     Chunked(ChunkedLayout),
+    /// Class 3: a virtual dataset (versions 4 and 5), whose mappings live in a global heap
+    /// object.
+    Virtual {
+        /// Message version.
+        version: LayoutVersion,
+        /// The global heap collection holding the mappings; `None` when there are none.
+        heap: Option<Addr>,
+        /// The mappings' object index in that collection.
+        index: u32,
+    },
 }
 
 impl DataLayout {
@@ -352,9 +364,9 @@ impl DataLayout {
     pub fn version(&self) -> u8 {
         match self {
             DataLayout::Legacy(l) => l.version,
-            DataLayout::Compact { version, .. } | DataLayout::Contiguous { version, .. } => {
-                version.number()
-            }
+            DataLayout::Compact { version, .. }
+            | DataLayout::Contiguous { version, .. }
+            | DataLayout::Virtual { version, .. } => version.number(),
             DataLayout::Chunked(c) => c.version.number(),
         }
     }
@@ -395,7 +407,15 @@ impl DataLayout {
             }
             2 if version == LayoutVersion::V3 => decode_chunked_v3(d).map(DataLayout::Chunked),
             2 => decode_chunked_v4(d, version).map(DataLayout::Chunked),
-            3 if version != LayoutVersion::V3 => Err(d.unsupported(at, "virtual dataset layout")),
+            3 if version != LayoutVersion::V3 => {
+                let heap = d.offset()?;
+                let index = d.u32()?;
+                Ok(DataLayout::Virtual {
+                    version,
+                    heap,
+                    index,
+                })
+            }
             c => Err(d.bad_value(at, "layout class", u64::from(c))),
         }
     }
@@ -431,6 +451,22 @@ impl DataLayout {
                 e.length(*size, "raw data size")
             }
             DataLayout::Chunked(c) => encode_chunked(c, e),
+            DataLayout::Virtual {
+                version,
+                heap,
+                index,
+            } => {
+                if *version == LayoutVersion::V3 {
+                    return Err(unencodable(
+                        "a virtual layout needs layout message version 4".to_owned(),
+                    ));
+                }
+                e.u8(version.number());
+                e.u8(3);
+                e.offset(*heap, "virtual dataset mappings address")?;
+                e.u32(*index);
+                Ok(())
+            }
         }
     }
 
@@ -450,6 +486,7 @@ impl DataLayout {
             }
             DataLayout::Compact { data, .. } => data.len().saturating_add(4),
             DataLayout::Contiguous { .. } => o.saturating_add(l).saturating_add(2),
+            DataLayout::Virtual { .. } => o.saturating_add(6),
             DataLayout::Chunked(c) => match c.version {
                 LayoutVersion::V3 => c
                     .dims
@@ -1020,6 +1057,32 @@ mod tests {
     }
 
     #[test]
+    fn decode_virtual_layout() {
+        // What h5py 3.16 wrote for a virtual dataset: version 4, class 3, the mappings'
+        // collection address and object index.
+        #[rustfmt::skip]
+        let b = [
+            4, 3,                                   // version 4, class virtual
+            0x00, 0x08, 0, 0, 0, 0, 0, 0,           // collection at 0x800
+            1, 0, 0, 0,                             // object 1
+        ];
+        let l = decode(&b).unwrap();
+        assert_eq!(
+            l,
+            DataLayout::Virtual {
+                version: LayoutVersion::V4,
+                heap: Some(Addr(0x800)),
+                index: 1
+            }
+        );
+        assert_eq!(encode(&l), b);
+        assert_eq!(l.encoded_len(Sizes::DEFAULT), b.len());
+        for n in 0..b.len() {
+            assert!(decode(&b[..n]).is_err());
+        }
+    }
+
+    #[test]
     fn rejects_truncation() {
         for (name, bytes, _) in cases() {
             for n in 0..bytes.len() {
@@ -1047,11 +1110,6 @@ mod tests {
             Err(Error::BadVersion { version: 0, .. })
         ));
         let mut b = ea.clone();
-        b[1] = 3; // virtual
-        assert!(matches!(
-            decode(&b),
-            Err(Error::Unsupported { at: Addr(0xee), .. })
-        ));
         b[1] = 4;
         assert!(matches!(
             decode(&b),
