@@ -287,7 +287,9 @@ pub(crate) fn store_mappings(f: &Store, rank: usize, maps: &[VirtualMap]) -> Res
     .encode(f.sizes)?;
     let len = u32::try_from(block.len())
         .map_err(|_| Error::arg("virtual_map", "mappings of more than 4 GiB"))?;
-    let ids = crate::values::store_objects(f, &[&block], &[len])?;
+    // Written at once: the layout message that points at it is not followed by the header's
+    // flush dependencies (`meta` knows chunked layouts only).
+    let ids = crate::values::store_objects(f, &[&block], &[len], true)?;
     match ids.first() {
         Some(h5chunk_format::global_heap::HeapId {
             collection: Some(at),
