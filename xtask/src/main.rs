@@ -464,6 +464,21 @@ fn lint(args: &[String]) -> TaskResult {
             "--all-features",
             "--quiet",
         ]))?;
+    // The Python module is a workspace of its own (it links pyo3 only under maturin), so the
+    // workspace-wide commands above skip it: the same checks, through its manifest.
+    let python = root.join("crates/python/Cargo.toml");
+    run(cargo()
+        .current_dir(&root)
+        .arg("fmt")
+        .arg("--manifest-path")
+        .arg(&python)
+        .args(["--", "--check"]))?;
+    run(cargo()
+        .current_dir(&root)
+        .arg("clippy")
+        .arg("--manifest-path")
+        .arg(&python)
+        .args(["--all-targets", "--", "-D", "warnings"]))?;
     wasm_check(&root)
 }
 
