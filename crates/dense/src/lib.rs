@@ -3,7 +3,7 @@
 //! its object header holds (netCDF-4 files, h5py with `track_order=True` or
 //! `libver='latest'`, any object past 8 links or its header's room for attributes).
 //!
-//! Heaps are read with [`Heap`] and appended to through the functions of [`write`] (a heap
+//! Heaps are read with [`Heap`] and appended to through the functions of [`mod@write`] (a heap
 //! being appended to is held open, its newest block in memory, in the file's [`OpenHeaps`]).
 //! The file is reached through the [`Space`] seam: the crate above (`h5chunk`) implements it
 //! over its store; [`CacheSpace`] implements it over a bare metadata cache. Heap blocks are

@@ -23,7 +23,7 @@ pub enum BlockKind {
 /// Where a heap's bytes are: the file of the crate above, seen through its metadata cache.
 ///
 /// Blocks are handed to the cache with [`put_block`](Self::put_block), each with the blocks it
-/// points at, and written by the cache's flush, children first. [`CacheSpace`] is the plain
+/// points at, and written by the cache's flush, children first. [`CacheSpace`](crate::CacheSpace) is the plain
 /// implementation over a bare cache.
 pub trait Space {
     /// The metadata cache (B-tree nodes of the indexes live there too).
