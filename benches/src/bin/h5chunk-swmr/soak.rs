@@ -675,6 +675,12 @@ pub(crate) fn soak_main(args: &[String]) -> Result<bool, String> {
                     all_ok = false;
                 }
                 if let Some(p) = (o.probes > 0 && o.writer != "c").then_some(&rep.probes) {
+                    // As it comes (the table at the end sums them up).
+                    println!(
+                        "  readers at random instants: {} opens, {} failed, {} wrong, {} torn, \
+                         {} errors; {} overlapped a flush, {} began before the first flush ended",
+                        p.opens, p.failed, p.wrong, p.torn, p.errors, p.mid_flush, p.before_first
+                    );
                     for f in &p.failures {
                         println!("  FAILED (random-instant reader): {f}");
                     }
