@@ -93,13 +93,17 @@ const TASKS: &[Task] = &[
     },
     Task {
         name: "swmr-soak",
-        usage: "swmr-soak [--appends N] [--readers R] [--h5py-readers R] [--scenarios S,..] \
-                [--chunks E,..] [--deflate both|on|off] [--per-flush E] [--writer W] [--kill]",
-        help: "an h5chunk SWMR writer appends N elements per scenario (extensible array 1-D and \
-               2-D, v2 B-tree 2-D along each dimension and alternately, 3-D, fixed array), \
-               flushing as it goes, while R h5chunk and R h5py reader processes refresh and \
-               check every value they see; fails on any wrong value, reader error or \
-               write-order violation (defaults: N 1,000,000, R 5); --writer h5py|c: a libhdf5 \
+        usage: "swmr-soak [--appends N] [--readers R] [--h5py-readers R] [--probes P] \
+                [--scenarios S,..] [--chunks E,..] [--deflate both|on|off] [--per-flush E] \
+                [--durability sync|flush|none] [--writer W] [--kill]",
+        help: "an h5chunk SWMR writer with the default options appends N elements per scenario \
+               (extensible array 1-D and 2-D, v2 B-tree 2-D along each dimension and \
+               alternately, 3-D, fixed array, skip list, shrink, sparse), flushing as it goes, \
+               while R h5chunk and R h5py reader processes refresh and check every value they \
+               see, and P more h5chunk readers open at random instants (before the first \
+               flush, between and inside flushes), check every value, refresh and exit; fails \
+               on any failed open, wrong value, reader error or write-order violation \
+               (defaults: N 1,000,000, R 5, P 60: 1,200 opens); --writer h5py|c: a libhdf5 \
                writer (h5py, or benches/libhdf5/swmr_writer.c on the system's libhdf5) instead; \
                --kill: SIGKILL the writer at a random point, then check the file after clear",
         run: swmr_soak,
@@ -217,7 +221,8 @@ fn test(args: &[String]) -> TaskResult {
     // The Python module, a workspace of its own, built and tested against h5py.
     python_tests(&root, &python, &[])?;
     // The SWMR soak's short run: every scenario, chunks of 1 element and 64 KiB, with and
-    // without deflate, 2 h5chunk and 2 h5py readers each (about a minute).
+    // without deflate, 2 h5chunk and 2 h5py readers each, and 3 readers opened at random
+    // instants (about a minute; durability `flush`, for the time).
     eprintln!("xtask test: SWMR soak, short run");
     run_swmr_soak(
         &root,
@@ -226,8 +231,36 @@ fn test(args: &[String]) -> TaskResult {
             "20000",
             "--readers",
             "2",
+            "--probes",
+            "3",
+            "--durability",
+            "flush",
             "--chunks",
             "1,8192",
+            "--deflate",
+            "both",
+        ],
+        &[],
+    )?;
+    // Readers opened at random instants against writers with the default options (durability
+    // `sync`): every scenario, plain and shuffle+deflate, 6 each (120 opens, a few seconds);
+    // `cargo xtask swmr-soak` opens 1,200.
+    eprintln!("xtask test: SWMR soak, readers at random instants, default options");
+    run_swmr_soak(
+        &root,
+        &[
+            "--appends",
+            "5000",
+            "--per-flush",
+            "100",
+            "--readers",
+            "0",
+            "--h5py-readers",
+            "0",
+            "--probes",
+            "6",
+            "--chunks",
+            "16",
             "--deflate",
             "both",
         ],
@@ -244,6 +277,8 @@ fn test(args: &[String]) -> TaskResult {
             "20000",
             "--readers",
             "2",
+            "--durability",
+            "flush",
             "--chunks",
             "16",
             "--deflate",
@@ -607,6 +642,8 @@ fn swmr_soak(args: &[String]) -> TaskResult {
             "1000000",
             "--readers",
             "5",
+            "--probes",
+            "60",
             "--chunks",
             "16",
             "--deflate",

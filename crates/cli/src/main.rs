@@ -582,16 +582,16 @@ fn refs(
 
 fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
     let f = open(file)?;
-    let d = in_file(file, f.dataset(path))?;
+    let d = f.dataset(path).map_err(|e| in_dataset(file, path, &e))?;
     let mut lines = vec![
         format!("dataset: {}", d.path()),
         format!("type: {}", type_text(&d)),
         format!("shape: {}", dims_text(d.shape().into_iter().map(Some))),
         format!("max shape: {}", dims_text(d.max_shape())),
     ];
-    let filters = in_file(file, d.filters())?;
+    let filters = d.filters().map_err(|e| in_dataset(file, path, &e))?;
     let names: Vec<String> = filters.iter().map(ToString::to_string).collect();
-    let report = in_file(file, d.inspect())?;
+    let report = d.inspect().map_err(|e| in_dataset(file, path, &e))?;
     match (report, d.chunk()) {
         (Some(r), Some(chunk)) => {
             lines.push("layout: chunked".into());
@@ -735,9 +735,18 @@ fn selection_text(s: &h5chunk::VirtualSelection) -> String {
     }
 }
 
+/// An error about the dataset at `path` of `file`: the file, then the dataset, then what
+/// went wrong (a message's address in the error stays, after the dataset it belongs to).
+fn in_dataset(file: &Path, path: &str, e: &h5chunk::Error) -> String {
+    let text = e.to_string();
+    // Said once: an error that names the dataset after a message's address names it first.
+    let text = text.replacen(&format!(": {path}: "), ": ", 1);
+    format!("{}: {path}: {text}", file.display())
+}
+
 fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
     let f = open(file)?;
-    let d = in_file(file, f.dataset(path))?;
+    let d = f.dataset(path).map_err(|e| in_dataset(file, path, &e))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     let class = d.dtype().class;
     // Slab by slab: a dataset larger than memory streams through.
@@ -752,7 +761,7 @@ fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
             }
             for slab in d.slabs(SLAB_BYTES) {
                 let strings = (slab.and_then(|s| d.decode_strings(&s.bytes)))
-                    .map_err(|e| Ok(format!("{}: {e}", file.display())))?;
+                    .map_err(|e| Ok(in_dataset(file, path, &e)))?;
                 for s in strings {
                     out.write_all(s.as_bytes()).map_err(Err)?;
                     out.write_all(b"\n").map_err(Err)?;
@@ -775,7 +784,7 @@ fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
                 .map_err(Err)?;
         }
         for slab in d.slabs(SLAB_BYTES) {
-            let slab = slab.map_err(|e| Ok(format!("{}: {e}", file.display())))?;
+            let slab = slab.map_err(|e| Ok(in_dataset(file, path, &e)))?;
             out.write_all(&slab.bytes).map_err(Err)?;
         }
         out.flush().map_err(Err)

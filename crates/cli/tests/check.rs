@@ -354,6 +354,16 @@ fn check_reports_each_damaged_copy() {
             )) && report.contains("fletcher32 checksum mismatch"),
             "{report}"
         );
+        // `cat` stops at the chunk, and its one error line names the dataset first.
+        let out = run(&["cat", s(&damaged), "/gz"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("h5chunk: error: {}: /gz: ", damaged.display()))
+                && stderr.contains("fletcher32 checksum mismatch"),
+            "{stderr}"
+        );
     }
     // Unchecksummed v1 B-tree nodes, symbol table nodes and local heaps: a damaged signature.
     for sig in ["TREE", "SNOD", "HEAP"] {
@@ -609,7 +619,10 @@ fn impossible_dataspaces_are_errors_under_a_memory_limit() {
                 assert!(problem.contains(m.expect), "{ctx}");
             } else {
                 assert_eq!(stderr.lines().count(), 1, "{ctx}");
-                assert!(stderr.starts_with("h5chunk: error: "), "{ctx}");
+                // The dataset named first (after the file), once.
+                let named = format!("h5chunk: error: {}: {}: ", file.display(), m.dataset);
+                assert!(stderr.starts_with(&named), "{ctx}");
+                assert_eq!(stderr.matches(m.dataset.as_str()).count(), 1, "{ctx}");
                 assert!(stderr.contains(m.expect), "{ctx}");
                 assert!(stdout.is_empty(), "{ctx}");
             }

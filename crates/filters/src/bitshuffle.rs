@@ -255,7 +255,7 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
         return Err(corrupt("the chunk is not a whole number of elements"));
     }
     let (sizes, leftover) = blocks(size, &p);
-    let mut out = vec![0u8; size];
+    let mut out = crate::zeroed("bitshuffle", size)?;
     let mut at = 0usize;
     let mut planes = Vec::new();
     for len in sizes {
@@ -279,7 +279,10 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
                 planes.clear();
                 match p.mode {
                     Mode::Zstd(_) => zstd::decompress_exact(stored, len, &mut planes)?,
-                    _ => lz4::decompress_block(stored, len, &mut planes).map_err(corrupt)?,
+                    _ => {
+                        crate::reserve(&mut planes, "bitshuffle", len)?;
+                        lz4::decompress_block(stored, len, &mut planes).map_err(corrupt)?;
+                    }
                 }
                 planes.as_slice()
             }

@@ -75,10 +75,12 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
         .filter(|_| ctbytes >= HEADER)
         .ok_or_else(|| corrupt(format!("declares {ctbytes} bytes, the chunk holds fewer")))?;
     if flags & FLAG_MEMCPYED != 0 {
-        return data
+        let raw = data
             .get(HEADER..HEADER.saturating_add(nbytes))
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| corrupt("truncated raw buffer"));
+            .ok_or_else(|| corrupt("truncated raw buffer"))?;
+        let mut out = crate::buffer("blosc", raw.len())?;
+        out.extend_from_slice(raw);
+        return Ok(out);
     }
     let typesize = usize::from(typesize);
     if typesize == 0 || (blocksize == 0 && nbytes != 0) {
@@ -102,7 +104,7 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
     if nblocks.saturating_mul(4) > data.len().saturating_sub(HEADER) {
         return Err(corrupt("block offsets past the end of the buffer"));
     }
-    let mut out = Vec::with_capacity(nbytes);
+    let mut out = crate::buffer("blosc", nbytes)?;
     let mut tmp = Vec::new();
     for j in 0..nblocks {
         let start = le32(data, HEADER.saturating_add(j.saturating_mul(4)))?;
@@ -178,14 +180,22 @@ impl Codec {
     ) -> Result<(), FilterError> {
         let before = out.len();
         match self {
-            Codec::BloscLz => blosclz_decompress(src, len, out)?,
-            Codec::Lz4 => lz4::decompress_block(src, len, out).map_err(corrupt)?,
+            Codec::BloscLz => {
+                crate::reserve(out, "blosc", len)?;
+                blosclz_decompress(src, len, out)?;
+            }
+            Codec::Lz4 => {
+                crate::reserve(out, "blosc", len)?;
+                lz4::decompress_block(src, len, out).map_err(corrupt)?;
+            }
             Codec::Zstd => zstd::decompress_exact(src, len, out)?,
             Codec::Zlib => {
+                // The split's room (and a byte to see an overrun), allocated fallibly.
+                crate::reserve(out, "blosc", len.saturating_add(1))?;
                 flate2::read::ZlibDecoder::new(src)
                     .take(u64::try_from(len).unwrap_or(u64::MAX).saturating_add(1))
                     .read_to_end(out)
-                    .map_err(|e| corrupt(e.to_string()))?;
+                    .map_err(|e| crate::stream_error("blosc", &e, len))?;
             }
         }
         let got = out.len().saturating_sub(before);

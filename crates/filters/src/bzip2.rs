@@ -28,13 +28,14 @@ pub fn compress(data: &[u8], level: u32) -> Result<Vec<u8>, FilterError> {
         .map_err(|err| corrupt(err.to_string()))
 }
 
-/// Decompress, refusing to produce more than `limit` bytes.
+/// Decompress, refusing to produce more than `limit` bytes. The output's room (`limit` and
+/// one byte, to see an overrun) is allocated fallibly up front, so the decoder never grows it.
 pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
-    let mut out = Vec::with_capacity(limit.min(1 << 24));
+    let mut out = crate::buffer("bzip2", limit.saturating_add(1))?;
     BzDecoder::new(data)
         .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
         .read_to_end(&mut out)
-        .map_err(|err| corrupt(err.to_string()))?;
+        .map_err(|err| crate::stream_error("bzip2", &err, limit))?;
     if out.len() > limit {
         return Err(corrupt(format!("decodes past {limit} bytes")));
     }

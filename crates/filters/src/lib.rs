@@ -7,7 +7,8 @@
 //! This crate knows the on-disk encoding of chunks, nothing of files: it depends on
 //! `h5chunk-format` for the Filter Pipeline message only. Every decoder is bounded by the size
 //! the chunk must decode to; a size a chunk declares is checked against it before it sizes an
-//! allocation.
+//! allocation, and every buffer is allocated fallibly: one the process cannot have (a memory or
+//! address-space limit) is [`FilterError::OutOfMemory`], not an abort.
 //!
 //! ```
 //! use h5chunk_filters::Pipeline;
@@ -86,6 +87,17 @@ pub enum FilterError {
         /// What is wrong.
         reason: String,
     },
+    /// A buffer the chunk's decoding needs could not be allocated (the process's memory or
+    /// address-space limit): the chunk is larger than this process may hold, not corrupt.
+    /// Every buffer a decoder allocates is first checked against the size the chunk must
+    /// decode to, and then allocated fallibly.
+    #[error("{filter}: cannot allocate {bytes} bytes")]
+    OutOfMemory {
+        /// The filter's name.
+        filter: &'static str,
+        /// The allocation refused.
+        bytes: usize,
+    },
     /// The filter's parameters (client data) are unusable.
     #[error("{filter}: bad parameters {client_data:?}")]
     BadParameters {
@@ -139,6 +151,49 @@ pub fn filter_name(filter: u16) -> Option<&'static str> {
         32030 => "TERSE/PROMISE",
         _ => return None,
     })
+}
+
+/// Room for `additional` more bytes in `v`, allocated fallibly.
+pub(crate) fn reserve(
+    v: &mut Vec<u8>,
+    filter: &'static str,
+    additional: usize,
+) -> Result<(), FilterError> {
+    v.try_reserve_exact(additional)
+        .map_err(|_| FilterError::OutOfMemory {
+            filter,
+            bytes: additional,
+        })
+}
+
+/// An empty buffer with room for `bytes`, allocated fallibly.
+pub(crate) fn buffer(filter: &'static str, bytes: usize) -> Result<Vec<u8>, FilterError> {
+    let mut v = Vec::new();
+    reserve(&mut v, filter, bytes)?;
+    Ok(v)
+}
+
+/// `len` zero bytes, allocated fallibly.
+pub(crate) fn zeroed(filter: &'static str, len: usize) -> Result<Vec<u8>, FilterError> {
+    let mut v = buffer(filter, len)?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
+/// A streaming decoder's error: running out of memory as it grew its output is
+/// [`FilterError::OutOfMemory`], anything else is corruption.
+pub(crate) fn stream_error(filter: &'static str, e: &std::io::Error, have: usize) -> FilterError {
+    if e.kind() == std::io::ErrorKind::OutOfMemory {
+        FilterError::OutOfMemory {
+            filter,
+            bytes: have,
+        }
+    } else {
+        FilterError::Corrupt {
+            filter,
+            reason: e.to_string(),
+        }
+    }
 }
 
 /// One filter of a pipeline, ready to run.
@@ -293,7 +348,7 @@ impl Pipeline {
             }
             data = match stage {
                 Stage::Deflate { .. } => deflate::decompress(&data, limit)?,
-                Stage::Shuffle { element_size } => shuffle::unshuffle(&data, *element_size),
+                Stage::Shuffle { element_size } => shuffle::unshuffle(&data, *element_size)?,
                 Stage::Fletcher32 => fletcher32::verify_and_strip(data)?,
                 Stage::Lzf => lzf::decompress(&data, limit)?,
                 Stage::Lz4 { .. } => lz4::decompress(&data, limit)?,

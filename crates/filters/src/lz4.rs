@@ -201,7 +201,9 @@ pub fn decompress_block(
 ) -> Result<(), &'static str> {
     let start = out.len();
     let end = start.checked_add(expected).ok_or("output too long")?;
-    out.reserve(expected);
+    // The callers reserve this room already (as a typed error); this reservation is then free.
+    out.try_reserve_exact(expected)
+        .map_err(|_| "cannot allocate the block's output")?;
     let mut rest = src;
     let next = |rest: &mut &[u8]| -> Result<usize, &'static str> {
         let (&b, tail) = rest.split_first().ok_or("truncated block")?;
@@ -321,7 +323,7 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
     if block == 0 && size != 0 {
         return Err(corrupt("block size 0"));
     }
-    let mut out = Vec::with_capacity(size);
+    let mut out = crate::buffer("lz4", size)?;
     while out.len() < size {
         let this = block.min(size.saturating_sub(out.len()));
         let (len, tail) = rest

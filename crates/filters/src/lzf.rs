@@ -97,7 +97,8 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
     };
     // Whether `len` more bytes fit under `limit`.
     let fits = |have: usize, len: usize| have.checked_add(len).is_some_and(|end| end <= limit);
-    let mut out: Vec<u8> = Vec::with_capacity(limit.min(1 << 24));
+    // All the room the output may fill, allocated fallibly: it never grows past it.
+    let mut out = crate::buffer("lzf", limit)?;
     let mut rest = data;
     while let Some((&ctrl, tail)) = rest.split_first() {
         rest = tail;

@@ -34,10 +34,10 @@ pub fn shuffle(data: &[u8], element_size: usize) -> Vec<u8> {
 }
 
 /// Undo [`shuffle`].
-pub fn unshuffle(data: &[u8], element_size: usize) -> Vec<u8> {
-    let mut out = vec![0u8; data.len()];
+pub fn unshuffle(data: &[u8], element_size: usize) -> Result<Vec<u8>, crate::FilterError> {
+    let mut out = crate::zeroed("shuffle", data.len())?;
     unshuffle_into(data, element_size, &mut out);
-    out
+    Ok(out)
 }
 
 /// [`unshuffle`] into `out` (as long as `data`; a shorter `out` gets what fits).
@@ -136,7 +136,7 @@ mod tests {
                         }
                     }
                 }
-                assert_eq!(unshuffle(&s, es), d, "es {es} len {len}");
+                assert_eq!(unshuffle(&s, es).unwrap(), d, "es {es} len {len}");
             }
         }
     }

@@ -142,11 +142,13 @@ pub fn decompress_into(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<()
     check_frame_header(src, limit)?;
     let mut decoder = StreamingDecoder::new(src).map_err(|e| corrupt(e.to_string()))?;
     let before = out.len();
-    out.reserve(limit.min(1 << 24));
+    // All the room the frames may fill (and a byte to see an overrun), allocated fallibly up
+    // front: the decoder never grows `out`.
+    crate::reserve(out, "zstd", limit.saturating_add(1))?;
     (&mut decoder)
         .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
         .read_to_end(out)
-        .map_err(|e| corrupt(e.to_string()))?;
+        .map_err(|e| crate::stream_error("zstd", &e, limit))?;
     if out.len().saturating_sub(before) > limit {
         return Err(corrupt(format!("decodes past {limit} bytes")));
     }

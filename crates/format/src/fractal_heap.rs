@@ -32,6 +32,10 @@ pub const DIRECT_SIGNATURE: &[u8; 4] = b"FHDB";
 /// Flag bit: direct blocks carry a checksum.
 const FLAG_CHECKSUM_DIRECT: u8 = 0x02;
 
+/// The largest direct block libhdf5 makes (`H5HF_MAX_DIRECT_SIZE_LIMIT`, 2 GiB): a header
+/// whose maximum direct block size is larger is refused.
+pub const MAX_DIRECT_LIMIT: u64 = 2 << 30;
+
 /// The largest header: fixed fields at the widest sizes, without a filter pipeline.
 pub const MAX_HEADER_LEN: usize = 4 + 1 + 2 + 2 + 1 + 4 + 12 * 8 + 2 * 8 + 2 + 2 + 8 + 2 + 4;
 
@@ -175,9 +179,12 @@ impl Header {
         if width == 0 || !width.is_power_of_two() || width > 4096 {
             return Err(d.bad_value(w_at, "table width", u64::from(width)));
         }
+        // libhdf5 makes no direct block over 2 GiB (`H5HF_MAX_DIRECT_SIZE_LIMIT`): a larger
+        // maximum would let the file size a block a reader holds in memory.
         if !start_block.is_power_of_two()
             || !max_direct.is_power_of_two()
             || max_direct < start_block
+            || max_direct > MAX_DIRECT_LIMIT
         {
             return Err(d.invalid(
                 w_at,

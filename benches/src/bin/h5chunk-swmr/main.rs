@@ -22,22 +22,33 @@
 //! free to shrink.
 //!
 //! The writer records its metadata writes and checks their order against the flush
-//! dependencies after every flush (`h5chunk_cache::check_write_order`).
+//! dependencies after every flush (`h5chunk_cache::check_write_order`). The h5chunk writer
+//! runs with the library's default options (`FileOptions { swmr_write: true, .. }`, so
+//! durability `sync`), unless `--durability` says otherwise.
 //!
-//! `h5chunk-swmr soak --appends N --readers R [--h5py-readers R] [--scenarios a,b]
-//!  [--chunks 1,8192] [--deflate both|on|off] [--per-flush E] [--python PY] [--dir D]`
+//! Besides the readers that follow the whole run, each run opens `--probes P` more reader
+//! processes at random instants ([`probe`]): before the first flush completes, between
+//! flushes and inside them. Each opens the file once as a SWMR reader (no retry), checks
+//! every element it sees, refreshes a few times and exits; the soak counts their opens,
+//! failed opens and wrong values, and which opens overlapped a flush.
 //!
-//! prints one line per run and a summary; exits non-zero on any wrong value, reader error or
-//! write-order violation.
+//! `h5chunk-swmr soak --appends N --readers R [--h5py-readers R] [--probes P] [--scenarios a,b]
+//!  [--chunks 1,8192] [--deflate both|on|off] [--per-flush E] [--durability D] [--python PY]
+//!  [--dir D]`
+//!
+//! prints one line per run, a table of the random-instant readers and a summary; exits
+//! non-zero on any wrong value, reader error, failed open or write-order violation.
 //!
 //! The program's parts: [`scenario`] (what is written and what every element holds),
 //! [`write`](mod@write) (the writer), [`read`](mod@read) (an h5chunk reader, and the h5py reader's script),
-//! [`soak`] (the soak: runs, readers, kills), [`poll`] and [`bench`](mod@bench) (`cargo xtask bench --swmr`:
+//! [`probe`] (a reader opened at a random instant), [`soak`] (the soak: runs, readers, random
+//! instants, kills), [`poll`] and [`bench`](mod@bench) (`cargo xtask bench --swmr`:
 //! polling readers and timed writers), [`common`] (what they share).
 
 mod bench;
 mod common;
 mod poll;
+mod probe;
 mod read;
 mod scenario;
 mod soak;
@@ -45,6 +56,7 @@ mod write;
 
 use bench::bench_main;
 use poll::poll_main;
+use probe::probe_main;
 use read::read_main;
 use soak::soak_main;
 use write::write_main;
@@ -53,12 +65,15 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("read") => read_main(&args[1..]).map(|()| true),
+        Some("probe") => probe_main(&args[1..]).map(|()| true),
         Some("soak") => soak_main(&args[1..]),
         Some("write") => write_main(&args[1..]).map(|()| true),
         Some("poll") => poll_main(&args[1..]).map(|()| true),
         Some("bench") => bench_main(&args[1..]),
         _ => Err(
-            "usage: h5chunk-swmr soak [options] | read [options] | write PATH SCENARIO ..".into(),
+            "usage: h5chunk-swmr soak [options] | read [options] | probe [options] | write PATH \
+             SCENARIO .."
+                .into(),
         ),
     };
     match result {

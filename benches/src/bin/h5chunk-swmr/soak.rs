@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use h5chunk::{File, IndexKind};
 
 use crate::common::{dims_text, parse_dims, result_fields, this_program, write_atomically};
+use crate::probe::ProbeReport;
 use crate::read::{H5PY_READER, ReaderReport};
 use crate::scenario::{FILL, Grow, SCENARIOS, Scenario, for_each_coord, oracle, scenario};
 
@@ -28,8 +29,12 @@ pub(crate) struct Options {
     pub(crate) c_writer: Option<PathBuf>,
     /// Kill the writer with SIGKILL at a random point of each run.
     pub(crate) kill: bool,
-    /// Seeds the kill points.
+    /// Seeds the kill points and the readers' random instants.
     pub(crate) seed: u64,
+    /// Reader processes opened at random instants of each run (see [`Probes`]).
+    pub(crate) probes: usize,
+    /// The h5chunk writer's durability (`None`: the library's default, `sync`).
+    pub(crate) durability: Option<String>,
 }
 
 pub(crate) fn parse_soak(args: &[String]) -> Result<Options, String> {
@@ -47,6 +52,8 @@ pub(crate) fn parse_soak(args: &[String]) -> Result<Options, String> {
         c_writer: None,
         kill: false,
         seed: 1,
+        probes: 5,
+        durability: None,
     };
     let mut it = args.iter();
     while let Some(k) = it.next() {
@@ -60,6 +67,8 @@ pub(crate) fn parse_soak(args: &[String]) -> Result<Options, String> {
             "--seed" => o.seed = num(v)?,
             "--appends" => o.appends = num(v)?,
             "--readers" => o.readers = num(v)? as usize,
+            "--probes" => o.probes = num(v)? as usize,
+            "--durability" => o.durability = Some(v.clone()),
             "--h5py-readers" => o.h5py_readers = num(v)? as usize,
             "--scenarios" => o.scenarios = v.split(',').map(str::to_owned).collect(),
             "--chunks" => o.chunks = v.split(',').map(num).collect::<Result<_, _>>()?,
@@ -98,6 +107,8 @@ pub(crate) struct RunReport {
     pub(crate) failures: Vec<String>,
     /// The writer was killed after completing the flush of this extent.
     pub(crate) killed: Option<Vec<u64>>,
+    /// The readers opened at random instants.
+    pub(crate) probes: ProbeTally,
 }
 
 pub(crate) fn spawn_reader(mut cmd: Command) -> Result<(Child, BufReader<ChildStdout>), String> {
@@ -279,8 +290,15 @@ pub(crate) fn run_external(
         "h5chunk" => this_program("write")?,
         other => return Err(format!("unknown writer {other} (h5chunk, h5py or c)")),
     };
+    cmd.args(&args);
+    if o.writer == "h5chunk" {
+        // The library's default options, as a user's SWMR writer.
+        cmd.arg("--default-options");
+        if let Some(d) = &o.durability {
+            cmd.args(["--durability", d]);
+        }
+    }
     let mut writer = cmd
-        .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -295,10 +313,16 @@ pub(crate) fn run_external(
         return Err(format!("the {} writer did not start: {line:?}", o.writer));
     }
     let readers = spawn_readers(o, sc, paths, chunk_elems)?;
+    let seed = o.seed ^ chunk_elems.rotate_left(17) ^ u64::from(deflate).rotate_left(40);
+    let mut probes = Probes::new(o, sc, paths, chunk_elems, seed)?;
     let started = Instant::now();
     let mut stdin = writer.stdin.take().ok_or("no writer stdin")?;
     writeln!(stdin, "go").map_err(|e| format!("writer: {e}"))?;
-    // The writer's lines, as they come: `flushed DIMS` after each completed flush.
+    // The readers due at the start open before the first flush completes (or inside it),
+    // with nothing flushed they must see.
+    probes.flushed(0, &[], 0, started);
+    // The writer's lines, as they come: `flushed DIMS\tSTART\tEND` after each completed
+    // flush.
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let pump = std::thread::spawn(move || {
         for line in out.lines().map_while(Result::ok) {
@@ -311,18 +335,40 @@ pub(crate) fn run_external(
     // --kill: SIGKILL after a random number of completed flushes (up to about half the run's),
     // a random few hundred microseconds later: often inside the next flush.
     let expected = (o.appends / per_flush).max(2);
-    let kill_after = o.kill.then(|| 1 + rng.next_u64() % (expected / 2).max(1));
+    // (The h5chunk writer's runs: the kill checks what h5chunk's journal restores.)
+    let kill_after =
+        (o.kill && o.writer == "h5chunk").then(|| 1 + rng.next_u64() % (expected / 2).max(1));
     let (mut text, mut flushed, mut nflush, mut killed) = (String::new(), None, 0u64, false);
-    while let Ok(line) = rx.recv() {
-        if let Some(d) = line.strip_prefix("flushed ") {
-            flushed = parse_dims(d);
+    loop {
+        let line = match rx.recv_timeout(probes.wait()) {
+            Ok(line) => line,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                probes.fire_due()?;
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        if let Some(rest) = line.strip_prefix("flushed ") {
+            let mut fields = rest.split('\t');
+            flushed = fields.next().and_then(parse_dims);
+            let mut num = || fields.next().and_then(|t| t.parse::<u64>().ok());
+            let (start, end, elements) = (num(), num(), num());
+            if let (Some(a), Some(b)) = (start, end) {
+                probes.flush_times.push((a, b));
+            }
             nflush += 1;
             if !killed && kill_after.is_some_and(|k| nflush >= k) {
                 std::thread::sleep(Duration::from_micros(rng.next_u64() % 800));
                 let _ = writer.kill();
                 killed = true;
+                // A dead writer's file is `h5chunk clear`'s: no reader opens it from now on.
+                probes.stop();
+            }
+            if let (Some(d), Some(e)) = (&flushed, elements) {
+                probes.flushed(nflush, d, e, started);
             }
         }
+        probes.fire_due()?;
         text.push_str(&line);
         text.push('\n');
     }
@@ -354,7 +400,10 @@ pub(crate) fn run_external(
         // Readers wait for it: a writer that failed must not leave them waiting.
         write_atomically(&paths.done, "0")?;
     }
+    // Readers still due (the writer flushed fewer times than expected) open now, after it.
+    probes.finish()?;
     collect(readers, started, &mut rep)?;
+    rep.probes = probes.collect();
     if let Some(last) = rep.killed.clone()
         && let Err(e) = after_kill(o, sc, paths, &last)
     {
@@ -433,7 +482,8 @@ pub(crate) fn after_kill(
 }
 
 /// The h5py writer of `--writer h5py`: the scenarios of [`scenario`] through h5py (libhdf5
-/// 2.0), with the protocol of `benches/libhdf5/swmr_writer.c`.
+/// 2.0), with the protocol of `benches/libhdf5/swmr_writer.c`, and the `flushed` lines of
+/// the h5chunk writer.
 pub(crate) const H5PY_WRITER: &str = r#"
 import sys, time
 import h5py, numpy as np
@@ -470,6 +520,11 @@ def announce(p, d):
         fh.write(' '.join(str(x) for x in d))
     import os
     os.replace(p + '.tmp', p)
+def flushed(d, t1):
+    # As the h5chunk writer: the extent flushed, the flush's wall-clock interval and the
+    # elements written so far.
+    t2 = int(time.time() * 1e6)
+    print('flushed ' + ' '.join(str(x) for x in d) + f'\t{t1}\t{t2}\t{elements}', flush=True)
 kw = dict(compression='gzip', compression_opts=4, shuffle=True) if deflate == '1' else {}
 f = h5py.File(path, 'w', libver='latest')
 d = f.create_dataset('x', shape=tuple(dims), maxshape=tuple(maxshape), chunks=tuple(chunk),
@@ -516,12 +571,16 @@ while elements < n:
     if since >= per_flush:
         since = 0
         announce(bound, [min(filled + ahead, total_rows), 8] if grow == 'fill' else dims)
+        t1 = int(time.time() * 1e6)
         d.flush()
         flushes += 1
+        flushed([filled, 8] if grow == 'fill' else dims, t1)
 last = [filled, 8] if grow == 'fill' else dims
 announce(bound, last)
+t1 = int(time.time() * 1e6)
 d.flush()
 flushes += 1
+flushed(last, t1)
 announce(done, last)
 f.close()
 print(f'RESULT appends={elements} flushes={flushes} seconds={time.perf_counter() - t0:.6f}', flush=True)
@@ -531,6 +590,7 @@ pub(crate) fn soak_main(args: &[String]) -> Result<bool, String> {
     let o = parse_soak(args)?;
     let mut all_ok = true;
     let mut totals = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut probe_rows: Vec<(String, ProbeTally)> = Vec::new();
     println!(
         "{:<11} {:>6} {:>4} {:>9} {:>7} {:>8} {:>9} {:>10} {:>12} {:>6} {:>5} {:>6} {:>8}",
         "scenario",
@@ -614,6 +674,34 @@ pub(crate) fn soak_main(args: &[String]) -> Result<bool, String> {
                 {
                     all_ok = false;
                 }
+                if let Some(p) = (o.probes > 0 && o.writer != "c").then_some(&rep.probes) {
+                    // As it comes (the table at the end sums them up).
+                    println!(
+                        "  readers at random instants: {} opens, {} failed, {} wrong, {} torn, \
+                         {} errors; {} overlapped a flush, {} began before the first flush ended",
+                        p.opens, p.failed, p.wrong, p.torn, p.errors, p.mid_flush, p.before_first
+                    );
+                    for f in &p.failures {
+                        println!("  FAILED (random-instant reader): {f}");
+                    }
+                    if p.failed > 0
+                        || p.wrong > 0
+                        || p.errors > 0
+                        || (p.torn > 0 && o.writer == "h5chunk")
+                        || (rep.killed.is_none() && p.opens != o.probes as u64)
+                    {
+                        all_ok = false;
+                    }
+                    probe_rows.push((
+                        format!(
+                            "{:<11} {:>6} {:>4}",
+                            sc.name,
+                            chunk,
+                            if deflate { "yes" } else { "no" }
+                        ),
+                        p.clone(),
+                    ));
+                }
                 totals.0 += rep.elements;
                 totals.1 += refreshes;
                 totals.2 += checked;
@@ -623,9 +711,351 @@ pub(crate) fn soak_main(args: &[String]) -> Result<bool, String> {
             }
         }
     }
+    let mut all = ProbeTally::default();
+    if !probe_rows.is_empty() {
+        println!();
+        println!(
+            "Readers opened at random instants ({} writer{}): one SWMR open each, every \
+             value checked, then refreshes",
+            o.writer,
+            match (o.writer.as_str(), &o.durability) {
+                ("h5chunk", None) => ", default options".to_owned(),
+                ("h5chunk", Some(d)) => format!(", default options but durability {d}"),
+                _ => String::new(),
+            }
+        );
+        let head = |t: &ProbeTally, label: &str| {
+            println!(
+                "{label:<23} {:>6} {:>7} {:>6} {:>5} {:>6} {:>9} {:>12} {:>9} {:>8} {:>5}",
+                t.opens,
+                t.failed,
+                t.wrong,
+                t.torn,
+                t.errors,
+                t.refreshes,
+                t.checked,
+                t.mid_flush,
+                t.before_first,
+                t.late
+            )
+        };
+        println!(
+            "{:<23} {:>6} {:>7} {:>6} {:>5} {:>6} {:>9} {:>12} {:>9} {:>8} {:>5}",
+            "scenario  chunk  zip",
+            "opens",
+            "failed",
+            "wrong",
+            "torn",
+            "errors",
+            "refreshes",
+            "checked",
+            "mid-flush",
+            "<1st",
+            "late"
+        );
+        for (label, t) in &probe_rows {
+            head(t, label);
+            all.opens += t.opens;
+            all.failed += t.failed;
+            all.wrong += t.wrong;
+            all.torn += t.torn;
+            all.errors += t.errors;
+            all.refreshes += t.refreshes;
+            all.checked += t.checked;
+            all.mid_flush += t.mid_flush;
+            all.before_first += t.before_first;
+            all.late += t.late;
+        }
+        head(&all, "total");
+    }
     println!(
-        "SUMMARY appends={} refreshes={} checked={} wrong_or_errors={} torn={} retries={} ok={all_ok}",
-        totals.0, totals.1, totals.2, totals.3, totals.5, totals.4
+        "SUMMARY appends={} refreshes={} checked={} wrong_or_errors={} torn={} retries={} \
+         opens={} failed_opens={} open_wrong={} open_errors={} ok={all_ok}",
+        totals.0,
+        totals.1,
+        totals.2,
+        totals.3,
+        totals.5,
+        totals.4,
+        all.opens,
+        all.failed,
+        all.wrong,
+        all.errors
     );
     Ok(all_ok)
+}
+
+/// What the readers opened at random instants in a run saw.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ProbeTally {
+    /// Readers told to open (each opens once).
+    pub(crate) opens: u64,
+    /// Opens that failed, and readers that ended without a result.
+    pub(crate) failed: u64,
+    pub(crate) wrong: u64,
+    pub(crate) torn: u64,
+    /// Failed reads and refreshes after a successful open.
+    pub(crate) errors: u64,
+    pub(crate) checked: u64,
+    pub(crate) refreshes: u64,
+    /// Opens under way while the writer flushed.
+    pub(crate) mid_flush: u64,
+    /// Opens begun before the writer's first flush completed.
+    pub(crate) before_first: u64,
+    /// Opens after the writer had ended (due at a point it never reached).
+    pub(crate) late: u64,
+    pub(crate) failures: Vec<String>,
+}
+
+/// Readers armed ahead of their instants (process start-up off the clock).
+const ARMED: usize = 4;
+
+/// The readers of a run opened at random instants (this program's `probe` command): each
+/// is due at a random point of the writer's progress (a tenth of them at its start, the rest
+/// anywhere up to 95% of its elements); when the writer reports the flush that reaches that
+/// point, the reader is told to open after a random delay of up to the mean time between
+/// flushes (so it opens between flushes or inside one). Reader processes are started ahead
+/// of time, a few at once, and told to open through their stdin, so that the instants are
+/// the soak's and not the process start-up's.
+pub(crate) struct Probes {
+    args: Vec<String>,
+    total: usize,
+    spawned: usize,
+    armed: std::collections::VecDeque<Child>,
+    fired: Vec<Child>,
+    /// Each reader's point of the writer's progress (elements), ascending; `next` is the
+    /// first not yet scheduled.
+    due: Vec<u64>,
+    next: usize,
+    /// Scheduled: the instant to open, and the extent of the last completed flush.
+    pending: Vec<(Instant, Vec<u64>)>,
+    /// The writer's flushes, wall-clock microseconds (start, end).
+    pub(crate) flush_times: Vec<(u64, u64)>,
+    rng: h5chunk_benches::SplitMix,
+    last: Vec<u64>,
+    late: u64,
+    failures: Vec<String>,
+}
+
+impl Probes {
+    pub(crate) fn new(
+        o: &Options,
+        sc: &Scenario,
+        paths: &Paths,
+        chunk_elems: u64,
+        seed: u64,
+    ) -> Result<Probes, String> {
+        // The C writer (timed by `cargo xtask bench --swmr`) reports no flushes.
+        let total = if o.writer == "c" { 0 } else { o.probes };
+        let mut rng = h5chunk_benches::SplitMix(seed);
+        let at_start = total.div_ceil(10);
+        let mut due: Vec<u64> = (0..total)
+            .map(|i| {
+                if i < at_start {
+                    0
+                } else {
+                    1 + rng.next_u64() % (o.appends * 19 / 20).max(1)
+                }
+            })
+            .collect();
+        due.sort_unstable();
+        let args = vec![
+            "--file".into(),
+            paths.path.to_string_lossy().into_owned(),
+            "--scenario".into(),
+            sc.name.to_owned(),
+            "--n".into(),
+            o.appends.to_string(),
+            "--chunk-elems".into(),
+            chunk_elems.to_string(),
+            "--bound".into(),
+            paths.bound.to_string_lossy().into_owned(),
+        ];
+        let mut p = Probes {
+            args,
+            total,
+            spawned: 0,
+            armed: Default::default(),
+            fired: Vec::new(),
+            due,
+            next: 0,
+            pending: Vec::new(),
+            flush_times: Vec::new(),
+            rng,
+            last: Vec::new(),
+            late: 0,
+            failures: Vec::new(),
+        };
+        while p.spawned < p.total.min(ARMED) {
+            let c = p.spawn()?;
+            p.armed.push_back(c);
+        }
+        Ok(p)
+    }
+
+    fn spawn(&mut self) -> Result<Child, String> {
+        self.spawned += 1;
+        let mut cmd = this_program("probe")?;
+        cmd.args(&self.args)
+            .args(["--seed", &self.rng.next_u64().to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        cmd.spawn().map_err(|e| format!("spawning a reader: {e}"))
+    }
+
+    /// The writer completed a flush (`n`; 0: it has just been told to start) of extent
+    /// `dims`, with `elements` written: the readers due by then are scheduled.
+    pub(crate) fn flushed(&mut self, n: u64, dims: &[u64], elements: u64, started: Instant) {
+        self.last = dims.to_vec();
+        let gap = if n == 0 {
+            Duration::from_micros(500)
+        } else {
+            started.elapsed() / n.try_into().unwrap_or(u32::MAX)
+        };
+        while let Some(&d) = self.due.get(self.next)
+            && d <= elements
+        {
+            self.next += 1;
+            let nanos = gap.as_nanos().max(1) as u64;
+            let delay = Duration::from_nanos(self.rng.next_u64() % nanos);
+            self.pending.push((Instant::now() + delay, dims.to_vec()));
+        }
+    }
+
+    /// How long until the next reader is due.
+    pub(crate) fn wait(&self) -> Duration {
+        let now = Instant::now();
+        self.pending
+            .iter()
+            .map(|(t, _)| t.saturating_duration_since(now))
+            .min()
+            .unwrap_or(Duration::from_millis(50))
+    }
+
+    /// Tell the readers now due to open.
+    pub(crate) fn fire_due(&mut self) -> Result<(), String> {
+        let now = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|(t, _)| *t <= now);
+        self.pending = later;
+        for (_, dims) in due {
+            self.fire(&dims)?;
+        }
+        Ok(())
+    }
+
+    fn fire(&mut self, dims: &[u64]) -> Result<(), String> {
+        let mut child = match self.armed.pop_front() {
+            Some(c) => c,
+            None => self.spawn()?,
+        };
+        let told = child
+            .stdin
+            .take()
+            .map(|mut s| writeln!(s, "go {}", dims_text(dims)));
+        if !matches!(told, Some(Ok(()))) {
+            self.failures
+                .push("a reader could not be told to open (it had ended)".into());
+        }
+        self.fired.push(child);
+        if self.spawned < self.total {
+            let c = self.spawn()?;
+            self.armed.push_back(c);
+        }
+        Ok(())
+    }
+
+    /// The writer died: no reader opens its file from now on (it is `h5chunk clear`'s).
+    pub(crate) fn stop(&mut self) {
+        self.pending.clear();
+        self.next = self.due.len();
+        self.total = self.spawned;
+    }
+
+    /// The writer ended: the readers still due open now.
+    pub(crate) fn finish(&mut self) -> Result<(), String> {
+        let rest: Vec<Vec<u64>> = self.pending.drain(..).map(|(_, d)| d).collect();
+        for d in rest {
+            self.fire(&d)?;
+        }
+        while self.next < self.due.len() {
+            self.next += 1;
+            self.late += 1;
+            let last = self.last.clone();
+            self.fire(&last)?;
+        }
+        Ok(())
+    }
+
+    /// Wait for every reader and tally what they saw.
+    pub(crate) fn collect(mut self) -> ProbeTally {
+        let mut t = ProbeTally {
+            late: self.late,
+            failures: std::mem::take(&mut self.failures),
+            ..ProbeTally::default()
+        };
+        // Armed readers never told to open end at the end of their stdin.
+        for mut c in self.armed.drain(..) {
+            drop(c.stdin.take());
+            let _ = c.wait();
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        for mut c in self.fired.drain(..) {
+            t.opens += 1;
+            let status = loop {
+                match c.try_wait() {
+                    Ok(Some(s)) => break Some(s),
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    _ => {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break None;
+                    }
+                }
+            };
+            let mut text = String::new();
+            if let Some(out) = c.stdout.as_mut() {
+                let _ = std::io::Read::read_to_string(out, &mut text);
+            }
+            let rep = text.lines().find_map(ProbeReport::parse);
+            match (status, rep) {
+                (Some(s), Some(r)) if s.success() => {
+                    if !r.opened {
+                        t.failed += 1;
+                        t.failures.push("a reader's open failed".into());
+                        continue;
+                    }
+                    t.wrong += r.wrong;
+                    t.torn += r.torn;
+                    t.errors += r.errors;
+                    t.checked += r.checked;
+                    t.refreshes += r.refreshes;
+                    if self
+                        .flush_times
+                        .iter()
+                        .any(|&(a, b)| r.open_start < b && r.open_end > a)
+                    {
+                        t.mid_flush += 1;
+                    }
+                    if self
+                        .flush_times
+                        .first()
+                        .is_some_and(|&(_, b)| r.open_start < b)
+                    {
+                        t.before_first += 1;
+                    }
+                }
+                (status, _) => {
+                    t.failed += 1;
+                    t.failures.push(format!(
+                        "a reader ended with {} and no result: {text:?}",
+                        status.map_or("a timeout".to_owned(), |s| s.to_string())
+                    ));
+                }
+            }
+        }
+        t
+    }
 }

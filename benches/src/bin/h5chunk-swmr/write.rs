@@ -24,6 +24,12 @@ pub(crate) struct WriteArgs {
     /// Record the metadata writes and check their order after every flush.
     pub(crate) trace: bool,
     pub(crate) durability: Durability,
+    /// A SWMR writer with the library's default options (`FileOptions { swmr_write: true,
+    /// .. }`: default version bounds, [`Durability::Sync`]), as a user's: the soak's; with
+    /// `--durability`, that durability instead of the default.
+    pub(crate) default_options: bool,
+    /// `--durability` was given.
+    pub(crate) durability_given: bool,
     /// Append `DIMS\tMICROSECONDS` (wall clock) here as each flush starts.
     pub(crate) flush_log: Option<PathBuf>,
     /// Rows per append along dimension 0 (and per fill step): 1 by default; the benchmark
@@ -53,7 +59,7 @@ pub(crate) fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
     else {
         return Err(
             "write PATH SCENARIO N CHUNK_ELEMS DEFLATE PER_FLUSH BOUND DONE swmr|plain \
-                    [--no-trace] [--quiet] [--rows R] [--pause-us US] [--flush-log PATH] \
+                    [--no-trace] [--default-options] [--quiet] [--rows R] [--pause-us US] [--flush-log PATH] \
                     [--durability sync|flush|none]"
                 .into(),
         );
@@ -71,6 +77,8 @@ pub(crate) fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
         swmr: mode == "swmr",
         trace: true,
         durability: Durability::Flush,
+        default_options: false,
+        durability_given: false,
         flush_log: None,
         rows: 1,
         pause: Duration::ZERO,
@@ -80,6 +88,7 @@ pub(crate) fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
     while let Some(k) = it.next() {
         match k.as_str() {
             "--no-trace" => w.trace = false,
+            "--default-options" => w.default_options = true,
             "--quiet" => w.quiet = true,
             "--pause-us" => {
                 w.pause = Duration::from_micros(
@@ -99,6 +108,7 @@ pub(crate) fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
                 w.flush_log = Some(PathBuf::from(it.next().ok_or("--flush-log needs a path")?));
             }
             "--durability" => {
+                w.durability_given = true;
                 w.durability = match it.next().map(String::as_str) {
                     Some("sync") => Durability::Sync,
                     Some("flush") => Durability::Flush,
@@ -114,16 +124,30 @@ pub(crate) fn parse_write(args: &[String]) -> Result<WriteArgs, String> {
 
 /// The h5chunk writer (`write` command), a process of its own: create the file and the
 /// dataset, start SWMR writing, print `ready`, wait for a line on stdin, then append and flush,
-/// printing `flushed DIMS` after each flush (what a writer killed mid-run had completed) and a
-/// `RESULT` line at the end.
+/// printing `flushed DIMS\tSTART_US\tEND_US\tELEMENTS` after each flush (what a writer killed
+/// mid-run had completed, when the flush ran, and the elements written so far) and a `RESULT`
+/// line at the end.
 pub(crate) fn write_main(args: &[String]) -> Result<(), String> {
     let w = parse_write(args)?;
     let sc = &w.scenario;
     let (path, done, bound) = (&w.path, &w.done, &w.bound);
     let tag = sc.name;
     let mut out = std::io::stdout();
-    let f = File::create_with(
-        path,
+    let options = if w.default_options && w.swmr {
+        // A user's SWMR writer: only `swmr_write` (and the write trace, which records and
+        // changes nothing; and the durability when asked) set.
+        let defaults = FileOptions::default();
+        FileOptions {
+            swmr_write: true,
+            trace: w.trace,
+            durability: if w.durability_given {
+                w.durability
+            } else {
+                defaults.durability
+            },
+            ..defaults
+        }
+    } else {
         FileOptions {
             // As the C writer's (and h5py's `libver='latest'`): the same chunk indexes with
             // SWMR on or off.
@@ -133,9 +157,9 @@ pub(crate) fn write_main(args: &[String]) -> Result<(), String> {
             trace: w.trace,
             durability: w.durability,
             ..FileOptions::default()
-        },
-    )
-    .map_err(|e| format!("create: {e}"))?;
+        }
+    };
+    let f = File::create_with(path, options).map_err(|e| format!("create: {e}"))?;
     let mut b = f
         .new_dataset::<i64>()
         .shape(&sc.initial)
@@ -217,7 +241,9 @@ pub(crate) fn write_main(args: &[String]) -> Result<(), String> {
         if let Some(l) = &mut log {
             writeln!(l, "{}\t{}", dims_text(dims), wall_us()).map_err(|e| e.to_string())?;
         }
+        let flush_start = wall_us();
         f.flush().map_err(|e| format!("flush: {e}"))?;
+        let flush_end = wall_us();
         rep.flushes += 1;
         if trace && let Err(v) = h5chunk_cache::check_write_order(&f.take_write_trace()) {
             violations += 1;
@@ -227,7 +253,14 @@ pub(crate) fn write_main(args: &[String]) -> Result<(), String> {
             );
         }
         if swmr && !quiet {
-            writeln!(out, "flushed {}", dims_text(done_dims)).map_err(|e| e.to_string())?;
+            // The flush's wall-clock interval, for the soak to tell the opens inside one.
+            writeln!(
+                out,
+                "flushed {}\t{flush_start}\t{flush_end}\t{}",
+                dims_text(done_dims),
+                rep.elements
+            )
+            .map_err(|e| e.to_string())?;
             out.flush().map_err(|e| e.to_string())?;
         }
         std::thread::sleep(pause);
