@@ -1524,7 +1524,7 @@ impl MetadataCache {
         }
         // The image is read into this thread's scratch buffer: no zeroed allocation per load.
         let mut scratch = Scratch::take();
-        let buf = scratch.sized(initial);
+        let buf = scratch.sized(initial).map_err(AttemptError::Io)?;
         self.storage.read_at(addr, buf).map_err(AttemptError::Io)?;
         // I/O statistics: saturate rather than overflow.
         io.reads = io.reads.saturating_add(1);
@@ -1540,13 +1540,13 @@ impl MetadataCache {
         }
         let buf = if full > initial {
             // Re-read the whole image in one read, so it comes from one moment of the file.
-            let buf = scratch.sized(full);
+            let buf = scratch.sized(full).map_err(AttemptError::Io)?;
             self.storage.read_at(addr, buf).map_err(AttemptError::Io)?;
             io.reads = io.reads.saturating_add(1);
             io.bytes = io.bytes.saturating_add(full as u64);
             buf
         } else {
-            scratch.sized(full)
+            scratch.sized(full).map_err(AttemptError::Io)?
         };
         let entry = T::decode(buf, addr, ctx).map_err(AttemptError::Format)?;
         let tail = entry.checksum_at(full).and_then(|at| {
@@ -2067,9 +2067,20 @@ impl Scratch {
 
     /// The buffer at exactly `len` bytes. Bytes kept from an earlier load are overwritten by
     /// the read that follows; only growth is zeroed.
-    fn sized(&mut self, len: usize) -> &mut [u8] {
+    ///
+    /// The length comes from the file (checked against the storage's length only): a buffer
+    /// the process cannot have is an out-of-memory I/O error, not an abort.
+    fn sized(&mut self, len: usize) -> std::io::Result<&mut [u8]> {
+        if let Some(more) = len.checked_sub(self.0.len()) {
+            self.0.try_reserve_exact(more).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    format!("a metadata image of {len} bytes does not fit in memory"),
+                )
+            })?;
+        }
         self.0.resize(len, 0);
-        &mut self.0
+        Ok(&mut self.0)
     }
 }
 

@@ -237,7 +237,7 @@ impl Store {
     pub fn read(&self, at: Addr, len: u64) -> Result<Vec<u8>> {
         self.check_read(at, len)?;
         let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
-        let mut buf = vec![0u8; size];
+        let mut buf = self.zeroed(size)?;
         self.read_checked(at, &mut buf)?;
         Ok(buf)
     }
@@ -248,8 +248,23 @@ impl Store {
     pub fn read_meta(&self, at: Addr, len: u64) -> Result<Vec<u8>> {
         self.check_read(at, len)?;
         let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
-        let mut buf = vec![0u8; size];
+        let mut buf = self.zeroed(size)?;
         self.read_past_pages(at, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// `size` zero bytes, or an out-of-memory I/O error: a length from the file is checked
+    /// against the file's end only, which a large file leaves far above what the process may
+    /// hold.
+    fn zeroed(&self, size: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(size).map_err(|_| {
+            self.io(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("a read of {size} bytes does not fit in memory"),
+            ))
+        })?;
+        buf.resize(size, 0);
         Ok(buf)
     }
 
