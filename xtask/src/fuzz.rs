@@ -42,6 +42,11 @@ const EXTREMES: [u64; 7] = [
 /// Address-space cap of each run.
 const MEMORY_CAP: u64 = 2 << 30;
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// Most bytes of a child's output read: a mutant whose dataset grew to 2^60 elements (a size
+/// libhdf5 accepts too) makes `cat` print fill values for as long as it is let, which is
+/// output, not a hang, and must not pile up in this process. Past this, the output is not the
+/// seed's (whose datasets are small), so the run is a wrong value, judged by its guard.
+const OUTPUT_CAP: u64 = 256 << 20;
 
 pub struct SplitMix(pub u64);
 
@@ -329,6 +334,8 @@ pub struct Ran {
     pub stdout_hash: u64,
     pub stderr: String,
     pub timed_out: bool,
+    /// The child printed more than [`OUTPUT_CAP`] bytes (and was stopped).
+    pub overflowed: bool,
 }
 
 fn hash(bytes: &[u8]) -> u64 {
@@ -360,15 +367,32 @@ fn run_one(exe: &Path, args: &[&str], prlimit: bool) -> Ran {
                 stdout_hash: 0,
                 stderr: format!("cannot run: {e}"),
                 timed_out: false,
+                overflowed: false,
             };
         }
     };
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
+    // The output hashed as it comes, up to the cap: then the pipe is closed, and the child's
+    // next write fails.
     let reader = std::thread::spawn(move || {
-        let mut o = Vec::new();
-        let _ = out.read_to_end(&mut o);
-        o
+        let mut h = hash(&[]);
+        let mut n = 0u64;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match out.read(&mut buf) {
+                Ok(0) | Err(_) => return (h, false),
+                Ok(k) => {
+                    h = buf[..k]
+                        .iter()
+                        .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+                    n += k as u64;
+                    if n > OUTPUT_CAP {
+                        return (h, true);
+                    }
+                }
+            }
+        }
     });
     let err_reader = std::thread::spawn(move || {
         let mut e = Vec::new();
@@ -388,15 +412,16 @@ fn run_one(exe: &Path, args: &[&str], prlimit: bool) -> Ran {
         }
         std::thread::sleep(Duration::from_millis(2));
     };
-    let stdout = reader.join().unwrap_or_default();
+    let (stdout_hash, overflowed) = reader.join().unwrap_or((0, false));
     let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
     use std::os::unix::process::ExitStatusExt;
     Ran {
         code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| s.signal()),
-        stdout_hash: hash(&stdout),
+        stdout_hash,
         stderr,
-        timed_out,
+        timed_out: timed_out && !overflowed,
+        overflowed,
     }
 }
 
@@ -407,9 +432,14 @@ pub fn classify(ran: &Ran, baseline: Option<u64>) -> Outcome {
         stdout_hash,
         stderr,
         timed_out,
+        overflowed,
     } = ran;
     if *timed_out {
         return Outcome::Hang;
+    }
+    // Endless output, stopped: not the seed's output (see OUTPUT_CAP).
+    if *overflowed {
+        return Outcome::Wrong;
     }
     if stderr.contains("panicked at") || *code == Some(101) {
         return Outcome::Panic;
@@ -818,6 +848,19 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// A child that prints without end is stopped at the output cap, its output hashed as
+    /// it came (not kept), and judged a wrong value, not a hang.
+    #[test]
+    fn endless_output_is_stopped_and_wrong() {
+        let ran = run_one(Path::new("yes"), &[], false);
+        assert!(ran.overflowed, "{:?} {:?}", ran.code, ran.signal);
+        assert!(!ran.timed_out);
+        assert_eq!(classify(&ran, Some(ran.stdout_hash ^ 1)), Outcome::Wrong);
+        let short = run_one(Path::new("echo"), &["hello"], false);
+        assert!(!short.overflowed);
+        assert_eq!(short.stdout_hash, hash(b"hello\n"));
+    }
+
     #[test]
     fn outcomes_are_classified() {
         let r = |code, signal, stderr: &str, timed_out| Ran {
@@ -826,6 +869,7 @@ mod tests {
             stdout_hash: 5,
             stderr: stderr.into(),
             timed_out,
+            overflowed: false,
         };
         assert_eq!(
             classify(&r(Some(0), None, "", false), Some(5)),
