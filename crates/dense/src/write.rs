@@ -1002,11 +1002,6 @@ fn set_top(levels: &mut [Level], level: Level) {
 }
 
 impl HeapWriter {
-    /// Write the held changes now.
-    fn write_held(&mut self, f: &dyn Space) -> Result<()> {
-        self.write_now(f)
-    }
-
     /// Hand the held changes to the metadata cache, to be written by its next flush.
     pub(crate) fn stage(&mut self, f: &dyn Space) -> Result<()> {
         self.write(f).map(drop)
@@ -1031,7 +1026,7 @@ fn with_heap<R>(
     if !map.contains_key(&heap) {
         if map.len() >= MAX_PENDING {
             for w in map.values_mut() {
-                w.write_held(f)?;
+                w.write_now(f)?;
             }
             map.clear();
         }
@@ -1053,7 +1048,7 @@ fn adopt_heap(f: &dyn Space, heaps: &OpenHeaps, mut w: HeapWriter) -> Result<()>
     let mut map = heaps.lock();
     if map.len() >= MAX_PENDING || f.swmr_write() {
         for other in map.values_mut() {
-            other.write_held(f)?;
+            other.write_now(f)?;
         }
         map.clear();
     }
