@@ -13,7 +13,7 @@ use crate::{TaskResult, describe, run};
 
 /// Relative to the workspace root.
 const SCRIPT: &str = "xtask/fixtures/gen_fixtures.py";
-const REQUIREMENTS: &str = "xtask/fixtures/requirements.txt";
+pub const REQUIREMENTS: &str = "xtask/fixtures/requirements.txt";
 /// Inside the venv: the requirements text that was last installed there.
 const INSTALLED_MARKER: &str = ".h5chunk-requirements";
 

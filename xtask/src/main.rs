@@ -17,6 +17,7 @@ mod instructions;
 #[cfg(test)]
 mod interop;
 mod modules;
+mod reach;
 mod workloads;
 
 use std::ffi::OsString;
@@ -136,6 +137,17 @@ const TASKS: &[Task] = &[
                file from a local S3 server (moto) through each reference set \
                (--dask-gib G; target/bench/refs.txt)",
         run: bench,
+    },
+    Task {
+        name: "reach",
+        usage: "reach [--corpus DIR] [--timeout S]",
+        help: "how many datasets h5py (with hdf5plugin) reads each reader reads equal, wrong, \
+               refuses (by cause) or crashes on: h5chunk, rust-hdf5, hdf5-pure, pyfive, \
+               jsfive, one process per reader and file, on PyTables' and h5py's test files \
+               and our fixtures (DIR: default $H5CHUNK_FIXTURES, else target/fixtures); \
+               readers installed under target/reach/; table printed, rows in \
+               target/reach/reach.csv",
+        run: reach,
     },
 ];
 
@@ -651,6 +663,10 @@ fn swmr_soak(args: &[String]) -> TaskResult {
         ],
         args,
     )
+}
+
+fn reach(args: &[String]) -> TaskResult {
+    reach::run(&workspace_root(), args)
 }
 
 fn bench(args: &[String]) -> TaskResult {

@@ -316,6 +316,8 @@ fn type_text(d: &Dataset) -> String {
     match d.dtype().class {
         TypeClass::Other => h5chunk::types::numpy_descr(d.datatype())
             .unwrap_or_else(|| d.datatype().class.name().to_owned()),
+        // numpy has no bfloat16: ml_dtypes' name for it.
+        TypeClass::BFloat16 => "bfloat16".to_owned(),
         _ => d.dtype().numpy(),
     }
 }
@@ -770,14 +772,16 @@ fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
             return out.flush().map_err(Err);
         }
         if as_npy {
-            // Numbers come little-endian from h5chunk; other elements as stored.
+            // Numbers come little-endian from h5chunk; other elements as stored; bfloat16,
+            // which numpy lacks, as its bits (`|V2`, which ml_dtypes' `bfloat16` views).
             let descr = match class {
-                TypeClass::Other => h5chunk::types::numpy_descr(d.datatype()).ok_or_else(|| {
-                    Ok(format!(
-                        "{path}: {} elements have no .npy form",
-                        d.datatype().class.name()
-                    ))
-                })?,
+                TypeClass::Other | TypeClass::BFloat16 => h5chunk::types::numpy_descr(d.datatype())
+                    .ok_or_else(|| {
+                        Ok(format!(
+                            "{path}: {} elements have no .npy form",
+                            d.datatype().class.name()
+                        ))
+                    })?,
                 _ => type_text(&d).replace('>', "<"),
             };
             out.write_all(&npy::encode_header(&descr, &d.shape()))
@@ -844,6 +848,9 @@ fn parse_value(dtype: TypeDesc, text: &str) -> CliResult<Vec<u8>> {
         TypeClass::Float => text
             .parse::<f64>()
             .map_err(|_| bad())?
+            .to_le_bytes()
+            .to_vec(),
+        TypeClass::BFloat16 => h5chunk::bf16::from_f64(text.parse::<f64>().map_err(|_| bad())?)
             .to_le_bytes()
             .to_vec(),
         TypeClass::Int | TypeClass::Uint => {

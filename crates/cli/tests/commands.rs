@@ -1317,3 +1317,40 @@ fn external_links_list_and_cat() {
         "{err}"
     );
 }
+
+/// A bfloat16 dataset (written through the API, as h5py reads it: see the `types` test of
+/// `h5chunk`): `ls` and `inspect` name the type, `cat --npy` gives its bits as `|V2` (numpy
+/// has no bfloat16; ml_dtypes' `bfloat16` views them) in little-endian order, whatever the
+/// stored order.
+#[test]
+fn bfloat16_is_named_and_cat_npy_gives_its_bits() {
+    let dir = tmp("bfloat16");
+    let file = dir.join("bf.h5");
+    let f = File::create(&file).unwrap();
+    let d = f
+        .new_dataset_of(h5chunk::TypeDesc {
+            class: h5chunk::TypeClass::BFloat16,
+            size: 2,
+            order: h5chunk::types::ByteOrder::BigEndian,
+        })
+        .shape(&[3])
+        .chunk(&[3])
+        .create("x")
+        .unwrap();
+    d.write(&[1.0f32, -2.5, 3.140625]).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let ls = ok_text(&["ls", s(&file)]);
+    assert!(ls.contains("/x bfloat16 shape=(3,)"), "{ls}");
+    let inspect = ok_text(&["inspect", s(&file), "x"]);
+    assert!(inspect.contains("type: bfloat16"), "{inspect}");
+    let npy = ok(&["cat", "--npy", s(&file), "x"]);
+    let header_len = usize::from(u16::from_le_bytes([npy[8], npy[9]]));
+    let header = String::from_utf8_lossy(&npy[10..10 + header_len]);
+    assert!(header.contains("'descr': '|V2'"), "{header}");
+    assert_eq!(
+        &npy[10 + header_len..],
+        &[0x80, 0x3f, 0x20, 0xc0, 0x49, 0x40]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -35,9 +35,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let order = if dtype.size == 1 { '|' } else { '<' };
             format!("{order}{kind}{}", dtype.size)
         }
-        // Fixed-length strings and other fixed-size elements go to `.npy` as their bytes.
+        // Fixed-length strings and other fixed-size elements (bfloat16 too: numpy has no such
+        // type) go to `.npy` as their bytes.
         TypeClass::FixedString => format!("|S{}", dtype.size),
-        TypeClass::Other => format!("|V{}", dtype.size),
+        TypeClass::Other | TypeClass::BFloat16 => format!("|V{}", dtype.size),
         TypeClass::VarLenString => {
             eprintln!("{name}: variable-length strings have no .npy form");
             std::process::exit(1);

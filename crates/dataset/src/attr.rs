@@ -194,7 +194,7 @@ impl Attr {
         let Ok(desc) = self.dtype() else {
             return format!("({} data)", self.datatype.class.name());
         };
-        use crate::types::TypeClass::{Float, Int, Uint};
+        use crate::types::TypeClass::{BFloat16, Float, Int, Uint};
         let out = match (desc.class, desc.size) {
             (Int, 1) => self.values::<i8>().map(|v| list(&v, self.len(), scalar)),
             (Int, 2) => self.values::<i16>().map(|v| list(&v, self.len(), scalar)),
@@ -204,7 +204,9 @@ impl Attr {
             (Uint, 2) => self.values::<u16>().map(|v| list(&v, self.len(), scalar)),
             (Uint, 4) => self.values::<u32>().map(|v| list(&v, self.len(), scalar)),
             (Uint, _) => self.values::<u64>().map(|v| list(&v, self.len(), scalar)),
-            (Float, 4) => self.values::<f32>().map(|v| list(&v, self.len(), scalar)),
+            (Float, 4) | (BFloat16, _) => {
+                self.values::<f32>().map(|v| list(&v, self.len(), scalar))
+            }
             (Float, _) => self.values::<f64>().map(|v| list(&v, self.len(), scalar)),
             _ => return format!("({} data)", self.datatype.class.name()),
         };

@@ -6,10 +6,10 @@
 //! is not finite, into an integer) is an error naming it, where libhdf5 would clip it silently.
 //! A float's fraction is dropped toward zero into an integer (numpy's `astype`, libhdf5's
 //! conversion). Floats round to the nearest, and a value past a narrower float's range becomes
-//! an infinity, as libhdf5 and numpy make it. Half-precision floats (h5py's `float16`) convert
-//! both ways.
+//! an infinity, as libhdf5 and numpy make it. Half-precision floats (h5py's `float16`) and bfloat16
+//! convert both ways.
 
-use half::f16;
+use half::{bf16, f16};
 
 use crate::types::{TypeClass, TypeDesc};
 
@@ -82,6 +82,7 @@ fn get(t: TypeDesc, b: &[u8]) -> Num {
             4 => f64::from(f32::from_bits(raw as u32)),
             _ => f64::from_bits(raw as u64),
         }),
+        TypeClass::BFloat16 => Num::Float(bf16::from_bits(raw as u16).to_f64()),
         TypeClass::Int => {
             // Sign-extend from `bits`.
             let shift = 128u32.saturating_sub(bits);
@@ -106,6 +107,14 @@ fn put(t: TypeDesc, v: Num, out: &mut [u8]) -> Option<()> {
                 _ => u128::from(f.to_bits()),
             };
             raw.to_le_bytes()
+        }
+        TypeClass::BFloat16 => {
+            let f = match v {
+                Num::Int(i) => i as f64,
+                Num::Float(f) => f,
+            };
+            // Rounded to the nearest, ties to even, as libhdf5 converts.
+            u128::from(bf16::from_f64(f).to_bits()).to_le_bytes()
         }
         TypeClass::Int | TypeClass::Uint => {
             let i = match v {
@@ -205,5 +214,32 @@ mod tests {
         let mut back = [0u8; 4];
         convert(f32::DESC, &dst, f16_desc, &mut back).unwrap();
         assert_eq!(back, src);
+    }
+
+    #[test]
+    fn bfloat16_converts_both_ways_rounding_to_nearest() {
+        let bits = |v: &[half::bf16]| v.iter().map(|b| b.to_bits()).collect::<Vec<_>>();
+        let from_bits = |b: &[u16]| {
+            b.iter()
+                .map(|&b| half::bf16::from_bits(b))
+                .collect::<Vec<_>>()
+        };
+        // 1.0, -2.5, the smallest subnormal, -infinity.
+        let src = from_bits(&[0x3f80, 0xc020, 0x0001, 0xff80]);
+        assert_eq!(
+            conv::<half::bf16, f32>(&src),
+            Ok(vec![
+                1.0,
+                -2.5,
+                f32::from_bits(0x0001_0000),
+                f32::NEG_INFINITY
+            ])
+        );
+        assert_eq!(conv::<half::bf16, i32>(&src[..2]), Ok(vec![1, -2]));
+        // -1/3 is 0xbeaaaaab as a binary32: its top half rounds up (truncation would give
+        // 0xbeaa); 3e38 (0x7f61b1e6) rounds up too; 1e39, past bfloat16's largest finite
+        // value, becomes infinity.
+        let back = conv::<f64, half::bf16>(&[-1.0 / 3.0, 3e38, 1e39, 7.0]).unwrap();
+        assert_eq!(bits(&back), [0xbeab, 0x7f62, 0x7f80, 0x40e0]);
     }
 }

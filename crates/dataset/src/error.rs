@@ -232,6 +232,15 @@ pub enum Error {
     /// The file uses a feature h5chunk does not implement.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),
+    /// A floating-point type whose bit layout is neither IEEE 754 binary16/32/64 nor
+    /// bfloat16 (a VAX-era or hand-made float): its elements still read as stored bytes
+    /// ([`Dataset::read_raw`](crate::Dataset::read_raw)), not as numbers.
+    #[error("unsupported: floating-point layout {layout}")]
+    UnsupportedFloat {
+        /// Its size and fields: sign, exponent and mantissa positions and sizes, bias,
+        /// normalization, precision and offset.
+        layout: String,
+    },
     /// The file breaks an invariant of the format that no decoder caught on its own (a
     /// message missing from an object header, a value outside its structure's bounds).
     #[error("corrupt {structure}{}: {what}", at.map(|a| format!(" @ {a}")).unwrap_or_default())]
@@ -338,7 +347,7 @@ impl Error {
 
     /// Whether the error says h5chunk lacks a feature (rather than that something is wrong).
     pub fn is_unsupported(&self) -> bool {
-        matches!(self, Error::Unsupported(_))
+        matches!(self, Error::Unsupported(_) | Error::UnsupportedFloat { .. })
     }
 }
 

@@ -111,8 +111,8 @@ pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
 pub use group::{Group, GroupOptions};
 pub use h5chunk_cache::{Durability, Recovery};
-/// IEEE half-precision floats (numpy's `float16`), from the `half` crate: an [`H5Type`].
-pub use half::f16;
+/// IEEE half-precision floats (numpy's `float16`) and bfloat16, from the `half` crate: [`H5Type`]s.
+pub use half::{bf16, f16};
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};

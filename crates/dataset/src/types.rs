@@ -4,11 +4,11 @@
 //! class: what [`Dataset::datatype`](crate::Dataset::datatype) and an
 //! [`Attr`](crate::Attr) of a string, compound, enumeration or array type report).
 
-use h5chunk_format::message::FloatByteOrder;
 pub use h5chunk_format::message::{
     ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, DatatypeVersion, MemberArrayV1,
     StringPadding, StringType, VarLenKind,
 };
+use h5chunk_format::message::{FloatByteOrder, FloatLayout};
 
 use crate::error::{Error, Result};
 
@@ -22,6 +22,11 @@ pub enum TypeClass {
     Uint,
     /// IEEE 754 floating point.
     Float,
+    /// bfloat16: 2 bytes, 1 sign, 8 exponent (bias 127) and 7 mantissa bits, the top half of
+    /// an IEEE binary32 (libhdf5 2.0's `H5T_FLOAT_BFLOAT16LE`/`BE`, ml_dtypes' `bfloat16`):
+    /// read and written as `f32`/`f64` (converted) or as the `half` crate's
+    /// [`bf16`](crate::bf16).
+    BFloat16,
     /// Fixed-length strings of `size` bytes, padding as the [`Datatype`] says (h5py's `S<n>`,
     /// netCDF's `char` arrays): read with [`Dataset::read_strings`](crate::Dataset::read_strings).
     FixedString,
@@ -52,8 +57,9 @@ pub struct TypeDesc {
 
 impl TypeDesc {
     /// The description of a Datatype message, if it is one h5chunk handles: integers of 1, 2,
-    /// 4 or 8 bytes and IEEE floats of 2, 4 or 8 bytes, in either byte order, with every bit
-    /// significant.
+    /// 4 or 8 bytes, IEEE floats of 2, 4 or 8 bytes and bfloat16, in either byte order, with
+    /// every bit significant. A float of any other bit layout is
+    /// [`Error::UnsupportedFloat`], naming its fields.
     pub fn from_datatype(t: &Datatype) -> Result<TypeDesc> {
         let size = t.size as usize;
         let desc = match &t.class {
@@ -77,11 +83,30 @@ impl TypeDesc {
                     FloatByteOrder::BigEndian => ByteOrder::BigEndian,
                     FloatByteOrder::Vax => return Err(Error::Unsupported("VAX floating point")),
                 };
-                TypeDesc {
-                    class: TypeClass::Float,
-                    size,
-                    order,
-                }
+                let class = match f.layout(t.size) {
+                    Some(FloatLayout::Ieee) => TypeClass::Float,
+                    Some(FloatLayout::BFloat16) => TypeClass::BFloat16,
+                    None => {
+                        return Err(Error::UnsupportedFloat {
+                            layout: format!(
+                                "of {} bytes: sign bit {}, exponent {} bits at bit {} (bias {}), \
+                                 mantissa {} bits at bit {} ({:?} normalization), {} significant \
+                                 bits at offset {}",
+                                t.size,
+                                f.sign_location,
+                                f.exponent_size,
+                                f.exponent_location,
+                                f.exponent_bias,
+                                f.mantissa_size,
+                                f.mantissa_location,
+                                f.normalization,
+                                f.bit_precision,
+                                f.bit_offset
+                            ),
+                        });
+                    }
+                };
+                TypeDesc { class, size, order }
             }
             other => {
                 return Err(Error::Unsupported(match other.name() {
@@ -146,7 +171,7 @@ impl TypeDesc {
     pub fn is_number(self) -> bool {
         matches!(
             self.class,
-            TypeClass::Int | TypeClass::Uint | TypeClass::Float
+            TypeClass::Int | TypeClass::Uint | TypeClass::Float | TypeClass::BFloat16
         )
     }
 
@@ -161,11 +186,14 @@ impl TypeDesc {
                 self.order,
             )),
             TypeClass::Float => Datatype::float(size, self.order),
+            TypeClass::BFloat16 if size == 2 => Some(Datatype::bfloat16(self.order)),
+            TypeClass::BFloat16 => None,
             TypeClass::FixedString | TypeClass::VarLenString | TypeClass::Other => None,
         }
     }
 
-    /// numpy's name for it (`<i4`, `>f8`, `|u1`: one-byte types have no byte order).
+    /// numpy's name for it (`<i4`, `>f8`, `|u1`: one-byte types have no byte order). numpy
+    /// has no bfloat16: it is `|V2`, its elements' bytes (ml_dtypes' `bfloat16` views them).
     pub fn numpy(self) -> String {
         let o = match self.order {
             _ if self.size == 1 => '|',
@@ -176,6 +204,7 @@ impl TypeDesc {
             TypeClass::Int => 'i',
             TypeClass::Uint => 'u',
             TypeClass::Float => 'f',
+            TypeClass::BFloat16 => return format!("|V{}", self.size),
             TypeClass::FixedString => return format!("|S{}", self.size),
             TypeClass::VarLenString => return "|O".to_owned(),
             TypeClass::Other => return format!("|V{}", self.size),
@@ -513,6 +542,24 @@ impl H5Type for half::f16 {
         let mut two = [0u8; 2];
         two.copy_from_slice(b.get(..2).unwrap_or(&[0, 0]));
         half::f16::from_le_bytes(two)
+    }
+}
+
+/// bfloat16 (libhdf5 2.0's `H5T_FLOAT_BFLOAT16LE`, ml_dtypes' `bfloat16`) as the `half`
+/// crate's `bf16`, which h5chunk re-exports as [`bf16`](crate::bf16).
+impl H5Type for half::bf16 {
+    const DESC: TypeDesc = TypeDesc {
+        class: TypeClass::BFloat16,
+        size: 2,
+        order: ByteOrder::LittleEndian,
+    };
+    fn write_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+    fn read_le(b: &[u8]) -> Self {
+        let mut two = [0u8; 2];
+        two.copy_from_slice(b.get(..2).unwrap_or(&[0, 0]));
+        half::bf16::from_le_bytes(two)
     }
 }
 

@@ -905,3 +905,231 @@ fn complex_numbers_of_hdf5_2_both_ways_with_h5py() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// bfloat16 (libhdf5 2.0's `H5T_FLOAT_BFLOAT16LE`/`BE`; made here as h5py makes it, a copy
+/// of `IEEE_F16LE` with bfloat16's fields), written by libhdf5 from float32 values whose
+/// bfloat16 bits are known: h5chunk reads them as `f32` equal to h5py's, as `bf16`, and as
+/// little-endian bits (`read_raw`), in both byte orders, contiguous and chunked + deflate; a
+/// float of another layout (6 exponent bits, 9 mantissa bits) is refused as numbers with
+/// every field named and still reads as its stored bytes. Written by h5chunk (from `f32`
+/// and from `bf16` values), h5py reads the same values and libhdf5 the same bits.
+#[test]
+fn bfloat16_both_ways_with_h5py_and_other_float_layouts_named() {
+    let Some(python) = interop::python("bfloat16_both_ways_with_h5py") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("h5chunk-bfloat16-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let theirs = dir.join("theirs.h5");
+    // Values exact in bfloat16 (bits = the float32's top half), and -1/3, which libhdf5
+    // rounds to the nearest (0xbeab, where truncation gives 0xbeaa).
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, json, h5py, numpy as np
+vals = np.array([0.0, -0.0, 1.0, -2.5, 3.140625, 2.0**100, 2.0**-126, 2.0**-133,
+                 np.inf, -np.inf, 65280.0, -1.0/3], dtype=np.float32)
+def bf16(base):
+    t = base.copy(); t.set_fields(15, 7, 8, 0, 7); t.set_ebias(127); return t
+odd = h5py.h5t.IEEE_F16LE.copy(); odd.set_fields(15, 9, 6, 0, 9); odd.set_ebias(31)
+out = {}
+with h5py.File(sys.argv[1], 'w') as f:
+    for name, t, chunked in [('le', bf16(h5py.h5t.IEEE_F16LE), False),
+                             ('be', bf16(h5py.h5t.IEEE_F16BE), True),
+                             ('odd', odd, False)]:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        if chunked:
+            dcpl.set_chunk((5,)); dcpl.set_deflate(4)
+        d = h5py.h5d.create(f.id, name.encode(), t, h5py.h5s.create_simple((len(vals),)), dcpl=dcpl)
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, vals, mtype=h5py.h5t.NATIVE_FLOAT)
+        stored = np.zeros(len(vals) * 2, dtype=np.uint8)
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, stored, mtype=t)
+        back = np.zeros(len(vals), dtype=np.float32)
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, back, mtype=h5py.h5t.NATIVE_FLOAT)
+        out[name] = {'stored': stored.tobytes().hex(), 'f32_bits': back.view(np.uint32).tolist()}
+print(json.dumps(out))
+"#,
+        &[theirs.to_str().unwrap()],
+    );
+    let want: Value = serde_json::from_str(out.trim()).unwrap();
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let expected_bits: [u16; 12] = [
+        0x0000, 0x8000, 0x3f80, 0xc020, 0x4049, 0x7180, 0x0080, 0x0001, 0x7f80, 0xff80, 0x477f,
+        0xbeab,
+    ];
+    let f = File::open(&theirs).unwrap();
+    for (name, order) in [
+        ("le", h5chunk::types::ByteOrder::LittleEndian),
+        ("be", h5chunk::types::ByteOrder::BigEndian),
+    ] {
+        let d = f.dataset(name).unwrap();
+        assert_eq!(
+            d.dtype(),
+            TypeDesc {
+                class: TypeClass::BFloat16,
+                size: 2,
+                order
+            },
+            "{name}"
+        );
+        // libhdf5 stored the bits we know, in the dataset's order.
+        let stored = hex(want[name]["stored"].as_str().unwrap());
+        let stored_bits: Vec<u16> = stored
+            .chunks_exact(2)
+            .map(|b| match order {
+                h5chunk::types::ByteOrder::LittleEndian => u16::from_le_bytes([b[0], b[1]]),
+                h5chunk::types::ByteOrder::BigEndian => u16::from_be_bytes([b[0], b[1]]),
+            })
+            .collect();
+        assert_eq!(stored_bits, expected_bits, "{name}: libhdf5's bits");
+        // As f32: equal, bit for bit, to what libhdf5 converts them to.
+        let ours: Vec<u32> = d
+            .read::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let h5py_f32: Vec<u32> = want[name]["f32_bits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        assert_eq!(ours, h5py_f32, "{name}: f32 values");
+        let shifted: Vec<u32> = expected_bits.iter().map(|&b| u32::from(b) << 16).collect();
+        assert_eq!(
+            ours, shifted,
+            "{name}: bfloat16 is the top half of a float32"
+        );
+        // As bf16 and as little-endian bits.
+        let bits: Vec<u16> = d
+            .read::<h5chunk::bf16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert_eq!(bits, expected_bits, "{name}: bf16");
+        let raw: Vec<u16> = d
+            .read_raw()
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        assert_eq!(raw, expected_bits, "{name}: read_raw");
+        assert_eq!(d.read::<f64>().unwrap()[3], -2.5);
+    }
+    // Another float layout: refused as numbers, every field named; its bytes still read.
+    let odd = f.dataset("odd").unwrap();
+    assert_eq!(odd.dtype().class, TypeClass::Other);
+    match odd.read::<f32>() {
+        Err(e @ Error::UnsupportedFloat { .. }) => {
+            let text = e.to_string();
+            assert!(e.is_unsupported());
+            for field in [
+                "of 2 bytes",
+                "sign bit 15",
+                "exponent 6 bits at bit 9 (bias 31)",
+                "mantissa 9 bits at bit 0",
+                "16 significant bits at offset 0",
+            ] {
+                assert!(text.contains(field), "{field:?} not in {text:?}");
+            }
+        }
+        other => panic!("odd float read as {other:?}"),
+    }
+    assert_eq!(
+        odd.read_raw().unwrap(),
+        hex(want["odd"]["stored"].as_str().unwrap())
+    );
+    drop((odd, f));
+
+    // Written by h5chunk: from f32 (converted, rounded as libhdf5 rounds) and from bf16.
+    let ours = dir.join("ours.h5");
+    let f = File::create(&ours).unwrap();
+    let values: Vec<f32> = expected_bits
+        .iter()
+        .map(|&b| f32::from_bits(u32::from(b) << 16))
+        .collect();
+    let le = f
+        .new_dataset::<h5chunk::bf16>()
+        .shape(&[12])
+        .chunk(&[12])
+        .create("le")
+        .unwrap();
+    let mut from_f32 = values.clone();
+    from_f32[11] = -1.0 / 3.0;
+    le.write(&from_f32).unwrap();
+    let be = f
+        .new_dataset_of(TypeDesc {
+            class: TypeClass::BFloat16,
+            size: 2,
+            order: h5chunk::types::ByteOrder::BigEndian,
+        })
+        .shape(&[12])
+        .chunk(&[5])
+        .filter(FilterSpec::Deflate(4))
+        .create("be")
+        .unwrap();
+    let bf: Vec<h5chunk::bf16> = expected_bits
+        .iter()
+        .map(|&b| h5chunk::bf16::from_bits(b))
+        .collect();
+    be.write(&bf).unwrap();
+    drop((le, be));
+    f.close().unwrap();
+    let out = interop::run_python(
+        &python,
+        r#"
+import sys, json, h5py, numpy as np
+out = {}
+with h5py.File(sys.argv[1], 'r') as f:
+    for name in ['le', 'be']:
+        d = f[name]
+        t = d.id.get_type()
+        stored = np.zeros(d.shape[0] * 2, dtype=np.uint8)
+        d.id.read(h5py.h5s.ALL, h5py.h5s.ALL, stored, mtype=t)
+        out[name] = {'fields': list(t.get_fields()), 'ebias': t.get_ebias(),
+                     'order': t.get_order(), 'dtype': d.dtype.str,
+                     'stored': stored.tobytes().hex(),
+                     'f32_bits': d[()].astype(np.float32).view(np.uint32).tolist()}
+print(json.dumps(out))
+"#,
+        &[ours.to_str().unwrap()],
+    );
+    let got: Value = serde_json::from_str(out.trim()).unwrap();
+    for (name, order_code) in [("le", 0), ("be", 1)] {
+        let g = &got[name];
+        assert_eq!(g["fields"], serde_json::json!([15, 7, 8, 0, 7]), "{name}");
+        assert_eq!(g["ebias"], 127, "{name}");
+        assert_eq!(g["order"], order_code, "{name}");
+        let f32_bits: Vec<u32> = g["f32_bits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        let want: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(f32_bits, want, "{name}: h5py's values");
+        let stored = hex(g["stored"].as_str().unwrap());
+        let bits: Vec<u16> = stored
+            .chunks_exact(2)
+            .map(|b| {
+                if order_code == 0 {
+                    u16::from_le_bytes([b[0], b[1]])
+                } else {
+                    u16::from_be_bytes([b[0], b[1]])
+                }
+            })
+            .collect();
+        assert_eq!(bits, expected_bits, "{name}: stored bits");
+    }
+    if let Some(h5dump) = interop::h5dump("bfloat16_both_ways_with_h5py") {
+        interop::h5dump_ok(&h5dump, &ours);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

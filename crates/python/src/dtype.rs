@@ -29,7 +29,8 @@ pub fn kind_of(datatype: &Datatype) -> PyResult<Kind> {
     Ok(match desc.class {
         TypeClass::Int | TypeClass::Uint | TypeClass::Float => Kind::Number(desc),
         TypeClass::VarLenString => Kind::VarLenString,
-        TypeClass::FixedString | TypeClass::Other => Kind::Raw,
+        // numpy has no bfloat16: its elements come as `|V2` (little-endian bits).
+        TypeClass::FixedString | TypeClass::Other | TypeClass::BFloat16 => Kind::Raw,
     })
 }
 

@@ -27,7 +27,7 @@ pub fn to_py(e: Error) -> PyErr {
             PyValueError::new_err(msg)
         }
         Error::WrongKind { .. } => PyTypeError::new_err(msg),
-        Error::Unsupported(_) => UnsupportedError::new_err(msg),
+        Error::Unsupported(_) | Error::UnsupportedFloat { .. } => UnsupportedError::new_err(msg),
         Error::Io { source, .. } => match source.kind() {
             ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
             ErrorKind::AlreadyExists => PyFileExistsError::new_err(msg),

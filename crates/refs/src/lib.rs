@@ -375,6 +375,11 @@ fn describe_dataset(
         ));
     }
     let dtype = d.dtype();
+    if dtype.class == TypeClass::BFloat16 {
+        return Err(refuse(
+            "element type bfloat16 (Zarr v2 and numpy have no bfloat16 dtype)".to_owned(),
+        ));
+    }
     if !dtype.is_number() {
         return Err(refuse(format!(
             "element type {} (only numbers are described so far)",
@@ -540,6 +545,8 @@ fn element_json(t: TypeDesc, e: &[u8]) -> String {
         (TypeClass::Float, 8) => float_json(f64::from_bits(raw)),
         (TypeClass::Float, 4) => float_json(f64::from(f32::from_bits(raw as u32))),
         (TypeClass::Float, _) => float_json(f16_to_f64(raw as u16)),
+        // The top half of a binary32 (refused before a reference is written; kept exact).
+        (TypeClass::BFloat16, _) => float_json(f64::from(f32::from_bits((raw as u32) << 16))),
         (TypeClass::Uint, _) => raw.to_string(),
         (TypeClass::Int, size) => {
             // Sign-extend from `size` bytes.

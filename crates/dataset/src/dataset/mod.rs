@@ -300,6 +300,13 @@ impl Dataset {
     fn check_type(&self, t: TypeDesc) -> Result<()> {
         let d = self.dtype();
         if (d.class != t.class || d.size != t.size) && !crate::convert::convertible(d, t) {
+            // A float of a layout h5chunk does not convert: say which, field by field.
+            if t.is_number()
+                && let Err(e @ Error::UnsupportedFloat { .. }) =
+                    TypeDesc::from_datatype(self.datatype())
+            {
+                return Err(e);
+            }
             return Err(Error::arg(
                 "element type",
                 format!(

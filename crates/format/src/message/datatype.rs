@@ -423,6 +423,56 @@ impl FloatFormat {
         mantissa_size: 52,
         bias: 1023,
     };
+    /// bfloat16: the top half of a binary32 (8 exponent bits, 7 mantissa bits), libhdf5
+    /// 2.0's `H5T_FLOAT_BFLOAT16LE`/`BE`.
+    const BFLOAT16: FloatFormat = FloatFormat {
+        size: 2,
+        exponent_size: 8,
+        mantissa_size: 7,
+        bias: 127,
+    };
+
+    /// Whether `f`, of `size` bytes, lays out its bits as this format (whatever its byte
+    /// order and padding types: every bit is significant, so padding never shows).
+    fn matches(&self, f: &FloatingPoint, size: u32) -> bool {
+        let bits = u16::from(self.size).saturating_mul(8);
+        size == u32::from(self.size)
+            && f.normalization == Normalization::Implied
+            && u16::from(f.sign_location) == bits.saturating_sub(1)
+            && f.bit_offset == 0
+            && f.bit_precision == bits
+            && f.exponent_location == self.mantissa_size
+            && f.exponent_size == self.exponent_size
+            && f.mantissa_location == 0
+            && f.mantissa_size == self.mantissa_size
+            && f.exponent_bias == self.bias
+    }
+}
+
+/// The bit layouts of floating-point types that h5chunk converts to and from Rust numbers.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum FloatLayout {
+    /// IEEE 754 binary16, binary32 or binary64 (by the type's size).
+    Ieee,
+    /// bfloat16: 1 sign bit, 8 exponent bits (bias 127), 7 mantissa bits.
+    BFloat16,
+}
+
+impl FloatingPoint {
+    /// Which known layout a floating-point type of `size` bytes has; `None` for any other
+    /// (VAX layouts, padded or shortened floats, custom exponent and mantissa widths).
+    pub fn layout(&self, size: u32) -> Option<FloatLayout> {
+        if [FloatFormat::HALF, FloatFormat::SINGLE, FloatFormat::DOUBLE]
+            .iter()
+            .any(|format| format.matches(self, size))
+        {
+            Some(FloatLayout::Ieee)
+        } else if FloatFormat::BFLOAT16.matches(self, size) {
+            Some(FloatLayout::BFloat16)
+        } else {
+            None
+        }
+    }
 }
 
 impl Datatype {
@@ -458,6 +508,13 @@ impl Datatype {
             _ => return None,
         };
         Some(Datatype::ieee_float(format, byte_order))
+    }
+
+    /// A version 1 bfloat16 (1 sign, 8 exponent and 7 mantissa bits, bias 127): what libhdf5
+    /// 2.0 writes for `H5T_FLOAT_BFLOAT16LE`/`BE`, and h5py for a copy of `IEEE_F16LE` given
+    /// those fields.
+    pub fn bfloat16(byte_order: ByteOrder) -> Datatype {
+        Datatype::ieee_float(FloatFormat::BFLOAT16, byte_order)
     }
 
     fn ieee_float(f: FloatFormat, byte_order: ByteOrder) -> Datatype {
@@ -1320,6 +1377,55 @@ mod tests {
         assert_eq!(Datatype::native::<u16>().element_size(), 2);
         assert_eq!(Datatype::native::<i64>().element_size(), 8);
         assert!(Datatype::float(3, LE).is_none());
+    }
+
+    #[test]
+    fn float_layouts_are_told_apart_by_their_fields() {
+        let layout = |t: &Datatype| match &t.class {
+            DatatypeClass::FloatingPoint(f) => f.layout(t.size),
+            _ => panic!("not a float"),
+        };
+        for size in [2, 4, 8] {
+            for order in [LE, BE] {
+                assert_eq!(
+                    layout(&Datatype::float(size, order).unwrap()),
+                    Some(FloatLayout::Ieee)
+                );
+            }
+        }
+        let bf = Datatype::bfloat16(BE);
+        assert_eq!(layout(&bf), Some(FloatLayout::BFloat16));
+        // bfloat16's fields: sign 15, exponent 7..15, mantissa 0..7, bias 127, as libhdf5 2.0
+        // and h5py's `set_fields(15, 7, 8, 0, 7)` + `set_ebias(127)` make them.
+        let DatatypeClass::FloatingPoint(f) = &bf.class else {
+            panic!()
+        };
+        assert_eq!(
+            (f.sign_location, f.exponent_location, f.exponent_size),
+            (15, 7, 8)
+        );
+        assert_eq!(
+            (f.mantissa_location, f.mantissa_size, f.exponent_bias),
+            (0, 7, 127)
+        );
+        assert_eq!(decode(&encode(&bf)).unwrap(), bf);
+        // One field off and the layout is unknown.
+        for change in [
+            |f: &mut FloatingPoint| f.exponent_bias = 128,
+            |f: &mut FloatingPoint| f.bit_precision = 15,
+            |f: &mut FloatingPoint| f.normalization = Normalization::MsbSet,
+            |f: &mut FloatingPoint| f.mantissa_size = 6,
+        ] {
+            let mut t = Datatype::bfloat16(LE);
+            if let DatatypeClass::FloatingPoint(f) = &mut t.class {
+                change(f);
+            }
+            assert_eq!(layout(&t), None);
+        }
+        // A bfloat16 layout claimed by a 4-byte type is no layout either.
+        let mut t = Datatype::bfloat16(LE);
+        t.size = 4;
+        assert_eq!(layout(&t), None);
     }
 
     #[test]

@@ -49,8 +49,8 @@ pub use continuation::Continuation;
 pub use dataspace::{Dataspace, DataspaceKind, DataspaceVersion, Extent};
 pub use datatype::{
     Bitfield, ByteOrder, CharSet, CompoundMember, Datatype, DatatypeClass, DatatypeVersion,
-    FixedPoint, FloatByteOrder, FloatingPoint, MemberArrayV1, NativeType, Normalization,
-    StringPadding, StringType, VarLenKind,
+    FixedPoint, FloatByteOrder, FloatLayout, FloatingPoint, MemberArrayV1, NativeType,
+    Normalization, StringPadding, StringType, VarLenKind,
 };
 pub use external_files::{ExternalFiles, ExternalSlot};
 pub use fill_value::{
