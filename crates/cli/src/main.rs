@@ -8,6 +8,7 @@ mod cat;
 mod npy;
 mod progress;
 mod text;
+mod view;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -130,6 +131,20 @@ enum Command {
         /// Leave out the datasets Zarr cannot describe (printed to stderr) instead of failing.
         #[arg(long)]
         skip_unsupported: bool,
+    },
+    /// Serve a page that shows the file in the browser (a tree with keyboard navigation,
+    /// attributes, dataset metadata, a line plot of 1-D data, an image of 2-D slices of n-D
+    /// data, statistics) and follows a SWMR writer; prints its address. The page is served on
+    /// 127.0.0.1 only, works offline, and stops with Ctrl-C.
+    View {
+        /// The HDF5 file.
+        file: PathBuf,
+        /// The port (default: a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Stop serving after this many seconds (default: until Ctrl-C).
+        #[arg(long, value_name = "SECONDS")]
+        exit_after: Option<u64>,
     },
     /// Clear the superblock's file consistency flags of a file a crashed writer left marked
     /// open for writing (libhdf5 and h5chunk refuse such a file), as `h5clear -s` does. Only
@@ -280,6 +295,11 @@ fn main() -> ExitCode {
         Command::Check { file } => check(&file),
         Command::Recover { file } => recover(&file),
         Command::Clear { file } => clear(&file),
+        Command::View {
+            file,
+            port,
+            exit_after,
+        } => view::view(&file, port, exit_after),
         Command::Refs {
             file,
             datasets,

@@ -1,0 +1,378 @@
+//! `h5chunk view`: the JSON API over loopback HTTP (values equal the library's), and the page
+//! in headless Chromium (Debian's package, `H5CHUNK_CHROMIUM`): the values it plots equal
+//! h5py's, and a screenshot of it.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{s, tmp};
+use h5chunk::File;
+use h5chunk_testkit::{fixtures, interop};
+use serde_json::Value;
+
+/// A running `h5chunk view`, stopped on drop.
+struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT/`
+    url: String,
+}
+
+impl Server {
+    fn start(file: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_h5chunk"))
+            .args(["view", s(file)])
+            // A test that fails before its drop still leaves no server behind for long.
+            .args(["--exit-after", "600"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line.trim().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+        Server { child, url }
+    }
+
+    fn port(&self) -> u16 {
+        self.url
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches('/')
+            .parse()
+            .unwrap()
+    }
+
+    /// One request: the status code and body.
+    fn request(&self, method: &str, target: &str) -> (u16, String) {
+        let mut c = TcpStream::connect(("127.0.0.1", self.port())).unwrap();
+        write!(
+            c,
+            "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut all = String::new();
+        c.read_to_string(&mut all).unwrap();
+        let (head, body) = all.split_once("\r\n\r\n").unwrap();
+        let code = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (code, body.to_owned())
+    }
+
+    fn json(&self, target: &str) -> Value {
+        let (code, body) = self.request("GET", target);
+        assert_eq!(code, 200, "{target}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn view_serves_the_page_and_json_of_the_file_on_loopback() {
+    let file = fixtures::dir().join("sb0_earliest.h5");
+    let server = Server::start(&file, &[]);
+    // The page and its assets, from the binary.
+    let (code, page) = server.request("GET", "/");
+    assert_eq!(code, 200);
+    assert!(page.contains("<script src=\"/view.js\">"), "{page}");
+    assert!(
+        !page.contains("https://"),
+        "the page loads nothing from elsewhere"
+    );
+    for asset in ["/view.js", "/view.css"] {
+        let (code, body) = server.request("GET", asset);
+        assert_eq!(code, 200, "{asset}");
+        assert!(
+            !body.contains("https://") && !body.contains("http://"),
+            "{asset}"
+        );
+    }
+    // The tree names every dataset of the listing.
+    let tree = server.json("/api/tree").to_string();
+    for path in ["/g1/g2/leaf_i4", "/chunked_2d", "/unlimited_2d", "/soft"] {
+        assert!(tree.contains(&format!("\"{path}\"")), "{path}: {tree}");
+    }
+    // Metadata as the library says it.
+    let info = server.json("/api/info?path=%2Fchunked_2d");
+    assert_eq!(info["chunks"], serde_json::json!([4, 7]));
+    assert_eq!(info["index"], "btree1");
+    assert_eq!(info["shape"], serde_json::json!([20, 30]));
+    assert_eq!(info["dtype"], "<i4");
+    // A strided hyperslab's values and statistics.
+    let d = server.json("/api/data?path=/chunked_2d&start=2,1&count=5,7&step=3,4");
+    let f = File::open(&file).unwrap();
+    let want: Vec<i32> = f
+        .dataset("/chunked_2d")
+        .unwrap()
+        .read_slice(&[2, 1], &[5, 7], Some(&[3, 4]))
+        .unwrap();
+    let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+    assert_eq!(numbers(&d["values"]), want);
+    let min = want.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = want.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert_eq!(d["stats"]["min"].as_f64(), Some(min));
+    assert_eq!(d["stats"]["max"].as_f64(), Some(max));
+    // Errors: a JSON reason, a status; nothing but GET.
+    let (code, body) = server.request("GET", "/api/data?path=/nope");
+    assert_eq!(code, 400);
+    assert!(body.contains("\"error\""), "{body}");
+    let (code, _) = server.request("GET", "/api/data?path=/chunked_2d&start=0&count=1&step=1");
+    assert_eq!(code, 400, "a 1-D selection of a 2-D dataset");
+    assert_eq!(server.request("GET", "/elsewhere").0, 404);
+    assert_eq!(server.request("POST", "/api/tree").0, 405);
+    // Refresh: the shape (nobody is writing).
+    let r = server.json("/api/refresh?path=/unlimited_2d");
+    assert_eq!(r["shape"], serde_json::json!([9, 10]));
+}
+
+#[test]
+fn view_stops_after_exit_after_and_refuses_a_taken_port() {
+    let file = fixtures::dir().join("sb0_earliest.h5");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_h5chunk"))
+        .args(["view", s(&file), "--exit-after", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    // While it serves, its port is taken.
+    let err = common::fails(&["view", s(&file), "--port", &port.to_string()]);
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success());
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "still serving");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Run Chromium headless on `url` with `args`, killed after two minutes; its stdout.
+fn chromium(chrome: &Path, dir: &Path, url: &str, args: &[&str]) -> String {
+    let profile = dir.join("chromium-profile");
+    let mut child = Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--window-size=1280,900",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", chrome.display()));
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("chromium did not finish with {url} in two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reader.join().unwrap()
+}
+
+/// What the page says it plotted (`#plotted`), from a dumped DOM.
+fn plotted(dom: &str) -> Value {
+    let start = dom
+        .find("id=\"plotted\"")
+        .unwrap_or_else(|| panic!("no #plotted: {dom}"));
+    let open = start + dom[start..].find('>').unwrap() + 1;
+    let close = open + dom[open..].find("</pre>").unwrap();
+    let text = dom[open..close]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"))
+}
+
+/// The demo file: a growable 1-D signal, a 3-D stack of images, strings and attributes.
+const WRITE: &str = r#"
+import h5py, json, sys
+import numpy as np
+with h5py.File(sys.argv[1], "w", libver="latest") as f:
+    f.attrs["title"] = "h5chunk view demo"
+    g = f.create_group("signals")
+    t = np.linspace(0, 8 * np.pi, 2000)
+    d = g.create_dataset("sine", data=np.sin(t) * np.exp(-t / 15), chunks=(256,),
+                         compression="gzip", maxshape=(None,))
+    d.attrs["units"] = "V"
+    d.attrs["rate_hz"] = 250.0
+    y, x = np.mgrid[0:96, 0:128]
+    frames = np.stack([
+        np.exp(-((x - 30 - 10 * k) ** 2 + (y - 48) ** 2) / 300.0)
+        + 0.5 * np.exp(-((x - 100) ** 2 + (y - 20 - 8 * k) ** 2) / 150.0)
+        for k in range(6)]).astype("<f4")
+    im = f.create_dataset("images/frames", data=frames, chunks=(1, 48, 64),
+                          compression="gzip", shuffle=True)
+    im.attrs["exposure_ms"] = 12.5
+    f["images/labels"] = np.array([b"first", b"second", b"third"])
+with h5py.File(sys.argv[1], "r") as f:
+    print(json.dumps({
+        "sine": f["signals/sine"][:].tolist(),
+        "frame0": f["images/frames"][0].astype(float).ravel().tolist(),
+        "labels": [b.decode() for b in f["images/labels"][:]],
+    }))
+"#;
+
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= y.abs() * 1e-15)
+}
+
+#[test]
+fn page_in_chromium_plots_h5py_values_and_saves_a_screenshot() {
+    let test = "page_in_chromium_plots_h5py_values";
+    let Some(python) = interop::python(test) else {
+        return;
+    };
+    let Some(chrome) = interop::tool("H5CHUNK_CHROMIUM", test) else {
+        return;
+    };
+    let dir = tmp(test);
+    let file = dir.join("demo.h5");
+    let said = interop::run_python(&python, WRITE, &[s(&file)]);
+    let h5py: Value = serde_json::from_str(said.trim()).unwrap();
+    let server = Server::start(&file, &[]);
+
+    // The 1-D signal: a line of every value (2,000 points fit), as h5py reads them.
+    let dom = chromium(
+        &chrome,
+        &dir,
+        &format!("{}#/signals/sine", server.url),
+        &["--dump-dom"],
+    );
+    let p = plotted(&dom);
+    assert_eq!(p["path"], "/signals/sine");
+    assert_eq!(p["kind"], "line");
+    assert_eq!(p["step"], serde_json::json!([1]));
+    assert!(
+        close(&numbers(&p["values"]), &numbers(&h5py["sine"])),
+        "sine"
+    );
+    // The tree shows every object; the metadata card the chunk index and filters.
+    for path in [
+        "/signals",
+        "/signals/sine",
+        "/images/frames",
+        "/images/labels",
+    ] {
+        assert!(dom.contains(&format!("data-path=\"{path}\"")), "{path}");
+    }
+    assert!(
+        dom.contains("earray") && dom.contains("deflate(4)"),
+        "metadata"
+    );
+    assert!(
+        dom.contains("rate_hz") && dom.contains("250.0"),
+        "attributes"
+    );
+
+    // The 3-D stack: an image of frame 0 (the slider's first position).
+    let dom = chromium(
+        &chrome,
+        &dir,
+        &format!("{}#/images/frames", server.url),
+        &["--dump-dom"],
+    );
+    let p = plotted(&dom);
+    assert_eq!(p["kind"], "image");
+    assert_eq!(p["start"], serde_json::json!([0, 0, 0]));
+    assert_eq!(p["count"], serde_json::json!([1, 96, 128]));
+    assert!(
+        close(&numbers(&p["values"]), &numbers(&h5py["frame0"])),
+        "frame 0"
+    );
+    assert!(dom.contains("shuffle, deflate(4)"), "filters in order");
+    assert!(
+        dom.contains("aria-label=\"index along dimension 0\""),
+        "a slider for dim 0"
+    );
+
+    // Strings: shown as text.
+    let dom = chromium(
+        &chrome,
+        &dir,
+        &format!("{}#/images/labels", server.url),
+        &["--dump-dom"],
+    );
+    let p = plotted(&dom);
+    let want: Vec<String> = h5py["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| format!("\"{}\"", v.as_str().unwrap()))
+        .collect();
+    assert_eq!(p["text"], serde_json::json!(want));
+
+    // The screenshot: the image of the stack.
+    let shot = dir.join("view.png");
+    chromium(
+        &chrome,
+        &dir,
+        &format!("{}#/images/frames", server.url),
+        &[&format!("--screenshot={}", shot.display())],
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(png.len() > 20_000, "a blank page? {} bytes", png.len());
+    let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("view.png");
+    std::fs::copy(&shot, &keep).unwrap();
+    // `H5CHUNK_UPDATE_SCREENSHOT=1` refreshes the README's picture.
+    if std::env::var("H5CHUNK_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
+        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/view.png");
+        std::fs::copy(&shot, &docs).unwrap();
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
