@@ -8,6 +8,8 @@
     clippy::unwrap_used
 )]
 
+#[path = "support/cdp.rs"]
+mod cdp;
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -192,7 +194,7 @@ fn chromium(chrome: &Path, dir: &Path, url: &str, args: &[&str]) -> String {
             "--disable-gpu",
             "--no-first-run",
             "--hide-scrollbars",
-            "--window-size=1280,900",
+            "--window-size=1280,960",
             "--virtual-time-budget=10000",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
@@ -373,6 +375,135 @@ fn page_in_chromium_plots_h5py_values_and_saves_a_screenshot() {
         let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/view.png");
         std::fs::copy(&shot, &docs).unwrap();
     }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An h5py (libhdf5) SWMR writer: 100 values of a growable 1-D dataset flushed, then as many
+/// more as each line of stdin says, each batch flushed; after each flush, every value so far
+/// (JSON) on stdout. `0` ends it.
+const SWMR_WRITER: &str = r#"
+import h5py, json, sys
+import numpy as np
+f = h5py.File(sys.argv[1], "w", libver="latest")
+d = f.create_dataset("live/signal", shape=(0,), maxshape=(None,), chunks=(64,), dtype="<f8")
+f.create_dataset("live/other", data=np.arange(3))
+f.swmr_mode = True
+def add(n):
+    i = d.shape[0]
+    d.resize((i + n,))
+    d[i:] = np.sin(np.arange(i, i + n) / 10.0) * (1 + np.arange(i, i + n) / 100.0)
+    d.flush()
+    print(json.dumps(d[:].tolist()), flush=True)
+add(100)
+for line in sys.stdin:
+    n = int(line)
+    if n == 0:
+        break
+    add(n)
+f.close()
+"#;
+
+#[test]
+fn page_follows_an_h5py_swmr_writer_and_moves_through_the_tree_by_keyboard() {
+    let test = "page_follows_an_h5py_swmr_writer";
+    let Some(python) = interop::python(test) else {
+        return;
+    };
+    let Some(chrome) = interop::tool("H5CHUNK_CHROMIUM", test) else {
+        return;
+    };
+    let dir = tmp(test);
+    let file = dir.join("live.h5");
+    let mut writer = Command::new(&python)
+        .args(["-c", SWMR_WRITER, s(&file)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_writer = writer.stdin.take().unwrap();
+    let mut from_writer = BufReader::new(writer.stdout.take().unwrap());
+    let mut flushed = || -> Vec<f64> {
+        let mut line = String::new();
+        from_writer.read_line(&mut line).unwrap();
+        serde_json::from_str::<Vec<f64>>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    let first = flushed();
+    let server = Server::start(&file, &[]);
+    let mut page = cdp::Browser::open(
+        &chrome,
+        &dir,
+        &format!("{}?poll=100#/live/signal", server.url),
+    );
+    let plotted_len = "(() => { try { const p = JSON.parse(document.getElementById('plotted').textContent); \
+                       return p.path === '/live/signal' ? p.values.length : -1 } catch (e) { return -1 } })()";
+    page.wait_for(&format!("{plotted_len} === 100"), 30);
+    let values = |page: &mut cdp::Browser| -> Vec<f64> {
+        numbers(&page.eval("JSON.parse(document.getElementById('plotted').textContent).values"))
+    };
+    assert!(close(&values(&mut page), &first), "the first 100");
+    assert_eq!(
+        page.eval("document.getElementById('live').hidden"),
+        serde_json::json!(false)
+    );
+    // Each flush shows: the plot grows to what h5py wrote.
+    let mut latencies = Vec::new();
+    for n in [50u64, 7, 300] {
+        writeln!(to_writer, "{n}").unwrap();
+        to_writer.flush().unwrap();
+        let now = flushed();
+        let took = page.wait_for(&format!("{plotted_len} === {}", now.len()), 30);
+        latencies.push(took);
+        assert!(
+            close(&values(&mut page), &now),
+            "after {} values",
+            now.len()
+        );
+    }
+    writeln!(to_writer, "0").unwrap();
+    assert!(writer.wait().unwrap().success());
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: flush to plot {:?} (polling every 100 ms)",
+        latencies
+    );
+    // The tree by keyboard: the focus is on the dataset opened.
+    let focused = "document.activeElement.dataset.path";
+    assert_eq!(page.eval(focused), "/live/signal");
+    page.key("ArrowUp");
+    assert_eq!(page.eval(focused), "/live/other");
+    page.wait_for(
+        "JSON.parse(document.getElementById('plotted').textContent).path === '/live/other'",
+        30,
+    );
+    assert!(
+        page.eval("location.hash")
+            .as_str()
+            .unwrap()
+            .contains("other")
+    );
+    // Left: to the parent group; again: fold it; right: unfold; right again: its first child.
+    page.key("ArrowLeft");
+    assert_eq!(page.eval(focused), "/live");
+    page.key("ArrowLeft");
+    let expanded = "document.activeElement.getAttribute('aria-expanded')";
+    assert_eq!(page.eval(expanded), "false");
+    page.key("ArrowDown");
+    assert_eq!(
+        page.eval(focused),
+        "/live",
+        "the folded group's members are skipped"
+    );
+    page.key("Home");
+    assert_eq!(page.eval(focused), "/");
+    page.key("ArrowDown");
+    page.key("ArrowRight");
+    assert_eq!(page.eval(expanded), "true");
+    page.key("ArrowRight");
+    assert_eq!(page.eval(focused), "/live/other");
+    page.key("End");
+    assert_eq!(page.eval(focused), "/live/signal");
+    drop(page);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
