@@ -59,10 +59,15 @@ impl Server {
 
     /// One request: the status code and body.
     fn request(&self, method: &str, target: &str) -> (u16, String) {
+        self.request_to(&format!("127.0.0.1:{}", self.port()), method, target)
+    }
+
+    /// One request naming `host` in its `Host` header.
+    fn request_to(&self, host: &str, method: &str, target: &str) -> (u16, String) {
         let mut c = TcpStream::connect(("127.0.0.1", self.port())).unwrap();
         write!(
             c,
-            "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            "{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         let mut all = String::new();
@@ -147,6 +152,11 @@ fn view_serves_the_page_and_json_of_the_file_on_loopback() {
     assert_eq!(code, 400, "a 1-D selection of a 2-D dataset");
     assert_eq!(server.request("GET", "/elsewhere").0, 404);
     assert_eq!(server.request("POST", "/api/tree").0, 405);
+    // Another site's name pointed at 127.0.0.1 (DNS rebinding) gets nothing.
+    assert_eq!(server.request_to("evil.example", "GET", "/api/tree").0, 403);
+    assert_eq!(server.request_to("evil.example:80", "GET", "/").0, 403);
+    let local = format!("localhost:{}", server.port());
+    assert_eq!(server.request_to(&local, "GET", "/api/tree").0, 200);
     // Refresh: the shape (nobody is writing).
     let r = server.json("/api/refresh?path=/unlimited_2d");
     assert_eq!(r["shape"], serde_json::json!([9, 10]));

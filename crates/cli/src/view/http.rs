@@ -9,11 +9,12 @@ use std::time::Duration;
 /// Bytes of a request line and headers at most.
 const MAX_HEAD: usize = 16 << 10;
 
-/// A request: its path (percent-decoded) and query parameters.
+/// A request: its path (percent-decoded), query parameters and `Host` header.
 #[derive(Debug)]
 pub struct Request {
     pub path: String,
     pub query: HashMap<String, String>,
+    pub host: Option<String>,
 }
 
 /// A response: status, type and body.
@@ -95,9 +96,16 @@ pub fn read_request(stream: &mut TcpStream) -> Option<Request> {
             (decode(k), decode(v))
         })
         .collect();
+    let host = text.lines().skip(1).find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("host")
+            .then(|| value.trim().to_ascii_lowercase())
+    });
     Some(Request {
         path: decode(path),
         query,
+        host,
     })
 }
 

@@ -5,7 +5,8 @@
 //! request at a time, with `std`'s `TcpListener` (`http`): the page asks for a few kinds of
 //! thing, and a request is a line and a few headers, so a server crate would add more than it
 //! saves. Requests are bounded (16 KiB of headers, 5 s to send them, 4 Mi values a data
-//! request); the server stops on Ctrl-C, or after `--exit-after` seconds (what tests use).
+//! request; only requests naming `127.0.0.1:PORT` or `localhost:PORT` as their host, so that
+//! no other site reaches the file through DNS rebinding); the server stops on Ctrl-C, or after `--exit-after` seconds (what tests use).
 
 mod api;
 mod http;
@@ -68,7 +69,18 @@ pub fn view(file: &Path, port: u16, exit_after: Option<u64>) -> CliResult<Outcom
         let Some(req) = http::read_request(&mut stream) else {
             continue;
         };
-        let resp = route(&mut state, &req);
+        // A page of another site whose name was made to point at 127.0.0.1 (DNS rebinding)
+        // names its own host: only this address's names are served.
+        let port = addr.port();
+        let ours = req
+            .host
+            .as_deref()
+            .is_some_and(|h| h == format!("127.0.0.1:{port}") || h == format!("localhost:{port}"));
+        let resp = if ours {
+            route(&mut state, &req)
+        } else {
+            http::Response::status(403, "Forbidden")
+        };
         // A browser that went away is not this server's failure.
         let _ = http::respond(&mut stream, &resp);
     }
