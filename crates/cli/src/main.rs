@@ -137,7 +137,7 @@ enum Command {
     /// data, statistics) and follows a SWMR writer; prints its address. The page is served on
     /// 127.0.0.1 only, works offline, and stops with Ctrl-C.
     View {
-        /// The HDF5 file.
+        /// The HDF5 file (or an `s3://` URL).
         file: PathBuf,
         /// The port (default: a free one).
         #[arg(long, default_value_t = 0)]

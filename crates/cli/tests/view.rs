@@ -163,7 +163,7 @@ fn view_serves_the_page_and_json_of_the_file_on_loopback() {
 }
 
 #[test]
-fn view_stops_after_exit_after_and_refuses_a_taken_port() {
+fn view_stops_after_exit_after_and_on_ctrl_c_and_refuses_a_taken_port() {
     let file = fixtures::dir().join("sb0_earliest.h5");
     let mut child = Command::new(env!("CARGO_BIN_EXE_h5chunk"))
         .args(["view", s(&file), "--exit-after", "1"])
@@ -191,6 +191,19 @@ fn view_stops_after_exit_after_and_refuses_a_taken_port() {
         }
         assert!(start.elapsed() < Duration::from_secs(30), "still serving");
         std::thread::sleep(Duration::from_millis(50));
+    }
+    // Ctrl-C (SIGINT) stops it too.
+    let mut server = Server::start(&file, &[]);
+    let pid = server.child.id().to_string();
+    let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(sent.success());
+    let start = Instant::now();
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "SIGINT did not stop it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
