@@ -280,6 +280,8 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
                           compression="gzip", shuffle=True)
     im.attrs["exposure_ms"] = 12.5
     f["images/labels"] = np.array([b"first", b"second", b"third"])
+    rec = np.dtype([("id", "<i4"), ("x", "<f8"), ("tag", "S4")])
+    f["records"] = np.array([(1, 0.5, b"a"), (2, -1.25, b"bb"), (3, 1e-9, b"c,d")], dtype=rec)
 with h5py.File(sys.argv[1], "r") as f:
     print(json.dumps({
         "sine": f["signals/sine"][:].tolist(),
@@ -379,6 +381,24 @@ fn page_in_chromium_plots_h5py_values_and_saves_a_screenshot() {
         .map(|v| format!("\"{}\"", v.as_str().unwrap()))
         .collect();
     assert_eq!(p["text"], serde_json::json!(want));
+
+    // A compound dataset: a table with a column per field.
+    let dom = chromium(
+        &chrome,
+        &dir,
+        &format!("{}#/records", server.url),
+        &["--dump-dom"],
+    );
+    for cell in [
+        "<th>id</th>",
+        "<th>x</th>",
+        "<th>tag</th>",
+        ">-1.25<",
+        ">1e-9<",
+        ">\"c,d\"<",
+    ] {
+        assert!(dom.contains(cell), "{cell}: {dom}");
+    }
 
     // The screenshot: the image of the stack.
     let shot = dir.join("view.png");

@@ -300,6 +300,11 @@ fn data(d: &Dataset, q: &HashMap<String, String>) -> ApiResult {
     } else {
         let text = text::elements(d, &raw, true).map_err(|e| e.to_string())?;
         out.insert("text".into(), json!(text));
+        // A compound's fields apart, for a table with a column each.
+        if let Some(names) = text::field_names(d) {
+            out.insert("fields".into(), json!(names));
+            out.insert("rows".into(), json!(text::compound_fields(d, &raw, true)));
+        }
     }
     Ok(Value::Object(out))
 }

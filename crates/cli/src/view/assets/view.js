@@ -224,8 +224,12 @@ async function showText(info, version) {
     return;
   }
   if (version !== state.version) return;
-  const t = el("table", {}, el("tr", {}, el("th", { text: "index" }), el("th", { text: "value" })));
-  d.text.forEach((v, i) => t.append(el("tr", {}, el("td", { class: "t", text: String(i) }), el("td", { class: "v", text: v }))));
+  const heads = d.fields ? d.fields : ["value"];
+  const t = el("table", {}, el("tr", {}, el("th", { text: "index" }), ...heads.map((h) => el("th", { text: h }))));
+  d.text.forEach((v, i) => {
+    const cells = d.rows ? d.rows[i] : [v];
+    t.append(el("tr", {}, el("td", { class: "t", text: String(i) }), ...cells.map((c) => el("td", { class: "v", text: c }))));
+  });
   $("values").replaceChildren(t);
   $("values-card").hidden = false;
   $("stats").replaceChildren(el("dt", { text: "values shown" }), el("dd", { text: String(d.text.length) }));
@@ -419,13 +423,37 @@ function imagePlot(d, rows, cols) {
     img.data.set([rgb[0], rgb[1], rgb[2], 255], k * 4);
   }
   og.putImageData(img, 0, 0);
-  const avail = Math.max(240, c.parentElement.clientWidth - 120);
+  // The image inside margins for the index ticks of its two dimensions.
+  const m = { l: 52, r: 6, t: 6, b: 28 };
+  const avail = Math.max(240, c.parentElement.clientWidth - 120 - m.l - m.r);
   const scale = Math.max(1, Math.min(Math.floor(avail / Math.max(1, cols)), Math.floor(520 / Math.max(1, rows))) || 1);
   const fit = Math.min(1, avail / (cols * scale), 520 / (rows * scale));
   const W = Math.max(1, Math.round(cols * scale * fit)), H = Math.max(1, Math.round(rows * scale * fit));
-  const g = sizeCanvas(c, W, H);
+  const g = sizeCanvas(c, W + m.l + m.r, H + m.t + m.b);
   g.imageSmoothingEnabled = false;
-  g.drawImage(off, 0, 0, W, H);
+  g.drawImage(off, m.l, m.t, W, H);
+  g.strokeStyle = "#c5cad3";
+  g.strokeRect(m.l - 0.5, m.t - 0.5, W + 1, H + 1);
+  g.font = "12px " + getComputedStyle(document.body).fontFamily;
+  g.fillStyle = "#6b7280";
+  const rk = d.count.length;
+  const r0 = d.start[rk - 2], rs = d.step[rk - 2], c0 = d.start[rk - 1], cs = d.step[rk - 1];
+  g.textAlign = "right";
+  g.textBaseline = "middle";
+  for (const t of niceTicks(r0, r0 + Math.max(0, rows - 1) * rs, 6)) {
+    if (!Number.isInteger(t)) continue;
+    const y = m.t + ((t - r0) / rs + 0.5) * (H / Math.max(1, rows));
+    g.fillRect(m.l - 5, Math.round(y), 4, 1);
+    g.fillText(String(t), m.l - 8, y);
+  }
+  g.textAlign = "center";
+  g.textBaseline = "top";
+  for (const t of niceTicks(c0, c0 + Math.max(0, cols - 1) * cs, 8)) {
+    if (!Number.isInteger(t)) continue;
+    const x = m.l + ((t - c0) / cs + 0.5) * (W / Math.max(1, cols));
+    g.fillRect(Math.round(x), m.t + H + 1, 1, 4);
+    g.fillText(String(t), x, m.t + H + 8);
+  }
   const cb = $("cb-canvas");
   const cg = cb.getContext("2d");
   for (let k = 0; k < 256; k++) {
@@ -437,13 +465,15 @@ function imagePlot(d, rows, cols) {
   $("cb-min").textContent = fmt(lo);
   $("colorbar").hidden = false;
   $("colorbar").style.height = H + "px";
+  $("colorbar").style.marginTop = m.t + "px";
   const rank = d.count.length;
   const every = (k) => (d.step[k] > 1 ? ` (every ${d.step[k]})` : "");
   $("readout").textContent = `rows: dimension ${rank - 2}${every(rank - 2)} · columns: dimension ${rank - 1}${every(rank - 1)} · ${rows}×${cols} shown`;
   c.onmousemove = (ev) => {
     const r = c.getBoundingClientRect();
-    const j = Math.min(cols - 1, Math.floor(((ev.clientX - r.left) / r.width) * cols));
-    const i = Math.min(rows - 1, Math.floor(((ev.clientY - r.top) / r.height) * rows));
+    const j = Math.floor(((ev.clientX - r.left - m.l) / W) * cols);
+    const i = Math.floor(((ev.clientY - r.top - m.t) / H) * rows);
+    if (i < 0 || j < 0 || i >= rows || j >= cols) return;
     const idx = d.start.map((s0, k) => (k === rank - 2 ? s0 + i * d.step[k] : k === rank - 1 ? s0 + j * d.step[k] : s0));
     $("readout").textContent = `[${idx.join(", ")}] = ${fmt(d.values[i * cols + j])}`;
   };
