@@ -32,8 +32,14 @@ struct Server {
 
 impl Server {
     fn start(file: &Path, extra: &[&str]) -> Server {
+        Server::start_with(s(file), extra, &[])
+    }
+
+    /// `h5chunk view WHAT` (a path or a URL) with these environment variables.
+    fn start_with(what: &str, extra: &[&str], env: &[(String, String)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_h5chunk"))
-            .args(["view", s(file)])
+            .args(["view", what])
+            .envs(env.iter().map(|(k, v)| (k, v)))
             // A test that fails before its drop still leaves no server behind for long.
             .args(["--exit-after", "600"])
             .args(extra)
@@ -160,6 +166,34 @@ fn view_serves_the_page_and_json_of_the_file_on_loopback() {
     // Refresh: the shape (nobody is writing).
     let r = server.json("/api/refresh?path=/unlimited_2d");
     assert_eq!(r["shape"], serde_json::json!([9, 10]));
+}
+
+#[test]
+fn view_reads_a_file_in_object_storage_by_its_url() {
+    let Some(python) = interop::python("view_reads_a_file_in_object_storage") else {
+        return;
+    };
+    let moto = h5chunk_testkit::moto::Moto::start(&python);
+    let local = fixtures::dir().join("sb0_earliest.h5");
+    moto.upload(&python, "view-bucket", &[&local]);
+    let env: Vec<(String, String)> = moto
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let server = Server::start_with("s3://view-bucket/sb0_earliest.h5", &[], &env);
+    let tree = server.json("/api/tree");
+    assert_eq!(tree["file"], "sb0_earliest.h5");
+    assert!(tree.to_string().contains("\"/g1/u1_chunked\""), "{tree}");
+    let d = server.json("/api/data?path=/chunked_2d&start=0,0&count=20,30&step=1,1");
+    let want: Vec<i32> = File::open(&local)
+        .unwrap()
+        .dataset("/chunked_2d")
+        .unwrap()
+        .read()
+        .unwrap();
+    let want: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+    assert_eq!(numbers(&d["values"]), want);
 }
 
 #[test]

@@ -15,6 +15,8 @@ use crate::{text, type_text};
 const MAX_NODES: usize = 20_000;
 /// Values one data request returns at most: the page asks for a strided view of more.
 const MAX_VALUES: u64 = 4 << 20;
+/// Bytes of values one data request reads at most.
+const MAX_BYTES: u64 = 64 << 20;
 /// Elements of a non-numeric dataset shown as text at most.
 const MAX_TEXT: u64 = 10_000;
 
@@ -266,6 +268,13 @@ fn data(d: &Dataset, q: &HashMap<String, String>) -> ApiResult {
     if n > cap {
         return Err(format!(
             "{n} values asked for; at most {cap} at once (use step)"
+        ));
+    }
+    // Elements of a large type (a compound of big arrays) are bounded by their bytes too.
+    let bytes = n.saturating_mul(d.dtype().size as u64);
+    if bytes > MAX_BYTES {
+        return Err(format!(
+            "{bytes} bytes asked for; at most {MAX_BYTES} at once (use step)"
         ));
     }
     let mut raw = Vec::new();
