@@ -341,8 +341,48 @@ fn text_and_csv_values_equal_h5py() {
             _ => assert!(headers.is_empty(), "{what}: {text}"),
         }
     }
+    // `--npy --slice`: numpy loads what h5py reads for the same key (shape and values; the
+    // compound one as a structured array).
+    let mut npys = Vec::new();
+    for (i, &(name, key, slice)) in cases.iter().enumerate() {
+        if name == "vlen" || slice.is_empty() {
+            continue;
+        }
+        let out = ok(&["cat", s(&file), name, "--npy", "--slice", slice]);
+        let path = dir.join(format!("{i}.npy"));
+        std::fs::write(&path, out).unwrap();
+        npys.push((s(&path).to_owned(), name, key));
+    }
+    let said = interop::run_python(
+        &python,
+        NPY_SAME,
+        &[s(&file), &serde_json::to_string(&npys).unwrap()],
+    );
+    assert_eq!(said.trim(), format!("{} same", npys.len()), "{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Each `.npy` against h5py's value of its (dataset, key): the count of equal ones, or what
+/// differs.
+const NPY_SAME: &str = r#"
+import h5py, json, sys
+import numpy as np
+same = 0
+with h5py.File(sys.argv[1], "r") as f:
+    for path, name, key in json.loads(sys.argv[2]):
+        got = np.load(path)
+        want = f[name][eval("np.s_[" + key + "]")]
+        ok = got.shape == want.shape and got.dtype.newbyteorder("=") == want.dtype.newbyteorder("=")
+        if ok and want.dtype.names:
+            ok = got.tobytes() == want.astype(got.dtype).tobytes()
+        elif ok:
+            ok = np.array_equal(got, want, equal_nan=want.dtype.kind == "f")
+        if ok:
+            same += 1
+        else:
+            print("differs:", name, key, got.dtype, got.shape, want.dtype, want.shape)
+print(same, "same")
+"#;
 
 #[test]
 fn text_of_a_file_h5py_wrote_reads_as_h5dump_would_show_it() {
