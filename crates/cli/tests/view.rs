@@ -580,6 +580,8 @@ fn page_follows_an_h5py_swmr_writer_and_moves_through_the_tree_by_keyboard() {
     assert_eq!(page.eval(focused), "/live/other");
     page.key("End");
     assert_eq!(page.eval(focused), "/live/signal");
+    // No uncaught error or rejection on the way (a thrown one is seen: checked by hand).
+    assert_eq!(page.errors(), serde_json::json!([]), "the page's errors");
     drop(page);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);

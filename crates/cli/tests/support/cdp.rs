@@ -87,6 +87,13 @@ impl Browser {
             json!({ "enabled": true }),
         );
         b.page("Page.enable", json!({}));
+        // The page's uncaught errors and rejections, kept for `errors`.
+        b.page(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": "window.__errors = []; \
+                addEventListener('error', (e) => __errors.push(String(e.message))); \
+                addEventListener('unhandledrejection', (e) => __errors.push(String(e.reason)));" }),
+        );
         b.page("Page.navigate", json!({ "url": url }));
         b
     }
@@ -144,6 +151,11 @@ impl Browser {
             std::thread::sleep(Duration::from_millis(20));
         }
         start.elapsed()
+    }
+
+    /// The page's uncaught errors and unhandled rejections so far.
+    pub fn errors(&mut self) -> Value {
+        self.eval("window.__errors")
     }
 
     /// Press a key (`ArrowDown`, `ArrowRight`, `End`, ...) in the page.
