@@ -305,6 +305,9 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
                          compression="gzip", maxshape=(None,))
     d.attrs["units"] = "V"
     d.attrs["rate_hz"] = 250.0
+    i = np.arange(500)[:, None]
+    g.create_dataset("xyz", data=np.hstack([np.cos(i / 40), np.sin(i / 40), i / 500.0]),
+                     chunks=(100, 3), maxshape=(None, 3))
     y, x = np.mgrid[0:96, 0:128]
     frames = np.stack([
         np.exp(-((x - 30 - 10 * k) ** 2 + (y - 48) ** 2) / 300.0)
@@ -319,6 +322,7 @@ with h5py.File(sys.argv[1], "w", libver="latest") as f:
 with h5py.File(sys.argv[1], "r") as f:
     print(json.dumps({
         "sine": f["signals/sine"][:].tolist(),
+        "xyz": f["signals/xyz"][:].ravel().tolist(),
         "frame0": f["images/frames"][0].astype(float).ravel().tolist(),
         "labels": [b.decode() for b in f["images/labels"][:]],
     }))
@@ -378,6 +382,19 @@ fn page_in_chromium_plots_h5py_values_and_saves_a_screenshot() {
         dom.contains("rate_hz") && dom.contains("250.0"),
         "attributes"
     );
+
+    // A 2-D dataset of three columns (a logger's rows): a line per column, every value.
+    let dom = chromium(
+        &chrome,
+        &dir,
+        &format!("{}#/signals/xyz", server.url),
+        &["--dump-dom"],
+    );
+    let p = plotted(&dom);
+    assert_eq!(p["kind"], "lines");
+    assert_eq!(p["count"], serde_json::json!([500, 3]));
+    assert!(close(&numbers(&p["values"]), &numbers(&h5py["xyz"])), "xyz");
+    assert!(dom.contains("[:, 2]"), "a legend entry per column");
 
     // The 3-D stack: an image of frame 0 (the slider's first position).
     let dom = chromium(

@@ -11,6 +11,12 @@ const params = new URLSearchParams(location.search);
 const POLL_MS = Math.max(100, Number(params.get("poll")) || 1000);
 const LINE_POINTS = 20000;
 const IMAGE_SIDE = 1024;
+// A 2-D dataset of at most this many columns (a logger's rows of a few values) is drawn as
+// one line per column rather than as an image.
+const LINE_COLUMNS = 16;
+const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d"];
+
+const asLines = (info) => info.shape.length === 2 && info.shape[1] <= LINE_COLUMNS;
 
 const state = { info: null, slider: [], timer: null, version: 0, live: false };
 
@@ -266,6 +272,11 @@ function selection(info) {
     const step = Math.max(1, Math.ceil(n / LINE_POINTS));
     return { start: [0], count: [Math.ceil(n / step)], step: [step] };
   }
+  if (asLines(info)) {
+    const n = info.shape[0], cols = info.shape[1];
+    const step = Math.max(1, Math.ceil((n * Math.max(1, cols)) / LINE_POINTS));
+    return { start: [0, 0], count: [Math.ceil(n / step), cols], step: [step, 1] };
+  }
   const start = [], count = [], step = [];
   for (let i = 0; i < rank; i++) {
     if (i + 2 < rank) {
@@ -298,11 +309,18 @@ async function draw(version) {
   $("viz").hidden = rank === 0;
   const shown = rank > 2 ? "[" + d.start.map((s, i) => (i + 2 < rank ? String(s) : ":")).join(", ") + "]" : null;
   renderStats(d.stats, d.step, shown);
-  if (rank === 1) linePlot(d);
-  else if (rank >= 2) imagePlot(d, d.count[rank - 2], d.count[rank - 1]);
+  const lines = rank === 1 || asLines(info);
+  if (rank === 1) linePlot(d, [{ values: d.values, label: null }]);
+  else if (lines) {
+    const rows = d.count[0], cols = d.count[1];
+    linePlot(d, Array.from({ length: cols }, (_, k) => ({
+      values: Array.from({ length: rows }, (_, i) => d.values[i * cols + k]),
+      label: `[:, ${k}]`,
+    })));
+  } else if (rank >= 2) imagePlot(d, d.count[rank - 2], d.count[rank - 1]);
   else $("stats").prepend(el("dt", { text: "value" }), el("dd", { text: fmt(d.values[0]) }));
   $("plotted").textContent = JSON.stringify({
-    path: info.path, kind: rank === 1 ? "line" : rank === 0 ? "scalar" : "image",
+    path: info.path, kind: rank === 1 ? "line" : lines ? "lines" : rank === 0 ? "scalar" : "image",
     shape: d.shape, start: d.start, count: d.count, step: d.step, values: d.values,
   });
   markReady();
@@ -333,15 +351,20 @@ function sizeCanvas(c, w, h) {
   return g;
 }
 
-function linePlot(d) {
+function linePlot(d, series) {
   const c = $("plot");
-  $("readout").textContent = `index along dimension 0${d.step[0] > 1 ? ` (every ${d.step[0]})` : ""} · ${d.values.length} points`;
+  const n = series.length ? series[0].values.length : 0;
+  $("readout").textContent = `index along dimension 0${d.step[0] > 1 ? ` (every ${d.step[0]})` : ""} · ${n} points${series.length > 1 ? ` × ${series.length} columns` : ""}`;
   c.classList.remove("image");
   $("colorbar").hidden = true;
+  const legend = $("legend");
+  legend.replaceChildren(...(series.length > 1 ? series.map((s, k) =>
+    el("span", { class: "key" }, el("span", { class: "swatch", style: `background:${PALETTE[k % PALETTE.length]}` }), s.label)) : []));
+  legend.hidden = series.length <= 1;
   const W = Math.max(320, c.parentElement.clientWidth), H = 360;
   const g = sizeCanvas(c, W, H);
   const m = { l: 64, r: 16, t: 12, b: 34 };
-  const xs = d.values.map((_, i) => d.start[0] + i * d.step[0]);
+  const xs = Array.from({ length: n }, (_, i) => d.start[0] + i * d.step[0]);
   const s = d.stats;
   let lo = s.finite ? s.min : 0, hi = s.finite ? s.max : 1;
   if (lo === hi) { lo -= 1; hi += 1; }
@@ -371,30 +394,33 @@ function linePlot(d) {
   }
   g.strokeStyle = "#c5cad3";
   g.strokeRect(m.l + 0.5, m.t + 0.5, W - m.l - m.r - 1, H - m.t - m.b - 1);
-  g.strokeStyle = "#2563eb";
-  g.lineWidth = 1.6;
-  g.lineJoin = "round";
-  g.beginPath();
-  let pen = false;
-  d.values.forEach((v, i) => {
-    if (v == null) { pen = false; return; }
-    const x = X(xs[i]), y = Y(v);
-    if (pen) g.lineTo(x, y); else g.moveTo(x, y);
-    pen = true;
-  });
-  g.stroke();
-  if (d.values.length <= 120) {
-    g.fillStyle = "#2563eb";
-    d.values.forEach((v, i) => {
-      if (v == null) return;
-      g.beginPath(); g.arc(X(xs[i]), Y(v), 2.6, 0, 2 * Math.PI); g.fill();
+  series.forEach((sr, k) => {
+    const colour = PALETTE[k % PALETTE.length];
+    g.strokeStyle = colour;
+    g.lineWidth = 1.6;
+    g.lineJoin = "round";
+    g.beginPath();
+    let pen = false;
+    sr.values.forEach((v, i) => {
+      if (v == null) { pen = false; return; }
+      const x = X(xs[i]), y = Y(v);
+      if (pen) g.lineTo(x, y); else g.moveTo(x, y);
+      pen = true;
     });
-  }
+    g.stroke();
+    if (n <= 120) {
+      g.fillStyle = colour;
+      sr.values.forEach((v, i) => {
+        if (v == null) return;
+        g.beginPath(); g.arc(X(xs[i]), Y(v), 2.6, 0, 2 * Math.PI); g.fill();
+      });
+    }
+  });
   c.onmousemove = (ev) => {
     const r = c.getBoundingClientRect();
     const x = x0 + ((ev.clientX - r.left - m.l) / (W - m.l - m.r)) * (x1 - x0);
     const i = Math.min(xs.length - 1, Math.max(0, Math.round((x - x0) / d.step[0])));
-    if (xs.length) $("readout").textContent = `[${xs[i]}] = ${fmt(d.values[i])}`;
+    if (xs.length) $("readout").textContent = `[${xs[i]}] = ` + series.map((sr) => fmt(sr.values[i])).join(", ");
   };
 }
 
@@ -408,6 +434,7 @@ const LUT = Array.from({ length: 256 }, (_, k) => {
 
 function imagePlot(d, rows, cols) {
   const c = $("plot");
+  $("legend").hidden = true;
   c.classList.add("image");
   const s = d.stats;
   let lo = s.finite ? s.min : 0, hi = s.finite ? s.max : 1;
