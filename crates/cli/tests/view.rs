@@ -475,13 +475,16 @@ fn page_in_chromium_plots_h5py_values_and_saves_a_screenshot() {
 
 /// An h5py (libhdf5) SWMR writer: 100 values of a growable 1-D dataset flushed, then as many
 /// more as each line of stdin says, each batch flushed; after each flush, every value so far
-/// (JSON) on stdout. `0` ends it.
+/// (JSON) on stdout. `f` adds a frame to a stack of 4 × 5 frames (its values on stdout); `0`
+/// ends it.
 const SWMR_WRITER: &str = r#"
 import h5py, json, sys
 import numpy as np
 f = h5py.File(sys.argv[1], "w", libver="latest")
 d = f.create_dataset("live/signal", shape=(0,), maxshape=(None,), chunks=(64,), dtype="<f8")
 f.create_dataset("live/other", data=np.arange(3))
+frames = f.create_dataset("live/frames", data=np.arange(20.0).reshape(1, 4, 5),
+                          maxshape=(None, 4, 5), chunks=(1, 4, 5))
 f.swmr_mode = True
 def add(n):
     i = d.shape[0]
@@ -489,8 +492,17 @@ def add(n):
     d[i:] = np.sin(np.arange(i, i + n) / 10.0) * (1 + np.arange(i, i + n) / 100.0)
     d.flush()
     print(json.dumps(d[:].tolist()), flush=True)
+def frame():
+    k = frames.shape[0]
+    frames.resize((k + 1, 4, 5))
+    frames[k] = np.arange(20.0).reshape(4, 5) * (k + 1) - k
+    frames.flush()
+    print(json.dumps(frames[k].ravel().tolist()), flush=True)
 add(100)
 for line in sys.stdin:
+    if line.strip() == "f":
+        frame()
+        continue
     n = int(line)
     if n == 0:
         break
@@ -554,8 +566,6 @@ fn page_follows_an_h5py_swmr_writer_and_moves_through_the_tree_by_keyboard() {
             now.len()
         );
     }
-    writeln!(to_writer, "0").unwrap();
-    assert!(writer.wait().unwrap().success());
     let _ = writeln!(
         std::io::stderr(),
         "{test}: flush to plot {:?} (polling every 100 ms)",
@@ -594,9 +604,27 @@ fn page_follows_an_h5py_swmr_writer_and_moves_through_the_tree_by_keyboard() {
     page.key("ArrowRight");
     assert_eq!(page.eval(expanded), "true");
     page.key("ArrowRight");
-    assert_eq!(page.eval(focused), "/live/other");
+    assert_eq!(page.eval(focused), "/live/frames");
     page.key("End");
     assert_eq!(page.eval(focused), "/live/signal");
+    // A stack of frames being written: the image stays at the newest frame as frames land.
+    page.eval("location.hash = '#' + encodeURIComponent('/live/frames')");
+    let newest = "(() => { try { const p = JSON.parse(document.getElementById('plotted').textContent); \
+                  return p.path === '/live/frames' ? p.start[0] : -1 } catch (e) { return -1 } })()";
+    page.wait_for(&format!("{newest} === 0"), 30);
+    for k in 1..=2 {
+        writeln!(to_writer, "f").unwrap();
+        to_writer.flush().unwrap();
+        let now = flushed();
+        page.wait_for(&format!("{newest} === {k}"), 30);
+        assert!(close(&values(&mut page), &now), "frame {k}");
+    }
+    assert_eq!(
+        page.eval("document.querySelector('#controls output').textContent"),
+        "2"
+    );
+    writeln!(to_writer, "0").unwrap();
+    assert!(writer.wait().unwrap().success());
     // No uncaught error or rejection on the way (a thrown one is seen: checked by hand).
     assert_eq!(page.errors(), serde_json::json!([]), "the page's errors");
     drop(page);

@@ -526,7 +526,17 @@ function startFollowing(version) {
       info.shape = r.shape;
       info.maxshape = r.maxshape;
       renderMeta(info);
-      state.slider.forEach((s, i) => { if (s) s.max = String(Math.max(0, info.shape[i] - 1)); });
+      state.slider.forEach((s, i) => {
+        if (!s) return;
+        // At the newest position (a stack of frames being written): stay at the newest.
+        const atEnd = s.value === s.max;
+        s.max = String(Math.max(0, info.shape[i] - 1));
+        if (atEnd) {
+          s.value = s.max;
+          s.nextElementSibling.textContent = s.value;
+        }
+        s.parentElement.querySelector(".note").textContent = `of ${info.shape[i]}`;
+      });
       await draw(version);
     }
     $("live-text").textContent = `following · ${dims(info.shape)} at ${new Date().toLocaleTimeString()}`;
