@@ -308,10 +308,9 @@ fn as_text(d: &Dataset, sel: &Selection, csv: bool, out: &mut dyn Write) -> Resu
             } else {
                 names.clone()
             };
+            // Text aligns the header with the first part's columns below.
             if csv {
                 w(out, &header.join(","))?;
-            } else {
-                // The header is aligned with the first part's columns below.
             }
             let mut first = true;
             return read_parts(d, sel, &mut |bytes| {
