@@ -194,6 +194,13 @@ fn test(args: &[String]) -> TaskResult {
          h5dump binary."
             .to_string()
     })?;
+    // Chromium: the browser tests of `h5chunk view` drive it headless.
+    let chromium = find_chromium().ok_or_else(|| {
+        "chromium not found: `cargo xtask test` opens `h5chunk view` in a headless browser. \
+         Install Debian's chromium (`apt-get install chromium`) or point H5CHUNK_CHROMIUM at a \
+         Chromium binary."
+            .to_string()
+    })?;
     let python = fixtures::ensure_venv(&root)?;
     let fixtures_dir = root.join("target").join("fixtures");
     fixtures::ensure_fresh(&root, &python, &fixtures_dir)?;
@@ -201,6 +208,7 @@ fn test(args: &[String]) -> TaskResult {
     eprintln!("xtask test: H5CHUNK_FIXTURES={}", fixtures_dir.display());
     eprintln!("xtask test: H5CHUNK_PYTHON={}", python.display());
     eprintln!("xtask test: H5CHUNK_H5DUMP={}", h5dump.display());
+    eprintln!("xtask test: H5CHUNK_CHROMIUM={}", chromium.display());
     let mut cmd = cargo();
     cmd.current_dir(&root).arg("test");
     // `--workspace` unless the caller picked packages: cargo would otherwise ignore `-p`.
@@ -228,7 +236,8 @@ fn test(args: &[String]) -> TaskResult {
         .env("H5CHUNK_REQUIRE_INTEROP", "1")
         .env("H5CHUNK_FIXTURES", &fixtures_dir)
         .env("H5CHUNK_PYTHON", &python)
-        .env("H5CHUNK_H5DUMP", &h5dump);
+        .env("H5CHUNK_H5DUMP", &h5dump)
+        .env("H5CHUNK_CHROMIUM", &chromium);
     run_tests(&mut cmd)?;
     // The Python module, a workspace of its own, built and tested against h5py.
     python_tests(&root, &python, &[])?;
@@ -720,6 +729,16 @@ fn find_h5dump() -> Option<PathBuf> {
         return path.is_file().then_some(path);
     }
     find_on_path("h5dump")
+}
+
+/// Chromium from H5CHUNK_CHROMIUM if it names an existing file, else `chromium` (Debian's
+/// package) or `chromium-browser` on PATH.
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("H5CHUNK_CHROMIUM").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        return path.is_file().then_some(path);
+    }
+    find_on_path("chromium").or_else(|| find_on_path("chromium-browser"))
 }
 
 fn find_on_path(program: &str) -> Option<PathBuf> {

@@ -4,8 +4,11 @@
 //! Errors are one line on stderr (`h5chunk: error: ...`) and a non-zero exit status; `check`
 //! exits with status 1 when it finds a problem.
 
+mod cat;
 mod npy;
 mod progress;
+mod text;
+mod view;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -59,16 +62,30 @@ enum Command {
         /// The dataset's path.
         dataset: String,
     },
-    /// Write every value of a dataset to stdout, in C order, little-endian, with the width and
-    /// kind of the dataset's type.
+    /// Write a dataset's values (or a hyperslab of them) to stdout: as text on a terminal,
+    /// else in C order, little-endian, with the width and kind of the dataset's type.
     Cat {
         /// The HDF5 file.
         file: PathBuf,
         /// The dataset's path.
         dataset: String,
         /// Write a `.npy` file (header and values) instead of bare values.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["text", "csv"])]
         npy: bool,
+        /// Print values as text (the default when stdout is a terminal): one value a line
+        /// for 1-D data, rows as lines, each 2-D block of n-D data under its `[i, :, :]`
+        /// header, strings quoted, compound datasets as a table of their fields.
+        #[arg(long, conflicts_with = "csv")]
+        text: bool,
+        /// Print values as CSV: rows of the last dimension as lines (a compound dataset's
+        /// fields as columns, under a header of their names).
+        #[arg(long)]
+        csv: bool,
+        /// Only this hyperslab: `START:STOP[:STEP]` or an index per dimension, comma-
+        /// separated, as Python slices (`0:10,::2,-1`); dimensions left out are whole. An
+        /// index drops its dimension from the output's shape, as numpy does.
+        #[arg(long, value_name = "START:STOP[:STEP],...", allow_hyphen_values = true)]
+        slice: Option<String>,
     },
     /// Create a chunked dataset (and the file, if needed) from little-endian C-order values or
     /// a `.npy` file.
@@ -114,6 +131,20 @@ enum Command {
         /// Leave out the datasets Zarr cannot describe (printed to stderr) instead of failing.
         #[arg(long)]
         skip_unsupported: bool,
+    },
+    /// Serve a page that shows the file in the browser (a tree with keyboard navigation,
+    /// attributes, dataset metadata, a line plot of 1-D data, an image of 2-D slices of n-D
+    /// data, statistics) and follows a SWMR writer; prints its address. The page is served on
+    /// 127.0.0.1 only, works offline, and stops with Ctrl-C.
+    View {
+        /// The HDF5 file (or an `s3://` URL).
+        file: PathBuf,
+        /// The port (default: a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Stop serving after this many seconds (default: until Ctrl-C).
+        #[arg(long, value_name = "SECONDS")]
+        exit_after: Option<u64>,
     },
     /// Clear the superblock's file consistency flags of a file a crashed writer left marked
     /// open for writing (libhdf5 and h5chunk refuse such a file), as `h5clear -s` does. Only
@@ -247,11 +278,28 @@ fn main() -> ExitCode {
         Command::Ls { file, group, attrs } => ls(&file, group.as_deref(), attrs),
         Command::Attrs { file, path } => attrs(&file, path.as_deref().unwrap_or("/")),
         Command::Inspect { file, dataset } => inspect(&file, &dataset),
-        Command::Cat { file, dataset, npy } => cat(&file, &dataset, npy),
+        Command::Cat {
+            file,
+            dataset,
+            npy,
+            text,
+            csv,
+            slice,
+        } => cat::cat(
+            &file,
+            &dataset,
+            cat::Format::choose(npy, text, csv),
+            slice.as_deref(),
+        ),
         Command::Import(args) => import(&args),
         Command::Check { file } => check(&file),
         Command::Recover { file } => recover(&file),
         Command::Clear { file } => clear(&file),
+        Command::View {
+            file,
+            port,
+            exit_after,
+        } => view::view(&file, port, exit_after),
         Command::Refs {
             file,
             datasets,
@@ -744,62 +792,6 @@ fn in_dataset(file: &Path, path: &str, e: &h5chunk::Error) -> String {
     // Said once: an error that names the dataset after a message's address names it first.
     let text = text.replacen(&format!(": {path}: "), ": ", 1);
     format!("{}: {path}: {text}", file.display())
-}
-
-fn cat(file: &Path, path: &str, as_npy: bool) -> CliResult<Outcome> {
-    let f = open(file)?;
-    let d = f.dataset(path).map_err(|e| in_dataset(file, path, &e))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    let class = d.dtype().class;
-    // Slab by slab: a dataset larger than memory streams through.
-    let written = (|| -> Result<(), Result<String, std::io::Error>> {
-        // Strings as text, one element a line (fixed-length ones go to `.npy` as `S<n>`).
-        if class == TypeClass::VarLenString || (class == TypeClass::FixedString && !as_npy) {
-            if as_npy {
-                return Err(Ok(format!(
-                    "{path}: variable-length strings have no .npy form (numpy's object arrays \
-                     are pickles); cat prints them as lines without --npy"
-                )));
-            }
-            for slab in d.slabs(SLAB_BYTES) {
-                let strings = (slab.and_then(|s| d.decode_strings(&s.bytes)))
-                    .map_err(|e| Ok(in_dataset(file, path, &e)))?;
-                for s in strings {
-                    out.write_all(s.as_bytes()).map_err(Err)?;
-                    out.write_all(b"\n").map_err(Err)?;
-                }
-            }
-            return out.flush().map_err(Err);
-        }
-        if as_npy {
-            // Numbers come little-endian from h5chunk; other elements as stored; bfloat16,
-            // which numpy lacks, as its bits (`|V2`, which ml_dtypes' `bfloat16` views).
-            let descr = match class {
-                TypeClass::Other | TypeClass::BFloat16 => h5chunk::types::numpy_descr(d.datatype())
-                    .ok_or_else(|| {
-                        Ok(format!(
-                            "{path}: {} elements have no .npy form",
-                            d.datatype().class.name()
-                        ))
-                    })?,
-                _ => type_text(&d).replace('>', "<"),
-            };
-            out.write_all(&npy::encode_header(&descr, &d.shape()))
-                .map_err(Err)?;
-        }
-        for slab in d.slabs(SLAB_BYTES) {
-            let slab = slab.map_err(|e| Ok(in_dataset(file, path, &e)))?;
-            out.write_all(&slab.bytes).map_err(Err)?;
-        }
-        out.flush().map_err(Err)
-    })();
-    match written {
-        Ok(()) => Ok(Outcome::Ok),
-        Err(Ok(read_error)) => Err(read_error),
-        // A closed pipe (`h5chunk cat ... | head -c 16`) is the reader's choice.
-        Err(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Ok),
-        Err(Err(e)) => Err(format!("writing to stdout: {e}")),
-    }
 }
 
 fn parse_dims(what: &str, text: &str) -> CliResult<Vec<Option<u64>>> {
