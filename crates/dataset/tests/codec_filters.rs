@@ -1,8 +1,9 @@
-//! The read-only codecs of files people hold: szip (filter 4, libaec through h5py's own
-//! libhdf5), Blosc2 (32026, hdf5plugin) and LZO (305, PyTables). h5py (with hdf5plugin) writes
-//! every parameter combination its users write, with element sizes 1, 2, 4 and 8, both byte
-//! orders where the codec sees them, and chunk shapes with partial edge chunks; h5chunk reads
-//! every dataset equal to h5py's values, and refuses by name to write what it does not write.
+//! The codecs of files people hold: szip (filter 4, libaec through h5py's own libhdf5), Blosc2
+//! (32026, hdf5plugin) and LZO (305, PyTables). h5py (with hdf5plugin) writes every parameter
+//! combination its users write, with element sizes 1, 2, 4 and 8, both byte orders where the
+//! codec sees them, and chunk shapes with partial edge chunks; h5chunk reads every dataset equal
+//! to h5py's values, and refuses by name to write what it does not write (szip, Blosc2's delta
+//! and precision truncation). LZO chunks h5chunk writes decode in liblzo2 (`lzop`).
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
     clippy::arithmetic_side_effects,
@@ -11,7 +12,7 @@
 )]
 
 use h5chunk::filters::FilterError;
-use h5chunk::{Error, File, OpenOptions};
+use h5chunk::{Error, File, FilterSpec, OpenOptions};
 use h5chunk_testkit::interop;
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -423,4 +424,121 @@ if not glob.glob(os.path.join(out, '*.h5')):
         ],
     );
     out
+}
+
+/// Decodes the LZO chunks of h5chunk's file with liblzo2 (`lzop -d` over each stored chunk in an
+/// lzop container) and checks the values, C order, against `<stem>.<i>`; chunks stored
+/// unfiltered (mask bit set) are taken as they are. Prints [differing names, chunks decoded by
+/// liblzo2, chunks left unfiltered].
+const CHECK_LZO: &str = r#"
+import sys, json, struct, subprocess, zlib, h5py, numpy as np
+path, stem, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+def lzop_file(stream, n):
+    # Version 1.04, library 2.10, needs 0.94; method LZO1X-1, level 5; Unix, no checksums of
+    # the data; mode, mtime, no name; the header's Adler-32; one block; the end.
+    h = struct.pack('>HHHBBIIII', 0x1040, 0x20a0, 0x0940, 1, 5, 0x03000000, 0o100644, 0, 0) + b'\x00'
+    return (b'\x89LZO\x00\r\n\x1a\n' + h + struct.pack('>I', zlib.adler32(h))
+            + struct.pack('>II', n, len(stream)) + stream + b'\x00\x00\x00\x00')
+
+bad, decoded, raw_chunks = [], 0, 0
+with h5py.File(path, 'r') as f:
+    for i, name in enumerate(names):
+        d = f[name]
+        assert list(d._filters) == ['305'], d._filters
+        want = np.fromfile('%s.%d' % (stem, i), dtype=d.dtype.newbyteorder('<')).reshape(d.shape)
+        got = np.zeros(d.shape, d.dtype)
+        nbytes = int(np.prod(d.chunks)) * d.dtype.itemsize
+        for k in range(d.id.get_num_chunks()):
+            off = d.id.get_chunk_info(k).chunk_offset
+            mask, stored = d.id.read_direct_chunk(off)
+            if mask & 1:
+                raw_chunks += 1
+                block = stored
+            else:
+                decoded += 1
+                block = subprocess.run(['lzop', '-d', '-c'], input=lzop_file(stored, nbytes),
+                                       check=True, stdout=subprocess.PIPE).stdout
+            a = np.frombuffer(block, d.dtype).reshape(d.chunks)
+            sl = tuple(slice(o, min(o + c, s)) for o, c, s in zip(off, d.chunks, d.shape))
+            got[sl] = a[tuple(slice(0, x.stop - x.start) for x in sl)]
+        if got.tobytes() != want.tobytes():
+            bad.append(name)
+print(json.dumps([bad, decoded, raw_chunks]))
+"#;
+
+/// h5chunk writes LZO (PyTables' filter 305) for element sizes 1, 2, 4 and 8 and chunk shapes
+/// with partial edge chunks in one, two and three dimensions; liblzo2 (Debian's `lzop`, the
+/// reference decoder: neither h5py nor hdf5plugin nor h5dump has an LZO filter) decodes every
+/// stored chunk to the values written, and chunks of noise are left unfiltered (PyTables' filter
+/// fails where LZO does not shrink a chunk).
+#[test]
+fn lzo_h5chunk_writes_decode_in_liblzo2() {
+    let Some(python) = interop::python("lzo_h5chunk_writes_decode_in_liblzo2") else {
+        return;
+    };
+    let path = tmp("codec_filters_lzo_h5chunk.h5");
+    let stem = tmp("codec_filters_lzo_h5chunk.values");
+    let f = File::create(&path).unwrap();
+    let root = f.group("/").unwrap();
+    let mut names = Vec::new();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for size in [1usize, 2, 4, 8] {
+        for (shape, chunk) in [
+            (vec![10007u64], vec![1000u64]),
+            (vec![70, 45], vec![33, 20]),
+            (vec![3, 50, 61], vec![2, 20, 37]),
+        ] {
+            let n: u64 = shape.iter().product();
+            let n = n as usize;
+            // Steps with a little noise, a run of zeros, and a last stretch of noise.
+            let mut bytes = Vec::with_capacity(n * size);
+            for i in 0..n {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let v = if i >= n - n / 5 {
+                    state
+                } else if (n / 3..n / 2).contains(&i) {
+                    0
+                } else {
+                    (i as u64 / 9) % 60 * 3 + u64::from(i % 17 == 0) * (state % 5)
+                };
+                bytes.extend_from_slice(&v.to_le_bytes()[..size]);
+            }
+            let name = format!("lzo_{size}_{}", shape.len());
+            let b = match size {
+                1 => root.new_dataset::<u8>(),
+                2 => root.new_dataset::<u16>(),
+                4 => root.new_dataset::<u32>(),
+                _ => root.new_dataset::<u64>(),
+            };
+            let d = b
+                .shape(&shape)
+                .chunk(&chunk)
+                .filter(FilterSpec::Lzo)
+                .create(&name)
+                .unwrap();
+            d.write_raw(&bytes).unwrap();
+            assert_eq!(d.read_raw().unwrap(), bytes, "{name}: h5chunk reads back");
+            std::fs::write(format!("{}.{}", stem.display(), names.len()), &bytes).unwrap();
+            names.push(name);
+        }
+    }
+    drop(root);
+    f.close().unwrap();
+    let mut args = vec![path.to_str().unwrap(), stem.to_str().unwrap()];
+    args.extend(names.iter().map(String::as_str));
+    let report = interop::run_python(&python, CHECK_LZO, &args);
+    let (bad, decoded, raw): (Vec<String>, usize, usize) =
+        serde_json::from_str(report.trim()).unwrap();
+    assert!(bad.is_empty(), "liblzo2 decodes other values: {bad:?}");
+    assert!(
+        decoded > 100 && raw > 0,
+        "{decoded} chunks decoded, {raw} raw"
+    );
+    for i in 0..names.len() {
+        let _ = std::fs::remove_file(format!("{}.{i}", stem.display()));
+    }
+    let _ = std::fs::remove_file(&path);
 }

@@ -80,6 +80,11 @@ pub enum FilterSpec {
         /// The filter before compression (hdf5plugin's `NOFILTER`, `SHUFFLE`, `BITSHUFFLE`).
         shuffle: BloscShuffle,
     },
+    /// PyTables' LZO filter (305): LZO1X streams of our own greedy compressor, which liblzo2
+    /// (PyTables built with LZO) decodes; chunks LZO does not shrink are stored unfiltered.
+    /// Client data `[1, 23, 0]` (level 1, object version 23, type 0), as PyTables 2.x Tables
+    /// record them: streams without the checksum trailer of PyTables before 0.8.
+    Lzo,
 }
 
 /// The codec of the Blosc filters' blocks (hdf5plugin's `cname`). LZ4HC blocks are written by
@@ -147,6 +152,8 @@ pub enum BitshuffleCompression {
 
 /// The Blosc2 filter's identifier (hdf5-blosc2), which the format crate does not name.
 const BLOSC2: u16 = 32026;
+/// PyTables' LZO filter's identifier.
+const LZO: u16 = 305;
 
 /// Messages of a new object header, with their flags.
 type HeaderMessages = Vec<(Message, MessageFlags)>;
@@ -551,6 +558,7 @@ impl DatasetBuilder {
                             ],
                         )
                     }
+                    FilterSpec::Lzo => Filter::new(pipeline_version, LZO, 1, vec![1, 23, 0]),
                     // Revision 1, the block size chosen by the filter (0).
                     FilterSpec::Blosc2 {
                         codec,
