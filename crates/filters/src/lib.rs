@@ -1,4 +1,4 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), LZO (305), bzip2 (307), Blosc (32001), Blosc2 (32026), LZF (32000), LZ4 (32004),
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4), LZO (305), bzip2 (307), Blosc (32001), Blosc2 (32026), LZF (32000), LZ4 (32004),
 //! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
@@ -428,12 +428,8 @@ impl Pipeline {
                 }
                 // PyTables' filter fails where LZO1X does not shrink the chunk.
                 Stage::Lzo => lzo::compress(&data),
-                Stage::Szip(_) => {
-                    return Err(FilterError::Unsupported {
-                        filter: stage.name(),
-                        what: "writing",
-                    });
-                }
+                // libhdf5's filter fails where the stream would outgrow the chunk.
+                Stage::Szip(p) => szip::compress(&data, p)?,
             };
             match out {
                 Some(out) => data = std::borrow::Cow::Owned(out),

@@ -85,6 +85,18 @@ pub enum FilterSpec {
     /// Client data `[1, 23, 0]` (level 1, object version 23, type 0), as PyTables 2.x Tables
     /// record them: streams without the checksum trailer of PyTables before 0.8.
     Lzo,
+    /// szip (filter 4, CCSDS 121.0 adaptive entropy coding as libaec writes it for libhdf5):
+    /// `nn` the nearest-neighbour predictor (else entropy coding only), blocks of
+    /// `pixels_per_block` pixels (an even number, 2..=32); h5py's
+    /// `compression='szip', compression_opts=('nn' or 'ec', pixels_per_block)`. The client data
+    /// are those libhdf5's set_local makes (byte order, bits per pixel, scanline). Chunks the
+    /// coding does not shrink are stored unfiltered, as libhdf5's filter leaves them.
+    Szip {
+        /// The nearest-neighbour predictor.
+        nn: bool,
+        /// Pixels per block.
+        pixels_per_block: u32,
+    },
 }
 
 /// The codec of the Blosc filters' blocks (hdf5plugin's `cname`). LZ4HC blocks are written by
@@ -154,6 +166,34 @@ pub enum BitshuffleCompression {
 const BLOSC2: u16 = 32026;
 /// PyTables' LZO filter's identifier.
 const LZO: u16 = 305;
+
+/// The szip client data libhdf5's set_local makes: the options mask (raw, K13 allowed, the
+/// predictor or entropy coding only, the byte order), pixels per block, bits per pixel, and
+/// pixels per scanline (the chunk's fastest dimension, at most 128 blocks; when shorter than a
+/// block, 128 blocks or the whole chunk).
+fn szip_client_data(nn: bool, ppb: u32, elem: u64, big_endian: bool, chunk: &[u64]) -> Vec<u32> {
+    const RAW: u32 = 128;
+    const ALLOW_K13: u32 = 1;
+    const NN: u32 = 32;
+    const EC: u32 = 4;
+    const MSB: u32 = 16;
+    const LSB: u32 = 8;
+    let mask = RAW | ALLOW_K13 | if nn { NN } else { EC } | if big_endian { MSB } else { LSB };
+    let max_line = u64::from(ppb).saturating_mul(128);
+    let fastest = chunk.last().copied().unwrap_or(1);
+    let points = chunk.iter().product::<u64>();
+    let line = if fastest < u64::from(ppb) {
+        max_line.min(points)
+    } else {
+        max_line.min(fastest)
+    };
+    vec![
+        mask,
+        ppb,
+        u32::try_from(elem.saturating_mul(8)).unwrap_or(0),
+        u32::try_from(line).unwrap_or(0),
+    ]
+}
 
 /// Messages of a new object header, with their flags.
 type HeaderMessages = Vec<(Message, MessageFlags)>;
@@ -559,6 +599,21 @@ impl DatasetBuilder {
                         )
                     }
                     FilterSpec::Lzo => Filter::new(pipeline_version, LZO, 1, vec![1, 23, 0]),
+                    FilterSpec::Szip {
+                        nn,
+                        pixels_per_block,
+                    } => Filter::new(
+                        pipeline_version,
+                        id::SZIP,
+                        1,
+                        szip_client_data(
+                            nn,
+                            pixels_per_block,
+                            elem,
+                            self.dtype.order == crate::types::ByteOrder::BigEndian,
+                            &chunk,
+                        ),
+                    ),
                     // Revision 1, the block size chosen by the filter (0).
                     FilterSpec::Blosc2 {
                         codec,
