@@ -473,6 +473,13 @@ fn lzo_h5chunk_writes_decode_in_liblzo2() {
     let Some(python) = interop::python("lzo_h5chunk_writes_decode_in_liblzo2") else {
         return;
     };
+    assert!(
+        std::process::Command::new("lzop")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "lzop not found: install Debian's lzop (.ci/run does), the LZO reference decoder"
+    );
     let path = tmp("codec_filters_lzo_h5chunk.h5");
     let stem = tmp("codec_filters_lzo_h5chunk.values");
     let f = File::create(&path).unwrap();
