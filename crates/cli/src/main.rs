@@ -250,6 +250,8 @@ enum BloscShuffleArg {
     Byte,
     /// Bit shuffle.
     Bit,
+    /// Blosc2's delta filter (not Blosc's).
+    Delta,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -1146,6 +1148,7 @@ fn import(a: &ImportArgs) -> CliResult<Outcome> {
         BloscShuffleArg::None => BloscShuffle::None,
         BloscShuffleArg::Byte => BloscShuffle::Byte,
         BloscShuffleArg::Bit => BloscShuffle::Bit,
+        BloscShuffleArg::Delta => BloscShuffle::Delta,
     };
     if let Some(c) = a.blosc {
         b = b.filter(FilterSpec::Blosc {

@@ -369,7 +369,7 @@ fn hdf5plugin_blosc_reads_every_codec_and_shuffle() {
 }
 
 /// Data for the Blosc writing test, made by h5py with hdf5plugin: every codec (Snappy aside)
-/// and shuffle of Blosc and Blosc2, levels 1, 5 and 9 (Blosc2 also 0: stored raw), element
+/// and shuffle of Blosc and Blosc2 (and Blosc2's delta), levels 1, 5 and 9 (Blosc2 also 0: stored raw), element
 /// sizes 1, 2, 4 and 8, chunk shapes with partial edge chunks in one, two and three dimensions,
 /// and data with runs of zeros and a stretch of noise (chunks that do not compress, which the
 /// reference Blosc filter leaves unfiltered). Prints [name, filters of the dataset].
@@ -382,7 +382,7 @@ with h5py.File(path, 'w') as f:
     for kind, make in [('blosc', lambda c, l, s: hdf5plugin.Blosc(cname=c, clevel=l, shuffle=s)),
                        ('blosc2', lambda c, l, s: hdf5plugin.Blosc2(cname=c, clevel=l, filters=s))]:
         for cname in ['blosclz', 'lz4', 'lz4hc', 'zlib', 'zstd']:
-            for shuffle in [0, 1, 2]:
+            for shuffle in ([0, 1, 2, 3] if kind == 'blosc2' else [0, 1, 2]):
                 for clevel in [0, 1, 5, 9]:
                     if clevel == 0 and (kind == 'blosc' or cname != 'lz4'):
                         continue
@@ -474,7 +474,8 @@ fn blosc_and_blosc2_h5chunk_writes_read_in_h5py_and_h5dump() {
         &[reference.to_str().unwrap()],
     );
     let names: Vec<String> = serde_json::from_str(names.trim()).unwrap();
-    assert_eq!(names.len(), (5 * 3 * 3 * 2 + 3) * 4 * 3);
+    // Blosc: 5 codecs × 3 shuffles × 3 levels; Blosc2: × 4 filters (delta too), and level 0.
+    assert_eq!(names.len(), (5 * 3 * 3 + 5 * 4 * 3 + 4) * 4 * 3);
     let src = File::open(&reference).unwrap();
     let out = File::create(&ours).unwrap();
     let root = out.group("/").unwrap();
@@ -491,8 +492,12 @@ fn blosc_and_blosc2_h5chunk_writes_read_in_h5py_and_h5dump() {
             "zstd" => BloscCodec::Zstd,
             other => panic!("{other}"),
         };
-        let shuffle = [BloscShuffle::None, BloscShuffle::Byte, BloscShuffle::Bit]
-            [parts[2].parse::<usize>().unwrap()];
+        let shuffle = [
+            BloscShuffle::None,
+            BloscShuffle::Byte,
+            BloscShuffle::Bit,
+            BloscShuffle::Delta,
+        ][parts[2].parse::<usize>().unwrap()];
         let level = parts[3].parse().unwrap();
         let spec = if parts[0] == "blosc" {
             FilterSpec::Blosc {
@@ -575,6 +580,22 @@ fn unusable_filter_parameters_leave_no_dataset() {
         "{made:?}"
     );
     assert!(f.dataset("bad").is_err());
+    // Blosc 1 has no delta filter (Blosc2 has).
+    let made = f
+        .new_dataset::<u32>()
+        .shape(&[100])
+        .chunk(&[10])
+        .filter(FilterSpec::Blosc {
+            codec: BloscCodec::Lz4,
+            level: 5,
+            shuffle: BloscShuffle::Delta,
+        })
+        .create("bad_blosc");
+    assert!(
+        matches!(made, Err(Error::InvalidArgument { name: "filter", .. })),
+        "{made:?}"
+    );
+    assert!(f.dataset("bad_blosc").is_err());
     // The same file takes a good one, which reads back.
     let d = f
         .new_dataset::<u32>()

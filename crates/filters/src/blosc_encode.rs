@@ -117,6 +117,10 @@ enum Prefilter {
     BitShuffle {
         all_or_nothing: bool,
     },
+    /// Blosc2's delta: in the first block each word XORed with the previous one, elsewhere with
+    /// the first block's word at the same place (words of the type size if 1, 2, 4 or 8, of 8
+    /// bytes for other multiples of 8, else bytes).
+    Delta,
 }
 
 /// How a buffer's blocks are made.
@@ -206,6 +210,27 @@ fn encode_blocks(data: &[u8], l: &Layout, out: &mut Vec<u8>, max: usize) -> bool
                 let (s_body, s_tail) = block.split_at(body);
                 bitshuffle::transpose_block(s_body, l.typesize, d_body);
                 d_tail.copy_from_slice(s_tail.get(..d_tail.len()).unwrap_or_default());
+                &filtered
+            }
+            Prefilter::Delta => {
+                let w = match l.typesize {
+                    1 | 2 | 4 | 8 => l.typesize,
+                    t if t % 8 == 0 => 8,
+                    _ => 1,
+                };
+                let body = bsize.checked_div(w).unwrap_or(0).saturating_mul(w);
+                filtered.clear();
+                filtered.extend_from_slice(block);
+                if j == 0 {
+                    for (i, b) in filtered.iter_mut().enumerate().take(body).skip(w) {
+                        *b ^= block.get(i.saturating_sub(w)).copied().unwrap_or(0);
+                    }
+                } else {
+                    let first = data.get(..l.blocksize).unwrap_or_default();
+                    for (b, r) in filtered.iter_mut().zip(first).take(body) {
+                        *b ^= r;
+                    }
+                }
                 &filtered
             }
             _ => block,
@@ -298,7 +323,8 @@ pub fn compress_blosc(
     flags |= match prefilter {
         Prefilter::Shuffle => 0x01,
         Prefilter::BitShuffle { .. } => 0x04,
-        Prefilter::None => 0,
+        // Not made for Blosc 1 (its client data have no delta).
+        Prefilter::None | Prefilter::Delta => 0,
     };
     let mut out = crate::buffer(F, nbytes.saturating_add(64))?;
     out.extend_from_slice(&[2, 1, flags, typesize as u8]);
@@ -322,7 +348,7 @@ pub fn compress_blosc(
 }
 
 /// One Blosc2 contiguous frame of `data` (one chunk), as hdf5plugin's Blosc2 filter writes it
-/// for chunks of one dimension. Delta and precision truncation are refused by name.
+/// for chunks of one dimension. Precision truncation (lossy) is refused by name.
 pub fn compress_blosc2(
     data: &[u8],
     cd: &[u32],
@@ -338,12 +364,7 @@ pub fn compress_blosc2(
         2 => Prefilter::BitShuffle {
             all_or_nothing: false,
         },
-        3 => {
-            return Err(FilterError::Unsupported {
-                filter: F,
-                what: "writing with the delta filter",
-            });
-        }
+        3 => Prefilter::Delta,
         4 => {
             return Err(FilterError::Unsupported {
                 filter: F,
@@ -643,10 +664,16 @@ mod tests {
     fn blosc_buffers_read_back_for_every_codec_and_shuffle() {
         for s in samples() {
             for code in [0, 1, 2, 4, 5] {
-                for shuffle in [0, 1, 2] {
+                for shuffle in [0, 1, 2, 3] {
                     for (ts, level) in [(1, 5), (2, 1), (4, 9), (8, 3), (3, 5), (16, 7)] {
                         let cd = [2, 2, ts, s.len() as u32, level, shuffle, code];
-                        match compress_blosc(&s, &cd, ts as usize).unwrap() {
+                        // Blosc 1 has no delta.
+                        let blosc1 = if shuffle < 3 {
+                            compress_blosc(&s, &cd, ts as usize).unwrap()
+                        } else {
+                            None
+                        };
+                        match blosc1 {
                             Some(z) => {
                                 assert!(z.len() <= s.len());
                                 let back = blosc::decompress(&z, s.len()).unwrap();
@@ -654,7 +681,7 @@ mod tests {
                             }
                             // Only what does not compress (or is too small) is left to the
                             // pipeline; the steps and the zeros always compress.
-                            None => assert!(s.len() < 100_000, "{} bytes", s.len()),
+                            None => assert!(s.len() < 100_000 || shuffle == 3, "{} bytes", s.len()),
                         }
                         if s.is_empty() {
                             // HDF5 chunks are never empty.
@@ -677,11 +704,6 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "blosc: writing with the Snappy codec is not available"
-        );
-        let e = compress_blosc2(&data, &[1, 0, 4, 1000, 5, 3, 1], 4).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "blosc2: writing with the delta filter is not available"
         );
         let e = compress_blosc2(&data, &[1, 0, 4, 1000, 5, 4, 1], 4).unwrap_err();
         assert_eq!(

@@ -77,7 +77,8 @@ pub enum FilterSpec {
         codec: BloscCodec,
         /// The level, 0..=9.
         level: u8,
-        /// The filter before compression (hdf5plugin's `NOFILTER`, `SHUFFLE`, `BITSHUFFLE`).
+        /// The filter before compression (hdf5plugin's `NOFILTER`, `SHUFFLE`, `BITSHUFFLE`,
+        /// `DELTA`; its lossy `TRUNC_PREC` is read, and refused when writing).
         shuffle: BloscShuffle,
     },
     /// PyTables' LZO filter (305): LZO1X streams of our own greedy compressor, which liblzo2
@@ -138,6 +139,10 @@ pub enum BloscShuffle {
     Byte,
     /// Bit shuffle.
     Bit,
+    /// Blosc2's delta filter (hdf5plugin's `Blosc2.DELTA`): words XORed with their
+    /// predecessor in a chunk's first block, with the first block's elsewhere. Blosc 1 has no
+    /// delta: [`FilterSpec::Blosc`] refuses it.
+    Delta,
 }
 
 impl BloscShuffle {
@@ -146,6 +151,7 @@ impl BloscShuffle {
             BloscShuffle::None => 0,
             BloscShuffle::Byte => 1,
             BloscShuffle::Bit => 2,
+            BloscShuffle::Delta => 3,
         }
     }
 }
@@ -506,6 +512,20 @@ impl DatasetBuilder {
             .try_fold(elem, |acc, &c| acc.checked_mul(c))
             .filter(|&b| b < (1 << 32))
             .ok_or_else(|| Error::arg("chunk", "chunks must hold less than 4 GiB"))?;
+        if self.filters.iter().any(|f| {
+            matches!(
+                f,
+                FilterSpec::Blosc {
+                    shuffle: BloscShuffle::Delta,
+                    ..
+                }
+            )
+        }) {
+            return Err(Error::arg(
+                "filter",
+                "Blosc has no delta filter (Blosc2 has)",
+            ));
+        }
         let filtered = !self.filters.is_empty();
         let sel = choose(&IndexRequest {
             dims: &self.shape,
