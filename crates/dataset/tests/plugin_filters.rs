@@ -542,7 +542,13 @@ fn blosc_and_blosc2_h5chunk_writes_read_in_h5py_and_h5dump() {
     assert!(bad.is_empty(), "{} differences: {bad:#?}", bad.len());
     if let Some(h5dump) = h5dump {
         let plugins = plugin_path(&python);
-        for (name, v) in names.iter().zip(&values) {
+        // Every filter, codec, shuffle, element size and chunk shape at levels 5 and 0 (h5py
+        // has read every level above): a process per dataset is the test's main cost.
+        for (name, v) in names
+            .iter()
+            .zip(&values)
+            .filter(|(n, _)| matches!(n.split('_').nth(3), Some("5" | "0")))
+        {
             assert!(
                 h5dump_values(&h5dump, &plugins, &ours, name) == *v,
                 "{name}: h5dump's values differ"
