@@ -385,7 +385,7 @@ pub fn compress_blosc2(
             .filter(|&t| t > 0)
             .ok_or(FilterError::Unsupported {
                 filter: F,
-                what: "writing elements of more than 255 bytes",
+                what: "writing a type size of 0 or above 255 bytes",
             })?;
     let nbytes = data.len();
     if nbytes > MAX_BUFFER {
