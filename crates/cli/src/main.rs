@@ -19,8 +19,8 @@ use h5chunk::index::AllocTime;
 use h5chunk::libver::{Libver, LibverBounds};
 use h5chunk::types::{TypeClass, TypeDesc};
 use h5chunk::{
-    BitshuffleCompression, CreateMode, Dataset, File, FileOptions, FilterSpec, Group, IndexKind,
-    MemberKind, StorageKind,
+    BitshuffleCompression, BloscCodec, BloscShuffle, CreateMode, Dataset, File, FileOptions,
+    FilterSpec, Group, IndexKind, MemberKind, StorageKind,
 };
 
 use crate::progress::Progress;
@@ -207,6 +207,28 @@ struct ImportArgs {
     /// bzip2 compression (filter 307, PyTables' and hdf5plugin's) with blocks of N × 100 kB.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=9))]
     bzip2: Option<u32>,
+    /// Blosc compression (filter 32001, hdf5plugin's `Blosc`) with this codec.
+    #[arg(long, value_enum, value_name = "CODEC")]
+    blosc: Option<BloscCodecArg>,
+    /// Blosc2 compression (filter 32026, hdf5plugin's `Blosc2`) with this codec.
+    #[arg(long, value_enum, value_name = "CODEC")]
+    blosc2: Option<BloscCodecArg>,
+    /// The level of `--blosc` or `--blosc2` (0-9).
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=9))]
+    blosc_level: u8,
+    /// The shuffle of `--blosc` or `--blosc2`.
+    #[arg(long, value_enum, value_name = "SHUFFLE", default_value = "byte")]
+    blosc_shuffle: BloscShuffleArg,
+    /// LZO compression (filter 305, PyTables').
+    #[arg(long)]
+    lzo: bool,
+    /// szip compression (filter 4, libhdf5's): `nn` with the nearest-neighbour predictor, `ec`
+    /// entropy coding only.
+    #[arg(long, value_enum, value_name = "METHOD")]
+    szip: Option<SzipArg>,
+    /// szip's pixels per block (an even number, 2-32).
+    #[arg(long, value_name = "N", requires = "szip", default_value_t = 8)]
+    szip_block: u32,
     /// Fill value of unwritten elements.
     #[arg(long, value_name = "V", allow_hyphen_values = true)]
     fill: Option<String>,
@@ -240,6 +262,35 @@ enum BitshuffleArg {
     Lz4,
     /// Zstandard frames, at `--zstd`'s level (default 3).
     Zstd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BloscCodecArg {
+    Blosclz,
+    Lz4,
+    Lz4hc,
+    Zlib,
+    Zstd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BloscShuffleArg {
+    /// None.
+    None,
+    /// Byte shuffle.
+    Byte,
+    /// Bit shuffle.
+    Bit,
+    /// Blosc2's delta filter (not Blosc's).
+    Delta,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum SzipArg {
+    /// The nearest-neighbour predictor, then entropy coding.
+    Nn,
+    /// Entropy coding alone.
+    Ec,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -1084,6 +1135,45 @@ fn import(a: &ImportArgs) -> CliResult<Outcome> {
     }
     if let Some(level) = a.bzip2 {
         b = b.filter(FilterSpec::Bzip2(level));
+    }
+    let codec = |c: BloscCodecArg| match c {
+        BloscCodecArg::Blosclz => BloscCodec::BloscLz,
+        BloscCodecArg::Lz4 => BloscCodec::Lz4,
+        BloscCodecArg::Lz4hc => BloscCodec::Lz4Hc,
+        BloscCodecArg::Zlib => BloscCodec::Zlib,
+        BloscCodecArg::Zstd => BloscCodec::Zstd,
+    };
+    let shuffle = match a.blosc_shuffle {
+        BloscShuffleArg::None => BloscShuffle::None,
+        BloscShuffleArg::Byte => BloscShuffle::Byte,
+        BloscShuffleArg::Bit => BloscShuffle::Bit,
+        BloscShuffleArg::Delta => BloscShuffle::Delta,
+    };
+    if let Some(c) = a.blosc {
+        b = b.filter(FilterSpec::Blosc {
+            codec: codec(c),
+            level: a.blosc_level,
+            shuffle,
+        });
+    }
+    if let Some(c) = a.blosc2 {
+        b = b.filter(FilterSpec::Blosc2 {
+            codec: codec(c),
+            level: a.blosc_level,
+            shuffle,
+        });
+    }
+    if a.lzo {
+        b = b.filter(FilterSpec::Lzo);
+    }
+    if let Some(method) = a.szip {
+        if !a.szip_block.is_multiple_of(2) || !(2..=32).contains(&a.szip_block) {
+            return Err("--szip-block must be an even number from 2 to 32".into());
+        }
+        b = b.filter(FilterSpec::Szip {
+            nn: method == SzipArg::Nn,
+            pixels_per_block: a.szip_block,
+        });
     }
     if a.fletcher32 {
         b = b.filter(FilterSpec::Fletcher32);

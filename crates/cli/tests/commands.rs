@@ -1186,7 +1186,7 @@ fn import_plugin_filters_name_themselves_and_read_back_in_h5py() {
     let data = values("u2", 41 * 29);
     let input = dir.join("in.bin");
     std::fs::write(&input, &data).unwrap();
-    let combos: [(&[&str], &str); 7] = [
+    let combos: [(&[&str], &str); 13] = [
         (&["--lz4"], "lz4"),
         (&["--lz4", "512"], "lz4(block 512)"),
         (&["--bitshuffle", "lz4"], "bitshuffle(lz4)"),
@@ -1200,6 +1200,28 @@ fn import_plugin_filters_name_themselves_and_read_back_in_h5py() {
         ),
         (&["--zstd", "7"], "zstd(7)"),
         (&["--bzip2", "4"], "bzip2(4)"),
+        (&["--blosc", "lz4"], "blosc(lz4 5, shuffle)"),
+        (
+            &[
+                "--blosc",
+                "blosclz",
+                "--blosc-level",
+                "9",
+                "--blosc-shuffle",
+                "bit",
+            ],
+            "blosc(blosclz 9, bitshuffle)",
+        ),
+        (
+            &["--blosc2", "zstd", "--blosc-level", "3"],
+            "blosc2(zstd 3, shuffle)",
+        ),
+        (&["--lzo"], "lzo"),
+        (&["--szip", "nn"], "szip(nn, 8 pixels per block)"),
+        (
+            &["--szip", "ec", "--szip-block", "16"],
+            "szip(ec, 16 pixels per block)",
+        ),
     ];
     let mut files = Vec::new();
     for (i, (combo, name)) in combos.iter().enumerate() {
@@ -1224,7 +1246,11 @@ fn import_plugin_filters_name_themselves_and_read_back_in_h5py() {
         let listing = ok_text(&["ls", s(&file)]);
         assert!(listing.contains(&format!(" filters={name}")), "{listing}");
         assert_eq!(ok(&["cat", s(&file), "/x"]), data, "{}", file.display());
-        files.push(file);
+        // Neither h5py nor hdf5plugin has an LZO filter (codec_filters.rs checks LZO chunks
+        // with liblzo2).
+        if *name != "lzo" {
+            files.push(file);
+        }
     }
     let file = dir.join("bad.h5");
     let err = fails(&[

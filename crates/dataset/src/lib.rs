@@ -104,8 +104,9 @@ pub use check::{CheckReport, Problem};
 pub use dataset::external::ExternalFile;
 pub use dataset::inspect::{FilterInfo, IndexReport, StorageKind};
 pub use dataset::{
-    BitshuffleCompression, ChunkInfo, ChunkVisitor, Dataset, DatasetBuilder, FilterSpec, RowWriter,
-    Slab, Slabs, VirtualMapping, VirtualSelection, VirtualView,
+    BitshuffleCompression, BloscCodec, BloscShuffle, ChunkInfo, ChunkVisitor, Dataset,
+    DatasetBuilder, FilterSpec, RowWriter, Slab, Slabs, VirtualMapping, VirtualSelection,
+    VirtualView,
 };
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};

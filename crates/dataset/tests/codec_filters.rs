@@ -1,8 +1,9 @@
-//! The read-only codecs of files people hold: szip (filter 4, libaec through h5py's own
-//! libhdf5), Blosc2 (32026, hdf5plugin) and LZO (305, PyTables). h5py (with hdf5plugin) writes
-//! every parameter combination its users write, with element sizes 1, 2, 4 and 8, both byte
-//! orders where the codec sees them, and chunk shapes with partial edge chunks; h5chunk reads
-//! every dataset equal to h5py's values, and refuses to write these filters by name.
+//! The codecs of files people hold: szip (filter 4, libaec through h5py's own libhdf5), Blosc2
+//! (32026, hdf5plugin) and LZO (305, PyTables). h5py (with hdf5plugin) writes every parameter
+//! combination its users write, with element sizes 1, 2, 4 and 8, both byte orders where the
+//! codec sees them, and chunk shapes with partial edge chunks; h5chunk reads every dataset equal
+//! to h5py's values, and refuses by name to write what it does not write (Blosc2's precision
+//! truncation). LZO chunks h5chunk writes decode in liblzo2 (`lzop`).
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
     clippy::arithmetic_side_effects,
@@ -11,7 +12,7 @@
 )]
 
 use h5chunk::filters::FilterError;
-use h5chunk::{Error, File, OpenOptions};
+use h5chunk::{Error, File, FilterSpec, OpenOptions};
 use h5chunk_testkit::interop;
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -115,17 +116,13 @@ fn szip_reads_every_option_and_element_size_equal_to_h5py() {
         "szip(ec, 16 pixels per block)"
     );
     drop(f);
-    // Writing szip is refused by name (the chunk written by a flush).
+    // Rewriting a dataset h5py made (szip_h5chunk_writes_read_in_h5py_and_h5dump checks
+    // h5py and h5dump read what h5chunk writes).
     let f = File::open_with(tmp("codec_filters_szip.h5"), OpenOptions::read_write()).unwrap();
     let d = f.dataset("szip_nn_8_u4_le_1").unwrap();
-    let result = d.write_raw(&vec![0u8; 4 * 10007]).and_then(|()| f.flush());
-    match result {
-        Err(Error::Filter {
-            source: e @ FilterError::Unsupported { .. },
-            ..
-        }) => assert_eq!(e.to_string(), "szip: writing is not available"),
-        other => panic!("writing szip: {other:?}"),
-    }
+    let v: Vec<u8> = (0..10007u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
+    d.write_raw(&v).and_then(|()| f.flush()).unwrap();
+    assert_eq!(d.read_raw().unwrap(), v);
     drop(d);
     drop(f);
     let _ = std::fs::remove_file(tmp("codec_filters_szip.h5"));
@@ -193,14 +190,27 @@ fn blosc2_reads_every_codec_filter_and_element_size_equal_to_h5py() {
     assert_eq!(filter("blosc2_lz4hc_3_9_u2_1"), "blosc2(lz4hc 9, delta)");
     drop(f);
     let f = File::open_with(tmp("codec_filters_blosc2.h5"), OpenOptions::read_write()).unwrap();
+    // Writing with the shuffles and delta works (plugin_filters.rs checks h5py reads it);
+    // precision truncation is refused by name (the chunk written by a flush).
     let d = f.dataset("blosc2_lz4_1_1_u2_1").unwrap();
-    let result = d.write_raw(&vec![0u8; 2 * 30007]).and_then(|()| f.flush());
+    let v: Vec<u8> = (0..2 * 30007u32).map(|i| (i / 50) as u8).collect();
+    d.write_raw(&v).and_then(|()| f.flush()).unwrap();
+    assert_eq!(d.read_raw().unwrap(), v);
+    drop(d);
+    drop(f);
+    // Reopened: the refused chunk stays dirty in a file's cache and fails its next flush.
+    let f = File::open_with(tmp("codec_filters_blosc2.h5"), OpenOptions::read_write()).unwrap();
+    let d = f.dataset("blosc2_zstd_4_9_u2_1").unwrap();
+    let result = d.write_raw(&v).and_then(|()| f.flush());
     match result {
         Err(Error::Filter {
             source: e @ FilterError::Unsupported { .. },
             ..
-        }) => assert_eq!(e.to_string(), "blosc2: writing is not available"),
-        other => panic!("writing blosc2: {other:?}"),
+        }) => assert_eq!(
+            e.to_string(),
+            "blosc2: writing with precision truncation is not available"
+        ),
+        other => panic!("writing blosc2 with precision truncation: {other:?}"),
     }
     drop(d);
     drop(f);
@@ -407,4 +417,292 @@ if not glob.glob(os.path.join(out, '*.h5')):
         ],
     );
     out
+}
+
+/// Decodes the LZO chunks of h5chunk's file with liblzo2 (`lzop -d` over each stored chunk in an
+/// lzop container) and checks the values, C order, against `<stem>.<i>`; chunks stored
+/// unfiltered (mask bit set) are taken as they are. Prints [differing names, chunks decoded by
+/// liblzo2, chunks left unfiltered].
+const CHECK_LZO: &str = r#"
+import sys, json, struct, subprocess, zlib, h5py, numpy as np
+path, stem, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+def lzop_file(stream, n):
+    # Version 1.04, library 2.10, needs 0.94; method LZO1X-1, level 5; Unix, no checksums of
+    # the data; mode, mtime, no name; the header's Adler-32; one block; the end.
+    h = struct.pack('>HHHBBIIII', 0x1040, 0x20a0, 0x0940, 1, 5, 0x03000000, 0o100644, 0, 0) + b'\x00'
+    return (b'\x89LZO\x00\r\n\x1a\n' + h + struct.pack('>I', zlib.adler32(h))
+            + struct.pack('>II', n, len(stream)) + stream + b'\x00\x00\x00\x00')
+
+bad, decoded, raw_chunks = [], 0, 0
+with h5py.File(path, 'r') as f:
+    for i, name in enumerate(names):
+        d = f[name]
+        assert list(d._filters) == ['305'], d._filters
+        want = np.fromfile('%s.%d' % (stem, i), dtype=d.dtype.newbyteorder('<')).reshape(d.shape)
+        got = np.zeros(d.shape, d.dtype)
+        nbytes = int(np.prod(d.chunks)) * d.dtype.itemsize
+        for k in range(d.id.get_num_chunks()):
+            off = d.id.get_chunk_info(k).chunk_offset
+            mask, stored = d.id.read_direct_chunk(off)
+            if mask & 1:
+                raw_chunks += 1
+                block = stored
+            else:
+                decoded += 1
+                block = subprocess.run(['lzop', '-d', '-c'], input=lzop_file(stored, nbytes),
+                                       check=True, stdout=subprocess.PIPE).stdout
+            a = np.frombuffer(block, d.dtype).reshape(d.chunks)
+            sl = tuple(slice(o, min(o + c, s)) for o, c, s in zip(off, d.chunks, d.shape))
+            got[sl] = a[tuple(slice(0, x.stop - x.start) for x in sl)]
+        if got.tobytes() != want.tobytes():
+            bad.append(name)
+print(json.dumps([bad, decoded, raw_chunks]))
+"#;
+
+/// h5chunk writes LZO (PyTables' filter 305) for element sizes 1, 2, 4 and 8 and chunk shapes
+/// with partial edge chunks in one, two and three dimensions; liblzo2 (Debian's `lzop`, the
+/// reference decoder: neither h5py nor hdf5plugin nor h5dump has an LZO filter) decodes every
+/// stored chunk to the values written, and chunks of noise are left unfiltered (PyTables' filter
+/// fails where LZO does not shrink a chunk).
+#[test]
+fn lzo_h5chunk_writes_decode_in_liblzo2() {
+    let Some(python) = interop::python("lzo_h5chunk_writes_decode_in_liblzo2") else {
+        return;
+    };
+    assert!(
+        std::process::Command::new("lzop")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "lzop not found: install Debian's lzop (.ci/run does), the LZO reference decoder"
+    );
+    let path = tmp("codec_filters_lzo_h5chunk.h5");
+    let stem = tmp("codec_filters_lzo_h5chunk.values");
+    let f = File::create(&path).unwrap();
+    let root = f.group("/").unwrap();
+    let mut names = Vec::new();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for size in [1usize, 2, 4, 8] {
+        for (shape, chunk) in [
+            (vec![10007u64], vec![1000u64]),
+            (vec![70, 45], vec![33, 20]),
+            (vec![3, 50, 61], vec![2, 20, 37]),
+        ] {
+            let n: u64 = shape.iter().product();
+            let n = n as usize;
+            // Steps with a little noise, a run of zeros, and a last stretch of noise.
+            let mut bytes = Vec::with_capacity(n * size);
+            for i in 0..n {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let v = if i >= n - n / 5 {
+                    state
+                } else if (n / 3..n / 2).contains(&i) {
+                    0
+                } else {
+                    (i as u64 / 9) % 60 * 3 + u64::from(i % 17 == 0) * (state % 5)
+                };
+                bytes.extend_from_slice(&v.to_le_bytes()[..size]);
+            }
+            let name = format!("lzo_{size}_{}", shape.len());
+            let b = match size {
+                1 => root.new_dataset::<u8>(),
+                2 => root.new_dataset::<u16>(),
+                4 => root.new_dataset::<u32>(),
+                _ => root.new_dataset::<u64>(),
+            };
+            let d = b
+                .shape(&shape)
+                .chunk(&chunk)
+                .filter(FilterSpec::Lzo)
+                .create(&name)
+                .unwrap();
+            d.write_raw(&bytes).unwrap();
+            assert_eq!(d.read_raw().unwrap(), bytes, "{name}: h5chunk reads back");
+            std::fs::write(format!("{}.{}", stem.display(), names.len()), &bytes).unwrap();
+            names.push(name);
+        }
+    }
+    drop(root);
+    f.close().unwrap();
+    let mut args = vec![path.to_str().unwrap(), stem.to_str().unwrap()];
+    args.extend(names.iter().map(String::as_str));
+    let report = interop::run_python(&python, CHECK_LZO, &args);
+    let (bad, decoded, raw): (Vec<String>, usize, usize) =
+        serde_json::from_str(report.trim()).unwrap();
+    assert!(bad.is_empty(), "liblzo2 decodes other values: {bad:?}");
+    assert!(
+        decoded > 100 && raw > 0,
+        "{decoded} chunks decoded, {raw} raw"
+    );
+    for i in 0..names.len() {
+        let _ = std::fs::remove_file(format!("{}.{i}", stem.display()));
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// For each dataset of h5chunk's file: its values as h5py reads them (C order, little-endian,
+/// into `<stem>.<i>`), and whether its szip client data equal those libhdf5 makes for the same
+/// type, chunk shape and options. Prints the names whose client data differ.
+const CHECK_SZIP: &str = r#"
+import sys, json, h5py, numpy as np
+path, stem, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+bad = []
+with h5py.File(path, 'r') as f, h5py.File('mem', 'w', driver='core', backing_store=False) as m:
+    for i, name in enumerate(names):
+        d = f[name]
+        a = d[()]
+        with open('%s.%d' % (stem, i), 'wb') as out:
+            out.write(a.astype(a.dtype.newbyteorder('<')).tobytes())
+        ours = d.id.get_create_plist().get_filter(0)
+        method, ppb = name.split('_')[1], int(name.split('_')[2])
+        r = m.create_dataset(name, shape=d.shape, dtype=d.dtype, chunks=d.chunks,
+                             compression='szip', compression_opts=(method, ppb))
+        theirs = r.id.get_create_plist().get_filter(0)
+        if ours[:3] != theirs[:3]:
+            bad.append('%s: %s, libhdf5 %s' % (name, ours, theirs))
+print(json.dumps(bad))
+"#;
+
+/// h5chunk writes szip with both coding methods, pixels per block 8, 16 and 32, element sizes
+/// 1, 2, 4 and 8 in both byte orders, and chunk shapes with partial edge chunks (scanlines that
+/// are and are not a whole number of blocks); h5py reads every dataset equal, `h5dump` (libhdf5
+/// 1.10 over libaec) dumps the same values, the client data are those libhdf5 makes, and chunks
+/// of noise are left unfiltered.
+#[test]
+fn szip_h5chunk_writes_read_in_h5py_and_h5dump() {
+    let test = "szip_h5chunk_writes_read_in_h5py_and_h5dump";
+    let Some(python) = interop::python(test) else {
+        return;
+    };
+    let h5dump = interop::h5dump(test);
+    let path = tmp("codec_filters_szip_h5chunk.h5");
+    let stem = tmp("codec_filters_szip_h5chunk.values");
+    let f = File::create(&path).unwrap();
+    let root = f.group("/").unwrap();
+    let mut names = Vec::new();
+    let mut values = Vec::new();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut masked = 0usize;
+    for nn in [true, false] {
+        for ppb in [8u32, 16, 32] {
+            for (ty, size) in [
+                ("u1", 1usize),
+                ("u2le", 2),
+                ("u2be", 2),
+                ("i4le", 4),
+                ("f4be", 4),
+                ("u8le", 8),
+                ("f8be", 8),
+            ] {
+                for (shape_no, (shape, chunk)) in [
+                    (vec![10007u64], vec![1000u64]),
+                    (vec![70, 45], vec![33, 45]),
+                    (vec![3, 50, 61], vec![2, 20, 37]),
+                    (vec![100, 5], vec![50, 5]),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    let n = shape.iter().product::<u64>() as usize;
+                    let mut bytes = Vec::with_capacity(n * size);
+                    for i in 0..n {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        // Smooth values with a little noise, zeros, then noise.
+                        let v = if i >= n - n / 6 {
+                            state
+                        } else if (n / 3..n / 2).contains(&i) {
+                            0
+                        } else {
+                            ((i as f64 / 40.0).sin() * 100.0 + 200.0) as u64 + state % 3
+                        };
+                        let v = match ty {
+                            "f4be" => u64::from((v as f32).to_bits()),
+                            "f8be" => (v as f64).to_bits(),
+                            _ => v,
+                        };
+                        bytes.extend_from_slice(&v.to_le_bytes()[..size]);
+                    }
+                    let name = format!(
+                        "szip_{}_{ppb}_{ty}_{shape_no}",
+                        if nn { "nn" } else { "ec" },
+                    );
+                    let b = match ty {
+                        "u1" => root.new_dataset::<u8>(),
+                        "u2le" => root.new_dataset::<u16>(),
+                        "u2be" => root.new_dataset_of(h5chunk::TypeDesc {
+                            order: h5chunk::types::ByteOrder::BigEndian,
+                            ..<u16 as h5chunk::H5Type>::DESC
+                        }),
+                        "i4le" => root.new_dataset::<i32>(),
+                        "f4be" => root.new_dataset_of(h5chunk::TypeDesc {
+                            order: h5chunk::types::ByteOrder::BigEndian,
+                            ..<f32 as h5chunk::H5Type>::DESC
+                        }),
+                        "u8le" => root.new_dataset::<u64>(),
+                        _ => root.new_dataset_of(h5chunk::TypeDesc {
+                            order: h5chunk::types::ByteOrder::BigEndian,
+                            ..<f64 as h5chunk::H5Type>::DESC
+                        }),
+                    };
+                    let d = b
+                        .shape(&shape)
+                        .chunk(&chunk)
+                        .filter(FilterSpec::Szip {
+                            nn,
+                            pixels_per_block: ppb,
+                        })
+                        .create(&name)
+                        .unwrap();
+                    d.write_raw(&bytes).unwrap();
+                    assert_eq!(d.read_raw().unwrap(), bytes, "{name}: h5chunk reads back");
+                    for c in d.chunks().unwrap() {
+                        let (_, mask) = d.read_direct_chunk(&c.offset).unwrap().unwrap();
+                        masked += usize::from(mask != 0);
+                    }
+                    names.push(name);
+                    values.push(bytes);
+                }
+            }
+        }
+    }
+    drop(root);
+    f.close().unwrap();
+    assert!(masked > 0, "no chunk left unfiltered");
+    let mut args = vec![path.to_str().unwrap(), stem.to_str().unwrap()];
+    args.extend(names.iter().map(String::as_str));
+    let report = interop::run_python(&python, CHECK_SZIP, &args);
+    let bad: Vec<String> = serde_json::from_str(report.trim()).unwrap();
+    assert!(bad.is_empty(), "client data differ: {bad:#?}");
+    for (i, (name, v)) in names.iter().zip(&values).enumerate() {
+        let got = std::fs::read(format!("{}.{i}", stem.display())).unwrap();
+        assert!(got == *v, "{name}: h5py reads other values");
+        let _ = std::fs::remove_file(format!("{}.{i}", stem.display()));
+    }
+    if let Some(h5dump) = h5dump {
+        for (name, v) in names.iter().zip(&values) {
+            let out = tmp(&format!("h5dump_{name}.bin"));
+            let run = std::process::Command::new(&h5dump)
+                .args(["-d", &format!("/{name}"), "-b", "LE", "-o"])
+                .arg(&out)
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                run.status.success(),
+                "h5dump -d {name}: {}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            assert!(
+                std::fs::read(&out).unwrap() == *v,
+                "{name}: h5dump's values differ"
+            );
+            let _ = std::fs::remove_file(&out);
+        }
+    }
+    let _ = std::fs::remove_file(&path);
 }

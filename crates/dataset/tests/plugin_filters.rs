@@ -8,7 +8,8 @@
 //! left-over elements), several bitshuffle blocks per chunk, and LZ4 blocks over and under
 //! 64 KiB (liblz4's two hash tables) and stored raw. The reference chunks also go through
 //! `write_direct_chunk` (the detector path: frames stored without recompression) into a third
-//! file that both h5chunk and h5py read equal. Blosc is read only.
+//! file that both h5chunk and h5py read equal. Blosc and Blosc2 are written by h5chunk and read
+//! back by h5py and `h5dump` (with hdf5plugin's plugins).
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
     clippy::arithmetic_side_effects,
@@ -17,7 +18,9 @@
 )]
 
 use h5chunk::filters::FilterError;
-use h5chunk::{BitshuffleCompression, Error, File, FilterSpec, OpenOptions};
+use h5chunk::{
+    BitshuffleCompression, BloscCodec, BloscShuffle, Error, File, FilterSpec, OpenOptions,
+};
 use h5chunk_testkit::interop;
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -349,17 +352,211 @@ fn hdf5plugin_blosc_reads_every_codec_and_shuffle() {
         other => panic!("snappy: {:?}", other.map(|v| v.len())),
     }
     drop(f);
-    // Writing Blosc is refused, by name (the chunk written by a flush).
+    // Writing with Snappy is refused, by name (the chunk written by a flush).
     let f = File::open_with(&path, OpenOptions::read_write()).unwrap();
-    let d = f.dataset("blosc_lz4_1_5_u2_1").unwrap();
-    let result = d.write_raw(&vec![0u8; 2 * 10007]).and_then(|()| f.flush());
+    let d = f.dataset("snappy").unwrap();
+    let result = d.write_raw(&vec![0u8; 4 * 10000]).and_then(|()| f.flush());
     match result {
         Err(Error::Filter {
             source: e @ FilterError::Unsupported { .. },
             ..
-        }) => assert_eq!(e.to_string(), "blosc: writing is not available"),
-        other => panic!("writing blosc: {other:?}"),
+        }) => assert_eq!(
+            e.to_string(),
+            "blosc: writing with the Snappy codec is not available"
+        ),
+        other => panic!("writing blosc with snappy: {other:?}"),
     }
+}
+
+/// Data for the Blosc writing test, made by h5py with hdf5plugin: every codec (Snappy aside)
+/// and shuffle of Blosc and Blosc2 (and Blosc2's delta), levels 1, 5 and 9 (Blosc2 also 0: stored raw), element
+/// sizes 1, 2, 4 and 8, chunk shapes with partial edge chunks in one, two and three dimensions,
+/// and data with runs of zeros and a stretch of noise (chunks that do not compress, which the
+/// reference Blosc filter leaves unfiltered). Prints [name, filters of the dataset].
+const WRITE_BLOSC_REFERENCE: &str = r#"
+import sys, json, h5py, hdf5plugin, numpy as np
+path = sys.argv[1]
+rng = np.random.default_rng(13)
+out = []
+with h5py.File(path, 'w') as f:
+    for kind, make in [('blosc', lambda c, l, s: hdf5plugin.Blosc(cname=c, clevel=l, shuffle=s)),
+                       ('blosc2', lambda c, l, s: hdf5plugin.Blosc2(cname=c, clevel=l, filters=s))]:
+        for cname in ['blosclz', 'lz4', 'lz4hc', 'zlib', 'zstd']:
+            for shuffle in ([0, 1, 2, 3] if kind == 'blosc2' else [0, 1, 2]):
+                for clevel in [0, 1, 5, 9]:
+                    if clevel == 0 and (kind == 'blosc' or cname != 'lz4'):
+                        continue
+                    for dt in ['u1', '<u2', '<f4', '<i8']:
+                        for shape, chunks in [((10007,), (3001,)), ((300, 301), (100, 150)), ((5, 40, 61), (3, 32, 40))]:
+                            n = int(np.prod(shape))
+                            i = np.arange(n)
+                            a = (np.sin(i / 300.0) * 100 + rng.normal(0, 0.1, n)).astype(dt)
+                            a[n // 3: n // 3 + n // 10] = 0
+                            a.view('u1')[-(n * a.itemsize // 8):] = rng.integers(0, 256, n * a.itemsize // 8, dtype='u1')
+                            name = '%s_%s_%d_%d_%s_%d' % (kind, cname, shuffle, clevel, dt.strip('<'), len(shape))
+                            f.create_dataset(name, data=a.reshape(shape), chunks=chunks, **make(cname, clevel, shuffle))
+                            out.append(name)
+print(json.dumps(out))
+"#;
+
+/// Checks h5chunk's file against h5py's: the same dtype, chunks and values, and the same client
+/// data for the filter (hdf5plugin's Blosc2 adds the chunk's rank and shape for chunks of two
+/// dimensions and more, which h5chunk's plain frames do not need). Prints the differences.
+const COMPARE_BLOSC: &str = r#"
+import sys, json, h5py, hdf5plugin, numpy as np
+ref, ours = sys.argv[1], sys.argv[2]
+bad = []
+with h5py.File(ref, 'r') as a, h5py.File(ours, 'r') as b:
+    for name in a:
+        da, db = a[name], b[name]
+        # Bytes, not numbers: the noise makes NaNs.
+        if da.dtype != db.dtype or da.chunks != db.chunks or da[()].tobytes() != db[()].tobytes():
+            bad.append(name + ': values')
+        fa, fb = da._filters, db._filters
+        if list(fa) != list(fb) or [tuple(v[:7]) for v in fa.values()] != [tuple(v) for v in fb.values()]:
+            bad.append('%s: filters %s, h5py %s' % (name, fb, fa))
+print(json.dumps(bad))
+"#;
+
+/// hdf5plugin's folder of filter plugins, for `HDF5_PLUGIN_PATH`.
+fn plugin_path(python: &std::path::Path) -> String {
+    interop::run_python(
+        python,
+        "import hdf5plugin; print(hdf5plugin.PLUGIN_PATH)",
+        &[],
+    )
+    .trim()
+    .to_owned()
+}
+
+/// `h5dump -b LE` of one dataset (its values as little-endian binary) with hdf5plugin's
+/// plugins.
+fn h5dump_values(
+    h5dump: &std::path::Path,
+    plugins: &str,
+    file: &std::path::Path,
+    name: &str,
+) -> Vec<u8> {
+    let out = tmp(&format!("h5dump_{name}.bin"));
+    let run = std::process::Command::new(h5dump)
+        .env("HDF5_PLUGIN_PATH", plugins)
+        .args(["-d", &format!("/{name}"), "-b", "LE", "-o"])
+        .arg(&out)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "h5dump -d {name}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    bytes
+}
+
+/// h5chunk writes Blosc and Blosc2 with every codec (Snappy aside) and shuffle, at every level,
+/// for element sizes 1, 2, 4 and 8 and chunk shapes with partial edge chunks; h5py with
+/// hdf5plugin reads every dataset equal to the same data written by hdf5plugin's filters, with
+/// the same client data (Blosc) and `h5dump`, with hdf5plugin's plugins, dumps the same values.
+#[test]
+fn blosc_and_blosc2_h5chunk_writes_read_in_h5py_and_h5dump() {
+    let test = "blosc_and_blosc2_h5chunk_writes_read_in_h5py_and_h5dump";
+    let Some(python) = interop::python(test) else {
+        return;
+    };
+    let h5dump = interop::h5dump(test);
+    let reference = tmp("plugin_filters_blosc_reference.h5");
+    let ours = tmp("plugin_filters_blosc_h5chunk.h5");
+    let names = interop::run_python(
+        &python,
+        WRITE_BLOSC_REFERENCE,
+        &[reference.to_str().unwrap()],
+    );
+    let names: Vec<String> = serde_json::from_str(names.trim()).unwrap();
+    // Blosc: 5 codecs × 3 shuffles × 3 levels; Blosc2: × 4 filters (delta too), and level 0.
+    assert_eq!(names.len(), (5 * 3 * 3 + 5 * 4 * 3 + 4) * 4 * 3);
+    let src = File::open(&reference).unwrap();
+    let out = File::create(&ours).unwrap();
+    let root = out.group("/").unwrap();
+    let mut values = Vec::new();
+    let mut masked = 0usize;
+    for name in &names {
+        // <kind>_<codec>_<shuffle>_<level>_<type>_<rank>
+        let parts: Vec<&str> = name.split('_').collect();
+        let codec = match parts[1] {
+            "blosclz" => BloscCodec::BloscLz,
+            "lz4" => BloscCodec::Lz4,
+            "lz4hc" => BloscCodec::Lz4Hc,
+            "zlib" => BloscCodec::Zlib,
+            "zstd" => BloscCodec::Zstd,
+            other => panic!("{other}"),
+        };
+        let shuffle = [
+            BloscShuffle::None,
+            BloscShuffle::Byte,
+            BloscShuffle::Bit,
+            BloscShuffle::Delta,
+        ][parts[2].parse::<usize>().unwrap()];
+        let level = parts[3].parse().unwrap();
+        let spec = if parts[0] == "blosc" {
+            FilterSpec::Blosc {
+                codec,
+                level,
+                shuffle,
+            }
+        } else {
+            FilterSpec::Blosc2 {
+                codec,
+                level,
+                shuffle,
+            }
+        };
+        let d = src.dataset(name).unwrap();
+        let v = d.read_raw().unwrap();
+        let copy = root
+            .new_dataset_with_type(d.datatype().clone())
+            .shape(&d.shape())
+            .chunk(&d.chunk().unwrap())
+            .filter(spec)
+            .create(name)
+            .unwrap();
+        copy.write_raw(&v).unwrap();
+        assert_eq!(copy.read_raw().unwrap(), v, "{name}: h5chunk reads back");
+        for c in copy.chunks().unwrap() {
+            let (_, mask) = copy.read_direct_chunk(&c.offset).unwrap().unwrap();
+            masked += usize::from(mask != 0);
+        }
+        values.push(v);
+    }
+    drop(root);
+    out.close().unwrap();
+    // Chunks of noise do not compress: Blosc leaves them unfiltered, as the reference does.
+    assert!(masked > 0, "no chunk left unfiltered");
+    let report = interop::run_python(
+        &python,
+        COMPARE_BLOSC,
+        &[reference.to_str().unwrap(), ours.to_str().unwrap()],
+    );
+    let bad: Vec<String> = serde_json::from_str(report.trim()).unwrap();
+    assert!(bad.is_empty(), "{} differences: {bad:#?}", bad.len());
+    if let Some(h5dump) = h5dump {
+        let plugins = plugin_path(&python);
+        // Every filter, codec, shuffle, element size and chunk shape at levels 5 and 0 (h5py
+        // has read every level above): a process per dataset is the test's main cost.
+        for (name, v) in names
+            .iter()
+            .zip(&values)
+            .filter(|(n, _)| matches!(n.split('_').nth(3), Some("5" | "0")))
+        {
+            assert!(
+                h5dump_values(&h5dump, &plugins, &ours, name) == *v,
+                "{name}: h5dump's values differ"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&reference);
+    let _ = std::fs::remove_file(&ours);
 }
 
 #[test]
@@ -389,6 +586,22 @@ fn unusable_filter_parameters_leave_no_dataset() {
         "{made:?}"
     );
     assert!(f.dataset("bad").is_err());
+    // Blosc 1 has no delta filter (Blosc2 has).
+    let made = f
+        .new_dataset::<u32>()
+        .shape(&[100])
+        .chunk(&[10])
+        .filter(FilterSpec::Blosc {
+            codec: BloscCodec::Lz4,
+            level: 5,
+            shuffle: BloscShuffle::Delta,
+        })
+        .create("bad_blosc");
+    assert!(
+        matches!(made, Err(Error::InvalidArgument { name: "filter", .. })),
+        "{made:?}"
+    );
+    assert!(f.dataset("bad_blosc").is_err());
     // The same file takes a good one, which reads back.
     let d = f
         .new_dataset::<u32>()

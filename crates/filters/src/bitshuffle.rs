@@ -119,7 +119,7 @@ fn transpose8(mut x: u64) -> u64 {
 }
 
 /// Bit-transpose one block of `input.len() / s` elements (a multiple of 8) into `out`.
-fn transpose_block(input: &[u8], s: usize, out: &mut [u8]) {
+pub(super) fn transpose_block(input: &[u8], s: usize, out: &mut [u8]) {
     let row = input.len().checked_div(s).unwrap_or(0) / 8;
     // Eight elements at a time: for each byte of the element, the 8×8 bit matrix of that byte
     // of the eight elements becomes one byte in each of eight planes.

@@ -1,4 +1,4 @@
-//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4, read), LZO (305, read), bzip2 (307), Blosc (32001, read), Blosc2 (32026, read), LZF (32000), LZ4 (32004),
+//! The filter pipeline: deflate (1), shuffle (2), fletcher32 (3), szip (4), LZO (305), bzip2 (307), Blosc (32001), Blosc2 (32026), LZF (32000), LZ4 (32004),
 //! bitshuffle (32008) and Zstandard (32015), applied in pipeline order when writing a chunk and
 //! in reverse when reading it. A set bit `i` of a chunk's filter mask means filter `i` was
 //! skipped for that chunk. Any other filter is [`FilterError::Unknown`], named as the HDF5
@@ -32,6 +32,7 @@
 pub mod bitshuffle;
 mod blosc;
 mod blosc2;
+mod blosc_encode;
 mod bzip2;
 mod deflate;
 mod fletcher32;
@@ -199,17 +200,28 @@ pub(crate) fn stream_error(filter: &'static str, e: &std::io::Error, have: usize
 /// One filter of a pipeline, ready to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Stage {
-    Deflate { level: u32 },
-    Shuffle { element_size: usize },
+    Deflate {
+        level: u32,
+    },
+    Shuffle {
+        element_size: usize,
+    },
     Fletcher32,
     Lzf,
-    Lz4 { block_size: u32 },
+    Lz4 {
+        block_size: u32,
+    },
     Bitshuffle(bitshuffle::Params),
-    Zstd { level: i32 },
-    Bzip2 { level: u32 },
-    Blosc,
+    Zstd {
+        level: i32,
+    },
+    Bzip2 {
+        level: u32,
+    },
+    /// The client data and the element size (for client data that leave out the type size).
+    Blosc(Vec<u32>, usize),
     Szip(szip::Params),
-    Blosc2,
+    Blosc2(Vec<u32>, usize),
     Lzo,
 }
 
@@ -224,9 +236,9 @@ impl Stage {
             Stage::Bitshuffle(_) => "bitshuffle",
             Stage::Zstd { .. } => "zstd",
             Stage::Bzip2 { .. } => "bzip2",
-            Stage::Blosc => "blosc",
+            Stage::Blosc(..) => "blosc",
             Stage::Szip(_) => "szip",
-            Stage::Blosc2 => "blosc2",
+            Stage::Blosc2(..) => "blosc2",
             Stage::Lzo => "lzo",
         }
     }
@@ -267,8 +279,8 @@ impl Pipeline {
                         },
                     )?)
                 }
-                id::BLOSC => Stage::Blosc,
-                BLOSC2 => Stage::Blosc2,
+                id::BLOSC => Stage::Blosc(cd.clone(), element_size),
+                BLOSC2 => Stage::Blosc2(cd.clone(), element_size),
                 LZO => Stage::Lzo,
                 id::SZIP => Stage::Szip(szip::Params::parse(cd).ok_or_else(|| {
                     FilterError::BadParameters {
@@ -355,9 +367,9 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::decompress(&data, p, limit)?,
                 Stage::Zstd { .. } => zstd::decompress(&data, limit)?,
                 Stage::Bzip2 { .. } => bzip2::decompress(&data, limit)?,
-                Stage::Blosc => blosc::decompress(&data, limit)?,
+                Stage::Blosc(..) => blosc::decompress(&data, limit)?,
                 Stage::Szip(p) => szip::decompress(&data, p, limit)?,
-                Stage::Blosc2 => blosc2::decompress(&data, limit)?,
+                Stage::Blosc2(..) => blosc2::decompress(&data, limit)?,
                 Stage::Lzo => lzo::decompress(&data, limit)?,
             };
         }
@@ -406,12 +418,18 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => bitshuffle::compress(&data, p).ok(),
                 Stage::Zstd { level } => Some(zstd::compress_chunk(&data, *level)),
                 Stage::Bzip2 { level } => Some(bzip2::compress(&data, *level)?),
-                Stage::Blosc | Stage::Szip(_) | Stage::Blosc2 | Stage::Lzo => {
-                    return Err(FilterError::Unsupported {
-                        filter: stage.name(),
-                        what: "writing",
-                    });
+                // The reference filter fails (and an optional filter is skipped) where its output
+                // would outgrow its input.
+                Stage::Blosc(cd, element_size) => {
+                    blosc_encode::compress_blosc(&data, cd, *element_size)?
                 }
+                Stage::Blosc2(cd, element_size) => {
+                    Some(blosc_encode::compress_blosc2(&data, cd, *element_size)?)
+                }
+                // PyTables' filter fails where LZO1X does not shrink the chunk.
+                Stage::Lzo => lzo::compress(&data),
+                // libhdf5's filter fails where the stream would outgrow the chunk.
+                Stage::Szip(p) => szip::compress(&data, p)?,
             };
             match out {
                 Some(out) => data = std::borrow::Cow::Owned(out),

@@ -1,5 +1,6 @@
-//! The LZO filter (305, PyTables'), read only: LZO1X streams as liblzo2's `lzo1x_1_compress`
-//! writes them, written from the LZO1X bit-stream description (no liblzo2 code).
+//! The LZO filter (305, PyTables'): LZO1X streams as liblzo2's `lzo1x_1_compress` writes them,
+//! read and written from the LZO1X bit-stream description (no liblzo2 code; no maintained
+//! pure-Rust crate compresses LZO1X).
 //!
 //! Client data: [level, object version, object type], none of which decoding needs. A chunk is
 //! one LZO1X stream; PyTables 0.5 to 0.7 (2003) followed it with the Adler-32 checksum of the
@@ -186,6 +187,132 @@ pub fn decompress_stream(src: &[u8], limit: usize) -> Result<(Vec<u8>, &[u8]), F
     Ok((out, ip))
 }
 
+/// Compress `src` into one LZO1X stream (the instructions [`decompress_stream`] reads, which
+/// liblzo2's decoders read), or `None` when it would not be shorter than `src` (PyTables' filter
+/// then fails and the optional filter leaves the chunk unfiltered).
+///
+/// A greedy compressor in the manner of LZO1X-1: a hash of the next 4 bytes finds the last
+/// place they occurred; a match of at least 4 bytes is encoded in the shortest form its length
+/// and distance allow (`01`/`1x` up to 8 bytes at up to 2048, `001` up to 16384, `0001` up to
+/// 49151), the 1 to 3 literals after it in its `S` bits, longer runs as literal instructions.
+/// The stream starts with a literal run (a first byte of 17 + n, or `0000LLLL` beyond 238) and
+/// ends with the end-of-stream match (`0x11 0 0`).
+///
+/// Positions are indexes into `src` (a chunk, below 4 GiB), so the arithmetic on them does not
+/// overflow; the reads go through `get`.
+#[allow(clippy::arithmetic_side_effects)]
+pub fn compress(src: &[u8]) -> Option<Vec<u8>> {
+    const HASH_LOG: u32 = 14;
+    const MIN_MATCH: usize = 4;
+    const M2_MAX_LEN: usize = 8;
+    const M2_MAX_DISTANCE: usize = 2048;
+    const M3_MAX_DISTANCE: usize = 16384;
+    const M4_MAX_DISTANCE: usize = 49151;
+    let n = src.len();
+    let mut out = Vec::with_capacity(n / 2 + 16);
+    let read32 = |p: usize| {
+        src.get(p..)
+            .and_then(|s| s.first_chunk::<4>())
+            .map(|b| u32::from_le_bytes(*b))
+    };
+    let hash = |v: u32| (v.wrapping_mul(2_654_435_761) >> (32 - HASH_LOG)) as usize;
+    let mut table = vec![0u32; 1 << HASH_LOG];
+    // Where the previous match's `S` bits are (none before the first match).
+    let mut s_at: Option<usize> = None;
+    let extend = |out: &mut Vec<u8>, mut v: usize| {
+        while v > 255 {
+            out.push(0);
+            v -= 255;
+        }
+        out.push(v as u8);
+    };
+    let literals = |out: &mut Vec<u8>, s_at: Option<usize>, lit: &[u8]| {
+        let k = lit.len();
+        if k == 0 {
+            return;
+        }
+        match s_at {
+            None if k <= 238 => out.push((k + 17) as u8),
+            None => {
+                out.push(0);
+                extend(out, k - 18);
+            }
+            Some(at) if k <= 3 => {
+                if let Some(b) = out.get_mut(at) {
+                    *b |= k as u8;
+                }
+            }
+            Some(_) if k <= 18 => out.push((k - 3) as u8),
+            Some(_) => {
+                out.push(0);
+                extend(out, k - 18);
+            }
+        }
+        out.extend_from_slice(lit);
+    };
+    let mut anchor = 0usize;
+    let mut ip = 1usize;
+    while ip + MIN_MATCH <= n {
+        let Some(v) = read32(ip) else { break };
+        let h = hash(v);
+        let cand = table.get(h).map_or(0, |&c| c as usize);
+        if let Some(slot) = table.get_mut(h) {
+            *slot = (ip + 1) as u32;
+        }
+        let distance = ip.wrapping_sub(cand.wrapping_sub(1));
+        if cand == 0 || distance == 0 || distance > M4_MAX_DISTANCE || read32(cand - 1) != Some(v) {
+            ip += 1;
+            continue;
+        }
+        let from = cand - 1;
+        let mut len = MIN_MATCH;
+        while ip + len < n && src.get(from + len) == src.get(ip + len) {
+            len += 1;
+        }
+        literals(&mut out, s_at, src.get(anchor..ip).unwrap_or_default());
+        let d = distance - 1;
+        if len <= M2_MAX_LEN && distance <= M2_MAX_DISTANCE {
+            s_at = Some(out.len());
+            out.push((((len - 1) << 5) | ((d & 7) << 2)) as u8);
+            out.push((d >> 3) as u8);
+        } else {
+            let (head, mask, short, tail) = if distance <= M3_MAX_DISTANCE {
+                (0x20usize, 31usize, 33usize, d)
+            } else {
+                let far = distance - 16384;
+                (0x10 | ((far >> 14) << 3), 7, 9, far & 0x3FFF)
+            };
+            if len - 2 <= mask {
+                out.push((head | (len - 2)) as u8);
+            } else {
+                out.push(head as u8);
+                extend(&mut out, len - short);
+            }
+            s_at = Some(out.len());
+            out.extend_from_slice(&((tail << 2) as u16).to_le_bytes());
+        }
+        // Positions inside the match feed the table sparsely.
+        let end = ip + len;
+        let mut p = ip + 1;
+        while p + MIN_MATCH <= end {
+            if let Some(w) = read32(p)
+                && let Some(slot) = table.get_mut(hash(w))
+            {
+                *slot = (p + 1) as u32;
+            }
+            p += 3;
+        }
+        ip = end;
+        anchor = end;
+        if out.len() >= n {
+            return None;
+        }
+    }
+    literals(&mut out, s_at, src.get(anchor..).unwrap_or_default());
+    out.extend_from_slice(&[0x11, 0, 0]);
+    (out.len() < n).then_some(out)
+}
+
 #[cfg(test)]
 #[allow(clippy::arithmetic_side_effects)]
 mod tests {
@@ -242,6 +369,42 @@ mod tests {
         assert_eq!(decompress(&framed, 100).unwrap(), out);
         framed[14] ^= 1;
         assert!(decompress(&framed, 100).is_err());
+    }
+
+    #[test]
+    fn compressed_streams_decode_to_their_input() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let noise: Vec<u8> = (0..60_000).map(|_| next() as u8).collect();
+        let mut far = noise[..30_000].to_vec();
+        far.extend_from_slice(&noise[..30_000]);
+        far.extend_from_slice(&noise[..20_000]);
+        far.extend_from_slice(&[9; 1000]);
+        let mut samples = vec![
+            b"abcdabcdabcdabcdabcdxyz".to_vec(),
+            vec![0; 100_000],
+            (0..300_000u32)
+                .flat_map(|i| (i / 7).to_le_bytes())
+                .collect(),
+            (0..5000u32).flat_map(|i| (i % 300).to_le_bytes()).collect(),
+            far,
+        ];
+        // A long run of literals first (over 238), then repeats.
+        let mut lit_first = noise[..1000].to_vec();
+        lit_first.extend_from_slice(&noise[..1000]);
+        samples.push(lit_first);
+        for s in &samples {
+            let z = compress(s).unwrap();
+            assert!(z.len() < s.len());
+            assert!(decompress(&z, s.len()).unwrap() == *s, "{} bytes", s.len());
+        }
+        assert!(compress(&noise).is_none());
+        assert!(compress(b"abc").is_none());
     }
 
     #[test]

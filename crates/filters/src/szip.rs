@@ -1,4 +1,4 @@
-//! The szip filter (4), read only: CCSDS 121.0-B Adaptive Entropy Coding as libaec's szlib
+//! The szip filter (4), read and written: CCSDS 121.0-B Adaptive Entropy Coding as libaec's szlib
 //! interface stores it for libhdf5 (NASA's HDF-EOS files, h5py's `compression='szip'`).
 //!
 //! A chunk is the uncompressed size (4 bytes, little-endian), then one AEC bit stream (most
@@ -382,6 +382,225 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
     Ok(out)
 }
 
+/// MSB-first bit writer.
+struct BitWriter {
+    out: Vec<u8>,
+    acc: u64,
+    /// Bits waiting in the bottom of `acc` (fewer than 8 between writes).
+    n: u32,
+}
+
+impl BitWriter {
+    /// Append the low `k` bits of `v` (`k` at most 32).
+    fn put(&mut self, v: u32, k: u32) {
+        if k == 0 {
+            return;
+        }
+        let v = u64::from(v) & (u64::MAX >> 64u32.saturating_sub(k));
+        self.acc = (self.acc << k) | v;
+        self.n = self.n.saturating_add(k);
+        while self.n >= 8 {
+            self.n = self.n.saturating_sub(8);
+            self.out.push((self.acc >> self.n) as u8);
+        }
+    }
+
+    /// A fundamental sequence: `v` zeros, then a one.
+    fn fs(&mut self, mut v: u64) {
+        while v >= 32 {
+            self.put(0, 32);
+            v = v.saturating_sub(32);
+        }
+        self.put(1, u32::try_from(v).unwrap_or(0).saturating_add(1));
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        if self.n > 0 {
+            let pad = 8u32.saturating_sub(self.n);
+            self.put(0, pad);
+        }
+        self.out
+    }
+}
+
+/// Code one block of `values` (the reference sample first when `reference`), choosing the
+/// cheapest of the split-sample options (k = 0 is the fundamental sequence) and no compression.
+fn encode_block(w: &mut BitWriter, values: &[u32], reference: bool, bits: u32, id_len: u32) {
+    let id_uncompressed = (1u32 << id_len).saturating_sub(1);
+    let coded = values.get(usize::from(reference)..).unwrap_or_default();
+    let uncompressed = u64::from(bits).saturating_mul(values.len() as u64);
+    let mut best: Option<(u64, u32)> = None;
+    // k runs over the identifiers between the low-entropy (0) and uncompressed (all ones) ones.
+    for k in 0..id_uncompressed.saturating_sub(1).min(bits) {
+        let cost = coded.iter().fold(0u64, |acc, &d| {
+            acc.saturating_add(u64::from(d >> k))
+                .saturating_add(1)
+                .saturating_add(u64::from(k))
+        });
+        if best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, k));
+        }
+    }
+    match best {
+        Some((cost, k))
+            if cost.saturating_add(if reference { u64::from(bits) } else { 0 }) < uncompressed =>
+        {
+            w.put(k.saturating_add(1), id_len);
+            if reference {
+                w.put(values.first().copied().unwrap_or(0), bits);
+            }
+            for &d in coded {
+                w.fs(u64::from(d >> k));
+            }
+            if k > 0 {
+                for &d in coded {
+                    w.put(d, k);
+                }
+            }
+        }
+        _ => {
+            w.put(id_uncompressed, id_len);
+            for &v in values {
+                w.put(v, bits);
+            }
+        }
+    }
+}
+
+/// Apply the filter as libhdf5's szip filter over libaec writes it: the chunk's size, then the
+/// AEC stream of its samples (byte planes for 32- and 64-bit pixels; each scanline padded to
+/// whole blocks with its last sample, and the last block with the last sample), each block coded
+/// with the cheapest split-sample option or stored (zero-block runs and the second extension are
+/// never chosen: they are optional to an encoder). `None` when the stream would not be smaller
+/// than the chunk (libhdf5's filter fails then, and the optional filter leaves it unfiltered).
+pub fn compress(data: &[u8], p: &Params) -> Result<Option<Vec<u8>>, FilterError> {
+    let size = data.len();
+    let planes = match p.bits_per_pixel {
+        32 => 4,
+        64 => 8,
+        _ => 1,
+    };
+    let bits = if planes > 1 { 8 } else { p.bits_per_pixel };
+    let sample_bytes: usize = match bits {
+        17.. => 4,
+        9..=16 => 2,
+        _ => 1,
+    };
+    let Ok(size32) = u32::try_from(size) else {
+        return Ok(None);
+    };
+    if !size.is_multiple_of(sample_bytes) || !size.is_multiple_of(planes) {
+        return Err(FilterError::Unsupported {
+            filter: "szip",
+            what: "writing a chunk that is not a whole number of pixels",
+        });
+    }
+    // Elements to byte planes.
+    let transposed;
+    let bytes = if planes > 1 {
+        let n = size.checked_div(planes).unwrap_or(0);
+        let mut t = crate::zeroed("szip", size)?;
+        for (i, element) in data.chunks_exact(planes).enumerate() {
+            for (j, &b) in element.iter().enumerate() {
+                if let Some(o) = t.get_mut(j.saturating_mul(n).saturating_add(i)) {
+                    *o = b;
+                }
+            }
+        }
+        transposed = t;
+        &transposed[..]
+    } else {
+        data
+    };
+    let xmax = u32::try_from((1u64 << bits).saturating_sub(1)).unwrap_or(u32::MAX);
+    let samples: Vec<u32> = bytes
+        .chunks_exact(sample_bytes)
+        .map(|c| {
+            let v = match (c, p.msb) {
+                (&[a], _) => u32::from(a),
+                (&[a, b], false) => u32::from(u16::from_le_bytes([a, b])),
+                (&[a, b], true) => u32::from(u16::from_be_bytes([a, b])),
+                (&[a, b, c, d], false) => u32::from_le_bytes([a, b, c, d]),
+                (&[a, b, c, d], true) => u32::from_be_bytes([a, b, c, d]),
+                _ => 0,
+            };
+            v & xmax
+        })
+        .collect();
+    let ppb = p.pixels_per_block;
+    let pps = p.pixels_per_scanline;
+    let rsi = pps.div_ceil(ppb);
+    let padded_line = rsi.saturating_mul(ppb);
+    // Every scanline (the last one too) padded to whole blocks with its last sample.
+    let mut coded: Vec<u32> = Vec::with_capacity(samples.len().saturating_add(padded_line));
+    if padded_line == pps {
+        coded.extend_from_slice(&samples);
+        let last = coded.last().copied().unwrap_or(0);
+        let whole = coded.len().div_ceil(ppb).saturating_mul(ppb);
+        coded.resize(whole, last);
+    } else {
+        for line in samples.chunks(pps) {
+            coded.extend_from_slice(line);
+            let last = line.last().copied().unwrap_or(0);
+            coded.resize(
+                coded
+                    .len()
+                    .saturating_add(padded_line.saturating_sub(line.len())),
+                last,
+            );
+        }
+    }
+    let id_len = match bits {
+        17.. => 5,
+        9..=16 => 4,
+        _ => 3,
+    };
+    let mut w = BitWriter {
+        out: Vec::with_capacity(size.saturating_add(8)),
+        acc: 0,
+        n: 0,
+    };
+    w.out.extend_from_slice(&size32.to_le_bytes());
+    let med = (xmax >> 1).saturating_add(1);
+    let mut mapped: Vec<u32> = Vec::with_capacity(padded_line);
+    for interval in coded.chunks(padded_line) {
+        // The reference sample, then each sample's mapped difference from the previous one.
+        mapped.clear();
+        if p.preprocess {
+            let mut prev = interval.first().copied().unwrap_or(0);
+            mapped.push(prev);
+            for &x in interval.iter().skip(1) {
+                let theta = if prev >= med {
+                    xmax.saturating_sub(prev)
+                } else {
+                    prev
+                };
+                let d = if x >= prev && x.saturating_sub(prev) <= theta {
+                    x.saturating_sub(prev).saturating_mul(2)
+                } else if x < prev && prev.saturating_sub(x) <= theta {
+                    prev.saturating_sub(x).saturating_mul(2).saturating_sub(1)
+                } else if prev >= med {
+                    xmax.saturating_sub(x)
+                } else {
+                    x
+                };
+                mapped.push(d);
+                prev = x;
+            }
+        } else {
+            mapped.extend_from_slice(interval);
+        }
+        for (b, block) in mapped.chunks(ppb).enumerate() {
+            encode_block(&mut w, block, p.preprocess && b == 0, bits, id_len);
+        }
+        if w.out.len() > size.saturating_add(4) {
+            return Ok(None);
+        }
+    }
+    let out = w.finish();
+    Ok((out.len() <= size.saturating_add(4)).then_some(out))
+}
+
 #[cfg(test)]
 #[allow(clippy::arithmetic_side_effects)]
 mod tests {
@@ -439,6 +658,50 @@ mod tests {
         for n in 0..stream.len() - 1 {
             assert!(aec_decode(&stream[..n], 8, 8, 4, false, 24).is_err(), "{n}");
         }
+    }
+
+    #[test]
+    fn compressed_chunks_decode_to_their_input() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (mask, ppb, bpp, pps, n) in [
+            (169, 8, 8, 1000, 10007),
+            (141, 8, 8, 45, 33 * 45),
+            (177, 16, 16, 37, 2 * 20 * 37),
+            (169, 32, 16, 1024, 5000),
+            (141, 4, 32, 250, 250),
+            (169, 8, 32, 45, 33 * 45),
+            (177, 8, 64, 37, 2 * 20 * 37),
+            (141, 16, 64, 1000, 1000),
+        ] {
+            let p = Params::parse(&[mask, ppb, bpp, pps]).unwrap();
+            let size = bpp as usize / 8;
+            let data: Vec<u8> = (0..n)
+                .flat_map(|i: usize| {
+                    let v: u64 = if i % 97 < 10 {
+                        next()
+                    } else {
+                        (i as u64 / 7) % 50
+                    };
+                    v.to_le_bytes()[..size].to_vec()
+                })
+                .collect();
+            let z = compress(&data, &p).unwrap().unwrap();
+            assert!(z.len() < data.len());
+            assert!(
+                decompress(&z, &p, data.len()).unwrap() == data,
+                "{mask} {ppb} {bpp} {pps}"
+            );
+        }
+        // Noise does not shrink: left to the pipeline.
+        let p = Params::parse(&[141, 8, 8, 100]).unwrap();
+        let noise: Vec<u8> = (0..1000).map(|_| next() as u8).collect();
+        assert!(compress(&noise, &p).unwrap().is_none());
     }
 
     #[test]

@@ -58,6 +58,102 @@ pub enum FilterSpec {
     /// bzip2 (filter 307, PyTables' and hdf5plugin's) with blocks of 100 kB × this level
     /// (1..=9).
     Bzip2(u32),
+    /// Blosc (filter 32001, hdf5plugin's `Blosc(cname, clevel, shuffle)`): c-blosc 1 buffers of
+    /// shuffled blocks compressed with a codec at a level (1..=9; 0 and data that does not
+    /// compress leave the chunk unfiltered, as the reference filter does).
+    Blosc {
+        /// The codec of the blocks.
+        codec: BloscCodec,
+        /// The level, 0..=9.
+        level: u8,
+        /// The shuffle before compression.
+        shuffle: BloscShuffle,
+    },
+    /// Blosc2 (filter 32026, hdf5plugin's `Blosc2(cname, clevel, filters)`): one c-blosc2
+    /// frame per chunk (a plain super-chunk, as hdf5-blosc2 writes chunks of one dimension and
+    /// reads chunks of any), at a level 0..=9 (0: stored raw in the frame).
+    Blosc2 {
+        /// The codec of the blocks.
+        codec: BloscCodec,
+        /// The level, 0..=9.
+        level: u8,
+        /// The filter before compression (hdf5plugin's `NOFILTER`, `SHUFFLE`, `BITSHUFFLE`,
+        /// `DELTA`; its lossy `TRUNC_PREC` is read, and refused when writing).
+        shuffle: BloscShuffle,
+    },
+    /// PyTables' LZO filter (305): LZO1X streams of our own greedy compressor, which liblzo2
+    /// (PyTables built with LZO) decodes; chunks LZO does not shrink are stored unfiltered.
+    /// Client data `[1, 23, 0]` (level 1, object version 23, type 0), as PyTables 2.x Tables
+    /// record them: streams without the checksum trailer of PyTables before 0.8.
+    Lzo,
+    /// szip (filter 4, CCSDS 121.0 adaptive entropy coding as libaec writes it for libhdf5):
+    /// `nn` the nearest-neighbour predictor (else entropy coding only), blocks of
+    /// `pixels_per_block` pixels (an even number, 2..=32); h5py's
+    /// `compression='szip', compression_opts=('nn' or 'ec', pixels_per_block)`. The client data
+    /// are those libhdf5's set_local makes (byte order, bits per pixel, scanline). Chunks the
+    /// coding does not shrink are stored unfiltered, as libhdf5's filter leaves them.
+    Szip {
+        /// The nearest-neighbour predictor.
+        nn: bool,
+        /// Pixels per block.
+        pixels_per_block: u32,
+    },
+}
+
+/// The codec of the Blosc filters' blocks (hdf5plugin's `cname`). LZ4HC blocks are written by
+/// the LZ4 compressor (the same format), Zstandard at its fastest setting whatever the level;
+/// the level is recorded as given. Snappy is read nowhere and not offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BloscCodec {
+    /// BloscLZ (Blosc's own LZ77 codec; hdf5plugin's default).
+    BloscLz,
+    /// LZ4.
+    Lz4,
+    /// LZ4HC (the LZ4 format).
+    Lz4Hc,
+    /// zlib.
+    Zlib,
+    /// Zstandard.
+    Zstd,
+}
+
+impl BloscCodec {
+    /// The filters' compressor code (client data 6).
+    fn code(self) -> u32 {
+        match self {
+            BloscCodec::BloscLz => 0,
+            BloscCodec::Lz4 => 1,
+            BloscCodec::Lz4Hc => 2,
+            BloscCodec::Zlib => 4,
+            BloscCodec::Zstd => 5,
+        }
+    }
+}
+
+/// The shuffle the Blosc filters apply to each block before compressing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BloscShuffle {
+    /// None.
+    None,
+    /// Byte shuffle (hdf5plugin's default).
+    Byte,
+    /// Bit shuffle.
+    Bit,
+    /// Blosc2's delta filter (hdf5plugin's `Blosc2.DELTA`): words XORed with their
+    /// predecessor in a chunk's first block, with the first block's elsewhere. Blosc 1 has no
+    /// delta: [`FilterSpec::Blosc`] refuses it.
+    Delta,
+}
+
+impl BloscShuffle {
+    fn code(self) -> u32 {
+        match self {
+            BloscShuffle::None => 0,
+            BloscShuffle::Byte => 1,
+            BloscShuffle::Bit => 2,
+            BloscShuffle::Delta => 3,
+        }
+    }
 }
 
 /// The compression after bitshuffle's bit transpose.
@@ -70,6 +166,39 @@ pub enum BitshuffleCompression {
     /// Zstandard frames at a level (encoded at the fastest setting whatever the level, as
     /// [`FilterSpec::Zstd`]).
     Zstd(i32),
+}
+
+/// The Blosc2 filter's identifier (hdf5-blosc2), which the format crate does not name.
+const BLOSC2: u16 = 32026;
+/// PyTables' LZO filter's identifier.
+const LZO: u16 = 305;
+
+/// The szip client data libhdf5's set_local makes: the options mask (raw, K13 allowed, the
+/// predictor or entropy coding only, the byte order), pixels per block, bits per pixel, and
+/// pixels per scanline (the chunk's fastest dimension, at most 128 blocks; when shorter than a
+/// block, 128 blocks or the whole chunk).
+fn szip_client_data(nn: bool, ppb: u32, elem: u64, big_endian: bool, chunk: &[u64]) -> Vec<u32> {
+    const RAW: u32 = 128;
+    const ALLOW_K13: u32 = 1;
+    const NN: u32 = 32;
+    const EC: u32 = 4;
+    const MSB: u32 = 16;
+    const LSB: u32 = 8;
+    let mask = RAW | ALLOW_K13 | if nn { NN } else { EC } | if big_endian { MSB } else { LSB };
+    let max_line = u64::from(ppb).saturating_mul(128);
+    let fastest = chunk.last().copied().unwrap_or(1);
+    let points = chunk.iter().product::<u64>();
+    let line = if fastest < u64::from(ppb) {
+        max_line.min(points)
+    } else {
+        max_line.min(fastest)
+    };
+    vec![
+        mask,
+        ppb,
+        u32::try_from(elem.saturating_mul(8)).unwrap_or(0),
+        u32::try_from(line).unwrap_or(0),
+    ]
 }
 
 /// Messages of a new object header, with their flags.
@@ -383,6 +512,20 @@ impl DatasetBuilder {
             .try_fold(elem, |acc, &c| acc.checked_mul(c))
             .filter(|&b| b < (1 << 32))
             .ok_or_else(|| Error::arg("chunk", "chunks must hold less than 4 GiB"))?;
+        if self.filters.iter().any(|f| {
+            matches!(
+                f,
+                FilterSpec::Blosc {
+                    shuffle: BloscShuffle::Delta,
+                    ..
+                }
+            )
+        }) {
+            return Err(Error::arg(
+                "filter",
+                "Blosc has no delta filter (Blosc2 has)",
+            ));
+        }
         let filtered = !self.filters.is_empty();
         let sel = choose(&IndexRequest {
             dims: &self.shape,
@@ -451,6 +594,65 @@ impl DatasetBuilder {
                     FilterSpec::Bzip2(level) => {
                         Filter::new(pipeline_version, id::BZIP2, 1, vec![level.clamp(1, 9)])
                     }
+                    // The client data hdf5plugin's filters leave after their set_local: the
+                    // filter revision and Blosc format, the type size (1 above 255), the chunk's
+                    // bytes, then what was asked for.
+                    FilterSpec::Blosc {
+                        codec,
+                        level,
+                        shuffle,
+                    } => {
+                        let typesize = if elem > 255 { 1 } else { elem as u32 };
+                        Filter::new(
+                            pipeline_version,
+                            id::BLOSC,
+                            1,
+                            vec![
+                                2,
+                                2,
+                                typesize,
+                                chunk_bytes as u32,
+                                u32::from(level),
+                                shuffle.code(),
+                                codec.code(),
+                            ],
+                        )
+                    }
+                    FilterSpec::Lzo => Filter::new(pipeline_version, LZO, 1, vec![1, 23, 0]),
+                    FilterSpec::Szip {
+                        nn,
+                        pixels_per_block,
+                    } => Filter::new(
+                        pipeline_version,
+                        id::SZIP,
+                        1,
+                        szip_client_data(
+                            nn,
+                            pixels_per_block,
+                            elem,
+                            self.dtype.order == crate::types::ByteOrder::BigEndian,
+                            &chunk,
+                        ),
+                    ),
+                    // Revision 1, the block size chosen by the filter (0).
+                    FilterSpec::Blosc2 {
+                        codec,
+                        level,
+                        shuffle,
+                    } => Filter::new(
+                        pipeline_version,
+                        BLOSC2,
+                        1,
+                        vec![
+                            1,
+                            0,
+                            elem as u32,
+                            chunk_bytes as u32,
+                            u32::from(level),
+                            shuffle.code(),
+                            codec.code(),
+                        ],
+                    ),
                 })
                 .collect(),
         });

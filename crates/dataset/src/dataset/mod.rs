@@ -35,7 +35,7 @@ mod strings;
 pub(crate) mod vds;
 mod write;
 
-pub use builder::{BitshuffleCompression, DatasetBuilder, FilterSpec};
+pub use builder::{BitshuffleCompression, BloscCodec, BloscShuffle, DatasetBuilder, FilterSpec};
 pub use stream::{RowWriter, Slab, Slabs};
 pub use vds::{VirtualMapping, VirtualSelection, VirtualView};
 
