@@ -111,6 +111,13 @@ pub fn impossible(dir: &Path) -> Vec<Mutant> {
         "the limit is 4 GiB",
         with_type_size(&sb3, "/chunked_u4", 1 << 31),
     );
+    add(
+        "sb3_latest.h5",
+        "/chunked_u4",
+        "dim-above-maximum",
+        "maximum dimension below the current",
+        with_dims(&sb3, "/chunked_u4", &[20, 10]),
+    );
     // The datatype's element size contradicts the layout's copy of it (which sizes the
     // chunks): libhdf5 refuses the dataset ("stored datatype size in chunk layout does not
     // match datatype description"). `cargo xtask fuzz` found these as `check` misses: check
