@@ -61,6 +61,23 @@ pub fn with_rank(path: &Path, dataset: &str, rank: u8) -> Vec<u8> {
     })
 }
 
+/// The file at `path` with the first chunk dimension of `dataset`'s version 4 layout message
+/// set to `value` (its encoded width kept).
+pub fn with_first_chunk_dim(path: &Path, dataset: &str, value: u64) -> Vec<u8> {
+    let f = H5File::open(path);
+    let info = f.dataset(dataset);
+    f.with_message_changed(info.header, MessageType::DATA_LAYOUT, |body| {
+        // Version, class, flags, dimensionality, encoded width, then the dimensions.
+        assert_eq!(
+            (body[0], body[1]),
+            (4, 2),
+            "{dataset}: a version 4 chunked layout"
+        );
+        let enc = usize::from(body[4]);
+        body[5..5 + enc].copy_from_slice(&value.to_le_bytes()[..enc]);
+    })
+}
+
 /// The impossible dataspaces and datatypes, made from the committed fixtures in `dir` (which
 /// the full generated set contains too).
 pub fn impossible(dir: &Path) -> Vec<Mutant> {
@@ -117,6 +134,13 @@ pub fn impossible(dir: &Path) -> Vec<Mutant> {
         "dim-above-maximum",
         "maximum dimension below the current",
         with_dims(&sb3, "/chunked_u4", &[20, 10]),
+    );
+    add(
+        "sb3_latest.h5",
+        "/chunked_u4",
+        "zero-chunk-dim",
+        "invalid chunk dimension 0",
+        with_first_chunk_dim(&sb3, "/chunked_u4", 0),
     );
     // The datatype's element size contradicts the layout's copy of it (which sizes the
     // chunks): libhdf5 refuses the dataset ("stored datatype size in chunk layout does not
