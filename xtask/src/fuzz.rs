@@ -11,8 +11,10 @@
 //! `ls` or `cat` of some dataset failed, other than because its path no longer names it).
 //! Wrong values are split by what guarded the bytes the mutation changed (no checksum, a
 //! checksum the mutator recomputed, a checksum left stale, a truncation). A panic, abort,
-//! crash, hang, or wrong value read past a stale checksum fails the task; each finding is
-//! kept under `target/fuzz/findings/` with a note of how to reproduce it.
+//! crash, hang, or wrong value read past a stale checksum fails the task, and so does a
+//! `check` miss (the read path refusing a file `check` called clean breaks the rule that it
+//! enforces what `check` reports); each finding is kept under `target/fuzz/findings/`, each
+//! miss under `target/fuzz/missed/`, with a note of how to reproduce it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -541,7 +543,8 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
     let mut by_kind: BTreeMap<(&'static str, Outcome), u64> = BTreeMap::new();
     // Wrong values by what guarded the changed bytes, per command.
     let mut wrong_by_guard: BTreeMap<(String, Guard), u64> = BTreeMap::new();
-    let mut bugs = 0u64;
+    let mut found_bugs = Findings::default();
+    let missed = out_dir.join("missed");
     let mut n = 0u64;
     let started = Instant::now();
     while started.elapsed() < budget && cases.is_none_or(|c| n < c) {
@@ -561,38 +564,12 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
             ));
         }
         let guarded = guard(&m, &s.found);
-        let mut cat_failed: Option<String> = None;
-        let mut check_ok = false;
+        let mut runs: Vec<(String, String, Ran, Outcome)> = Vec::new();
         for (name, args) in &commands {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let ran = run_one(&exe, &args, prlimit);
             let outcome = classify(&ran, s.baseline.get(name).copied());
             let cmd = name.split_whitespace().next().unwrap_or("").to_string();
-            // A path that no longer names the dataset (its name's bytes were hit, or its link
-            // now reaches a group, a named datatype, or is a soft link to the root) is a
-            // consistent change, and a dataset too large to read into memory at once is a
-            // resource refusal: neither is damage that `check` should see.
-            let renamed = [
-                "no member named",
-                "names no member of a group",
-                "not a group",
-                "not a dataset",
-                "do not fit in memory",
-                "than memory can address",
-            ]
-            .iter()
-            .any(|why| ran.stderr.contains(why));
-            // `ls` or `cat` failing where `check` says clean: a miss of `check`.
-            if matches!(cmd.as_str(), "cat" | "ls")
-                && outcome == Outcome::Error
-                && !renamed
-                && cat_failed.is_none()
-            {
-                cat_failed = Some(format!("{}: {}", args.join(" "), ran.stderr.trim()));
-            }
-            if cmd == "check" {
-                check_ok = ran.code == Some(0);
-            }
             *tally.entry((cmd.clone(), outcome)).or_default() += 1;
             *by_kind.entry((m.kind, outcome)).or_default() += 1;
             if outcome == Outcome::Wrong {
@@ -601,7 +578,7 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
             // A wrong value read through a checksum left stale: the reader skipped it.
             let unverified = outcome == Outcome::Wrong && guarded == Guard::Stale;
             if outcome.is_bug() || unverified {
-                bugs += 1;
+                found_bugs.bugs += 1;
                 let base = format!(
                     "{}_{}_{}_{}",
                     s.path.file_stem().unwrap_or_default().to_string_lossy(),
@@ -627,18 +604,19 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
                 let _ = std::fs::write(findings.join(format!("{base}.txt")), &note);
                 eprint!("finding: {note}");
             }
+            runs.push((cmd, args.join(" "), ran, outcome));
         }
-        if let (Some(why), true) = (&cat_failed, check_ok) {
+        if let Some(why) = check_miss(&runs) {
             *tally.entry(("check".into(), Outcome::Missed)).or_default() += 1;
-            // Kept for study (not a failure of the task): what `check` should have seen.
-            let missed = out_dir.join("missed");
-            let _ = std::fs::create_dir_all(&missed);
-            let base = format!("{n}_{}", m.kind.replace([' ', ','], "_"));
-            let _ = std::fs::write(missed.join(format!("{base}.h5")), &m.bytes);
-            let _ = std::fs::write(
-                missed.join(format!("{base}.txt")),
-                why.replace(&mp, "MUTANT"),
+            found_bugs.misses += 1;
+            let base = format!(
+                "{}_{}_{n}",
+                s.path.file_stem().unwrap_or_default().to_string_lossy(),
+                m.kind.replace([' ', ','], "_")
             );
+            let why = why.replace(&mp, "MUTANT");
+            let kept = keep_miss(&missed, &base, &m.bytes, &why);
+            eprintln!("finding: check missed: {why} (kept as {})", kept.display());
         }
         n += 1;
     }
@@ -703,13 +681,88 @@ pub fn campaign(root: &Path, budget: Duration, cases: Option<u64>, seed: u64) ->
     print!("{t}");
     let _ = std::fs::write(out_dir.join("report.txt"), &t);
     let _ = std::fs::remove_file(&mutant_path);
-    if bugs > 0 {
-        return Err(format!(
-            "{bugs} runs panicked, aborted, crashed, hung or read past a stale checksum: see {}",
-            findings.display()
-        ));
+    found_bugs.verdict(&findings, &missed)
+}
+
+/// Why `check` missed damage in the runs of one mutant (each: command, arguments, how it ran,
+/// its outcome), if it did: `check` exited 0 while `ls` or `cat` failed with an error that is
+/// not a consistent change. A path that no longer names the dataset (its name's bytes were
+/// hit, or its link now reaches a group, a named datatype, or is a soft link to the root) is
+/// a consistent change, and a dataset too large to read into memory at once is a resource
+/// refusal: neither is damage that `check` should see. Panics, aborts, crashes and hangs are
+/// findings of their own.
+pub fn check_miss(runs: &[(String, String, Ran, Outcome)]) -> Option<String> {
+    const CONSISTENT: [&str; 6] = [
+        "no member named",
+        "names no member of a group",
+        "not a group",
+        "not a dataset",
+        "do not fit in memory",
+        "than memory can address",
+    ];
+    let check_clean = runs
+        .iter()
+        .any(|(cmd, _, ran, _)| cmd == "check" && ran.code == Some(0));
+    if !check_clean {
+        return None;
     }
-    Ok(())
+    runs.iter()
+        .find(|(cmd, _, ran, outcome)| {
+            matches!(cmd.as_str(), "ls" | "cat")
+                && *outcome == Outcome::Error
+                && !CONSISTENT.iter().any(|why| ran.stderr.contains(why))
+        })
+        .map(|(_, args, ran, _)| format!("{args}: {}", ran.stderr.trim()))
+}
+
+/// Keep a mutant `check` missed in `dir` as `base.h5`, with `base.txt` saying why; the path
+/// of the mutant (its write is best effort: a full disk must not end the campaign).
+pub fn keep_miss(dir: &Path, base: &str, bytes: &[u8], why: &str) -> PathBuf {
+    let _ = std::fs::create_dir_all(dir);
+    let keep = dir.join(format!("{base}.h5"));
+    let _ = std::fs::write(&keep, bytes);
+    let note = format!(
+        "check missed: `h5chunk check` exits 0, but\n{}\nreproduce: h5chunk check {k}; then the \
+         command above with MUTANT = {k}\n",
+        why,
+        k = keep.display()
+    );
+    let _ = std::fs::write(dir.join(format!("{base}.txt")), note);
+    keep
+}
+
+/// What fails a campaign: runs that panicked, aborted, crashed, hung or read past a stale
+/// checksum, and mutants whose damage `check` missed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    pub bugs: u64,
+    pub misses: u64,
+}
+
+impl Findings {
+    /// The task's result: an error naming where the findings were kept if there is any.
+    pub fn verdict(self, findings: &Path, missed: &Path) -> TaskResult {
+        let mut why = Vec::new();
+        if self.bugs > 0 {
+            why.push(format!(
+                "{} runs panicked, aborted, crashed, hung or read past a stale checksum: see {}",
+                self.bugs,
+                findings.display()
+            ));
+        }
+        if self.misses > 0 {
+            why.push(format!(
+                "{} mutants `check` called clean were refused by `ls` or `cat`: see {}",
+                self.misses,
+                missed.display()
+            ));
+        }
+        if why.is_empty() {
+            Ok(())
+        } else {
+            Err(why.join("; "))
+        }
+    }
 }
 
 pub fn run(root: &Path, args: &[String]) -> TaskResult {
@@ -838,6 +891,92 @@ mod tests {
         assert_eq!(ran.stderr.trim(), (MEMORY_CAP / 1024).to_string());
         let uncapped = run_one(Path::new("/bin/sh"), &["-c", "ulimit -v >&2"], false);
         assert_ne!(uncapped.stderr.trim(), ran.stderr.trim());
+    }
+
+    fn ran(code: i32, stderr: &str) -> Ran {
+        Ran {
+            code: Some(code),
+            signal: None,
+            stdout_hash: 0,
+            stderr: stderr.into(),
+            timed_out: false,
+            overflowed: false,
+        }
+    }
+
+    fn runs(check: i32, cat_code: i32, cat_err: &str) -> Vec<(String, String, Ran, Outcome)> {
+        let cat = ran(cat_code, cat_err);
+        let cat_outcome = classify(&cat, Some(0));
+        vec![
+            ("ls".into(), "ls M".into(), ran(0, ""), Outcome::Same),
+            (
+                "check".into(),
+                "check M".into(),
+                ran(check, ""),
+                if check == 0 {
+                    Outcome::Same
+                } else {
+                    Outcome::Error
+                },
+            ),
+            ("cat".into(), "cat M /d".into(), cat, cat_outcome),
+        ]
+    }
+
+    /// `check` exiting 0 where `cat` (or `ls`) then refuses the file is a miss; a refusal
+    /// `check` reported, a consistent change (the path names no dataset now) or a resource
+    /// refusal is not, and a panic is a finding of its own.
+    #[test]
+    fn check_misses_are_told_apart() {
+        let short = "h5chunk: error: M: /d: corrupt dataset @ 0x320: chunk [0] is shorter";
+        assert_eq!(
+            check_miss(&runs(0, 1, short)).as_deref(),
+            Some(format!("cat M /d: {short}").as_str())
+        );
+        let mut ls_fails = runs(0, 0, "");
+        ls_fails[0].2 = ran(1, "h5chunk: error: bad heap");
+        ls_fails[0].3 = Outcome::Error;
+        assert!(check_miss(&ls_fails).is_some());
+        assert_eq!(check_miss(&runs(1, 1, short)), None);
+        assert_eq!(check_miss(&runs(0, 0, "")), None);
+        assert_eq!(
+            check_miss(&runs(0, 1, "h5chunk: error: M: no member named d")),
+            None
+        );
+        assert_eq!(
+            check_miss(&runs(
+                0,
+                1,
+                "h5chunk: error: 2^50 bytes do not fit in memory"
+            )),
+            None
+        );
+        assert_eq!(
+            check_miss(&runs(0, 101, "thread 'main' panicked at x")),
+            None
+        );
+    }
+
+    /// A miss fails the campaign as a panic does, and the mutant kept for it stays.
+    #[test]
+    fn a_miss_fails_the_campaign_and_its_mutant_stays() {
+        let dir = std::env::temp_dir().join(format!("h5chunk-fuzz-miss-{}", std::process::id()));
+        let (findings, missed) = (dir.join("findings"), dir.join("missed"));
+        let kept = keep_miss(&missed, "seed_flip_7", b"\x89HDF", "cat MUTANT /d: error");
+        assert_eq!(std::fs::read(&kept).unwrap(), b"\x89HDF");
+        let note = std::fs::read_to_string(missed.join("seed_flip_7.txt")).unwrap();
+        assert!(note.contains("cat MUTANT /d: error"), "{note}");
+        assert!(note.contains(&kept.display().to_string()), "{note}");
+
+        assert_eq!(Findings::default().verdict(&findings, &missed), Ok(()));
+        let miss = Findings { bugs: 0, misses: 1 }.verdict(&findings, &missed);
+        let err = miss.unwrap_err();
+        assert!(err.contains("1 mutants `check` called clean"), "{err}");
+        assert!(err.contains(&missed.display().to_string()), "{err}");
+        let both = Findings { bugs: 2, misses: 1 }.verdict(&findings, &missed);
+        assert!(both.unwrap_err().contains("2 runs panicked"));
+        assert!(kept.exists(), "the verdict removed the kept mutant");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

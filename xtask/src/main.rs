@@ -81,7 +81,8 @@ const TASKS: &[Task] = &[
         usage: "fuzz [--minutes M] [--seed S] [--cases N]",
         help: "seeded mutation campaign over the fixtures through h5chunk ls/check/cat, each run \
                under a memory cap and a timeout; fails on any panic, abort, crash or hang \
-               (findings in target/fuzz/findings)",
+               (findings in target/fuzz/findings) and on any file `check` calls clean that \
+               `ls` or `cat` refuses (in target/fuzz/missed)",
         run: fuzz,
     },
     Task {
@@ -335,7 +336,7 @@ fn test(args: &[String]) -> TaskResult {
     eprintln!("xtask test: bench --workloads --quick");
     workloads::run_with(&root, &python, &["--quick".to_string()])?;
     // The fuzz campaign's smoke run: a fixed, seeded set of mutants (about 15 s); any panic,
-    // abort, crash or hang fails the task. `cargo xtask fuzz --minutes M` is the long one.
+    // abort, crash, hang or check miss fails the task. `cargo xtask fuzz --minutes M` is the long one.
     eprintln!("xtask test: fuzz smoke run ({FUZZ_SMOKE_CASES} mutants)");
     fuzz::campaign(
         &root,

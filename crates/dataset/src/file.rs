@@ -983,8 +983,25 @@ impl File {
             Some(j) => Arc::clone(j) as Arc<dyn Storage>,
             None => raw,
         };
-        let len = raw.len().map_err(io)?;
-        let (at, sb) = crate::swmr::locate_superblock(&*raw, len, &name)?;
+        // A SWMR reader may read the superblock while a live writer rewrites it (its flush
+        // writes it in one call, but a read racing that write can see a torn image: a checksum
+        // mismatch). It reads again, with the back-off and bound of the metadata cache's
+        // retries; the file's length is read again with it (the writer extends the file).
+        // Any other open fails at once: nobody writes its superblock under it.
+        let attempts = if options.swmr_read {
+            CacheConfig::SWMR_READ_ATTEMPTS
+        } else {
+            1
+        };
+        let (len, at, sb) = crate::store::with_backoff(
+            attempts,
+            |e| matches!(e, Error::Format(_)),
+            |_| {
+                let len = raw.len().map_err(io)?;
+                let (at, sb) = crate::swmr::locate_superblock(&*raw, len, &name)?;
+                Ok((len, at, sb))
+            },
+        )?;
         let swmr_writer_live = if options.swmr_read {
             crate::swmr::check_flags_swmr_read(&sb, &name)?
         } else {

@@ -60,6 +60,7 @@ fn the_unmutated_fixtures_open() {
         ("sb3_latest.h5", "/chunked_u4"),
         ("sb2_v108.h5", "/contiguous"),
         ("sb2_v108.h5", "/compact"),
+        ("sb0_earliest.h5", "/g1/g2/leaf_i4"),
     ] {
         let f = File::open_with(committed().join(file), OpenOptions::read_only()).unwrap();
         f.dataset(ds).unwrap();

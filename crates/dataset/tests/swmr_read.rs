@@ -324,3 +324,61 @@ fn a_swmr_reader_reads_a_chunk_caught_mid_rewrite_again() {
     assert_eq!(d.read::<i64>().unwrap(), values);
     fixer.join().unwrap();
 }
+
+/// A SWMR reader's open can read the superblock while a live writer rewrites it (a torn
+/// image, whose checksum fails): it reads it again, a bounded number of times, as the metadata
+/// cache retries its entries. A reader not in SWMR mode reports the damage at once. The torn
+/// reads are served by `FaultyStorage` over a libhdf5-written version 3 file (the signature
+/// and prefix left whole, as a writer never changes them; the rest of the superblock, its
+/// checksum included, garbled).
+#[test]
+fn a_swmr_reader_reads_a_torn_superblock_again() {
+    use std::sync::Arc;
+
+    use h5chunk::storage::MemStorage;
+    use h5chunk_cache::FaultyStorage;
+    use h5chunk_format::Addr;
+
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/libhdf5/sb3_latest.h5"),
+    )
+    .unwrap();
+    assert_eq!(bytes[8], 3, "a version 3 superblock");
+    let faulty = || Arc::new(FaultyStorage::new(MemStorage::from_vec(bytes.clone())));
+    // Bytes 24..48 of the 48-byte superblock: the tear garbles 36..48 (the end-of-file and
+    // root addresses' last bytes and the checksum).
+    let tear = |s: &FaultyStorage<MemStorage>, count| s.tear_reads(Addr(24), 24, count);
+    let expected = OpenOptions::read_only()
+        .open_on(faulty())
+        .unwrap()
+        .dataset("/chunked_u4")
+        .unwrap()
+        .read::<u32>()
+        .unwrap();
+
+    // Torn three times, then whole: the SWMR reader opens and reads what the file holds.
+    let s = faulty();
+    tear(&s, 3);
+    let f = OpenOptions::swmr_read().open_on(s.clone()).unwrap();
+    assert_eq!(s.torn_reads(), 3);
+    let d = f.dataset("/chunked_u4").unwrap();
+    assert_eq!(d.read::<u32>().unwrap(), expected);
+
+    // A plain reader fails on the first torn image.
+    let s = faulty();
+    tear(&s, 1);
+    let err = OpenOptions::read_only().open_on(s.clone()).unwrap_err();
+    assert!(matches!(err, Error::Format(_)), "{err}");
+    assert_eq!(s.torn_reads(), 1);
+
+    // A superblock torn on every read (a damaged one): the retries are bounded, and the
+    // error is the checksum's.
+    let s = faulty();
+    tear(&s, u64::MAX);
+    let err = OpenOptions::swmr_read().open_on(s.clone()).unwrap_err();
+    assert!(matches!(err, Error::Format(_)), "{err}");
+    assert_eq!(
+        s.torn_reads(),
+        u64::from(h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS)
+    );
+}

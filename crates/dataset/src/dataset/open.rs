@@ -211,7 +211,8 @@ impl Dataset {
                     ));
                 }
                 // The limit holds for the chunk's elements at the datatype's size too (the
-                // layout keeps its own copy of the element size, which a file may contradict).
+                // layout keeps its own copy of the element size, which a file may contradict:
+                // refused below, after the limit, which names the larger problem).
                 let typed_bytes = chunk_dims
                     .iter()
                     .try_fold(elem as u64, |n, &d| n.checked_mul(d))
@@ -222,6 +223,21 @@ impl Dataset {
                         "layout message",
                         header,
                         format!("{path}: a chunk of {limited} bytes (the limit is 4 GiB - 1)"),
+                    ));
+                }
+                // libhdf5 refuses a dataset whose datatype contradicts the layout's element
+                // size (its last dimension), and so do we: the chunk buffers are sized by the
+                // layout and read by the datatype, so such a file would open, pass `check`
+                // (every chunk decodes to the layout's size) and fail every read.
+                if c.element_size() != elem as u64 {
+                    return Err(Error::corrupt(
+                        "layout message",
+                        header,
+                        format!(
+                            "{path}: the chunk layout stores an element size of {} bytes, the \
+                             datatype {elem}",
+                            c.element_size()
+                        ),
                     ));
                 }
                 let shape = Shape {
