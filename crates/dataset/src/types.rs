@@ -527,40 +527,35 @@ h5type! {
     f32 => Float; f64 => Float;
 }
 
-/// Half-precision floats (h5py's and numpy's `float16`, IEEE binary16) as the `half` crate's
-/// `f16`, which h5chunk re-exports as [`f16`](crate::f16).
-impl H5Type for half::f16 {
-    const DESC: TypeDesc = TypeDesc {
-        class: TypeClass::Float,
-        size: 2,
-        order: ByteOrder::LittleEndian,
-    };
-    fn write_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes());
-    }
-    fn read_le(b: &[u8]) -> Self {
-        let mut two = [0u8; 2];
-        two.copy_from_slice(b.get(..2).unwrap_or(&[0, 0]));
-        half::f16::from_le_bytes(two)
-    }
+/// The two 16-bit floats of the `half` crate, stored little-endian in two bytes.
+macro_rules! half_type {
+    ($($(#[$doc:meta])* $t:ty => $class:ident;)*) => {$(
+        $(#[$doc])*
+        impl H5Type for $t {
+            const DESC: TypeDesc = TypeDesc {
+                class: TypeClass::$class,
+                size: 2,
+                order: ByteOrder::LittleEndian,
+            };
+            fn write_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(b: &[u8]) -> Self {
+                let mut two = [0u8; 2];
+                two.copy_from_slice(b.get(..2).unwrap_or(&[0, 0]));
+                <$t>::from_le_bytes(two)
+            }
+        }
+    )*};
 }
 
-/// bfloat16 (libhdf5 2.0's `H5T_FLOAT_BFLOAT16LE`, ml_dtypes' `bfloat16`) as the `half`
-/// crate's `bf16`, which h5chunk re-exports as [`bf16`](crate::bf16).
-impl H5Type for half::bf16 {
-    const DESC: TypeDesc = TypeDesc {
-        class: TypeClass::BFloat16,
-        size: 2,
-        order: ByteOrder::LittleEndian,
-    };
-    fn write_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes());
-    }
-    fn read_le(b: &[u8]) -> Self {
-        let mut two = [0u8; 2];
-        two.copy_from_slice(b.get(..2).unwrap_or(&[0, 0]));
-        half::bf16::from_le_bytes(two)
-    }
+half_type! {
+    /// Half-precision floats (h5py's and numpy's `float16`, IEEE binary16) as the `half` crate's
+    /// `f16`, which h5chunk re-exports as [`f16`](crate::f16).
+    half::f16 => Float;
+    /// bfloat16 (libhdf5 2.0's `H5T_FLOAT_BFLOAT16LE`, ml_dtypes' `bfloat16`) as the `half`
+    /// crate's `bf16`, which h5chunk re-exports as [`bf16`](crate::bf16).
+    half::bf16 => BFloat16;
 }
 
 /// Little-endian bytes of `values`.

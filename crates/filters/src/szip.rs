@@ -56,6 +56,24 @@ pub struct Params {
 }
 
 impl Params {
+    /// How the pixels become AEC samples: the byte planes a pixel is split into (4 or 8 for 32-
+    /// and 64-bit pixels, which libhdf5's filter codes plane by plane as 8-bit samples, else 1),
+    /// the bits of a sample, and the bytes a sample takes.
+    fn samples(&self) -> (usize, u32, usize) {
+        let planes = match self.bits_per_pixel {
+            32 => 4,
+            64 => 8,
+            _ => 1,
+        };
+        let bits = if planes > 1 { 8 } else { self.bits_per_pixel };
+        let sample_bytes = match bits {
+            17.. => 4,
+            9..=16 => 2,
+            _ => 1,
+        };
+        (planes, bits, sample_bytes)
+    }
+
     /// The parameters, or `None` when they are unusable.
     pub fn parse(cd: &[u32]) -> Option<Params> {
         let &[mask, ppb, bpp, pps, ..] = cd else {
@@ -305,17 +323,7 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
             "declares {size} bytes, more than the chunk's {limit}"
         )));
     }
-    let planes = match p.bits_per_pixel {
-        32 => 4,
-        64 => 8,
-        _ => 1,
-    };
-    let bits = if planes > 1 { 8 } else { p.bits_per_pixel };
-    let sample_bytes: usize = match bits {
-        17.. => 4,
-        9..=16 => 2,
-        _ => 1,
-    };
+    let (planes, bits, sample_bytes) = p.samples();
     if !size.is_multiple_of(sample_bytes) || !size.is_multiple_of(planes) {
         return Err(corrupt(format!(
             "{size} bytes is not a whole number of {}-bit pixels",
@@ -475,17 +483,7 @@ fn encode_block(w: &mut BitWriter, values: &[u32], reference: bool, bits: u32, i
 /// than the chunk (libhdf5's filter fails then, and the optional filter leaves it unfiltered).
 pub fn compress(data: &[u8], p: &Params) -> Result<Option<Vec<u8>>, FilterError> {
     let size = data.len();
-    let planes = match p.bits_per_pixel {
-        32 => 4,
-        64 => 8,
-        _ => 1,
-    };
-    let bits = if planes > 1 { 8 } else { p.bits_per_pixel };
-    let sample_bytes: usize = match bits {
-        17.. => 4,
-        9..=16 => 2,
-        _ => 1,
-    };
+    let (planes, bits, sample_bytes) = p.samples();
     let Ok(size32) = u32::try_from(size) else {
         return Ok(None);
     };
