@@ -113,7 +113,7 @@ impl Sizes {
 
 /// The workloads, one process each per side, and their sides in the order they alternate.
 const WORKLOADS: [(&str, &[&str]); 4] = [
-    ("append", &["h5chunk", "h5py"]),
+    ("append", &["h5chunk", "h5py", "h5chunk-flush"]),
     ("reads", &["h5chunk", "h5py"]),
     ("threads", &["h5chunk", "h5py"]),
     ("xarray", &["h5chunk", "h5netcdf", "netcdf4"]),
@@ -214,23 +214,40 @@ struct Line {
 }
 
 enum Vs {
-    /// Another side's seconds over h5chunk's, on the same row.
-    Side(&'static str),
+    /// Another side's seconds over an h5chunk side's (`h5chunk`, or `h5chunk-flush`), on the
+    /// same row.
+    Side(&'static str, &'static str),
     /// The same side's one-thread row's seconds over this row's (its speed-up), for h5chunk
     /// and, beside it, h5py.
     OneThread(String),
 }
 
 fn lines(threads: &[u64]) -> Vec<Line> {
-    let side = |label: &str, row: &str, other: &'static str, threshold: Option<f64>| Line {
+    let vs = |label: &str, row: &str, ours, other, threshold: Option<f64>| Line {
         label: label.to_string(),
         row: row.to_string(),
-        vs: Vs::Side(other),
+        vs: Vs::Side(ours, other),
         threshold,
     };
+    let side =
+        |label: &str, row: &str, other, threshold| vs(label, row, "h5chunk", other, threshold);
     let mut out = vec![
         side("append, 1 row of 8 f64", "append1", "h5py", Some(10.0)),
         side("append, 1,024 rows", "appendchunk", "h5py", None),
+        vs(
+            "append 1 row, dur. flush",
+            "append1",
+            "h5chunk-flush",
+            "h5py",
+            None,
+        ),
+        vs(
+            "append 1,024, dur. flush",
+            "appendchunk",
+            "h5chunk-flush",
+            "h5py",
+            None,
+        ),
         side("random elements", "elements", "h5py", Some(5.0)),
         side("random 64x64 windows", "windows", "h5py", None),
     ];
@@ -267,8 +284,8 @@ fn table(best: &Best, threads: &[u64], header: &str) -> (String, Vec<String>) {
     let _ = writeln!(t, "{}", "-".repeat(85));
     for l in lines(threads) {
         let (ours, theirs, other, ratio) = match &l.vs {
-            Vs::Side(other) => {
-                let (o, th) = (get(&l.row, "h5chunk"), get(&l.row, other));
+            Vs::Side(ours, other) => {
+                let (o, th) = (get(&l.row, ours), get(&l.row, other));
                 let r = match (o, th) {
                     (Some(o), Some(th)) if o > 0.0 => Some(th / o),
                     _ => None,
@@ -312,7 +329,9 @@ fn table(best: &Best, threads: &[u64], header: &str) -> (String, Vec<String>) {
     let _ = writeln!(
         t,
         "ratio: the other side's seconds over h5chunk's (> 1: h5chunk faster); for thread rows, \
-         h5chunk's one-thread seconds over its T-thread seconds (its speed-up), h5py's beside"
+         h5chunk's one-thread seconds over its T-thread seconds (its speed-up), h5py's beside; \
+         dur. flush: h5chunk with durability=\"flush\" (journal, no fsync; the default \"sync\" \
+         fsyncs every flush, libhdf5 neither journals nor fsyncs)"
     );
     (t, short)
 }

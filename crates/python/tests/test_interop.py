@@ -472,3 +472,44 @@ def test_chunk_listing_as_h5py(tmp_path):
         want_info = g["d"].id.get_chunk_info_by_coord((4, 3))
         assert (info.byte_offset, info.size) == (want_info.byte_offset, want_info.size)
         assert f["d"].get_chunk_info_by_coord((8, 0)) is None
+
+
+@pytest.mark.parametrize("durability", [None, "sync", "flush", "none"])
+def test_durability_choices_write_files_h5py_reads(tmp_path, durability):
+    path = tmp_path / "dur.h5"
+    rows = np.arange(40, dtype="f8").reshape(5, 8)
+    with h5chunk.File(path, "w", durability=durability) as f:
+        d = f.create_dataset("log", shape=(0, 8), maxshape=(None, 8), chunks=(4, 8), dtype="f8")
+        for r in rows[:3]:
+            d.append(r)
+            f.flush()
+    with h5chunk.File(path, "r+", durability=durability) as f:
+        f["log"].append(rows[3:])
+    with h5py.File(path, "r") as f:
+        np.testing.assert_array_equal(f["log"][...], rows)
+    # No journal is left beside the file once it is closed, whatever the choice.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dur.h5"]
+
+
+def test_durability_names_its_choices(tmp_path):
+    with pytest.raises(ValueError, match="'sync', 'flush', 'none'"):
+        h5chunk.File(tmp_path / "bad.h5", "w", durability="fsync")
+    assert not (tmp_path / "bad.h5").exists()
+
+
+def test_write_direct_as_h5py(tmp_path):
+    src = np.arange(6 * 4, dtype="f4").reshape(6, 4) * 1.5
+    files = {}
+    for name, lib in (("ours.h5", h5chunk), ("theirs.h5", h5py)):
+        path = tmp_path / name
+        with lib.File(path, "w") as f:
+            d = f.create_dataset("d", shape=(8, 4), dtype="f4", chunks=(3, 2), fillvalue=-1)
+            d.write_direct(src, np.s_[1:3], np.s_[5:7])  # rows 1-2 of src into rows 5-6
+            d.write_direct(np.ones(4, "f4"), None, np.s_[0])  # one row, its index dropped
+            with pytest.raises(TypeError, match="Can't broadcast"):
+                d.write_direct(src[:2])  # the whole dataset from 2 rows
+            with pytest.raises(TypeError, match="Can't broadcast"):
+                d[...] = src[:2]
+        files[name] = path
+    with h5py.File(files["ours.h5"]) as f, h5py.File(files["theirs.h5"]) as g:
+        np.testing.assert_array_equal(f["d"][...], g["d"][...])

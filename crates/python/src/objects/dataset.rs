@@ -122,7 +122,17 @@ impl Dataset {
         // already.
         let prepared = |dtype: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
             let a = np.call_method1("asarray", (value, dtype))?;
-            let a = np.call_method1("broadcast_to", (a, &shape))?;
+            // h5py's TypeError, where numpy's broadcast_to raises ValueError.
+            let a = np.call_method1("broadcast_to", (&a, &shape)).map_err(|_| {
+                let from = a
+                    .getattr("shape")
+                    .and_then(|s| s.repr())
+                    .map_or_else(|_| "?".to_string(), |r| r.to_string());
+                let to = shape
+                    .repr()
+                    .map_or_else(|_| "?".to_string(), |r| r.to_string());
+                PyTypeError::new_err(format!("Can't broadcast {from} -> {to}"))
+            })?;
             np.call_method1("ascontiguousarray", (a,))
         };
         if h.is_empty() {
@@ -348,6 +358,29 @@ impl Dataset {
             }, _ => Err(unsupported("this number type"))),
             _ => Err(unsupported("read_direct of other than numbers")),
         }
+    }
+
+    /// h5py's `write_direct(source, source_sel=None, dest_sel=None)`: `source[source_sel]`
+    /// (an array, or what numpy makes one of) written to `self[dest_sel]` (the whole dataset without one); a
+    /// C-contiguous selection of the dataset's type is written from the array's memory.
+    #[pyo3(signature = (source, source_sel=None, dest_sel=None))]
+    fn write_direct(
+        &self,
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        source_sel: Option<&Bound<'_, PyAny>>,
+        dest_sel: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let source = numpy(py)?.call_method1("asarray", (source,))?;
+        let values = match source_sel {
+            Some(k) => source.get_item(k)?,
+            None => source.clone(),
+        };
+        let h = match dest_sel {
+            Some(k) => resolve(k, &self.inner.shape())?,
+            None => resolve(&PyTuple::empty(py), &self.inner.shape())?,
+        };
+        self.write(py, &h, &values)
     }
 
     /// Append `data` along `axis` (the dataset's first unlimited dimension) in one call: the
