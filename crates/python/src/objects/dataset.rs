@@ -3,7 +3,9 @@
 //! rules and automatic chunk shapes.
 
 use h5chunk::FilterSpec;
-use numpy::{PyArray1, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
@@ -67,7 +69,10 @@ impl Dataset {
     fn read<'py>(&self, py: Python<'py>, h: &Hyperslab) -> PyResult<Bound<'py, PyAny>> {
         let d = &self.inner;
         let scalar = d.shape().is_empty();
-        let shape = PyTuple::new(py, h.slab_shape())?;
+        let dims = h.slab_shape();
+        let shape = PyTuple::new(py, &dims)?;
+        // Numbers come out in their shape; the other kinds flat, reshaped below.
+        let mut shaped = false;
         let flat: Bound<'py, PyAny> = match self.kind()? {
             Kind::Number(desc) => with_number!(desc, T => {
                 let v: Vec<T> = if h.is_empty() {
@@ -77,8 +82,16 @@ impl Dataset {
                 } else {
                     py.detach(|| d.read_slice::<T>(&h.start, &h.count, h.stride())).py()?
                 };
-                // The vector becomes the array's buffer: no copy.
-                PyArray1::from_vec(py, v).into_any()
+                // The vector becomes the array's buffer: no copy, and no call of numpy's
+                // reshape (a Python call, made with the GIL held, which threads reading in
+                // parallel would wait on).
+                match numpy::ndarray::ArrayD::from_shape_vec(numpy::ndarray::IxDyn(&dims), v) {
+                    Ok(a) => {
+                        shaped = true;
+                        a.into_pyarray(py).into_any()
+                    }
+                    Err(e) => return Err(PyValueError::new_err(e.to_string())),
+                }
             }, _ => return Err(unsupported("this number type"))),
             Kind::Bool => {
                 let v: Vec<u8> = if h.is_empty() {
@@ -121,7 +134,11 @@ impl Dataset {
                 PyArray1::from_vec(py, v).call_method1("view", (self.dtype(py)?,))?
             }
         };
-        let slab = flat.call_method1("reshape", (shape,))?;
+        let slab = if shaped {
+            flat
+        } else {
+            flat.call_method1("reshape", (shape,))?
+        };
         match &h.pick {
             // The list's elements picked from the span read (one copy, of the result).
             Some(p) => {
