@@ -7,7 +7,9 @@
 //! workload once per side per round, one process each, the sides alternating within a round;
 //! the table keeps each (row, side)'s best round (a shared machine only ever slows a run down).
 //! Rows (the script's docstring says what each does): appends of one row of 8 f64 and of one
-//! chunk's rows, h5chunk's `append` against h5py's `resize` + assignment; random element reads
+//! chunk's rows, h5chunk's `append` against h5py's `resize` + assignment (h5chunk with its
+//! default durability, which fsyncs every flush, and with `durability="flush"`, which does
+//! not, as libhdf5 does not); random element reads
 //! and random 64×64 windows; the windows and a deflate dataset's whole read from 1, 2 (and every
 //! core's count of) threads, each library against its own one-thread figure; xarray's
 //! `open_dataset(...).load()` through `engine="h5chunk"` against `h5netcdf` and `netcdf4`.
