@@ -17,6 +17,7 @@ mod instructions;
 #[cfg(test)]
 mod interop;
 mod modules;
+mod python_bench;
 mod reach;
 mod workloads;
 
@@ -114,7 +115,7 @@ const TASKS: &[Task] = &[
         name: "bench",
         usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] \
                 [--filters [--mib N] [--threads T]] \
-                [--workloads [--quick] [--rounds N]] [--swmr] \
+                [--workloads [--quick] [--rounds N]] [--python [--quick] [--rounds N] [--scale F]] [--swmr] \
                 [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] [--n N] [--scenario S,..] \
                 [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
@@ -132,6 +133,11 @@ const TASKS: &[Task] = &[
                write, bulk read, random windows) with default options, h5chunk (also with \
                Durability::Sync and ::Flush) vs h5py vs the libhdf5 C API, best of N rounds \
                (target/bench/workloads.csv; --quick: small sizes, one round); \
+               --python builds the Python module in release and times it against h5py: appends \
+               (one row, one chunk), random elements and windows, 1/2/every-core threads reading \
+               one dataset, and xarray load() through engine h5chunk vs h5netcdf and netcdf4, \
+               best of N rounds, with issue 35's thresholds (target/bench/python.csv; --quick: \
+               tiny sizes, dev build, one round; --scale F: the full sizes times F); \
                --refs times kerchunk reference generation for a 1,000,000-chunk dataset of \
                each index kind, `h5chunk refs` vs kerchunk's SingleHdf5ToZarr on the same \
                h5py-written file (seconds, peak RSS), then a dask LocalCluster reading a 2 GiB \
@@ -335,6 +341,10 @@ fn test(args: &[String]) -> TaskResult {
     // programs work and agree on the values (a few seconds; the figures mean nothing).
     eprintln!("xtask test: bench --workloads --quick");
     workloads::run_with(&root, &python, &["--quick".to_string()])?;
+    // The Python benchmark at tiny sizes, one round, on the module the pytest run built: the
+    // h5chunk module, h5py and xarray's engines agree on every row's values (seconds).
+    eprintln!("xtask test: bench --python --quick");
+    python_bench::quick(&root, &python)?;
     // The fuzz campaign's smoke run: a fixed, seeded set of mutants (about 15 s); any panic,
     // abort, crash, hang or check miss fails the task. `cargo xtask fuzz --minutes M` is the long one.
     eprintln!("xtask test: fuzz smoke run ({FUZZ_SMOKE_CASES} mutants)");
@@ -357,15 +367,9 @@ fn test_python(args: &[String]) -> TaskResult {
 /// suite there. The dev profile with optimised dependencies: a release build (fat LTO) would
 /// take minutes more for nothing the tests need.
 fn python_tests(root: &Path, python: &Path, args: &[String]) -> TaskResult {
-    let venv = root.join("target").join("venv");
     let crate_dir = root.join("crates").join("python");
     eprintln!("xtask test: building the Python module (maturin develop)");
-    run(Command::new(python)
-        .current_dir(&crate_dir)
-        .args(["-m", "maturin", "develop", "--quiet", "--manifest-path"])
-        .arg(crate_dir.join("Cargo.toml"))
-        .env("VIRTUAL_ENV", &venv)
-        .env("CARGO_TARGET_DIR", root.join("target").join("python")))?;
+    python_bench::build_module(root, python, false)?;
     eprintln!("xtask test: the Python module's tests (pytest, h5py as the oracle)");
     let tmp = root.join("target").join("tmp").join("pytest");
     std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;

@@ -92,7 +92,11 @@ macro_rules! with_number {
 pub(crate) use with_number;
 
 pub fn numpy(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
-    py.import("numpy")
+    // Imported once: `import` through the import machinery costs more than many a small read.
+    static NUMPY: pyo3::sync::PyOnceLock<Py<PyModule>> = pyo3::sync::PyOnceLock::new();
+    NUMPY
+        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))
+        .map(|m| m.bind(py).clone())
 }
 
 /// The numpy dtype h5py reports for `datatype` (`Dataset.dtype`).

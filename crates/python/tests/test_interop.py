@@ -367,6 +367,8 @@ def test_views_chunks_and_direct_io_as_h5py(tmp_path):
         out = np.empty((2, 5), dtype="i4")
         d.read_direct(out, np.s_[4:6])
         np.testing.assert_array_equal(out, data[4:6])
+        with pytest.raises(TypeError, match="C-contiguous"):
+            d.read_direct(np.empty((5, 7), dtype="i4").T)  # Fortran order: refused
         mask, raw = f["z"].read_direct_chunk((10,))
         assert (mask, raw) == tuple(g["z"].id.read_direct_chunk((10,)))
     # A chunk written as stored bytes reads in h5py as the values compressed.
@@ -472,3 +474,92 @@ def test_chunk_listing_as_h5py(tmp_path):
         want_info = g["d"].id.get_chunk_info_by_coord((4, 3))
         assert (info.byte_offset, info.size) == (want_info.byte_offset, want_info.size)
         assert f["d"].get_chunk_info_by_coord((8, 0)) is None
+
+
+@pytest.mark.parametrize("durability", [None, "sync", "flush", "none"])
+def test_durability_choices_write_files_h5py_reads(tmp_path, durability):
+    path = tmp_path / "dur.h5"
+    rows = np.arange(40, dtype="f8").reshape(5, 8)
+    with h5chunk.File(path, "w", durability=durability) as f:
+        d = f.create_dataset("log", shape=(0, 8), maxshape=(None, 8), chunks=(4, 8), dtype="f8")
+        for r in rows[:3]:
+            d.append(r)
+            f.flush()
+    with h5chunk.File(path, "r+", durability=durability) as f:
+        f["log"].append(rows[3:])
+    with h5py.File(path, "r") as f:
+        np.testing.assert_array_equal(f["log"][...], rows)
+    # No journal is left beside the file once it is closed, whatever the choice.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dur.h5"]
+
+
+def test_durability_names_its_choices(tmp_path):
+    with pytest.raises(ValueError, match="'sync', 'flush', 'none'"):
+        h5chunk.File(tmp_path / "bad.h5", "w", durability="fsync")
+    assert not (tmp_path / "bad.h5").exists()
+
+
+def test_write_direct_as_h5py(tmp_path):
+    src = np.arange(6 * 4, dtype="f4").reshape(6, 4) * 1.5
+    files = {}
+    for name, lib in (("ours.h5", h5chunk), ("theirs.h5", h5py)):
+        path = tmp_path / name
+        with lib.File(path, "w") as f:
+            d = f.create_dataset("d", shape=(8, 4), dtype="f4", chunks=(3, 2), fillvalue=-1)
+            d.write_direct(src, np.s_[1:3], np.s_[5:7])  # rows 1-2 of src into rows 5-6
+            d.write_direct(np.ones(4, "f4"), None, np.s_[0])  # one row, its index dropped
+            with pytest.raises(TypeError, match="Can't broadcast"):
+                d.write_direct(src[:2])  # the whole dataset from 2 rows
+            with pytest.raises(TypeError, match="Can't broadcast"):
+                d[...] = src[:2]
+        files[name] = path
+    with h5py.File(files["ours.h5"]) as f, h5py.File(files["theirs.h5"]) as g:
+        np.testing.assert_array_equal(f["d"][...], g["d"][...])
+
+
+@pytest.mark.parametrize("dtype", ["i1", "u2", "<i4", ">i4", "f2", "<f4", ">f8", "?"])
+def test_element_reads_as_h5py(tmp_path, dtype):
+    """`d[i, j]` (a path of its own for numbers) gives h5py's numpy scalar, for every kind of
+    integer key, and h5py's errors outside the shape."""
+    path = tmp_path / "e.h5"
+    data = sample(dtype, (5, 7))
+    with h5py.File(path, "w") as g:
+        g.create_dataset("d", data=data, chunks=(2, 3))
+        g.create_dataset("v", data=data[0], chunks=(3,))
+    with h5py.File(path) as g, h5chunk.File(path) as f:
+        for name, keys in (("d", [(0, 0), (4, 6), (-1, -7), (2, np.int64(3)), (np.uint8(1), -2)]),
+                           ("v", [0, 6, -1, -7, np.int32(3), (5,)])):
+            for key in keys:
+                want, got = g[name][key], f[name][key]
+                assert type(got) is type(want), (name, key, type(got), type(want))
+                assert got == want, (name, key)
+        for bad in [(5, 0), (0, -8), (-6, 1)]:
+            with pytest.raises(IndexError):
+                f["d"][bad]
+            with pytest.raises(IndexError):
+                g["d"][bad]
+        with pytest.raises(IndexError):
+            f["v"][7]
+
+
+def test_append_from_any_array_layout(tmp_path):
+    """`append` takes a C-contiguous array of the dataset's type from its memory, and anything
+    else (strided, another byte order or type, lists) through numpy; bad shapes are refused."""
+    path = tmp_path / "a.h5"
+    rows = np.arange(8 * 12, dtype="f8").reshape(12, 8)
+    with h5chunk.File(path, "w") as f:
+        d = f.create_dataset("log", shape=(0, 8), maxshape=(None, 8), chunks=(4, 8), dtype="f8")
+        d.append(rows[0])  # one row, contiguous
+        d.append(rows[1:3])  # two rows, contiguous
+        d.append(np.asfortranarray(rows[3:5]))  # not C-contiguous
+        d.append(rows[5:7].astype(">f8"))  # big-endian
+        d.append(rows[7:9].astype("f4"))  # another type
+        d.append(rows[9].tolist())  # a list
+        d.append(np.ascontiguousarray(rows[10:12, ::-1])[:, ::-1])  # strided
+        d.append(np.empty((0, 8)))  # nothing
+        for bad in (np.zeros(7), np.zeros((2, 9)), np.zeros((1, 1, 8))):
+            with pytest.raises(ValueError, match="do not fit"):
+                d.append(bad)
+        assert d.shape == (12, 8)
+    with h5py.File(path) as g:
+        np.testing.assert_array_equal(g["log"][...], rows)

@@ -99,6 +99,12 @@ class Dataset:
     def read_direct(
         self, dest: np.ndarray, source_sel: Optional[_Key] = None, dest_sel: None = None
     ) -> None: ...
+    def write_direct(
+        self,
+        source: npt.ArrayLike,
+        source_sel: Optional[_Key] = None,
+        dest_sel: Optional[_Key] = None,
+    ) -> None: ...
     def append(self, data: npt.ArrayLike, axis: int = 0) -> None:
         """Grow the first unlimited dimension by the rows given and write them, in one call."""
     def resize(self, size: _Shape, axis: Optional[int] = None) -> None: ...
@@ -178,6 +184,7 @@ class File(Group):
         track_order: None = None,
         locking: Any = None,
         threads: Optional[int] = None,
+        durability: Optional[Literal["sync", "flush", "none"]] = None,
     ) -> None: ...
     @property
     def filename(self) -> str: ...

@@ -3,7 +3,9 @@
 //! rules and automatic chunk shapes.
 
 use h5chunk::FilterSpec;
-use numpy::{PyArray1, PyReadonlyArrayDyn, PyReadwriteArrayDyn};
+use numpy::{
+    IntoPyArray, PyArray1, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
@@ -31,6 +33,34 @@ impl Dataset {
         kind_of(self.inner.datatype())
     }
 
+    /// The element `key` names when it is one in-range integer per dimension (`d[i, j]`), else
+    /// None: every other key (negative indices beyond the dimension, bools, numpy integers,
+    /// slices...) takes the general path, which gives h5py's answers and errors.
+    fn element_key(&self, key: &Bound<'_, PyAny>) -> Option<Vec<u64>> {
+        let shape = self.inner.shape();
+        let one = |i: Bound<'_, PyAny>, dim: u64| -> Option<u64> {
+            if !i.is_exact_instance_of::<pyo3::types::PyInt>() {
+                return None;
+            }
+            let v: i64 = i.extract().ok()?;
+            let at = if v < 0 {
+                i64::try_from(dim).ok()?.checked_add(v)?
+            } else {
+                v
+            };
+            u64::try_from(at).ok().filter(|&a| a < dim)
+        };
+        match (key.cast::<PyTuple>(), shape.as_slice()) {
+            (_, []) => None,
+            (Ok(t), dims) if t.len() == dims.len() => {
+                t.iter().zip(dims).map(|(i, &d)| one(i, d)).collect()
+            }
+            (Ok(_), _) => None,
+            (Err(_), [d]) => Some(vec![one(key.clone(), *d)?]),
+            (Err(_), _) => None,
+        }
+    }
+
     pub fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         numpy_dtype(py, self.inner.datatype())
     }
@@ -39,7 +69,10 @@ impl Dataset {
     fn read<'py>(&self, py: Python<'py>, h: &Hyperslab) -> PyResult<Bound<'py, PyAny>> {
         let d = &self.inner;
         let scalar = d.shape().is_empty();
-        let shape = PyTuple::new(py, h.slab_shape())?;
+        let dims = h.slab_shape();
+        let shape = PyTuple::new(py, &dims)?;
+        // Numbers come out in their shape; the other kinds flat, reshaped below.
+        let mut shaped = false;
         let flat: Bound<'py, PyAny> = match self.kind()? {
             Kind::Number(desc) => with_number!(desc, T => {
                 let v: Vec<T> = if h.is_empty() {
@@ -49,8 +82,16 @@ impl Dataset {
                 } else {
                     py.detach(|| d.read_slice::<T>(&h.start, &h.count, h.stride())).py()?
                 };
-                // The vector becomes the array's buffer: no copy.
-                PyArray1::from_vec(py, v).into_any()
+                // The vector becomes the array's buffer: no copy, and no call of numpy's
+                // reshape (a Python call, made with the GIL held, which threads reading in
+                // parallel would wait on).
+                match numpy::ndarray::ArrayD::from_shape_vec(numpy::ndarray::IxDyn(&dims), v) {
+                    Ok(a) => {
+                        shaped = true;
+                        a.into_pyarray(py).into_any()
+                    }
+                    Err(e) => return Err(PyValueError::new_err(e.to_string())),
+                }
             }, _ => return Err(unsupported("this number type"))),
             Kind::Bool => {
                 let v: Vec<u8> = if h.is_empty() {
@@ -93,7 +134,11 @@ impl Dataset {
                 PyArray1::from_vec(py, v).call_method1("view", (self.dtype(py)?,))?
             }
         };
-        let slab = flat.call_method1("reshape", (shape,))?;
+        let slab = if shaped {
+            flat
+        } else {
+            flat.call_method1("reshape", (shape,))?
+        };
         match &h.pick {
             // The list's elements picked from the span read (one copy, of the result).
             Some(p) => {
@@ -122,7 +167,17 @@ impl Dataset {
         // already.
         let prepared = |dtype: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
             let a = np.call_method1("asarray", (value, dtype))?;
-            let a = np.call_method1("broadcast_to", (a, &shape))?;
+            // h5py's TypeError, where numpy's broadcast_to raises ValueError.
+            let a = np.call_method1("broadcast_to", (&a, &shape)).map_err(|_| {
+                let from = a
+                    .getattr("shape")
+                    .and_then(|s| s.repr())
+                    .map_or_else(|_| "?".to_string(), |r| r.to_string());
+                let to = shape
+                    .repr()
+                    .map_or_else(|_| "?".to_string(), |r| r.to_string());
+                PyTypeError::new_err(format!("Can't broadcast {from} -> {to}"))
+            })?;
             np.call_method1("ascontiguousarray", (a,))
         };
         if h.is_empty() {
@@ -239,6 +294,18 @@ impl Dataset {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // Random access to one element of numbers (`d[i, j]`): read it, and give numpy's scalar
+        // without the general path's selection, reshape and scalar extraction.
+        if let Some(at) = self.element_key(key)
+            && let Kind::Number(desc) = self.kind()?
+        {
+            let d = &self.inner;
+            let ones = vec![1u64; at.len()];
+            return with_number!(desc, T => {
+                let v: Vec<T> = py.detach(|| d.read_slice::<T>(&at, &ones, None)).py()?;
+                PyArray1::from_vec(py, v).into_any().get_item(0)
+            }, _ => Err(unsupported("this number type")));
+        }
         // Field names of a compound type (h5py's d['a'], d[0:2, 'a', 'b']) come out of the key.
         let items: Vec<Bound<'py, PyAny>> = match key.cast::<PyTuple>() {
             Ok(t) => t.iter().collect(),
@@ -334,12 +401,17 @@ impl Dataset {
         let d = &self.inner;
         match self.kind()? {
             Kind::Number(desc) => with_number!(desc, T => {
-                let mut rw: PyReadwriteArrayDyn<'_, T> = dest.extract().map_err(|_| {
+                let refused = || {
                     PyTypeError::new_err(format!(
                         "read_direct needs a C-contiguous writable numpy array of {}",
                         desc.numpy()
                     ))
-                })?;
+                };
+                let mut rw: PyReadwriteArrayDyn<'_, T> = dest.extract().map_err(|_| refused())?;
+                // as_slice_mut takes Fortran order too, which the C-order values would scramble.
+                if !rw.is_c_contiguous() {
+                    return Err(refused());
+                }
                 let out = rw.as_slice_mut().map_err(|e| PyValueError::new_err(e.to_string()))?;
                 if h.is_empty() {
                     return Ok(());
@@ -348,6 +420,29 @@ impl Dataset {
             }, _ => Err(unsupported("this number type"))),
             _ => Err(unsupported("read_direct of other than numbers")),
         }
+    }
+
+    /// h5py's `write_direct(source, source_sel=None, dest_sel=None)`: `source[source_sel]`
+    /// (an array, or what numpy makes one of) written to `self[dest_sel]` (the whole dataset without one); a
+    /// C-contiguous selection of the dataset's type is written from the array's memory.
+    #[pyo3(signature = (source, source_sel=None, dest_sel=None))]
+    fn write_direct(
+        &self,
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        source_sel: Option<&Bound<'_, PyAny>>,
+        dest_sel: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let source = numpy(py)?.call_method1("asarray", (source,))?;
+        let values = match source_sel {
+            Some(k) => source.get_item(k)?,
+            None => source.clone(),
+        };
+        let h = match dest_sel {
+            Some(k) => resolve(k, &self.inner.shape())?,
+            None => resolve(&PyTuple::empty(py), &self.inner.shape())?,
+        };
+        self.write(py, &h, &values)
     }
 
     /// Append `data` along `axis` (the dataset's first unlimited dimension) in one call: the
@@ -363,42 +458,46 @@ impl Dataset {
                 "append grows the first unlimited dimension ({unlimited:?}), not axis {axis}"
             )));
         }
+        // A C-contiguous array of the dataset's number type is appended from its memory, with
+        // no numpy call: the common logger's row.
+        let kind = self.kind()?;
+        if axis == 0
+            && let Kind::Number(desc) = kind
+        {
+            let done = with_number!(desc, T => {
+                match data.extract::<PyReadonlyArrayDyn<'_, T>>() {
+                    // as_slice takes Fortran order too: C order only, here.
+                    Ok(ro) if !ro.is_c_contiguous() => false,
+                    Ok(ro) => match ro.as_slice() {
+                        Ok(values) => {
+                            let given: Vec<u64> = ro.shape().iter().map(|&n| n as u64).collect();
+                            let rows = append_rows(&shape, &given, axis)?;
+                            if rows > 0 {
+                                let d = &self.inner;
+                                py.detach(|| d.append::<T>(values)).py()?;
+                            }
+                            true
+                        }
+                        Err(_) => false,
+                    },
+                    Err(_) => false,
+                }
+            }, _ => false);
+            if done {
+                return Ok(());
+            }
+        }
         let np = numpy(py)?;
         let arr = np.call_method1("asarray", (data,))?;
         let ndim: usize = arr.getattr("ndim")?.extract()?;
         let given: Vec<u64> = arr.getattr("shape")?.extract()?;
-        let rest: Vec<u64> = shape
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != axis)
-            .map(|(_, &n)| n)
-            .collect();
-        let rows = if ndim.checked_add(1) == Some(shape.len()) && given == rest {
-            1
-        } else if ndim == shape.len() {
-            let others: Vec<u64> = given
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| i != axis)
-                .map(|(_, &n)| n)
-                .collect();
-            if others != rest {
-                return Err(PyValueError::new_err(format!(
-                    "rows of shape {given:?} do not fit a dataset of shape {shape:?}"
-                )));
-            }
-            given.get(axis).copied().unwrap_or(0)
-        } else {
-            return Err(PyValueError::new_err(format!(
-                "rows of shape {given:?} do not fit a dataset of shape {shape:?}"
-            )));
-        };
+        let rows = append_rows(&shape, &given, axis)?;
         if rows == 0 {
             return Ok(());
         }
         let d = &self.inner;
         if axis == 0
-            && let Kind::Number(desc) = self.kind()?
+            && let Kind::Number(desc) = kind
         {
             return with_number!(desc, T => {
                 let a = np.call_method1("ascontiguousarray", (arr, numpy::dtype::<T>(py)))?;
@@ -914,6 +1013,28 @@ impl View {
             Some(dt) => a.call_method1("astype", (dt,)),
             None => Ok(a),
         }
+    }
+}
+
+/// The rows an append of an array of shape `given` adds along `axis` of a dataset of `shape`:
+/// one row (the other dimensions' shape) or several (the dataset's rank), else a ValueError.
+fn append_rows(shape: &[u64], given: &[u64], axis: usize) -> PyResult<u64> {
+    let others = |dims: &[u64]| -> Vec<u64> {
+        dims.iter()
+            .enumerate()
+            .filter(|&(i, _)| i != axis)
+            .map(|(_, &n)| n)
+            .collect()
+    };
+    let rest = others(shape);
+    if given.len().checked_add(1) == Some(shape.len()) && given == rest.as_slice() {
+        Ok(1)
+    } else if given.len() == shape.len() && others(given) == rest {
+        Ok(given.get(axis).copied().unwrap_or(0))
+    } else {
+        Err(PyValueError::new_err(format!(
+            "rows of shape {given:?} do not fit a dataset of shape {shape:?}"
+        )))
     }
 }
 

@@ -4,7 +4,9 @@
 
 use std::sync::Mutex;
 
-use h5chunk::{CreateMode, Error, FileOptions, Libver, LibverBounds, MemberKind, OpenOptions};
+use h5chunk::{
+    CreateMode, Durability, Error, FileOptions, Libver, LibverBounds, MemberKind, OpenOptions,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -501,11 +503,14 @@ impl File {
     /// Open or create `name`: mode `'r'` (read-only, the default), `'r+'` (read and write,
     /// must exist), `'w'` (create, truncate), `'w-'` or `'x'` (create, fail if it exists),
     /// `'a'` (read and write if it exists, create otherwise). `swmr=True` with `'r'` opens as
-    /// a SWMR reader; `threads` sizes the pool that (de)compresses chunks.
+    /// a SWMR reader; `threads` sizes the pool that (de)compresses chunks; `durability` says
+    /// what each flush of a writable file survives: `'sync'` (the default: a power cut, through
+    /// a journal beside the file and `fsync`), `'flush'` (the journal without `fsync`: the
+    /// process killed at any instant) or `'none'` (neither, as libhdf5's flush).
     #[new]
     #[pyo3(signature = (name, mode="r", driver=None, libver=None, userblock_size=None,
         swmr=false, rdcc_nslots=None, rdcc_nbytes=None, rdcc_w0=None, track_order=None,
-        locking=None, threads=None))]
+        locking=None, threads=None, durability=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -521,6 +526,7 @@ impl File {
         track_order: Option<bool>,
         locking: Option<&Bound<'_, PyAny>>,
         threads: Option<usize>,
+        durability: Option<&str>,
     ) -> PyResult<PyClassInitializer<Self>> {
         // h5py's `locking` picks libhdf5's file-locking mode; h5chunk always locks a writer
         // as libhdf5 does and never a reader, so any value is taken. The raw-data chunk cache
@@ -546,16 +552,28 @@ impl File {
             .call_method1("fspath", (name,))?
             .extract()?;
         let bounds = libver_arg(libver)?;
+        let durability = match durability {
+            None | Some("sync") => Durability::Sync,
+            Some("flush") => Durability::Flush,
+            Some("none") => Durability::None,
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "durability={other:?}: one of 'sync', 'flush', 'none'"
+                )));
+            }
+        };
         let path = std::path::PathBuf::from(&filename);
         let create = |mode: CreateMode| FileOptions {
             bounds,
             mode,
             threads,
+            durability,
             ..FileOptions::default()
         };
         let open = |writable: bool| OpenOptions {
             writable,
             threads,
+            durability,
             swmr_read: swmr && !writable,
             ..OpenOptions::default()
         };
