@@ -21,9 +21,10 @@ the run when they differ. Workloads:
   h5chunk's `Dataset.append` against h5py's `resize` then assignment, h5py's default options
   on both sides) and `appendchunk` (CHUNK_APPENDS appends of one chunk's 1,024 rows each).
   Timed from the file's creation to its close; the check reads the file back with h5py.
-  Side `h5chunk-flush` is h5chunk with `durability="flush"`: its flushes keep their journal
-  (a killed process loses nothing flushed) but skip `fsync`, as libhdf5's flush does (which
-  keeps no journal either); the default, `"sync"`, makes every flush survive a power cut.
+  h5chunk's default durability, `"flush"`, journals its flushes (a killed process loses nothing
+  flushed) but does not `fsync`, as libhdf5's flush does not (which keeps no journal either).
+  Side `h5chunk-sync` is h5chunk with `durability="sync"`: three `fsync`s a flush, so that every
+  flush survives a power cut too.
 - `reads`: rows `elements` (ELEMENTS random single elements `d[i, j]` of `plain`) and
   `windows` (WINDOWS random 64x64 windows of it). The file's open is not timed.
 - `threads`: rows `windowsT` (THREAD_WINDOWS random 64x64 windows of `plain` shared round-robin
@@ -123,7 +124,7 @@ def appends(side, d, sz):
         if side.startswith("h5chunk"):
             import h5chunk
 
-            durability = "flush" if side == "h5chunk-flush" else None
+            durability = "sync" if side == "h5chunk-sync" else None
             t0 = time.perf_counter()
             with h5chunk.File(path, "w", durability=durability) as f:
                 ds = f.create_dataset("log", shape=(0, 8), maxshape=(None, 8),

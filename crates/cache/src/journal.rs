@@ -42,12 +42,14 @@ pub enum Durability {
     /// No journal and no `fsync`: fastest, but a crash inside a flush (or an eviction between
     /// flushes) can leave a file that does not open.
     None,
-    /// The journal without `fsync`: every flush survives the process being killed at any
-    /// instant (the kernel keeps every completed write), but not a power cut.
+    /// The journal without `fsync` (the default): every flush survives the process being
+    /// killed at any instant (the kernel keeps every completed write), but not a power cut.
+    /// libhdf5's and h5py's flushes do not `fsync` either (and survive neither); why this is the
+    /// default: `docs/design/crash-safe-flush.md`, section "The default".
+    #[default]
     Flush,
     /// The journal, with the journal, the file and the journal's removal made durable in that
-    /// order: every flush survives a power cut too.
-    #[default]
+    /// order: every flush survives a power cut too, for three `fsync`s a flush.
     Sync,
 }
 

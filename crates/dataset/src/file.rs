@@ -465,9 +465,10 @@ pub struct FileOptions {
     /// The metadata cache's byte budget (`None`: libhdf5's default maximum size, 32 MiB).
     /// Index blocks beyond it are written and evicted while the file is open.
     pub metadata_cache_bytes: Option<usize>,
-    /// What each flush survives (default [`Durability::Sync`]: a power cut, through a
-    /// journal beside the file, `<file>.h5chunk-journal`, that exists only while a flush
-    /// or an eviction between flushes is overwriting data of the last completed flush).
+    /// What each flush survives (default [`Durability::Flush`]: the process being killed at
+    /// any instant, through a journal beside the file, `<file>.h5chunk-journal`, that exists
+    /// only while a flush or an eviction between flushes is overwriting data of the last
+    /// completed flush; [`Durability::Sync`] adds `fsync`s so that a power cut is survived too).
     pub durability: Durability,
     /// Threads that filter chunks: a read or flush of many compressed chunks (de)compresses
     /// them on this many threads (`None`: the available cores; `Some(1)`: the calling thread

@@ -33,7 +33,7 @@ pub(crate) struct Options {
     pub(crate) seed: u64,
     /// Reader processes opened at random instants of each run (see [`Probes`]).
     pub(crate) probes: usize,
-    /// The h5chunk writer's durability (`None`: the library's default, `sync`).
+    /// The h5chunk writer's durability (`None`: the library's default, `flush`).
     pub(crate) durability: Option<String>,
 }
 

@@ -25,7 +25,7 @@ pub(crate) struct WriteArgs {
     pub(crate) trace: bool,
     pub(crate) durability: Durability,
     /// A SWMR writer with the library's default options (`FileOptions { swmr_write: true,
-    /// .. }`: default version bounds, [`Durability::Sync`]), as a user's: the soak's; with
+    /// .. }`: default version bounds, [`Durability::Flush`]), as a user's: the soak's; with
     /// `--durability`, that durability instead of the default.
     pub(crate) default_options: bool,
     /// `--durability` was given.

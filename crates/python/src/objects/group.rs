@@ -504,9 +504,9 @@ impl File {
     /// must exist), `'w'` (create, truncate), `'w-'` or `'x'` (create, fail if it exists),
     /// `'a'` (read and write if it exists, create otherwise). `swmr=True` with `'r'` opens as
     /// a SWMR reader; `threads` sizes the pool that (de)compresses chunks; `durability` says
-    /// what each flush of a writable file survives: `'sync'` (the default: a power cut, through
-    /// a journal beside the file and `fsync`), `'flush'` (the journal without `fsync`: the
-    /// process killed at any instant) or `'none'` (neither, as libhdf5's flush).
+    /// what each flush of a writable file survives: `'flush'` (the default: the process killed
+    /// at any instant, through a journal beside the file), `'sync'` (a power cut too: the
+    /// journal and `fsync`) or `'none'` (neither, as libhdf5's flush).
     #[new]
     #[pyo3(signature = (name, mode="r", driver=None, libver=None, userblock_size=None,
         swmr=false, rdcc_nslots=None, rdcc_nbytes=None, rdcc_w0=None, track_order=None,
@@ -553,8 +553,8 @@ impl File {
             .extract()?;
         let bounds = libver_arg(libver)?;
         let durability = match durability {
-            None | Some("sync") => Durability::Sync,
-            Some("flush") => Durability::Flush,
+            Some("sync") => Durability::Sync,
+            None | Some("flush") => Durability::Flush,
             Some("none") => Durability::None,
             Some(other) => {
                 return Err(PyValueError::new_err(format!(
