@@ -151,6 +151,7 @@ mod line;
 #[cfg(feature = "object-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 mod object;
+mod paged;
 mod pages;
 mod stats;
 mod storage;
@@ -172,6 +173,7 @@ pub use line::CacheLine;
 #[cfg(feature = "object-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 pub use object::{BLOCK, GAP, ObjectStorage, READ_AHEAD};
+pub use paged::SpaceKind;
 pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};
 pub use storage::{FileStorage, MemStorage, Storage};

@@ -480,6 +480,24 @@ pub struct FileOptions {
     /// Objects may still be created (as libhdf5 allows); create them, flush, then let readers
     /// in, or call [`File::start_swmr_write`] to refuse new objects from then on.
     pub swmr_write: bool,
+    /// Write a paged file (libhdf5's paged aggregation, `H5Pset_file_space_strategy(PAGE)`
+    /// with `H5Pset_file_space_page_size`) of pages of this many bytes (512 to 1 GiB):
+    /// metadata and raw data in separate pages, no block smaller than a page across a page
+    /// boundary, the end of file a multiple of the page size, and the File Space Info message
+    /// in a superblock extension (so the superblock is version 2 at least; the high bound
+    /// must allow V110). Free space is not persisted. Not with `swmr_write`.
+    pub page_size: Option<u64>,
+}
+
+impl FileOptions {
+    /// Options for a paged file of pages of `page_size` bytes (see
+    /// [`page_size`](Self::page_size)), the rest default.
+    pub fn paged(page_size: u64) -> FileOptions {
+        FileOptions {
+            page_size: Some(page_size),
+            ..FileOptions::default()
+        }
+    }
 }
 
 /// Options for opening an existing file.
@@ -739,7 +757,22 @@ impl File {
         } else {
             options.bounds
         };
-        let version = bounds.superblock_version(options.swmr_write, false);
+        let mut version = bounds.superblock_version(options.swmr_write, false);
+        if let Some(page) = options.page_size {
+            crate::paged::check_page_size(page)?;
+            if options.swmr_write {
+                return Err(Error::Unsupported("a paged file created for SWMR writing"));
+            }
+            if bounds.high() < Libver::V110 {
+                return Err(Error::arg(
+                    "page_size",
+                    "a paged file needs a high bound of V110 or later (the File Space Info \
+                     message)",
+                ));
+            }
+            // Versions 0 and 1 have no superblock extension, as libhdf5 raises them.
+            version = version.max(2);
+        }
         let sizes = Sizes::DEFAULT;
         let sb_len = if version >= 2 {
             SUPERBLOCK_V2_LEN
@@ -775,6 +808,11 @@ impl File {
         if let Some(n) = options.threads {
             store.threads = n.max(1);
         }
+        // Right after the superblock, in its page, as libhdf5 places it.
+        let extension = match options.page_size {
+            Some(page) => Some(crate::paged::create(&mut store, page)?),
+            None => None,
+        };
         // The root group's address is not known yet: a placeholder superblock until it is.
         let placeholder = Superblock::new_v3(sizes, sb_len, Addr(0));
         let inner = Arc::new(FileInner::new(
@@ -796,6 +834,7 @@ impl File {
         let sb = if version >= 2 {
             let mut sb = Superblock::new_v3(sizes, sb_len, root);
             sb.version = version;
+            sb.extension_address = extension;
             sb
         } else {
             let entry = SymbolTableEntry::new(0, Some(root), symbol_cache(&messages), sizes)?;
@@ -1048,6 +1087,12 @@ impl File {
         if let Some(ext) = sb.extension_address {
             crate::extension::apply(&mut store, ext)?;
         }
+        if options.writable {
+            if options.swmr_write && crate::paged::page_size(&store)?.is_some() {
+                return Err(Error::Unsupported("SWMR writing to a paged file"));
+            }
+            crate::paged::open_for_writing(&store)?;
+        }
         let inner = Arc::new(FileInner::new(store, sb, journal, options.durability, lock));
         if options.writable {
             if options.swmr_write {
@@ -1059,6 +1104,16 @@ impl File {
             }
         }
         Ok(File::first_open(inner))
+    }
+
+    /// How the file manages its space, if its superblock extension says (a File Space Info
+    /// message: libhdf5's file space strategy and page size); `None` for libhdf5's default.
+    pub fn file_space(&self) -> Option<crate::paged::FileSpace> {
+        self.inner
+            .store
+            .file_space
+            .as_ref()
+            .map(crate::paged::FileSpace::from)
     }
 
     /// The superblock's version.

@@ -92,6 +92,7 @@ mod meta;
 mod object;
 mod object_refs;
 mod open_files;
+mod paged;
 mod select;
 pub mod selection;
 mod store;
@@ -116,6 +117,7 @@ pub use half::f16;
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};
+pub use paged::{FileSpace, FileSpaceStrategy};
 pub use selection::{Dim, Selected, Selection};
 pub use types::{H5Type, TypeClass, TypeDesc};
 

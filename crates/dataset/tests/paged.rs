@@ -1,0 +1,341 @@
+//! Paged files (libhdf5's paged aggregation): libhdf5's read by h5chunk, h5chunk's read by
+//! libhdf5 (h5py, h5dump, h5stat), with the file space strategy and page size libhdf5 reports,
+//! and the page invariants of paged aggregation kept.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+
+use std::path::{Path, PathBuf};
+
+use h5chunk::libver::{Libver, LibverBounds};
+use h5chunk::{File, FileOptions, FileSpaceStrategy, FilterSpec};
+use h5chunk_testkit::{h5py, interop};
+
+fn tmp(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// What every file of these tests holds, as h5py writes it (`make`) and as h5chunk checks
+/// it: a deflated chunked f8 dataset of 10 chunks, a contiguous i4 dataset of 3,000 values
+/// (12,000 bytes: three pages of 4 KiB), a group with an attribute.
+const MAKE: &str = r#"
+import sys, h5py, numpy as np
+path, strategy, persist, page, libver = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4]), sys.argv[5]
+kw = {} if strategy == "default" else dict(fs_strategy=strategy, fs_persist=persist, fs_page_size=page)
+with h5py.File(path, "w", libver=libver, **kw) as f:
+    f.create_dataset("a", data=np.arange(1000, dtype="<f8"), chunks=(100,), compression="gzip")
+    f.create_dataset("b", data=np.arange(3000, dtype="<i4"))
+    g = f.create_group("g")
+    g.attrs["x"] = 7
+    g.create_dataset("c", data=np.arange(50, dtype="<u2"), chunks=(8,))
+"#;
+
+/// `(strategy, persist, page size)` as libhdf5 reports them for `path`.
+const REPORT: &str = r#"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+p = f.id.get_create_plist()
+s, persist, threshold = p.get_file_space_strategy()
+print(s, int(bool(persist)), threshold, p.get_file_space_page_size())
+"#;
+
+fn check_contents(path: &Path) {
+    let f = File::open(path).unwrap();
+    let a: Vec<f64> = f.dataset("a").unwrap().read().unwrap();
+    assert_eq!(a, (0..1000).map(f64::from).collect::<Vec<_>>());
+    let b: Vec<i32> = f.dataset("b").unwrap().read().unwrap();
+    assert_eq!(b, (0..3000).collect::<Vec<_>>());
+    let c: Vec<u16> = f.dataset("g/c").unwrap().read().unwrap();
+    assert_eq!(c, (0..50).collect::<Vec<_>>());
+    let g = f.group("g").unwrap();
+    assert_eq!(g.attr("x").unwrap().value::<i64>().unwrap(), 7);
+}
+
+#[test]
+fn libhdf5_paged_files_read() {
+    let Some(python) = interop::python("libhdf5_paged_files_read") else {
+        return;
+    };
+    for (strategy, persist, page, libver) in [
+        ("page", "0", 4096, "earliest"),
+        ("page", "1", 4096, "earliest"),
+        ("page", "0", 512, "latest"),
+        ("page", "1", 65536, "latest"),
+        ("fsm", "1", 4096, "latest"),
+        ("aggregate", "0", 4096, "earliest"),
+    ] {
+        let name = format!("libhdf5_{strategy}_{persist}_{page}_{libver}.h5");
+        let path = tmp(&name);
+        interop::run_python(
+            &python,
+            MAKE,
+            &[
+                path.to_str().unwrap(),
+                strategy,
+                persist,
+                &page.to_string(),
+                libver,
+            ],
+        );
+        check_contents(&path);
+        let f = File::open(&path).unwrap();
+        let fs = f
+            .file_space()
+            .unwrap_or_else(|| panic!("{name}: no file space info"));
+        let want = match strategy {
+            "page" => FileSpaceStrategy::Page,
+            "fsm" => FileSpaceStrategy::FsmAggr,
+            _ => FileSpaceStrategy::Aggr,
+        };
+        assert_eq!(fs.strategy, want, "{name}");
+        assert_eq!(fs.persist, persist == "1", "{name}");
+        assert_eq!(fs.page_size, page, "{name}");
+        assert_eq!(fs.is_paged(), strategy == "page", "{name}");
+        let libhdf5 = interop::run_python(&python, REPORT, &[path.to_str().unwrap()]);
+        let code = fs.strategy.code();
+        assert_eq!(
+            libhdf5.trim(),
+            format!("{code} {persist} {} {page}", fs.threshold),
+            "{name}"
+        );
+        drop(f);
+        // Persisted free space keeps the file read-only; otherwise h5chunk writes to it, in
+        // its pages, and libhdf5 reads what it wrote.
+        match File::open_rw(&path) {
+            Err(h5chunk::Error::Unsupported(what)) => {
+                assert_eq!(persist, "1", "{name}: {what}");
+                assert!(what.contains("persists free space"), "{name}: {what}");
+            }
+            Ok(f) => {
+                assert_eq!(persist, "0", "{name}");
+                let d = f
+                    .new_dataset::<i32>()
+                    .shape(&[2000])
+                    .chunk(&[500])
+                    .create("added")
+                    .unwrap();
+                d.write(&(0..2000).collect::<Vec<i32>>()).unwrap();
+                f.close().unwrap();
+                let len = std::fs::metadata(&path).unwrap().len();
+                if strategy == "page" {
+                    assert_eq!(len % page, 0, "{name}: {len} bytes");
+                }
+                check_contents(&path);
+                let le: Vec<u8> = (0..2000i32).flat_map(|v| v.to_le_bytes()).collect();
+                assert_eq!(h5py::values_le(&python, &path, "added"), le, "{name}");
+            }
+            Err(e) => panic!("{name}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn h5repack_paged_files_read() {
+    let Some(python) = interop::python("h5repack_paged_files_read") else {
+        return;
+    };
+    // Installed with h5dump (Debian's hdf5-tools), which the interop convention requires.
+    let h5repack = which("h5repack").expect("h5repack (hdf5-tools) on PATH");
+    let src = tmp("repack_src.h5");
+    interop::run_python(
+        &python,
+        MAKE,
+        &[src.to_str().unwrap(), "default", "0", "0", "earliest"],
+    );
+    for page in ["4096", "512"] {
+        let out = tmp(&format!("h5repack_page_{page}.h5"));
+        let status = std::process::Command::new(&h5repack)
+            .args(["-S", "PAGE", "-G", page])
+            .arg(&src)
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "h5repack -S PAGE -G {page}");
+        check_contents(&out);
+        let fs = File::open(&out).unwrap().file_space().unwrap();
+        assert!(fs.is_paged());
+        assert_eq!(fs.page_size.to_string(), page);
+    }
+}
+
+/// A tool found on `PATH`, for the tools the interop convention has no variable for.
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(tool))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Write the test contents with h5chunk into a paged file.
+fn write_paged(path: &Path, options: FileOptions) {
+    let f = File::create_with(path, options).unwrap();
+    let a = f
+        .new_dataset::<f64>()
+        .shape(&[1000])
+        .chunk(&[100])
+        .filter(FilterSpec::Deflate(4))
+        .create("a")
+        .unwrap();
+    a.write(&(0..1000).map(f64::from).collect::<Vec<_>>())
+        .unwrap();
+    // One chunk larger than a page: page-aligned, whole pages.
+    let b = f
+        .new_dataset::<i32>()
+        .shape(&[3000])
+        .chunk(&[3000])
+        .create("b")
+        .unwrap();
+    b.write(&(0..3000).collect::<Vec<_>>()).unwrap();
+    let g = f.create_group("g").unwrap();
+    g.attrs().set_scalar("x", 7i64).unwrap();
+    g.attrs().set_strs("names", &["one", "two"]).unwrap();
+    let c = f
+        .new_dataset::<u16>()
+        .shape(&[50])
+        .chunk(&[8])
+        .create("g/c")
+        .unwrap();
+    c.write(&(0..50).collect::<Vec<_>>()).unwrap();
+    f.close().unwrap();
+}
+
+#[test]
+fn paged_files_we_write_open_in_libhdf5() {
+    let python = interop::python("paged_files_we_write_open_in_libhdf5");
+    let h5dump = interop::h5dump("paged_files_we_write_open_in_libhdf5");
+    let bounds = [
+        LibverBounds::default(),
+        LibverBounds::new(Libver::V18, Libver::Latest).unwrap(),
+        LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+    ];
+    for (i, bounds) in bounds.into_iter().enumerate() {
+        for page in [512u64, 4096, 65536] {
+            let name = format!("ours_paged_{i}_{page}.h5");
+            let path = tmp(&name);
+            write_paged(
+                &path,
+                FileOptions {
+                    bounds,
+                    ..FileOptions::paged(page)
+                },
+            );
+            let len = std::fs::metadata(&path).unwrap().len();
+            assert_eq!(len % page, 0, "{name}: {len} bytes");
+            check_contents(&path);
+            let f = File::open(&path).unwrap();
+            assert!(f.superblock_version() >= 2, "{name}");
+            let fs = f.file_space().unwrap();
+            assert!(
+                fs.is_paged() && !fs.persist && fs.page_size == page,
+                "{name}"
+            );
+            // Metadata pages hold no chunk: every object header's page is free of chunks,
+            // and a chunk smaller than a page stays within one.
+            let headers: Vec<u64> = ["a", "b", "g/c"]
+                .iter()
+                .map(|n| f.dataset(n).unwrap().object_address())
+                .collect();
+            for n in ["a", "b", "g/c"] {
+                for ch in f.dataset(n).unwrap().chunks().unwrap() {
+                    let (at, size) = (ch.addr.get(), ch.size);
+                    if size < page {
+                        assert_eq!(at / page, (at + size - 1) / page, "{name} {n}: {at}+{size}");
+                    } else {
+                        assert_eq!(at % page, 0, "{name} {n}: {at}");
+                    }
+                    for &h in &headers {
+                        assert!(
+                            h / page < at / page || h / page > (at + size - 1) / page,
+                            "{name} {n}: header {h} in a page of chunk {at}+{size}"
+                        );
+                    }
+                }
+            }
+            drop(f);
+            if let Some(h5dump) = &h5dump
+                && i < 2
+            {
+                interop::h5dump_ok(h5dump, &path);
+            }
+            let Some(python) = &python else { continue };
+            let report = interop::run_python(python, REPORT, &[path.to_str().unwrap()]);
+            assert_eq!(report.trim(), format!("1 0 1 {page}"), "{name}");
+            let f64le: Vec<u8> = (0..1000).flat_map(|v| f64::from(v).to_le_bytes()).collect();
+            assert_eq!(h5py::values_le(python, &path, "a"), f64le, "{name}");
+            let i32le: Vec<u8> = (0..3000i32).flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(h5py::values_le(python, &path, "b"), i32le, "{name}");
+            // libhdf5 writes to it with its page buffer on, then reads everything back.
+            let out = interop::run_python(
+                python,
+                r#"
+import sys, h5py, numpy as np
+path = sys.argv[1]
+with h5py.File(path, "r+", page_buf_size=16 * int(sys.argv[2])) as f:
+    f.create_dataset("h5py", data=np.arange(5000, dtype="<i8"), chunks=(700,))
+    f["g"].attrs["y"] = "added by h5py"
+with h5py.File(path, "r", page_buf_size=16 * int(sys.argv[2])) as f:
+    assert (f["h5py"][:] == np.arange(5000)).all()
+    assert (f["a"][:] == np.arange(1000)).all()
+    print(sorted(f["g"].attrs.keys()), int(f["g"].attrs["x"]), [str(s) for s in f["g"].attrs["names"].astype(str)])
+"#,
+                &[path.to_str().unwrap(), &page.to_string()],
+            );
+            assert_eq!(out.trim(), "['names', 'x', 'y'] 7 ['one', 'two']", "{name}");
+            check_contents(&path);
+        }
+    }
+}
+
+#[test]
+fn h5stat_reports_our_paged_files() {
+    let Some(h5stat) = which("h5stat") else {
+        eprintln!("h5stat not installed: h5stat_reports_our_paged_files checks nothing");
+        return;
+    };
+    let path = tmp("ours_h5stat.h5");
+    write_paged(&path, FileOptions::paged(4096));
+    let out = std::process::Command::new(h5stat)
+        .arg("-S")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("H5F_FSPACE_STRATEGY_PAGE"), "{text}");
+    assert!(text.contains("File space page size: 4096 bytes"), "{text}");
+}
+
+#[test]
+fn bad_paged_options_are_refused() {
+    let path = tmp("refused.h5");
+    for page in [0u64, 511, (1 << 30) + 1] {
+        match File::create_with(&path, FileOptions::paged(page)) {
+            Err(h5chunk::Error::InvalidArgument { name, .. }) => assert_eq!(name, "page_size"),
+            other => panic!("{page}: {other:?}"),
+        }
+    }
+    let v18 = FileOptions {
+        bounds: LibverBounds::new(Libver::Earliest, Libver::V18).unwrap(),
+        ..FileOptions::paged(4096)
+    };
+    assert!(matches!(
+        File::create_with(&path, v18),
+        Err(h5chunk::Error::InvalidArgument { .. })
+    ));
+    let swmr = FileOptions {
+        swmr_write: true,
+        ..FileOptions::paged(4096)
+    };
+    assert!(matches!(
+        File::create_with(&path, swmr),
+        Err(h5chunk::Error::Unsupported(_))
+    ));
+}
