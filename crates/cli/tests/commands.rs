@@ -655,6 +655,31 @@ fn import_rejects_bad_arguments_in_one_line() {
 /// symbol table entry can make): `ls` names it once and does not recurse forever (the fuzz
 /// campaign's stack overflow).
 #[test]
+fn ls_stats_prints_the_requests_of_a_local_listing() {
+    let file = fixtures::dir().join("index_latest.h5");
+    let out = run(&["ls", "--stats", s(&file)]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["ls", s(&file)]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("io: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // reads, bytes read, writes, bytes written; no remote part for a local file.
+    assert_eq!(n.len(), 4, "{line}");
+    assert!(n[0] > 0 && n[1] > 0, "{line}");
+    assert_eq!((n[2], n[3]), (0, 0), "{line}");
+    assert!(
+        n[1] <= std::fs::metadata(&file).unwrap().len() * 4,
+        "{line}"
+    );
+}
+
+#[test]
 fn ls_shows_null_dataspaces_as_having_no_shape() {
     for file in ["empty_earliest.h5", "empty_latest.h5"] {
         let listing = ok_text(&["ls", s(&fixtures::dir().join(file))]);
@@ -967,6 +992,22 @@ fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
         );
         assert_eq!(out.stdout, ok(&here), "{remote:?}");
     }
+    // ls --stats: the listing unchanged on stdout, the requests on stderr: the opening GET
+    // (which brings the object's size: no HEAD) and what the listing fetched.
+    let out = with_env(&["ls", "--stats", url]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["ls", s(&local)]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let remote = err
+        .lines()
+        .find_map(|l| l.split("; remote: ").nth(1))
+        .unwrap_or_else(|| panic!("no remote stats: {err}"));
+    let words: Vec<&str> = remote.split_whitespace().collect();
+    let gets: u64 = words[0].parse().unwrap();
+    assert!(gets >= 1, "{err}");
+    assert_eq!(&words[2..4], ["0", "HEAD,"], "{err}");
+    let fetched: u64 = words[4].parse().unwrap();
+    assert!(fetched > 0, "{err}");
     // refs names the URL it read.
     let out = with_env(&["refs", url, "single/single"]);
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -20,7 +20,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use h5chunk_cache::{
-    CacheConfig, Durability, FileStorage, JournalPlace, Journaled, MetadataCache, Recovery, Storage,
+    CacheConfig, Counted, Durability, FileStorage, IoStats, JournalPlace, Journaled, MetadataCache,
+    Recovery, Storage,
 };
 use h5chunk_format::message::Message;
 use h5chunk_format::object_header::MessageFlags;
@@ -75,6 +76,17 @@ impl Storage for BaseStorage {
     }
     fn sync(&self) -> std::io::Result<()> {
         self.inner.sync()
+    }
+    fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> std::io::Result<()> {
+        // Shifted and handed down whole, so an object store fetches them together.
+        let mut shifted = runs
+            .iter_mut()
+            .map(|(a, b)| Ok((self.shifted(*a)?, &mut **b)))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        self.inner.read_runs_at(&mut shifted)
+    }
+    fn remote_stats(&self) -> Option<h5chunk_cache::RemoteStats> {
+        self.inner.remote_stats()
     }
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> std::io::Result<()> {
         let shifted = ranges
@@ -733,6 +745,8 @@ impl File {
         options: FileOptions,
         lock: Option<std::fs::File>,
     ) -> Result<File> {
+        let counted = Arc::new(Counted::new(storage));
+        let storage: Arc<dyn Storage> = Arc::clone(&counted) as Arc<dyn Storage>;
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
@@ -805,6 +819,7 @@ impl File {
         let cache = MetadataCache::new(Arc::clone(&storage), config)?;
         cache.allocator().set_eoa(Addr(sb_len));
         let mut store = Store::new(name, storage, cache, sizes, bounds, true, BTreeK::default());
+        store.io = Some(counted);
         if let Some(n) = options.threads {
             store.threads = n.max(1);
         }
@@ -994,6 +1009,9 @@ impl File {
         if options.swmr_write {
             options.writable = true;
         }
+        // Every request of this handle, counted from the first (File::io_stats).
+        let counted = Arc::new(Counted::new(raw));
+        let raw: Arc<dyn Storage> = Arc::clone(&counted) as Arc<dyn Storage>;
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
@@ -1080,6 +1098,7 @@ impl File {
             istore: sb.indexed_storage_k(),
         };
         let mut store = Store::new(name, storage, cache, sb.sizes, bounds, options.writable, k);
+        store.io = Some(counted);
         if let Some(n) = options.threads {
             store.threads = n.max(1);
         }
@@ -1114,6 +1133,17 @@ impl File {
             .file_space
             .as_ref()
             .map(crate::paged::FileSpace::from)
+    }
+
+    /// The requests this file made through its storage since it was opened (by every handle
+    /// sharing it), with their bytes; for a file in object storage, also the GET requests
+    /// and bytes fetched to serve them.
+    pub fn io_stats(&self) -> IoStats {
+        self.inner
+            .store
+            .io
+            .as_ref()
+            .map_or_else(IoStats::default, |c| c.stats())
     }
 
     /// The superblock's version.

@@ -111,7 +111,7 @@ pub use dataset::{
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
 pub use group::{Group, GroupOptions};
-pub use h5chunk_cache::{Durability, Recovery};
+pub use h5chunk_cache::{Durability, IoStats, Recovery, RemoteStats};
 /// IEEE half-precision floats (numpy's `float16`), from the `half` crate: an [`H5Type`].
 pub use half::f16;
 pub use index::{AllocTime, IndexKind};

@@ -87,6 +87,8 @@ pub(crate) struct Store {
     pub k: BTreeK,
     /// The superblock extension's File Space Info message, if the file has one.
     pub file_space: Option<h5chunk_format::message::FileSpaceInfo>,
+    /// The counter of the requests made through the storage (see `File::io_stats`).
+    pub io: Option<Arc<h5chunk_cache::Counted>>,
     /// Recently read pages of raw data (see [`PageCache`]): the small chunks of random
     /// lookups cost a memory copy once their page has been read.
     pub pages: PageCache,
@@ -156,6 +158,7 @@ impl Store {
             writable,
             k,
             file_space: None,
+            io: None,
             pages: PageCache::new(RAW_PAGE_CACHE_BYTES),
             headers: Mutex::new(Headers::default()),
             heaps: h5chunk_dense::OpenHeaps::default(),
