@@ -112,6 +112,20 @@ impl Allocator {
         Ok(())
     }
 
+    /// Reserve the first `room` bytes of a new paged file for metadata (see
+    /// [`crate::paged`]): metadata fills them first, raw data goes past them.
+    pub fn reserve_metadata(&mut self, room: u64) -> Result<()> {
+        let Some(p) = self.paged.as_mut() else {
+            return Err(Error::Unsupported(
+                "metadata room in a file that is not paged",
+            ));
+        };
+        let mut eoa = self.eoa;
+        p.reserve_metadata(room, &mut eoa)?;
+        self.store_eoa(eoa);
+        Ok(())
+    }
+
     /// The page size, when allocation is paged.
     pub fn page_size(&self) -> Option<u64> {
         self.paged.as_ref().map(PagedSpace::page)

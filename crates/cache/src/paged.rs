@@ -76,6 +76,31 @@ impl PagedSpace {
         Ok((s, end))
     }
 
+    /// Reserve the file's first `room` bytes (rounded up to whole pages) for metadata: a
+    /// new file's metadata blocks take that room first, first fit from the front, and raw
+    /// data starts past it. When the room is full, metadata takes new pages at the EOA like
+    /// raw data, so later blocks interleave. Only before anything past the first metadata
+    /// page was taken (a new file); `eoa` moves past the room.
+    pub fn reserve_metadata(&mut self, room: u64, eoa: &mut u64) -> Result<()> {
+        let end = align_up(room, self.page).ok_or(Error::AddressOverflow {
+            addr: h5chunk_format::Addr(0),
+            len: room,
+        })?;
+        if self.known_from != 0 || self.runs.len() > 1 || !self.raw_free.is_empty() {
+            return Err(Error::Unsupported(
+                "reserving metadata room in a file that has data pages",
+            ));
+        }
+        if end <= *eoa {
+            return Ok(());
+        }
+        self.runs.clear();
+        self.runs.insert(0, (end, SpaceKind::Metadata));
+        insert(&mut self.meta_free, *eoa, end.saturating_sub(*eoa));
+        *eoa = end;
+        Ok(())
+    }
+
     /// The page size.
     pub fn page(&self) -> u64 {
         self.page
@@ -289,6 +314,31 @@ mod tests {
         assert!(s.free(r, 512).is_ok());
         assert!(s.free(r, 512).is_err());
         assert!(s.free(1 << 40, 1).is_err());
+    }
+
+    #[test]
+    fn reserved_metadata_room_takes_metadata_first_and_raw_data_after() {
+        let (mut s, mut eoa) = PagedSpace::new(4096, 48, true).unwrap();
+        s.reserve_metadata(10_000, &mut eoa).unwrap();
+        assert_eq!(eoa, 12288);
+        assert_eq!(s.allocate(SpaceKind::Raw, 10, &mut eoa).unwrap(), 12288);
+        assert_eq!(s.allocate(SpaceKind::Metadata, 4000, &mut eoa).unwrap(), 48);
+        // Does not fit the rest of page 0: the next page of the room.
+        assert_eq!(
+            s.allocate(SpaceKind::Metadata, 4090, &mut eoa).unwrap(),
+            4096
+        );
+        assert_eq!(
+            s.allocate(SpaceKind::Metadata, 4096, &mut eoa).unwrap(),
+            8192
+        );
+        // The room is full: a new page at the EOA.
+        assert_eq!(
+            s.allocate(SpaceKind::Metadata, 100, &mut eoa).unwrap(),
+            16384
+        );
+        // Too late once data pages exist.
+        assert!(s.reserve_metadata(1 << 20, &mut eoa).is_err());
     }
 
     #[test]

@@ -499,6 +499,12 @@ pub struct FileOptions {
     /// in a superblock extension (so the superblock is version 2 at least; the high bound
     /// must allow V110). Free space is not persisted. Not with `swmr_write`.
     pub page_size: Option<u64>,
+    /// With [`page_size`](Self::page_size): keep the file's first this many bytes (rounded up
+    /// to whole pages) for metadata, so the superblock, object headers, group structures and
+    /// chunk indexes come first and raw data after (one request of that size opens and lists
+    /// the file and finds every chunk). When the room is full, later metadata goes to new
+    /// pages after the data; a room not filled stays a hole.
+    pub metadata_room: Option<u64>,
 }
 
 impl FileOptions {
@@ -772,6 +778,12 @@ impl File {
             options.bounds
         };
         let mut version = bounds.superblock_version(options.swmr_write, false);
+        if options.metadata_room.is_some() && options.page_size.is_none() {
+            return Err(Error::arg(
+                "metadata_room",
+                "a metadata room is kept in a paged file only (set page_size)",
+            ));
+        }
         if let Some(page) = options.page_size {
             crate::paged::check_page_size(page)?;
             if options.swmr_write {
@@ -825,7 +837,11 @@ impl File {
         }
         // Right after the superblock, in its page, as libhdf5 places it.
         let extension = match options.page_size {
-            Some(page) => Some(crate::paged::create(&mut store, page)?),
+            Some(page) => Some(crate::paged::create(
+                &mut store,
+                page,
+                options.metadata_room,
+            )?),
             None => None,
         };
         // The root group's address is not known yet: a placeholder superblock until it is.

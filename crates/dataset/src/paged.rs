@@ -7,6 +7,17 @@
 //! allocation): a reader that fetches whole pages, as libhdf5's page buffer and a remote
 //! reader do, finds every metadata block in a metadata page.
 //!
+//! Metadata first: a new paged file may keep its first pages for metadata
+//! (`FileOptions::metadata_room`): the superblock, its extension, every object header, group
+//! structure (heaps, B-trees, symbol tables) and chunk index fill that room from the front,
+//! and raw data (chunks, global heap collections holding variable-length values, huge heap
+//! objects) starts past it, page-aligned, so a reader that fetches the room has every
+//! structure it needs to open the file, list it and find any chunk. When the room is full,
+//! further metadata takes new pages after the data written so far (the file stays valid;
+//! those structures just cost a reader another request); a room not filled stays a hole in
+//! the file. The room is known while the file that created it is open: a later writer
+//! allocates past the end as in any paged file.
+//!
 //! What h5chunk writes is what libhdf5 writes for `fs_persist=False`: the message with the
 //! page size, threshold 1 and no free-space managers, a superblock of version 2 at least
 //! (version 0 and 1 superblocks have no extension), and an end of file that is a multiple of
@@ -90,11 +101,22 @@ pub(crate) fn page_size(store: &Store) -> Result<Option<u64>> {
     }
 }
 
-/// Start paged allocation on a new file's store (its superblock allocated, nothing else) and
-/// create the superblock extension holding the File Space Info message; its address.
-pub(crate) fn create(store: &mut Store, page_size: u64) -> Result<Addr> {
+/// Start paged allocation on a new file's store (its superblock allocated, nothing else),
+/// with the first `metadata_room` bytes kept for metadata if asked, and create the
+/// superblock extension holding the File Space Info message; its address.
+pub(crate) fn create(
+    store: &mut Store,
+    page_size: u64,
+    metadata_room: Option<u64>,
+) -> Result<Addr> {
     check_page_size(page_size)?;
-    store.cache.allocator().set_paged(page_size, true)?;
+    {
+        let mut alloc = store.cache.allocator();
+        alloc.set_paged(page_size, true)?;
+        if let Some(room) = metadata_room {
+            alloc.reserve_metadata(room)?;
+        }
+    }
     let info = FileSpaceInfo::new(FileSpaceStrategy::Page, page_size);
     let mut data = Vec::new();
     info.encode(&mut Encoder::new(

@@ -339,3 +339,206 @@ fn bad_paged_options_are_refused() {
         Err(h5chunk::Error::Unsupported(_))
     ));
 }
+
+/// A storage holding a whole file that serves only its first `limit` bytes: what a reader
+/// that fetched only the metadata room has.
+#[derive(Debug)]
+struct Front {
+    inner: h5chunk::storage::MemStorage,
+    limit: u64,
+}
+
+impl h5chunk::storage::Storage for Front {
+    fn read_at(&self, addr: h5chunk_format::Addr, buf: &mut [u8]) -> std::io::Result<()> {
+        if addr.get() + buf.len() as u64 > self.limit {
+            return Err(std::io::Error::other(format!(
+                "{} bytes at {} past the first {} bytes",
+                buf.len(),
+                addr.get(),
+                self.limit
+            )));
+        }
+        self.inner.read_at(addr, buf)
+    }
+    fn write_at(&self, _: h5chunk_format::Addr, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("read-only"))
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("read-only"))
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every member below `g`, depth-first: each dataset's shape, type and chunk list (its
+/// index walked), each group's numeric attribute `n`.
+fn walk_all(g: &h5chunk::Group, out: &mut Vec<String>) {
+    for (name, kind) in g.members().unwrap() {
+        match kind {
+            h5chunk::MemberKind::Group => {
+                let child = g.group(&name).unwrap();
+                let n = child.attr("n").unwrap().value::<i64>().unwrap();
+                out.push(format!("{name}/ n={n}"));
+                walk_all(&child, out);
+            }
+            h5chunk::MemberKind::Dataset => {
+                let d = g.dataset(&name).unwrap();
+                let chunks = d.chunks().unwrap();
+                out.push(format!(
+                    "{name} {:?} {} {:?} {} chunks",
+                    d.shape(),
+                    d.dtype().numpy(),
+                    d.index_kind(),
+                    chunks.len()
+                ));
+            }
+            h5chunk::MemberKind::Other => out.push(name),
+        }
+    }
+}
+
+#[test]
+fn metadata_first_files_open_list_and_index_from_their_first_pages() {
+    let python = interop::python("metadata_first_files_open_list_and_index_from_their_first_pages");
+    // A room the metadata fits in, and one it overflows (later metadata goes past the data
+    // written so far: still a valid file, only not all up front).
+    for (i, bounds, room, fits) in [
+        (0, LibverBounds::default(), 512u64 << 10, true),
+        (
+            1,
+            LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+            512 << 10,
+            true,
+        ),
+        (2, LibverBounds::default(), 64 << 10, false),
+    ] {
+        let name = format!("metadata_first_{i}.h5");
+        let path = tmp(&name);
+        let f = File::create_with(
+            &path,
+            FileOptions {
+                bounds,
+                metadata_room: Some(room),
+                ..FileOptions::paged(4096)
+            },
+        )
+        .unwrap();
+        // Twenty groups of five datasets (fixed, extensible, v2 B-tree or v1 B-tree, single
+        // chunk, deflated), written group after group, with attributes, as an instrument's
+        // granule is.
+        for gi in 0..20i64 {
+            let g = f.create_group(&format!("beam{gi:02}")).unwrap();
+            g.attrs().set_scalar("n", gi).unwrap();
+            g.attrs().set_str("units", "metres").unwrap();
+            let p = format!("beam{gi:02}");
+            let v: Vec<f32> = (0..5000).map(|x| (x as f32) + gi as f32).collect();
+            let fixed = f
+                .new_dataset::<f32>()
+                .shape(&[5000])
+                .chunk(&[1000])
+                .create(&format!("{p}/fixed"))
+                .unwrap();
+            fixed.write(&v).unwrap();
+            let ext = f
+                .new_dataset::<f32>()
+                .shape(&[0])
+                .max_shape(&[None])
+                .chunk(&[700])
+                .filter(FilterSpec::Deflate(4))
+                .create(&format!("{p}/extensible"))
+                .unwrap();
+            ext.append(&v).unwrap();
+            let two = f
+                .new_dataset::<i16>()
+                .shape(&[0, 40])
+                .max_shape(&[None, None])
+                .chunk(&[16, 16])
+                .create(&format!("{p}/two"))
+                .unwrap();
+            two.append(&vec![gi as i16; 40 * 50]).unwrap();
+            let single = f
+                .new_dataset::<u8>()
+                .shape(&[300])
+                .chunk(&[300])
+                .create(&format!("{p}/single"))
+                .unwrap();
+            single.write(&[gi as u8; 300]).unwrap();
+            let shuffled = f
+                .new_dataset::<f64>()
+                .shape(&[2000])
+                .chunk(&[250])
+                .filter(FilterSpec::Shuffle)
+                .filter(FilterSpec::Deflate(6))
+                .create(&format!("{p}/shuffled"))
+                .unwrap();
+            shuffled
+                .write(&(0..2000).map(f64::from).collect::<Vec<_>>())
+                .unwrap();
+        }
+        f.close().unwrap();
+
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len() as u64 % 4096, 0, "{name}");
+        // Everything but raw data within the room: opening, listing every group and its
+        // attribute, and walking every chunk index read nothing past it.
+        let whole = File::open(&path).unwrap();
+        let mut want = Vec::new();
+        walk_all(&whole.root().unwrap(), &mut want);
+        assert_eq!(want.len(), 20 * 6, "{name}: {want:?}");
+        let front = Front {
+            inner: h5chunk::storage::MemStorage::from_vec(bytes.clone()),
+            limit: room,
+        };
+        if fits {
+            let f = h5chunk::OpenOptions::read_only()
+                .open_on(std::sync::Arc::new(front))
+                .unwrap();
+            let mut got = Vec::new();
+            walk_all(&f.root().unwrap(), &mut got);
+            assert_eq!(got, want, "{name}");
+        }
+        // And every chunk lies past it.
+        for gi in 0..20 {
+            for d in ["fixed", "extensible", "two", "single", "shuffled"] {
+                let d = whole.dataset(&format!("beam{gi:02}/{d}")).unwrap();
+                for c in d.chunks().unwrap() {
+                    assert!(
+                        c.addr.get() >= room,
+                        "{name}: {d:?} chunk at {}",
+                        c.addr.get()
+                    );
+                }
+            }
+        }
+        let v: Vec<f32> = whole.dataset("beam07/fixed").unwrap().read().unwrap();
+        assert_eq!(v[4999], 4999.0 + 7.0);
+        drop(whole);
+        if let Some(python) = &python {
+            let out = interop::run_python(
+                python,
+                r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r", page_buf_size=1 << 20) as f:
+    p = f.id.get_create_plist()
+    total = 0
+    for gi in range(20):
+        g = f["beam%02d" % gi]
+        assert g.attrs["n"] == gi and g.attrs["units"] == "metres"
+        assert (g["fixed"][:] == np.arange(5000, dtype="f4") + gi).all()
+        assert (g["extensible"][:] == np.arange(5000, dtype="f4") + gi).all()
+        assert (g["two"][:] == gi).all() and g["two"].shape == (50, 40)
+        assert (g["single"][:] == gi).all()
+        assert (g["shuffled"][:] == np.arange(2000)).all()
+        total += 1
+    print(p.get_file_space_strategy()[0], p.get_file_space_page_size(), total)
+"#,
+                &[path.to_str().unwrap()],
+            );
+            assert_eq!(out.trim(), "1 4096 20", "{name}");
+        }
+    }
+}
