@@ -1022,6 +1022,70 @@ fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
     );
 }
 
+/// A metadata-first paged file (pages and metadata room of 1 MiB, past the 256 KiB the
+/// opening request reads ahead) in a local S3: `ls --stats` opens and lists it in two GETs,
+/// the opening one and one for the rest of the first page, and no HEAD; reading a dataset
+/// then fetches its chunks past the room.
+#[test]
+fn ls_stats_of_a_metadata_first_file_in_s3_takes_two_gets() {
+    let Some(python) = interop::python("ls_stats_of_a_metadata_first_file_in_s3") else {
+        return;
+    };
+    let dir = tmp("metadata_first_s3");
+    let local = dir.join("granule.h5");
+    let page = 1u64 << 20;
+    let f = h5chunk::FileOptions {
+        metadata_room: Some(page),
+        ..h5chunk::FileOptions::paged(page)
+    }
+    .create(&local)
+    .unwrap();
+    for gi in 0..20 {
+        let g = f.create_group(&format!("gt{gi:02}")).unwrap();
+        g.attrs().set_scalar("beam", gi).unwrap();
+        for name in ["h_ph", "lat_ph", "lon_ph"] {
+            let d = f
+                .new_dataset::<f32>()
+                .shape(&[40_000])
+                .chunk(&[10_000])
+                .filter(h5chunk::FilterSpec::Deflate(1))
+                .create(&format!("gt{gi:02}/{name}"))
+                .unwrap();
+            d.write(&(0..40_000).map(|i| (i * gi) as f32).collect::<Vec<_>>())
+                .unwrap();
+        }
+    }
+    f.close().unwrap();
+    assert!(std::fs::metadata(&local).unwrap().len() > 2 * page);
+    let moto = h5chunk_testkit::moto::Moto::start(&python);
+    moto.upload(&python, "granules", &[&local]);
+    let url = "s3://granules/granule.h5";
+    let with_env = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h5chunk"));
+        c.args(args);
+        for (k, v) in moto.env() {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = with_env(&["ls", "--stats", url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(out.stdout, ok(&["ls", s(&local)]));
+    let remote = err
+        .lines()
+        .find_map(|l| l.split("; remote: ").nth(1))
+        .unwrap_or_else(|| panic!("no remote stats: {err}"));
+    assert!(
+        remote.starts_with("2 GET, 0 HEAD, ") && remote.contains(&format!(" {page} bytes")),
+        "{err}"
+    );
+    let out = with_env(&["cat", url, "gt07/lat_ph"]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["cat", s(&local), "gt07/lat_ph"]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A netCDF-4 file of 30 variables written by the `netCDF4` package (its root group's links
 /// in dense storage): `ls -a` lists every variable with each of its attributes and their
 /// values, `cat` prints a string variable a line an element, and `check` finds it sound.

@@ -1122,6 +1122,7 @@ impl File {
         if let Some(ext) = sb.extension_address {
             crate::extension::apply(&mut store, ext)?;
         }
+        crate::paged::prefetch_first_page(&store)?;
         if options.writable {
             if options.swmr_write && crate::paged::page_size(&store)?.is_some() {
                 return Err(Error::Unsupported("SWMR writing to a paged file"));

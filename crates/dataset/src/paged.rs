@@ -136,6 +136,23 @@ pub(crate) fn create(
     Ok(at)
 }
 
+/// On opening a paged file: fetch its whole first page now, in one request where requests
+/// cost a round trip (an object store, whose opening request brought only its read-ahead):
+/// a paged file keeps its superblock, and in a metadata-first file every structure, there.
+pub(crate) fn prefetch_first_page(store: &Store) -> Result<()> {
+    if let Some(page) = page_size(store)? {
+        let len = store.storage.len().map_err(|e| store.io(e))?;
+        let want = page.min(len);
+        if want > 0 {
+            store
+                .storage
+                .prefetch(&[(Addr(0), want)])
+                .map_err(|e| store.io(e))?;
+        }
+    }
+    Ok(())
+}
+
 /// On opening a paged file for writing: allocate by its pages from now on.
 pub(crate) fn open_for_writing(store: &Store) -> Result<()> {
     if let Some(page) = page_size(store)? {
