@@ -36,8 +36,12 @@ use crate::store::{HeaderPad, Store};
 
 /// The smallest page size libhdf5 accepts.
 pub const MIN_PAGE_SIZE: u64 = h5chunk_format::message::file_space_info::MIN_PAGE_SIZE;
-/// The largest page size h5chunk writes (libhdf5's `H5F_FILE_SPACE_PAGE_SIZE_MAX`, 1 GiB).
+/// The largest page size libhdf5 sets (`H5Pset_file_space_page_size` refuses more than
+/// 1 GiB), so the largest h5chunk writes or accepts in a file.
 pub const MAX_PAGE_SIZE: u64 = 1 << 30;
+
+/// The most the first-page prefetch of an open fetches, whatever page size a file claims.
+const PREFETCH_MAX: u64 = 64 << 20;
 
 /// How a file manages its space, as its File Space Info message says (libhdf5's file
 /// creation properties `H5Pget_file_space_strategy` and `H5Pget_file_space_page_size`).
@@ -88,7 +92,8 @@ pub(crate) fn check_page_size(page_size: u64) -> Result<()> {
 pub(crate) fn page_size(store: &Store) -> Result<Option<u64>> {
     match store.file_space.as_ref().filter(|m| m.is_paged()) {
         Some(m) => {
-            if !(MIN_PAGE_SIZE..=(1u64 << 40)).contains(&m.page_size) {
+            // libhdf5 refuses to set a page size outside these bounds.
+            if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&m.page_size) {
                 return Err(Error::corrupt(
                     "File Space Info message",
                     None,
@@ -139,10 +144,12 @@ pub(crate) fn create(
 /// On opening a paged file: fetch its whole first page now, in one request where requests
 /// cost a round trip (an object store, whose opening request brought only its read-ahead):
 /// a paged file keeps its superblock, and in a metadata-first file every structure, there.
+/// A page size libhdf5 could not have written is no reason to refuse reading the file: the
+/// prefetch is skipped (a writer refuses it, [`open_for_writing`]).
 pub(crate) fn prefetch_first_page(store: &Store) -> Result<()> {
-    if let Some(page) = page_size(store)? {
+    if let Ok(Some(page)) = page_size(store) {
         let len = store.storage.len().map_err(|e| store.io(e))?;
-        let want = page.min(len);
+        let want = page.min(len).min(PREFETCH_MAX);
         if want > 0 {
             store
                 .storage

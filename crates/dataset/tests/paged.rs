@@ -137,8 +137,9 @@ fn h5repack_paged_files_read() {
     let Some(python) = interop::python("h5repack_paged_files_read") else {
         return;
     };
-    // Installed with h5dump (Debian's hdf5-tools), which the interop convention requires.
-    let h5repack = which("h5repack").expect("h5repack (hdf5-tools) on PATH");
+    let Some(h5repack) = hdf5_tool("h5repack_paged_files_read", "h5repack") else {
+        return;
+    };
     let src = tmp("repack_src.h5");
     interop::run_python(
         &python,
@@ -161,13 +162,17 @@ fn h5repack_paged_files_read() {
     }
 }
 
-/// A tool found on `PATH`, for the tools the interop convention has no variable for.
-fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(tool))
-            .find(|p| p.is_file())
-    })
+/// Another tool of `h5dump`'s package (Debian's hdf5-tools: h5repack, h5stat), beside the
+/// `h5dump` the interop convention gives: skipped with it, required with it.
+fn hdf5_tool(test: &str, tool: &str) -> Option<PathBuf> {
+    let h5dump = interop::h5dump(test)?;
+    let path = h5dump.with_file_name(tool);
+    assert!(
+        path.is_file(),
+        "{} (hdf5-tools, beside h5dump)",
+        path.display()
+    );
+    Some(path)
 }
 
 /// Write the test contents with h5chunk into a paged file.
@@ -292,8 +297,7 @@ with h5py.File(path, "r", page_buf_size=16 * int(sys.argv[2])) as f:
 
 #[test]
 fn h5stat_reports_our_paged_files() {
-    let Some(h5stat) = which("h5stat") else {
-        eprintln!("h5stat not installed: h5stat_reports_our_paged_files checks nothing");
+    let Some(h5stat) = hdf5_tool("h5stat_reports_our_paged_files", "h5stat") else {
         return;
     };
     let path = tmp("ours_h5stat.h5");
@@ -541,4 +545,40 @@ with h5py.File(sys.argv[1], "r", page_buf_size=1 << 20) as f:
             assert_eq!(out.trim(), "1 4096 20", "{name}");
         }
     }
+}
+
+#[test]
+fn impossible_page_sizes_read_but_refuse_writes() {
+    let path = tmp("page_size_src.h5");
+    write_paged(&path, FileOptions::paged(4096));
+    let bytes = std::fs::read(&path).unwrap();
+    // The message body under the default (earliest) bounds: a version 1 extension header,
+    // no checksum. Version 1, paged, not persisting, threshold 1, then the page size.
+    let head = [1u8, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0];
+    let at = bytes
+        .windows(head.len() + 8)
+        .position(|w| w[..head.len()] == head && w[head.len()..] == 4096u64.to_le_bytes())
+        .expect("the File Space Info message")
+        + head.len();
+    for bad in [0u64, 100, (1 << 30) + 1, 1 << 50, u64::MAX] {
+        let mut b = bytes.clone();
+        b[at..at + 8].copy_from_slice(&bad.to_le_bytes());
+        let p = tmp(&format!("page_size_{bad}.h5"));
+        std::fs::write(&p, &b).unwrap();
+        check_contents_ours(&p);
+        assert_eq!(File::open(&p).unwrap().file_space().unwrap().page_size, bad);
+        match File::open_rw(&p) {
+            Err(h5chunk::Error::Corrupt { .. }) => {}
+            other => panic!("page size {bad}: {other:?}"),
+        }
+    }
+}
+
+/// What `write_paged` wrote reads back.
+fn check_contents_ours(path: &Path) {
+    let f = File::open(path).unwrap();
+    let a: Vec<f64> = f.dataset("a").unwrap().read().unwrap();
+    assert_eq!(a, (0..1000).map(f64::from).collect::<Vec<_>>());
+    let c: Vec<u16> = f.dataset("g/c").unwrap().read().unwrap();
+    assert_eq!(c, (0..50).collect::<Vec<_>>());
 }
