@@ -359,9 +359,12 @@ mod tests {
         fn blocks_keep_the_page_invariants(
             page_log in 9u32..13,
             ops in proptest::collection::vec((any::<bool>(), 1u64..20_000, any::<bool>()), 1..200),
+            room in 0u64..100_000,
         ) {
             let page = 1u64 << page_log;
             let (mut s, mut eoa) = PagedSpace::new(page, 48, true).unwrap();
+            s.reserve_metadata(room, &mut eoa).unwrap();
+            let room_end = eoa;
             let mut live: Vec<(u64, u64, SpaceKind)> = vec![(0, 48, SpaceKind::Metadata)];
             for (raw, len, free_one) in ops {
                 if free_one && live.len() > 1 {
@@ -372,6 +375,9 @@ mod tests {
                 let kind = if raw { SpaceKind::Raw } else { SpaceKind::Metadata };
                 let a = s.allocate(kind, len, &mut eoa).unwrap();
                 prop_assert_eq!(eoa % page, 0);
+                if raw {
+                    prop_assert!(a >= room_end, "raw data inside the metadata room");
+                }
                 prop_assert!(a + len <= eoa);
                 if len < page {
                     prop_assert_eq!(a / page, (a + len - 1) / page, "crosses a page");

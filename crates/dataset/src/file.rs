@@ -753,6 +753,13 @@ impl File {
     ) -> Result<File> {
         let counted = Arc::new(Counted::new(storage));
         let storage: Arc<dyn Storage> = Arc::clone(&counted) as Arc<dyn Storage>;
+        // Before anything is truncated.
+        crate::paged::check_options(
+            options.page_size,
+            options.metadata_room,
+            options.swmr_write,
+            options.bounds.high(),
+        )?;
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
@@ -778,24 +785,7 @@ impl File {
             options.bounds
         };
         let mut version = bounds.superblock_version(options.swmr_write, false);
-        if options.metadata_room.is_some() && options.page_size.is_none() {
-            return Err(Error::arg(
-                "metadata_room",
-                "a metadata room is kept in a paged file only (set page_size)",
-            ));
-        }
-        if let Some(page) = options.page_size {
-            crate::paged::check_page_size(page)?;
-            if options.swmr_write {
-                return Err(Error::Unsupported("a paged file created for SWMR writing"));
-            }
-            if bounds.high() < Libver::V110 {
-                return Err(Error::arg(
-                    "page_size",
-                    "a paged file needs a high bound of V110 or later (the File Space Info \
-                     message)",
-                ));
-            }
+        if options.page_size.is_some() {
             // Versions 0 and 1 have no superblock extension, as libhdf5 raises them.
             version = version.max(2);
         }
@@ -1243,6 +1233,10 @@ impl File {
                 file: s.name.clone(),
                 version,
             });
+        }
+        if s.page_size().is_some() {
+            // Deferred reuse and EOA steps are not paged (see h5chunk_cache's paged module).
+            return Err(Error::Unsupported("SWMR writing to a paged file"));
         }
         let open: Vec<_> = inner.open.lock().values().cloned().collect();
         for o in &open {

@@ -32,6 +32,7 @@ use h5chunk_format::object_header::MessageFlags;
 pub use h5chunk_format::message::FileSpaceStrategy;
 
 use crate::error::{Error, Result};
+use crate::libver::Libver;
 use crate::store::{HeaderPad, Store};
 
 /// The smallest page size libhdf5 accepts.
@@ -82,6 +83,37 @@ pub(crate) fn check_page_size(page_size: u64) -> Result<()> {
         return Err(Error::arg(
             "page_size",
             format!("{page_size} bytes: a file space page is {MIN_PAGE_SIZE} bytes to 1 GiB"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse paged-file options that cannot be honoured: a page size libhdf5 would refuse, a
+/// metadata room without pages, SWMR writing (not paged), or a high bound below V110 (the
+/// File Space Info message's first version).
+pub(crate) fn check_options(
+    page_size: Option<u64>,
+    metadata_room: Option<u64>,
+    swmr_write: bool,
+    high: Libver,
+) -> Result<()> {
+    let Some(page) = page_size else {
+        if metadata_room.is_some() {
+            return Err(Error::arg(
+                "metadata_room",
+                "a metadata room is kept in a paged file only (set page_size)",
+            ));
+        }
+        return Ok(());
+    };
+    check_page_size(page)?;
+    if swmr_write {
+        return Err(Error::Unsupported("a paged file created for SWMR writing"));
+    }
+    if high < Libver::V110 {
+        return Err(Error::arg(
+            "page_size",
+            "a paged file needs a high bound of V110 or later (the File Space Info message)",
         ));
     }
     Ok(())

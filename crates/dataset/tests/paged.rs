@@ -320,12 +320,14 @@ fn h5stat_reports_our_paged_files() {
 #[test]
 fn bad_paged_options_are_refused() {
     let path = tmp("refused.h5");
+    write_paged(&path, FileOptions::paged(4096));
     for page in [0u64, 511, (1 << 30) + 1] {
         match File::create_with(&path, FileOptions::paged(page)) {
             Err(h5chunk::Error::InvalidArgument { name, .. }) => assert_eq!(name, "page_size"),
             other => panic!("{page}: {other:?}"),
         }
     }
+    check_contents_ours(&path);
     let v18 = FileOptions {
         bounds: LibverBounds::new(Libver::Earliest, Libver::V18).unwrap(),
         ..FileOptions::paged(4096)
@@ -342,6 +344,38 @@ fn bad_paged_options_are_refused() {
         File::create_with(&path, swmr),
         Err(h5chunk::Error::Unsupported(_))
     ));
+    // Nor SWMR writing later, on a paged file opened for writing or created so.
+    let latest = FileOptions {
+        bounds: LibverBounds::new(Libver::Latest, Libver::Latest).unwrap(),
+        ..FileOptions::paged(4096)
+    };
+    let f = File::create_with(&path, latest).unwrap();
+    assert!(matches!(
+        f.start_swmr_write(),
+        Err(h5chunk::Error::Unsupported(_))
+    ));
+    f.close().unwrap();
+    assert!(matches!(
+        h5chunk::OpenOptions::swmr_write().open(&path),
+        Err(h5chunk::Error::Unsupported(_))
+    ));
+    let f = File::open_rw(&path).unwrap();
+    assert!(matches!(
+        f.start_swmr_write(),
+        Err(h5chunk::Error::Unsupported(_))
+    ));
+    f.close().unwrap();
+    write_paged(&path, FileOptions::paged(4096));
+    let no_pages = FileOptions {
+        metadata_room: Some(1 << 20),
+        ..FileOptions::default()
+    };
+    assert!(matches!(
+        File::create_with(&path, no_pages),
+        Err(h5chunk::Error::InvalidArgument { .. })
+    ));
+    // Refused before anything is truncated: the file is still whole.
+    check_contents_ours(&path);
 }
 
 /// A storage holding a whole file that serves only its first `limit` bytes: what a reader
