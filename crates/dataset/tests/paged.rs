@@ -232,6 +232,11 @@ fn paged_files_we_write_open_in_libhdf5() {
             assert_eq!(len % page, 0, "{name}: {len} bytes");
             check_contents(&path);
             let f = File::open(&path).unwrap();
+            let report = f.check();
+            assert!(
+                report.is_clean() && report.skipped.is_empty(),
+                "{name}: {report:?}"
+            );
             assert!(f.superblock_version() >= 2, "{name}");
             let fs = f.file_space().unwrap();
             assert!(
@@ -524,6 +529,12 @@ fn metadata_first_files_open_list_and_index_from_their_first_pages() {
         // Everything but raw data within the room: opening, listing every group and its
         // attribute, and walking every chunk index read nothing past it.
         let whole = File::open(&path).unwrap();
+        let report = whole.check();
+        assert!(
+            report.is_clean() && report.skipped.is_empty(),
+            "{name}: {report:?}"
+        );
+        assert_eq!(report.datasets, 100, "{name}");
         let mut want = Vec::new();
         walk_all(&whole.root().unwrap(), &mut want);
         assert_eq!(want.len(), 20 * 6, "{name}: {want:?}");
