@@ -1086,6 +1086,65 @@ fn ls_stats_of_a_metadata_first_file_in_s3_takes_two_gets() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// libhdf5's own paged file (an h5py file of 20 groups of 8 deflated datasets, repacked by
+/// `h5repack -S PAGE -G 1048576`) in a local S3: `ls --stats` lists it in two GETs, no HEAD,
+/// one page fetched; `cat` reads a dataset equal to the local file.
+#[test]
+fn ls_stats_of_a_libhdf5_paged_file_in_s3_takes_two_gets() {
+    let test = "ls_stats_of_a_libhdf5_paged_file_in_s3";
+    let (Some(python), Some(h5dump)) = (interop::python(test), interop::h5dump(test)) else {
+        return;
+    };
+    let h5repack = h5dump.with_file_name("h5repack");
+    let dir = tmp("libhdf5_paged_s3");
+    let plain = dir.join("plain.h5");
+    let paged = dir.join("paged.h5");
+    interop::run_python(
+        &python,
+        r#"
+import sys, h5py, numpy as np
+rng = np.random.default_rng(0)
+with h5py.File(sys.argv[1], "w") as f:
+    for g in range(20):
+        grp = f.create_group("gt%02d/heights" % g)
+        for d in range(8):
+            v = rng.normal(size=20000).astype("f4").cumsum()
+            grp.create_dataset("v%d" % d, data=v, chunks=(10000,), compression="gzip")
+"#,
+        &[s(&plain)],
+    );
+    let status = std::process::Command::new(&h5repack)
+        .args(["-S", "PAGE", "-G", "1048576"])
+        .arg(&plain)
+        .arg(&paged)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let moto = h5chunk_testkit::moto::Moto::start(&python);
+    moto.upload(&python, "granules", &[&paged]);
+    let url = "s3://granules/paged.h5";
+    let with_env = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h5chunk"));
+        c.args(args);
+        for (k, v) in moto.env() {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = with_env(&["ls", "--stats", url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(out.stdout, ok(&["ls", s(&plain)]));
+    assert!(
+        err.contains("; remote: 2 GET, 0 HEAD, 1048576 bytes fetched"),
+        "{err}"
+    );
+    let out = with_env(&["cat", url, "gt13/heights/v5"]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["cat", s(&plain), "gt13/heights/v5"]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A netCDF-4 file of 30 variables written by the `netCDF4` package (its root group's links
 /// in dense storage): `ls -a` lists every variable with each of its attributes and their
 /// values, `cat` prints a string variable a line an element, and `check` finds it sound.
