@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use h5chunk_format::Addr;
 
 use crate::error::{Error, Result};
+use crate::paged::{PagedSpace, SpaceKind};
 
 /// The step the EOA grows by under SWMR (see the module docs).
 pub const SWMR_EOA_STEP: u64 = 1 << 20;
@@ -53,6 +54,9 @@ pub struct Allocator {
     /// The end of the highest block handed out (at most the EOA): nothing at or past it was
     /// ever given to anyone, so nothing written before points there.
     high: u64,
+    /// Paged allocation (libhdf5's paged aggregation), when the file is paged: every request
+    /// goes there instead (see [`crate::paged`]).
+    paged: Option<PagedSpace>,
 }
 
 /// A copy has its own shared EOA: it allocates on its own.
@@ -67,6 +71,7 @@ impl Clone for Allocator {
             free: self.free.clone(),
             deferred: self.deferred.clone(),
             high: self.high,
+            paged: self.paged.clone(),
         }
     }
 }
@@ -84,6 +89,68 @@ impl Allocator {
             free: BTreeMap::new(),
             deferred: BTreeMap::new(),
             high: eoa.get(),
+            paged: None,
+        }
+    }
+
+    /// Allocate in pages of `page` bytes from now on, metadata and raw data in pages of their
+    /// own (see [`crate::paged`]): the EOA moves up to a page boundary. `fresh`: a new file,
+    /// whose first page (the superblock's) is metadata and takes the next metadata blocks;
+    /// otherwise an existing paged file, whose pages are left as they are. Refused under SWMR
+    /// (its deferred reuse and EOA steps are not paged) and with an alignment set.
+    pub fn set_paged(&mut self, page: u64, fresh: bool) -> Result<()> {
+        if self.swmr {
+            return Err(Error::Unsupported("paged allocation while SWMR writing"));
+        }
+        if self.alignment != 1 {
+            return Err(Error::Unsupported("paged allocation with an alignment"));
+        }
+        let (space, eoa) = PagedSpace::new(page, self.eoa, fresh)?;
+        self.free.clear();
+        self.paged = Some(space);
+        self.store_eoa(eoa);
+        Ok(())
+    }
+
+    /// Reserve the first `room` bytes of a new paged file for metadata (see
+    /// [`crate::paged`]): metadata fills them first, raw data goes past them.
+    pub fn reserve_metadata(&mut self, room: u64) -> Result<()> {
+        let Some(p) = self.paged.as_mut() else {
+            return Err(Error::Unsupported(
+                "metadata room in a file that is not paged",
+            ));
+        };
+        let mut eoa = self.eoa;
+        p.reserve_metadata(room, &mut eoa)?;
+        self.store_eoa(eoa);
+        Ok(())
+    }
+
+    /// The page size, when allocation is paged.
+    pub fn page_size(&self) -> Option<u64> {
+        self.paged.as_ref().map(PagedSpace::page)
+    }
+
+    /// Allocate `len` bytes of raw data: in a paged file, in raw-data pages; otherwise as
+    /// [`allocate`](Self::allocate).
+    pub fn allocate_raw(&mut self, len: u64) -> Result<Addr> {
+        self.allocate_kind(SpaceKind::Raw, len)
+    }
+
+    /// Allocate `len` bytes of `kind`.
+    pub fn allocate_kind(&mut self, kind: SpaceKind, len: u64) -> Result<Addr> {
+        match self.paged.as_mut() {
+            Some(p) => {
+                if len == 0 {
+                    return Err(Error::ZeroLength);
+                }
+                let mut eoa = self.eoa;
+                let at = p.allocate(kind, len, &mut eoa)?;
+                self.store_eoa(eoa);
+                self.high = self.high.max(at.saturating_add(len));
+                Ok(Addr(at))
+            }
+            None => self.allocate_unpaged(len),
         }
     }
 
@@ -117,6 +184,7 @@ impl Allocator {
         self.high = eoa.get();
         self.free.clear();
         self.deferred.clear();
+        self.paged = None;
     }
 
     /// Align every request of at least `threshold` bytes to a multiple of `alignment`.
@@ -146,8 +214,13 @@ impl Allocator {
         }
     }
 
-    /// Allocate `len` bytes: the first free block that fits, else at the EOA.
+    /// Allocate `len` bytes (of metadata, in a paged file): the first free block that fits,
+    /// else at the EOA.
     pub fn allocate(&mut self, len: u64) -> Result<Addr> {
+        self.allocate_kind(SpaceKind::Metadata, len)
+    }
+
+    fn allocate_unpaged(&mut self, len: u64) -> Result<Addr> {
         if len == 0 {
             return Err(Error::ZeroLength);
         }
@@ -224,6 +297,9 @@ impl Allocator {
         if end > self.eoa {
             return Err(bad("beyond the end of allocation"));
         }
+        if let Some(p) = self.paged.as_mut() {
+            return p.free(start, len);
+        }
         if overlaps(&self.free, start, end) || overlaps(&self.deferred, start, end) {
             return Err(bad("overlaps space that is already free"));
         }
@@ -238,7 +314,8 @@ impl Allocator {
 
     /// Total bytes reusable now.
     pub fn free_space(&self) -> u64 {
-        self.free.values().sum()
+        let paged = self.paged.as_ref().map_or(0, PagedSpace::free_space);
+        self.free.values().sum::<u64>().saturating_add(paged)
     }
 
     /// Total bytes freed under SWMR and not reusable until it ends.

@@ -139,6 +139,7 @@
 
 mod alloc;
 mod cache;
+mod counted;
 mod entry;
 mod error;
 #[cfg(feature = "testing")]
@@ -151,6 +152,7 @@ mod line;
 #[cfg(feature = "object-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 mod object;
+mod paged;
 mod pages;
 mod stats;
 mod storage;
@@ -158,6 +160,7 @@ mod trace;
 
 pub use alloc::Allocator;
 pub use cache::{CacheConfig, ChunkFlusher, EntryMut, EntryRef, FlushReport, MetadataCache};
+pub use counted::{Counted, IoStats};
 pub use entry::{CacheEntry, Key, ProxyId};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
@@ -172,7 +175,8 @@ pub use line::CacheLine;
 #[cfg(feature = "object-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
 pub use object::{BLOCK, GAP, ObjectStorage, READ_AHEAD};
+pub use paged::SpaceKind;
 pub use pages::{PAGE_BYTES, PageCache};
 pub use stats::{CacheStats, TypeStats};
-pub use storage::{FileStorage, MemStorage, Storage};
+pub use storage::{FileStorage, MemStorage, RemoteStats, Storage};
 pub use trace::{OrderViolation, TraceEvent, ViolationKind, WriteTrace, check_write_order};

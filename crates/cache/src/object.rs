@@ -360,6 +360,14 @@ impl Storage for ObjectStorage {
             .collect();
         self.fetch(&ranges)
     }
+
+    fn remote_stats(&self) -> Option<crate::storage::RemoteStats> {
+        Some(crate::storage::RemoteStats {
+            requests: self.requests(),
+            heads: 0,
+            bytes: self.bytes_fetched(),
+        })
+    }
 }
 
 fn read_only(url: &str) -> io::Error {

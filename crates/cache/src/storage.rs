@@ -16,6 +16,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use h5chunk_format::Addr;
 use parking_lot::{Mutex, RwLock};
 
+/// What a remote storage fetched: its requests (the opening one included) and their bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct RemoteStats {
+    /// GET (range) requests made.
+    pub requests: u64,
+    /// HEAD requests made.
+    pub heads: u64,
+    /// Bytes the requests returned.
+    pub bytes: u64,
+}
+
 /// Positioned, shareable byte storage.
 pub trait Storage: Send + Sync + fmt::Debug {
     /// Fill `buf` from the bytes at `addr`. Reading past the end is an
@@ -63,6 +74,12 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// make them cheaper ([`FileStorage`] fills the hole with zeros ahead of them). The
     /// default does nothing.
     fn expect_growth_ahead(&self) {}
+
+    /// What a storage whose requests cross a network fetched so far (an object store's
+    /// requests and bytes); `None` (the default) for local storage.
+    fn remote_stats(&self) -> Option<RemoteStats> {
+        None
+    }
 }
 
 impl<S: Storage + ?Sized> Storage for Arc<S> {
@@ -89,6 +106,9 @@ impl<S: Storage + ?Sized> Storage for Arc<S> {
     }
     fn expect_growth_ahead(&self) {
         (**self).expect_growth_ahead()
+    }
+    fn remote_stats(&self) -> Option<RemoteStats> {
+        (**self).remote_stats()
     }
 }
 

@@ -46,6 +46,10 @@ enum Command {
         /// (long values shortened).
         #[arg(short = 'a', long)]
         attrs: bool,
+        /// After the listing, print to stderr the requests the listing made and their bytes
+        /// (and, for a URL, the GET and HEAD requests and bytes fetched).
+        #[arg(long)]
+        stats: bool,
     },
     /// Print the attributes of a group or dataset: name, type, shape and value, one per line.
     Attrs {
@@ -326,7 +330,12 @@ enum Outcome {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Ls { file, group, attrs } => ls(&file, group.as_deref(), attrs),
+        Command::Ls {
+            file,
+            group,
+            attrs,
+            stats,
+        } => ls(&file, group.as_deref(), attrs, stats),
         Command::Attrs { file, path } => attrs(&file, path.as_deref().unwrap_or("/")),
         Command::Inspect { file, dataset } => inspect(&file, &dataset),
         Command::Cat {
@@ -460,7 +469,7 @@ fn dataset_line(d: &Dataset) -> h5chunk::Result<String> {
     Ok(line)
 }
 
-fn ls(file: &Path, group: Option<&str>, with_attrs: bool) -> CliResult<Outcome> {
+fn ls(file: &Path, group: Option<&str>, with_attrs: bool, stats: bool) -> CliResult<Outcome> {
     let f = open(file)?;
     let g = in_file(file, f.group(group.unwrap_or("/")))?;
     let mut out = std::io::stdout().lock();
@@ -482,6 +491,9 @@ fn ls(file: &Path, group: Option<&str>, with_attrs: bool) -> CliResult<Outcome> 
             break;
         }
     }
+    if stats {
+        eprintln!("{}", io_line(&f.io_stats()));
+    }
     if failed > 0 {
         // The listing is complete otherwise; the exit status says it is not whole.
         return Err(format!(
@@ -490,6 +502,21 @@ fn ls(file: &Path, group: Option<&str>, with_attrs: bool) -> CliResult<Outcome> 
         ));
     }
     Ok(Outcome::Ok)
+}
+
+/// `ls --stats`'s line: the requests a file handle made, and what a remote storage fetched.
+fn io_line(s: &h5chunk::IoStats) -> String {
+    let mut line = format!(
+        "io: {} reads, {} bytes read, {} writes, {} bytes written",
+        s.reads, s.bytes_read, s.writes, s.bytes_written
+    );
+    if let Some(r) = s.remote {
+        line.push_str(&format!(
+            "; remote: {} GET, {} HEAD, {} bytes fetched",
+            r.requests, r.heads, r.bytes
+        ));
+    }
+    line
 }
 
 /// Members of `g`, depth-first, sorted by name. A member that cannot be opened is listed with

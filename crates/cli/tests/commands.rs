@@ -655,6 +655,31 @@ fn import_rejects_bad_arguments_in_one_line() {
 /// symbol table entry can make): `ls` names it once and does not recurse forever (the fuzz
 /// campaign's stack overflow).
 #[test]
+fn ls_stats_prints_the_requests_of_a_local_listing() {
+    let file = fixtures::dir().join("index_latest.h5");
+    let out = run(&["ls", "--stats", s(&file)]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["ls", s(&file)]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("io: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // reads, bytes read, writes, bytes written; no remote part for a local file.
+    assert_eq!(n.len(), 4, "{line}");
+    assert!(n[0] > 0 && n[1] > 0, "{line}");
+    assert_eq!((n[2], n[3]), (0, 0), "{line}");
+    assert!(
+        n[1] <= std::fs::metadata(&file).unwrap().len() * 4,
+        "{line}"
+    );
+}
+
+#[test]
 fn ls_shows_null_dataspaces_as_having_no_shape() {
     for file in ["empty_earliest.h5", "empty_latest.h5"] {
         let listing = ok_text(&["ls", s(&fixtures::dir().join(file))]);
@@ -967,6 +992,22 @@ fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
         );
         assert_eq!(out.stdout, ok(&here), "{remote:?}");
     }
+    // ls --stats: the listing unchanged on stdout, the requests on stderr: the opening GET
+    // (which brings the object's size: no HEAD) and what the listing fetched.
+    let out = with_env(&["ls", "--stats", url]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["ls", s(&local)]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let remote = err
+        .lines()
+        .find_map(|l| l.split("; remote: ").nth(1))
+        .unwrap_or_else(|| panic!("no remote stats: {err}"));
+    let words: Vec<&str> = remote.split_whitespace().collect();
+    let gets: u64 = words[0].parse().unwrap();
+    assert!(gets >= 1, "{err}");
+    assert_eq!(&words[2..4], ["0", "HEAD,"], "{err}");
+    let fetched: u64 = words[4].parse().unwrap();
+    assert!(fetched > 0, "{err}");
     // refs names the URL it read.
     let out = with_env(&["refs", url, "single/single"]);
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -979,6 +1020,129 @@ fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
         err.contains("s3://cli-bucket/missing.h5") && err.contains("no such object"),
         "{err}"
     );
+}
+
+/// A metadata-first paged file (pages and metadata room of 1 MiB, past the 256 KiB the
+/// opening request reads ahead) in a local S3: `ls --stats` opens and lists it in two GETs,
+/// the opening one and one for the rest of the first page, and no HEAD; reading a dataset
+/// then fetches its chunks past the room.
+#[test]
+fn ls_stats_of_a_metadata_first_file_in_s3_takes_two_gets() {
+    let Some(python) = interop::python("ls_stats_of_a_metadata_first_file_in_s3") else {
+        return;
+    };
+    let dir = tmp("metadata_first_s3");
+    let local = dir.join("granule.h5");
+    let page = 1u64 << 20;
+    let f = h5chunk::FileOptions {
+        metadata_room: Some(page),
+        ..h5chunk::FileOptions::paged(page)
+    }
+    .create(&local)
+    .unwrap();
+    for gi in 0..20 {
+        let g = f.create_group(&format!("gt{gi:02}")).unwrap();
+        g.attrs().set_scalar("beam", gi).unwrap();
+        for name in ["h_ph", "lat_ph", "lon_ph"] {
+            let d = f
+                .new_dataset::<f32>()
+                .shape(&[40_000])
+                .chunk(&[10_000])
+                .filter(h5chunk::FilterSpec::Deflate(1))
+                .create(&format!("gt{gi:02}/{name}"))
+                .unwrap();
+            d.write(&(0..40_000).map(|i| (i * gi) as f32).collect::<Vec<_>>())
+                .unwrap();
+        }
+    }
+    f.close().unwrap();
+    assert!(std::fs::metadata(&local).unwrap().len() > 2 * page);
+    let moto = h5chunk_testkit::moto::Moto::start(&python);
+    moto.upload(&python, "granules", &[&local]);
+    let url = "s3://granules/granule.h5";
+    let with_env = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h5chunk"));
+        c.args(args);
+        for (k, v) in moto.env() {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = with_env(&["ls", "--stats", url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(out.stdout, ok(&["ls", s(&local)]));
+    let remote = err
+        .lines()
+        .find_map(|l| l.split("; remote: ").nth(1))
+        .unwrap_or_else(|| panic!("no remote stats: {err}"));
+    assert!(
+        remote.starts_with("2 GET, 0 HEAD, ") && remote.contains(&format!(" {page} bytes")),
+        "{err}"
+    );
+    let out = with_env(&["cat", url, "gt07/lat_ph"]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["cat", s(&local), "gt07/lat_ph"]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// libhdf5's own paged file (an h5py file of 20 groups of 8 deflated datasets, repacked by
+/// `h5repack -S PAGE -G 1048576`) in a local S3: `ls --stats` lists it in two GETs, no HEAD,
+/// one page fetched; `cat` reads a dataset equal to the local file.
+#[test]
+fn ls_stats_of_a_libhdf5_paged_file_in_s3_takes_two_gets() {
+    let test = "ls_stats_of_a_libhdf5_paged_file_in_s3";
+    let (Some(python), Some(h5dump)) = (interop::python(test), interop::h5dump(test)) else {
+        return;
+    };
+    let h5repack = h5dump.with_file_name("h5repack");
+    let dir = tmp("libhdf5_paged_s3");
+    let plain = dir.join("plain.h5");
+    let paged = dir.join("paged.h5");
+    interop::run_python(
+        &python,
+        r#"
+import sys, h5py, numpy as np
+rng = np.random.default_rng(0)
+with h5py.File(sys.argv[1], "w") as f:
+    for g in range(20):
+        grp = f.create_group("gt%02d/heights" % g)
+        for d in range(8):
+            v = rng.normal(size=20000).astype("f4").cumsum()
+            grp.create_dataset("v%d" % d, data=v, chunks=(10000,), compression="gzip")
+"#,
+        &[s(&plain)],
+    );
+    let status = std::process::Command::new(&h5repack)
+        .args(["-S", "PAGE", "-G", "1048576"])
+        .arg(&plain)
+        .arg(&paged)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let moto = h5chunk_testkit::moto::Moto::start(&python);
+    moto.upload(&python, "granules", &[&paged]);
+    let url = "s3://granules/paged.h5";
+    let with_env = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h5chunk"));
+        c.args(args);
+        for (k, v) in moto.env() {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = with_env(&["ls", "--stats", url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(out.stdout, ok(&["ls", s(&plain)]));
+    assert!(
+        err.contains("; remote: 2 GET, 0 HEAD, 1048576 bytes fetched"),
+        "{err}"
+    );
+    let out = with_env(&["cat", url, "gt13/heights/v5"]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, ok(&["cat", s(&plain), "gt13/heights/v5"]));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A netCDF-4 file of 30 variables written by the `netCDF4` package (its root group's links

@@ -5,25 +5,26 @@
 //! Reading needs only its B-tree 'K' values (a v1 B-tree chunk index of a file made with a
 //! non-default `H5Pset_istore_k` must be searched with the K it was built with). The rest is
 //! what a writer must keep: the shared message table (a writer must share new messages and
-//! count references), file space info (persistent free-space managers, paged aggregation),
-//! and driver info (the file is in several parts: family, multi). A file carrying any of those
-//! opens read-only; writing to it is a typed `Unsupported` naming what it carries.
+//! count references), file space info when it persists free space (the free-space managers it
+//! names would go stale), and driver info (the file is in several parts: family, multi). A
+//! file carrying any of those opens read-only; writing to it is a typed `Unsupported` naming
+//! what it carries. File space info that persists nothing is kept ([`Extension::file_space`]):
+//! a paged file is written with its pages kept apart (`crate::paged`).
 
 use h5chunk_format::Addr;
 use h5chunk_format::cursor::Decoder;
-use h5chunk_format::message::{BTreeKValues, MessageType};
+use h5chunk_format::message::{BTreeKValues, FileSpaceInfo, MessageType};
 
 use crate::error::{Error, Result};
 use crate::store::Store;
-
-/// "File Space Info" (type 0x0017): the file's space strategy and its free-space managers.
-const FILE_SPACE_INFO: MessageType = MessageType(0x0017);
 
 /// What the superblock extension says.
 #[derive(Debug, Default)]
 pub(crate) struct Extension {
     /// The B-tree K values, if stored.
     pub k: Option<BTreeKValues>,
+    /// The file space info message, if stored.
+    pub file_space: Option<FileSpaceInfo>,
     /// Why h5chunk does not write to this file, if it does not.
     pub no_writes: Option<&'static str>,
     /// A message that makes even reading wrong without support for it.
@@ -43,11 +44,16 @@ pub(crate) fn read(store: &Store, at: Addr) -> Result<Extension> {
                 ext.no_writes
                     .get_or_insert("writing a file with a shared message table (SOHM)");
             }
-            FILE_SPACE_INFO => {
-                ext.no_writes.get_or_insert(
-                    "writing a file with file space info (persistent free space or paged \
-                     aggregation)",
-                );
+            MessageType::FILE_SPACE_INFO => {
+                let mut d = Decoder::new(&m.data, at, store.sizes, "File Space Info message");
+                let info = FileSpaceInfo::decode(&mut d)?;
+                if info.persist {
+                    ext.no_writes.get_or_insert(
+                        "writing a file with file space info that persists free space \
+                         (fs_persist)",
+                    );
+                }
+                ext.file_space = Some(info);
             }
             MessageType::DRIVER_INFO => {
                 ext.no_reads.get_or_insert(
@@ -72,6 +78,7 @@ pub(crate) fn apply(store: &mut Store, at: Addr) -> Result<()> {
         store.k.group_internal = k.group_internal_k;
         store.k.group_leaf = k.group_leaf_k;
     }
+    store.file_space = ext.file_space;
     if store.writable
         && let Some(why) = ext.no_writes
     {

@@ -20,7 +20,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use h5chunk_cache::{
-    CacheConfig, Durability, FileStorage, JournalPlace, Journaled, MetadataCache, Recovery, Storage,
+    CacheConfig, Counted, Durability, FileStorage, IoStats, JournalPlace, Journaled, MetadataCache,
+    Recovery, Storage,
 };
 use h5chunk_format::message::Message;
 use h5chunk_format::object_header::MessageFlags;
@@ -75,6 +76,17 @@ impl Storage for BaseStorage {
     }
     fn sync(&self) -> std::io::Result<()> {
         self.inner.sync()
+    }
+    fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> std::io::Result<()> {
+        // Shifted and handed down whole, so an object store fetches them together.
+        let mut shifted = runs
+            .iter_mut()
+            .map(|(a, b)| Ok((self.shifted(*a)?, &mut **b)))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        self.inner.read_runs_at(&mut shifted)
+    }
+    fn remote_stats(&self) -> Option<h5chunk_cache::RemoteStats> {
+        self.inner.remote_stats()
     }
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> std::io::Result<()> {
         let shifted = ranges
@@ -481,6 +493,30 @@ pub struct FileOptions {
     /// Objects may still be created (as libhdf5 allows); create them, flush, then let readers
     /// in, or call [`File::start_swmr_write`] to refuse new objects from then on.
     pub swmr_write: bool,
+    /// Write a paged file (libhdf5's paged aggregation, `H5Pset_file_space_strategy(PAGE)`
+    /// with `H5Pset_file_space_page_size`) of pages of this many bytes (512 to 1 GiB):
+    /// metadata and raw data in separate pages, no block smaller than a page across a page
+    /// boundary, the end of file a multiple of the page size, and the File Space Info message
+    /// in a superblock extension (so the superblock is version 2 at least; the high bound
+    /// must allow V110). Free space is not persisted. Not with `swmr_write`.
+    pub page_size: Option<u64>,
+    /// With [`page_size`](Self::page_size): keep the file's first this many bytes (rounded up
+    /// to whole pages) for metadata, so the superblock, object headers, group structures and
+    /// chunk indexes come first and raw data after (one request of that size opens and lists
+    /// the file and finds every chunk). When the room is full, later metadata goes to new
+    /// pages after the data; a room not filled stays a hole.
+    pub metadata_room: Option<u64>,
+}
+
+impl FileOptions {
+    /// Options for a paged file of pages of `page_size` bytes (see
+    /// [`page_size`](Self::page_size)), the rest default.
+    pub fn paged(page_size: u64) -> FileOptions {
+        FileOptions {
+            page_size: Some(page_size),
+            ..FileOptions::default()
+        }
+    }
 }
 
 /// Options for opening an existing file.
@@ -716,6 +752,15 @@ impl File {
         options: FileOptions,
         lock: Option<std::fs::File>,
     ) -> Result<File> {
+        let counted = Arc::new(Counted::new(storage));
+        let storage: Arc<dyn Storage> = Arc::clone(&counted) as Arc<dyn Storage>;
+        // Before anything is truncated.
+        crate::paged::check_options(
+            options.page_size,
+            options.metadata_room,
+            options.swmr_write,
+            options.bounds.high(),
+        )?;
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
@@ -740,7 +785,11 @@ impl File {
         } else {
             options.bounds
         };
-        let version = bounds.superblock_version(options.swmr_write, false);
+        let mut version = bounds.superblock_version(options.swmr_write, false);
+        if options.page_size.is_some() {
+            // Versions 0 and 1 have no superblock extension, as libhdf5 raises them.
+            version = version.max(2);
+        }
         let sizes = Sizes::DEFAULT;
         let sb_len = if version >= 2 {
             SUPERBLOCK_V2_LEN
@@ -773,9 +822,19 @@ impl File {
         let cache = MetadataCache::new(Arc::clone(&storage), config)?;
         cache.allocator().set_eoa(Addr(sb_len));
         let mut store = Store::new(name, storage, cache, sizes, bounds, true, BTreeK::default());
+        store.io = Some(counted);
         if let Some(n) = options.threads {
             store.threads = n.max(1);
         }
+        // Right after the superblock, in its page, as libhdf5 places it.
+        let extension = match options.page_size {
+            Some(page) => Some(crate::paged::create(
+                &mut store,
+                page,
+                options.metadata_room,
+            )?),
+            None => None,
+        };
         // The root group's address is not known yet: a placeholder superblock until it is.
         let placeholder = Superblock::new_v3(sizes, sb_len, Addr(0));
         let inner = Arc::new(FileInner::new(
@@ -797,6 +856,7 @@ impl File {
         let sb = if version >= 2 {
             let mut sb = Superblock::new_v3(sizes, sb_len, root);
             sb.version = version;
+            sb.extension_address = extension;
             sb
         } else {
             let entry = SymbolTableEntry::new(0, Some(root), symbol_cache(&messages), sizes)?;
@@ -956,6 +1016,9 @@ impl File {
         if options.swmr_write {
             options.writable = true;
         }
+        // Every request of this handle, counted from the first (File::io_stats).
+        let counted = Arc::new(Counted::new(raw));
+        let raw: Arc<dyn Storage> = Arc::clone(&counted) as Arc<dyn Storage>;
         let io = |e| Error::Io {
             file: name.clone(),
             source: e,
@@ -1059,12 +1122,20 @@ impl File {
             istore: sb.indexed_storage_k(),
         };
         let mut store = Store::new(name, storage, cache, sb.sizes, bounds, options.writable, k);
+        store.io = Some(counted);
         if let Some(n) = options.threads {
             store.threads = n.max(1);
         }
         store.swmr_read = options.swmr_read;
         if let Some(ext) = sb.extension_address {
             crate::extension::apply(&mut store, ext)?;
+        }
+        crate::paged::prefetch_first_page(&store)?;
+        if options.writable {
+            if options.swmr_write && crate::paged::page_size(&store)?.is_some() {
+                return Err(Error::Unsupported("SWMR writing to a paged file"));
+            }
+            crate::paged::open_for_writing(&store)?;
         }
         let inner = Arc::new(FileInner::new(store, sb, journal, options.durability, lock));
         if options.writable {
@@ -1077,6 +1148,27 @@ impl File {
             }
         }
         Ok(File::first_open(inner))
+    }
+
+    /// How the file manages its space, if its superblock extension says (a File Space Info
+    /// message: libhdf5's file space strategy and page size); `None` for libhdf5's default.
+    pub fn file_space(&self) -> Option<crate::paged::FileSpace> {
+        self.inner
+            .store
+            .file_space
+            .as_ref()
+            .map(crate::paged::FileSpace::from)
+    }
+
+    /// The requests this file made through its storage since it was opened (by every handle
+    /// sharing it), with their bytes; for a file in object storage, also the GET requests
+    /// and bytes fetched to serve them.
+    pub fn io_stats(&self) -> IoStats {
+        self.inner
+            .store
+            .io
+            .as_ref()
+            .map_or_else(IoStats::default, |c| c.stats())
     }
 
     /// The superblock's version.
@@ -1159,6 +1251,10 @@ impl File {
                 file: s.name.clone(),
                 version,
             });
+        }
+        if s.page_size().is_some() {
+            // Deferred reuse and EOA steps are not paged (see h5chunk_cache's paged module).
+            return Err(Error::Unsupported("SWMR writing to a paged file"));
         }
         let open: Vec<_> = inner.open.lock().values().cloned().collect();
         for o in &open {

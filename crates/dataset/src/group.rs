@@ -1,6 +1,8 @@
 //! Groups: navigate by path, list members, create groups and datasets. The links themselves
 //! (compact or symbol-table storage) are [`crate::link`]'s.
 
+use h5chunk_format::Addr;
+
 use crate::attr::{Attr, Attributes};
 use crate::dataset::{Dataset, DatasetBuilder};
 use crate::error::Result;
@@ -33,6 +35,11 @@ pub struct Group {
     file: File,
     at: At,
 }
+
+/// Bytes of a member's object header asked for ahead of reading it (a dataset's first
+/// header chunk is 272 to 512 bytes as libhdf5 writes it; an object store fetches whole
+/// blocks anyway).
+const HEADER_PREFETCH: u64 = 512;
 
 impl Group {
     /// The group's path.
@@ -85,7 +92,22 @@ impl Group {
     fn members_ordered(&self, by_creation: bool) -> Result<Vec<(String, MemberKind)>> {
         let s = &self.file.inner.store;
         let mut out = Vec::new();
-        for (name, v) in link::links_in_order(s, self.at.addr, by_creation)? {
+        let links = link::links_in_order(s, self.at.addr, by_creation)?;
+        // Each member's kind is in its object header: ask for all of them at once, so a
+        // storage for which each request is a round trip (an object store) fetches them
+        // together rather than one after another. A failed prefetch is no error: the reads
+        // below report what is wrong.
+        let headers: Vec<(Addr, u64)> = links
+            .iter()
+            .filter_map(|(_, v)| match v {
+                LinkValue::Hard(a) => Some((*a, HEADER_PREFETCH)),
+                _ => None,
+            })
+            .collect();
+        if headers.len() > 1 {
+            let _ = s.storage.prefetch(&headers);
+        }
+        for (name, v) in links {
             let kind = match v {
                 LinkValue::Hard(a) => link::kind_of(s, a)?,
                 _ => MemberKind::Other,

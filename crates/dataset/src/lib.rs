@@ -92,6 +92,7 @@ mod meta;
 mod object;
 mod object_refs;
 mod open_files;
+mod paged;
 mod select;
 pub mod selection;
 mod store;
@@ -111,12 +112,13 @@ pub use dataset::{
 pub use error::{Error, Result};
 pub use file::{CreateMode, File, FileOptions, OpenOptions};
 pub use group::{Group, GroupOptions};
-pub use h5chunk_cache::{Durability, Recovery};
+pub use h5chunk_cache::{Durability, IoStats, Recovery, RemoteStats};
 /// IEEE half-precision floats (numpy's `float16`) and bfloat16, from the `half` crate: [`H5Type`]s.
 pub use half::{bf16, f16};
 pub use index::{AllocTime, IndexKind};
 pub use libver::{Libver, LibverBounds};
 pub use link::{LinkValue, MemberKind};
+pub use paged::{FileSpace, FileSpaceStrategy};
 pub use selection::{Dim, Selected, Selection};
 pub use types::{H5Type, TypeClass, TypeDesc};
 

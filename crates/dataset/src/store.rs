@@ -57,6 +57,8 @@ pub(crate) enum HeaderPad {
     TrackedGroup,
     /// A dataset, under either format.
     Dataset,
+    /// The superblock extension: its messages alone, as libhdf5 sizes it.
+    Extension,
 }
 
 impl HeaderPad {
@@ -67,6 +69,7 @@ impl HeaderPad {
             HeaderPad::NewGroup => 120,
             HeaderPad::TrackedGroup => 180,
             HeaderPad::Dataset => 256,
+            HeaderPad::Extension => 0,
         }
     }
 }
@@ -82,6 +85,10 @@ pub(crate) struct Store {
     pub bounds: LibverBounds,
     pub writable: bool,
     pub k: BTreeK,
+    /// The superblock extension's File Space Info message, if the file has one.
+    pub file_space: Option<h5chunk_format::message::FileSpaceInfo>,
+    /// The counter of the requests made through the storage (see `File::io_stats`).
+    pub io: Option<Arc<h5chunk_cache::Counted>>,
     /// Recently read pages of raw data (see [`PageCache`]): the small chunks of random
     /// lookups cost a memory copy once their page has been read.
     pub pages: PageCache,
@@ -150,6 +157,8 @@ impl Store {
             bounds,
             writable,
             k,
+            file_space: None,
+            io: None,
             pages: PageCache::new(RAW_PAGE_CACHE_BYTES),
             headers: Mutex::new(Headers::default()),
             heaps: h5chunk_dense::OpenHeaps::default(),
@@ -383,7 +392,19 @@ impl Store {
         written
     }
 
-    /// Allocate `len` bytes of file space.
+    /// The page size, when the file is written in pages (paged aggregation).
+    pub fn page_size(&self) -> Option<u64> {
+        self.cache.allocator().page_size()
+    }
+
+    /// Allocate `len` bytes of raw data (chunks, global heap collections, huge heap
+    /// objects): in raw-data pages when the file is paged, as libhdf5 counts them.
+    pub fn allocate_raw(&self, len: u64) -> Result<Addr> {
+        self.check_writable()?;
+        Ok(self.cache.allocator().allocate_raw(len)?)
+    }
+
+    /// Allocate `len` bytes of file space (metadata, in a paged file).
     pub fn allocate(&self, len: u64) -> Result<Addr> {
         self.check_writable()?;
         Ok(self.cache.allocator().allocate(len)?)
@@ -603,6 +624,9 @@ impl h5chunk_dense::Space for Store {
     }
     fn allocate(&self, len: u64) -> h5chunk_dense::Result<Addr> {
         Store::allocate(self, len).map_err(dense_err)
+    }
+    fn allocate_raw(&self, len: u64) -> h5chunk_dense::Result<Addr> {
+        Store::allocate_raw(self, len).map_err(dense_err)
     }
     fn free(&self, at: Addr, len: u64) -> h5chunk_dense::Result<()> {
         self.cache.remove(at)?;

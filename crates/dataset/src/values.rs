@@ -63,7 +63,7 @@ pub(crate) fn store_objects(
         .zip(lens.chunks(OBJECTS_PER_COLLECTION))
     {
         let heap = global_heap::encode_collection(batch, f.sizes)?;
-        let at = f.allocate(heap.len() as u64)?;
+        let at = f.allocate_raw(heap.len() as u64)?;
         f.put_image::<crate::meta::GlobalHeap>(at, heap, &[])?;
         if at_once {
             // A collection points at nothing: writing it first keeps the order.

@@ -39,6 +39,11 @@ pub trait Space {
     fn write(&self, at: Addr, bytes: &[u8]) -> Result<()>;
     /// Allocate `len` bytes of file space.
     fn allocate(&self, len: u64) -> Result<Addr>;
+    /// Allocate `len` bytes of raw data (a huge object), which a paged file keeps in pages
+    /// apart from metadata; by default as [`allocate`](Self::allocate).
+    fn allocate_raw(&self, len: u64) -> Result<Addr> {
+        self.allocate(len)
+    }
     /// Give back `len` bytes at `at`.
     fn free(&self, at: Addr, len: u64) -> Result<()>;
     /// Whether readers in other processes may be reading the file at any instant: every

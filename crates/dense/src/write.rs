@@ -891,7 +891,7 @@ impl HeapWriter {
             Some(at) => BTree2::open(f.cache(), at, f.sizes(), class).map_err(bt2)?,
             None => BTree2::create(f.cache(), f.sizes(), class, HUGE_INDEX).map_err(bt2)?,
         };
-        let at = f.allocate(len)?;
+        let at = f.allocate_raw(len)?;
         let rec = h5chunk_format::fractal_heap::HugeRecord {
             addr: at,
             len,

@@ -278,14 +278,17 @@ impl Chunked {
     /// goes through [`write_chunks`](Self::write_chunks).
     fn write_fresh(&mut self, f: &Store, path: &str, fresh: &Fresh) -> Result<()> {
         let bytes = fresh.bytes();
+        // A paged file places each chunk in its own space, so that none smaller than a page
+        // crosses a page boundary (`write_chunks` allocates each one there).
         let all_new = self.pipeline.is_none()
             && !bytes.is_empty()
+            && f.page_size().is_none()
             && fresh.coords().all(|s| !self.may_exist(s));
         if !all_new {
             let chunks: Vec<(&[u64], &[u8])> = fresh.iter().collect();
             return self.write_chunks(f, path, &chunks);
         }
-        let base = f.allocate(bytes.len() as u64)?;
+        let base = f.allocate_raw(bytes.len() as u64)?;
         // The bytes first, the records after (see `write_chunks`).
         f.write(base, bytes)?;
         let step = self.shape.chunk_bytes;
@@ -433,12 +436,15 @@ impl Chunked {
         // no record has to wait for its chunk (no chunk proxy) and a crash can leave only
         // unreferenced bytes behind.
         let mut rest = fresh.as_slice();
+        let paged = f.page_size().is_some();
         while !rest.is_empty() {
             let mut n = 0usize;
             let mut total = 0u64;
+            // In a paged file one chunk a batch: each gets its own place in raw-data pages.
+            let batch_bytes = if paged { 0 } else { WRITE_BATCH_BYTES };
             for (_, b, _) in rest {
                 let len = b.len() as u64;
-                if n > 0 && total.saturating_add(len) > WRITE_BATCH_BYTES {
+                if n > 0 && total.saturating_add(len) > batch_bytes {
                     break;
                 }
                 total = total
@@ -448,7 +454,7 @@ impl Chunked {
             }
             let (batch, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
             rest = tail;
-            let base = f.allocate(total)?;
+            let base = f.allocate_raw(total)?;
             let mut block = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
             for (_, b, _) in batch {
                 block.extend_from_slice(b);

@@ -525,9 +525,9 @@ impl Dataset {
             }) => {
                 // Unfiltered records may carry no size: every such chunk is `chunk_bytes`.
                 f.free(a, if filtered { size } else { c.shape.chunk_bytes })?;
-                f.allocate(stored.len() as u64)?
+                f.allocate_raw(stored.len() as u64)?
             }
-            _ => f.allocate(stored.len() as u64)?,
+            _ => f.allocate_raw(stored.len() as u64)?,
         };
         f.write(addr, stored)?;
         c.index.insert(

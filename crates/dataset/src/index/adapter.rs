@@ -211,7 +211,7 @@ impl Implicit {
         let total = n
             .checked_mul(self.chunk_bytes)
             .ok_or_else(|| Error::arg("shape", "implicit storage larger than 2^64 bytes"))?;
-        let at = f.allocate(total)?;
+        let at = f.allocate_raw(total)?;
         self.address = Some(at);
         Ok(at)
     }

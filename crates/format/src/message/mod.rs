@@ -32,6 +32,7 @@ pub mod continuation;
 pub mod dataspace;
 pub mod datatype;
 pub mod external_files;
+pub mod file_space_info;
 pub mod fill_value;
 pub mod filter_pipeline;
 pub mod group_info;
@@ -53,6 +54,7 @@ pub use datatype::{
     Normalization, StringPadding, StringType, VarLenKind,
 };
 pub use external_files::{ExternalFiles, ExternalSlot};
+pub use file_space_info::{FileSpaceInfo, FileSpaceStrategy};
 pub use fill_value::{
     AllocTime, FillDefinition, FillTime, FillValue, FillValueOld, FillValueVersion,
 };
@@ -282,6 +284,7 @@ impl MessageType {
     pub const DRIVER_INFO: MessageType = MessageType(0x0014);
     pub const ATTRIBUTE_INFO: MessageType = MessageType(0x0015);
     pub const REFERENCE_COUNT: MessageType = MessageType(0x0016);
+    pub const FILE_SPACE_INFO: MessageType = MessageType(0x0017);
 
     /// The message's name as the specification gives it.
     pub fn name(self) -> &'static str {
@@ -317,6 +320,7 @@ impl MessageType {
             MessageType::DRIVER_INFO => "Driver Info message",
             MessageType::ATTRIBUTE_INFO => "Attribute Info message",
             MessageType::REFERENCE_COUNT => "Reference Count message",
+            MessageType::FILE_SPACE_INFO => "File Space Info message",
             _ => "unknown message",
         }
     }
