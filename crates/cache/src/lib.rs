@@ -139,6 +139,7 @@
 
 mod alloc;
 mod cache;
+mod clock;
 mod entry;
 mod error;
 #[cfg(feature = "testing")]
@@ -158,6 +159,7 @@ mod trace;
 
 pub use alloc::Allocator;
 pub use cache::{CacheConfig, ChunkFlusher, EntryMut, EntryRef, FlushReport, MetadataCache};
+pub use clock::pause;
 pub use entry::{CacheEntry, Key, ProxyId};
 pub use error::{Error, Result};
 #[cfg(feature = "testing")]
