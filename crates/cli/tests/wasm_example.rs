@@ -3,7 +3,8 @@
 //! h5py file chosen in its `<input type=file>` (set over the DevTools protocol) in a worker, by
 //! Blob slices, and the values it shows equal h5py's for every filter h5chunk has; the same file
 //! by URL through range requests (counted: a fraction of the file's bytes); and a file of over
-//! 4 GiB (a sparse one: a 4 GiB user block ahead of the superblock).
+//! 4 GiB (a sparse one: a 4 GiB user block ahead of the superblock); and a file h5py extends
+//! between two looks, by URL, seen grown after `refresh`.
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
     clippy::arithmetic_side_effects,
@@ -172,6 +173,10 @@ with h5py.File(path, "w", libver="latest", **kw) as f:
                      chunks=(600,), **hdf5plugin.Bitshuffle(cname="lz4"))
     g.create_dataset("lzf", data=np.arange(2000, dtype=np.uint32) ** 2, chunks=(250,),
                      compression="lzf")
+    g.create_dataset("blosc2", data=np.arange(1500.0) / 7, chunks=(300,),
+                     **hdf5plugin.Blosc2(cname="zstd", clevel=5))
+    g.create_dataset("szip", data=np.arange(1200, dtype=np.int32) - 600, chunks=(200,),
+                     compression="szip")
     p = f.create_group("plain")
     p.create_dataset("contiguous", data=np.linspace(0.0, 1.0, 1 << 20))
     p.create_dataset("bytes", data=np.arange(256, dtype=np.uint8))
@@ -354,4 +359,66 @@ fn example_page_reads_h5py_files_by_blob_slices_and_by_range_requests_in_chromiu
     assert_eq!(b.errors(), json!([]), "uncaught errors");
     drop(b);
     let _ = std::fs::remove_file(&big);
+}
+
+/// h5py writes `/x` (20 values, unlimited) or, given `grow`, extends it to 50.
+const GROW: &str = r#"
+import sys, json
+import numpy as np, h5py
+path, grow = sys.argv[1], sys.argv[2] == "grow"
+with h5py.File(path, "a" if grow else "w", libver="latest") as f:
+    if grow:
+        d = f["x"]
+        d.resize((50,))
+        d[20:] = np.arange(20, 50) * 1.5
+    else:
+        f.create_dataset("x", data=np.arange(20) * 1.5, chunks=(8,), maxshape=(None,),
+                         compression="gzip")
+with h5py.File(path, "r") as f:
+    print(json.dumps(f["x"][:].tolist()))
+"#;
+
+#[test]
+fn example_page_sees_a_file_h5py_extended_after_refresh_by_url() {
+    let test = "wasm_example_refresh";
+    let Some(python) = interop::python(test) else {
+        return;
+    };
+    let Some(chrome) = interop::tool("H5CHUNK_CHROMIUM", test) else {
+        return;
+    };
+    let Some(pkg) = interop::tool("H5CHUNK_WASM_PKG", test) else {
+        return;
+    };
+    let dir = tmp(test);
+    let file = dir.join("grow.h5");
+    let before: Value =
+        serde_json::from_str(interop::run_python(&python, GROW, &[s(&file), "new"]).trim())
+            .unwrap();
+    let server = Static::start(&pkg, &dir);
+    let mut b = cdp::Browser::open(&chrome, &dir, &format!("{}/example/index.html", server.url));
+    b.wait_for(
+        "document.readyState === 'complete' && !!window.h5select",
+        30,
+    );
+    b.eval(
+        "document.getElementById('url').value = '/data/grow.h5'; \
+         document.getElementById('open-url').click()",
+    );
+    b.wait_for(
+        "document.body.dataset.state === 'open' || document.body.dataset.state === 'error'",
+        60,
+    );
+    same("/x", &shown(&mut b, "/x"), &before);
+    assert_eq!(before.as_array().unwrap().len(), 20);
+
+    let after: Value =
+        serde_json::from_str(interop::run_python(&python, GROW, &[s(&file), "grow"]).trim())
+            .unwrap();
+    // Without a refresh the page keeps the extent it read.
+    same("/x", &shown(&mut b, "/x"), &before);
+    let r = b.eval("h5ask({ op: 'refresh', path: '/x' }).then((r) => r.answer)");
+    assert_eq!(r["shape"], json!([50]), "{r}");
+    same("/x", &r["values"], &after);
+    assert_eq!(b.errors(), json!([]), "uncaught errors");
 }

@@ -120,5 +120,7 @@ $("open-url").addEventListener("click", () => {
   const u = $("url").value.trim();
   if (u) open({ url: new URL(u, location.href).href }, u);
 });
-// For scripts (the browser test): show an object by its path.
+// For scripts (the browser test): show an object by its path; ask the worker directly
+// (`{ op: "refresh", path }` reads a dataset again, as a file a writer extends needs).
 window.h5select = select;
+window.h5ask = ask;
