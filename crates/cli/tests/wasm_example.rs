@@ -225,6 +225,12 @@ fn same(path: &str, got: &Value, want: &Value) {
 
 /// Choose `file` in the page's `<input type=file>` and wait for the tree.
 fn choose(b: &mut cdp::Browser, file: &Path) {
+    let state = choose_any(b, file);
+    assert!(state.starts_with("open"), "{state}");
+}
+
+/// Choose `file` and wait for the tree or an error: the page's state and status line.
+fn choose_any(b: &mut cdp::Browser, file: &Path) -> String {
     b.wait_for(
         "document.readyState === 'complete' && !!window.h5select",
         30,
@@ -235,6 +241,8 @@ fn choose(b: &mut cdp::Browser, file: &Path) {
         json!({ "expression": "document.getElementById('file')" }),
     );
     let object = input["result"]["objectId"].as_str().unwrap().to_owned();
+    // The state the last file left is no answer for this one.
+    b.eval("document.body.dataset.state = 'choosing'");
     b.page(
         "DOM.setFileInputFiles",
         json!({ "files": [s(file)], "objectId": object }),
@@ -245,7 +253,9 @@ fn choose(b: &mut cdp::Browser, file: &Path) {
     );
     let state = b
         .eval("document.body.dataset.state + ': ' + document.getElementById('status').textContent");
-    assert!(state.as_str().unwrap().starts_with("open"), "{state}");
+    // The next choice must fire `change` again, even for the same file.
+    b.eval("document.getElementById('file').value = ''");
+    state.as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -420,5 +430,58 @@ fn example_page_sees_a_file_h5py_extended_after_refresh_by_url() {
     let r = b.eval("h5ask({ op: 'refresh', path: '/x' }).then((r) => r.answer)");
     assert_eq!(r["shape"], json!([50]), "{r}");
     same("/x", &r["values"], &after);
+    assert_eq!(b.errors(), json!([]), "uncaught errors");
+}
+
+#[test]
+fn example_page_says_why_a_file_does_not_open_and_opens_the_next() {
+    let test = "wasm_example_errors";
+    let Some(python) = interop::python(test) else {
+        return;
+    };
+    let Some(chrome) = interop::tool("H5CHUNK_CHROMIUM", test) else {
+        return;
+    };
+    let Some(pkg) = interop::tool("H5CHUNK_WASM_PKG", test) else {
+        return;
+    };
+    let dir = tmp(test);
+    let good = dir.join("good.h5");
+    let want: Value =
+        serde_json::from_str(interop::run_python(&python, GROW, &[s(&good), "new"]).trim())
+            .unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let (text, cut, empty) = (
+        dir.join("text.h5"),
+        dir.join("cut.h5"),
+        dir.join("empty.h5"),
+    );
+    std::fs::write(&text, "not an HDF5 file\n".repeat(100)).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
+    std::fs::write(&empty, b"").unwrap();
+    let server = Static::start(&pkg, &dir);
+    let mut b = cdp::Browser::open(&chrome, &dir, &format!("{}/example/index.html", server.url));
+    // Each refused with a message (a panic would end the module: the next open would fail).
+    for bad in [&text, &empty] {
+        let state = choose_any(&mut b, bad);
+        assert!(state.starts_with("error: "), "{}: {state}", bad.display());
+        assert!(state.len() > "error: ".len() + 10, "{state}");
+        eprintln!("{test}: {state}");
+    }
+    // A file cut short may open (its root group sits early) but says what it cannot read.
+    let state = choose_any(&mut b, &cut);
+    eprintln!("{test}: {state}");
+    if state.starts_with("open") {
+        let v = b.eval(
+            "h5select('/x').then(() => document.getElementById('detail').dataset.error \
+             ?? document.getElementById('values').dataset.values)",
+        );
+        eprintln!("{test}: /x of the cut file: {v}");
+        assert!(v.is_string(), "{v}");
+    } else {
+        assert!(state.starts_with("error: "), "{state}");
+    }
+    choose(&mut b, &good);
+    same("/x", &shown(&mut b, "/x"), &want);
     assert_eq!(b.errors(), json!([]), "uncaught errors");
 }
