@@ -139,8 +139,8 @@ impl H5File {
         });
         let storage = BlobStorage::new(blob).map_err(|e| err(format!("{name}: {e}")))?;
         let file = OpenOptions::swmr_read()
-            .open_on(Arc::new(storage))
-            .map_err(|e| err(format!("{name}: {e}")))?;
+            .open_on_named(&name, Arc::new(storage))
+            .map_err(err)?;
         Ok(H5File {
             file,
             name,
@@ -155,8 +155,8 @@ impl H5File {
     pub fn open_url(url: &str) -> Result<H5File, JsError> {
         let storage = Arc::new(UrlStorage::open(url).map_err(err)?);
         let file = OpenOptions::swmr_read()
-            .open_on(storage.clone())
-            .map_err(|e| err(format!("{url}: {e}")))?;
+            .open_on_named(url, storage.clone())
+            .map_err(err)?;
         Ok(H5File {
             file,
             name: url.to_owned(),
