@@ -179,6 +179,7 @@ with h5py.File(path, "w", libver="latest", **kw) as f:
                      compression="szip")
     p = f.create_group("plain")
     p.create_dataset("contiguous", data=np.linspace(0.0, 1.0, 1 << 20))
+    p.create_dataset("chunked", data=np.arange(100000.0), chunks=(4096,))
     p.create_dataset("bytes", data=np.arange(256, dtype=np.uint8))
     p.create_dataset("small", data=np.array([-1, 2, -3], dtype=np.int8))
     p["scalar"] = 3.5
@@ -347,6 +348,15 @@ fn example_page_reads_h5py_files_by_blob_slices_and_by_range_requests_in_chromiu
         "{test}: by URL, {} range requests, {fetched} of {size} bytes",
         log.len()
     );
+
+    // A whole chunked dataset by URL (25 uncompressed chunks of 32 KiB, 800 KB over 13
+    // blocks): its chunks are prefetched together, so one or two requests, not one a block.
+    let before = server.log.lock().unwrap().len();
+    let r = b.eval("h5ask({ op: 'read', path: '/plain/chunked' }).then((r) => r.answer)");
+    assert_eq!(r["length"], json!(100_000), "{r}");
+    assert_eq!(r["sum"].as_f64(), Some(99_999.0 * 100_000.0 / 2.0), "{r}");
+    let requests = server.log.lock().unwrap().len() - before;
+    assert!(requests <= 2, "{requests} requests for /plain/chunked");
 
     // Over 4 GiB: the same datasets behind a 4 GiB user block (a hole in a sparse file), so
     // every read is a Blob slice at an offset past 2^32.

@@ -61,6 +61,12 @@ onmessage = async ({ data }) => {
       answer = { name: file.name, tree: tree("/", 0, { left: MAX_NODES }) };
     } else if (op === "show") {
       answer = show(data.path);
+    } else if (op === "read") {
+      // A hyperslab (the whole dataset by default): its length and sum, not its values.
+      const v = file.read(data.path, data.start, data.count, data.step);
+      let sum = 0;
+      for (const x of v) sum += Number(x);
+      answer = { length: v.length, sum };
     } else if (op === "refresh") {
       answer = { shape: file.refresh(data.path), ...show(data.path) };
     } else {

@@ -164,6 +164,8 @@ pub const BLOCK: u64 = 64 << 10;
 const CACHE_BYTES: usize = 64 << 20;
 /// Reads of at least this many bytes bypass the cache.
 const DIRECT: u64 = 4 * BLOCK;
+/// A prefetch joins runs of missing blocks fewer than this many blocks apart into one request.
+const GAP_BLOCKS: u64 = 4;
 
 #[derive(Debug, Default)]
 struct Blocks {
@@ -299,6 +301,31 @@ impl UrlStorage {
         }
     }
 
+    /// Fetch blocks `first..=last` (of a resource of `size` bytes) in one request and cache them.
+    fn fetch_blocks(&self, first: u64, last: u64, size: u64) -> io::Result<()> {
+        let from = first.saturating_mul(BLOCK);
+        let to = last.saturating_add(1).saturating_mul(BLOCK).min(size);
+        if from >= to {
+            return Ok(());
+        }
+        let (_, bytes) = self.get(from, to)?;
+        if bytes.len() as u64 != to.saturating_sub(from) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{}: asked for bytes {from}..{to}, got {}",
+                    self.url,
+                    bytes.len()
+                ),
+            ));
+        }
+        let mut blocks = self.lock()?;
+        for (i, piece) in bytes.chunks(BLOCK as usize).enumerate() {
+            blocks.insert(first.saturating_add(i as u64), piece.to_vec());
+        }
+        Ok(())
+    }
+
     /// Copy `buf.len()` bytes at `start` out of the cached blocks; false if one is missing.
     fn copy_out(blocks: &Blocks, start: u64, buf: &mut [u8]) -> bool {
         let mut at = start;
@@ -361,24 +388,8 @@ impl Storage for UrlStorage {
                 .find(|b| !blocks.have.contains_key(b))
                 .unwrap_or(first)
         };
-        let from = first.saturating_mul(BLOCK);
-        let to = last.saturating_add(1).saturating_mul(BLOCK).min(size);
-        let (_, bytes) = self.get(from, to)?;
-        if bytes.len() as u64 != to.saturating_sub(from) {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "{}: asked for bytes {from}..{to}, got {}",
-                    self.url,
-                    bytes.len()
-                ),
-            ));
-        }
-        let mut blocks = self.lock()?;
-        for (i, piece) in bytes.chunks(BLOCK as usize).enumerate() {
-            blocks.insert(first.saturating_add(i as u64), piece.to_vec());
-        }
-        if Self::copy_out(&blocks, start, buf) {
+        self.fetch_blocks(first, last, size)?;
+        if Self::copy_out(&*self.lock()?, start, buf) {
             Ok(())
         } else {
             Err(io::Error::other(format!(
@@ -386,6 +397,39 @@ impl Storage for UrlStorage {
                 self.url
             )))
         }
+    }
+
+    /// A selection's chunks, fetched before they are read: the missing blocks of the ranges
+    /// that go through the cache, runs closer than [`GAP_BLOCKS`] joined into one request each
+    /// (at most half the cache's budget at once).
+    fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
+        let size = self.size.load(Ordering::Relaxed);
+        let mut wanted: Vec<u64> = Vec::new();
+        {
+            let blocks = self.lock()?;
+            for &(at, n) in ranges {
+                let end = at.0.checked_add(n).filter(|&e| e <= size);
+                let Some(end) = end.filter(|_| n > 0 && n < DIRECT) else {
+                    continue;
+                };
+                let (first, last) = (at.0 / BLOCK, end.saturating_sub(1) / BLOCK);
+                wanted.extend((first..=last).filter(|b| !blocks.have.contains_key(b)));
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        wanted.truncate((CACHE_BYTES as u64 / BLOCK / 2) as usize);
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for b in wanted {
+            match runs.last_mut() {
+                Some((_, last)) if b <= last.saturating_add(GAP_BLOCKS) => *last = b,
+                _ => runs.push((b, b)),
+            }
+        }
+        for (first, last) in runs {
+            self.fetch_blocks(first, last, size)?;
+        }
+        Ok(())
     }
 
     fn write_at(&self, _addr: Addr, _data: &[u8]) -> io::Result<()> {
