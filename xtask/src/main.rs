@@ -19,6 +19,7 @@ mod interop;
 mod modules;
 mod python_bench;
 mod reach;
+mod wasm;
 mod workloads;
 
 use std::ffi::OsString;
@@ -76,6 +77,14 @@ const TASKS: &[Task] = &[
                crate with every feature (warnings denied), then the library core checked for \
                wasm32-unknown-unknown (installing the target with rustup)",
         run: lint,
+    },
+    Task {
+        name: "wasm",
+        usage: "wasm",
+        help: "the npm package of crates/wasm (h5chunk for the browser) in crates/wasm/pkg: \
+               cargo build --target wasm32-unknown-unknown --release, then wasm-bindgen \
+               --target web (installed at the crate's pinned version into target/tools)",
+        run: wasm_task,
     },
     Task {
         name: "fuzz",
@@ -216,6 +225,9 @@ fn test(args: &[String]) -> TaskResult {
     eprintln!("xtask test: H5CHUNK_PYTHON={}", python.display());
     eprintln!("xtask test: H5CHUNK_H5DUMP={}", h5dump.display());
     eprintln!("xtask test: H5CHUNK_CHROMIUM={}", chromium.display());
+    // The npm package of crates/wasm, whose example page the browser test drives.
+    let wasm_pkg = wasm::build(&root)?;
+    eprintln!("xtask test: H5CHUNK_WASM_PKG={}", wasm_pkg.display());
     let mut cmd = cargo();
     cmd.current_dir(&root).arg("test");
     // `--workspace` unless the caller picked packages: cargo would otherwise ignore `-p`.
@@ -244,7 +256,8 @@ fn test(args: &[String]) -> TaskResult {
         .env("H5CHUNK_FIXTURES", &fixtures_dir)
         .env("H5CHUNK_PYTHON", &python)
         .env("H5CHUNK_H5DUMP", &h5dump)
-        .env("H5CHUNK_CHROMIUM", &chromium);
+        .env("H5CHUNK_CHROMIUM", &chromium)
+        .env("H5CHUNK_WASM_PKG", &wasm_pkg);
     run_tests(&mut cmd)?;
     // The Python module, a workspace of its own, built and tested against h5py.
     python_tests(&root, &python, &[])?;
@@ -543,26 +556,14 @@ fn lint(args: &[String]) -> TaskResult {
     wasm_check(&root)
 }
 
-/// The target the library core must build for: the browser's (issue 37 builds on it).
-const WASM_TARGET: &str = "wasm32-unknown-unknown";
+use wasm::WASM_TARGET;
 
 /// `cargo check` of the library core (format, cache, the structure crates, h5chunk without
 /// default features) for WebAssembly, so that file I/O, locks and threads stay behind the
-/// `Storage` seam. The target's standard library comes from rustup when it is missing.
+/// `Storage` seam; then crates/wasm's own lints. The target's standard library comes from
+/// rustup when it is missing.
 fn wasm_check(root: &Path) -> TaskResult {
-    let installed = Command::new("rustup")
-        .current_dir(root)
-        .args(["target", "list", "--installed"])
-        .output()
-        .map_err(|e| format!("cannot run rustup (needed for the {WASM_TARGET} check): {e}"))?;
-    if !String::from_utf8_lossy(&installed.stdout)
-        .lines()
-        .any(|l| l.trim() == WASM_TARGET)
-    {
-        run(Command::new("rustup")
-            .current_dir(root)
-            .args(["target", "add", WASM_TARGET]))?;
-    }
+    wasm::ensure_target(root)?;
     run(cargo().current_dir(root).args([
         "check",
         "--target",
@@ -584,7 +585,19 @@ fn wasm_check(root: &Path) -> TaskResult {
         "h5chunk-farray",
         "-p",
         "h5chunk-skiplist",
-    ]))
+        "-p",
+        "h5chunk-filters",
+        "-p",
+        "h5chunk-dense",
+    ]))?;
+    wasm::lint(root)
+}
+
+fn wasm_task(args: &[String]) -> TaskResult {
+    if let Some(a) = args.first() {
+        return Err(format!("unexpected argument `{a}`"));
+    }
+    wasm::build(&workspace_root()).map(|_| ())
 }
 
 fn fuzz(args: &[String]) -> TaskResult {

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use h5chunk_format::Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
@@ -1456,7 +1456,7 @@ impl MetadataCache {
     fn load<T: CacheEntry>(&self, addr: Addr, ctx: &T::Context) -> (Result<Loaded<T>>, LoadIo) {
         let cfg = &self.config;
         let max_attempts = cfg.read_attempts.max(1);
-        let start = Instant::now();
+        let start = crate::clock::now();
         let mut backoff = cfg.retry_initial_backoff;
         let mut io = LoadIo::default();
         let mut attempt = 0u32;
@@ -1476,7 +1476,7 @@ impl MetadataCache {
                 }
                 Err(AttemptError::Format(e)) => e,
             };
-            let elapsed = start.elapsed();
+            let elapsed = crate::clock::since(start);
             // Only a checksummed image can tell a torn read from a real one, so only those are
             // retried: for others a retry could not change the verdict.
             if !T::CHECKSUMMED || attempt >= max_attempts || elapsed >= cfg.retry_max_total {
@@ -1489,7 +1489,7 @@ impl MetadataCache {
                 return (Err(err), io);
             }
             io.retries = io.retries.saturating_add(1);
-            std::thread::sleep(backoff.min(cfg.retry_max_total.saturating_sub(elapsed)));
+            crate::clock::pause(backoff.min(cfg.retry_max_total.saturating_sub(elapsed)));
             backoff = backoff.saturating_mul(2).min(cfg.retry_max_backoff);
         }
     }

@@ -139,6 +139,7 @@
 
 mod alloc;
 mod cache;
+mod clock;
 mod counted;
 mod entry;
 mod error;
@@ -160,6 +161,7 @@ mod trace;
 
 pub use alloc::Allocator;
 pub use cache::{CacheConfig, ChunkFlusher, EntryMut, EntryRef, FlushReport, MetadataCache};
+pub use clock::pause;
 pub use counted::{Counted, IoStats};
 pub use entry::{CacheEntry, Key, ProxyId};
 pub use error::{Error, Result};

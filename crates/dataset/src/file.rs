@@ -638,6 +638,12 @@ impl OpenOptions {
         File::open_named(BACKEND.into(), storage, None, self, None)
     }
 
+    /// [`open_on`](Self::open_on), the file called `name` in errors (a URL, the name of a
+    /// browser's `File`) instead of a placeholder.
+    pub fn open_on_named(self, name: &str, storage: Arc<dyn Storage>) -> Result<File> {
+        File::open_named(name.to_owned(), storage, None, self, None)
+    }
+
     /// [`open_on`](Self::open_on) with the rollback journal in `journal` (see
     /// [`FileOptions::create_on_journaled`]): a journal an interrupted flush left there is
     /// applied first when opening for writing, and refused when opening read-only.

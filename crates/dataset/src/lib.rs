@@ -148,4 +148,6 @@ pub mod storage {
     #[cfg_attr(docsrs, doc(cfg(feature = "object-store")))]
     pub use h5chunk_cache::{BLOCK, GAP, ObjectStorage, READ_AHEAD};
     pub use h5chunk_cache::{FileStorage, MemStorage, Storage};
+    /// A byte address in the file, as [`Storage`]'s methods take it.
+    pub use h5chunk_format::Addr;
 }

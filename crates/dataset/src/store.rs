@@ -125,7 +125,7 @@ pub(crate) fn with_backoff<T, E>(
     loop {
         match attempt(tries) {
             Err(e) if tries < attempts && retry(&e) => {
-                std::thread::sleep(backoff);
+                h5chunk_cache::pause(backoff);
                 backoff = backoff
                     .saturating_mul(2)
                     .min(std::time::Duration::from_millis(10));

@@ -95,6 +95,22 @@ fn a_file_in_memory_reads_back_and_opens_in_h5py() {
 
 /// An I/O error from the backend surfaces as a typed error, never a panic: on open, on a read
 /// (which then succeeds when asked again), and in a flush.
+/// A storage opened by name is called by that name in errors, not by a placeholder.
+#[test]
+fn a_storage_opened_by_name_is_named_in_errors() {
+    let junk = || Arc::new(MemStorage::from_vec(b"not an HDF5 file".repeat(64)));
+    let named = OpenOptions::read_only()
+        .open_on_named("upload/scan.h5", junk())
+        .unwrap_err()
+        .to_string();
+    assert!(named.contains("upload/scan.h5"), "{named}");
+    let unnamed = OpenOptions::read_only()
+        .open_on(junk())
+        .unwrap_err()
+        .to_string();
+    assert!(!unnamed.contains("scan.h5"), "{unnamed}");
+}
+
 #[test]
 fn backend_failures_are_errors() {
     let mem = Arc::new(MemStorage::new());
