@@ -383,7 +383,8 @@ fn read_values(
     let t = d.dtype();
     Ok(match (t.class, t.size) {
         (TypeClass::Float, 8) => typed!(f64, js_sys::Float64Array),
-        (TypeClass::Float, _) => typed!(f32, js_sys::Float32Array),
+        // float16 and bfloat16 as Float32Array (JavaScript has no 16-bit float array).
+        (TypeClass::Float | TypeClass::BFloat16, _) => typed!(f32, js_sys::Float32Array),
         (TypeClass::Int, 1) => typed!(i8, js_sys::Int8Array),
         (TypeClass::Int, 2) => typed!(i16, js_sys::Int16Array),
         (TypeClass::Int, 4) => typed!(i32, js_sys::Int32Array),
