@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use h5chunk::storage::{MemStorage, Storage};
-use h5chunk::types::{Datatype, DatatypeClass, TypeClass};
+use h5chunk::types::{Datatype, DatatypeClass, TypeClass, VarLenKind};
 use h5chunk::{
     Dataset, File, FileOptions, Group, GroupOptions, LinkValue, MemberKind, StorageKind,
 };
@@ -187,6 +187,16 @@ fn holds_pointers(t: &Datatype) -> Option<&'static str> {
     }
 }
 
+fn is_vlen_string(t: &Datatype) -> bool {
+    matches!(
+        t.class,
+        DatatypeClass::VarLen {
+            kind: VarLenKind::String(_),
+            ..
+        }
+    )
+}
+
 fn copy_attrs(
     path: &str,
     attrs: &h5chunk::Result<Vec<h5chunk::Attr>>,
@@ -200,7 +210,7 @@ fn copy_attrs(
         let Some(shape) = a.shape() else {
             return Err(unsupported(&at, "an empty (null dataspace) attribute"));
         };
-        let vlen_string = matches!(a.dtype().map(|t| t.class), Ok(TypeClass::VarLenString));
+        let vlen_string = is_vlen_string(a.datatype());
         let written = if vlen_string {
             let strings = a.strings().map_err(|e| format!("{at}: {e}"))?;
             let refs: Vec<&str> = strings.iter().map(String::as_str).collect();
@@ -234,7 +244,7 @@ fn copy_dataset(path: &str, name: &str, ds: &Dataset, dst: &Group) -> CliResult<
     if ds.external_files().is_some() {
         return Err(unsupported(path, "a dataset stored in external files"));
     }
-    let vlen_string = ds.dtype().class == TypeClass::VarLenString;
+    let vlen_string = is_vlen_string(ds.datatype());
     if !vlen_string && let Some(what) = holds_pointers(ds.datatype()) {
         return Err(unsupported(path, &format!("a dataset of {what}")));
     }
@@ -248,7 +258,15 @@ fn copy_dataset(path: &str, name: &str, ds: &Dataset, dst: &Group) -> CliResult<
     if max.iter().zip(&shape).any(|(m, &d)| *m != Some(d)) {
         b = b.max_shape(&max);
     }
-    if !fill.is_empty() && !vlen_string {
+    // A fill of zeros is the default one: left so (libhdf5 converts no user fill value of
+    // some array types).
+    if fill.iter().any(|&x| x != 0) && !vlen_string {
+        if ds.dtype().class == TypeClass::Other {
+            return Err(unsupported(
+                path,
+                "a fill value other than zero of a compound, array or other non-number type",
+            ));
+        }
         ds.dtype().to_from_le(&mut fill);
         b = b.fill_value_bytes(&fill);
     }
