@@ -1059,7 +1059,12 @@ pub(crate) fn dataspace(new_style: bool, dims: &[u64], max: &[Option<u64>]) -> D
         } else {
             DataspaceVersion::V1
         },
-        kind: DataspaceKind::Simple,
+        // Rank 0 is a scalar (what libhdf5 writes, and all a version 1 message can say).
+        kind: if dims.is_empty() {
+            DataspaceKind::Scalar
+        } else {
+            DataspaceKind::Simple
+        },
         dims: dims.to_vec(),
         max_dims: differs.then_some(max),
     }
