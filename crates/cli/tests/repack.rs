@@ -221,6 +221,9 @@ with h5py.File(sys.argv[1], "w") as f:
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(run(&["check", s(&out)]).status.success());
     interop::run_python(&python, SAME_IN_H5PY, &[s(&src), s(&out)]);
+    if let Some(h5dump) = interop::h5dump("repack_paged_metadata_first (h5dump side)") {
+        interop::h5dump_ok(&h5dump, &out);
+    }
     let said = interop::run_python(
         &python,
         r#"
@@ -273,5 +276,49 @@ with h5py.File(sys.argv[1], "r") as f:
         "metadata-first: last object header at {last_header}, first chunk at {first_chunk}, \
          {index} bytes of chunk index"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--paged 8MiB` writes pages of 8 MiB (and the units parse), every dataset reads the same
+/// through h5chunk; `--metadata-first` alone and a size that is not one are refused in one
+/// line, leaving no OUT.
+#[test]
+fn repack_paged_sizes_and_refused_options() {
+    let dir = tmp("repack-options");
+    let src = fixtures::dir().join("filters_v2.h5");
+    for (arg, size) in [("8MiB", 8u64 << 20), ("4096", 4096), ("64k", 64 << 10)] {
+        let out = dir.join(format!("{arg}.h5"));
+        let r = run(&["repack", "--paged", arg, s(&src), s(&out)]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let f = File::open(&out).unwrap();
+        let space = f.file_space().unwrap();
+        assert!(space.is_paged(), "{arg}: {space:?}");
+        assert_eq!(space.page_size, size, "{arg}");
+        assert_eq!(std::fs::metadata(&out).unwrap().len() % size, 0, "{arg}");
+        let g = File::open(&src).unwrap();
+        for (name, kind) in g.root().unwrap().members().unwrap() {
+            if kind == MemberKind::Dataset {
+                let want = g.dataset(&name).unwrap().read_raw().unwrap();
+                assert_eq!(
+                    f.dataset(&name).unwrap().read_raw().unwrap(),
+                    want,
+                    "{name}"
+                );
+            }
+        }
+    }
+    let out = dir.join("refused.h5");
+    let r = run(&["repack", "--metadata-first", s(&src), s(&out)]);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--metadata-first needs --paged"), "{err}");
+    assert!(!out.exists());
+    // A size clap refuses (its usage lines follow).
+    let r = run(&["repack", "--paged", "8XB", s(&src), s(&out)]);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("unknown unit \"XB\""), "{err}");
+    assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
