@@ -7,6 +7,7 @@
 mod cat;
 mod npy;
 mod progress;
+mod repack;
 mod text;
 mod view;
 
@@ -113,6 +114,27 @@ enum Command {
     /// layout with `--parquet`): Zarr metadata and one `[url, offset, size]` per allocated
     /// chunk, so that fsspec's reference file system with zarr, xarray or dask reads the file
     /// without libhdf5.
+    /// Rewrite a file object by object: groups, attributes, datasets (chunks copied as stored,
+    /// with their filters, chunk index kind, chunk shape, fill value and maximum shape) and
+    /// external links. What cannot be copied yet (soft links, committed datatypes, a second
+    /// hard link to an object, compact, virtual or external-file datasets, references and
+    /// variable-length data other than strings) is refused naming the object; OUT is then not
+    /// written.
+    Repack {
+        /// The file to read.
+        input: PathBuf,
+        /// The file to write (replaced if it exists).
+        output: PathBuf,
+        /// Write a paged file (libhdf5's paged aggregation) of pages of this size: bytes, or
+        /// with a KiB, MiB or GiB suffix (4096, 64KiB, 8MiB).
+        #[arg(long, value_name = "SIZE", value_parser = repack::parse_size)]
+        paged: Option<u64>,
+        /// With --paged: put the superblock, object headers, group structures and chunk
+        /// indexes in the first pages and the raw data after (its size measured by a dry run
+        /// in memory).
+        #[arg(long)]
+        metadata_first: bool,
+    },
     Refs {
         /// The HDF5 file.
         file: PathBuf,
@@ -360,6 +382,12 @@ fn main() -> ExitCode {
             port,
             exit_after,
         } => view::view(&file, port, exit_after),
+        Command::Repack {
+            input,
+            output,
+            paged,
+            metadata_first,
+        } => repack::repack(&input, &output, paged, metadata_first).map(|()| Outcome::Ok),
         Command::Refs {
             file,
             datasets,

@@ -45,7 +45,7 @@ fn manifest_dims(v: &Value) -> Vec<Option<u64>> {
 #[test]
 fn help_for_every_command() {
     let top = ok_text(&["--help"]);
-    for cmd in ["ls", "inspect", "cat", "import", "check", "refs"] {
+    for cmd in ["ls", "inspect", "cat", "import", "check", "refs", "repack"] {
         assert!(top.contains(cmd), "{top}");
         let help = ok_text(&[cmd, "--help"]);
         assert!(help.contains(&format!("Usage: h5chunk {cmd}")), "{help}");

@@ -217,6 +217,10 @@ pub struct DatasetBuilder {
     fill: Option<Vec<u8>>,
     alloc_time: AllocTime,
     filters: Vec<FilterSpec>,
+    /// A pipeline given as stored (id, client data, optional) rather than as specs.
+    stored_filters: Option<Vec<super::inspect::FilterInfo>>,
+    /// A contiguous dataset of these stored bytes (`None` inside: not allocated).
+    contiguous: Option<Option<Vec<u8>>>,
     index: Option<IndexKind>,
     dont_filter_partial: bool,
     cache_bytes: usize,
@@ -241,6 +245,8 @@ impl DatasetBuilder {
             fill: None,
             alloc_time: AllocTime::Incremental,
             filters: Vec::new(),
+            stored_filters: None,
+            contiguous: None,
             index: None,
             dont_filter_partial: false,
             cache_bytes: DEFAULT_BUDGET,
@@ -315,6 +321,26 @@ impl DatasetBuilder {
     /// Add a filter (applied in the order added when writing).
     pub fn filter(mut self, f: FilterSpec) -> Self {
         self.filters.push(f);
+        self
+    }
+
+    /// Use this filter pipeline as another dataset stores it ([`Dataset::filters`]): each
+    /// filter's id, client data and optional flag kept as they are, so chunks copied with
+    /// [`Dataset::read_direct_chunk`] and [`Dataset::write_direct_chunk`] decode the same
+    /// (`h5chunk repack`). Replaces filters added with [`filter`](Self::filter); a filter
+    /// h5chunk cannot run is refused, typed, when the dataset is created.
+    pub fn stored_filters(mut self, filters: &[super::inspect::FilterInfo]) -> Self {
+        self.stored_filters = Some(filters.to_vec());
+        self
+    }
+
+    /// Make a contiguous dataset (libhdf5's default layout) holding `stored`: its elements in
+    /// C order in the file's byte order (as [`Dataset::contiguous_extent`] finds them in
+    /// another file), written once when the dataset is created; `None` leaves the data
+    /// unallocated (reads see the fill value). No chunks, filters or growing dimensions; the
+    /// dataset is then read-only to h5chunk (writing contiguous datasets is refused, typed).
+    pub fn contiguous(mut self, stored: Option<Vec<u8>>) -> Self {
+        self.contiguous = Some(stored);
         self
     }
 
@@ -480,6 +506,9 @@ impl DatasetBuilder {
         if let Some(parts) = &self.external {
             return self.create_external(f, &parent, name, datatype, parts);
         }
+        if let Some(stored) = &self.contiguous {
+            return self.create_contiguous(f, &parent, name, datatype, stored.as_deref());
+        }
         let rank = self.shape.len();
         let max_dims = self
             .max_shape
@@ -526,7 +555,10 @@ impl DatasetBuilder {
                 "Blosc has no delta filter (Blosc2 has)",
             ));
         }
-        let filtered = !self.filters.is_empty();
+        let filtered = match &self.stored_filters {
+            Some(stored) => !stored.is_empty(),
+            None => !self.filters.is_empty(),
+        };
         let sel = choose(&IndexRequest {
             dims: &self.shape,
             max_dims: &max_dims,
@@ -547,6 +579,20 @@ impl DatasetBuilder {
         } else {
             PipelineVersion::V1
         };
+        let stored_msg = self.stored_filters.as_ref().map(|stored| FilterPipeline {
+            version: pipeline_version,
+            filters: stored
+                .iter()
+                .map(|f| {
+                    let flags = if f.optional {
+                        h5chunk_format::message::filter_pipeline::FLAG_OPTIONAL
+                    } else {
+                        0
+                    };
+                    Filter::new(pipeline_version, f.id, flags, f.client_data.clone())
+                })
+                .collect(),
+        });
         let pipeline_msg = filtered.then(|| FilterPipeline {
             version: pipeline_version,
             filters: self
@@ -656,6 +702,10 @@ impl DatasetBuilder {
                 })
                 .collect(),
         });
+        let pipeline_msg = match stored_msg {
+            Some(stored) => filtered.then_some(stored),
+            None => pipeline_msg,
+        };
         // Before anything reaches the file: unusable parameters (a deflate level over 9, a
         // bitshuffle block that is not a multiple of 8) leave no dataset behind.
         let pipeline = pipeline_msg
@@ -901,6 +951,66 @@ impl DatasetBuilder {
     }
 }
 
+impl DatasetBuilder {
+    /// A contiguous dataset of `stored` bytes (see [`contiguous`](Self::contiguous)).
+    fn create_contiguous(
+        &self,
+        f: &Store,
+        parent: &At,
+        name: &str,
+        datatype: Datatype,
+        stored: Option<&[u8]>,
+    ) -> Result<Dataset> {
+        if self.chunk.is_some()
+            || !self.filters.is_empty()
+            || self.stored_filters.as_ref().is_some_and(|s| !s.is_empty())
+        {
+            return Err(Error::arg(
+                "contiguous",
+                "a contiguous dataset has no chunks and no filters",
+            ));
+        }
+        let max_dims: Vec<Option<u64>> = self.shape.iter().map(|&d| Some(d)).collect();
+        if self.max_shape.as_ref().is_some_and(|m| *m != max_dims) {
+            return Err(Error::arg(
+                "contiguous",
+                "a contiguous dataset's dimensions cannot grow",
+            ));
+        }
+        let elem = self.dtype.size as u64;
+        let needed = (self.shape.iter())
+            .try_fold(elem, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| Error::arg("shape", "more bytes than a file can address"))?;
+        if let Some(b) = stored
+            && b.len() as u64 != needed
+        {
+            return Err(Error::arg(
+                "contiguous",
+                format!("{} bytes given, the dataset holds {needed}", b.len()),
+            ));
+        }
+        let (_, mut messages) = self.header_messages(f.bounds.new_style(), &max_dims, &datatype)?;
+        let address = match stored {
+            Some(bytes) if !bytes.is_empty() => {
+                let base = f.allocate_raw(needed)?;
+                f.write(base, bytes)?;
+                Some(base)
+            }
+            _ => None,
+        };
+        messages.push((
+            Message::DataLayout(DataLayout::Contiguous {
+                version: LayoutVersion::V3,
+                address,
+                size: needed,
+            }),
+            MessageFlags::empty(),
+        ));
+        let header = new_header(f, parent, name, &messages, self.track_order)?;
+        Dataset::open(&self.file, header, link::child_path(&parent.path, name))
+    }
+}
+
 /// A new dataset's object header of `messages`, linked as `name` in `parent`.
 fn new_header(
     f: &Store,
@@ -949,7 +1059,12 @@ pub(crate) fn dataspace(new_style: bool, dims: &[u64], max: &[Option<u64>]) -> D
         } else {
             DataspaceVersion::V1
         },
-        kind: DataspaceKind::Simple,
+        // Rank 0 is a scalar (what libhdf5 writes, and all a version 1 message can say).
+        kind: if dims.is_empty() {
+            DataspaceKind::Scalar
+        } else {
+            DataspaceKind::Simple
+        },
         dims: dims.to_vec(),
         max_dims: differs.then_some(max),
     }
