@@ -146,7 +146,9 @@ fn other(e: impl std::fmt::Display) -> io::Error {
 impl ObjectStorage {
     /// Open the object at `url`: `s3://bucket/key` (credentials, region and endpoint from the
     /// standard `AWS_*` environment variables, then from `options`: object_store's S3 keys
-    /// such as `aws_endpoint`, `aws_allow_http`, `aws_access_key_id`) or `file:///path`.
+    /// such as `aws_endpoint`, `aws_allow_http`, `aws_access_key_id`), `http(s)://host/path`
+    /// (a server that answers range requests; `options` are object_store's client keys such as
+    /// `timeout`) or `file:///path`.
     ///
     /// The coalescing is tuned by the options [`BLOCK_OPTION`] (the block cache's unit, a
     /// power of two from 512 bytes to 16 MiB) and [`GAP_OPTION`] (missing runs closer than this
@@ -180,6 +182,32 @@ impl ObjectStorage {
                 let path = ObjectPath::from_url_path(key)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
                 (Arc::new(b.build().map_err(other)?), path)
+            } else if let Some(rest) = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"))
+            {
+                // The store is the server; the object its path. The server must answer range
+                // requests (206 with Content-Range), which is how the size comes without a
+                // HEAD.
+                let (host, key) = rest.split_once('/').unwrap_or((rest, ""));
+                let scheme = if url.starts_with("https://") {
+                    "https"
+                } else {
+                    "http"
+                };
+                let mut client = object_store::ClientOptions::new().with_allow_http(true);
+                for (k, v) in options {
+                    let key = k.parse().map_err(|e| {
+                        io::Error::new(io::ErrorKind::InvalidInput, format!("{k}: {e}"))
+                    })?;
+                    client = client.with_config(key, v);
+                }
+                let b = object_store::http::HttpBuilder::new()
+                    .with_url(format!("{scheme}://{host}"))
+                    .with_client_options(client);
+                let path = ObjectPath::from_url_path(key)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+                (Arc::new(b.build().map_err(other)?), path)
             } else if let Some(p) = url.strip_prefix("file://") {
                 let path = ObjectPath::from_filesystem_path(p)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
@@ -187,7 +215,7 @@ impl ObjectStorage {
             } else {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
-                    format!("{url}: only s3:// and file:// URLs are supported"),
+                    format!("{url}: only s3://, http(s):// and file:// URLs are supported"),
                 ));
             };
         Self::open_on(store, path, url)
