@@ -508,6 +508,9 @@ fn ls(file: &Path, group: Option<&str>, with_attrs: bool, stats: bool) -> CliRes
     } else {
         format!("{path}/")
     });
+    // Remote files: every level of the tree's structures in one request set, not a group's
+    // at a time as the depth-first walk below reaches them.
+    g.prefetch_tree();
     let mut seen = std::collections::HashSet::from([g.object_address()]);
     let mut failed = 0u64;
     if with_attrs {

@@ -973,7 +973,9 @@ impl File {
     /// Open a file in object storage, read-only: `s3://bucket/key` (credentials, region and
     /// endpoint from the standard `AWS_*` environment variables: `AWS_ACCESS_KEY_ID`,
     /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP` for a
-    /// local server) or `file:///path`; a plain path opens as [`File::open`] does. Reads are
+    /// local server), `http(s)://host/path` (any server that answers range requests; the size
+    /// comes with the first GET's `Content-Range`, no HEAD) or `file:///path`; a plain path
+    /// opens as [`File::open`] does. Reads are
     /// range requests: the first bytes come with the opening request, metadata is cached,
     /// and a read's chunks are fetched together (see
     /// [`ObjectStorage`](crate::storage::ObjectStorage)). Cargo feature `object-store`.

@@ -82,6 +82,7 @@ mod extlink;
 mod file;
 mod group;
 pub mod index;
+mod prefetch;
 /// The filter pipeline (the `h5chunk-filters` crate): [`filters::FilterError`] says why a chunk
 /// could not be filtered or unfiltered.
 pub use h5chunk_filters as filters;
