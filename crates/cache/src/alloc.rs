@@ -94,7 +94,7 @@ impl Allocator {
     }
 
     /// Allocate in pages of `page` bytes from now on, metadata and raw data in pages of their
-    /// own (see [`crate::paged`]): the EOA moves up to a page boundary. `fresh`: a new file,
+    /// own (see the crate's `paged` module): the EOA moves up to a page boundary. `fresh`: a new file,
     /// whose first page (the superblock's) is metadata and takes the next metadata blocks;
     /// otherwise an existing paged file, whose pages are left as they are. Refused under SWMR
     /// (its deferred reuse and EOA steps are not paged) and with an alignment set.
@@ -113,7 +113,7 @@ impl Allocator {
     }
 
     /// Reserve the first `room` bytes of a new paged file for metadata (see
-    /// [`crate::paged`]): metadata fills them first, raw data goes past them.
+    /// the crate's `paged` module): metadata fills them first, raw data goes past them.
     pub fn reserve_metadata(&mut self, room: u64) -> Result<()> {
         let Some(p) = self.paged.as_mut() else {
             return Err(Error::Unsupported(

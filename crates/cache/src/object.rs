@@ -150,8 +150,8 @@ impl ObjectStorage {
     /// (a server that answers range requests; `options` are object_store's client keys such as
     /// `timeout`) or `file:///path`.
     ///
-    /// The coalescing is tuned by the options [`BLOCK_OPTION`] (the block cache's unit, a
-    /// power of two from 512 bytes to 16 MiB) and [`GAP_OPTION`] (missing runs closer than this
+    /// The coalescing is tuned by the options `h5chunk_block_size` (the block cache's unit, a
+    /// power of two from 512 bytes to 16 MiB) and `h5chunk_coalesce_gap` (missing runs closer than this
     /// many bytes are joined into one request, up to 64 MiB), or by the environment variables
     /// `H5CHUNK_BLOCK_SIZE` and `H5CHUNK_COALESCE_GAP` when the options do not say; they are
     /// not passed to the store.
