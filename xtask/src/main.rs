@@ -29,6 +29,25 @@ use std::process::{Command, ExitCode};
 /// What a task returns: `Err` carries the message printed before exiting non-zero.
 type TaskResult = Result<(), String>;
 
+/// The end of a benchmark task that compares programs: its rows written to `csv_path`, then an
+/// error naming every run that failed and every row whose programs' check figures disagree.
+fn bench_verdict(
+    task: &str,
+    csv_path: &std::path::Path,
+    csv: &str,
+    mut failures: Vec<String>,
+    disagreements: Vec<String>,
+) -> TaskResult {
+    std::fs::write(csv_path, csv).map_err(|e| format!("{}: {e}", csv_path.display()))?;
+    println!("wrote {}", csv_path.display());
+    failures.extend(disagreements);
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{task}: {}", failures.join("; ")))
+    }
+}
+
 struct Task {
     name: &'static str,
     usage: &'static str,

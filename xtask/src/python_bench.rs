@@ -487,22 +487,13 @@ fn run_with(root: &Path, python: &Path, o: &Options) -> TaskResult {
     if !o.quick && !short.is_empty() {
         println!("short of issue 35's threshold: {}", short.join("; "));
     }
-    let path = out_dir.join("python.csv");
-    std::fs::write(&path, csv(&best)).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("wrote {}", path.display());
-    let wrong = disagreements(&best);
-    if !failures.is_empty() || !wrong.is_empty() {
-        return Err(format!(
-            "bench --python: {}",
-            failures
-                .iter()
-                .chain(&wrong)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
-    Ok(())
+    crate::bench_verdict(
+        "bench --python",
+        &out_dir.join("python.csv"),
+        &csv(&best),
+        failures,
+        disagreements(&best),
+    )
 }
 
 #[cfg(test)]

@@ -310,22 +310,13 @@ pub fn run_with(root: &Path, python: &Path, args: &[String]) -> TaskResult {
         );
     }
     print!("{t}");
-    let path = out_dir.join("workloads.csv");
-    std::fs::write(&path, csv(&best)).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("wrote {}", path.display());
-    let wrong = disagreements(&best);
-    if !failures.is_empty() || !wrong.is_empty() {
-        return Err(format!(
-            "bench --workloads: {}",
-            failures
-                .iter()
-                .chain(&wrong)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
-    Ok(())
+    crate::bench_verdict(
+        "bench --workloads",
+        &out_dir.join("workloads.csv"),
+        &csv(&best),
+        failures,
+        disagreements(&best),
+    )
 }
 
 #[cfg(test)]

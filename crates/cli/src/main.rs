@@ -564,13 +564,7 @@ fn walk(
 ) -> u64 {
     let failure = |e: &h5chunk::Error| u64::from(!e.is_unsupported());
     let mut failed = 0u64;
-    let child = |name: &str| {
-        if g.path() == "/" {
-            format!("/{name}")
-        } else {
-            format!("{}/{name}", g.path())
-        }
-    };
+    let child = |name: &str| repack::join(g.path(), name);
     // As h5py lists them: in creation order where the group tracks it, else by name.
     let members = match g.members_in_creation_order() {
         Ok(m) => m,

@@ -110,7 +110,8 @@ fn unsupported(path: &str, what: &str) -> String {
     format!("{path}: not supported by repack: {what}")
 }
 
-fn join(group: &str, name: &str) -> String {
+/// The path of member `name` of the group at `group` (`/` joins without doubling).
+pub(crate) fn join(group: &str, name: &str) -> String {
     if group.ends_with('/') {
         format!("{group}{name}")
     } else {
