@@ -67,3 +67,29 @@ fn the_unmutated_fixtures_open() {
         assert!(f.check().is_clean(), "{file}");
     }
 }
+
+/// An extensible-array element past every element ever set is never read (libhdf5's
+/// `H5EA_get` answers the fill value there): `cargo xtask fuzz` found a libhdf5 file whose
+/// sparse extensible array had such an element flipped to a garbage chunk address, the data
+/// block's checksum recomputed; `check`
+/// (which walks the array up to `max_idx_set`) said clean while `cat` failed on it. Both now
+/// agree with libhdf5: the dataset reads as before.
+#[test]
+fn an_extensible_array_element_past_every_set_element_is_not_read() {
+    let path = committed().join("index_latest.h5");
+    let ds = "/earray/earray_sparse";
+    let want = File::open_with(&path, OpenOptions::read_only())
+        .unwrap()
+        .dataset(ds)
+        .unwrap()
+        .read_raw()
+        .unwrap();
+    let (bytes, changed) =
+        mutate::with_ea_elements_past_end(&path, ds, h5chunk_format::Addr(0xffff_ffff_fdff_ffff));
+    assert!(changed > 0);
+    let f = OpenOptions::read_only()
+        .open_on(Arc::new(MemStorage::from_vec(bytes)))
+        .unwrap();
+    assert_eq!(f.dataset(ds).unwrap().read_raw().unwrap(), want);
+    assert!(f.check().is_clean(), "{:?}", f.check().problems);
+}

@@ -39,6 +39,9 @@ pub struct ExtensibleArray<C: ElementClass> {
     linked: HashSet<Addr>,
     /// The index block's address, once known (see `index_block_addr`).
     index_block: std::sync::OnceLock<Addr>,
+    /// A `max_idx_set` the header held when last read: it only grows, so an index below it
+    /// needs no header visit (see `is_past_end`).
+    known_len: std::sync::atomic::AtomicU64,
 }
 
 /// The block an element's bytes live in, once every block on its path exists (the element's
@@ -172,6 +175,7 @@ impl<C: ElementClass> ExtensibleArray<C> {
             shape: Arc::new(shape),
             linked: HashSet::new(),
             index_block: std::sync::OnceLock::new(),
+            known_len: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -281,6 +285,19 @@ impl<C: ElementClass> ExtensibleArray<C> {
         Ok(ib)
     }
 
+    /// Whether index `i` lies at or past the header's `max_idx_set`. The bound only grows (a
+    /// writer's appends, a SWMR reader's refresh), so the handle keeps the last one read and
+    /// visits the header only for an index at or past it.
+    fn is_past_end(&self, cache: &MetadataCache, i: u64) -> Result<bool> {
+        use std::sync::atomic::Ordering;
+        if i < self.known_len.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let len = self.stats(cache)?.max_idx_set;
+        self.known_len.fetch_max(len, Ordering::Relaxed);
+        Ok(i >= len)
+    }
+
     fn decode_at(
         &self,
         elements: &[u8],
@@ -325,6 +342,11 @@ impl<C: ElementClass> ExtensibleArray<C> {
     pub fn get(&self, cache: &MetadataCache, i: u64) -> Result<C::Element> {
         let loc = self.locate(i)?;
         let fill = self.class.fill();
+        if self.is_past_end(cache, i)? {
+            // As libhdf5's `H5EA_get`: nothing at or past `max_idx_set` was ever set, whatever
+            // a block on its path holds (`for_each`, and so `check`, stop there too).
+            return Ok(fill);
+        }
         let Some(ib) = self.index_block_addr(cache)? else {
             return Ok(fill);
         };

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use h5chunk_format::Addr;
 use h5chunk_format::message::{DataspaceVersion, MessageType};
 
 use crate::read::H5File;
@@ -76,6 +77,70 @@ pub fn with_first_chunk_dim(path: &Path, dataset: &str, value: u64) -> Vec<u8> {
         let enc = usize::from(body[4]);
         body[5..5 + enc].copy_from_slice(&value.to_le_bytes()[..enc]);
     })
+}
+
+/// The file at `path` with every unset element (an undefined chunk address) of `dataset`'s
+/// extensible array that lies at or past the array's `max_idx_set`, in a data block the index
+/// block points to, set to the chunk address `garbage`, each block's checksum recomputed. This
+/// is the mutation `cargo xtask fuzz` found as a `check` miss: nothing at or past `max_idx_set`
+/// was ever set, so libhdf5 never reads such an element (`H5EA_get` answers the fill value).
+/// Returns the bytes and how many elements changed.
+pub fn with_ea_elements_past_end(path: &Path, dataset: &str, garbage: Addr) -> (Vec<u8>, usize) {
+    use h5chunk_format::earray::{DataBlock, Geometry, Header, IndexBlock};
+    use h5chunk_format::message::ChunkIndex;
+    let f = H5File::open(path);
+    let info = f.dataset(dataset);
+    let layout = info.chunked();
+    assert!(
+        matches!(layout.index, ChunkIndex::ExtensibleArray(_)),
+        "{dataset}: an extensible-array index"
+    );
+    assert!(
+        !info.is_filtered(),
+        "{dataset}: unfiltered (elements are addresses)"
+    );
+    let sizes = f.sizes();
+    let width = usize::from(sizes.offsets());
+    let hdr_at = layout.address.expect("the array exists");
+    let hbytes = f.read(hdr_at, Header::encoded_len(sizes) as u64);
+    let header = Header::decode(&hbytes, hdr_at, sizes).expect("the header decodes");
+    let es = header.element_size;
+    assert_eq!(
+        usize::from(es),
+        width,
+        "{dataset}: an element is one address"
+    );
+    let g = Geometry::new(header.params).expect("valid parameters");
+    let ib_at = header.index_block.expect("an index block");
+    let ibytes = f.read(ib_at, g.index_block_len(sizes, es) as u64);
+    let block = IndexBlock::decode(&ibytes, ib_at, sizes, &g, es).expect("decodes");
+    let mut bytes = f.read(Addr(0), u64::MAX);
+    let mut changed = 0;
+    for u in 0..g.iblk_nsblks() {
+        let row = *g.row(u).expect("row");
+        for d in 0..row.ndblks {
+            let Some(at) = block.dblk_addrs[(row.start_dblk + d) as usize] else {
+                continue;
+            };
+            let first =
+                u64::from(header.params.idx_blk_elmts) + row.start_idx + d * row.dblk_nelmts;
+            let len = g.data_block_image_len(sizes, u, es) as usize;
+            let mut db = DataBlock::decode(&f.read(at, len as u64), at, sizes, &g, u, es)
+                .expect("the data block decodes");
+            for (k, e) in db.elements.chunks_mut(width).enumerate() {
+                if first + k as u64 >= header.stats.max_idx_set && e.iter().all(|&b| b == 0xff) {
+                    e.copy_from_slice(&garbage.get().to_le_bytes()[..width]);
+                    changed += 1;
+                }
+            }
+            let mut image = Vec::new();
+            db.encode(sizes, &g, &mut image).expect("encodes");
+            assert_eq!(image.len(), len);
+            let start = at.get() as usize;
+            bytes[start..start + len].copy_from_slice(&image);
+        }
+    }
+    (bytes, changed)
 }
 
 /// The impossible dataspaces and datatypes, made from the committed fixtures in `dir` (which
