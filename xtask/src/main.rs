@@ -6,6 +6,7 @@
 //! runs cargo, Python, h5dump and the benchmark programs as processes.
 
 mod bench;
+mod browser_bench;
 mod bulk;
 mod deps;
 mod filters;
@@ -143,7 +144,7 @@ const TASKS: &[Task] = &[
         name: "bench",
         usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] \
                 [--filters [--mib N] [--threads T]] \
-                [--workloads [--quick] [--rounds N]] [--python [--quick] [--rounds N] [--scale F]] [--swmr] \
+                [--workloads [--quick] [--rounds N]] [--browser [--flushes N]] [--python [--quick] [--rounds N] [--scale F]] [--swmr] \
                 [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] [--n N] [--scenario S,..] \
                 [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
@@ -161,6 +162,11 @@ const TASKS: &[Task] = &[
                write, bulk read, random windows) with default options, h5chunk (also with \
                Durability::Sync and ::Flush) vs h5py vs the libhdf5 C API, best of N rounds \
                (target/bench/workloads.csv; --quick: small sizes, one round); \
+               --browser compares h5chunk's wasm build with h5wasm (npm, pinned) in one \
+               headless Chromium on a 4 GiB remote file (bytes, requests and time to show \
+               the tree and read one 1 MiB slice), and times `h5chunk view` following an \
+               h5py SWMR writer (flush to row shown, p50 over N flushes; \
+               target/bench/browser.csv); \
                --python builds the Python module in release and times it against h5py: appends \
                (one row, one chunk), random elements and windows, 1/2/every-core threads reading \
                one dataset, and xarray load() through engine h5chunk vs h5netcdf and netcdf4, \
