@@ -1,5 +1,5 @@
 // h5chunk's wasm build (crates/wasm/pkg): a URL read by range requests in blocks
-// blocks through its cache (synchronous XHR, as its synchronous API needs: hence a worker).
+// through its cache (synchronous XHR, as its synchronous API needs: hence a worker).
 import init, { H5File } from "/pkg/h5chunk_wasm.js";
 
 let file = null;

@@ -479,8 +479,19 @@ fn mib(bytes: u64) -> String {
     format!("{:.2}", bytes as f64 / f64::from(1u32 << 20))
 }
 
+/// Flushes of the quick run's live figure.
+const QUICK_FLUSHES: usize = 20;
+/// Issue 37's goals: h5wasm fetches at least this many times h5chunk's bytes for the tree and
+/// the slice...
+const MIN_RATIO: f64 = 20.0;
+/// ... and `h5chunk view` (polling every 100 ms) shows a flushed row within this many ms (p50).
+const MAX_P50_MS: f64 = 500.0;
+
+/// `bench --browser [--flushes N] [--quick]`: `--quick` takes the live figure at 100 ms
+/// polling only, over 20 flushes (what `cargo xtask test` runs).
 pub fn run(root: &Path, args: &[String]) -> TaskResult {
     let mut flushes = DEFAULT_FLUSHES;
+    let mut quick_run = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -491,13 +502,38 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                     .filter(|&n: &usize| n >= 1)
                     .ok_or("--flushes needs a count")?;
             }
+            "--quick" => quick_run = true,
             other => return Err(format!("bench --browser: unexpected argument `{other}`")),
         }
     }
-    let chrome = crate::find_chromium()
-        .ok_or("no Chromium (apt-get install chromium, or set H5CHUNK_CHROMIUM)")?;
     let python = python(root)?;
     let pkg = wasm_pkg(root)?;
+    let polls: &[Option<u32>] = if quick_run {
+        flushes = flushes.min(QUICK_FLUSHES);
+        &[Some(100)]
+    } else {
+        &[Some(100), None]
+    };
+    run_with(root, &python, &pkg, flushes, polls)
+}
+
+/// The quick run for `cargo xtask test`, with its venv and npm package: both sides on the
+/// 4 GiB file (h5chunk must agree with h5py, and fetch at most 1/20 of h5wasm's bytes) and
+/// the live figure at 100 ms polling over 20 flushes (p50 within 500 ms); about 30 s.
+pub fn quick(root: &Path, python: &Path, pkg: &Path) -> TaskResult {
+    run_with(root, python, pkg, QUICK_FLUSHES, &[Some(100)])
+}
+
+fn run_with(
+    root: &Path,
+    python: &Path,
+    pkg: &Path,
+    flushes: usize,
+    polls: &[Option<u32>],
+) -> TaskResult {
+    let chrome = crate::find_chromium()
+        .ok_or("no Chromium (apt-get install chromium, or set H5CHUNK_CHROMIUM)")?;
+    let (python, pkg) = (python.to_owned(), pkg.to_owned());
     let h5wasm = h5wasm(root)?;
     let h5chunk = h5chunk_binary(root)?;
     let dir = root.join("target").join("tmp").join("browser-bench");
@@ -547,7 +583,7 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
 
     eprintln!("xtask bench --browser: the live view, {flushes} flushes");
     let mut lives = Vec::new();
-    for poll in [Some(100), None] {
+    for &poll in polls {
         let label = poll.map_or_else(|| "default (1000 ms)".to_owned(), |p| format!("{p} ms"));
         match live(root, &chrome, &python, &h5chunk, &dir, flushes, poll) {
             Ok(lat) => lives.push((label, Ok(lat))),
@@ -632,6 +668,11 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
             if t.4 { "" } else { " (h5wasm did not finish)" }
         );
         csv.push_str(&format!("ratio,h5wasm/h5chunk bytes,,,,,{ratio:.1}\n"));
+        if t.4 && ratio < MIN_RATIO {
+            failures.push(format!(
+                "h5wasm fetched {ratio:.1}x h5chunk's bytes, not at least {MIN_RATIO}x"
+            ));
+        }
     }
     println!();
     println!("h5chunk view following an h5py SWMR writer: flush returned -> row shown in the page");
@@ -653,6 +694,11 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                     "view,live poll {label},{},,,{p50:.0},p50 (p90 {p90:.0}; min {min:.0}; max {max:.0})\n",
                     lat.len()
                 ));
+                if label == "100 ms" && (p50.is_nan() || p50 > MAX_P50_MS) {
+                    failures.push(format!(
+                        "the live view at 100 ms polling: p50 {p50:.0} ms, over {MAX_P50_MS} ms"
+                    ));
+                }
             }
             Err(e) => {
                 println!("{label:<20} failed: {e}");
