@@ -8,7 +8,9 @@
 //! server here answers `HEAD` and `Range` and logs every request; the page
 //! (`benches/browser/index.html`) runs each side in its own Web Worker, timed from the page:
 //! `tree` opens the URL and lists every object with its kind (what a tree view shows), `slice`
-//! reads 1 MiB (256 rows of the last scan's frames, past 2^32 bytes into the file). Bytes and
+//! reads 1 MiB (256 rows of the last scan's frames, past 2^32 bytes into the file); a third
+//! side, `h5chunk_async`, is the same build's asynchronous reads (`h5chunk_async.js`, `fetch`)
+//! on the page's own thread. Bytes and
 //! requests are the server's counts for that side's URL. h5wasm runs in its lazy mode for
 //! remote files: Emscripten's `FS.createLazyFile` (a `HEAD`, then synchronous range requests
 //! of 1 MiB chunks); its other ways in load the whole file into memory first.
@@ -300,7 +302,7 @@ fn compare(
 ) -> Vec<Step> {
     let mut steps = Vec::new();
     let want_tree = &file["tree"];
-    for side in ["h5chunk", "h5wasm"] {
+    for side in ["h5chunk", "h5chunk_async", "h5wasm"] {
         let init = ask(b, side, "init", &json!({}));
         if init["ok"] != json!(true) {
             steps.push(Step {
@@ -564,6 +566,7 @@ fn run_with(
         ("/pkg/".to_owned(), pkg),
         ("/h5wasm/".to_owned(), h5wasm),
         ("/data/h5chunk/".to_owned(), dir.clone()),
+        ("/data/h5chunk_async/".to_owned(), dir.clone()),
         ("/data/h5wasm/".to_owned(), dir.clone()),
     ])?;
     eprintln!("xtask bench --browser: serving on {base}");
@@ -605,7 +608,7 @@ fn run_with(
         file["slice_offset"]
     );
     println!(
-        "{:<8} {:<6} {:>9} {:>13} {:>10} {:>10}  check",
+        "{:<14} {:<6} {:>11} {:>13} {:>10} {:>10}  check",
         "side", "step", "requests", "bytes", "MiB", "ms"
     );
     let mut totals: Vec<(&str, usize, u64, f64, bool)> = Vec::new();
@@ -616,7 +619,7 @@ fn run_with(
             s.requests.to_string()
         };
         println!(
-            "{:<8} {:<6} {:>9} {:>13} {:>10} {:>10.1}  {}",
+            "{:<14} {:<6} {:>11} {:>13} {:>10} {:>10.1}  {}",
             s.side,
             s.step,
             reqs,
@@ -645,7 +648,7 @@ fn run_with(
     }
     for (side, requests, bytes, ms, ok) in &totals {
         println!(
-            "{:<8} {:<6} {:>9} {:>13} {:>10} {:>10.1}  {}",
+            "{:<14} {:<6} {:>11} {:>13} {:>10} {:>10.1}  {}",
             side,
             "both",
             requests,
