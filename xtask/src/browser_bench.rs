@@ -489,8 +489,8 @@ const MIN_RATIO: f64 = 20.0;
 /// ... and `h5chunk view` (polling every 100 ms) shows a flushed row within this many ms (p50).
 const MAX_P50_MS: f64 = 500.0;
 
-/// `bench --browser [--flushes N] [--quick]`: `--quick` takes the live figure at 100 ms
-/// polling only, over 20 flushes (what `cargo xtask test` runs).
+/// `bench --browser [--flushes N] [--quick]`: `--quick` is what `cargo xtask test` runs
+/// ([`quick`]; `--flushes` does not apply).
 pub fn run(root: &Path, args: &[String]) -> TaskResult {
     let mut flushes = DEFAULT_FLUSHES;
     let mut quick_run = false;
@@ -510,26 +510,36 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
     }
     let python = python(root)?;
     let pkg = wasm_pkg(root)?;
-    let polls: &[Option<u32>] = if quick_run {
-        flushes = flushes.min(QUICK_FLUSHES);
-        &[Some(100)]
-    } else {
-        &[Some(100), None]
-    };
-    run_with(root, &python, &pkg, flushes, polls)
+    if quick_run {
+        return quick(root, &python, &pkg);
+    }
+    let h5chunk = h5chunk_binary(root)?;
+    run_with(root, &python, &pkg, &h5chunk, flushes, &[Some(100), None])
 }
 
 /// The quick run for `cargo xtask test`, with its venv and npm package: both sides on the
 /// 4 GiB file (h5chunk must agree with h5py, and fetch at most 1/20 of h5wasm's bytes) and
 /// the live figure at 100 ms polling over 20 flushes (p50 within 500 ms); about 30 s.
 pub fn quick(root: &Path, python: &Path, pkg: &Path) -> TaskResult {
-    run_with(root, python, pkg, QUICK_FLUSHES, &[Some(100)])
+    // The binary the test run just built (its features: every one), rather than a dev build
+    // with the CLI's own features, which would compile the crates again.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| root.join("target"), PathBuf::from);
+    let built = target.join("debug").join("h5chunk");
+    let h5chunk = if built.is_file() {
+        built
+    } else {
+        h5chunk_binary(root)?
+    };
+    run_with(root, python, pkg, &h5chunk, QUICK_FLUSHES, &[Some(100)])
 }
 
 fn run_with(
     root: &Path,
     python: &Path,
     pkg: &Path,
+    h5chunk: &Path,
     flushes: usize,
     polls: &[Option<u32>],
 ) -> TaskResult {
@@ -537,7 +547,6 @@ fn run_with(
         .ok_or("no Chromium (apt-get install chromium, or set H5CHUNK_CHROMIUM)")?;
     let (python, pkg) = (python.to_owned(), pkg.to_owned());
     let h5wasm = h5wasm(root)?;
-    let h5chunk = h5chunk_binary(root)?;
     let dir = root.join("target").join("tmp").join("browser-bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let out_dir = root.join("target").join("bench");
@@ -588,7 +597,7 @@ fn run_with(
     let mut lives = Vec::new();
     for &poll in polls {
         let label = poll.map_or_else(|| "default (1000 ms)".to_owned(), |p| format!("{p} ms"));
-        match live(root, &chrome, &python, &h5chunk, &dir, flushes, poll) {
+        match live(root, &chrome, &python, h5chunk, &dir, flushes, poll) {
             Ok(lat) => lives.push((label, Ok(lat))),
             Err(e) => lives.push((label, Err(e))),
         }
