@@ -61,6 +61,15 @@ export class AsyncH5File {
   constructor(file, cache) {
     this.file = file;
     this.cache = cache;
+    // One operation at a time: calls made together wait their turn, so none re-fetches what
+    // another is fetching.
+    this.queue = Promise.resolve();
+  }
+
+  #run(op) {
+    const next = this.queue.then(() => settle(this.cache, op));
+    this.queue = next.catch(() => {});
+    return next;
   }
 
   /** Open `url` (the server must answer Range with 206 and, across origins, expose Content-Range). */
@@ -77,17 +86,21 @@ export class AsyncH5File {
   /** Bytes those requests returned. */
   get bytesFetched() { return this.cache.bytesFetched; }
 
-  children(path) { return settle(this.cache, () => this.file.children(path)); }
-  attrs(path) { return settle(this.cache, () => this.file.attrs(path)); }
-  isDataset(path) { return settle(this.cache, () => this.file.isDataset(path)); }
-  info(path) { return settle(this.cache, () => this.file.info(path)); }
-  read(path, start, count, step) { return settle(this.cache, () => this.file.read(path, start, count, step)); }
+  children(path) { return this.#run(() => this.file.children(path)); }
+  attrs(path) { return this.#run(() => this.file.attrs(path)); }
+  isDataset(path) { return this.#run(() => this.file.isDataset(path)); }
+  info(path) { return this.#run(() => this.file.info(path)); }
+  read(path, start, count, step) { return this.#run(() => this.file.read(path, start, count, step)); }
 
   /** The dataset at `path` read again from the server (a file being written); its shape. */
-  async refresh(path) {
-    this.cache.reset();
-    await fill(this.cache);
-    return settle(this.cache, () => this.file.refresh(path));
+  refresh(path) {
+    const next = this.queue.then(async () => {
+      this.cache.reset();
+      await fill(this.cache);
+      return settle(this.cache, () => this.file.refresh(path));
+    });
+    this.queue = next.catch(() => {});
+    return next;
   }
 
   free() {

@@ -547,19 +547,29 @@ fn async_url_reads_on_the_page_equal_h5py_and_see_a_file_grow() {
     }
   }
   await walk('/');
+  // Calls made together (each waits its turn).
+  const together = (await Promise.all(['/filters/zstd', '/filters/blosc2', '/text/names']
+    .map((p) => f.read(p, [0], [3])))).map(plain);
   const whole = await f.read('/plain/contiguous');
   let sum = 0;
   for (const x of whole) sum += x;
   const g = await m.AsyncH5File.open('/data/grow.h5');
   window.grown = g;
   const before = plain(await g.read('/x'));
-  return { values, length: whole.length, sum, before, requests: f.requests, bytes: f.bytesFetched,
+  return { values, together, length: whole.length, sum, before, requests: f.requests, bytes: f.bytesFetched,
            filters: (await f.info('/signals/sine')).filters };
 })().catch((e) => ({ error: String(e?.message ?? e) }))"#,
     );
     assert!(got.get("error").is_none(), "{got}");
     for (path, want) in h5py.as_object().unwrap() {
         same(path, &got["values"][path], want);
+    }
+    for (i, path) in ["/filters/zstd", "/filters/blosc2", "/text/names"]
+        .iter()
+        .enumerate()
+    {
+        let want: Vec<Value> = h5py[*path].as_array().unwrap()[..3].to_vec();
+        same(path, &got["together"][i], &json!(want));
     }
     assert_eq!(got["length"], json!(1 << 20), "{}", got["length"]);
     let want_sum = (1u64 << 19) as f64;

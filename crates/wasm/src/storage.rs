@@ -328,16 +328,15 @@ impl UrlStorage {
         self.bytes_fetched
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let end = start.saturating_add(bytes.len() as u64);
-        if let Some(i) = d.direct_asked.iter().position(|&(a, _)| a == start) {
-            d.direct_asked.swap_remove(i);
+        let asked = d.direct_asked.iter().position(|&r| r == (start, end));
+        // A large read's bytes (or, not at a block's start, one whose ask an earlier
+        // `settle` forgot) are kept whole for the reads of that range.
+        if asked.is_some() || !start.is_multiple_of(BLOCK) {
+            if let Some(i) = asked {
+                d.direct_asked.swap_remove(i);
+            }
             d.direct.insert((start, end), bytes.to_vec());
             return Ok(());
-        }
-        if !start.is_multiple_of(BLOCK) {
-            return Err(io::Error::other(format!(
-                "{}: supplied bytes at {start}, not a block's start",
-                self.url
-            )));
         }
         drop(d);
         let mut blocks = self.lock()?;
