@@ -10,8 +10,8 @@
 //! `tree` opens the URL and lists every object with its kind (what a tree view shows), `slice`
 //! reads 1 MiB (256 rows of the last scan's frames, past 2^32 bytes into the file); a third
 //! side, `h5chunk_async`, is the same build's asynchronous reads (`h5chunk_async.js`, `fetch`)
-//! on the page's own thread. Bytes and
-//! requests are the server's counts for that side's URL. h5wasm runs in its lazy mode for
+//! on the page's own thread. Bytes and requests are the server's counts for that side's URL
+//! (each side has its own path to the same file). h5wasm runs in its lazy mode for
 //! remote files: Emscripten's `FS.createLazyFile` (a `HEAD`, then synchronous range requests
 //! of 1 MiB chunks); its other ways in load the whole file into memory first.
 //!
@@ -21,8 +21,10 @@
 //! time each new length appears in its plot (a `MutationObserver`), and the figure is the
 //! median of (shown − flush returned).
 //!
-//! Rows in `target/bench/browser.csv`; the task fails when a side's tree or slice disagrees
-//! with h5py's.
+//! Rows in `target/bench/browser.csv`; the task fails when h5chunk's tree or slice disagrees
+//! with h5py's, when h5wasm finished and fetched less than 20 times h5chunk's bytes, or when
+//! the p50 at 100 ms polling is over 500 ms (issue 37's goals). h5wasm's own failures are
+//! reported in the table, not failed.
 
 // The DevTools-protocol driver the CLI's browser tests use (crates/cli/tests/support).
 #[allow(dead_code)]
@@ -293,7 +295,7 @@ fn ask(b: &mut cdp::Browser, side: &str, op: &str, args: &Value) -> Value {
     b.eval(&format!("bench({side:?}, {op:?}, {args})"))
 }
 
-/// Both sides on the remote file: their tree and slice steps.
+/// Every side on the remote file: its tree and slice steps.
 fn compare(
     b: &mut cdp::Browser,
     log: &Log,
