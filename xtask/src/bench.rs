@@ -212,6 +212,10 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--filters").cloned().collect();
         return crate::filters::run(root, &rest);
     }
+    if args.iter().any(|a| a == "--browser") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--browser").cloned().collect();
+        return crate::browser_bench::run(root, &rest);
+    }
     if args.iter().any(|a| a == "--python") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--python").cloned().collect();
         return crate::python_bench::run(root, &rest);

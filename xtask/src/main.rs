@@ -6,6 +6,7 @@
 //! runs cargo, Python, h5dump and the benchmark programs as processes.
 
 mod bench;
+mod browser_bench;
 mod bulk;
 mod deps;
 mod filters;
@@ -143,7 +144,7 @@ const TASKS: &[Task] = &[
         name: "bench",
         usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] \
                 [--filters [--mib N] [--threads T]] \
-                [--workloads [--quick] [--rounds N]] [--python [--quick] [--rounds N] [--scale F]] [--swmr] \
+                [--workloads [--quick] [--rounds N]] [--browser [--quick] [--flushes N]] [--python [--quick] [--rounds N] [--scale F]] [--swmr] \
                 [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] [--n N] [--scenario S,..] \
                 [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
@@ -161,6 +162,11 @@ const TASKS: &[Task] = &[
                write, bulk read, random windows) with default options, h5chunk (also with \
                Durability::Sync and ::Flush) vs h5py vs the libhdf5 C API, best of N rounds \
                (target/bench/workloads.csv; --quick: small sizes, one round); \
+               --browser compares h5chunk's wasm build with h5wasm (npm, pinned) in one \
+               headless Chromium on a 4 GiB remote file (bytes, requests and time to show \
+               the tree and read one 1 MiB slice), and times `h5chunk view` following an \
+               h5py SWMR writer (flush to row shown, p50 over N flushes; \
+               target/bench/browser.csv; --quick: 100 ms polling only, 20 flushes); \
                --python builds the Python module in release and times it against h5py: appends \
                (one row, one chunk), random elements and windows, 1/2/every-core threads reading \
                one dataset, and xarray load() through engine h5chunk vs h5netcdf and netcdf4, \
@@ -377,6 +383,11 @@ fn test(args: &[String]) -> TaskResult {
     // h5chunk module, h5py and xarray's engines agree on every row's values (seconds).
     eprintln!("xtask test: bench --python --quick");
     python_bench::quick(&root, &python)?;
+    // The browser comparison on its 4 GiB (sparse) file and the live view over 20 flushes
+    // (about 30 s): h5chunk's wasm build agrees with h5py and fetches at most 1/20 of the
+    // bytes h5wasm does; the page shows a flushed row within 500 ms (p50).
+    eprintln!("xtask test: bench --browser --quick");
+    browser_bench::quick(&root, &python, &wasm_pkg)?;
     // The fuzz campaign's smoke run: a fixed, seeded set of mutants (about 15 s); any panic,
     // abort, crash, hang or check miss fails the task. `cargo xtask fuzz --minutes M` is the long one.
     eprintln!("xtask test: fuzz smoke run ({FUZZ_SMOKE_CASES} mutants)");

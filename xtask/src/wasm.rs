@@ -1,7 +1,8 @@
 //! `cargo xtask wasm`: the npm package of crates/wasm in crates/wasm/pkg. The crate built for
 //! wasm32-unknown-unknown (release, its own workspace, target dir `target/wasm`), then
 //! `wasm-bindgen --target web` (an ES module loading the .wasm, and its TypeScript types),
-//! then the package's `package.json` and README. wasm-bindgen-cli must be the very version the
+//! then the package's `package.json`, README and `h5chunk_async.js` (asynchronous URL reads,
+//! with its types). wasm-bindgen-cli must be the very version the
 //! crate pins (`wasm-bindgen = "=X"`): it is installed with `cargo install` into
 //! `target/tools` when `target/tools/bin/wasm-bindgen` is missing or another version.
 
@@ -102,7 +103,12 @@ pub fn build(root: &Path) -> Result<PathBuf, String> {
         .args(["--target", "web", "--out-dir"])
         .arg(&pkg)
         .arg(&module))?;
-    for (from, to) in [("package.json", "package.json"), ("README.md", "README.md")] {
+    for (from, to) in [
+        ("package.json", "package.json"),
+        ("README.md", "README.md"),
+        ("h5chunk_async.js", "h5chunk_async.js"),
+        ("h5chunk_async.d.ts", "h5chunk_async.d.ts"),
+    ] {
         std::fs::copy(crate_dir.join(from), pkg.join(to))
             .map_err(|e| format!("copying {from} into {}: {e}", pkg.display()))?;
     }

@@ -495,3 +495,113 @@ fn example_page_says_why_a_file_does_not_open_and_opens_the_next() {
     same("/x", &shown(&mut b, "/x"), &want);
     assert_eq!(b.errors(), json!([]), "uncaught errors");
 }
+
+/// The page's own thread (no worker, so no synchronous request) reads the file by URL through
+/// `h5chunk_async.js`: `fetch` range requests, each operation run again until it has its
+/// bytes. Every dataset's first values equal h5py's, a whole 8 MiB contiguous dataset reads
+/// (one large range), and a file h5py extends is seen grown after `refresh`.
+#[test]
+fn async_url_reads_on_the_page_equal_h5py_and_see_a_file_grow() {
+    let test = "wasm_async_url";
+    let Some(python) = interop::python(test) else {
+        return;
+    };
+    let Some(chrome) = interop::tool("H5CHUNK_CHROMIUM", test) else {
+        return;
+    };
+    let Some(pkg) = interop::tool("H5CHUNK_WASM_PKG", test) else {
+        return;
+    };
+    assert!(
+        pkg.join("h5chunk_async.js").is_file(),
+        "{}: no h5chunk_async.js (cargo xtask wasm)",
+        pkg.display()
+    );
+    let dir = tmp(test);
+    let file = dir.join("demo.h5");
+    let said = interop::run_python(&python, WRITE, &[s(&file), "0"]);
+    let h5py: Value = serde_json::from_str(said.trim()).unwrap();
+    let grow = dir.join("grow.h5");
+    let before: Value =
+        serde_json::from_str(interop::run_python(&python, GROW, &[s(&grow), "new"]).trim())
+            .unwrap();
+    let server = Static::start(&pkg, &dir);
+    let mut b = cdp::Browser::open(&chrome, &dir, &format!("{}/example/index.html", server.url));
+    b.wait_for("document.readyState === 'complete'", 30);
+    let got = b.eval(
+        r#"(async () => {
+  const m = await import('/pkg/h5chunk_async.js');
+  await m.init();
+  const f = await m.AsyncH5File.open('/data/demo.h5');
+  const values = {};
+  const plain = (v) => Array.from(v, (x) => (typeof x === 'bigint' ? Number(x) : x));
+  async function walk(path) {
+    for (const c of await f.children(path)) {
+      if (c.kind === 'group') await walk(c.path);
+      if (c.kind !== 'dataset') continue;
+      const info = await f.info(c.path);
+      const rank = info.shape.length;
+      values[c.path] = plain(rank === 0 ? await f.read(c.path)
+        : await f.read(c.path, info.shape.map(() => 0),
+                       info.shape.map((n, i) => (i === rank - 1 ? Math.min(n, 100) : 1))));
+    }
+  }
+  await walk('/');
+  // Calls made together (each waits its turn).
+  const together = (await Promise.all(['/filters/zstd', '/filters/blosc2', '/text/names']
+    .map((p) => f.read(p, [0], [3])))).map(plain);
+  const whole = await f.read('/plain/contiguous');
+  let sum = 0;
+  for (const x of whole) sum += x;
+  const g = await m.AsyncH5File.open('/data/grow.h5');
+  window.grown = g;
+  const before = plain(await g.read('/x'));
+  return { values, together, length: whole.length, sum, before, requests: f.requests, bytes: f.bytesFetched,
+           filters: (await f.info('/signals/sine')).filters };
+})().catch((e) => ({ error: String(e?.message ?? e) }))"#,
+    );
+    assert!(got.get("error").is_none(), "{got}");
+    for (path, want) in h5py.as_object().unwrap() {
+        same(path, &got["values"][path], want);
+    }
+    for (i, path) in ["/filters/zstd", "/filters/blosc2", "/text/names"]
+        .iter()
+        .enumerate()
+    {
+        let want: Vec<Value> = h5py[*path].as_array().unwrap()[..3].to_vec();
+        same(path, &got["together"][i], &json!(want));
+    }
+    assert_eq!(got["length"], json!(1 << 20), "{}", got["length"]);
+    let want_sum = (1u64 << 19) as f64;
+    let sum = got["sum"].as_f64().unwrap();
+    assert!((sum - want_sum).abs() < 1e-6 * want_sum, "{sum}");
+    assert_eq!(got["filters"], json!(["shuffle", "deflate(4)"]));
+    same("/x", &got["before"], &before);
+    let log = server.log.lock().unwrap().clone();
+    assert!(
+        log.iter().all(|(_, r)| r.is_some()),
+        "a request without a range: {log:?}"
+    );
+    eprintln!(
+        "{test}: {} range requests, {} bytes (the 8 MiB dataset included)",
+        got["requests"], got["bytes"]
+    );
+
+    let after: Value =
+        serde_json::from_str(interop::run_python(&python, GROW, &[s(&grow), "grow"]).trim())
+            .unwrap();
+    let r = b.eval(
+        r#"(async () => {
+  const g = window.grown;
+  const kept = Array.from(await g.read('/x')).length;
+  const shape = await g.refresh('/x');
+  return { kept, shape, values: Array.from(await g.read('/x')) };
+})().catch((e) => ({ error: String(e?.message ?? e) }))"#,
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    // Without a refresh the file keeps the extent it read.
+    assert_eq!(r["kept"], json!(20), "{r}");
+    assert_eq!(r["shape"], json!([50]), "{r}");
+    same("/x", &r["values"], &after);
+    assert_eq!(b.errors(), json!([]), "uncaught errors");
+}

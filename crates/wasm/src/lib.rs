@@ -15,6 +15,10 @@
 //! f.info("/data");                                // {shape, dtype, chunks, filters, index, ...}
 //! f.read("/data", [0, 0], [10, 100]);             // Float64Array (by the dataset's type)
 //! ```
+//!
+//! A URL can also be read asynchronously, on a page too: [`UrlCache`] holds what JavaScript
+//! fetched with `fetch`, and `h5chunk_async.js` (shipped in the package) runs each operation
+//! again until the cache holds every byte it needs (`AsyncH5File`).
 
 mod storage;
 
@@ -160,6 +164,23 @@ impl H5File {
         Ok(H5File {
             file,
             name: url.to_owned(),
+            url: Some(storage),
+            datasets: HashMap::new(),
+        })
+    }
+
+    /// Open the URL of `cache`, whose bytes come from its owner's asynchronous requests
+    /// (`h5chunk_async.js`: `AsyncH5File.open(url)` drives this). Throws, with
+    /// `cache.pendingCount > 0`, until the bytes it needs are supplied; works on a page too.
+    #[wasm_bindgen(js_name = openCache)]
+    pub fn open_cache(cache: &UrlCache) -> Result<H5File, JsError> {
+        let storage = cache.storage.clone();
+        let file = OpenOptions::swmr_read()
+            .open_on_named(&cache.url, storage.clone())
+            .map_err(err)?;
+        Ok(H5File {
+            file,
+            name: cache.url.clone(),
             url: Some(storage),
             datasets: HashMap::new(),
         })
@@ -339,12 +360,99 @@ impl H5File {
     /// new extent and chunks); its shape now. A URL's cached blocks and size are dropped first.
     #[wasm_bindgen(unchecked_return_type = "number[]")]
     pub fn refresh(&mut self, path: &str) -> Result<JsValue, JsError> {
-        if let Some(u) = &self.url {
+        // A deferred URL's blocks are dropped by its owner (`UrlCache.reset`) before the
+        // rounds of this operation, not in each.
+        if let Some(u) = self.url.as_ref().filter(|u| !u.is_deferred()) {
             u.refresh().map_err(err)?;
         }
         let d = self.dataset(path)?;
         d.refresh().map_err(|e| err(format!("{path}: {e}")))?;
         Ok(numbers(&d.shape()))
+    }
+}
+
+/// The bytes of a URL that JavaScript fetches asynchronously (`fetch` with a `Range` header):
+/// an [`H5File`] opened on it (`H5File.openCache`) reads what was supplied, and an operation
+/// that needs more notes the ranges and throws; the caller fetches `pending()`, `supply`s
+/// each answer and runs the operation again, then calls `settle()`. `h5chunk_async.js` is
+/// that loop.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct UrlCache {
+    url: String,
+    storage: Arc<UrlStorage>,
+}
+
+#[wasm_bindgen]
+impl UrlCache {
+    /// A cache of `url` with nothing in it: its first block is pending.
+    #[wasm_bindgen(constructor)]
+    pub fn new(url: &str) -> UrlCache {
+        UrlCache {
+            url: url.to_owned(),
+            storage: Arc::new(UrlStorage::deferred(url)),
+        }
+    }
+
+    /// The URL.
+    #[wasm_bindgen(getter)]
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Ranges waited for.
+    #[wasm_bindgen(getter, js_name = pendingCount)]
+    pub fn pending_count(&self) -> usize {
+        self.storage.pending_count()
+    }
+
+    /// The ranges to fetch, each handed out once: `[start0, end0, start1, end1, ...]` (end
+    /// exclusive).
+    #[wasm_bindgen(unchecked_return_type = "number[]")]
+    pub fn pending(&self) -> Result<JsValue, JsError> {
+        let flat: Vec<u64> = self
+            .storage
+            .take_pending()
+            .map_err(err)?
+            .into_iter()
+            .flat_map(|(a, b)| [a, b])
+            .collect();
+        Ok(numbers(&flat))
+    }
+
+    /// The answer to a range `pending` gave: its first byte's offset, its bytes, and the
+    /// resource's size (from `Content-Range`).
+    pub fn supply(&self, start: f64, bytes: &[u8], size: f64) -> Result<(), JsError> {
+        let start = dims("start", &[start])?.first().copied().unwrap_or(0);
+        let size = dims("size", &[size])?.first().copied().unwrap_or(0);
+        self.storage.supply(start, bytes, size).map_err(err)
+    }
+
+    /// An operation ran to its end: the large reads' bytes kept for its rounds are dropped.
+    pub fn settle(&self) {
+        self.storage.settle();
+    }
+
+    /// Drop every cached block; the first one is pending again (a file a writer is
+    /// extending: before `refresh`).
+    pub fn reset(&self) -> Result<(), JsError> {
+        self.storage.refresh().map_err(err)
+    }
+
+    /// Ranges supplied so far.
+    #[wasm_bindgen(getter)]
+    pub fn requests(&self) -> f64 {
+        #[allow(clippy::cast_precision_loss)]
+        let n = self.storage.requests() as f64;
+        n
+    }
+
+    /// Bytes supplied so far.
+    #[wasm_bindgen(getter, js_name = bytesFetched)]
+    pub fn bytes_fetched(&self) -> f64 {
+        #[allow(clippy::cast_precision_loss)]
+        let n = self.storage.bytes_fetched() as f64;
+        n
     }
 }
 

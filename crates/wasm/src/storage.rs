@@ -4,7 +4,10 @@
 //!   `FileReaderSync.readAsArrayBuffer` of a `Blob.slice`: nothing is loaded whole, so a file
 //!   of any size opens (no 2 GiB limit; offsets are exact up to 2^53).
 //! - [`UrlStorage`]: a URL read by synchronous `XMLHttpRequest`s with a `Range` header, through
-//!   a cache of [`BLOCK`]-byte blocks (the server must answer ranges with 206).
+//!   a cache of [`BLOCK`]-byte blocks (the server must answer ranges with 206); or, deferred
+//!   ([`UrlStorage::deferred`]), by no request of its own: a read it cannot answer from what
+//!   was supplied notes the bytes it needs and fails with `WouldBlock`, and the caller fetches
+//!   them asynchronously (`fetch`, on a page too), supplies them and runs the operation again.
 //!
 //! `Storage` must be `Send + Sync` and JavaScript objects are neither: the `Blob`s live in a
 //! thread-local table (a worker is one thread) and a storage holds its key.
@@ -158,14 +161,20 @@ impl Storage for BlobStorage {
     }
 }
 
-/// The unit of [`UrlStorage`]'s cache and of its requests.
-pub const BLOCK: u64 = 64 << 10;
+/// The unit of [`UrlStorage`]'s cache and of its requests: 4 KiB, as the CLI's remote reads.
+/// HDF5 metadata is small pieces (object headers, B-tree nodes, heaps) that libhdf5 packs
+/// into 2 KiB blocks next to the data written with them, so a file written over time has its
+/// metadata spread through it: a bigger unit fetches mostly raw data with each piece. Listing
+/// the 132 objects of `cargo xtask bench --browser`'s 4 GiB file took 34 requests and 2.1 MiB
+/// with 64 KiB blocks, 39 requests and 180 KiB with these.
+pub const BLOCK: u64 = 4 << 10;
 /// The cache's budget.
 const CACHE_BYTES: usize = 64 << 20;
 /// Reads of at least this many bytes bypass the cache.
-const DIRECT: u64 = 4 * BLOCK;
-/// A prefetch joins runs of missing blocks fewer than this many blocks apart into one request.
-const GAP_BLOCKS: u64 = 4;
+const DIRECT: u64 = 256 << 10;
+/// A prefetch joins runs of missing blocks fewer than this many blocks (256 KiB) apart into
+/// one request.
+const GAP_BLOCKS: u64 = (256 << 10) / BLOCK;
 
 #[derive(Debug, Default)]
 struct Blocks {
@@ -194,9 +203,22 @@ impl Blocks {
     }
 }
 
+/// What a deferred [`UrlStorage`] was asked for and could not answer.
+#[derive(Debug, Default)]
+struct Deferred {
+    /// Ranges `(start, end)` to fetch: runs of whole blocks, or a large read's exact bytes.
+    pending: Vec<(u64, u64)>,
+    /// Large reads' ranges handed out by `take_pending`, to be supplied whole.
+    direct_asked: Vec<(u64, u64)>,
+    /// Large reads' bytes, by `(start, end)`, kept until the operation settles (an operation
+    /// run again reads them again).
+    direct: BTreeMap<(u64, u64), Vec<u8>>,
+}
+
 /// A URL read by synchronous range requests (Web Workers only: a page's synchronous
-/// requests cannot ask for an `ArrayBuffer`). Reads go through a cache of [`BLOCK`]-byte
-/// blocks; a read missing several adjacent blocks asks for them in one request.
+/// requests cannot ask for an `ArrayBuffer`), or deferred (see the module's documentation).
+/// Reads go through a cache of [`BLOCK`]-byte blocks; a read missing several adjacent blocks
+/// asks for them in one request.
 #[derive(Debug)]
 pub struct UrlStorage {
     url: String,
@@ -204,6 +226,16 @@ pub struct UrlStorage {
     blocks: Mutex<Blocks>,
     requests: AtomicU64,
     bytes_fetched: AtomicU64,
+    /// Some: no requests of its own (bytes come through [`UrlStorage::supply`]).
+    deferred: Option<Mutex<Deferred>>,
+}
+
+/// The error of a deferred read the supplied bytes do not cover.
+fn would_block(url: &str, start: u64, end: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!("{url}: bytes {start}..{end} are not fetched yet"),
+    )
 }
 
 impl UrlStorage {
@@ -215,14 +247,126 @@ impl UrlStorage {
             blocks: Mutex::new(Blocks::default()),
             requests: AtomicU64::new(0),
             bytes_fetched: AtomicU64::new(0),
+            deferred: None,
         };
         s.refresh()?;
         Ok(s)
     }
 
+    /// `url`, read by no request of its own: its first block is pending (supplying it tells
+    /// the size), and every read of bytes not supplied yet notes them and fails with
+    /// `WouldBlock`.
+    pub fn deferred(url: &str) -> UrlStorage {
+        UrlStorage {
+            url: url.to_owned(),
+            size: AtomicU64::new(0),
+            blocks: Mutex::new(Blocks::default()),
+            requests: AtomicU64::new(0),
+            bytes_fetched: AtomicU64::new(0),
+            deferred: Some(Mutex::new(Deferred {
+                pending: vec![(0, BLOCK)],
+                ..Deferred::default()
+            })),
+        }
+    }
+
+    /// Whether this storage is deferred.
+    pub fn is_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    fn deferred_lock(&self) -> io::Result<Option<std::sync::MutexGuard<'_, Deferred>>> {
+        self.deferred
+            .as_ref()
+            .map(|d| {
+                d.lock()
+                    .map_err(|_| io::Error::other("the pending list was poisoned"))
+            })
+            .transpose()
+    }
+
+    /// Note `(start, end)` as needed (once).
+    fn defer(&self, d: &mut Deferred, start: u64, end: u64) {
+        if !d.pending.contains(&(start, end)) {
+            d.pending.push((start, end));
+        }
+    }
+
+    /// How many ranges a deferred storage waits for.
+    pub fn pending_count(&self) -> usize {
+        self.deferred_lock()
+            .ok()
+            .flatten()
+            .map_or(0, |d| d.pending.len())
+    }
+
+    /// The ranges `(start, end)` a deferred storage waits for, handed out once each (their
+    /// bytes come back through `supply`).
+    pub fn take_pending(&self) -> io::Result<Vec<(u64, u64)>> {
+        let Some(mut d) = self.deferred_lock()? else {
+            return Ok(Vec::new());
+        };
+        let taken = std::mem::take(&mut d.pending);
+        for &(a, b) in &taken {
+            if b.saturating_sub(a) >= DIRECT && !d.direct_asked.contains(&(a, b)) {
+                d.direct_asked.push((a, b));
+            }
+        }
+        Ok(taken)
+    }
+
+    /// The bytes of a range `take_pending` gave (the server may clip its end to the size),
+    /// and the resource's size as the answer said it.
+    pub fn supply(&self, start: u64, bytes: &[u8], size: u64) -> io::Result<()> {
+        let Some(mut d) = self.deferred_lock()? else {
+            return Err(io::Error::other(
+                "supply: this URL is read by its own requests",
+            ));
+        };
+        self.size.store(size, Ordering::Relaxed);
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.bytes_fetched
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let end = start.saturating_add(bytes.len() as u64);
+        let asked = d.direct_asked.iter().position(|&r| r == (start, end));
+        // A large read's bytes (or, not at a block's start, one whose ask an earlier
+        // `settle` forgot) are kept whole for the reads of that range.
+        if asked.is_some() || !start.is_multiple_of(BLOCK) {
+            if let Some(i) = asked {
+                d.direct_asked.swap_remove(i);
+            }
+            d.direct.insert((start, end), bytes.to_vec());
+            return Ok(());
+        }
+        drop(d);
+        let mut blocks = self.lock()?;
+        let first = start / BLOCK;
+        for (i, piece) in bytes.chunks(BLOCK as usize).enumerate() {
+            // A short piece only at the end of the resource.
+            if piece.len() as u64 == BLOCK || end >= size {
+                blocks.insert(first.saturating_add(i as u64), piece.to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    /// An operation ran to its end: the large reads' bytes it used are dropped.
+    pub fn settle(&self) {
+        if let Ok(Some(mut d)) = self.deferred_lock() {
+            d.direct.clear();
+            d.direct_asked.clear();
+        }
+    }
+
     /// Forget every cached block and ask the size again (a file a writer is extending).
+    /// Deferred: the first block is pending again.
     pub fn refresh(&self) -> io::Result<()> {
         self.lock().map(|mut b| *b = Blocks::default())?;
+        if let Some(mut d) = self.deferred_lock()? {
+            *d = Deferred::default();
+            d.pending.push((0, BLOCK));
+            return Ok(());
+        }
         let (size, first) = self.get(0, BLOCK)?;
         self.size.store(size, Ordering::Relaxed);
         if !first.is_empty() {
@@ -361,6 +505,21 @@ impl Storage for UrlStorage {
         if buf.is_empty() || Self::copy_out(&*self.lock()?, start, buf) {
             return Ok(());
         }
+        if let Some(mut d) = self.deferred_lock()? {
+            if buf.len() as u64 >= DIRECT {
+                if let Some(src) = d.direct.get(&(start, end)).and_then(|b| b.get(..buf.len())) {
+                    buf.copy_from_slice(src);
+                    return Ok(());
+                }
+                self.defer(&mut d, start, end);
+            } else {
+                let (first, last) = (start / BLOCK, end.saturating_sub(1) / BLOCK);
+                let from = first.saturating_mul(BLOCK);
+                let to = last.saturating_add(1).saturating_mul(BLOCK).min(size);
+                self.defer(&mut d, from, to);
+            }
+            return Err(would_block(&self.url, start, end));
+        }
         // A large read (a contiguous dataset's rows, a big chunk) goes straight to the buffer.
         if buf.len() as u64 >= DIRECT {
             let (_, bytes) = self.get(start, end)?;
@@ -425,6 +584,15 @@ impl Storage for UrlStorage {
                 Some((_, last)) if b <= last.saturating_add(GAP_BLOCKS) => *last = b,
                 _ => runs.push((b, b)),
             }
+        }
+        if let Some(mut d) = self.deferred_lock()? {
+            // Noted, not fetched: the next round's requests bring them with the miss.
+            for (first, last) in runs {
+                let from = first.saturating_mul(BLOCK);
+                let to = last.saturating_add(1).saturating_mul(BLOCK).min(size);
+                self.defer(&mut d, from, to);
+            }
+            return Ok(());
         }
         for (first, last) in runs {
             self.fetch_blocks(first, last, size)?;
