@@ -8,7 +8,7 @@
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const POLL_MS = Math.max(100, Number(params.get("poll")) || 1000);
+const POLL_MS = Math.max(100, Number(params.get("poll")) || 250);
 const LINE_POINTS = 20000;
 const IMAGE_SIDE = 1024;
 // A 2-D dataset of at most this many columns (a logger's rows of a few values) is drawn as
