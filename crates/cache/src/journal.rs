@@ -778,15 +778,20 @@ impl Storage for Journaled {
         self.write(addr, data, false)
     }
 
-    /// New space (past the durable length, outside a bypassed flush) is written as it is
-    /// written by [`write_at`](Storage::write_at): at once, nothing saved; here straight from
-    /// the parts. Anything else is joined and goes through `write_at`'s rules.
+    /// What [`write_at`](Storage::write_at) writes at once, nothing saved (new space past the
+    /// durable length; anything outside a bypassed flush), goes straight from the parts.
+    /// Anything else is joined and goes through `write_at`'s rules.
     fn write_gather_at(&self, addr: Addr, parts: &[&[u8]]) -> io::Result<()> {
         let start = addr.get();
         let len = parts
             .iter()
             .fold(0u64, |n, p| n.saturating_add(p.len() as u64));
-        if !self.is_bypassed() {
+        if self.is_bypassed() {
+            let st = self.state.lock();
+            if !st.batching {
+                return self.inner.write_gather_at(addr, parts);
+            }
+        } else {
             let mut st = self.state.lock();
             if start >= st.durable_len {
                 let end = start.saturating_add(len);

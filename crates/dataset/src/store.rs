@@ -392,6 +392,22 @@ impl Store {
         written
     }
 
+    /// Write `parts` back to back from `at`, as [`write`](Self::write) writes their
+    /// concatenation, with no copy where the storage writes vectored (a file).
+    pub fn write_gather(&self, at: Addr, parts: &[&[u8]]) -> Result<()> {
+        self.check_writable()?;
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        let written = self
+            .storage
+            .write_gather_at(at, parts)
+            .map_err(|e| self.io(e));
+        let len = parts
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.len() as u64));
+        self.pages.invalidate(at, len);
+        written
+    }
+
     /// The page size, when the file is written in pages (paged aggregation).
     pub fn page_size(&self) -> Option<u64> {
         self.cache.allocator().page_size()
