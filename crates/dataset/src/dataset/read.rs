@@ -1142,14 +1142,13 @@ impl Dataset {
     pub(super) fn read_values<T: H5Type>(&self, h: &Hyperslab) -> Result<Vec<T>> {
         let n = usize::try_from(h.len())
             .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(n).map_err(|_| {
+        // Zeroed by the allocator where large: the read writes every element.
+        let mut out = crate::store::try_zeroed(n).ok_or_else(|| {
             Error::arg(
                 "selection",
                 format!("{n} elements do not fit in memory (read it in parts with read_slice)"),
             )
         })?;
-        out.resize(n, T::default());
         self.read_typed(h, &mut out)?;
         Ok(out)
     }
