@@ -416,7 +416,7 @@ impl Storage for FileStorage {
         self.write_bytes(addr, Bytes::Parts(parts))
     }
     /// Runs that lie back to back in the file are read together, each group of at most
-    /// [`IOV_MAX`] with one vectored read (`preadv`) where the platform has one.
+    /// 1,024 (Linux's `IOV_MAX`) with one vectored read (`preadv`) where the platform has one.
     fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> io::Result<()> {
         let mut rest = runs;
         loop {
