@@ -86,10 +86,27 @@ impl Storage for Counted {
         self.inner.sync()
     }
     fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> io::Result<()> {
-        for (_, buf) in runs.iter() {
-            self.read(buf.len());
+        // Runs back to back in the storage count as one read: a file reads them with one
+        // vectored read.
+        let (mut reads, mut bytes, mut end) = (0u64, 0u64, None);
+        for (addr, buf) in runs.iter() {
+            if end != Some(addr.get()) {
+                reads = reads.saturating_add(1);
+            }
+            bytes = bytes.saturating_add(buf.len() as u64);
+            end = Some(addr.get().saturating_add(buf.len() as u64));
         }
+        self.reads.fetch_add(reads, Ordering::Relaxed);
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         self.inner.read_runs_at(runs)
+    }
+    fn write_gather_at(&self, addr: Addr, parts: &[&[u8]]) -> io::Result<()> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        let bytes = parts
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.len() as u64));
+        self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        self.inner.write_gather_at(addr, parts)
     }
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
         self.inner.prefetch(ranges)

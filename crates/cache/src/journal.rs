@@ -763,8 +763,46 @@ impl Storage for Journaled {
         Ok(())
     }
 
+    fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> io::Result<()> {
+        if !self.queued.load(Ordering::Acquire) {
+            return self.inner.read_runs_at(runs);
+        }
+        // Deferred writes to read through: run by run.
+        for (addr, buf) in runs.iter_mut() {
+            self.read_at(*addr, buf)?;
+        }
+        Ok(())
+    }
+
     fn write_at(&self, addr: Addr, data: &[u8]) -> io::Result<()> {
         self.write(addr, data, false)
+    }
+
+    /// What [`write_at`](Storage::write_at) writes at once, nothing saved (new space past the
+    /// durable length; anything outside a bypassed flush), goes straight from the parts.
+    /// Anything else is joined and goes through `write_at`'s rules.
+    fn write_gather_at(&self, addr: Addr, parts: &[&[u8]]) -> io::Result<()> {
+        let start = addr.get();
+        let len = parts
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.len() as u64));
+        if self.is_bypassed() {
+            let st = self.state.lock();
+            if !st.batching {
+                return self.inner.write_gather_at(addr, parts);
+            }
+        } else {
+            let mut st = self.state.lock();
+            if start >= st.durable_len {
+                let end = start.saturating_add(len);
+                st.changed = true;
+                if let Some(cut) = &mut st.cut {
+                    *cut = (*cut).max(end);
+                }
+                return self.inner.write_gather_at(addr, parts);
+            }
+        }
+        self.write(addr, &parts.concat(), false)
     }
 
     fn len(&self) -> io::Result<u64> {

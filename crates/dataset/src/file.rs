@@ -78,12 +78,18 @@ impl Storage for BaseStorage {
         self.inner.sync()
     }
     fn read_runs_at(&self, runs: &mut [(Addr, &mut [u8])]) -> std::io::Result<()> {
+        if self.base == 0 {
+            return self.inner.read_runs_at(runs);
+        }
         // Shifted and handed down whole, so an object store fetches them together.
         let mut shifted = runs
             .iter_mut()
             .map(|(a, b)| Ok((self.shifted(*a)?, &mut **b)))
             .collect::<std::io::Result<Vec<_>>>()?;
         self.inner.read_runs_at(&mut shifted)
+    }
+    fn write_gather_at(&self, addr: Addr, parts: &[&[u8]]) -> std::io::Result<()> {
+        self.inner.write_gather_at(self.shifted(addr)?, parts)
     }
     fn remote_stats(&self) -> Option<h5chunk_cache::RemoteStats> {
         self.inner.remote_stats()

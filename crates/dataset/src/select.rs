@@ -314,6 +314,14 @@ impl Hyperslab {
 
     /// The copies between the chunk at `scaled` (dims `chunk`) and the selection's buffer.
     pub fn runs(&self, chunk: &[u64], scaled: &[u64], mut f: impl FnMut(Run)) {
+        self.runs_while(chunk, scaled, |r| {
+            f(r);
+            true
+        });
+    }
+
+    /// [`runs`](Self::runs) until `f` says stop (returns `false`).
+    pub fn runs_while(&self, chunk: &[u64], scaled: &[u64], mut f: impl FnMut(Run) -> bool) {
         let rank = self.count.len();
         if chunk.len() != rank || scaled.len() != rank {
             return;
@@ -338,7 +346,7 @@ impl Hyperslab {
         // The last dimension's `k` stays at `lo`: each run covers its whole range.
         let Some(inner) = walks.last() else {
             // Rank 0: the one element of a scalar.
-            f(Run {
+            let _ = f(Run {
                 chunk: 0,
                 memory: 0,
                 len: 1,
@@ -351,13 +359,13 @@ impl Hyperslab {
             let Some((chunk, memory)) = offsets(&walks) else {
                 return;
             };
-            f(Run {
+            let more = f(Run {
                 chunk,
                 memory,
                 len,
                 chunk_step,
             });
-            if !walks.iter_mut().rev().skip(1).any(Walk::advance) {
+            if !more || !walks.iter_mut().rev().skip(1).any(Walk::advance) {
                 return;
             }
         }

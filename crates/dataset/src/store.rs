@@ -112,6 +112,26 @@ pub(crate) struct Store {
     closed: AtomicBool,
 }
 
+/// Buffers at least this large are asked of the allocator zeroed (see [`try_zeroed`]).
+const ZEROED_BY_ALLOCATOR: usize = 64 << 10;
+
+/// `len` default values (zero for the number types), or `None` when they do not fit in
+/// memory: the room is asked for first ([`Vec::try_reserve_exact`]), so a size that does not
+/// fit is an error, never an abort. A large buffer is then asked of the allocator zeroed
+/// (`vec![0; n]` is `calloc`), whose fresh pages the kernel zeroes as they are first touched
+/// (by the read that fills them), with no pass writing zeros over them first; a small one
+/// keeps the room it reserved and is filled (one allocation, as a metadata read wants).
+pub(crate) fn try_zeroed<T: Clone + Default>(len: usize) -> Option<Vec<T>> {
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(len).ok()?;
+    if len.saturating_mul(std::mem::size_of::<T>()) >= ZEROED_BY_ALLOCATOR {
+        drop(v);
+        return Some(vec![T::default(); len]);
+    }
+    v.resize(len, T::default());
+    Some(v)
+}
+
 /// Run `attempt` (given its number, from 1) up to `attempts` times while `retry` says its
 /// error may pass on another try, sleeping between tries from 1 µs, doubling, capped at 10 ms:
 /// how a SWMR reader reads again what it caught mid-write.
@@ -266,15 +286,12 @@ impl Store {
     /// against the file's end only, which a large file leaves far above what the process may
     /// hold.
     fn zeroed(&self, size: usize) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(size).map_err(|_| {
+        try_zeroed(size).ok_or_else(|| {
             self.io(std::io::Error::new(
                 std::io::ErrorKind::OutOfMemory,
                 format!("a read of {size} bytes does not fit in memory"),
             ))
-        })?;
-        buf.resize(size, 0);
-        Ok(buf)
+        })
     }
 
     /// [`read`](Self::read) into `buf` (its length is the read's).
@@ -389,6 +406,22 @@ impl Store {
         // Once written: a reader that loaded one of these pages meanwhile, with what was there
         // before, does not keep it (the page cache's generation), and none is kept from before.
         self.pages.invalidate(at, bytes.len() as u64);
+        written
+    }
+
+    /// Write `parts` back to back from `at`, as [`write`](Self::write) writes their
+    /// concatenation, with no copy where the storage writes vectored (a file).
+    pub fn write_gather(&self, at: Addr, parts: &[&[u8]]) -> Result<()> {
+        self.check_writable()?;
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        let written = self
+            .storage
+            .write_gather_at(at, parts)
+            .map_err(|e| self.io(e));
+        let len = parts
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.len() as u64));
+        self.pages.invalidate(at, len);
         written
     }
 

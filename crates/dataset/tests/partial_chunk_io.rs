@@ -651,3 +651,68 @@ fn sparse_strides_take_the_whole_chunk_paths() {
     assert_eq!(d.read::<i32>().unwrap(), values);
     drop((d, f));
 }
+
+/// A read that loads more unfiltered chunks than the chunk cache holds (a whole dataset of
+/// 1 MiB chunks, 10 MiB against the default 8 MiB) reads each chunk selected whole with one
+/// vectored read straight into the output, and reads only the in-extent bytes of edge chunks;
+/// it caches none of them (a window afterwards reads from the storage). The values equal what
+/// was written, for a grid of whole chunks and one with edge chunks.
+#[test]
+fn bulk_reads_pass_the_cache_one_read_per_chunk() {
+    for (rows, cols) in [(2560u64, 1024u64), (2600, 1300)] {
+        let mem = Arc::new(MemStorage::new());
+        let f = FileOptions::default()
+            .create_on(Arc::clone(&mem) as Arc<dyn Storage>)
+            .unwrap();
+        let data: Vec<f32> = (0..rows * cols).map(|i| (i % 1_000_003) as f32).collect();
+        let d = f
+            .new_dataset::<f32>()
+            .shape(&[rows, cols])
+            .chunk(&[512, 512])
+            .create("d")
+            .unwrap();
+        d.write(&data).unwrap();
+        drop(d);
+        f.close().unwrap();
+
+        let f = OpenOptions::read_only()
+            .open_on(Arc::clone(&mem) as Arc<dyn Storage>)
+            .unwrap();
+        let d = f.dataset("d").unwrap();
+        // The index's metadata first.
+        d.read_slice::<f32>(&[0, 0], &[1, 1], None).unwrap();
+        let before = f.io_stats();
+        let mut got = vec![0f32; data.len()];
+        d.read_slice_into(&[0, 0], &[rows, cols], None, &mut got)
+            .unwrap();
+        assert!(got == data, "{rows}x{cols}: the values written");
+        let after = f.io_stats();
+        assert_eq!(
+            after.bytes_read - before.bytes_read,
+            rows * cols * 4,
+            "{rows}x{cols}: exactly the dataset's bytes"
+        );
+        if rows % 512 == 0 && cols % 512 == 0 {
+            assert_eq!(
+                after.reads - before.reads,
+                (rows / 512) * (cols / 512),
+                "one read a chunk"
+            );
+        }
+        // Not cached: a window of the last chunk read goes to the storage.
+        let w = d
+            .read_slice::<f32>(&[rows - 100, cols - 100], &[64, 64], None)
+            .unwrap();
+        assert_eq!(
+            w,
+            slab(
+                &data,
+                &[rows, cols],
+                &[rows - 100, cols - 100],
+                &[64, 64],
+                &[1, 1]
+            )
+        );
+        assert!(f.io_stats().bytes_read > after.bytes_read, "window read");
+    }
+}

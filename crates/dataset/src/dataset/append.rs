@@ -16,6 +16,8 @@ use super::{Dataset, DatasetState, StorageState};
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::types::H5Type;
+use h5chunk_format::Addr;
+use h5chunk_format::chunk_record::ChunkRecord;
 use smallvec::SmallVec;
 
 /// The shape of an append of whole chunks, valid while the dataset's other dimensions and the
@@ -377,6 +379,14 @@ fn push_box(
         .cost()
         .saturating_add(chunks.saturating_mul(c.fresh.cost_of_one()))
         > c.fresh_budget_mut();
+    if one_by_one
+        && c.pipeline.is_none()
+        && c.shape.chunk_bytes >= super::DIRECT_WRITE_BYTES
+        && f.page_size().is_none()
+        && write_box_direct(f, c, (n, step, first), le, &rows)?
+    {
+        return Ok(true);
+    }
     if !one_by_one {
         // Every chunk at once: one reservation, one order check.
         if !c.fresh.push_box(first, n, le, &rows, step) {
@@ -401,6 +411,161 @@ fn push_box(
         }
     }
     Ok(true)
+}
+
+/// Parts gathered for one vectored write (Linux's `IOV_MAX`: one system call each).
+const GATHER_PARTS: usize = 1024;
+
+/// Index records inserted together.
+const RECORD_BATCH: usize = 1 << 16;
+
+/// [`push_box`] of large unfiltered chunks that overflow the fresh chunks' budget (a bulk
+/// write: a whole array of 1 MiB chunks in one call): the chunks go from the caller's slab
+/// straight to the file, with no copy into the fresh buffer and none into a write block. One
+/// allocation for the box (its chunks back to back, in row-major order, as the fresh path
+/// lays them); each chunk's rows, gathered from `le` (rows that follow on in `le` joined),
+/// written with vectored writes of [`GATHER_PARTS`] parts; then the records, inserted in
+/// batches, after every byte they point to (the order `write_chunks` keeps). `Ok(false)`,
+/// with nothing changed, when the index holds one of the box's chunks already (a rewrite,
+/// which keeps its places: the general path).
+fn write_box_direct(
+    f: &Store,
+    c: &mut Chunked,
+    (n, step, first): (&[u64], &[usize], &[u64]),
+    le: &[u8],
+    rows: &Rows<'_>,
+) -> Result<bool> {
+    let rank = first.len();
+    let past = || Error::Internal("a chunk box past 2^64 bytes");
+    let mut at_b = [0u64; MAX_FAST_RANK];
+    let mut scaled_b = [0u64; MAX_FAST_RANK];
+    let (Some(at), Some(scaled)) = (at_b.get_mut(..rank), scaled_b.get_mut(..rank)) else {
+        return Ok(false);
+    };
+    let place = |scaled: &mut [u64], at: &[u64]| {
+        for ((s, &f0), &a) in scaled.iter_mut().zip(first).zip(at) {
+            *s = f0.saturating_add(a);
+        }
+    };
+    // Every chunk new to the index, and the box's coordinates in order.
+    let chunks = n
+        .iter()
+        .try_fold(1usize, |t, &x| t.checked_mul(usize::try_from(x).ok()?))
+        .ok_or_else(past)?;
+    let mut coords: Vec<u64> = Vec::with_capacity(chunks.saturating_mul(rank));
+    loop {
+        place(scaled, at);
+        if c.may_exist(scaled) && c.recorded(f, scaled)?.is_some_and(|r| r.addr.is_some()) {
+            return Ok(false);
+        }
+        coords.extend_from_slice(scaled);
+        if !step_row_major(at, n) {
+            break;
+        }
+    }
+    let chunk_bytes = c.shape.chunk_bytes;
+    let total = (chunks as u64).checked_mul(chunk_bytes).ok_or_else(past)?;
+    let base = f.allocate_raw(total)?;
+    let written = gather_box(f, base, (n, step), le, rows, total);
+    if let Err(e) = written {
+        // Nothing points at the space yet.
+        let _ = f.free(base, total);
+        return Err(e);
+    }
+    let mut records = Vec::with_capacity(chunks.min(RECORD_BATCH));
+    let mut addr = base.get();
+    for s in coords.chunks_exact(rank.max(1)) {
+        records.push((
+            s,
+            ChunkRecord {
+                addr: Some(Addr(addr)),
+                size: 0,
+                mask: 0,
+            },
+        ));
+        addr = addr.checked_add(chunk_bytes).ok_or_else(past)?;
+        if records.len() == RECORD_BATCH {
+            c.index.insert_many(f, &records)?;
+            records.clear();
+        }
+    }
+    if !records.is_empty() {
+        c.index.insert_many(f, &records)?;
+    }
+    for s in coords.chunks_exact(rank.max(1)) {
+        c.note_recorded(s);
+    }
+    Ok(true)
+}
+
+/// Write the box's chunks (`n` along each dimension, chunk `at` starting at `Σ at·step` in
+/// `le`, its rows where `rows` says) back to back from `base`, `total` bytes in all.
+fn gather_box(
+    f: &Store,
+    base: Addr,
+    (n, step): (&[u64], &[usize]),
+    le: &[u8],
+    rows: &Rows<'_>,
+    total: u64,
+) -> Result<()> {
+    let short = || Error::Internal("a chunk box's rows past its slab");
+    let mut at_b = [0u64; MAX_FAST_RANK];
+    let at = at_b.get_mut(..n.len()).ok_or_else(short)?;
+    let mut o_b = [0u64; MAX_FAST_RANK];
+    let o = o_b.get_mut(..rows.outer.len()).ok_or_else(short)?;
+    // Byte ranges of `le`, joined when they follow on; written `GATHER_PARTS` at a time.
+    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(GATHER_PARTS);
+    let mut written = base.get();
+    let mut flush = |ranges: &mut Vec<(usize, usize)>| -> Result<()> {
+        let parts: Vec<&[u8]> = ranges
+            .iter()
+            .map(|&(a, b)| le.get(a..b).ok_or_else(short))
+            .collect::<Result<_>>()?;
+        let len = ranges.iter().fold(0u64, |t, &(a, b)| {
+            t.saturating_add(b.saturating_sub(a) as u64)
+        });
+        f.write_gather(Addr(written), &parts)?;
+        written = written.saturating_add(len);
+        ranges.clear();
+        Ok(())
+    };
+    loop {
+        let chunk_base = (at.iter().zip(step)).fold(0usize, |b, (&a, &s)| {
+            b.saturating_add((a as usize).saturating_mul(s))
+        });
+        o.fill(0);
+        loop {
+            let from = (o.iter().zip(rows.pitch)).fold(chunk_base, |b, (&i, &p)| {
+                b.saturating_add((i as usize).saturating_mul(p))
+            });
+            let to = from.checked_add(rows.len).ok_or_else(short)?;
+            if to > le.len() {
+                return Err(short());
+            }
+            match ranges.last_mut() {
+                Some(last) if last.1 == from => last.1 = to,
+                _ => {
+                    if ranges.len() == GATHER_PARTS {
+                        flush(&mut ranges)?;
+                    }
+                    ranges.push((from, to));
+                }
+            }
+            if !step_row_major(o, rows.outer) {
+                break;
+            }
+        }
+        if !step_row_major(at, n) {
+            break;
+        }
+    }
+    if !ranges.is_empty() {
+        flush(&mut ranges)?;
+    }
+    if written.checked_sub(base.get()) != Some(total) {
+        return Err(short());
+    }
+    Ok(())
 }
 
 impl Dataset {

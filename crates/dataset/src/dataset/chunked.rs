@@ -455,11 +455,13 @@ impl Chunked {
             let (batch, tail) = rest.split_at_checked(n).unwrap_or((rest, &[]));
             rest = tail;
             let base = f.allocate_raw(total)?;
-            let mut block = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-            for (_, b, _) in batch {
-                block.extend_from_slice(b);
+            // The chunks back to back, written from where they lie (a file gathers them with
+            // vectored writes): no block is allocated and filled first.
+            let parts: Vec<&[u8]> = batch.iter().map(|(_, b, _)| *b).collect();
+            match parts.as_slice() {
+                [one] => f.write(base, one)?,
+                _ => f.write_gather(base, &parts)?,
             }
-            f.write(base, &block)?;
             let mut records = Vec::with_capacity(batch.len());
             let mut at = base.get();
             for (scaled, stored, mask) in batch {

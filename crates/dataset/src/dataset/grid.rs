@@ -82,21 +82,18 @@ pub(super) fn aligned_grid(
     true
 }
 
-/// The scaled coordinates of the chunk whose first element is at `offset`.
 /// `len` zero bytes, or a typed error when the memory cannot be had (a selection sized by a
 /// file's dataspace may ask for petabytes: that is an error, not an abort).
 pub(crate) fn zeroed(len: usize) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| {
+    crate::store::try_zeroed(len).ok_or_else(|| {
         Error::arg(
             "selection",
             format!("{len} bytes do not fit in memory (read it in parts with read_slice)"),
         )
-    })?;
-    v.resize(len, 0);
-    Ok(v)
+    })
 }
 
+/// The scaled coordinates of the chunk whose first element is at `offset`.
 pub(super) fn grid_position(offset: &[u64], chunk: &[u64], dims: &[u64]) -> Result<Vec<u64>> {
     let bad = || {
         Error::arg(

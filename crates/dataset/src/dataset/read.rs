@@ -101,8 +101,12 @@ struct Fetch {
     /// at this byte: read straight there.
     direct: Option<usize>,
     /// Unfiltered and selected in part: read only the byte runs the selection needs, past the
-    /// chunk cache (see [`Chunked::reads_runs`]).
+    /// chunk cache (see [`Chunked::reads_runs`]); or selected whole by a read that loads more
+    /// than the chunk cache holds (see `passes_cache`).
     runs: bool,
+    /// Read by runs only because its read passes the cache: a storage where each request is a
+    /// round trip still fetches it whole, with the read's other chunks.
+    passed: bool,
 }
 
 /// What a read learned under the shared lock.
@@ -125,10 +129,7 @@ fn whole_run(h: &Hyperslab, chunk: &[u64], scaled: &[u64], elem: usize) -> Optio
     // (first output element, next chunk element, next output element)
     let mut run: Option<(u64, u64, u64)> = None;
     let mut contiguous = true;
-    h.runs(chunk, scaled, |r| {
-        if !contiguous {
-            return;
-        }
+    h.runs_while(chunk, scaled, |r| {
         let step_ok = r.len <= 1 || r.chunk_step == 1;
         run = match run {
             None if step_ok && r.chunk == 0 => {
@@ -142,6 +143,7 @@ fn whole_run(h: &Hyperslab, chunk: &[u64], scaled: &[u64], elem: usize) -> Optio
                 None
             }
         };
+        contiguous
     });
     match run {
         Some((first, n, _)) if contiguous && n == elems => {
@@ -206,6 +208,7 @@ impl Chunked {
             decode,
             direct: None,
             runs: false,
+            passed: false,
         }))
     }
 
@@ -253,6 +256,101 @@ impl RunRead {
     }
 }
 
+/// [`read_runs`] when every run of `h` in chunk `x` lands in `out` as it is in the chunk (an
+/// unstrided selection: a window, or a chunk selected whole whose rows land apart): each run
+/// read straight into its place (runs that follow on in the chunk and in `out` as one), in
+/// one [`read_runs_at`](h5chunk_cache::Storage::read_runs_at), a file's vectored read, with no
+/// scratch buffer and nothing copied. `false`, nothing read, when some run does not land so
+/// (`read_runs` then reads by its general rules), or the read fails (it loads the chunk).
+fn read_runs_in_place(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -> bool {
+    let elem = plan.elem as u64;
+    let chunk_end = plan.chunk_bytes as u64;
+    // A chunk selected whole has a run per row: room for them all at once.
+    let rows = if x.passed {
+        plan.chunk
+            .split_last()
+            .map_or(1, |(_, outer)| outer.iter().product::<u64>())
+    } else {
+        0
+    };
+    let mut land = Landing {
+        requests: SmallVec::with_capacity(usize::try_from(rows).unwrap_or(0).min(1 << 16)),
+        rest: out,
+        consumed: 0,
+        addr: x.addr.get(),
+    };
+    // The run being gathered: its first byte in the chunk, in `out`, and its length.
+    let mut pending: Option<(u64, usize, usize)> = None;
+    let mut ok = elem > 0;
+    h.runs_while(&plan.chunk, &x.scaled, |r| {
+        let as_is = r.chunk_step == 1 || r.len <= 1;
+        let run = r
+            .len
+            .checked_mul(elem)
+            .zip(r.chunk.checked_mul(elem))
+            .zip(r.memory.checked_mul(elem))
+            .filter(|((len, from), _)| {
+                as_is && from.checked_add(*len).is_some_and(|e| e <= chunk_end)
+            })
+            .and_then(|((len, from), m)| {
+                Some((from, usize::try_from(m).ok()?, usize::try_from(len).ok()?))
+            });
+        let Some((from, at, len)) = run else {
+            ok = false;
+            return false;
+        };
+        pending = match pending {
+            // Follows on in the chunk and in `out`: one run.
+            Some((pf, pa, pl))
+                if pf.checked_add(pl as u64) == Some(from) && pa.checked_add(pl) == Some(at) =>
+            {
+                Some((pf, pa, pl.saturating_add(len)))
+            }
+            Some(p) => {
+                ok = land.push(p);
+                Some((from, at, len))
+            }
+            None => Some((from, at, len)),
+        };
+        ok
+    });
+    if let Some(p) = pending.filter(|_| ok) {
+        ok = land.push(p);
+    }
+    ok && f.storage.read_runs_at(&mut land.requests).is_ok()
+}
+
+/// The places in the output of the runs [`read_runs_in_place`] reads, taken in increasing
+/// order.
+struct Landing<'a> {
+    requests: SmallVec<[(Addr, &'a mut [u8]); RUNS_INLINE]>,
+    /// The output past the last place taken, which starts at byte `consumed` of it.
+    rest: &'a mut [u8],
+    consumed: usize,
+    /// The chunk's address.
+    addr: u64,
+}
+
+impl Landing<'_> {
+    /// Take the `len` bytes at `at` in the output for the run at byte `from` of the chunk:
+    /// `false` when they lie before a place taken already, or past the output.
+    fn push(&mut self, (from, at, len): (u64, usize, usize)) -> bool {
+        let dst = at
+            .checked_sub(self.consumed)
+            .and_then(|skip| std::mem::take(&mut self.rest).split_at_mut_checked(skip))
+            .and_then(|(_, tail)| tail.split_at_mut_checked(len));
+        match (dst, self.addr.checked_add(from)) {
+            (Some((dst, tail)), Some(addr)) => {
+                self.rest = tail;
+                self.consumed = at.saturating_add(len);
+                self.requests.push((Addr(addr), dst));
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Read the byte runs of unfiltered chunk `x` that `h` selects in one
 /// [`read_runs_at`](h5chunk_cache::Storage::read_runs_at): straight into `out` where a run
 /// lands there as it is in the chunk, else through a buffer of the runs' size. When the runs
@@ -260,6 +358,9 @@ impl RunRead {
 /// zeros; a failed read) the chunk is loaded whole, uncached, so what happens then is what the
 /// whole-chunk path does.
 fn read_runs(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -> Result<()> {
+    if read_runs_in_place(f, plan, h, x, out) {
+        return Ok(());
+    }
     let elem = plan.elem as u64;
     let short = || short_chunk(&plan.path, plan.header, &x.scaled);
     // Inline up to a 64-row window's worth: no allocation per chunk for common reads.
@@ -286,8 +387,18 @@ fn read_runs(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -
             return;
         };
         let as_is = r.chunk_step == 1 || r.len <= 1;
+        // A run that lands as it is, right after a read that lands as it is, elsewhere in
+        // `out` (the next row of a chunk selected whole): a read of its own, straight into
+        // place. Runs back to back in the file are still read together (a file reads them
+        // with one vectored read), with no scratch buffer and no copy.
+        let apart = |g: &RunRead| as_is && g.out.is_some() && start == g.to;
         match reads.last_mut() {
-            Some(g) if start >= g.from && start <= g.to.saturating_add(RUN_MERGE_GAP) => {
+            Some(g)
+                if start >= g.from
+                    && start <= g.to.saturating_add(RUN_MERGE_GAP)
+                    && !(apart(g)
+                        && g.out.and_then(|o| o.checked_add(g.len())) != Some(memory)) =>
+            {
                 // Still landing as it is: the run follows on in the chunk and in `out`.
                 let follows = g
                     .out
@@ -391,6 +502,26 @@ fn read_runs(f: &Store, plan: &Plan, h: &Hyperslab, x: &Fetch, out: &mut [u8]) -
     Ok(())
 }
 
+/// A read that would load more unfiltered chunks whole than the chunk cache holds (a bulk
+/// read: a whole dataset, a large block) gains nothing from caching them, each evicting the
+/// one before: it reads them by runs instead, straight into the output, past the cache (a
+/// chunk selected whole, whose rows land apart in the output, with one vectored read), as
+/// libhdf5 reads a chunk that does not fit its cache. Filtered chunks keep the cache.
+fn passes_cache(fetches: &mut [Fetch], budget: usize) {
+    let loads_whole = |x: &Fetch| x.direct.is_none() && !x.runs && !x.decode;
+    let whole = fetches
+        .iter()
+        .filter(|x| loads_whole(x))
+        .fold(0u64, |n, x| n.saturating_add(x.stored));
+    if whole <= budget as u64 {
+        return;
+    }
+    for x in fetches.iter_mut().filter(|x| loads_whole(x)) {
+        x.runs = true;
+        x.passed = true;
+    }
+}
+
 impl Dataset {
     /// Fill `out` (exactly the selection's bytes, in the file's byte order) from `h`.
     pub(super) fn read_selection_into(&self, h: &Hyperslab, out: &mut [u8]) -> Result<()> {
@@ -462,6 +593,7 @@ impl Dataset {
                     Err(short_chunk(path, header, scaled))
                 }
             })?;
+            passes_cache(&mut fetches, c.cache.read().budget());
             Plan {
                 fetches,
                 pipeline: c.pipeline.clone(),
@@ -497,10 +629,14 @@ impl Dataset {
         out: &mut [u8],
     ) -> Result<Vec<(Coords, Vec<u8>)>> {
         let (runs, whole): (Vec<&Fetch>, Vec<&Fetch>) = plan.fetches.iter().partition(|x| x.runs);
-        if whole.len() > 1 {
+        let passed = runs.iter().filter(|x| x.passed).count();
+        if whole.len().saturating_add(passed) > 1 {
             // A storage where each request is a round trip (an object store) fetches the
             // selection's whole chunks together; a failure shows in the reads that follow.
-            let ranges: Vec<(Addr, u64)> = whole.iter().map(|x| (x.addr, x.stored)).collect();
+            let ranges: Vec<(Addr, u64)> = (plan.fetches.iter())
+                .filter(|x| !x.runs || x.passed)
+                .map(|x| (x.addr, x.stored))
+                .collect();
             let _ = f.storage.prefetch(&ranges);
         }
         // Chunks read in part: only their selected bytes, and never cached.
@@ -1006,14 +1142,13 @@ impl Dataset {
     pub(super) fn read_values<T: H5Type>(&self, h: &Hyperslab) -> Result<Vec<T>> {
         let n = usize::try_from(h.len())
             .map_err(|_| Error::arg("selection", "more elements than memory can address"))?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(n).map_err(|_| {
+        // Zeroed by the allocator where large: the read writes every element.
+        let mut out = crate::store::try_zeroed(n).ok_or_else(|| {
             Error::arg(
                 "selection",
                 format!("{n} elements do not fit in memory (read it in parts with read_slice)"),
             )
         })?;
-        out.resize(n, T::default());
         self.read_typed(h, &mut out)?;
         Ok(out)
     }

@@ -1,0 +1,103 @@
+//! Bulk writes: a box of large unfiltered chunks that overflows the fresh chunks' budget (a
+//! whole array of 1 MiB chunks written in one call) goes from the caller's buffer straight to
+//! the file, each chunk's rows gathered by vectored writes, and its records after; a rewrite
+//! of chunks the index holds keeps their places (the general path). The values read back in
+//! h5chunk and h5py, ranks 2 and 3.
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+
+use h5chunk::File;
+use h5chunk_testkit::interop;
+
+fn value(i: u64, salt: u64) -> f32 {
+    ((i * 7 + salt) % 1_000_003) as f32
+}
+
+/// Write `shape` in `chunk`s in one call (and a second time over it, other values); the
+/// bytes each write moved and its writes; the values read back equal the last ones written.
+fn bulk(name: &str, shape: &[u64], chunk: &[u64]) -> (Vec<(u64, u64)>, std::path::PathBuf) {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bulk_{name}.h5"));
+    let n: u64 = shape.iter().product();
+    let f = File::create(&path).unwrap();
+    let d = f
+        .new_dataset::<f32>()
+        .shape(shape)
+        .chunk(chunk)
+        .create("d")
+        .unwrap();
+    let mut moved = Vec::new();
+    let mut last = Vec::new();
+    for salt in [0, 5] {
+        last = (0..n).map(|i| value(i, salt)).collect();
+        let before = f.io_stats();
+        d.write(&last).unwrap();
+        let after = f.io_stats();
+        moved.push((
+            after.bytes_written - before.bytes_written,
+            after.writes - before.writes,
+        ));
+        assert_eq!(d.read::<f32>().unwrap(), last, "{name}: read back, open");
+    }
+    drop(d);
+    f.close().unwrap();
+    let f = File::open(&path).unwrap();
+    assert_eq!(
+        f.dataset("d").unwrap().read::<f32>().unwrap(),
+        last,
+        "{name}: read back, reopened"
+    );
+    (moved, path)
+}
+
+/// h5py reads the file `bulk` wrote, with the second write's values.
+fn h5py_agrees(test: &str, path: &std::path::Path, n: u64) {
+    if let Some(python) = interop::python(test) {
+        let le: Vec<u8> = (0..n).flat_map(|i| value(i, 5).to_le_bytes()).collect();
+        assert_eq!(
+            h5chunk_testkit::h5py::values_le(&python, path, "d"),
+            le,
+            "h5py"
+        );
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+/// 10 MiB of 1 MiB chunks (512×512 f32) against the 8 MiB budget: the first write moves the
+/// chunks' bytes and nothing else, in vectored writes of 1,024 rows (2 MiB) each; the second,
+/// over chunks the index holds, takes the general path (in place, through the chunk cache).
+#[test]
+fn a_box_of_large_chunks_goes_straight_to_the_file() {
+    let (moved, path) = bulk("2d", &[2560, 1024], &[512, 512]);
+    let bytes = 2560 * 1024 * 4;
+    assert_eq!(moved[0], (bytes, bytes / (2 << 20)), "first write");
+    // The rewrite goes through the chunk cache: what it holds is written by the close.
+    assert!(
+        moved[1].0 <= bytes,
+        "the rewrite moves each chunk once at most"
+    );
+    h5py_agrees(
+        "bulk_write::a_box_of_large_chunks_goes_straight_to_the_file",
+        &path,
+        2560 * 1024,
+    );
+}
+
+/// Rank 3, chunks of 2 × 300 × 256 f32 (600 KiB), 16 of them: rows of one chunk lie in two
+/// planes of the slab.
+#[test]
+fn a_rank_3_box_goes_straight_to_the_file() {
+    let (moved, path) = bulk("3d", &[8, 600, 512], &[2, 300, 256]);
+    let bytes = 8 * 600 * 512 * 4;
+    assert_eq!(moved[0].0, bytes, "first write: the chunks' bytes only");
+    // 16 chunks of 600 rows of 1 KiB: 9,600 parts, 1,024 a write.
+    assert_eq!(moved[0].1, 9600_u64.div_ceil(1024), "vectored writes");
+    h5py_agrees(
+        "bulk_write::a_rank_3_box_goes_straight_to_the_file",
+        &path,
+        8 * 600 * 512,
+    );
+}
