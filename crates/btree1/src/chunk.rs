@@ -415,7 +415,9 @@ impl Class for ChunkClass {
         record: u64,
         op: &mut ChunkOp,
     ) -> Option<bool> {
-        if words != op.key.offsets.as_slice() {
+        // Compared word by word: a few integers, where slice equality would call memcmp.
+        let target = op.key.offsets.as_slice();
+        if words.len() != target.len() || words.iter().zip(target).any(|(a, b)| a != b) {
             return Some(false);
         }
         op.found = Some(Located {

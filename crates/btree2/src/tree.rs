@@ -525,17 +525,18 @@ impl<'c, C: RecordClass> BTree2<C> {
                 Pos::Child(i) => Ok(data.children.get(i).copied()),
             }
         };
+        // Searched under the entry's read lock: a hit takes no reference count.
         let ctx = || self.ctx(depth, ptr.nrec);
         if depth == 0 {
-            let e = cache.get_with::<LeafEntry<C>>(ptr.addr, ctx)?;
-            let g = e.read();
-            self.check_node(ptr, depth, g.data())?;
-            Ok(step(g.data(), g.flat()))
+            cache.read_with_lazy::<LeafEntry<C>, _>(ptr.addr, ctx, |g| {
+                self.check_node(ptr, depth, g.data())?;
+                Ok(step(g.data(), g.flat()))
+            })?
         } else {
-            let e = cache.get_with::<InternalEntry<C>>(ptr.addr, ctx)?;
-            let g = e.read();
-            self.check_node(ptr, depth, g.data())?;
-            Ok(step(g.data(), g.flat()))
+            cache.read_with_lazy::<InternalEntry<C>, _>(ptr.addr, ctx, |g| {
+                self.check_node(ptr, depth, g.data())?;
+                Ok(step(g.data(), g.flat()))
+            })?
         }
     }
 

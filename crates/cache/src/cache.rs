@@ -1280,6 +1280,53 @@ impl MetadataCache {
         Ok(f(&entry))
     }
 
+    /// [`read_with`](Self::read_with) with the decoding context made by `make_ctx` only if
+    /// the entry must be loaded (as [`get_with`](Self::get_with)): a hit takes no reference
+    /// count and builds no context (a v2 B-tree node's context holds two shared pointers).
+    /// The hit path is `read_with`'s, written out again: shared through a helper returning
+    /// the closure on a miss, both paths ran more instructions (callgrind).
+    pub fn read_with_lazy<T: CacheEntry, R>(
+        &self,
+        addr: Addr,
+        make_ctx: impl FnOnce() -> T::Context,
+        f: impl FnOnce(&T) -> R,
+    ) -> Result<R>
+    where
+        T::Context: Sized,
+    {
+        {
+            // Recursive: `f` may read other entries while a writer waits for the index.
+            let inner = self.inner.read_recursive();
+            if let Some(slot) = inner.entries.get(&addr)
+                && !slot.stale.load(AtomicOrdering::Acquire)
+                && let Some((_, hits)) =
+                    (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
+            {
+                not_own_protect(slot, addr)?;
+                let any: &(dyn Any + Send + Sync) = &*slot.value;
+                let lock = any
+                    .downcast_ref::<RwLock<T>>()
+                    .ok_or_else(|| Error::TypeMismatch {
+                        addr,
+                        expected: T::TYPE_NAME,
+                        found: slot.type_name,
+                    })?;
+                // An entry a writer holds is waited for below, without the index lock (its
+                // writer needs the index to give it back).
+                if let Some(entry) = lock.try_read_recursive() {
+                    if !slot.referenced.load(AtomicOrdering::Relaxed) {
+                        slot.referenced.store(true, AtomicOrdering::Relaxed);
+                    }
+                    hits.add_one();
+                    return Ok(f(&entry));
+                }
+            }
+        }
+        let e = self.get_with::<T>(addr, make_ctx)?;
+        let entry = e.read();
+        Ok(f(&entry))
+    }
+
     /// A hit, found holding the index lock shared: lookups on several threads do not wait
     /// for each other. `None` on a miss (or before the first hit of type `T` is counted).
     fn get_shared<T: CacheEntry>(&self, addr: Addr) -> Result<Option<Arc<RwLock<T>>>> {
