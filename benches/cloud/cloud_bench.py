@@ -25,6 +25,8 @@ and every dataset's shape, type and chunk shape: `h5chunk ls`, and h5py's `visit
 the first chunk of one dataset:
 - `h5chunk`: the `cloud_probe` example (`File::open_url`, `Group::prefetch_tree`, the walk of
   `ls`, `read_slice_raw`), its counts from `File::io_stats`, checked against the proxy's;
+- `h5chunk-ra`: the same with `H5CHUNK_READ_AHEAD` set to the page size (the opening request
+  fetches that much: a paged file's whole first page);
 - `fsspec-MODE`: h5py on an fsspec file (s3fs for S3, fsspec's HTTP file system over aiohttp
   for HTTP) with `cache_type=MODE` and blocks of `block` bytes: `readahead`, `blockcache`,
   `first`, `mmap` (and `none` with `modes=`), counted by the proxy between phases.
@@ -33,7 +35,8 @@ Prints one `RESULT` line per run (`server latency_ms file side` and each phase's
 GETs, HEADs, bytes and seconds), and `FILE` lines (name, size). Exit status 1 on a failed run
 or when the sides list a different number of objects or read a different chunk.
 """
-import argparse, http.client, json, os, shutil, socket, socketserver, subprocess, sys, threading
+import argparse, http.client, json, os, shutil, signal, socket, socketserver, subprocess, sys
+import threading
 import time, urllib.request
 
 BUCKET = "granules"
@@ -388,7 +391,11 @@ def parse_result(stdout):
 
 def run_side(args, server, port, name, side, dataset):
     env = dict(os.environ)
-    if side == "h5chunk":
+    for k in ("H5CHUNK_READ_AHEAD", "H5CHUNK_BLOCK_SIZE", "H5CHUNK_COALESCE_GAP"):
+        env.pop(k, None)
+    if side == "h5chunk-ra":
+        env["H5CHUNK_READ_AHEAD"] = str(args["page"])
+    if side.startswith("h5chunk"):
         if server == "s3":
             url = "s3://%s/%s" % (BUCKET, name)
             env.update(AWS_ENDPOINT_URL="http://127.0.0.1:%d" % port, AWS_ALLOW_HTTP="true",
@@ -433,13 +440,19 @@ def main():
     for kind, p in files.items():
         print("FILE kind=%s name=%s bytes=%d" % (kind, os.path.basename(p), os.path.getsize(p)))
     sys.stdout.flush()
-    dataset = "gt1l/heights/%s" % FIELDS[0]
+    # The last beam's first dataset: far from the file's start (the first dataset's chunks
+    # would come with the opening request's read-ahead).
+    last = args["beams"] - 1
+    dataset = "gt%d%s/heights/%s" % (last // 2 + 1, "lr"[last % 2], FIELDS[0])
+    # Stopped (SIGTERM): the servers are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     children = []
     failures = 0
     try:
         servers = start_servers(a.dir, files, children)
         wanted = args["servers"].split(",")
-        sides = ["h5chunk"] + ["fsspec-" + m for m in args["modes"].split(",") if m]
+        sides = ["h5chunk", "h5chunk-ra"] + [
+            "fsspec-" + m for m in args["modes"].split(",") if m]
         agree = {}
         for server, upstream in servers:
             if server not in wanted:

@@ -177,7 +177,7 @@ const TASKS: &[Task] = &[
                libhdf5's paged repack through a local S3 (moto) and a local HTTP server behind \
                a proxy adding 20 and 80 ms a request, h5chunk vs h5py over fsspec in each cache \
                mode: GETs, HEADs, bytes, seconds, and issue 36's targets \
-               (target/bench/cloud.csv; --quick: a tiny file, 5 ms, dev build)",
+               (target/bench/cloud.csv; --quick: a tiny file, 5 ms, test build; --dev: test build)",
         run: bench,
     },
     Task {
