@@ -113,13 +113,24 @@ class Counts:
                 "bytes": self.bytes, "log": list(self.log)}
 
 
+# Requests forwarded to the origin at once, at most.
+UPSTREAM = 64
+
+
 def proxy(upstream_port, counts):
     """A threaded HTTP/1.1 proxy on a free local port to 127.0.0.1:upstream_port; its port.
     `/__proxy__/stats`, `/__proxy__/reset` and `/__proxy__/latency/MS` are answered by the
     proxy itself (not counted, no latency)."""
+    upstream = threading.BoundedSemaphore(UPSTREAM)
 
     class Handler(socketserver.StreamRequestHandler):
         def handle(self):
+            try:
+                self.serve()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away (its process ended)
+
+        def serve(self):
             up = None
             while True:
                 line = self.rfile.readline(65537)
@@ -147,27 +158,34 @@ def proxy(upstream_port, counts):
                 began = time.perf_counter()
                 if counts.latency:
                     time.sleep(counts.latency)
-                for attempt in range(2):
-                    try:
-                        if up is None:
-                            up = http.client.HTTPConnection("127.0.0.1", upstream_port,
-                                                            timeout=120)
-                        up.putrequest(method, target, skip_host=True,
-                                      skip_accept_encoding=True)
-                        for k, v in headers:
-                            if k.lower() not in ("connection", "keep-alive",
-                                                 "proxy-connection"):
-                                up.putheader(k, v)
-                        up.endheaders(body)
-                        resp = up.getresponse()
-                        data = resp.read()
-                        break
-                    except (http.client.HTTPException, OSError):
-                        if up is not None:
-                            up.close()
-                        up = None
-                        if attempt == 1:
-                            raise
+                # At most UPSTREAM requests at the origin at once (moto's listen queue is 128:
+                # hundreds of connections at once would have SYNs dropped and retried a second
+                # later, which measures TCP's back-off, not the reader).
+                upstream.acquire()
+                try:
+                    for attempt in range(2):
+                        try:
+                            if up is None:
+                                up = http.client.HTTPConnection("127.0.0.1", upstream_port,
+                                                                timeout=120)
+                            up.putrequest(method, target, skip_host=True,
+                                          skip_accept_encoding=True)
+                            for k, v in headers:
+                                if k.lower() not in ("connection", "keep-alive",
+                                                     "proxy-connection"):
+                                    up.putheader(k, v)
+                            up.endheaders(body)
+                            resp = up.getresponse()
+                            data = resp.read()
+                            break
+                        except (http.client.HTTPException, OSError):
+                            if up is not None:
+                                up.close()
+                            up = None
+                            if attempt == 1:
+                                raise
+                finally:
+                    upstream.release()
                 with counts.lock:
                     if method == "GET":
                         counts.gets += 1
@@ -218,7 +236,7 @@ def proxy(upstream_port, counts):
     class Server(socketserver.ThreadingTCPServer):
         daemon_threads = True
         allow_reuse_address = True
-        request_queue_size = 128
+        request_queue_size = 1024
 
     s = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=s.serve_forever, daemon=True).start()
@@ -275,7 +293,9 @@ class H(http.server.BaseHTTPRequestHandler):
         self.answer(False)
     def do_HEAD(self):
         self.answer(True)
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+class S(http.server.ThreadingHTTPServer):
+    request_queue_size = 1024
+s = S(("127.0.0.1", 0), H)
 with open(port_file + ".tmp", "w") as f:
     f.write(str(s.server_address[1]))
 os.replace(port_file + ".tmp", port_file)
