@@ -228,6 +228,10 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
             .collect();
         return crate::workloads::run(root, &rest);
     }
+    if args.iter().any(|a| a == "--cloud") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--cloud").cloned().collect();
+        return crate::cloud_bench::run(root, &rest);
+    }
     if args.iter().any(|a| a == "--bulk") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--bulk").cloned().collect();
         return crate::bulk::run(root, &rest);

@@ -8,6 +8,7 @@
 mod bench;
 mod browser_bench;
 mod bulk;
+mod cloud_bench;
 mod deps;
 mod filters;
 mod fixtures;
@@ -145,7 +146,8 @@ const TASKS: &[Task] = &[
         usage: "bench [--full] [--instructions] [--bulk [--mib N] [--threads T]] \
                 [--filters [--mib N] [--threads T]] \
                 [--workloads [--quick] [--rounds N]] [--browser [--quick] [--flushes N]] [--python [--quick] [--rounds N] [--scale F]] [--swmr] \
-                [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] [--n N] [--scenario S,..] \
+                [--refs [--chunks N] [--kinds K,..] [--dask-gib G]] \
+                [--cloud [--quick] [--dev] [KEY=VALUE..]] [--n N] [--scenario S,..] \
                 [--index I,..]",
         help: "the chunk-index paper's append benchmark, h5chunk vs libhdf5 (target/bench/); \
                --instructions counts instructions per append and per lookup under callgrind \
@@ -166,7 +168,7 @@ const TASKS: &[Task] = &[
                headless Chromium on a 4 GiB remote file (bytes, requests and time to show \
                the tree and read one 1 MiB slice), and times `h5chunk view` following an \
                h5py SWMR writer (flush to row shown, p50 over N flushes; \
-               target/bench/browser.csv; --quick: 100 ms polling only, 20 flushes); \
+               target/bench/browser.csv; --quick: the default polling only, 20 flushes); \
                --python builds the Python module in release and times it against h5py: appends \
                (one row, one chunk), random elements and windows, 1/2/every-core threads reading \
                one dataset, and xarray load() through engine h5chunk vs h5netcdf and netcdf4, \
@@ -176,7 +178,12 @@ const TASKS: &[Task] = &[
                each index kind, `h5chunk refs` vs kerchunk's SingleHdf5ToZarr on the same \
                h5py-written file (seconds, peak RSS), then a dask LocalCluster reading a 2 GiB \
                file from a local S3 server (moto) through each reference set \
-               (--dask-gib G; target/bench/refs.txt)",
+               (--dask-gib G; target/bench/refs.txt); --cloud opens, lists and reads one \
+               chunk of an ATL03-like h5py granule, its metadata-first paged repack and \
+               libhdf5's paged repack through a local S3 (moto) and a local HTTP server behind \
+               a proxy adding 20 and 80 ms a request, h5chunk vs h5py over fsspec in each cache \
+               mode: GETs, HEADs, bytes, seconds, and issue 36's targets \
+               (target/bench/cloud.csv; --quick: a tiny file, 5 ms, test build; --dev: test build)",
         run: bench,
     },
     Task {
@@ -388,6 +395,11 @@ fn test(args: &[String]) -> TaskResult {
     // bytes h5wasm does; the page shows a flushed row within 500 ms (p50).
     eprintln!("xtask test: bench --browser --quick");
     browser_bench::quick(&root, &python, &wasm_pkg)?;
+    // The cloud benchmark on a tiny granule: moto, the HTTP server, the counting proxy,
+    // h5chunk's probe and h5py over fsspec all work and agree (seconds; the figures mean
+    // nothing).
+    eprintln!("xtask test: bench --cloud --quick");
+    cloud_bench::quick(&root, &python)?;
     // The fuzz campaign's smoke run: a fixed, seeded set of mutants (about 15 s); any panic,
     // abort, crash, hang or check miss fails the task. `cargo xtask fuzz --minutes M` is the long one.
     eprintln!("xtask test: fuzz smoke run ({FUZZ_SMOKE_CASES} mutants)");

@@ -45,9 +45,17 @@ pub const BLOCK_OPTION: &str = "h5chunk_block_size";
 /// The option (and, as `H5CHUNK_COALESCE_GAP`, the environment variable) that sets the gap
 /// below which missing runs are joined into one request.
 pub const GAP_OPTION: &str = "h5chunk_coalesce_gap";
+/// The option (and, as `H5CHUNK_READ_AHEAD`, the environment variable) that sets how many of
+/// the object's first bytes the opening request fetches ([`READ_AHEAD`] unless set): the page
+/// size of paged files one expects (8 MiB for ICESat-2's cloud-optimized granules) makes the
+/// opening request bring their whole first page, so opening, listing and reading a chunk of a
+/// metadata-first file costs two requests, not three.
+pub const READ_AHEAD_OPTION: &str = "h5chunk_read_ahead";
+/// The largest read-ahead that may be asked for.
+const READ_AHEAD_MAX: u64 = 64 << 20;
 
-/// The block size and gap `options` (else the environment) ask for, checked.
-fn coalescing(options: &[(String, String)]) -> io::Result<(u64, u64)> {
+/// The block size, gap and read-ahead `options` (else the environment) ask for, checked.
+fn coalescing(options: &[(String, String)]) -> io::Result<(u64, u64, u64)> {
     let find = |key: &str, env: &str| -> io::Result<Option<u64>> {
         let v = options
             .iter()
@@ -76,7 +84,14 @@ fn coalescing(options: &[(String, String)]) -> io::Result<(u64, u64)> {
             format!("{GAP_OPTION} = {gap}: at most 67108864"),
         ));
     }
-    Ok((block, gap))
+    let read_ahead = find(READ_AHEAD_OPTION, "H5CHUNK_READ_AHEAD")?.unwrap_or(READ_AHEAD);
+    if read_ahead > READ_AHEAD_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{READ_AHEAD_OPTION} = {read_ahead}: at most {READ_AHEAD_MAX}"),
+        ));
+    }
+    Ok((block, gap, read_ahead))
 }
 
 /// The block cache's budget.
@@ -151,24 +166,29 @@ impl ObjectStorage {
     /// `timeout`) or `file:///path`.
     ///
     /// The coalescing is tuned by the options `h5chunk_block_size` (the block cache's unit, a
-    /// power of two from 512 bytes to 16 MiB) and `h5chunk_coalesce_gap` (missing runs closer than this
-    /// many bytes are joined into one request, up to 64 MiB), or by the environment variables
-    /// `H5CHUNK_BLOCK_SIZE` and `H5CHUNK_COALESCE_GAP` when the options do not say; they are
-    /// not passed to the store.
+    /// power of two from 512 bytes to 16 MiB), `h5chunk_coalesce_gap` (missing runs closer than
+    /// this many bytes are joined into one request, up to 64 MiB) and `h5chunk_read_ahead` (the
+    /// first bytes the opening request fetches, up to 64 MiB), or by the environment variables
+    /// `H5CHUNK_BLOCK_SIZE`, `H5CHUNK_COALESCE_GAP` and `H5CHUNK_READ_AHEAD` when the options
+    /// do not say; they are not passed to the store.
     pub fn open(url: &str, options: &[(String, String)]) -> io::Result<ObjectStorage> {
-        let (block, gap) = coalescing(options)?;
+        let (block, gap, read_ahead) = coalescing(options)?;
         let options: Vec<(String, String)> = options
             .iter()
-            .filter(|(k, _)| k != BLOCK_OPTION && k != GAP_OPTION)
+            .filter(|(k, _)| k != BLOCK_OPTION && k != GAP_OPTION && k != READ_AHEAD_OPTION)
             .cloned()
             .collect();
-        let mut s = Self::open_store(url, &options)?;
+        let mut s = Self::open_store(url, &options, read_ahead)?;
         s.block = block;
         s.gap = gap;
         Ok(s)
     }
 
-    fn open_store(url: &str, options: &[(String, String)]) -> io::Result<ObjectStorage> {
+    fn open_store(
+        url: &str,
+        options: &[(String, String)],
+        read_ahead: u64,
+    ) -> io::Result<ObjectStorage> {
         let (store, path): (Arc<dyn ObjectStore>, ObjectPath) =
             if let Some(rest) = url.strip_prefix("s3://") {
                 let (_, key) = rest.split_once('/').unwrap_or((rest, ""));
@@ -218,7 +238,7 @@ impl ObjectStorage {
                     format!("{url}: only s3://, http(s):// and file:// URLs are supported"),
                 ));
             };
-        Self::open_on(store, path, url)
+        Self::open_on_with(store, path, url, read_ahead)
     }
 
     /// Open `path` in `store`; `url` names it in messages.
@@ -227,6 +247,18 @@ impl ObjectStorage {
         path: ObjectPath,
         url: &str,
     ) -> io::Result<ObjectStorage> {
+        Self::open_on_with(store, path, url, READ_AHEAD)
+    }
+
+    /// [`ObjectStorage::open_on`], the opening request fetching the first `read_ahead` bytes
+    /// (at least one).
+    pub fn open_on_with(
+        store: Arc<dyn ObjectStore>,
+        path: ObjectPath,
+        url: &str,
+        read_ahead: u64,
+    ) -> io::Result<ObjectStorage> {
+        let read_ahead = read_ahead.max(1);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -235,7 +267,7 @@ impl ObjectStorage {
         let got = runtime
             .block_on(async {
                 let r = store
-                    .get_opts(&path, GetOptions::new().with_range(Some(0..READ_AHEAD)))
+                    .get_opts(&path, GetOptions::new().with_range(Some(0..read_ahead)))
                     .await?;
                 let len = r.meta.size;
                 Ok::<_, object_store::Error>((len, r.bytes().await?))
@@ -526,6 +558,35 @@ mod tests {
         assert_eq!(tail, data[data.len() - 60..]);
         assert!(s.read_at(Addr(end - 10), &mut [0; 11]).is_err());
         assert!(s.write_at(Addr(0), &[1]).is_err());
+    }
+
+    #[test]
+    fn a_larger_read_ahead_serves_more_from_the_opening_request() {
+        let data: Vec<u8> = (0..(READ_AHEAD * 3)).map(|i| (i % 241) as u8).collect();
+        let store = Arc::new(InMemory::new());
+        let path = ObjectPath::from("f.h5");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(store.put(&path, data.clone().into())).unwrap();
+        let s = ObjectStorage::open_on_with(store, path, "memory:///f.h5", 2 * READ_AHEAD).unwrap();
+        let mut b = vec![0; 1000];
+        s.read_at(Addr(2 * READ_AHEAD - 1000), &mut b).unwrap();
+        assert_eq!(
+            b,
+            data[2 * READ_AHEAD as usize - 1000..2 * READ_AHEAD as usize]
+        );
+        assert_eq!((s.requests(), s.bytes_fetched()), (1, 2 * READ_AHEAD));
+        s.read_at(Addr(2 * READ_AHEAD), &mut b).unwrap();
+        assert_eq!(s.requests(), 2, "past the read-ahead");
+    }
+
+    #[test]
+    fn the_read_ahead_option_is_checked() {
+        let opt = |v: &str| vec![(READ_AHEAD_OPTION.to_string(), v.to_string())];
+        assert_eq!(coalescing(&opt("8388608")).unwrap().2, 8 << 20);
+        assert!(coalescing(&opt("67108865")).is_err());
+        assert!(coalescing(&opt("8MiB")).is_err());
     }
 
     #[test]

@@ -36,11 +36,6 @@ pub struct Group {
     at: At,
 }
 
-/// Bytes of a member's object header asked for ahead of reading it (a dataset's first
-/// header chunk is 272 to 512 bytes as libhdf5 writes it; an object store fetches whole
-/// blocks anyway).
-const HEADER_PREFETCH: u64 = 512;
-
 impl Group {
     /// The group's path.
     pub fn path(&self) -> &str {
@@ -100,7 +95,7 @@ impl Group {
         let headers: Vec<(Addr, u64)> = links
             .iter()
             .filter_map(|(_, v)| match v {
-                LinkValue::Hard(a) => Some((*a, HEADER_PREFETCH)),
+                LinkValue::Hard(a) => Some((*a, crate::prefetch::HEADER_PREFETCH)),
                 _ => None,
             })
             .collect();
