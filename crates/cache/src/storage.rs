@@ -242,6 +242,9 @@ impl FileStorage {
     /// [`IOV_MAX`] parts each, straight from where the parts lie.
     #[cfg(unix)]
     fn pwritev(&self, parts: &[&[u8]], mut offset: u64) -> io::Result<()> {
+        if small_parts(parts.iter().map(|p| p.len())) {
+            return self.pwrite_gathered(parts, offset);
+        }
         for group in parts.chunks(IOV_MAX) {
             let mut slices: Vec<io::IoSlice<'_>> = group
                 .iter()
@@ -279,6 +282,9 @@ impl FileStorage {
     /// vectored reads (`preadv`): one system call for a chunk's rows landing in their places.
     #[cfg(unix)]
     fn preadv(&self, runs: &mut [(Addr, &mut [u8])], mut offset: u64) -> io::Result<()> {
+        if small_parts(runs.iter().map(|(_, b)| b.len())) {
+            return self.pread_scattered(runs, offset);
+        }
         let mut slices: Vec<io::IoSliceMut<'_>> = runs
             .iter_mut()
             .filter(|(_, b)| !b.is_empty())
@@ -316,6 +322,90 @@ impl FileStorage {
         Ok(())
     }
 
+    /// `parts` (small ones: see [`small_parts`]) copied into this thread's bounce buffer,
+    /// [`BOUNCE_LEN`] bytes at a time, each batch written with one `pwrite`: a buffer that
+    /// stays in the processor's cache, as libhdf5 gathers a chunk before writing it. A part
+    /// as large as the buffer goes out on its own.
+    #[cfg(unix)]
+    fn pwrite_gathered(&self, parts: &[&[u8]], mut offset: u64) -> io::Result<()> {
+        with_bounce(|buf| {
+            let mut used = 0usize;
+            for p in parts {
+                if used.saturating_add(p.len()) > buf.len() && used > 0 {
+                    self.pwrite(buf.get(..used).unwrap_or_default(), offset)?;
+                    offset = offset.saturating_add(used as u64);
+                    used = 0;
+                }
+                match buf.get_mut(used..used.saturating_add(p.len())) {
+                    Some(to) => {
+                        to.copy_from_slice(p);
+                        used = used.saturating_add(p.len());
+                    }
+                    None => {
+                        self.pwrite(p, offset)?;
+                        offset = offset.saturating_add(p.len() as u64);
+                    }
+                }
+            }
+            if used > 0 {
+                self.pwrite(buf.get(..used).unwrap_or_default(), offset)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Fill the buffers of `runs` (small ones, back to back in the file from `offset`) from
+    /// one `pread` into this thread's bounce buffer per [`BOUNCE_LEN`] bytes, then copies:
+    /// the kernel's copy lands in a buffer that stays cached, and the scatter is a `memcpy`
+    /// a row, as libhdf5 reads a chunk that skips its cache. A run as large as the buffer is
+    /// read in place.
+    #[cfg(unix)]
+    fn pread_scattered(&self, runs: &mut [(Addr, &mut [u8])], mut offset: u64) -> io::Result<()> {
+        with_bounce(|buf| {
+            let mut rest = runs;
+            while !rest.is_empty() {
+                // The runs that fill the buffer (at least one).
+                let mut bytes = 0usize;
+                let mut n = 0usize;
+                for (_, b) in rest.iter() {
+                    if n > 0 && bytes.saturating_add(b.len()) > buf.len() {
+                        break;
+                    }
+                    bytes = bytes.saturating_add(b.len());
+                    n = n.saturating_add(1);
+                }
+                let Some((group, tail)) = std::mem::take(&mut rest).split_at_mut_checked(n) else {
+                    return Ok(());
+                };
+                rest = tail;
+                match (group, buf.get_mut(..bytes)) {
+                    ([(_, b)], _) => self.pread(b, offset)?,
+                    (group, Some(from)) => {
+                        self.pread(from, offset)?;
+                        let mut at = 0usize;
+                        for (_, b) in group.iter_mut() {
+                            let end = at.saturating_add(b.len());
+                            if let Some(src) = from.get(at..end) {
+                                b.copy_from_slice(src);
+                            }
+                            at = end;
+                        }
+                    }
+                    // More than the buffer in one group happens only for a single run.
+                    (group, None) => {
+                        let mut at = offset;
+                        for (_, b) in group.iter_mut() {
+                            self.pread(b, at)?;
+                            at = at.saturating_add(b.len() as u64);
+                        }
+                    }
+                }
+                offset = offset.saturating_add(bytes as u64);
+            }
+            Ok(())
+        })
+    }
+
     /// Fill `buf` from the file at `offset` (`pread`).
     #[cfg(unix)]
     fn pread(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -351,6 +441,47 @@ impl FileStorage {
 
 /// Most buffers one vectored read or write takes (Linux's `IOV_MAX`).
 const IOV_MAX: usize = 1024;
+
+/// Bytes of the per-thread buffer small vectored reads and writes go through: about a
+/// chunk's worth, small enough to stay in the processor's cache.
+#[cfg(unix)]
+const BOUNCE_LEN: usize = 1 << 20;
+
+/// Parts this small on average go through the bounce buffer. Measured here (8192² f32 in
+/// 512² chunks, 2 KiB rows): `pwritev` of 1,024 rows of 2 KiB moved 2.6 GB/s and `preadv` into
+/// fresh memory 1.6 GB/s, where one `pwrite`/`pread` of 1 MiB from a cached buffer moved 7 and
+/// 11 GB/s: the kernel's per-segment copy costs more than a `memcpy` a row.
+#[cfg(unix)]
+const SMALL_PART: usize = 64 << 10;
+
+/// Whether parts of these lengths are small enough on average for the bounce buffer.
+#[cfg(unix)]
+fn small_parts(lens: impl Iterator<Item = usize>) -> bool {
+    let (n, total) = lens.fold((0usize, 0usize), |(n, t), l| {
+        (n.saturating_add(1), t.saturating_add(l))
+    });
+    n > 1 && total.checked_div(n).is_some_and(|avg| avg < SMALL_PART)
+}
+
+#[cfg(unix)]
+thread_local! {
+    static BOUNCE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Run `f` with this thread's bounce buffer ([`BOUNCE_LEN`] bytes; a fresh one if the
+/// thread's is in use).
+#[cfg(unix)]
+fn with_bounce<R>(f: impl FnOnce(&mut [u8]) -> R) -> R {
+    BOUNCE.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() != BOUNCE_LEN {
+                *buf = vec![0u8; BOUNCE_LEN];
+            }
+            f(&mut buf)
+        }
+        Err(_) => f(&mut vec![0u8; BOUNCE_LEN]),
+    })
+}
 
 /// What a [`FileStorage`] write writes: one buffer, or parts back to back.
 #[derive(Clone, Copy)]
@@ -715,6 +846,21 @@ mod tests {
             let mut past = [(Addr(40_090), &mut a[..]), (Addr(40_098), &mut b[..])];
             let err = s.read_runs_at(&mut past).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+            // Large parts (the vectored calls, not the bounce buffer) and small ones past the
+            // bounce buffer's length (several batches) land in place too.
+            let big: Vec<u8> = (0..2_500_000u32).map(|i| (i % 253) as u8).collect();
+            for size in [100_000, 1000] {
+                let parts: Vec<&[u8]> = big.chunks(size).collect();
+                s.write_gather_at(Addr(50_000), &parts).unwrap();
+                let mut back = vec![0u8; big.len()];
+                let mut runs: Vec<(Addr, &mut [u8])> = back
+                    .chunks_mut(size)
+                    .enumerate()
+                    .map(|(i, b)| (Addr(50_000 + (i * size) as u64), b))
+                    .collect();
+                s.read_runs_at(&mut runs).unwrap();
+                assert!(back == big, "parts of {size} bytes");
+            }
         }
         std::fs::remove_file(&path).unwrap();
     }
