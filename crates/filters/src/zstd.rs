@@ -1,15 +1,11 @@
 //! The Zstandard filter (32015): each chunk is one Zstandard frame; client data: [level].
 //!
-//! Frames decode with `ruzstd` (pure Rust). Encoding also uses `ruzstd`, whose only compressing
-//! matcher is its fastest one (close to libzstd's level 1): every level writes that frame. The
-//! level stays in the client data as given, so the file says what was asked for; the frames
-//! are valid Zstandard (with their content size, which the reference filter needs to size its
-//! output), larger than libzstd's at higher levels, and not byte-identical to them.
-
-use std::io::Read;
-
-use ruzstd::decoding::StreamingDecoder;
-use ruzstd::encoding::{CompressionLevel, compress};
+//! Frames go through `rust-zstd` (pure Rust, a port of libzstd's algorithms): every level
+//! from the negative fast levels to 22 compresses with libzstd's strategy for it, and frames
+//! carry their content size (the reference filter sizes its output from it, and fails
+//! without it), as libzstd's one-shot `ZSTD_compress` writes them. Decoding is bounded by
+//! the chunk's size: the frame header is checked first, then the decoder writes into a
+//! buffer of the chunk's size and one byte more, never past it.
 
 use super::FilterError;
 
@@ -22,61 +18,25 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 
 const MAGIC: [u8; 4] = 0xFD2F_B528u32.to_le_bytes();
 
-/// Append one Zstandard frame of `data` to `out`. `_level` is the level asked for (see the
-/// module documentation: every level encodes as ruzstd's fastest).
-///
-/// ruzstd writes a frame header without the content size; the reference filter sizes its
-/// output from that field (and fails without it), so the header is rewritten with it
-/// (RFC 8878 section 3.1.1.1: the Frame_Content_Size_Flag of the descriptor, then the field
-/// after the window descriptor). The blocks that follow do not depend on the header.
-pub fn compress_into(data: &[u8], _level: i32, out: &mut Vec<u8>) {
-    let mut frame = Vec::with_capacity(data.len() / 2);
-    compress(data, &mut frame, CompressionLevel::Fastest);
-    // ruzstd's header: magic, a descriptor with no content size, no single segment and no
-    // dictionary (only the checksum bit may be set), a window descriptor.
-    match frame.split_first_chunk::<6>() {
-        Some((&[m0, m1, m2, m3, descriptor, window], blocks))
-            if [m0, m1, m2, m3] == MAGIC && descriptor & !0x04 == 0 =>
-        {
-            let n = data.len() as u64;
-            out.extend_from_slice(&MAGIC);
-            match u16::try_from(n.wrapping_sub(256)) {
-                Ok(short) if n >= 256 => {
-                    out.extend([descriptor | 0x40, window]);
-                    out.extend_from_slice(&short.to_le_bytes());
-                }
-                _ => match u32::try_from(n) {
-                    Ok(word) => {
-                        out.extend([descriptor | 0x80, window]);
-                        out.extend_from_slice(&word.to_le_bytes());
-                    }
-                    Err(_) => {
-                        out.extend([descriptor | 0xC0, window]);
-                        out.extend_from_slice(&n.to_le_bytes());
-                    }
-                },
-            }
-            out.extend_from_slice(blocks);
-        }
-        _ => out.extend_from_slice(&frame),
-    }
+/// Append one Zstandard frame of `data` at `level` (libzstd's numbering: 0 is the default,
+/// 3; negative levels are the fast ones) to `out`.
+pub fn compress_into(data: &[u8], level: i32, out: &mut Vec<u8>) {
+    out.extend_from_slice(&rust_zstd::compress(data, level));
 }
 
 /// One Zstandard frame of `data`.
 pub fn compress_chunk(data: &[u8], level: i32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() / 2);
-    compress_into(data, level, &mut out);
-    out
+    rust_zstd::compress(data, level)
 }
 
 /// The window a frame may always declare, whatever its content: a streaming encoder that did not
-/// know the size declares its level's window (libzstd: at most 8 MiB up to level 19; ruzstd's
-/// fastest: 128 KiB even for a few bytes).
-const MIN_WINDOW_ALLOWED: u64 = 1 << 23;
+/// know the size declares its level's window (libzstd: at most 8 MiB up to level 19).
+const MIN_WINDOW_ALLOWED: u64 = 1 << MIN_WINDOW_LOG;
+const MIN_WINDOW_LOG: u32 = 23;
 
-/// Check the frame header's window and content sizes against `limit` before ruzstd sees them:
-/// ruzstd reserves the declared window (up to 100 MiB) when it starts a frame, so a frame that
-/// declares more than its chunk can hold would size an allocation from the file (RFC 8878
+/// Check the frame header's window and content sizes against `limit` before the decoder sees
+/// them: a streaming decoder reserves the declared window when it starts a frame, so a frame
+/// that declares more than its chunk can hold would size an allocation from the file (RFC 8878
 /// section 3.1.1.1).
 fn check_frame_header(src: &[u8], limit: usize) -> Result<(), FilterError> {
     let Some((&[m0, m1, m2, m3, descriptor], rest)) = src.split_first_chunk::<5>() else {
@@ -140,19 +100,42 @@ fn check_frame_header(src: &[u8], limit: usize) -> Result<(), FilterError> {
 /// Decode the frames of `src`, refusing more than `limit` bytes, appended to `out`.
 pub fn decompress_into(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), FilterError> {
     check_frame_header(src, limit)?;
-    let mut decoder = StreamingDecoder::new(src).map_err(|e| corrupt(e.to_string()))?;
     let before = out.len();
     // All the room the frames may fill (and a byte to see an overrun), allocated fallibly up
-    // front: the decoder never grows `out`.
-    crate::reserve(out, "zstd", limit.saturating_add(1))?;
-    (&mut decoder)
-        .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
-        .read_to_end(out)
-        .map_err(|e| crate::stream_error("zstd", &e, limit))?;
-    if out.len().saturating_sub(before) > limit {
+    // front: the decoder writes into it and never past it.
+    let room = limit.saturating_add(1);
+    crate::reserve(out, "zstd", room)?;
+    out.resize(before.saturating_add(room), 0);
+    let dst = out.get_mut(before..).unwrap_or_default();
+    let mut decoder = rust_zstd::Decompressor::new();
+    // Later frames' windows too (the first one's was checked above): no larger than the
+    // first's allowance, rounded up to a power of two (logs 23 to 30).
+    let allowed = limit.saturating_mul(2).max(1 << MIN_WINDOW_LOG);
+    let log = usize::BITS
+        .saturating_sub(allowed.saturating_sub(1).leading_zeros())
+        .clamp(MIN_WINDOW_LOG, 30);
+    decoder.set_window_log_max(log);
+    let (mut read, mut written) = (0usize, 0usize);
+    // Each call reads and writes what it can; one that moves neither has nothing left to do
+    // (its input or its room is used up).
+    loop {
+        let (r, w) = (read, written);
+        decoder
+            .decompress_stream(src, &mut read, dst, &mut written)
+            .map_err(corrupt)?;
+        if (read, written) == (r, w) || read >= src.len() && written >= dst.len() {
+            break;
+        }
+    }
+    out.truncate(before.saturating_add(written));
+    if written > limit {
         return Err(corrupt(format!("decodes past {limit} bytes")));
     }
-    Ok(())
+    if read < src.len() {
+        return Err(corrupt("bytes left after the frames"));
+    }
+    // The input ends between frames, all their content written out.
+    decoder.finish().map_err(corrupt)
 }
 
 /// Decode `src` to exactly `len` bytes appended to `out`.
@@ -183,20 +166,20 @@ mod tests {
         let c = compress_chunk(&data, 3);
         assert!(c.len() < data.len() / 2, "{} bytes", c.len());
         assert_eq!(decompress(&c, data.len()).unwrap(), data);
-        // The header carries the content size (descriptor flag 2: four bytes).
+        // The header carries the content size (descriptor flag 2: four bytes, after the
+        // window byte unless the frame is a single segment).
         assert_eq!(&c[..4], &MAGIC);
         assert_eq!(c[4] & 0xC0, 0x80);
+        let at = if c[4] & 0x20 != 0 { 5 } else { 6 };
         assert_eq!(
-            u32::from_le_bytes(c[6..10].try_into().unwrap()) as usize,
+            u32::from_le_bytes(c[at..at + 4].try_into().unwrap()) as usize,
             data.len()
         );
         // A frame declaring a 128 MiB window for a chunk of 200 kB, or more content than the
-        // chunk, is refused
-        // before ruzstd reserves anything.
+        // chunk, is refused before the decoder reserves anything.
         let mut huge_window = c.clone();
-        huge_window[4] &= !0xC0;
-        huge_window.splice(6..10, []);
-        huge_window[5] = 17 << 3;
+        huge_window.splice(5..at + 4, [17 << 3]);
+        huge_window[4] &= !0xE0;
         assert!(
             decompress(&huge_window, data.len())
                 .unwrap_err()
