@@ -502,6 +502,12 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
         return Err(corrupt("block offsets past the end of the chunk"));
     }
     let dont_split = flags & 0x10 != 0;
+    // The filter undone last (the lowest slot that has one).
+    let last_filter = filters
+        .iter()
+        .take(MAX_FILTERS)
+        .position(|&f| f != 0)
+        .unwrap_or(MAX_FILTERS);
     let mut out = Vec::with_capacity(nbytes);
     let mut tmp = Vec::new();
     let mut tmp2 = Vec::new();
@@ -553,7 +559,8 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
                 tmp.len()
             )));
         }
-        // The filters, last slot first.
+        // The filters, last slot first; a shuffle undone last writes straight into `out`.
+        let mut written = false;
         for (i, &f) in filters.iter().enumerate().take(MAX_FILTERS).rev() {
             match f {
                 1 => {
@@ -561,6 +568,14 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
                         0 => typesize,
                         m => usize::from(m),
                     };
+                    if i == last_filter {
+                        let at = out.len();
+                        out.resize(at.saturating_add(bsize), 0);
+                        let dest = out.get_mut(at..).unwrap_or_default();
+                        shuffle::unshuffle_into(&tmp, group, dest);
+                        written = true;
+                        continue;
+                    }
                     tmp2.clear();
                     tmp2.resize(bsize, 0);
                     shuffle::unshuffle_into(&tmp, group, &mut tmp2);
@@ -586,7 +601,9 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
                 _ => {}
             }
         }
-        out.extend_from_slice(&tmp);
+        if !written {
+            out.extend_from_slice(&tmp);
+        }
     }
     Ok(out)
 }

@@ -7,8 +7,8 @@
 //! Blosc `[revision 2, format 2, type size, chunk bytes, level, shuffle, compressor]`, Blosc2
 //! `[revision 1, block size (0: chosen), type size, chunk bytes, level, filter, compressor]`.
 //! Compressors: 0 BloscLZ, 1 LZ4, 2 LZ4HC, 4 zlib, 5 Zstandard (3, Snappy, is refused). LZ4HC
-//! streams are LZ4 blocks of the fast compressor (the same format), Zstandard frames ruzstd's
-//! fastest at any level; the level is recorded as given.
+//! streams are LZ4 blocks of the fast compressor (the same format), Zstandard frames are
+//! libzstd-level frames (`rust-zstd`) at the Blosc level as given.
 
 use std::io::Write as _;
 

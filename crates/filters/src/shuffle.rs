@@ -70,49 +70,83 @@ pub fn unshuffle_into(data: &[u8], element_size: usize, out: &mut [u8]) {
     }
 }
 
-/// Shuffle the first `n` elements of `N` bytes: planes of `n` bytes, in blocks of elements
-/// so that each step reads one small block and writes `N` short runs.
+/// Shuffle the first `n` elements of `N` bytes into planes of `n` bytes.
+///
+/// Each element is read as one little-endian word and each plane written through its own
+/// iterator, zipped: loops the compiler vectorises (masks, shifts and packs) for the sizes
+/// with a case here; other sizes go plane by plane.
 fn gather<const N: usize>(data: &[u8], out: &mut [u8], n: usize) {
-    const BLOCK: usize = 64;
-    let mut i = 0usize;
-    for block in data.chunks(BLOCK.saturating_mul(N)).take(n.div_ceil(BLOCK)) {
-        let elems = block.chunks_exact(N);
-        let len = elems.len();
-        for b in 0..N {
-            let at = b.saturating_mul(n).saturating_add(i);
-            let Some(plane) = out.get_mut(at..at.saturating_add(len)) else {
-                return;
-            };
-            for (dst, e) in plane.iter_mut().zip(block.chunks_exact(N)) {
-                *dst = e.get(b).copied().unwrap_or(0);
+    let (elems, _) = data.as_chunks::<N>();
+    let elems = elems.get(..n).unwrap_or_default();
+    let mut planes = out.chunks_exact_mut(n);
+    let mut plane = || planes.next().unwrap_or_default();
+    if let Some(elems) = as_arrays::<N, 2>(elems) {
+        let (p0, p1) = (plane(), plane());
+        for ((e, d0), d1) in elems.iter().zip(p0).zip(p1) {
+            let w = u16::from_le_bytes(*e);
+            (*d0, *d1) = (w as u8, (w >> 8) as u8);
+        }
+    } else if let Some(elems) = as_arrays::<N, 4>(elems) {
+        let (p0, p1, p2, p3) = (plane(), plane(), plane(), plane());
+        for ((((e, d0), d1), d2), d3) in elems.iter().zip(p0).zip(p1).zip(p2).zip(p3) {
+            let w = u32::from_le_bytes(*e);
+            let lo = w & 0xFFFF;
+            let hi = w >> 16;
+            (*d0, *d1, *d2, *d3) = (lo as u8, (lo >> 8) as u8, hi as u8, (hi >> 8) as u8);
+        }
+    } else {
+        for (b, plane) in out.chunks_exact_mut(n).take(N).enumerate() {
+            for (d, e) in plane.iter_mut().zip(elems) {
+                *d = e.get(b).copied().unwrap_or(0);
             }
         }
-        i = i.saturating_add(len);
     }
 }
 
 /// Undo [`gather`].
 fn scatter<const N: usize>(data: &[u8], out: &mut [u8], n: usize) {
-    const BLOCK: usize = 64;
-    let mut i = 0usize;
-    for block in out
-        .chunks_mut(BLOCK.saturating_mul(N))
-        .take(n.div_ceil(BLOCK))
-    {
-        let len = block.len().checked_div(N).unwrap_or(0);
-        for b in 0..N {
-            let at = b.saturating_mul(n).saturating_add(i);
-            let Some(plane) = data.get(at..at.saturating_add(len)) else {
-                return;
-            };
-            for (e, &src) in block.chunks_exact_mut(N).zip(plane) {
-                if let Some(dst) = e.get_mut(b) {
-                    *dst = src;
+    let (elems, _) = out.as_chunks_mut::<N>();
+    let elems = elems.get_mut(..n).unwrap_or_default();
+    let mut planes = data.chunks_exact(n);
+    let mut plane = || planes.next().unwrap_or_default();
+    if let Some(elems) = as_arrays_mut::<N, 2>(elems) {
+        let (p0, p1) = (plane(), plane());
+        for ((e, &b0), &b1) in elems.iter_mut().zip(p0).zip(p1) {
+            *e = [b0, b1];
+        }
+    } else if let Some(elems) = as_arrays_mut::<N, 4>(elems) {
+        let (p0, p1, p2, p3) = (plane(), plane(), plane(), plane());
+        for ((((e, &b0), &b1), &b2), &b3) in elems.iter_mut().zip(p0).zip(p1).zip(p2).zip(p3) {
+            let w = u32::from(b0) | u32::from(b1) << 8 | u32::from(b2) << 16 | u32::from(b3) << 24;
+            *e = w.to_le_bytes();
+        }
+    } else {
+        for (b, plane) in data.chunks_exact(n).take(N).enumerate() {
+            for (e, &src) in elems.iter_mut().zip(plane) {
+                if let Some(d) = e.get_mut(b) {
+                    *d = src;
                 }
             }
         }
-        i = i.saturating_add(len);
     }
+}
+
+/// `elems` as arrays of `M` bytes when `N` is `M` (a no-op the compiler resolves).
+fn as_arrays<const N: usize, const M: usize>(elems: &[[u8; N]]) -> Option<&[[u8; M]]> {
+    if N != M {
+        return None;
+    }
+    let (whole, _) = elems.as_flattened().as_chunks::<M>();
+    Some(whole)
+}
+
+/// [`as_arrays`] of a mutable slice.
+fn as_arrays_mut<const N: usize, const M: usize>(elems: &mut [[u8; N]]) -> Option<&mut [[u8; M]]> {
+    if N != M {
+        return None;
+    }
+    let (whole, _) = elems.as_flattened_mut().as_chunks_mut::<M>();
+    Some(whole)
 }
 
 #[cfg(test)]

@@ -98,8 +98,10 @@ impl Params {
 struct Bits<'a> {
     data: &'a [u8],
     pos: usize,
+    /// The next bits of the stream from the top down: `n` counted ones, then (after a word
+    /// refill) a few more of the stream not yet counted, or zeros.
     acc: u64,
-    /// Valid bits at the bottom of `acc`.
+    /// Bits counted at the top of `acc` (at most 64).
     n: u32,
 }
 
@@ -113,18 +115,50 @@ impl<'a> Bits<'a> {
         }
     }
 
+    /// Count at least 56 bits, or all that the stream has left (out of line: the hot paths
+    /// below stay small enough to inline).
+    #[inline(never)]
     fn refill(&mut self) {
+        if self.n > 56 {
+            return;
+        }
+        let next = self
+            .pos
+            .checked_add(8)
+            .and_then(|end| self.data.get(self.pos..end))
+            .and_then(|w| w.first_chunk::<8>());
+        if let Some(&w) = next {
+            // One word: the whole bytes that fit below the counted bits are counted; the
+            // part of the next byte shifted in with them is read again next time.
+            self.acc |= u64::from_be_bytes(w) >> self.n;
+            let bytes = (63u32.saturating_sub(self.n)) / 8;
+            self.pos = self.pos.saturating_add(bytes as usize);
+            self.n = self.n.saturating_add(bytes.saturating_mul(8));
+            return;
+        }
         while self.n <= 56 {
             let Some(&b) = self.data.get(self.pos) else {
                 return;
             };
             self.pos = self.pos.saturating_add(1);
-            self.acc = (self.acc << 8) | u64::from(b);
+            // Below the counted bits, over whatever partial byte an earlier word left.
+            let keep = u64::MAX
+                .checked_shl(64u32.saturating_sub(self.n))
+                .unwrap_or(0);
+            self.acc = (self.acc & keep) | (u64::from(b) << 56u32.saturating_sub(self.n));
             self.n = self.n.saturating_add(8);
         }
     }
 
+    /// Drop the top `k` counted bits (`k <= n`).
+    #[inline(always)]
+    fn consume(&mut self, k: u32) {
+        self.acc = self.acc.checked_shl(k).unwrap_or(0);
+        self.n = self.n.saturating_sub(k);
+    }
+
     /// The next `k` bits (at most 32).
+    #[inline(always)]
     fn get(&mut self, k: u32) -> Result<u32, FilterError> {
         if k == 0 {
             return Ok(0);
@@ -135,32 +169,39 @@ impl<'a> Bits<'a> {
                 return Err(corrupt("stream ends inside a block"));
             }
         }
-        self.n = self.n.saturating_sub(k);
-        let v = (self.acc >> self.n) & (u64::MAX >> 64u32.saturating_sub(k));
+        let v = self.acc.checked_shr(64u32.saturating_sub(k)).unwrap_or(0);
+        self.consume(k);
         Ok(u32::try_from(v).unwrap_or(u32::MAX))
     }
 
     /// A fundamental sequence: the number of 0 bits before the next 1.
+    #[inline(always)]
     fn fs(&mut self) -> Result<u32, FilterError> {
+        let zeros = self.acc.leading_zeros();
+        if zeros < self.n {
+            self.consume(zeros.saturating_add(1));
+            return Ok(zeros);
+        }
+        self.fs_across_refills()
+    }
+
+    /// [`fs`](Self::fs) whose zeros run past the counted bits.
+    #[inline(never)]
+    fn fs_across_refills(&mut self) -> Result<u32, FilterError> {
         let mut count = 0u32;
         loop {
+            let zeros = self.acc.leading_zeros();
+            if zeros < self.n {
+                self.consume(zeros.saturating_add(1));
+                return Ok(count.saturating_add(zeros));
+            }
+            // All counted bits are zeros.
+            count = count.saturating_add(self.n);
+            self.consume(self.n);
+            self.refill();
             if self.n == 0 {
-                self.refill();
-                if self.n == 0 {
-                    return Err(corrupt("stream ends inside a fundamental sequence"));
-                }
+                return Err(corrupt("stream ends inside a fundamental sequence"));
             }
-            // Only the low `n` bits of the accumulator are valid.
-            let valid = self.acc & (u64::MAX >> 64u32.saturating_sub(self.n));
-            if valid == 0 {
-                count = count.saturating_add(self.n);
-                self.n = 0;
-                continue;
-            }
-            let top = 63u32.saturating_sub(valid.leading_zeros());
-            count = count.saturating_add(self.n.saturating_sub(1).saturating_sub(top));
-            self.n = top;
-            return Ok(count);
         }
     }
 }
@@ -283,27 +324,26 @@ fn aec_decode(
                 let mut x = reference & xmax;
                 out.push(x);
                 let med = (xmax >> 1).saturating_add(1);
-                for &d in it {
-                    let half = (d >> 1).saturating_add(d & 1);
+                // One extend over the block (no capacity check per sample); the wrapping
+                // operations below cannot wrap (each is guarded by the comparison before it).
+                out.extend(it.map(|&d| {
+                    let half = (d >> 1).wrapping_add(d & 1);
                     // The distance to the nearer end of the range.
-                    let (near_max, room) = if x >= med {
-                        (true, xmax.saturating_sub(x))
-                    } else {
-                        (false, x)
-                    };
+                    let near_max = x >= med;
+                    let room = if near_max { xmax.wrapping_sub(x) } else { x };
                     x = if half <= room {
                         if d & 1 == 0 {
-                            x.saturating_add(d >> 1)
+                            x.wrapping_add(d >> 1)
                         } else {
-                            x.saturating_sub(half)
+                            x.wrapping_sub(half)
                         }
                     } else if near_max {
                         xmax.wrapping_sub(d) & xmax
                     } else {
                         d & xmax
                     };
-                    out.push(x);
-                }
+                    x
+                }));
             }
         } else {
             out.extend(buf.iter().map(|&v| v & xmax));
@@ -364,29 +404,39 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
             "stream decodes to fewer samples than the chunk holds",
         ));
     }
-    let mut bytes = Vec::with_capacity(size);
-    for v in values {
-        match (sample_bytes, p.msb) {
-            (1, _) => bytes.push(v as u8),
-            (2, false) => bytes.extend_from_slice(&(v as u16).to_le_bytes()),
-            (2, true) => bytes.extend_from_slice(&(v as u16).to_be_bytes()),
-            (_, false) => bytes.extend_from_slice(&v.to_le_bytes()),
-            (_, true) => bytes.extend_from_slice(&v.to_be_bytes()),
+    let mut bytes = crate::zeroed("szip", size)?;
+    match (sample_bytes, p.msb) {
+        (1, _) => {
+            for (d, v) in bytes.iter_mut().zip(values) {
+                *d = v as u8;
+            }
+        }
+        (2, msb) => {
+            for (d, v) in bytes.as_chunks_mut::<2>().0.iter_mut().zip(values) {
+                let v = v as u16;
+                *d = if msb {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                };
+            }
+        }
+        (_, msb) => {
+            for (d, v) in bytes.as_chunks_mut::<4>().0.iter_mut().zip(values) {
+                *d = if msb {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                };
+            }
         }
     }
     if planes == 1 {
         return Ok(bytes);
     }
-    // Byte planes back to elements.
-    let n = size.checked_div(planes).unwrap_or(0);
-    let mut out = vec![0u8; size];
-    for (j, plane) in bytes.chunks_exact(n.max(1)).enumerate().take(planes) {
-        for (i, &b) in plane.iter().enumerate() {
-            if let Some(o) = out.get_mut(i.saturating_mul(planes).saturating_add(j)) {
-                *o = b;
-            }
-        }
-    }
+    // Byte planes back to elements: the byte shuffle's planes.
+    let mut out = crate::zeroed("szip", size)?;
+    crate::shuffle::unshuffle_into(&bytes, planes, &mut out);
     Ok(out)
 }
 

@@ -1,15 +1,11 @@
 //! The Zstandard filter (32015): each chunk is one Zstandard frame; client data: [level].
 //!
-//! Frames decode with `ruzstd` (pure Rust). Encoding also uses `ruzstd`, whose only compressing
-//! matcher is its fastest one (close to libzstd's level 1): every level writes that frame. The
-//! level stays in the client data as given, so the file says what was asked for; the frames
-//! are valid Zstandard (with their content size, which the reference filter needs to size its
-//! output), larger than libzstd's at higher levels, and not byte-identical to them.
-
-use std::io::Read;
-
-use ruzstd::decoding::StreamingDecoder;
-use ruzstd::encoding::{CompressionLevel, compress};
+//! Frames go through `rust-zstd` (pure Rust, a port of libzstd's algorithms): every level
+//! from the negative fast levels to 22 compresses with libzstd's strategy for it, and frames
+//! carry their content size (the reference filter sizes its output from it, and fails
+//! without it), as libzstd's one-shot `ZSTD_compress` writes them. Decoding is bounded by
+//! the chunk's size: the frame header is checked first, then the decoder writes into a
+//! buffer of the chunk's size and one byte more, never past it.
 
 use super::FilterError;
 
@@ -22,63 +18,28 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 
 const MAGIC: [u8; 4] = 0xFD2F_B528u32.to_le_bytes();
 
-/// Append one Zstandard frame of `data` to `out`. `_level` is the level asked for (see the
-/// module documentation: every level encodes as ruzstd's fastest).
-///
-/// ruzstd writes a frame header without the content size; the reference filter sizes its
-/// output from that field (and fails without it), so the header is rewritten with it
-/// (RFC 8878 section 3.1.1.1: the Frame_Content_Size_Flag of the descriptor, then the field
-/// after the window descriptor). The blocks that follow do not depend on the header.
-pub fn compress_into(data: &[u8], _level: i32, out: &mut Vec<u8>) {
-    let mut frame = Vec::with_capacity(data.len() / 2);
-    compress(data, &mut frame, CompressionLevel::Fastest);
-    // ruzstd's header: magic, a descriptor with no content size, no single segment and no
-    // dictionary (only the checksum bit may be set), a window descriptor.
-    match frame.split_first_chunk::<6>() {
-        Some((&[m0, m1, m2, m3, descriptor, window], blocks))
-            if [m0, m1, m2, m3] == MAGIC && descriptor & !0x04 == 0 =>
-        {
-            let n = data.len() as u64;
-            out.extend_from_slice(&MAGIC);
-            match u16::try_from(n.wrapping_sub(256)) {
-                Ok(short) if n >= 256 => {
-                    out.extend([descriptor | 0x40, window]);
-                    out.extend_from_slice(&short.to_le_bytes());
-                }
-                _ => match u32::try_from(n) {
-                    Ok(word) => {
-                        out.extend([descriptor | 0x80, window]);
-                        out.extend_from_slice(&word.to_le_bytes());
-                    }
-                    Err(_) => {
-                        out.extend([descriptor | 0xC0, window]);
-                        out.extend_from_slice(&n.to_le_bytes());
-                    }
-                },
-            }
-            out.extend_from_slice(blocks);
-        }
-        _ => out.extend_from_slice(&frame),
-    }
+/// Append one Zstandard frame of `data` at `level` (libzstd's numbering: 0 is the default,
+/// 3; negative levels are the fast ones) to `out`.
+pub fn compress_into(data: &[u8], level: i32, out: &mut Vec<u8>) {
+    out.extend_from_slice(&rust_zstd::compress(data, level));
 }
 
 /// One Zstandard frame of `data`.
 pub fn compress_chunk(data: &[u8], level: i32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() / 2);
-    compress_into(data, level, &mut out);
-    out
+    rust_zstd::compress(data, level)
 }
 
 /// The window a frame may always declare, whatever its content: a streaming encoder that did not
-/// know the size declares its level's window (libzstd: at most 8 MiB up to level 19; ruzstd's
-/// fastest: 128 KiB even for a few bytes).
-const MIN_WINDOW_ALLOWED: u64 = 1 << 23;
+/// know the size declares its level's window (libzstd: at most 8 MiB up to level 19).
+const MIN_WINDOW_ALLOWED: u64 = 1 << MIN_WINDOW_LOG;
+const MIN_WINDOW_LOG: u32 = 23;
 
-/// Check the frame header's window and content sizes against `limit` before ruzstd sees them:
-/// ruzstd reserves the declared window (up to 100 MiB) when it starts a frame, so a frame that
-/// declares more than its chunk can hold would size an allocation from the file (RFC 8878
+/// Check the frame header's window and content sizes against `limit` before the decoder sees
+/// them: a streaming decoder reserves the declared window when it starts a frame, so a frame
+/// that declares more than its chunk can hold would size an allocation from the file (RFC 8878
 /// section 3.1.1.1).
-fn check_frame_header(src: &[u8], limit: usize) -> Result<(), FilterError> {
+/// Returns the header's length and the content size it declares.
+fn check_frame_header(src: &[u8], limit: usize) -> Result<(usize, Option<u64>), FilterError> {
     let Some((&[m0, m1, m2, m3, descriptor], rest)) = src.split_first_chunk::<5>() else {
         return Err(corrupt("frame shorter than its header"));
     };
@@ -122,6 +83,17 @@ fn check_frame_header(src: &[u8], limit: usize) -> Result<(), FilterError> {
     if descriptor >> 6 != 0 || single_segment {
         content.ok_or_else(|| corrupt("truncated frame header"))?;
     }
+    let content_len = match (descriptor >> 6, single_segment) {
+        (0, false) => 0,
+        (0, true) => 1,
+        (1, _) => 2,
+        (2, _) => 4,
+        _ => 8,
+    };
+    let header = src
+        .len()
+        .saturating_sub(rest.len())
+        .saturating_add(content_len);
     let limit = u64::try_from(limit).unwrap_or(u64::MAX);
     if let Some(n) = content.filter(|&n| n > limit) {
         return Err(corrupt(format!(
@@ -133,26 +105,107 @@ fn check_frame_header(src: &[u8], limit: usize) -> Result<(), FilterError> {
         Some(w) if w > allowed => Err(corrupt(format!(
             "frame declares a window of {w} bytes for a chunk of {limit}"
         ))),
-        _ => Ok(()),
+        _ => Ok((header, content)),
     }
 }
 
+/// Whether `src` is one frame, whose header takes `header` bytes, and nothing after it: its
+/// blocks' three-byte headers lead to its end (RFC 8878 section 3.1.1.2).
+fn is_single_frame(src: &[u8], header: usize) -> bool {
+    let Some(&descriptor) = src.get(4) else {
+        return false;
+    };
+    let mut at = header;
+    loop {
+        let Some(&[b0, b1, b2]) = src.get(at..).and_then(|s| s.first_chunk::<3>()) else {
+            return false;
+        };
+        let word = u32::from_le_bytes([b0, b1, b2, 0]);
+        let stored = match (word >> 1) & 3 {
+            1 => 1,
+            3 => return false,
+            _ => (word >> 3) as usize,
+        };
+        at = at.saturating_add(3).saturating_add(stored);
+        if word & 1 != 0 {
+            break;
+        }
+    }
+    let checksum = if descriptor & 0x04 != 0 { 4 } else { 0 };
+    at.saturating_add(checksum) == src.len()
+}
+
+/// What the one-pass decoder reserves past the content: a block and a copy's overrun.
+const ONE_PASS_SLACK: usize = (128 << 10) + 64;
+
 /// Decode the frames of `src`, refusing more than `limit` bytes, appended to `out`.
 pub fn decompress_into(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), FilterError> {
-    check_frame_header(src, limit)?;
-    let mut decoder = StreamingDecoder::new(src).map_err(|e| corrupt(e.to_string()))?;
+    let (header, content) = check_frame_header(src, limit)?;
     let before = out.len();
+    // One frame (what the reference filter writes) that declares its content size (checked
+    // against the chunk above): decoded in one pass straight into the output, by a decoder
+    // that reserves that size and a block (fallibly) and fails as soon as a block takes the
+    // content past it. Four times faster than the streaming path below, which goes through
+    // a window buffer of its own (fresh pages on every call) and copies out of it.
+    let one_pass = content.filter(|_| is_single_frame(src, header));
+    if let Some(content) = one_pass {
+        let room = usize::try_from(content)
+            .unwrap_or(usize::MAX)
+            .saturating_add(ONE_PASS_SLACK);
+        let mut decoder = rust_zstd::Decompressor::new();
+        if before == 0 {
+            crate::reserve(out, "zstd", room)?;
+            decoder.decompress_into(src, out).map_err(corrupt)?;
+        } else {
+            let mut tmp = crate::buffer("zstd", room)?;
+            decoder.decompress_into(src, &mut tmp).map_err(corrupt)?;
+            if tmp.len() > limit {
+                return Err(corrupt(format!("decodes past {limit} bytes")));
+            }
+            crate::reserve(out, "zstd", tmp.len())?;
+            out.extend_from_slice(&tmp);
+        }
+        if out.len().saturating_sub(before) > limit {
+            out.truncate(before);
+            return Err(corrupt(format!("decodes past {limit} bytes")));
+        }
+        return Ok(());
+    }
     // All the room the frames may fill (and a byte to see an overrun), allocated fallibly up
-    // front: the decoder never grows `out`.
-    crate::reserve(out, "zstd", limit.saturating_add(1))?;
-    (&mut decoder)
-        .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
-        .read_to_end(out)
-        .map_err(|e| crate::stream_error("zstd", &e, limit))?;
-    if out.len().saturating_sub(before) > limit {
+    // front: the decoder writes into it and never past it.
+    let room = limit.saturating_add(1);
+    crate::reserve(out, "zstd", room)?;
+    out.resize(before.saturating_add(room), 0);
+    let dst = out.get_mut(before..).unwrap_or_default();
+    let mut decoder = rust_zstd::Decompressor::new();
+    // Later frames' windows too (the first one's was checked above): no larger than the
+    // first's allowance, rounded up to a power of two (logs 23 to 30).
+    let allowed = limit.saturating_mul(2).max(1 << MIN_WINDOW_LOG);
+    let log = usize::BITS
+        .saturating_sub(allowed.saturating_sub(1).leading_zeros())
+        .clamp(MIN_WINDOW_LOG, 30);
+    decoder.set_window_log_max(log);
+    let (mut read, mut written) = (0usize, 0usize);
+    // Each call reads and writes what it can; one that moves neither has nothing left to do
+    // (its input or its room is used up).
+    loop {
+        let (r, w) = (read, written);
+        decoder
+            .decompress_stream(src, &mut read, dst, &mut written)
+            .map_err(corrupt)?;
+        if (read, written) == (r, w) || read >= src.len() && written >= dst.len() {
+            break;
+        }
+    }
+    out.truncate(before.saturating_add(written));
+    if written > limit {
         return Err(corrupt(format!("decodes past {limit} bytes")));
     }
-    Ok(())
+    if read < src.len() {
+        return Err(corrupt("bytes left after the frames"));
+    }
+    // The input ends between frames, all their content written out.
+    decoder.finish().map_err(corrupt)
 }
 
 /// Decode `src` to exactly `len` bytes appended to `out`.
@@ -183,20 +236,20 @@ mod tests {
         let c = compress_chunk(&data, 3);
         assert!(c.len() < data.len() / 2, "{} bytes", c.len());
         assert_eq!(decompress(&c, data.len()).unwrap(), data);
-        // The header carries the content size (descriptor flag 2: four bytes).
+        // The header carries the content size (descriptor flag 2: four bytes, after the
+        // window byte unless the frame is a single segment).
         assert_eq!(&c[..4], &MAGIC);
         assert_eq!(c[4] & 0xC0, 0x80);
+        let at = if c[4] & 0x20 != 0 { 5 } else { 6 };
         assert_eq!(
-            u32::from_le_bytes(c[6..10].try_into().unwrap()) as usize,
+            u32::from_le_bytes(c[at..at + 4].try_into().unwrap()) as usize,
             data.len()
         );
         // A frame declaring a 128 MiB window for a chunk of 200 kB, or more content than the
-        // chunk, is refused
-        // before ruzstd reserves anything.
+        // chunk, is refused before the decoder reserves anything.
         let mut huge_window = c.clone();
-        huge_window[4] &= !0xC0;
-        huge_window.splice(6..10, []);
-        huge_window[5] = 17 << 3;
+        huge_window.splice(5..at + 4, [17 << 3]);
+        huge_window[4] &= !0xE0;
         assert!(
             decompress(&huge_window, data.len())
                 .unwrap_err()
@@ -218,6 +271,41 @@ mod tests {
             );
         }
         assert!(decompress(&c, data.len() - 1).is_err());
+        // Two frames (the streaming path): their contents in order, bounded by the limit.
+        let second: Vec<u8> = (0..30_000u32).map(|i| (i % 251) as u8).collect();
+        let mut two = c.clone();
+        two.extend_from_slice(&compress_chunk(&second, 1));
+        let both = decompress(&two, data.len() + second.len()).unwrap();
+        assert_eq!(both, [&data[..], &second[..]].concat());
+        assert!(decompress(&two, data.len() + second.len() - 1).is_err());
+        // Appended to what is already there (as Blosc's splits are).
+        let mut out = vec![7u8; 3];
+        decompress_into(&c, data.len(), &mut out).unwrap();
+        assert_eq!(&out[3..], &data[..]);
+        // A frame without a content size whose RLE blocks (4 bytes each) declare 40 x 128 KiB
+        // is refused at the chunk's size, with no more than that decoded.
+        let mut rle = MAGIC.to_vec();
+        rle.extend([0x00, 7 << 3]);
+        for i in 0..40u32 {
+            let header = (128 << 10 << 3) | (1 << 1) | u32::from(i == 39);
+            rle.extend_from_slice(&header.to_le_bytes()[..3]);
+            rle.push(0xAB);
+        }
+        assert_eq!(decompress(&rle, 40 << 17).unwrap(), vec![0xAB; 40 << 17]);
+        assert!(
+            decompress(&rle, 200_000)
+                .unwrap_err()
+                .to_string()
+                .contains("past")
+        );
+        // The same blocks under a header declaring 200 000 bytes (the one-pass path): refused
+        // once a block takes the content past it.
+        let mut declared = MAGIC.to_vec();
+        declared.extend([0x80, 7 << 3]);
+        declared.extend_from_slice(&200_000u32.to_le_bytes());
+        declared.extend_from_slice(&rle[6..]);
+        assert!(decompress(&declared, 200_000).is_err());
+        assert!(decompress(&declared, 40 << 17).is_err());
         for n in 0..c.len().min(400) {
             assert!(decompress(&c[..n], data.len()).is_err(), "prefix {n}");
         }

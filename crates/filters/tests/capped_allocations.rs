@@ -9,7 +9,7 @@
 //! BloscLZ) write them and `read_direct_chunk` returns them (an interop test: skipped with a
 //! printed line under plain `cargo test`, required under `cargo xtask test`); and, always, the
 //! chunks of this crate's own encoders (LZ4 and bitshuffle byte-identical to hdf5plugin's, see
-//! `crates/dataset/tests/plugin_filters.rs`; flate2's zlib, libbzip2's Rust port, ruzstd).
+//! `crates/dataset/tests/plugin_filters.rs`; flate2's zlib, libbzip2's Rust port, rust-zstd).
 //! Only their size fields are changed.
 //!
 //! The test binary holds this one test: it lowers its own address-space limit (`prlimit
