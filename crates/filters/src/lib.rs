@@ -341,6 +341,27 @@ impl Pipeline {
     /// [`decode`](Self::decode) of the stages from `first` on (those before it left undone).
     fn decode_from(
         &self,
+        data: Vec<u8>,
+        mask: u32,
+        chunk_bytes: usize,
+        first: usize,
+    ) -> Result<Vec<u8>, FilterError> {
+        let data = self.decode_stages(data, mask, chunk_bytes, first)?;
+        if data.len() != chunk_bytes {
+            return Err(FilterError::Corrupt {
+                filter: self.stages.first().map_or("pipeline", |(s, _)| s.name()),
+                reason: format!(
+                    "chunk decodes to {} bytes, expected {chunk_bytes}",
+                    data.len()
+                ),
+            });
+        }
+        Ok(data)
+    }
+
+    /// Undo the stages from `first` on, whatever length that leaves.
+    fn decode_stages(
+        &self,
         mut data: Vec<u8>,
         mask: u32,
         chunk_bytes: usize,
@@ -373,27 +394,30 @@ impl Pipeline {
                 Stage::Lzo => lzo::decompress(&data, limit)?,
             };
         }
-        if data.len() != chunk_bytes {
-            return Err(FilterError::Corrupt {
-                filter: self.stages.first().map_or("pipeline", |(s, _)| s.name()),
-                reason: format!(
-                    "chunk decodes to {} bytes, expected {chunk_bytes}",
-                    data.len()
-                ),
-            });
-        }
         Ok(data)
     }
 
-    /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a final unshuffle
-    /// writes there directly, with no buffer of its own.
+    /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a first stage of
+    /// shuffle, LZ4 or bitshuffle (decoded last) writes there directly, with no buffer of its
+    /// own and no copy after it.
     pub fn decode_into(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
         match self.stages.first() {
-            Some((Stage::Shuffle { element_size }, _)) if mask & 1 == 0 => {
-                // Every stage but the first (decoded last), then the unshuffle into `out`.
-                let data = self.decode_from(data, mask, out.len(), 1)?;
-                shuffle::unshuffle_into(&data, *element_size, out);
-            }
+            Some((stage, _)) if mask & 1 == 0 => match stage {
+                Stage::Shuffle { element_size } => {
+                    // Every stage but the first (decoded last), then the unshuffle into `out`.
+                    let data = self.decode_from(data, mask, out.len(), 1)?;
+                    shuffle::unshuffle_into(&data, *element_size, out);
+                }
+                Stage::Lz4 { .. } => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    lz4::decompress_into(&data, out)?;
+                }
+                Stage::Bitshuffle(p) => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    bitshuffle::decompress_into(&data, p, out)?;
+                }
+                _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
+            },
             _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
         }
         Ok(())

@@ -62,44 +62,86 @@ fn push_length(out: &mut Vec<u8>, mut len: usize) {
     out.push(len as u8);
 }
 
+/// How many bytes from `a` on equal those from `b` on (`b < a`), not reaching `limit`: eight
+/// at a time, as liblz4's `LZ4_count`.
+#[allow(clippy::arithmetic_side_effects)] // positions below `src.len()`, itself below 2^31
+fn count_equal(src: &[u8], a: usize, b: usize, limit: usize) -> usize {
+    let mut len = 0usize;
+    while a + len + 8 <= limit {
+        let x = read64(src, a + len) ^ read64(src, b + len);
+        if x != 0 {
+            return len + (x.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    while a + len < limit && byte(src, a + len) == byte(src, b + len) {
+        len += 1;
+    }
+    len
+}
+
+/// The hash table entries: 2^13 for inputs under 64 KiB (13-bit hashes), 2^12 above.
+const TABLE: usize = 1 << (HASH_LOG + 1);
+
+/// The position table of one block, with liblz4's hash of the block's size class.
+struct Hashes<'a, const SMALL: bool> {
+    src: &'a [u8],
+    table: Box<[u32; TABLE]>,
+}
+
+impl<const SMALL: bool> Hashes<'_, SMALL> {
+    #[inline(always)]
+    fn hash(&self, p: usize) -> usize {
+        if SMALL {
+            (read32(self.src, p).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
+        } else {
+            ((read64(self.src, p) << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, h: usize) -> usize {
+        self.table.get(h).map_or(0, |&v| v as usize)
+    }
+
+    #[inline(always)]
+    fn put(&mut self, h: usize, p: usize) {
+        if let Some(slot) = self.table.get_mut(h) {
+            *slot = p as u32;
+        }
+    }
+}
+
 /// Compress `src` (at most [`MAX_INPUT`] bytes) into one LZ4 block appended to `out`, as
 /// liblz4's `LZ4_compress_default` does.
+pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
+    let n = src.len();
+    out.reserve(n.saturating_add(n / 255).saturating_add(16));
+    let table = Box::new([0u32; TABLE]);
+    if n < LIMIT_64K {
+        compress_with(Hashes::<true> { src, table }, out);
+    } else {
+        compress_with(Hashes::<false> { src, table }, out);
+    }
+}
+
+/// [`compress_block`] with the table of the input's size class.
 ///
 /// Positions are indexes into `src`, whose length is below 2^31, so the arithmetic on them does
 /// not overflow; the reads go through `get`.
 #[allow(clippy::arithmetic_side_effects)]
-pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
+#[inline(always)]
+fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Vec<u8>) {
+    let src = t.src;
     let n = src.len();
-    out.reserve(n.saturating_add(n / 255).saturating_add(16));
-    let small = n < LIMIT_64K;
-    let mut table = vec![
-        0u32;
-        if small {
-            1 << (HASH_LOG + 1)
-        } else {
-            1 << HASH_LOG
-        }
-    ];
-    let hash = |p: usize| -> usize {
-        if small {
-            (read32(src, p).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
-        } else {
-            ((read64(src, p) << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
-        }
-    };
-    let get = |table: &[u32], h: usize| table.get(h).map_or(0, |&v| v as usize);
-    let put = |table: &mut [u32], h: usize, p: usize| {
-        if let Some(slot) = table.get_mut(h) {
-            *slot = p as u32;
-        }
-    };
     let mut anchor = 0usize;
     if n > MFLIMIT {
         let mflimit_plus_one = n - MFLIMIT + 1;
         let match_limit = n - LASTLITERALS;
-        put(&mut table, hash(0), 0);
+        let h0 = t.hash(0);
+        t.put(h0, 0);
         let mut ip = 1usize;
-        let mut forward_h = hash(ip);
+        let mut forward_h = t.hash(ip);
         'main: loop {
             // Find a match: probe forward, faster the longer nothing matches.
             let mut forward_ip = ip;
@@ -109,7 +151,7 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
             loop {
                 let h = forward_h;
                 let current = forward_ip;
-                let candidate = get(&table, h);
+                let candidate = t.get(h);
                 ip = forward_ip;
                 forward_ip += step;
                 step = searches >> SKIP_TRIGGER;
@@ -118,9 +160,9 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
                     break 'main;
                 }
                 m = candidate;
-                forward_h = hash(forward_ip);
-                put(&mut table, h, current);
-                if !small && candidate + DISTANCE_MAX < current {
+                forward_h = t.hash(forward_ip);
+                t.put(h, current);
+                if !SMALL && candidate + DISTANCE_MAX < current {
                     continue;
                 }
                 if read32(src, m) == read32(src, ip) {
@@ -144,13 +186,7 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
             // Encode the match, then as long as the next position matches at once, another.
             loop {
                 out.extend_from_slice(&((ip - m) as u16).to_le_bytes());
-                let len = src
-                    .get(ip + MINMATCH..match_limit)
-                    .unwrap_or_default()
-                    .iter()
-                    .zip(src.get(m + MINMATCH..).unwrap_or_default())
-                    .take_while(|(a, b)| a == b)
-                    .count();
+                let len = count_equal(src, ip + MINMATCH, m + MINMATCH, match_limit);
                 ip += len + MINMATCH;
                 let code = if len >= ML_MASK {
                     push_length(out, len - ML_MASK);
@@ -165,11 +201,12 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
                 if ip >= mflimit_plus_one {
                     break 'main;
                 }
-                put(&mut table, hash(ip - 2), ip - 2);
-                let h = hash(ip);
-                let candidate = get(&table, h);
-                put(&mut table, h, ip);
-                if (small || candidate + DISTANCE_MAX >= ip)
+                let h2 = t.hash(ip - 2);
+                t.put(h2, ip - 2);
+                let h = t.hash(ip);
+                let candidate = t.get(h);
+                t.put(h, ip);
+                if (SMALL || candidate + DISTANCE_MAX >= ip)
                     && read32(src, candidate) == read32(src, ip)
                 {
                     token_at = out.len();
@@ -180,7 +217,7 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
                 break;
             }
             ip += 1;
-            forward_h = hash(ip);
+            forward_h = t.hash(ip);
         }
     }
     let last = n - anchor;
@@ -191,6 +228,15 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
         out.push((last << 4) as u8);
     }
     out.extend_from_slice(src.get(anchor..).unwrap_or_default());
+}
+
+/// Decode one LZ4 block that must fill `out` exactly.
+pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static str> {
+    match lz4_flex::block::decompress_into(src, out) {
+        Ok(n) if n == out.len() => Ok(()),
+        Ok(_) => Err("block decodes short of the expected size"),
+        Err(_) => Err("corrupt block"),
+    }
 }
 
 /// Decode one LZ4 block that must produce exactly `expected` bytes, appended to `out`.
@@ -204,67 +250,12 @@ pub fn decompress_block(
     // The callers reserve this room already (as a typed error); this reservation is then free.
     out.try_reserve_exact(expected)
         .map_err(|_| "cannot allocate the block's output")?;
-    let mut rest = src;
-    let next = |rest: &mut &[u8]| -> Result<usize, &'static str> {
-        let (&b, tail) = rest.split_first().ok_or("truncated block")?;
-        *rest = tail;
-        Ok(usize::from(b))
-    };
-    let length = |rest: &mut &[u8], base: usize| -> Result<usize, &'static str> {
-        let mut len = base;
-        if base == 15 {
-            loop {
-                let b = next(rest)?;
-                len = len.checked_add(b).ok_or("length overflows")?;
-                if b != 255 {
-                    break;
-                }
-            }
-        }
-        Ok(len)
-    };
-    loop {
-        let token = next(&mut rest)?;
-        let lits = length(&mut rest, token >> 4)?;
-        let (lit, tail) = rest
-            .split_at_checked(lits)
-            .ok_or("literals past the end of the block")?;
-        if out.len().checked_add(lits).is_none_or(|e| e > end) {
-            return Err("block decodes past the expected size");
-        }
-        out.extend_from_slice(lit);
-        rest = tail;
-        if rest.is_empty() {
-            break;
-        }
-        let lo = next(&mut rest)?;
-        let hi = next(&mut rest)?;
-        let offset = lo | hi << 8;
-        let len = length(&mut rest, token & 0x0f)?
-            .checked_add(MINMATCH)
-            .ok_or("length overflows")?;
-        let from = out
-            .len()
-            .checked_sub(offset)
-            .filter(|&f| offset != 0 && f >= start)
-            .ok_or("match before the start of the block")?;
-        if out.len().checked_add(len).is_none_or(|e| e > end) {
-            return Err("block decodes past the expected size");
-        }
-        if offset >= len {
-            out.extend_from_within(from..from.saturating_add(len));
-        } else {
-            // The match overlaps the bytes it produces: a repeating pattern of `offset` bytes.
-            for k in (from..).take(len) {
-                let b = *out.get(k).ok_or("match past the output")?;
-                out.push(b);
-            }
-        }
+    out.resize(end, 0);
+    let done = decompress_block_into(src, out.get_mut(start..).unwrap_or_default());
+    if done.is_err() {
+        out.truncate(start);
     }
-    if out.len() != end {
-        return Err("block decodes short of the expected size");
-    }
-    Ok(())
+    done
 }
 
 fn corrupt(reason: impl Into<String>) -> FilterError {
@@ -288,44 +279,46 @@ pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
     let mut out = Vec::with_capacity(n.saturating_add(n / 255).saturating_add(64));
     out.extend_from_slice(&(n as u64).to_be_bytes());
     out.extend_from_slice(&(block as u32).to_be_bytes());
-    let mut compressed = Vec::new();
     for raw in data.chunks(block.max(1)) {
-        compressed.clear();
-        compress_block(raw, &mut compressed);
-        let stored = if compressed.len() >= raw.len() {
-            raw
-        } else {
-            &compressed
-        };
-        out.extend_from_slice(&(stored.len() as u32).to_be_bytes());
-        out.extend_from_slice(stored);
+        // Compressed in place after its length; stored raw instead when LZ4 does not shrink it.
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        compress_block(raw, &mut out);
+        let mut len = out.len().saturating_sub(at).saturating_sub(4);
+        if len >= raw.len() {
+            out.truncate(at.saturating_add(4));
+            out.extend_from_slice(raw);
+            len = raw.len();
+        }
+        if let Some(dst) = out.get_mut(at..at.saturating_add(4)) {
+            dst.copy_from_slice(&(len as u32).to_be_bytes());
+        }
     }
     Ok(out)
 }
 
-/// Undo the HDF5 LZ4 filter; the declared size may not exceed `limit`.
-pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
-    let (header, mut rest) = data
+/// The chunk's declared size and its blocks (after the 12-byte header).
+fn header(data: &[u8]) -> Result<(usize, usize, &[u8]), FilterError> {
+    let (header, rest) = data
         .split_first_chunk::<12>()
         .ok_or_else(|| corrupt("chunk shorter than its 12-byte header"))?;
     let (size, block) = header.split_at(8);
     let size = u64::from_be_bytes(size.try_into().unwrap_or_default());
     let block = u32::from_be_bytes(block.try_into().unwrap_or_default());
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|&s| s <= limit)
-        .ok_or_else(|| {
-            corrupt(format!(
-                "declares {size} bytes, more than the chunk's {limit}"
-            ))
-        })?;
+    let size = usize::try_from(size).map_err(|_| corrupt(format!("declares {size} bytes")))?;
     let block = (block as usize).min(size);
     if block == 0 && size != 0 {
         return Err(corrupt("block size 0"));
     }
-    let mut out = crate::buffer("lz4", size)?;
-    while out.len() < size {
-        let this = block.min(size.saturating_sub(out.len()));
+    Ok((size, block, rest))
+}
+
+/// Decode the blocks of a chunk into `out`, as long as the chunk's declared size.
+fn decode_blocks(mut rest: &[u8], block: usize, out: &mut [u8]) -> Result<(), FilterError> {
+    let mut left = out;
+    while !left.is_empty() {
+        let this = block.min(left.len());
+        let (dst, tail_out) = left.split_at_mut(this);
         let (len, tail) = rest
             .split_first_chunk::<4>()
             .ok_or_else(|| corrupt("truncated block header"))?;
@@ -334,13 +327,39 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
             .split_at_checked(len)
             .ok_or_else(|| corrupt("block past the end of the chunk"))?;
         if len == this {
-            out.extend_from_slice(stored);
+            dst.copy_from_slice(stored);
         } else {
-            decompress_block(stored, this, &mut out).map_err(corrupt)?;
+            decompress_block_into(stored, dst).map_err(corrupt)?;
         }
         rest = tail;
+        left = tail_out;
     }
+    Ok(())
+}
+
+/// Undo the HDF5 LZ4 filter; the declared size may not exceed `limit`.
+pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
+    let (size, block, rest) = header(data)?;
+    if size > limit {
+        return Err(corrupt(format!(
+            "declares {size} bytes, more than the chunk's {limit}"
+        )));
+    }
+    let mut out = crate::zeroed("lz4", size)?;
+    decode_blocks(rest, block, &mut out)?;
     Ok(out)
+}
+
+/// Undo the HDF5 LZ4 filter straight into `out`, which the chunk must fill exactly.
+pub fn decompress_into(data: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
+    let (size, block, rest) = header(data)?;
+    if size != out.len() {
+        return Err(corrupt(format!(
+            "declares {size} bytes, the chunk holds {}",
+            out.len()
+        )));
+    }
+    decode_blocks(rest, block, out)
 }
 
 #[cfg(test)]
