@@ -160,6 +160,14 @@ fn gather_words(src: &[u8], p: usize, stride: usize) -> [u64; 8] {
     w
 }
 
+/// `v` made `len` bytes long; what it holds is left as it is (every user overwrites it all).
+fn sized(v: &mut Vec<u8>, len: usize) {
+    if v.len() != len {
+        v.clear();
+        v.resize(len, 0);
+    }
+}
+
 /// [`transpose8`] of every 8-byte word of `words` in place (a loop LLVM vectorises).
 fn transpose8_all(words: &mut [u8]) {
     for w in words.chunks_exact_mut(8) {
@@ -188,8 +196,7 @@ fn transpose8_copy(src: &[u8], dst: &mut [u8]) {
 fn transpose_row(input: &[u8], out: &mut [u8], scratch: &mut Vec<u8>) {
     let m = out.len() / 8;
     let groups = m / 8;
-    scratch.clear();
-    scratch.resize(input.len(), 0);
+    sized(scratch, input.len());
     transpose8_copy(input, scratch);
     for (c, block) in scratch.chunks_exact(64).take(groups).enumerate() {
         let mut w = gather_words(block, 0, 8);
@@ -262,8 +269,7 @@ fn untranspose_row(input: &[u8], out: &mut [u8], scratch: &mut Vec<u8>) {
     if m == 0 {
         return;
     }
-    scratch.clear();
-    scratch.resize(len, 0);
+    sized(scratch, len);
     let mut planes = input.chunks_exact(m);
     // Bytes of planes 2i and 2i+1, interleaved, in quarter i of `out`.
     for q in out.chunks_exact_mut(2 * m).take(4) {
@@ -301,8 +307,7 @@ fn transpose_block_with(input: &[u8], s: usize, out: &mut [u8], scratch: &mut [V
         return;
     }
     let n = input.len().checked_div(s).unwrap_or(0);
-    bytes.clear();
-    bytes.resize(input.len(), 0);
+    sized(bytes, input.len());
     crate::shuffle::shuffle_into(input, s, bytes);
     for (row, dst) in bytes
         .chunks_exact(n.max(1))
@@ -326,8 +331,7 @@ fn untranspose_block_with(input: &[u8], s: usize, out: &mut [u8], scratch: &mut 
         return;
     }
     let n = out.len().checked_div(s).unwrap_or(0);
-    bytes.clear();
-    bytes.resize(out.len(), 0);
+    sized(bytes, out.len());
     for (row, dst) in input
         .chunks_exact(n.max(1))
         .zip(bytes.chunks_exact_mut(n.max(1)))

@@ -230,13 +230,215 @@ fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Vec<u8>)
     out.extend_from_slice(src.get(anchor..).unwrap_or_default());
 }
 
-/// Decode one LZ4 block that must fill `out` exactly.
-pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static str> {
-    match lz4_flex::block::decompress_into(src, out) {
-        Ok(n) if n == out.len() => Ok(()),
-        Ok(_) => Err("block decodes short of the expected size"),
-        Err(_) => Err("corrupt block"),
+/// A literal or match length: `base` (the token's 4 bits), continued by bytes while they are
+/// 255 when it is 15.
+#[inline(always)]
+fn length(src: &[u8], ip: &mut usize, base: usize) -> Result<usize, &'static str> {
+    let mut len = base;
+    if base == 15 {
+        loop {
+            let b = *src.get(*ip).ok_or("truncated block")?;
+            *ip = ip.checked_add(1).ok_or("truncated block")?;
+            len = len.checked_add(usize::from(b)).ok_or("length overflows")?;
+            if b != 255 {
+                break;
+            }
+        }
     }
+    Ok(len)
+}
+
+/// Copy `len` bytes from `from` to `to` (`from < to`) in `out` as LZ4 does, one byte after
+/// another, so that a match overlapping its output repeats the last `to - from` bytes.
+/// The caller checked `to + len <= out.len()`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions and lengths within `out`
+fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
+    let offset = to - from;
+    if offset >= 16 {
+        // Sixteen bytes at a time: each piece's source ends before its destination starts.
+        let mut k = 0;
+        while k + 16 <= len {
+            out.copy_within(from + k..from + k + 16, to + k);
+            k += 16;
+        }
+        out.copy_within(from + k..from + len, to + k);
+    } else if len <= 16 {
+        for k in 0..len {
+            if let Some(&b) = out.get(from + k)
+                && let Some(d) = out.get_mut(to + k)
+            {
+                *d = b;
+            }
+        }
+    } else {
+        // A short repeating pattern: copy what is already periodic, doubling each time (the
+        // source, a whole number of periods, ends where the destination starts).
+        let mut done = 0;
+        while done < len {
+            let k = (done + offset).min(len - done);
+            out.copy_within(from..from + k, to + done);
+            done += k;
+        }
+    }
+}
+
+/// Decode one LZ4 block that must fill `out` exactly.
+///
+/// Short literals and matches (the common case, away from both ends) move as one 16-byte copy,
+/// as liblz4's decoder does; every position is checked against both buffers.
+#[allow(clippy::arithmetic_side_effects)] // positions below the buffers' lengths; lengths checked
+pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static str> {
+    let (n_in, n_out) = (src.len(), out.len());
+    let mut ip = 0usize;
+    let mut op = 0usize;
+    loop {
+        let token = usize::from(*src.get(ip).ok_or("truncated block")?);
+        ip += 1;
+        let lits = token >> 4;
+        // The common sequence: lengths in the token, away from both ends, the match not
+        // overlapping its output: one 16-byte copy of literals, one 18-byte copy of the match.
+        // The token's window (its literals and offset) and the output's are taken whole, once.
+        if lits < 15
+            && token & 0x0f < 15
+            && let Some(w) = src.get(ip..).and_then(|s| s.first_chunk::<18>())
+            && let Some(dst) = out.get_mut(op..).and_then(|d| d.first_chunk_mut::<34>())
+        {
+            if let (Some((d, _)), Some((l, _))) = (
+                dst.split_first_chunk_mut::<16>(),
+                w.split_first_chunk::<16>(),
+            ) {
+                *d = *l;
+            }
+            let lo = w.get(lits).copied().unwrap_or(0);
+            let hi = w.get(lits + 1).copied().unwrap_or(0);
+            let offset = usize::from(lo) | usize::from(hi) << 8;
+            ip += lits + 2;
+            op += lits;
+            let len = (token & 0x0f) + MINMATCH;
+            if offset >= len && offset <= op {
+                let from = op - offset;
+                out.copy_within(from..from + 18, op);
+                op += len;
+            } else {
+                copy_checked(out, &mut op, offset, len)?;
+            }
+            continue;
+        }
+        if lits < 15 && ip + 16 <= n_in && op + 16 <= n_out {
+            // Copies 16 bytes, keeps `lits`: the rest is overwritten or past the end.
+            if let (Some(d), Some(s)) = (out.get_mut(op..op + 16), src.get(ip..ip + 16)) {
+                d.copy_from_slice(s);
+            }
+        } else {
+            let lits = length(src, &mut ip, lits)?;
+            let end_in = ip.checked_add(lits).filter(|&e| e <= n_in);
+            let end_out = op.checked_add(lits).filter(|&e| e <= n_out);
+            let (Some(end_in), Some(end_out)) = (end_in, end_out) else {
+                return Err("literals past the end of the block or output");
+            };
+            if let (Some(d), Some(s)) = (out.get_mut(op..end_out), src.get(ip..end_in)) {
+                d.copy_from_slice(s);
+            }
+            ip = end_in;
+            op = end_out;
+            if ip == n_in {
+                break;
+            }
+            let (offset, len) = match_of(src, &mut ip, token)?;
+            copy_checked(out, &mut op, offset, len)?;
+            continue;
+        }
+        ip += lits;
+        op += lits;
+        if ip == n_in {
+            break;
+        }
+        let (offset, len) = match_of(src, &mut ip, token)?;
+        copy_checked(out, &mut op, offset, len)?;
+    }
+    if op != n_out {
+        return Err("block decodes short of the expected size");
+    }
+    Ok(())
+}
+
+/// The offset and length of the match after a sequence's literals.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `ip` below `src.len()`
+fn match_of(src: &[u8], ip: &mut usize, token: usize) -> Result<(usize, usize), &'static str> {
+    let o = src
+        .get(*ip..)
+        .and_then(|s| s.first_chunk::<2>())
+        .ok_or("truncated block")?;
+    let offset = usize::from(u16::from_le_bytes(*o));
+    *ip += 2;
+    let len = length(src, ip, token & 0x0f)?
+        .checked_add(MINMATCH)
+        .ok_or("length overflows")?;
+    Ok((offset, len))
+}
+
+/// Copy a match of `len` bytes `offset` back, to `op`, checked against `out`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // checked just before
+fn copy_checked(
+    out: &mut [u8],
+    op: &mut usize,
+    offset: usize,
+    len: usize,
+) -> Result<(), &'static str> {
+    if offset == 0 || offset > *op {
+        return Err("match before the start of the block");
+    }
+    if op.checked_add(len).is_none_or(|e| e > out.len()) {
+        return Err("block decodes past the expected size");
+    }
+    let from = *op - offset;
+    let to = *op;
+    if to + len + 16 <= out.len() {
+        // Room for whole 8- or 16-byte pieces past the match's end (overwritten later).
+        if offset >= 16 {
+            let mut k = 0;
+            while k < len {
+                out.copy_within(from + k..from + k + 16, to + k);
+                k += 16;
+            }
+        } else if offset >= 8 {
+            let mut k = 0;
+            while k < len {
+                out.copy_within(from + k..from + k + 8, to + k);
+                k += 8;
+            }
+        } else {
+            // The first eight bytes are the `offset`-byte pattern repeated; after them, each
+            // 8-byte piece comes from a whole number of periods back, at least 8.
+            let x = out
+                .get(from..)
+                .and_then(|s| s.first_chunk::<8>())
+                .map_or(0, |b| u64::from_le_bytes(*b));
+            let mut w = x & ((1u64 << (8 * offset)) - 1);
+            let mut filled = offset;
+            while filled < 8 {
+                w |= w << (8 * filled);
+                filled *= 2;
+            }
+            if let Some(d) = out.get_mut(to..to + 8) {
+                d.copy_from_slice(&w.to_le_bytes());
+            }
+            let back = offset * 8_usize.div_ceil(offset);
+            let mut k = 8;
+            while k < len {
+                let src = to + k - back;
+                out.copy_within(src..src + 8, to + k);
+                k += 8;
+            }
+        }
+    } else {
+        copy_match(out, from, to, len);
+    }
+    *op += len;
+    Ok(())
 }
 
 /// Decode one LZ4 block that must produce exactly `expected` bytes, appended to `out`.
@@ -398,6 +600,27 @@ mod tests {
             assert!(decompress_block(&c, data.len() + 1, &mut Vec::new()).is_err());
             if !data.is_empty() {
                 assert!(decompress_block(&c, data.len() - 1, &mut Vec::new()).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn roundtrip_repeating_patterns_of_every_short_period() {
+        // Matches that overlap their own output (offset below the length), of every offset
+        // the decoder copies differently (under 16, 16 and more) and lengths around 16.
+        for period in 1..=40usize {
+            for run in [5usize, 15, 16, 17, 40, 1000] {
+                let mut data: Vec<u8> = (0..300u32)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+                    .collect();
+                let pattern: Vec<u8> = (0..period).map(|i| (i * 37 + period) as u8).collect();
+                data.extend(pattern.iter().cycle().take(period + run));
+                data.extend((0..50u32).map(|i| (i.wrapping_mul(40_503) >> 7) as u8));
+                let mut c = Vec::new();
+                compress_block(&data, &mut c);
+                let mut d = vec![0u8; data.len()];
+                decompress_block_into(&c, &mut d).unwrap();
+                assert_eq!(d, data, "period {period} run {run}");
             }
         }
     }

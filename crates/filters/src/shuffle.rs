@@ -22,7 +22,7 @@ pub fn shuffle_into(data: &[u8], element_size: usize, out: &mut [u8]) {
     // `n >= 1`: `data` holds at least one element.
     match element_size {
         // The common sizes a whole element at a time (the loops vectorise).
-        2 => gather::<2>(data, out, n),
+        2 => gather2(data, out, n),
         4 => gather::<4>(data, out, n),
         8 => gather::<8>(data, out, n),
         _ => {
@@ -98,6 +98,43 @@ fn gather<const N: usize>(data: &[u8], out: &mut [u8], n: usize) {
             }
         }
         i = i.saturating_add(len);
+    }
+}
+
+/// Bytes 0, 2, 4 and 6 of `x`, in its low four bytes.
+fn evens(x: u64) -> u64 {
+    let x = x & 0x00FF_00FF_00FF_00FF;
+    let x = (x | (x >> 8)) & 0x0000_FFFF_0000_FFFF;
+    (x | (x >> 16)) & 0xFFFF_FFFF
+}
+
+/// [`gather`] of 2-byte elements: eight elements (two words) at a time, the even and odd
+/// bytes of each word packed with shifts and masks.
+fn gather2(data: &[u8], out: &mut [u8], n: usize) {
+    let (p0, rest) = out.split_at_mut(n.min(out.len()));
+    let p1 = rest.get_mut(..n).unwrap_or_default();
+    let words = n / 8;
+    for ((src, a), b) in data
+        .chunks_exact(16)
+        .zip(p0.chunks_exact_mut(8))
+        .zip(p1.chunks_exact_mut(8))
+        .take(words)
+    {
+        let (Some(x0), Some(x1)) = (src.first_chunk::<8>(), src.last_chunk::<8>()) else {
+            continue;
+        };
+        let (x0, x1) = (u64::from_le_bytes(*x0), u64::from_le_bytes(*x1));
+        a.copy_from_slice(&(evens(x0) | (evens(x1) << 32)).to_le_bytes());
+        b.copy_from_slice(&(evens(x0 >> 8) | (evens(x1 >> 8) << 32)).to_le_bytes());
+    }
+    let done = words.saturating_mul(8);
+    for (i, e) in data.chunks_exact(2).enumerate().take(n).skip(done) {
+        if let (Some(d), Some(&v)) = (p0.get_mut(i), e.first()) {
+            *d = v;
+        }
+        if let (Some(d), Some(&v)) = (p1.get_mut(i), e.get(1)) {
+            *d = v;
+        }
     }
 }
 
