@@ -53,13 +53,41 @@ fn byte(src: &[u8], p: usize) -> Option<u8> {
     src.get(p).copied()
 }
 
-/// Append a literal or match length's continuation bytes (after the token's 15).
-fn push_length(out: &mut Vec<u8>, mut len: usize) {
-    while len >= 255 {
-        out.push(255);
-        len = len.saturating_sub(255);
+/// The compressor's output: a buffer as long as the worst case, and how much of it is written
+/// (a slice, not a `Vec`, so that its length and address stay in registers).
+struct Sink<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+#[allow(clippy::arithmetic_side_effects)] // `at` stays within the worst case, below 2^32
+impl Sink<'_> {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        if let Some(d) = self.buf.get_mut(self.at) {
+            *d = b;
+        }
+        self.at += 1;
     }
-    out.push(len as u8);
+
+    #[inline(always)]
+    fn extend(&mut self, s: &[u8]) {
+        let end = self.at + s.len();
+        if let Some(d) = self.buf.get_mut(self.at..end) {
+            d.copy_from_slice(s);
+        }
+        self.at = end;
+    }
+
+    /// Append a literal or match length's continuation bytes (after the token's 15).
+    #[inline(always)]
+    fn length(&mut self, mut len: usize) {
+        while len >= 255 {
+            self.push(255);
+            len -= 255;
+        }
+        self.push(len as u8);
+    }
 }
 
 /// How many bytes from `a` on equal those from `b` on (`b < a`), not reaching `limit`: eight
@@ -116,13 +144,24 @@ impl<const SMALL: bool> Hashes<'_, SMALL> {
 /// liblz4's `LZ4_compress_default` does.
 pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
     let n = src.len();
-    out.reserve(n.saturating_add(n / 255).saturating_add(16));
+    let start = out.len();
+    // liblz4's LZ4_compressBound: no block is longer.
+    out.resize(
+        start.saturating_add(n.saturating_add(n / 255).saturating_add(16)),
+        0,
+    );
     let table = Box::new([0u32; TABLE]);
+    let mut sink = Sink {
+        buf: out.get_mut(start..).unwrap_or_default(),
+        at: 0,
+    };
     if n < LIMIT_64K {
-        compress_with(Hashes::<true> { src, table }, out);
+        compress_with(Hashes::<true> { src, table }, &mut sink);
     } else {
-        compress_with(Hashes::<false> { src, table }, out);
+        compress_with(Hashes::<false> { src, table }, &mut sink);
     }
+    let written = sink.at;
+    out.truncate(start.saturating_add(written));
 }
 
 /// [`compress_block`] with the table of the input's size class.
@@ -131,7 +170,7 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
 /// not overflow; the reads go through `get`.
 #[allow(clippy::arithmetic_side_effects)]
 #[inline(always)]
-fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Vec<u8>) {
+fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Sink<'_>) {
     let src = t.src;
     let n = src.len();
     let mut anchor = 0usize;
@@ -175,26 +214,26 @@ fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Vec<u8>)
                 m -= 1;
             }
             let literals = ip - anchor;
-            let mut token_at = out.len();
+            let mut token_at = out.at;
             if literals >= RUN_MASK {
                 out.push((RUN_MASK << 4) as u8);
-                push_length(out, literals - RUN_MASK);
+                out.length(literals - RUN_MASK);
             } else {
                 out.push((literals << 4) as u8);
             }
-            out.extend_from_slice(src.get(anchor..ip).unwrap_or_default());
+            out.extend(src.get(anchor..ip).unwrap_or_default());
             // Encode the match, then as long as the next position matches at once, another.
             loop {
-                out.extend_from_slice(&((ip - m) as u16).to_le_bytes());
+                out.extend(&((ip - m) as u16).to_le_bytes());
                 let len = count_equal(src, ip + MINMATCH, m + MINMATCH, match_limit);
                 ip += len + MINMATCH;
                 let code = if len >= ML_MASK {
-                    push_length(out, len - ML_MASK);
+                    out.length(len - ML_MASK);
                     ML_MASK
                 } else {
                     len
                 };
-                if let Some(token) = out.get_mut(token_at) {
+                if let Some(token) = out.buf.get_mut(token_at) {
                     *token |= code as u8;
                 }
                 anchor = ip;
@@ -209,7 +248,7 @@ fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Vec<u8>)
                 if (SMALL || candidate + DISTANCE_MAX >= ip)
                     && read32(src, candidate) == read32(src, ip)
                 {
-                    token_at = out.len();
+                    token_at = out.at;
                     out.push(0);
                     m = candidate;
                     continue;
@@ -223,11 +262,11 @@ fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Vec<u8>)
     let last = n - anchor;
     if last >= RUN_MASK {
         out.push((RUN_MASK << 4) as u8);
-        push_length(out, last - RUN_MASK);
+        out.length(last - RUN_MASK);
     } else {
         out.push((last << 4) as u8);
     }
-    out.extend_from_slice(src.get(anchor..).unwrap_or_default());
+    out.extend(src.get(anchor..).unwrap_or_default());
 }
 
 /// A literal or match length: `base` (the token's 4 bits), continued by bytes while they are
