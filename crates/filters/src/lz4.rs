@@ -108,16 +108,47 @@ fn count_equal(src: &[u8], a: usize, b: usize, limit: usize) -> usize {
     len
 }
 
-/// The hash table entries: 2^13 for inputs under 64 KiB (13-bit hashes), 2^12 above.
-const TABLE: usize = 1 << (HASH_LOG + 1);
-
-/// The position table of one block, with liblz4's hash of the block's size class.
-struct Hashes<'a, const SMALL: bool> {
-    src: &'a [u8],
-    table: Box<[u32; TABLE]>,
+/// A position table: 2^13 16-bit entries for inputs under 64 KiB (13-bit hashes, positions
+/// below 2^16), 2^12 32-bit entries above: 16 KiB either way, as liblz4's state, zeroed for
+/// every block.
+trait Table {
+    fn at(&self, h: usize) -> usize;
+    fn set(&mut self, h: usize, p: usize);
 }
 
-impl<const SMALL: bool> Hashes<'_, SMALL> {
+impl Table for [u16; 1 << (HASH_LOG + 1)] {
+    #[inline(always)]
+    fn at(&self, h: usize) -> usize {
+        self.get(h).map_or(0, |&v| usize::from(v))
+    }
+    #[inline(always)]
+    fn set(&mut self, h: usize, p: usize) {
+        if let Some(slot) = self.get_mut(h) {
+            *slot = p as u16;
+        }
+    }
+}
+
+impl Table for [u32; 1 << HASH_LOG] {
+    #[inline(always)]
+    fn at(&self, h: usize) -> usize {
+        self.get(h).map_or(0, |&v| v as usize)
+    }
+    #[inline(always)]
+    fn set(&mut self, h: usize, p: usize) {
+        if let Some(slot) = self.get_mut(h) {
+            *slot = p as u32;
+        }
+    }
+}
+
+/// The position table of one block, with liblz4's hash of the block's size class.
+struct Hashes<'a, const SMALL: bool, T: Table> {
+    src: &'a [u8],
+    table: Box<T>,
+}
+
+impl<const SMALL: bool, T: Table> Hashes<'_, SMALL, T> {
     #[inline(always)]
     fn hash(&self, p: usize) -> usize {
         if SMALL {
@@ -129,14 +160,12 @@ impl<const SMALL: bool> Hashes<'_, SMALL> {
 
     #[inline(always)]
     fn get(&self, h: usize) -> usize {
-        self.table.get(h).map_or(0, |&v| v as usize)
+        self.table.at(h)
     }
 
     #[inline(always)]
     fn put(&mut self, h: usize, p: usize) {
-        if let Some(slot) = self.table.get_mut(h) {
-            *slot = p as u32;
-        }
+        self.table.set(h, p);
     }
 }
 
@@ -150,15 +179,16 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
         start.saturating_add(n.saturating_add(n / 255).saturating_add(16)),
         0,
     );
-    let table = Box::new([0u32; TABLE]);
     let mut sink = Sink {
         buf: out.get_mut(start..).unwrap_or_default(),
         at: 0,
     };
     if n < LIMIT_64K {
-        compress_with(Hashes::<true> { src, table }, &mut sink);
+        let table = Box::new([0u16; 1 << (HASH_LOG + 1)]);
+        compress_with(Hashes::<true, _> { src, table }, &mut sink);
     } else {
-        compress_with(Hashes::<false> { src, table }, &mut sink);
+        let table = Box::new([0u32; 1 << HASH_LOG]);
+        compress_with(Hashes::<false, _> { src, table }, &mut sink);
     }
     let written = sink.at;
     out.truncate(start.saturating_add(written));
@@ -170,7 +200,7 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
 /// not overflow; the reads go through `get`.
 #[allow(clippy::arithmetic_side_effects)]
 #[inline(always)]
-fn compress_with<const SMALL: bool>(mut t: Hashes<'_, SMALL>, out: &mut Sink<'_>) {
+fn compress_with<const SMALL: bool, T: Table>(mut t: Hashes<'_, SMALL, T>, out: &mut Sink<'_>) {
     let src = t.src;
     let n = src.len();
     let mut anchor = 0usize;
