@@ -524,6 +524,34 @@ mod tests {
     }
 
     #[test]
+    fn decode_into_writes_lz4_and_bitshuffle_in_place_and_refuses_what_does_not_fit() {
+        let data: Vec<u8> = (0..5000u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
+        for filters in [
+            &[(id::LZ4, &[0u32][..])][..],
+            &[(id::LZ4, &[1000][..]), (id::FLETCHER32, &[][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[
+                (id::BITSHUFFLE, &[0, 4, 4, 64, 0][..]),
+                (id::DEFLATE, &[4][..]),
+            ],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 3, 1][..])],
+        ] {
+            let p = pipeline(filters);
+            let (stored, mask) = p.encode(&data).unwrap();
+            let mut out = vec![0xA5u8; data.len()];
+            p.decode_into(stored.clone(), mask, &mut out).unwrap();
+            assert_eq!(out, data, "{filters:?}");
+            // A chunk whose declared size is not the place's is refused, not truncated.
+            let mut short = vec![0u8; data.len() - 4];
+            assert!(p.decode_into(stored.clone(), mask, &mut short).is_err());
+            // Every truncation is an error, never a panic.
+            for n in (0..stored.len()).step_by(7) {
+                assert!(p.decode_into(stored[..n].to_vec(), mask, &mut out).is_err());
+            }
+        }
+    }
+
+    #[test]
     fn masked_filters_are_skipped_and_incompressible_lzf_is_masked() {
         let p = pipeline(&[(id::LZF, &[])]);
         let noise: Vec<u8> = (0..256u32)
