@@ -118,52 +118,227 @@ fn transpose8(mut x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
-/// Bit-transpose one block of `input.len() / s` elements (a multiple of 8) into `out`.
-pub(super) fn transpose_block(input: &[u8], s: usize, out: &mut [u8]) {
-    let row = input.len().checked_div(s).unwrap_or(0) / 8;
-    // Eight elements at a time: for each byte of the element, the 8×8 bit matrix of that byte
-    // of the eight elements becomes one byte in each of eight planes.
-    for (g, group) in input.chunks_exact(s.saturating_mul(8)).enumerate() {
-        for j in 0..s {
-            let mut x = [0u8; 8];
-            for (m, b) in x.iter_mut().enumerate() {
-                *b = group
-                    .get(m.saturating_mul(s).saturating_add(j))
-                    .copied()
-                    .unwrap_or(0);
+/// Transpose the 8×8 byte matrix whose row `k` is word `k` (byte `g` of word `k` becomes byte
+/// `k` of word `g`), by swapping ever smaller blocks: 4×4, 2×2, 1×1.
+#[inline(always)]
+fn transpose_bytes(w: &mut [u64; 8]) {
+    #[inline(always)]
+    fn swap(w: &mut [u64; 8], a: usize, b: usize, shift: u32, mask: u64) {
+        if let (Some(&x), Some(&y)) = (w.get(a), w.get(b)) {
+            let t = ((x >> shift) ^ y) & mask;
+            if let Some(v) = w.get_mut(b) {
+                *v = y ^ t;
             }
-            let y = transpose8(u64::from_le_bytes(x)).to_le_bytes();
-            for (k, &b) in y.iter().enumerate() {
-                let plane = j.saturating_mul(8).saturating_add(k);
-                if let Some(dst) = out.get_mut(plane.saturating_mul(row).saturating_add(g)) {
-                    *dst = b;
-                }
+            if let Some(v) = w.get_mut(a) {
+                *v = x ^ (t << shift);
+            }
+        }
+    }
+    for a in 0..4 {
+        swap(w, a, a | 4, 32, 0x0000_0000_FFFF_FFFF);
+    }
+    for a in [0, 1, 4, 5] {
+        swap(w, a, a | 2, 16, 0x0000_FFFF_0000_FFFF);
+    }
+    for a in [0, 2, 4, 6] {
+        swap(w, a, a | 1, 8, 0x00FF_00FF_00FF_00FF);
+    }
+}
+
+/// Eight little-endian words at `p + k * stride` of `src`, for `k` in 0..8 (0 past the end).
+#[inline(always)]
+fn gather_words(src: &[u8], p: usize, stride: usize) -> [u64; 8] {
+    let mut w = [0u64; 8];
+    let mut at = p;
+    for v in &mut w {
+        *v = src
+            .get(at..)
+            .and_then(|s| s.first_chunk::<8>())
+            .map_or(0, |b| u64::from_le_bytes(*b));
+        at = at.saturating_add(stride);
+    }
+    w
+}
+
+/// `v` made `len` bytes long; what it holds is left as it is (every user overwrites it all).
+fn sized(v: &mut Vec<u8>, len: usize) {
+    if v.len() != len {
+        v.clear();
+        v.resize(len, 0);
+    }
+}
+
+/// [`transpose8`] of every 8-byte word of `words` in place (a loop LLVM vectorises).
+fn transpose8_all(words: &mut [u8]) {
+    for w in words.chunks_exact_mut(8) {
+        if let Ok(w) = <&mut [u8; 8]>::try_from(w) {
+            *w = transpose8(u64::from_le_bytes(*w)).to_le_bytes();
+        }
+    }
+}
+
+/// [`transpose8`] of every 8-byte word of `src` into `dst` (a loop LLVM vectorises).
+fn transpose8_copy(src: &[u8], dst: &mut [u8]) {
+    for (d, w) in dst.chunks_exact_mut(8).zip(src.chunks_exact(8)) {
+        if let (Ok(d), Ok(w)) = (<&mut [u8; 8]>::try_from(d), <&[u8; 8]>::try_from(w)) {
+            *d = transpose8(u64::from_le_bytes(*w)).to_le_bytes();
+        }
+    }
+}
+
+/// Bit-transpose one byte per element: `input` (`8m` bytes, one per element) becomes eight
+/// planes of `m` bytes in `out` (bit `k` of byte `i` is bit `i % 8` of byte `i / 8` of plane `k`).
+///
+/// Every 8-byte word (eight elements) is an 8×8 bit matrix (element × bit), transposed to bit
+/// × element into `scratch` (all words in one vectorised pass); then each 8×8 byte matrix of
+/// eight such words (column × plane) is transposed, so that word `k` holds eight bytes of
+/// plane `k`.
+fn transpose_row(input: &[u8], out: &mut [u8], scratch: &mut Vec<u8>) {
+    let m = out.len() / 8;
+    let groups = m / 8;
+    sized(scratch, input.len());
+    transpose8_copy(input, scratch);
+    for (c, block) in scratch.chunks_exact(64).take(groups).enumerate() {
+        let mut w = gather_words(block, 0, 8);
+        transpose_bytes(&mut w);
+        let col = c.saturating_mul(8);
+        for (k, v) in w.iter().enumerate() {
+            let at = k.saturating_mul(m).saturating_add(col);
+            if let Some(dst) = out.get_mut(at..at.saturating_add(8)) {
+                dst.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    // The last columns (fewer than eight) one byte of each plane at a time.
+    for col in groups.saturating_mul(8)..m {
+        let at = col.saturating_mul(8);
+        let Some(y) = scratch.get(at..).and_then(|s| s.first_chunk::<8>()) else {
+            break;
+        };
+        for (k, &b) in y.iter().enumerate() {
+            if let Some(dst) = out.get_mut(k.saturating_mul(m).saturating_add(col)) {
+                *dst = b;
             }
         }
     }
 }
 
+/// Interleave the bytes of `a` and `b` into `out` (`a0 b0 a1 b1 ...`): a loop LLVM vectorises.
+fn interleave1(a: &[u8], b: &[u8], out: &mut [u8]) {
+    for ((d, &x), &y) in out.chunks_exact_mut(2).zip(a).zip(b) {
+        d.copy_from_slice(&[x, y]);
+    }
+}
+
+/// Interleave the 2-byte units of `a` and `b` into `out`.
+fn interleave2(a: &[u8], b: &[u8], out: &mut [u8]) {
+    for ((d, x), y) in out
+        .chunks_exact_mut(4)
+        .zip(a.chunks_exact(2))
+        .zip(b.chunks_exact(2))
+    {
+        let (lo, hi) = d.split_at_mut(2);
+        lo.copy_from_slice(x);
+        hi.copy_from_slice(y);
+    }
+}
+
+/// Interleave the 4-byte units of `a` and `b` into `out`.
+fn interleave4(a: &[u8], b: &[u8], out: &mut [u8]) {
+    for ((d, x), y) in out
+        .chunks_exact_mut(8)
+        .zip(a.chunks_exact(4))
+        .zip(b.chunks_exact(4))
+    {
+        let (lo, hi) = d.split_at_mut(4);
+        lo.copy_from_slice(x);
+        hi.copy_from_slice(y);
+    }
+}
+
+/// Undo [`transpose_row`]: eight planes of `m` bytes in `input` become `8m` bytes in `out`.
+///
+/// The 8 × m byte matrix of the planes is transposed first (word `g` of the result holds byte
+/// `g` of each plane), by three rounds of pairwise interleaving (bytes, then 2-byte, then
+/// 4-byte units), then each word's 8×8 bit matrix (plane × element) is transposed: every pass
+/// a plain loop LLVM vectorises.
+#[allow(clippy::arithmetic_side_effects)] // m = len / 8: 8m fits
+fn untranspose_row(input: &[u8], out: &mut [u8], scratch: &mut Vec<u8>) {
+    let len = input.len();
+    let m = len / 8;
+    if m == 0 {
+        return;
+    }
+    sized(scratch, len);
+    let mut planes = input.chunks_exact(m);
+    // Bytes of planes 2i and 2i+1, interleaved, in quarter i of `out`.
+    for q in out.chunks_exact_mut(2 * m).take(4) {
+        let (Some(a), Some(b)) = (planes.next(), planes.next()) else {
+            break;
+        };
+        interleave1(a, b, q);
+    }
+    // Those units of planes 0-3 and 4-7, interleaved, in the halves of `scratch`.
+    let mut quarters = out.chunks_exact(2 * m);
+    for h in scratch.chunks_exact_mut(4 * m) {
+        let (Some(a), Some(b)) = (quarters.next(), quarters.next()) else {
+            break;
+        };
+        interleave2(a, b, h);
+    }
+    let (a, b) = scratch.split_at(4 * m);
+    interleave4(a, b, out);
+    transpose8_all(out.get_mut(..8 * m).unwrap_or_default());
+}
+
+/// Bit-transpose one block of `input.len() / s` elements (a multiple of 8) into `out`.
+///
+/// The planes of byte `j` of the elements are the bit transpose of those bytes alone: the
+/// block is byte-shuffled (the shuffle filter's planes), then each byte plane bit-transposed.
+pub(super) fn transpose_block(input: &[u8], s: usize, out: &mut [u8]) {
+    transpose_block_with(input, s, out, &mut [Vec::new(), Vec::new()]);
+}
+
+/// [`transpose_block`] with `scratch` for the byte planes (elements of more than a byte).
+fn transpose_block_with(input: &[u8], s: usize, out: &mut [u8], scratch: &mut [Vec<u8>; 2]) {
+    let [bytes, words] = scratch;
+    if s <= 1 {
+        transpose_row(input, out, words);
+        return;
+    }
+    let n = input.len().checked_div(s).unwrap_or(0);
+    sized(bytes, input.len());
+    crate::shuffle::shuffle_into(input, s, bytes);
+    for (row, dst) in bytes
+        .chunks_exact(n.max(1))
+        .zip(out.chunks_exact_mut(n.max(1)))
+    {
+        transpose_row(row, dst, words);
+    }
+}
+
 /// Undo [`transpose_block`]: `input` holds the planes of `out.len() / s` elements.
 pub(super) fn untranspose_block(input: &[u8], s: usize, out: &mut [u8]) {
-    let row = out.len().checked_div(s).unwrap_or(0) / 8;
-    for (g, group) in out.chunks_exact_mut(s.saturating_mul(8)).enumerate() {
-        for j in 0..s {
-            let mut y = [0u8; 8];
-            for (k, b) in y.iter_mut().enumerate() {
-                let plane = j.saturating_mul(8).saturating_add(k);
-                *b = input
-                    .get(plane.saturating_mul(row).saturating_add(g))
-                    .copied()
-                    .unwrap_or(0);
-            }
-            let x = transpose8(u64::from_le_bytes(y)).to_le_bytes();
-            for (m, &b) in x.iter().enumerate() {
-                if let Some(dst) = group.get_mut(m.saturating_mul(s).saturating_add(j)) {
-                    *dst = b;
-                }
-            }
-        }
+    untranspose_block_with(input, s, out, &mut [Vec::new(), Vec::new()]);
+}
+
+/// [`untranspose_block`] with `scratch` for the byte planes (elements of more than a byte) and
+/// the rows' interleaving.
+fn untranspose_block_with(input: &[u8], s: usize, out: &mut [u8], scratch: &mut [Vec<u8>; 2]) {
+    let [bytes, words] = scratch;
+    if s <= 1 {
+        untranspose_row(input, out, words);
+        return;
     }
+    let n = out.len().checked_div(s).unwrap_or(0);
+    sized(bytes, out.len());
+    for (row, dst) in input
+        .chunks_exact(n.max(1))
+        .zip(bytes.chunks_exact_mut(n.max(1)))
+    {
+        untranspose_row(row, dst, words);
+    }
+    crate::shuffle::unshuffle_into(bytes, s, out);
 }
 
 /// The byte lengths of the blocks of a chunk of `bytes` bytes, then the left-over length.
@@ -195,13 +370,13 @@ pub fn compress(data: &[u8], p: &Params) -> Result<Vec<u8>, FilterError> {
         out.extend_from_slice(&block_bytes.to_be_bytes());
     }
     let mut planes = Vec::new();
+    let mut scratch = [Vec::new(), Vec::new()];
     let mut rest = data;
     for len in sizes {
         let (block, tail) = rest.split_at_checked(len).unwrap_or((rest, &[]));
         rest = tail;
-        planes.clear();
         planes.resize(block.len(), 0);
-        transpose_block(block, s, &mut planes);
+        transpose_block_with(block, s, &mut planes, &mut scratch);
         match p.mode {
             Mode::None => out.extend_from_slice(&planes),
             Mode::Lz4 | Mode::Zstd(_) => {
@@ -223,10 +398,11 @@ pub fn compress(data: &[u8], p: &Params) -> Result<Vec<u8>, FilterError> {
     Ok(out)
 }
 
-/// Undo the filter; the chunk's declared size may not exceed `limit`.
-pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+/// The chunk's declared size, its parameters (the stored block size for a compressed chunk)
+/// and its blocks.
+fn header<'a>(data: &'a [u8], p: &Params) -> Result<(usize, Params, &'a [u8]), FilterError> {
     let s = p.element_size;
-    let (size, p, mut rest) = match p.mode {
+    let (size, p, rest) = match p.mode {
         Mode::None => (data.len(), *p, data),
         Mode::Lz4 | Mode::Zstd(_) => {
             let (header, rest) = data
@@ -237,14 +413,8 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
             let block = (u32::from_be_bytes(block.try_into().unwrap_or_default()) as usize)
                 .checked_div(s)
                 .unwrap_or(0);
-            let size = usize::try_from(size)
-                .ok()
-                .filter(|&n| n <= limit)
-                .ok_or_else(|| {
-                    corrupt(format!(
-                        "declares {size} bytes, more than the chunk's {limit}"
-                    ))
-                })?;
+            let size =
+                usize::try_from(size).map_err(|_| corrupt(format!("declares {size} bytes")))?;
             if block == 0 || !block.is_multiple_of(BLOCK_MULTIPLE) {
                 return Err(corrupt(format!("block of {block} elements")));
             }
@@ -254,10 +424,41 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
     if size.checked_rem(s) != Some(0) {
         return Err(corrupt("the chunk is not a whole number of elements"));
     }
-    let (sizes, leftover) = blocks(size, &p);
+    Ok((size, p, rest))
+}
+
+/// Undo the filter; the chunk's declared size may not exceed `limit`.
+pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+    let (size, p, rest) = header(data, p)?;
+    if size > limit {
+        return Err(corrupt(format!(
+            "declares {size} bytes, more than the chunk's {limit}"
+        )));
+    }
     let mut out = crate::zeroed("bitshuffle", size)?;
+    decode_blocks(rest, &p, &mut out)?;
+    Ok(out)
+}
+
+/// Undo the filter straight into `out`, which the chunk must fill exactly.
+pub fn decompress_into(data: &[u8], p: &Params, out: &mut [u8]) -> Result<(), FilterError> {
+    let (size, p, rest) = header(data, p)?;
+    if size != out.len() {
+        return Err(corrupt(format!(
+            "declares {size} bytes, the chunk holds {}",
+            out.len()
+        )));
+    }
+    decode_blocks(rest, &p, out)
+}
+
+/// Decode the blocks after the header into `out` (the chunk's declared size).
+fn decode_blocks(mut rest: &[u8], p: &Params, out: &mut [u8]) -> Result<(), FilterError> {
+    let s = p.element_size;
+    let (sizes, leftover) = blocks(out.len(), p);
     let mut at = 0usize;
     let mut planes = Vec::new();
+    let mut scratch = [Vec::new(), Vec::new()];
     for len in sizes {
         let block = match p.mode {
             Mode::None => {
@@ -276,12 +477,18 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
                     .split_at_checked(stored)
                     .ok_or_else(|| corrupt("block past the end of the chunk"))?;
                 rest = tail;
-                planes.clear();
                 match p.mode {
-                    Mode::Zstd(_) => zstd::decompress_exact(stored, len, &mut planes)?,
+                    Mode::Zstd(_) => {
+                        planes.clear();
+                        zstd::decompress_exact(stored, len, &mut planes)?;
+                    }
                     _ => {
-                        crate::reserve(&mut planes, "bitshuffle", len)?;
-                        lz4::decompress_block(stored, len, &mut planes).map_err(corrupt)?;
+                        if planes.len() != len {
+                            planes.clear();
+                            crate::reserve(&mut planes, "bitshuffle", len)?;
+                            planes.resize(len, 0);
+                        }
+                        lz4::decompress_block_into(stored, &mut planes).map_err(corrupt)?;
                     }
                 }
                 planes.as_slice()
@@ -291,7 +498,7 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
         let dst = out
             .get_mut(at..end)
             .ok_or_else(|| corrupt("blocks past the chunk"))?;
-        untranspose_block(block, s, dst);
+        untranspose_block_with(block, s, dst, &mut scratch);
         at = end;
     }
     let tail = rest
@@ -300,7 +507,7 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
     if let Some(dst) = out.get_mut(at..at.saturating_add(leftover)) {
         dst.copy_from_slice(tail);
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -331,11 +538,14 @@ mod tests {
 
     #[test]
     fn transpose_matches_the_definition() {
-        for s in [1, 2, 3, 4, 8, 12] {
-            let input = data(s * 64);
+        for (s, n) in [1, 2, 3, 4, 8, 12]
+            .into_iter()
+            .flat_map(|s| [8, 24, 64, 136, 200, 1024].map(|n| (s, n)))
+        {
+            let input = data(s * n);
             let mut out = vec![0; input.len()];
             transpose_block(&input, s, &mut out);
-            assert_eq!(out, naive(&input, s), "element size {s}");
+            assert_eq!(out, naive(&input, s), "element size {s}, {n} elements");
             let mut back = vec![0; input.len()];
             untranspose_block(&out, s, &mut back);
             assert_eq!(back, input);

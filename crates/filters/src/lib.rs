@@ -341,6 +341,27 @@ impl Pipeline {
     /// [`decode`](Self::decode) of the stages from `first` on (those before it left undone).
     fn decode_from(
         &self,
+        data: Vec<u8>,
+        mask: u32,
+        chunk_bytes: usize,
+        first: usize,
+    ) -> Result<Vec<u8>, FilterError> {
+        let data = self.decode_stages(data, mask, chunk_bytes, first)?;
+        if data.len() != chunk_bytes {
+            return Err(FilterError::Corrupt {
+                filter: self.stages.first().map_or("pipeline", |(s, _)| s.name()),
+                reason: format!(
+                    "chunk decodes to {} bytes, expected {chunk_bytes}",
+                    data.len()
+                ),
+            });
+        }
+        Ok(data)
+    }
+
+    /// Undo the stages from `first` on, whatever length that leaves.
+    fn decode_stages(
+        &self,
         mut data: Vec<u8>,
         mask: u32,
         chunk_bytes: usize,
@@ -373,27 +394,30 @@ impl Pipeline {
                 Stage::Lzo => lzo::decompress(&data, limit)?,
             };
         }
-        if data.len() != chunk_bytes {
-            return Err(FilterError::Corrupt {
-                filter: self.stages.first().map_or("pipeline", |(s, _)| s.name()),
-                reason: format!(
-                    "chunk decodes to {} bytes, expected {chunk_bytes}",
-                    data.len()
-                ),
-            });
-        }
         Ok(data)
     }
 
-    /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a final unshuffle
-    /// writes there directly, with no buffer of its own.
+    /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a first stage of
+    /// shuffle, LZ4 or bitshuffle (decoded last) writes there directly, with no buffer of its
+    /// own and no copy after it.
     pub fn decode_into(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
         match self.stages.first() {
-            Some((Stage::Shuffle { element_size }, _)) if mask & 1 == 0 => {
-                // Every stage but the first (decoded last), then the unshuffle into `out`.
-                let data = self.decode_from(data, mask, out.len(), 1)?;
-                shuffle::unshuffle_into(&data, *element_size, out);
-            }
+            Some((stage, _)) if mask & 1 == 0 => match stage {
+                Stage::Shuffle { element_size } => {
+                    // Every stage but the first (decoded last), then the unshuffle into `out`.
+                    let data = self.decode_from(data, mask, out.len(), 1)?;
+                    shuffle::unshuffle_into(&data, *element_size, out);
+                }
+                Stage::Lz4 { .. } => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    lz4::decompress_into(&data, out)?;
+                }
+                Stage::Bitshuffle(p) => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    bitshuffle::decompress_into(&data, p, out)?;
+                }
+                _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
+            },
             _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
         }
         Ok(())
@@ -496,6 +520,34 @@ mod tests {
             assert_eq!(mask, 0);
             assert!(stored.len() < data.len(), "{filters:?} compresses");
             assert_eq!(p.decode(stored, mask, data.len()).unwrap(), data);
+        }
+    }
+
+    #[test]
+    fn decode_into_writes_lz4_and_bitshuffle_in_place_and_refuses_what_does_not_fit() {
+        let data: Vec<u8> = (0..5000u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
+        for filters in [
+            &[(id::LZ4, &[0u32][..])][..],
+            &[(id::LZ4, &[1000][..]), (id::FLETCHER32, &[][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[
+                (id::BITSHUFFLE, &[0, 4, 4, 64, 0][..]),
+                (id::DEFLATE, &[4][..]),
+            ],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 3, 1][..])],
+        ] {
+            let p = pipeline(filters);
+            let (stored, mask) = p.encode(&data).unwrap();
+            let mut out = vec![0xA5u8; data.len()];
+            p.decode_into(stored.clone(), mask, &mut out).unwrap();
+            assert_eq!(out, data, "{filters:?}");
+            // A chunk whose declared size is not the place's is refused, not truncated.
+            let mut short = vec![0u8; data.len() - 4];
+            assert!(p.decode_into(stored.clone(), mask, &mut short).is_err());
+            // Every truncation is an error, never a panic.
+            for n in (0..stored.len()).step_by(7) {
+                assert!(p.decode_into(stored[..n].to_vec(), mask, &mut out).is_err());
+            }
         }
     }
 

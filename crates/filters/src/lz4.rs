@@ -53,53 +53,164 @@ fn byte(src: &[u8], p: usize) -> Option<u8> {
     src.get(p).copied()
 }
 
-/// Append a literal or match length's continuation bytes (after the token's 15).
-fn push_length(out: &mut Vec<u8>, mut len: usize) {
-    while len >= 255 {
-        out.push(255);
-        len = len.saturating_sub(255);
+/// The compressor's output: a buffer as long as the worst case, and how much of it is written
+/// (a slice, not a `Vec`, so that its length and address stay in registers).
+struct Sink<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+#[allow(clippy::arithmetic_side_effects)] // `at` stays within the worst case, below 2^32
+impl Sink<'_> {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        if let Some(d) = self.buf.get_mut(self.at) {
+            *d = b;
+        }
+        self.at += 1;
     }
-    out.push(len as u8);
+
+    #[inline(always)]
+    fn extend(&mut self, s: &[u8]) {
+        let end = self.at + s.len();
+        if let Some(d) = self.buf.get_mut(self.at..end) {
+            d.copy_from_slice(s);
+        }
+        self.at = end;
+    }
+
+    /// Append a literal or match length's continuation bytes (after the token's 15).
+    #[inline(always)]
+    fn length(&mut self, mut len: usize) {
+        while len >= 255 {
+            self.push(255);
+            len -= 255;
+        }
+        self.push(len as u8);
+    }
+}
+
+/// How many bytes from `a` on equal those from `b` on (`b < a`), not reaching `limit`: eight
+/// at a time, as liblz4's `LZ4_count`.
+#[allow(clippy::arithmetic_side_effects)] // positions below `src.len()`, itself below 2^31
+fn count_equal(src: &[u8], a: usize, b: usize, limit: usize) -> usize {
+    let mut len = 0usize;
+    while a + len + 8 <= limit {
+        let x = read64(src, a + len) ^ read64(src, b + len);
+        if x != 0 {
+            return len + (x.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    while a + len < limit && byte(src, a + len) == byte(src, b + len) {
+        len += 1;
+    }
+    len
+}
+
+/// A position table: 2^13 16-bit entries for inputs under 64 KiB (13-bit hashes, positions
+/// below 2^16), 2^12 32-bit entries above: 16 KiB either way, as liblz4's state, zeroed for
+/// every block.
+trait Table {
+    fn at(&self, h: usize) -> usize;
+    fn set(&mut self, h: usize, p: usize);
+}
+
+impl Table for [u16; 1 << (HASH_LOG + 1)] {
+    #[inline(always)]
+    fn at(&self, h: usize) -> usize {
+        self.get(h).map_or(0, |&v| usize::from(v))
+    }
+    #[inline(always)]
+    fn set(&mut self, h: usize, p: usize) {
+        if let Some(slot) = self.get_mut(h) {
+            *slot = p as u16;
+        }
+    }
+}
+
+impl Table for [u32; 1 << HASH_LOG] {
+    #[inline(always)]
+    fn at(&self, h: usize) -> usize {
+        self.get(h).map_or(0, |&v| v as usize)
+    }
+    #[inline(always)]
+    fn set(&mut self, h: usize, p: usize) {
+        if let Some(slot) = self.get_mut(h) {
+            *slot = p as u32;
+        }
+    }
+}
+
+/// The position table of one block, with liblz4's hash of the block's size class.
+struct Hashes<'a, const SMALL: bool, T: Table> {
+    src: &'a [u8],
+    table: Box<T>,
+}
+
+impl<const SMALL: bool, T: Table> Hashes<'_, SMALL, T> {
+    #[inline(always)]
+    fn hash(&self, p: usize) -> usize {
+        if SMALL {
+            (read32(self.src, p).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
+        } else {
+            ((read64(self.src, p) << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, h: usize) -> usize {
+        self.table.at(h)
+    }
+
+    #[inline(always)]
+    fn put(&mut self, h: usize, p: usize) {
+        self.table.set(h, p);
+    }
 }
 
 /// Compress `src` (at most [`MAX_INPUT`] bytes) into one LZ4 block appended to `out`, as
 /// liblz4's `LZ4_compress_default` does.
+pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
+    let n = src.len();
+    let start = out.len();
+    // liblz4's LZ4_compressBound: no block is longer.
+    out.resize(
+        start.saturating_add(n.saturating_add(n / 255).saturating_add(16)),
+        0,
+    );
+    let mut sink = Sink {
+        buf: out.get_mut(start..).unwrap_or_default(),
+        at: 0,
+    };
+    if n < LIMIT_64K {
+        let table = Box::new([0u16; 1 << (HASH_LOG + 1)]);
+        compress_with(Hashes::<true, _> { src, table }, &mut sink);
+    } else {
+        let table = Box::new([0u32; 1 << HASH_LOG]);
+        compress_with(Hashes::<false, _> { src, table }, &mut sink);
+    }
+    let written = sink.at;
+    out.truncate(start.saturating_add(written));
+}
+
+/// [`compress_block`] with the table of the input's size class.
 ///
 /// Positions are indexes into `src`, whose length is below 2^31, so the arithmetic on them does
 /// not overflow; the reads go through `get`.
 #[allow(clippy::arithmetic_side_effects)]
-pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
+#[inline(always)]
+fn compress_with<const SMALL: bool, T: Table>(mut t: Hashes<'_, SMALL, T>, out: &mut Sink<'_>) {
+    let src = t.src;
     let n = src.len();
-    out.reserve(n.saturating_add(n / 255).saturating_add(16));
-    let small = n < LIMIT_64K;
-    let mut table = vec![
-        0u32;
-        if small {
-            1 << (HASH_LOG + 1)
-        } else {
-            1 << HASH_LOG
-        }
-    ];
-    let hash = |p: usize| -> usize {
-        if small {
-            (read32(src, p).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
-        } else {
-            ((read64(src, p) << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
-        }
-    };
-    let get = |table: &[u32], h: usize| table.get(h).map_or(0, |&v| v as usize);
-    let put = |table: &mut [u32], h: usize, p: usize| {
-        if let Some(slot) = table.get_mut(h) {
-            *slot = p as u32;
-        }
-    };
     let mut anchor = 0usize;
     if n > MFLIMIT {
         let mflimit_plus_one = n - MFLIMIT + 1;
         let match_limit = n - LASTLITERALS;
-        put(&mut table, hash(0), 0);
+        let h0 = t.hash(0);
+        t.put(h0, 0);
         let mut ip = 1usize;
-        let mut forward_h = hash(ip);
+        let mut forward_h = t.hash(ip);
         'main: loop {
             // Find a match: probe forward, faster the longer nothing matches.
             let mut forward_ip = ip;
@@ -109,7 +220,7 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
             loop {
                 let h = forward_h;
                 let current = forward_ip;
-                let candidate = get(&table, h);
+                let candidate = t.get(h);
                 ip = forward_ip;
                 forward_ip += step;
                 step = searches >> SKIP_TRIGGER;
@@ -118,9 +229,9 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
                     break 'main;
                 }
                 m = candidate;
-                forward_h = hash(forward_ip);
-                put(&mut table, h, current);
-                if !small && candidate + DISTANCE_MAX < current {
+                forward_h = t.hash(forward_ip);
+                t.put(h, current);
+                if !SMALL && candidate + DISTANCE_MAX < current {
                     continue;
                 }
                 if read32(src, m) == read32(src, ip) {
@@ -133,46 +244,41 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
                 m -= 1;
             }
             let literals = ip - anchor;
-            let mut token_at = out.len();
+            let mut token_at = out.at;
             if literals >= RUN_MASK {
                 out.push((RUN_MASK << 4) as u8);
-                push_length(out, literals - RUN_MASK);
+                out.length(literals - RUN_MASK);
             } else {
                 out.push((literals << 4) as u8);
             }
-            out.extend_from_slice(src.get(anchor..ip).unwrap_or_default());
+            out.extend(src.get(anchor..ip).unwrap_or_default());
             // Encode the match, then as long as the next position matches at once, another.
             loop {
-                out.extend_from_slice(&((ip - m) as u16).to_le_bytes());
-                let len = src
-                    .get(ip + MINMATCH..match_limit)
-                    .unwrap_or_default()
-                    .iter()
-                    .zip(src.get(m + MINMATCH..).unwrap_or_default())
-                    .take_while(|(a, b)| a == b)
-                    .count();
+                out.extend(&((ip - m) as u16).to_le_bytes());
+                let len = count_equal(src, ip + MINMATCH, m + MINMATCH, match_limit);
                 ip += len + MINMATCH;
                 let code = if len >= ML_MASK {
-                    push_length(out, len - ML_MASK);
+                    out.length(len - ML_MASK);
                     ML_MASK
                 } else {
                     len
                 };
-                if let Some(token) = out.get_mut(token_at) {
+                if let Some(token) = out.buf.get_mut(token_at) {
                     *token |= code as u8;
                 }
                 anchor = ip;
                 if ip >= mflimit_plus_one {
                     break 'main;
                 }
-                put(&mut table, hash(ip - 2), ip - 2);
-                let h = hash(ip);
-                let candidate = get(&table, h);
-                put(&mut table, h, ip);
-                if (small || candidate + DISTANCE_MAX >= ip)
+                let h2 = t.hash(ip - 2);
+                t.put(h2, ip - 2);
+                let h = t.hash(ip);
+                let candidate = t.get(h);
+                t.put(h, ip);
+                if (SMALL || candidate + DISTANCE_MAX >= ip)
                     && read32(src, candidate) == read32(src, ip)
                 {
-                    token_at = out.len();
+                    token_at = out.at;
                     out.push(0);
                     m = candidate;
                     continue;
@@ -180,17 +286,228 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
                 break;
             }
             ip += 1;
-            forward_h = hash(ip);
+            forward_h = t.hash(ip);
         }
     }
     let last = n - anchor;
     if last >= RUN_MASK {
         out.push((RUN_MASK << 4) as u8);
-        push_length(out, last - RUN_MASK);
+        out.length(last - RUN_MASK);
     } else {
         out.push((last << 4) as u8);
     }
-    out.extend_from_slice(src.get(anchor..).unwrap_or_default());
+    out.extend(src.get(anchor..).unwrap_or_default());
+}
+
+/// A literal or match length: `base` (the token's 4 bits), continued by bytes while they are
+/// 255 when it is 15.
+#[inline(always)]
+fn length(src: &[u8], ip: &mut usize, base: usize) -> Result<usize, &'static str> {
+    let mut len = base;
+    if base == 15 {
+        loop {
+            let b = *src.get(*ip).ok_or("truncated block")?;
+            *ip = ip.checked_add(1).ok_or("truncated block")?;
+            len = len.checked_add(usize::from(b)).ok_or("length overflows")?;
+            if b != 255 {
+                break;
+            }
+        }
+    }
+    Ok(len)
+}
+
+/// Copy `len` bytes from `from` to `to` (`from < to`) in `out` as LZ4 does, one byte after
+/// another, so that a match overlapping its output repeats the last `to - from` bytes.
+/// The caller checked `to + len <= out.len()`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions and lengths within `out`
+fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
+    let offset = to - from;
+    if offset >= 16 {
+        // Sixteen bytes at a time: each piece's source ends before its destination starts.
+        let mut k = 0;
+        while k + 16 <= len {
+            out.copy_within(from + k..from + k + 16, to + k);
+            k += 16;
+        }
+        out.copy_within(from + k..from + len, to + k);
+    } else if len <= 16 {
+        for k in 0..len {
+            if let Some(&b) = out.get(from + k)
+                && let Some(d) = out.get_mut(to + k)
+            {
+                *d = b;
+            }
+        }
+    } else {
+        // A short repeating pattern: copy what is already periodic, doubling each time (the
+        // source, a whole number of periods, ends where the destination starts).
+        let mut done = 0;
+        while done < len {
+            let k = (done + offset).min(len - done);
+            out.copy_within(from..from + k, to + done);
+            done += k;
+        }
+    }
+}
+
+/// Decode one LZ4 block that must fill `out` exactly.
+///
+/// Short literals and matches (the common case, away from both ends) move as one 16-byte copy,
+/// as liblz4's decoder does; every position is checked against both buffers.
+#[allow(clippy::arithmetic_side_effects)] // positions below the buffers' lengths; lengths checked
+pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static str> {
+    let (n_in, n_out) = (src.len(), out.len());
+    let mut ip = 0usize;
+    let mut op = 0usize;
+    loop {
+        let token = usize::from(*src.get(ip).ok_or("truncated block")?);
+        ip += 1;
+        let lits = token >> 4;
+        // The common sequence: lengths in the token, away from both ends, the match not
+        // overlapping its output: one 16-byte copy of literals, one 18-byte copy of the match.
+        // The token's window (its literals and offset) and the output's are taken whole, once.
+        if lits < 15
+            && token & 0x0f < 15
+            && let Some(w) = src.get(ip..).and_then(|s| s.first_chunk::<18>())
+            && let Some(dst) = out.get_mut(op..).and_then(|d| d.first_chunk_mut::<34>())
+        {
+            if let (Some((d, _)), Some((l, _))) = (
+                dst.split_first_chunk_mut::<16>(),
+                w.split_first_chunk::<16>(),
+            ) {
+                *d = *l;
+            }
+            let lo = w.get(lits).copied().unwrap_or(0);
+            let hi = w.get(lits + 1).copied().unwrap_or(0);
+            let offset = usize::from(lo) | usize::from(hi) << 8;
+            ip += lits + 2;
+            op += lits;
+            let len = (token & 0x0f) + MINMATCH;
+            if offset >= len && offset <= op {
+                let from = op - offset;
+                out.copy_within(from..from + 18, op);
+                op += len;
+            } else {
+                copy_checked(out, &mut op, offset, len)?;
+            }
+            continue;
+        }
+        if lits < 15 && ip + 16 <= n_in && op + 16 <= n_out {
+            // Copies 16 bytes, keeps `lits`: the rest is overwritten or past the end.
+            if let (Some(d), Some(s)) = (out.get_mut(op..op + 16), src.get(ip..ip + 16)) {
+                d.copy_from_slice(s);
+            }
+        } else {
+            let lits = length(src, &mut ip, lits)?;
+            let end_in = ip.checked_add(lits).filter(|&e| e <= n_in);
+            let end_out = op.checked_add(lits).filter(|&e| e <= n_out);
+            let (Some(end_in), Some(end_out)) = (end_in, end_out) else {
+                return Err("literals past the end of the block or output");
+            };
+            if let (Some(d), Some(s)) = (out.get_mut(op..end_out), src.get(ip..end_in)) {
+                d.copy_from_slice(s);
+            }
+            ip = end_in;
+            op = end_out;
+            if ip == n_in {
+                break;
+            }
+            let (offset, len) = match_of(src, &mut ip, token)?;
+            copy_checked(out, &mut op, offset, len)?;
+            continue;
+        }
+        ip += lits;
+        op += lits;
+        if ip == n_in {
+            break;
+        }
+        let (offset, len) = match_of(src, &mut ip, token)?;
+        copy_checked(out, &mut op, offset, len)?;
+    }
+    if op != n_out {
+        return Err("block decodes short of the expected size");
+    }
+    Ok(())
+}
+
+/// The offset and length of the match after a sequence's literals.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `ip` below `src.len()`
+fn match_of(src: &[u8], ip: &mut usize, token: usize) -> Result<(usize, usize), &'static str> {
+    let o = src
+        .get(*ip..)
+        .and_then(|s| s.first_chunk::<2>())
+        .ok_or("truncated block")?;
+    let offset = usize::from(u16::from_le_bytes(*o));
+    *ip += 2;
+    let len = length(src, ip, token & 0x0f)?
+        .checked_add(MINMATCH)
+        .ok_or("length overflows")?;
+    Ok((offset, len))
+}
+
+/// Copy a match of `len` bytes `offset` back, to `op`, checked against `out`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // checked just before
+fn copy_checked(
+    out: &mut [u8],
+    op: &mut usize,
+    offset: usize,
+    len: usize,
+) -> Result<(), &'static str> {
+    if offset == 0 || offset > *op {
+        return Err("match before the start of the block");
+    }
+    if op.checked_add(len).is_none_or(|e| e > out.len()) {
+        return Err("block decodes past the expected size");
+    }
+    let from = *op - offset;
+    let to = *op;
+    if to + len + 16 <= out.len() {
+        // Room for whole 8- or 16-byte pieces past the match's end (overwritten later).
+        if offset >= 16 {
+            let mut k = 0;
+            while k < len {
+                out.copy_within(from + k..from + k + 16, to + k);
+                k += 16;
+            }
+        } else if offset >= 8 {
+            let mut k = 0;
+            while k < len {
+                out.copy_within(from + k..from + k + 8, to + k);
+                k += 8;
+            }
+        } else {
+            // The first eight bytes are the `offset`-byte pattern repeated; after them, each
+            // 8-byte piece comes from a whole number of periods back, at least 8.
+            let x = out
+                .get(from..)
+                .and_then(|s| s.first_chunk::<8>())
+                .map_or(0, |b| u64::from_le_bytes(*b));
+            let mut w = x & ((1u64 << (8 * offset)) - 1);
+            let mut filled = offset;
+            while filled < 8 {
+                w |= w << (8 * filled);
+                filled *= 2;
+            }
+            if let Some(d) = out.get_mut(to..to + 8) {
+                d.copy_from_slice(&w.to_le_bytes());
+            }
+            let back = offset * 8_usize.div_ceil(offset);
+            let mut k = 8;
+            while k < len {
+                let src = to + k - back;
+                out.copy_within(src..src + 8, to + k);
+                k += 8;
+            }
+        }
+    } else {
+        copy_match(out, from, to, len);
+    }
+    *op += len;
+    Ok(())
 }
 
 /// Decode one LZ4 block that must produce exactly `expected` bytes, appended to `out`.
@@ -204,67 +521,12 @@ pub fn decompress_block(
     // The callers reserve this room already (as a typed error); this reservation is then free.
     out.try_reserve_exact(expected)
         .map_err(|_| "cannot allocate the block's output")?;
-    let mut rest = src;
-    let next = |rest: &mut &[u8]| -> Result<usize, &'static str> {
-        let (&b, tail) = rest.split_first().ok_or("truncated block")?;
-        *rest = tail;
-        Ok(usize::from(b))
-    };
-    let length = |rest: &mut &[u8], base: usize| -> Result<usize, &'static str> {
-        let mut len = base;
-        if base == 15 {
-            loop {
-                let b = next(rest)?;
-                len = len.checked_add(b).ok_or("length overflows")?;
-                if b != 255 {
-                    break;
-                }
-            }
-        }
-        Ok(len)
-    };
-    loop {
-        let token = next(&mut rest)?;
-        let lits = length(&mut rest, token >> 4)?;
-        let (lit, tail) = rest
-            .split_at_checked(lits)
-            .ok_or("literals past the end of the block")?;
-        if out.len().checked_add(lits).is_none_or(|e| e > end) {
-            return Err("block decodes past the expected size");
-        }
-        out.extend_from_slice(lit);
-        rest = tail;
-        if rest.is_empty() {
-            break;
-        }
-        let lo = next(&mut rest)?;
-        let hi = next(&mut rest)?;
-        let offset = lo | hi << 8;
-        let len = length(&mut rest, token & 0x0f)?
-            .checked_add(MINMATCH)
-            .ok_or("length overflows")?;
-        let from = out
-            .len()
-            .checked_sub(offset)
-            .filter(|&f| offset != 0 && f >= start)
-            .ok_or("match before the start of the block")?;
-        if out.len().checked_add(len).is_none_or(|e| e > end) {
-            return Err("block decodes past the expected size");
-        }
-        if offset >= len {
-            out.extend_from_within(from..from.saturating_add(len));
-        } else {
-            // The match overlaps the bytes it produces: a repeating pattern of `offset` bytes.
-            for k in (from..).take(len) {
-                let b = *out.get(k).ok_or("match past the output")?;
-                out.push(b);
-            }
-        }
+    out.resize(end, 0);
+    let done = decompress_block_into(src, out.get_mut(start..).unwrap_or_default());
+    if done.is_err() {
+        out.truncate(start);
     }
-    if out.len() != end {
-        return Err("block decodes short of the expected size");
-    }
-    Ok(())
+    done
 }
 
 fn corrupt(reason: impl Into<String>) -> FilterError {
@@ -288,44 +550,46 @@ pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
     let mut out = Vec::with_capacity(n.saturating_add(n / 255).saturating_add(64));
     out.extend_from_slice(&(n as u64).to_be_bytes());
     out.extend_from_slice(&(block as u32).to_be_bytes());
-    let mut compressed = Vec::new();
     for raw in data.chunks(block.max(1)) {
-        compressed.clear();
-        compress_block(raw, &mut compressed);
-        let stored = if compressed.len() >= raw.len() {
-            raw
-        } else {
-            &compressed
-        };
-        out.extend_from_slice(&(stored.len() as u32).to_be_bytes());
-        out.extend_from_slice(stored);
+        // Compressed in place after its length; stored raw instead when LZ4 does not shrink it.
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        compress_block(raw, &mut out);
+        let mut len = out.len().saturating_sub(at).saturating_sub(4);
+        if len >= raw.len() {
+            out.truncate(at.saturating_add(4));
+            out.extend_from_slice(raw);
+            len = raw.len();
+        }
+        if let Some(dst) = out.get_mut(at..at.saturating_add(4)) {
+            dst.copy_from_slice(&(len as u32).to_be_bytes());
+        }
     }
     Ok(out)
 }
 
-/// Undo the HDF5 LZ4 filter; the declared size may not exceed `limit`.
-pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
-    let (header, mut rest) = data
+/// The chunk's declared size and its blocks (after the 12-byte header).
+fn header(data: &[u8]) -> Result<(usize, usize, &[u8]), FilterError> {
+    let (header, rest) = data
         .split_first_chunk::<12>()
         .ok_or_else(|| corrupt("chunk shorter than its 12-byte header"))?;
     let (size, block) = header.split_at(8);
     let size = u64::from_be_bytes(size.try_into().unwrap_or_default());
     let block = u32::from_be_bytes(block.try_into().unwrap_or_default());
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|&s| s <= limit)
-        .ok_or_else(|| {
-            corrupt(format!(
-                "declares {size} bytes, more than the chunk's {limit}"
-            ))
-        })?;
+    let size = usize::try_from(size).map_err(|_| corrupt(format!("declares {size} bytes")))?;
     let block = (block as usize).min(size);
     if block == 0 && size != 0 {
         return Err(corrupt("block size 0"));
     }
-    let mut out = crate::buffer("lz4", size)?;
-    while out.len() < size {
-        let this = block.min(size.saturating_sub(out.len()));
+    Ok((size, block, rest))
+}
+
+/// Decode the blocks of a chunk into `out`, as long as the chunk's declared size.
+fn decode_blocks(mut rest: &[u8], block: usize, out: &mut [u8]) -> Result<(), FilterError> {
+    let mut left = out;
+    while !left.is_empty() {
+        let this = block.min(left.len());
+        let (dst, tail_out) = left.split_at_mut(this);
         let (len, tail) = rest
             .split_first_chunk::<4>()
             .ok_or_else(|| corrupt("truncated block header"))?;
@@ -334,13 +598,39 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
             .split_at_checked(len)
             .ok_or_else(|| corrupt("block past the end of the chunk"))?;
         if len == this {
-            out.extend_from_slice(stored);
+            dst.copy_from_slice(stored);
         } else {
-            decompress_block(stored, this, &mut out).map_err(corrupt)?;
+            decompress_block_into(stored, dst).map_err(corrupt)?;
         }
         rest = tail;
+        left = tail_out;
     }
+    Ok(())
+}
+
+/// Undo the HDF5 LZ4 filter; the declared size may not exceed `limit`.
+pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
+    let (size, block, rest) = header(data)?;
+    if size > limit {
+        return Err(corrupt(format!(
+            "declares {size} bytes, more than the chunk's {limit}"
+        )));
+    }
+    let mut out = crate::zeroed("lz4", size)?;
+    decode_blocks(rest, block, &mut out)?;
     Ok(out)
+}
+
+/// Undo the HDF5 LZ4 filter straight into `out`, which the chunk must fill exactly.
+pub fn decompress_into(data: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
+    let (size, block, rest) = header(data)?;
+    if size != out.len() {
+        return Err(corrupt(format!(
+            "declares {size} bytes, the chunk holds {}",
+            out.len()
+        )));
+    }
+    decode_blocks(rest, block, out)
 }
 
 #[cfg(test)]
@@ -379,6 +669,27 @@ mod tests {
             assert!(decompress_block(&c, data.len() + 1, &mut Vec::new()).is_err());
             if !data.is_empty() {
                 assert!(decompress_block(&c, data.len() - 1, &mut Vec::new()).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn roundtrip_repeating_patterns_of_every_short_period() {
+        // Matches that overlap their own output (offset below the length), of every offset
+        // the decoder copies differently (under 16, 16 and more) and lengths around 16.
+        for period in 1..=40usize {
+            for run in [5usize, 15, 16, 17, 40, 1000] {
+                let mut data: Vec<u8> = (0..300u32)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+                    .collect();
+                let pattern: Vec<u8> = (0..period).map(|i| (i * 37 + period) as u8).collect();
+                data.extend(pattern.iter().cycle().take(period + run));
+                data.extend((0..50u32).map(|i| (i.wrapping_mul(40_503) >> 7) as u8));
+                let mut c = Vec::new();
+                compress_block(&data, &mut c);
+                let mut d = vec![0u8; data.len()];
+                decompress_block_into(&c, &mut d).unwrap();
+                assert_eq!(d, data, "period {period} run {run}");
             }
         }
     }

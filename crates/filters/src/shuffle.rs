@@ -3,18 +3,28 @@
 
 /// Shuffle `data` of `element_size`-byte elements.
 pub fn shuffle(data: &[u8], element_size: usize) -> Vec<u8> {
+    let mut out = vec![0u8; data.len()];
+    shuffle_into(data, element_size, &mut out);
+    out
+}
+
+/// [`shuffle`] into `out` (as long as `data`; a shorter `out` gets what fits).
+pub fn shuffle_into(data: &[u8], element_size: usize, out: &mut [u8]) {
     if element_size <= 1 || data.len() < element_size {
-        return data.to_vec();
+        let n = data.len().min(out.len());
+        if let (Some(dst), Some(src)) = (out.get_mut(..n), data.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        return;
     }
     let elements = data.chunks_exact(element_size);
     let (n, tail) = (elements.len(), elements.remainder());
-    let mut out = vec![0u8; data.len()];
     // `n >= 1`: `data` holds at least one element.
     match element_size {
         // The common sizes a whole element at a time (the loops vectorise).
-        2 => gather::<2>(data, &mut out, n),
-        4 => gather::<4>(data, &mut out, n),
-        8 => gather::<8>(data, &mut out, n),
+        2 => gather2(data, out, n),
+        4 => gather::<4>(data, out, n),
+        8 => gather::<8>(data, out, n),
         _ => {
             for (b, plane) in out.chunks_exact_mut(n).take(element_size).enumerate() {
                 // Plane `b` is byte `b` of every element.
@@ -27,10 +37,10 @@ pub fn shuffle(data: &[u8], element_size: usize) -> Vec<u8> {
             }
         }
     }
-    out.chunks_exact_mut(element_size)
-        .into_remainder()
-        .copy_from_slice(tail);
-    out
+    let body = n.saturating_mul(element_size);
+    if let Some(dst) = out.get_mut(body..body.saturating_add(tail.len())) {
+        dst.copy_from_slice(tail);
+    }
 }
 
 /// Undo [`shuffle`].
@@ -53,8 +63,8 @@ pub fn unshuffle_into(data: &[u8], element_size: usize, out: &mut [u8]) {
     let (n, tail) = (elements.len(), elements.remainder());
     // `n >= 1`: `data` holds at least one element.
     match element_size {
-        2 => scatter::<2>(data, out, n),
-        4 => scatter::<4>(data, out, n),
+        2 => scatter2(data, out, n),
+        4 => scatter4(data, out, n),
         8 => scatter::<8>(data, out, n),
         _ => {
             for (b, plane) in data.chunks_exact(n).take(element_size).enumerate() {
@@ -100,6 +110,67 @@ fn gather<const N: usize>(data: &[u8], out: &mut [u8], n: usize) {
                 *d = e.get(b).copied().unwrap_or(0);
             }
         }
+    }
+}
+
+/// Bytes 0, 2, 4 and 6 of `x`, in its low four bytes.
+fn evens(x: u64) -> u64 {
+    let x = x & 0x00FF_00FF_00FF_00FF;
+    let x = (x | (x >> 8)) & 0x0000_FFFF_0000_FFFF;
+    (x | (x >> 16)) & 0xFFFF_FFFF
+}
+
+/// [`gather`] of 2-byte elements: eight elements (two words) at a time, the even and odd
+/// bytes of each word packed with shifts and masks.
+fn gather2(data: &[u8], out: &mut [u8], n: usize) {
+    let (p0, rest) = out.split_at_mut(n.min(out.len()));
+    let p1 = rest.get_mut(..n).unwrap_or_default();
+    let words = n / 8;
+    for ((src, a), b) in data
+        .chunks_exact(16)
+        .zip(p0.chunks_exact_mut(8))
+        .zip(p1.chunks_exact_mut(8))
+        .take(words)
+    {
+        let (Some(x0), Some(x1)) = (src.first_chunk::<8>(), src.last_chunk::<8>()) else {
+            continue;
+        };
+        let (x0, x1) = (u64::from_le_bytes(*x0), u64::from_le_bytes(*x1));
+        a.copy_from_slice(&(evens(x0) | (evens(x1) << 32)).to_le_bytes());
+        b.copy_from_slice(&(evens(x0 >> 8) | (evens(x1 >> 8) << 32)).to_le_bytes());
+    }
+    let done = words.saturating_mul(8);
+    for (i, e) in data.chunks_exact(2).enumerate().take(n).skip(done) {
+        if let (Some(d), Some(&v)) = (p0.get_mut(i), e.first()) {
+            *d = v;
+        }
+        if let (Some(d), Some(&v)) = (p1.get_mut(i), e.get(1)) {
+            *d = v;
+        }
+    }
+}
+
+/// [`scatter`] of 2-byte elements: the two planes zipped, a loop LLVM vectorises.
+fn scatter2(data: &[u8], out: &mut [u8], n: usize) {
+    let mut planes = data.chunks_exact(n.max(1));
+    let (Some(p0), Some(p1)) = (planes.next(), planes.next()) else {
+        return;
+    };
+    for ((e, &a), &b) in out.chunks_exact_mut(2).zip(p0).zip(p1) {
+        e.copy_from_slice(&[a, b]);
+    }
+}
+
+/// [`scatter`] of 4-byte elements: the four planes zipped, a loop LLVM vectorises.
+fn scatter4(data: &[u8], out: &mut [u8], n: usize) {
+    let mut planes = data.chunks_exact(n.max(1));
+    let (Some(p0), Some(p1), Some(p2), Some(p3)) =
+        (planes.next(), planes.next(), planes.next(), planes.next())
+    else {
+        return;
+    };
+    for ((((e, &a), &b), &c), &d) in out.chunks_exact_mut(4).zip(p0).zip(p1).zip(p2).zip(p3) {
+        e.copy_from_slice(&[a, b, c, d]);
     }
 }
 
