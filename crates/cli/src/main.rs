@@ -797,13 +797,7 @@ fn inspect(file: &Path, path: &str) -> CliResult<Outcome> {
             lines.push(format!("stored chunk bytes: {}", r.stored_bytes));
         }
         _ => {
-            let kind = match d.storage_kind() {
-                StorageKind::Compact => "compact",
-                StorageKind::Virtual => "virtual",
-                _ if d.external_files().is_some() => "external",
-                _ => "contiguous",
-            };
-            lines.push(format!("layout: {kind} (no chunk index)"));
+            lines.push(format!("layout: {} (no chunk index)", d.layout_name()));
             for e in d.external_files().unwrap_or_default() {
                 lines.push(format!(
                     "external file: {} at {} ({})",

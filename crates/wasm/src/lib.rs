@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use h5chunk::types::TypeClass;
-use h5chunk::{Dataset, File, MemberKind, OpenOptions, StorageKind};
+use h5chunk::{Dataset, File, MemberKind, OpenOptions};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use web_sys::Blob;
@@ -289,13 +289,7 @@ impl H5File {
             .iter()
             .map(|f| JsValue::from_str(&f.to_string()))
             .collect();
-        let layout = match d.storage_kind() {
-            StorageKind::Chunked => "chunked",
-            StorageKind::Compact => "compact",
-            StorageKind::Virtual => "virtual",
-            _ if d.external_files().is_some() => "external",
-            _ => "contiguous",
-        };
+        let layout = d.layout_name();
         #[allow(clippy::cast_precision_loss)]
         let maxshape: Array = d
             .max_shape()

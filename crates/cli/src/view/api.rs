@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use h5chunk::types::TypeClass;
-use h5chunk::{Dataset, File, Group, MemberKind, StorageKind};
+use h5chunk::{Dataset, File, Group, MemberKind};
 use serde_json::{Value, json};
 
 use crate::cat::Selection;
@@ -108,13 +108,7 @@ impl State {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let layout = match d.storage_kind() {
-            StorageKind::Chunked => "chunked",
-            StorageKind::Compact => "compact",
-            StorageKind::Virtual => "virtual",
-            _ if d.external_files().is_some() => "external",
-            _ => "contiguous",
-        };
+        let layout = d.layout_name();
         let class = d.dtype().class;
         Ok(json!({
             "path": d.path(),

@@ -198,6 +198,19 @@ impl Dataset {
         }
     }
 
+    /// The storage's name as `h5chunk inspect`, the view and the wasm build print it:
+    /// `chunked`, `compact`, `virtual`, `external` (contiguous in external files) or
+    /// `contiguous`.
+    pub fn layout_name(&self) -> &'static str {
+        match self.storage_kind() {
+            StorageKind::Chunked => "chunked",
+            StorageKind::Compact => "compact",
+            StorageKind::Virtual => "virtual",
+            StorageKind::Contiguous if self.external_files().is_some() => "external",
+            StorageKind::Contiguous => "contiguous",
+        }
+    }
+
     /// One element of the fill value in the file's byte order (empty when the file defines
     /// none: reads then see zeros).
     pub fn fill_value_raw(&self) -> Vec<u8> {
