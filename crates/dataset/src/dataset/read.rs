@@ -1175,6 +1175,9 @@ impl Dataset {
                 format!("holds {} elements, the selection {}", out.len(), h.len()),
             ));
         }
+        // The caller's buffer, about to be written whole: huge pages where it is large and
+        // not touched yet (a fresh `vec![0; n]`), as for the buffers a read allocates.
+        crate::store::advise_huge_pages(out.as_ptr().cast(), std::mem::size_of_val(out));
         self.read_typed(&h, out)
     }
 
