@@ -778,7 +778,15 @@ impl File {
             source: e,
         };
         match options.mode {
-            CreateMode::Truncate => storage.set_len(0).map_err(io)?,
+            // An empty file (a new one) is not truncated: cutting a file to its own length of
+            // zero marks it, on ext4 (`auto_da_alloc`), as a file being replaced, and its close
+            // then starts writing back everything written since, in the caller's `close`, as
+            // an `fsync` would (libhdf5's `O_TRUNC` truncates nothing it has just created).
+            CreateMode::Truncate => {
+                if !storage.is_empty().map_err(io)? {
+                    storage.set_len(0).map_err(io)?;
+                }
+            }
             CreateMode::Exclusive => {
                 if !storage.is_empty().map_err(io)? {
                     return Err(Error::arg(

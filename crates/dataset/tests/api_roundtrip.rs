@@ -801,3 +801,36 @@ fn row_writer_and_slabs_stream_a_dataset_in_order() {
     assert_eq!(next_row, rows);
     assert_eq!(back, bytes);
 }
+
+/// `File::create` starts from nothing whatever was at the path: a file holding other bytes
+/// (longer than what is written) is cut, and an empty file (which `create` leaves untruncated)
+/// is written from its start; both read back as written.
+#[test]
+fn create_replaces_what_the_path_held() {
+    for (name, before) in [
+        ("create_over_bytes.h5", vec![0xa5u8; 1 << 20]),
+        ("create_over_empty.h5", Vec::new()),
+    ] {
+        let path = tmp(name);
+        std::fs::write(&path, &before).unwrap();
+        let f = File::create(&path).unwrap();
+        f.new_dataset::<u16>()
+            .shape(&[64])
+            .chunk(&[16])
+            .create("d")
+            .unwrap()
+            .write(&(0..64u16).collect::<Vec<_>>())
+            .unwrap();
+        f.close().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len < 64 << 10, "{name}: {len} bytes, the old ones cut");
+        let f = File::open(&path).unwrap();
+        assert_eq!(
+            f.dataset("d").unwrap().read::<u16>().unwrap(),
+            (0..64u16).collect::<Vec<_>>(),
+            "{name}"
+        );
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+    }
+}
