@@ -534,6 +534,11 @@ fn gather_box(
             b.saturating_add((a as usize).saturating_mul(s))
         });
         o.fill(0);
+        // A chunk's first row starts a part of its own, even where it follows on from the
+        // previous chunk's last row in `le`: parts then never straddle two chunks, so rows
+        // gathered through the storage's bounce buffer (a chunk's worth) go out one `pwrite`
+        // per chunk, as libhdf5 writes them, not in writes cut across chunk boundaries.
+        let mut first = true;
         loop {
             let from = (o.iter().zip(rows.pitch)).fold(chunk_base, |b, (&i, &p)| {
                 b.saturating_add((i as usize).saturating_mul(p))
@@ -543,7 +548,7 @@ fn gather_box(
                 return Err(short());
             }
             match ranges.last_mut() {
-                Some(last) if last.1 == from => last.1 = to,
+                Some(last) if last.1 == from && !first => last.1 = to,
                 _ => {
                     if ranges.len() == GATHER_PARTS {
                         flush(&mut ranges)?;
@@ -551,6 +556,7 @@ fn gather_box(
                     ranges.push((from, to));
                 }
             }
+            first = false;
             if !step_row_major(o, rows.outer) {
                 break;
             }
