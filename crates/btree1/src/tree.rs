@@ -97,7 +97,33 @@ fn search_flat(flat: &[u64], x: &[u64], n: usize) -> Option<(usize, Ordering)> {
 fn at_or_before<const N: usize>(flat: &[u64], x: &[u64]) -> Option<usize> {
     let x: &[u64; N] = x.try_into().ok()?;
     let (keys, _) = flat.as_chunks::<N>();
+    if let Some(p) = interpolated(keys, x) {
+        return Some(p);
+    }
     Some(keys.partition_point(|k| k <= x))
+}
+
+/// The number of `keys` at or before `x` when interpolation finds it at once, else `None`
+/// (for the binary search). A node of chunks appended in order holds keys nearly evenly
+/// spaced in the first integer where its first and last keys differ, so the key `x` falls
+/// after is guessed from that integer; the guess is kept only if `keys[p] ≤ x < keys[p + 1]`
+/// holds, so the answer is the binary search's whatever the keys.
+#[inline(always)]
+fn interpolated<const N: usize>(keys: &[[u64; N]], x: &[u64; N]) -> Option<usize> {
+    let (first, last) = (keys.first()?, keys.last()?);
+    let d = (0..N).find(|&d| first.get(d) != last.get(d))?;
+    let (lo, hi, at) = (*first.get(d)?, *last.get(d)?, *x.get(d)?);
+    if first.get(..d) != x.get(..d) || at < lo || at >= hi {
+        return None;
+    }
+    let m = keys.len().checked_sub(1)? as u64;
+    let p = at
+        .checked_sub(lo)?
+        .checked_mul(m)?
+        .checked_div(hi.checked_sub(lo)?)?;
+    let p = usize::try_from(p).ok()?;
+    let next = p.checked_add(1)?;
+    (keys.get(p)? <= x && keys.get(next).is_none_or(|k| k > x)).then_some(next)
 }
 
 /// A key/record class: what one node type's keys and leaf children mean.
@@ -2074,6 +2100,32 @@ mod tests {
             if want.1 == Ordering::Equal {
                 proptest::prop_assert_eq!(got.0, want.0);
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Keys nearly evenly spaced (a node of appended chunks), where the interpolated
+        /// guess is tried: the answer is the binary search's, hit or miss.
+        #[test]
+        fn interpolated_search_agrees_with_binary_search(
+            n in 2usize..70,
+            step in 1u64..1000,
+            start in 0u64..1000,
+            jitter in proptest::collection::vec(0u64..3, 70),
+            x0 in 0u64..250_000,
+            x1 in 0u64..3,
+        ) {
+            let keys: Vec<[u64; 2]> = (0..n)
+                .map(|i| [start + i as u64 * step * 3 + jitter[i], i as u64 % 2])
+                .collect();
+            let flat: Vec<u64> = keys.iter().flatten().copied().collect();
+            let x = [x0, x1];
+            let want = keys.partition_point(|k| k <= &x);
+            proptest::prop_assert_eq!(at_or_before::<2>(&flat, &x), Some(want));
+            // A target equal to a key, where a hit must land exactly.
+            let k = keys[x0 as usize % n];
+            let want = keys.partition_point(|c| c <= &k);
+            proptest::prop_assert_eq!(at_or_before::<2>(&flat, &k), Some(want));
         }
     }
 

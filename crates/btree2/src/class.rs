@@ -98,6 +98,39 @@ pub trait RecordClass: fmt::Debug + Send + Sync + 'static {
     fn flat_key<'k>(&self, _key: &'k Self::Key) -> Option<&'k [u64]> {
         None
     }
+
+    /// Decode a node's records, `raw` holding them back to back (the first at file address
+    /// `at`), onto `out`; with their keys in [`flatten`](Self::flatten)'s form when the class
+    /// makes them in the same pass (`None`: flattened on first use). The default decodes
+    /// record by record; a class on a hot path decodes a node's records in one loop.
+    fn decode_records(
+        &self,
+        raw: &[u8],
+        at: Addr,
+        out: &mut Vec<Self::Record>,
+    ) -> h5chunk_format::Result<Option<Box<[u64]>>> {
+        let rs = self.record_size();
+        if rs == 0 {
+            return Ok(None);
+        }
+        out.reserve(raw.len().checked_div(rs).unwrap_or(0));
+        for (i, slot) in raw.chunks_exact(rs).enumerate() {
+            let off = (i as u64).saturating_mul(rs as u64);
+            out.push(self.decode(slot, Addr(at.get().saturating_add(off)))?);
+        }
+        Ok(None)
+    }
+}
+
+/// The error of a chunk record with the undefined address at `at`.
+fn undefined_chunk(at: Addr) -> FormatError {
+    // libhdf5 removes the record of a chunk that is not allocated; an undefined address here
+    // can only come from damage.
+    FormatError::Invalid {
+        structure: "v2 B-tree chunk record",
+        at,
+        reason: "undefined chunk address".into(),
+    }
 }
 
 /// One chunk in a v2 B-tree chunk index: its scaled coordinates and its record.
@@ -138,6 +171,75 @@ impl ChunkEntry {
 }
 
 impl ChunkClass {
+    /// [`RecordClass::decode_records`] record by record, the keys flattened after.
+    fn decode_each(
+        &self,
+        raw: &[u8],
+        at: Addr,
+        out: &mut Vec<ChunkEntry>,
+    ) -> h5chunk_format::Result<Option<Box<[u64]>>> {
+        let rs = self.record_size();
+        if rs == 0 {
+            return Ok(None);
+        }
+        out.reserve(raw.len().checked_div(rs).unwrap_or(0));
+        for (i, slot) in raw.chunks_exact(rs).enumerate() {
+            let off = (i as u64).saturating_mul(rs as u64);
+            out.push(RecordClass::decode(
+                self,
+                slot,
+                Addr(at.get().saturating_add(off)),
+            )?);
+        }
+        Ok(self.flatten(out))
+    }
+
+    /// [`RecordClass::decode_records`] of unfiltered records of 8-byte addresses and `R`
+    /// coordinates: slots of `8 + 8 R` bytes.
+    #[inline]
+    fn decode_rank<const R: usize>(
+        &self,
+        raw: &[u8],
+        at: Addr,
+        out: &mut Vec<ChunkEntry>,
+    ) -> h5chunk_format::Result<Option<Box<[u64]>>> {
+        let rs = self.record_size();
+        if rs != R.saturating_add(1).saturating_mul(8) {
+            return self.decode_each(raw, at, out);
+        }
+        let n = raw.len().checked_div(rs).unwrap_or(0);
+        out.reserve(n);
+        let start = out.len();
+        let mut flat = Vec::with_capacity(n.saturating_mul(R));
+        for (i, slot) in raw.chunks_exact(rs).enumerate() {
+            let (words, _) = slot.as_chunks::<8>();
+            let Some((head, coords)) = words.split_first() else {
+                // Cannot happen (a slot is whole words); the general path if it did.
+                out.truncate(start);
+                return self.decode_each(raw, at, out);
+            };
+            let addr = u64::from_le_bytes(*head);
+            if addr == u64::MAX {
+                let off = (i as u64).saturating_mul(rs as u64);
+                return Err(undefined_chunk(Addr(at.get().saturating_add(off))));
+            }
+            let mut buf = [0u64; 4];
+            for (b, c) in buf.iter_mut().zip(coords) {
+                *b = u64::from_le_bytes(*c);
+            }
+            flat.extend_from_slice(buf.get(..R).unwrap_or_default());
+            out.push(ChunkEntry {
+                scaled: Scaled::from_buf_and_len(buf, R),
+                record: ChunkRecord {
+                    addr: Some(Addr(addr)),
+                    size: 0,
+                    mask: 0,
+                },
+            });
+        }
+        Ok(Some(flat.into_boxed_slice()))
+    }
+
     /// [`encode_slots`](RecordClass::encode_slots) of unfiltered records of 8-byte addresses
     /// and `R` coordinates in slots of `rs` bytes.
     #[inline]
@@ -231,15 +333,30 @@ impl RecordClass for ChunkClass {
     fn decode(&self, raw: &[u8], at: Addr) -> h5chunk_format::Result<ChunkEntry> {
         let (record, scaled) = self.codec.decode_bt2(raw, at, self.rank)?;
         if record.addr.is_none() {
-            // libhdf5 removes the record of a chunk that is not allocated; an undefined address
-            // here can only come from damage.
-            return Err(FormatError::Invalid {
-                structure: "v2 B-tree chunk record",
-                at,
-                reason: "undefined chunk address".into(),
-            });
+            return Err(undefined_chunk(at));
         }
         Ok(ChunkEntry { scaled, record })
+    }
+
+    /// Unfiltered records of 8-byte addresses and up to 4 dimensions (nearly every file): each
+    /// record's address and coordinates read straight from its slot, and its coordinates
+    /// copied into the flat keys in the same pass (every leaf a lookup loads is decoded whole).
+    fn decode_records(
+        &self,
+        raw: &[u8],
+        at: Addr,
+        out: &mut Vec<ChunkEntry>,
+    ) -> h5chunk_format::Result<Option<Box<[u64]>>> {
+        if self.codec.is_filtered() || self.codec.element_size() != 8 {
+            return self.decode_each(raw, at, out);
+        }
+        match self.rank {
+            1 => self.decode_rank::<1>(raw, at, out),
+            2 => self.decode_rank::<2>(raw, at, out),
+            3 => self.decode_rank::<3>(raw, at, out),
+            4 => self.decode_rank::<4>(raw, at, out),
+            _ => self.decode_each(raw, at, out),
+        }
     }
 
     fn encode(&self, r: &ChunkEntry, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {

@@ -75,7 +75,12 @@ impl<C: RecordClass> fmt::Debug for NodeData<C> {
 }
 
 impl<C: RecordClass> NodeData<C> {
-    fn decode(image: &[u8], at: Addr, ctx: &NodeCtx<C>) -> h5chunk_format::Result<Self> {
+    /// The node at `at`, and its keys in the class's flat form when its decoding made them.
+    fn decode(
+        image: &[u8],
+        at: Addr,
+        ctx: &NodeCtx<C>,
+    ) -> h5chunk_format::Result<(Self, Option<Box<[u64]>>)> {
         let node = Node::decode(image, at, ctx.sizes, &ctx.geom, ctx.depth, ctx.nrec)?;
         if node.tree_type != ctx.class.tree_type() {
             return Err(FormatError::BadValue {
@@ -85,20 +90,21 @@ impl<C: RecordClass> NodeData<C> {
                 value: node.tree_type.into(),
             });
         }
-        let rs = ctx.geom.record_size();
-        let mut records = Vec::with_capacity(node.records.len().checked_div(rs).unwrap_or(0));
-        for (i, raw) in node.records.chunks_exact(rs).enumerate() {
-            let off = 6u64.saturating_add((i as u64).saturating_mul(rs as u64));
-            records.push(ctx.class.decode(raw, Addr(at.get().saturating_add(off)))?);
-        }
-        Ok(NodeData {
+        let mut records = Vec::new();
+        // The records start after the signature, version and type (6 bytes).
+        let first = Addr(at.get().saturating_add(6));
+        let flat = ctx
+            .class
+            .decode_records(&node.records, first, &mut records)?;
+        let data = NodeData {
             class: ctx.class.clone(),
             sizes: ctx.sizes,
             geom: ctx.geom.clone(),
             depth: ctx.depth,
             records,
             children: node.children,
-        })
+        };
+        Ok((data, flat))
     }
 
     fn encode(&self, out: &mut Vec<u8>) -> h5chunk_format::Result<()> {
@@ -202,7 +208,13 @@ impl<C: RecordClass, K: Kind> CacheEntry for NodeEntry<C, K> {
     }
 
     fn decode(image: &[u8], at: Addr, ctx: &NodeCtx<C>) -> h5chunk_format::Result<Self> {
-        Ok(NodeEntry::new(NodeData::decode(image, at, ctx)?))
+        let (data, flat) = NodeData::decode(image, at, ctx)?;
+        let entry = NodeEntry::new(data);
+        if let Some(flat) = flat {
+            // Fresh: nothing has set it yet.
+            let _ = entry.flat.set(Some(flat));
+        }
+        Ok(entry)
     }
 
     fn image_len(&self) -> usize {

@@ -197,7 +197,48 @@ fn search_arrays<const N: usize>(
 ) -> Option<core::result::Result<usize, usize>> {
     let x: &[u64; N] = x.try_into().ok()?;
     let (keys, _) = flat.as_chunks::<N>();
+    if let Some(found) = interpolated(keys, x) {
+        return Some(found);
+    }
     Some(keys.binary_search(x))
+}
+
+/// `keys.binary_search(x)` when interpolation finds the answer at once, else `None` (for the
+/// binary search). A node of chunks appended in order holds keys nearly evenly spaced in the
+/// first integer where its first and last keys differ, so `x`'s place is guessed from that
+/// integer; the guess is kept only if it is `x` itself, or if `x` lies strictly between the
+/// keys either side of it, so the answer is the binary search's whatever the keys (which
+/// are distinct and in order, the tree's invariant, in a node a lookup searches this way).
+#[inline(always)]
+fn interpolated<const N: usize>(
+    keys: &[[u64; N]],
+    x: &[u64; N],
+) -> Option<core::result::Result<usize, usize>> {
+    let (first, last) = (keys.first()?, keys.last()?);
+    let d = (0..N).find(|&d| first.get(d) != last.get(d))?;
+    let (lo, hi, at) = (*first.get(d)?, *last.get(d)?, *x.get(d)?);
+    if first.get(..d) != x.get(..d) || at < lo || at > hi {
+        return None;
+    }
+    let m = keys.len().checked_sub(1)? as u64;
+    let p = at
+        .checked_sub(lo)?
+        .checked_mul(m)?
+        .checked_div(hi.checked_sub(lo)?)?;
+    let p = usize::try_from(p).ok()?;
+    let k = keys.get(p)?;
+    if k == x {
+        return Some(Ok(p));
+    }
+    // Between keys p - 1 and p, or p and p + 1.
+    let (below, above) = if x < k {
+        (p.checked_sub(1).and_then(|b| keys.get(b)), Some((p, k)))
+    } else {
+        let next = p.checked_add(1)?;
+        (Some(k), keys.get(next).map(|n| (next, n)))
+    };
+    let (i, above) = above?;
+    (below.is_none_or(|b| b < x) && x < above).then_some(Err(i))
 }
 
 fn leaf_pair(left: Addr, s0: usize, right: Addr, s1: usize) -> [ChildPointer; 2] {
@@ -2421,6 +2462,30 @@ mod tests {
             let x = &x[..stride];
             let want = keys.binary_search_by(|k| k.as_slice().cmp(x));
             proptest::prop_assert_eq!(pos(locate_flat(&flat, x, keys.len())), Some(want));
+        }
+    }
+
+    proptest::proptest! {
+        /// Keys nearly evenly spaced (a node of appended chunks), where the interpolated guess
+        /// is tried: the answer is the binary search's, hit or miss, for targets between keys
+        /// and equal to one.
+        #[test]
+        fn interpolated_locate_agrees_with_binary_search(
+            n in 1usize..90,
+            step in 1u64..1000,
+            start in 0u64..1000,
+            jitter in proptest::collection::vec(0u64..3, 90),
+            x0 in 0u64..300_000,
+            x1 in 0u64..3,
+        ) {
+            let keys: Vec<[u64; 2]> = (0..n)
+                .map(|i| [start + i as u64 * step * 3 + jitter[i], i as u64 % 2])
+                .collect();
+            let flat: Vec<u64> = keys.iter().flatten().copied().collect();
+            for x in [[x0, x1], keys[x0 as usize % n]] {
+                let want = keys.binary_search(&x);
+                proptest::prop_assert_eq!(pos(locate_flat(&flat, &x, n)), Some(want));
+            }
         }
     }
 

@@ -165,7 +165,13 @@ struct Slot {
     tail: Option<(usize, [u8; 4])>,
     /// Marked by [`MetadataCache::mark_stale`]: checked against the file before its next use.
     stale: AtomicBool,
+    /// Where the entry's type counts hits taken with the index lock shared: its place in
+    /// `Inner::shared_hits` ([`NO_SHARED_HITS`]: none; its hits take the exclusive path).
+    hits: u8,
 }
+
+/// [`Slot::hits`] of an entry whose type has no shared hit counter.
+const NO_SHARED_HITS: u8 = u8::MAX;
 
 /// A counter threads add to side by side: one cache line per stripe, a thread's stripe chosen
 /// once per thread, so counting costs no shared write.
@@ -188,19 +194,29 @@ impl std::fmt::Debug for StripedCounter {
 }
 
 impl StripedCounter {
+    #[inline]
     fn add_one(&self) {
+        // A constant-initialised thread local (no lazy-init state to check on every hit),
+        // `usize::MAX` until the thread's first hit picks its stripe.
         thread_local! {
-            static STRIPE: usize = {
-                use std::hash::{Hash, Hasher};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                std::thread::current().id().hash(&mut h);
-                (h.finish() as usize) % STRIPES
-            };
+            static STRIPE: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
         }
-        let i = STRIPE.with(|s| *s);
+        let mut i = STRIPE.get();
+        if i == usize::MAX {
+            i = Self::pick_stripe();
+            STRIPE.set(i);
+        }
         if let Some(c) = self.stripes.get(i) {
             c.0.fetch_add(1, AtomicOrdering::Relaxed);
         }
+    }
+
+    #[cold]
+    fn pick_stripe() -> usize {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::thread::current().id().hash(&mut h);
+        (h.finish() as usize) % STRIPES
     }
 
     /// The count, reset to zero.
@@ -421,6 +437,18 @@ impl Inner {
     }
 
     /// Update the statistics of `type_name` with `f`.
+    /// The place of `type_name`'s shared hit counter in `shared_hits`, made on first use
+    /// ([`NO_SHARED_HITS`] past the few types a file has).
+    fn hit_counter(&mut self, type_name: &'static str) -> u8 {
+        let at = (self.shared_hits.iter()).position(|(n, _)| std::ptr::eq(*n, type_name));
+        let at = at.unwrap_or_else(|| {
+            self.shared_hits
+                .push((type_name, StripedCounter::default()));
+            self.shared_hits.len().saturating_sub(1)
+        });
+        u8::try_from(at).unwrap_or(NO_SHARED_HITS)
+    }
+
     fn count(&mut self, type_name: &'static str, f: impl FnOnce(&mut TypeStats)) {
         // Type names are `'static` constants: the pointer finds them (one pass, no string
         // compare on the hot path); the text is compared only when no pointer matches.
@@ -1139,8 +1167,20 @@ impl<T: CacheEntry> fmt::Debug for EntryMut<'_, T> {
 
 /// A `get` of an entry the calling thread holds protected would wait for itself (a cyclic
 /// structure in a corrupt file leads there): an error instead.
+/// Inline: every hit asks, and an entry is rarely protected (the thread's id is asked only
+/// then).
+#[inline(always)]
 fn not_own_protect(slot: &Slot, addr: Addr) -> Result<()> {
-    if slot.protected && slot.protector == Some(std::thread::current().id()) {
+    if slot.protected {
+        return protected_by_me(slot, addr);
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn protected_by_me(slot: &Slot, addr: Addr) -> Result<()> {
+    if slot.protector == Some(std::thread::current().id()) {
         return Err(Error::Protected {
             type_name: slot.type_name,
             addr,
@@ -1252,8 +1292,7 @@ impl MetadataCache {
             let inner = self.inner.read_recursive();
             if let Some(slot) = inner.entries.get(&addr)
                 && !slot.stale.load(AtomicOrdering::Acquire)
-                && let Some((_, hits)) =
-                    (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
+                && let Some((_, hits)) = inner.shared_hits.get(usize::from(slot.hits))
             {
                 not_own_protect(slot, addr)?;
                 let any: &(dyn Any + Send + Sync) = &*slot.value;
@@ -1299,8 +1338,7 @@ impl MetadataCache {
             let inner = self.inner.read_recursive();
             if let Some(slot) = inner.entries.get(&addr)
                 && !slot.stale.load(AtomicOrdering::Acquire)
-                && let Some((_, hits)) =
-                    (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
+                && let Some((_, hits)) = inner.shared_hits.get(usize::from(slot.hits))
             {
                 not_own_protect(slot, addr)?;
                 let any: &(dyn Any + Send + Sync) = &*slot.value;
@@ -1328,7 +1366,7 @@ impl MetadataCache {
     }
 
     /// A hit, found holding the index lock shared: lookups on several threads do not wait
-    /// for each other. `None` on a miss (or before the first hit of type `T` is counted).
+    /// for each other. `None` on a miss (or for an entry whose type has no shared counter).
     fn get_shared<T: CacheEntry>(&self, addr: Addr) -> Result<Option<Arc<RwLock<T>>>> {
         let inner = self.inner.read();
         let Some(slot) = inner.entries.get(&addr) else {
@@ -1337,9 +1375,7 @@ impl MetadataCache {
         if slot.stale.load(AtomicOrdering::Acquire) {
             return Ok(None);
         }
-        let Some((_, hits)) =
-            (inner.shared_hits.iter()).find(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME))
-        else {
+        let Some((_, hits)) = inner.shared_hits.get(usize::from(slot.hits)) else {
             return Ok(None);
         };
         let value = downcast::<T>(addr, slot)?;
@@ -1427,11 +1463,6 @@ impl MetadataCache {
                 // The CLOCK bit, on the slot just found (no second search).
                 slot.referenced.store(true, AtomicOrdering::Relaxed);
                 inner.count(T::TYPE_NAME, |st| st.hits = st.hits.saturating_add(1));
-                if !(inner.shared_hits.iter()).any(|(n, _)| std::ptr::eq(*n, T::TYPE_NAME)) {
-                    inner
-                        .shared_hits
-                        .push((T::TYPE_NAME, StripedCounter::default()));
-                }
                 return Ok(value);
             }
             inner.epoch
@@ -1461,6 +1492,7 @@ impl MetadataCache {
             None => {
                 let (entry, len, tail) = loaded?;
                 let value = Arc::new(RwLock::new(entry));
+                let hits = inner.hit_counter(T::TYPE_NAME);
                 let mut slot = Slot {
                     value: value.clone(),
                     type_name: T::TYPE_NAME,
@@ -1473,6 +1505,7 @@ impl MetadataCache {
                     referenced: AtomicBool::new(true),
                     tail,
                     stale: AtomicBool::new(false),
+                    hits,
                 };
                 on_resident(&mut slot)?;
                 inner.entries.insert(addr, slot);
@@ -1617,6 +1650,7 @@ impl MetadataCache {
                 addr,
             });
         }
+        let hits = inner.hit_counter(T::TYPE_NAME);
         inner.entries.insert(
             addr,
             Slot {
@@ -1631,6 +1665,7 @@ impl MetadataCache {
                 referenced: AtomicBool::new(true),
                 tail: None,
                 stale: AtomicBool::new(false),
+                hits,
             },
         );
         inner.add_bytes(len);

@@ -86,6 +86,18 @@ pub trait NodeKey: Sized + Clone + PartialEq + Debug {
     fn key_from_flat(_flat: &FlatNode, _i: usize) -> Option<Self> {
         None
     }
+    /// [`Node::encode`] of a node of these keys in one pass, after its checks, when the key
+    /// type has such a form for these sizes and parameters; `None`, the default, for the
+    /// field-by-field encoding (which also reports whatever is unencodable).
+    fn encode_node(
+        _node: &Node<Self>,
+        _sizes: Sizes,
+        _total: usize,
+        _params: Self::Params,
+        _out: &mut Vec<u8>,
+    ) -> Option<()> {
+        None
+    }
 }
 
 /// Node type 0 key: the byte offset of a name in the group's local heap.
@@ -186,6 +198,32 @@ impl NodeKey for ChunkKey {
         nd: u8,
     ) -> Option<Result<FlatNode>> {
         Some(Node::<ChunkKey>::decode_flat(bytes, at, sizes, k, nd))
+    }
+
+    /// 8-byte addresses and 2 to 4 offsets a key (chunks of 1 to 3 dimensions): the node as
+    /// little-endian words, written into its zeroed space (a flush writes every node of an
+    /// appended tree).
+    fn encode_node(
+        node: &Node<ChunkKey>,
+        sizes: Sizes,
+        total: usize,
+        nd: u8,
+        out: &mut Vec<u8>,
+    ) -> Option<()> {
+        if sizes.offsets() != 8 {
+            return None;
+        }
+        let start = out.len();
+        let done = match nd {
+            2 => encode_words::<2>(node, total, out),
+            3 => encode_words::<3>(node, total, out),
+            4 => encode_words::<4>(node, total, out),
+            _ => None,
+        };
+        if done.is_none() {
+            out.truncate(start);
+        }
+        done
     }
 
     fn node_from_flat(flat: &FlatNode) -> Option<Node<Self>> {
@@ -429,6 +467,35 @@ impl Node<ChunkKey> {
         let mut records = Padded::<u64>::new(keys);
         let mut children = Padded::<Addr>::new(n);
         let undef = sizes.undef_offset();
+        // 8-byte addresses and 2 to 4 offsets a key (chunks of 1 to 3 dimensions): every
+        // field a whole word, the entry's shape known at compile time.
+        let filled = match (o, stride) {
+            (8, 2) => fill_words::<2>(body, &mut words, &mut records, &mut children, undef),
+            (8, 3) => fill_words::<3>(body, &mut words, &mut records, &mut children, undef),
+            (8, 4) => fill_words::<4>(body, &mut words, &mut records, &mut children, undef),
+            _ => None,
+        };
+        match filled {
+            Some(Ok(())) => {
+                return Ok(FlatNode {
+                    level: head.level,
+                    left: head.left,
+                    right: head.right,
+                    stride,
+                    words,
+                    records,
+                    children,
+                });
+            }
+            Some(Err(i)) => {
+                let at = i
+                    .checked_mul(entry_len)
+                    .and_then(|x| x.checked_add(key_len))
+                    .map_or(start, |x| Addr(start.get().wrapping_add(x as u64)));
+                return Err(undefined_child(at));
+            }
+            None => {}
+        }
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
         let slots = children.as_mut_slice();
         let entries = words
@@ -474,6 +541,130 @@ impl Node<ChunkKey> {
             children,
         })
     }
+}
+
+/// [`ChunkKey::encode_node`] for keys of `N` offsets: header word, siblings, then each key's
+/// record word and offsets followed by its child, the last key, zeros to `total` bytes. `None`
+/// (with `out` possibly grown, for the caller to cut back) for a node the field-by-field
+/// encoding must check: a key of another rank, an address that does not fit.
+#[inline(always)]
+fn encode_words<const N: usize>(
+    node: &Node<ChunkKey>,
+    total: usize,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let used = node.children.len();
+    let undef = u64::MAX;
+    let fits = |a: Option<Addr>| a.is_none_or(|a| a.get() != undef);
+    if node.keys.iter().any(|k| k.offsets.len() != N)
+        || !fits(node.left)
+        || !fits(node.right)
+        || node.children.iter().any(|c| c.get() == undef)
+    {
+        return None;
+    }
+    let [u0, u1] = u16::try_from(used).ok()?.to_le_bytes();
+    let [s0, s1, s2, s3] = SIGNATURE;
+    let start = out.len();
+    out.resize(start.checked_add(total)?, 0);
+    let (words, _) = out.get_mut(start..)?.as_chunks_mut::<8>();
+    let (head, body) = words.split_at_mut_checked(3)?;
+    let [w0, w1, w2] = head else {
+        return None;
+    };
+    *w0 = [s0, s1, s2, s3, ChunkKey::NODE_TYPE, node.level, u0, u1];
+    *w1 = node.left.map_or(undef, Addr::get).to_le_bytes();
+    *w2 = node.right.map_or(undef, Addr::get).to_le_bytes();
+    let entry = N.checked_add(2)?;
+    let (entries, rest) = body.split_at_mut_checked(used.checked_mul(entry)?)?;
+    for ((e, k), c) in entries
+        .chunks_exact_mut(entry)
+        .zip(&node.keys)
+        .zip(&node.children)
+    {
+        let (h, tail) = e.split_first_mut()?;
+        let (offsets, child) = tail.split_at_mut_checked(N)?;
+        *h = key_head(k);
+        for (w, &o) in offsets.iter_mut().zip(&k.offsets) {
+            *w = o.to_le_bytes();
+        }
+        *child.first_mut()? = c.get().to_le_bytes();
+    }
+    if let Some(last) = node.keys.get(used) {
+        let (h, offsets) = rest.split_first_mut()?;
+        *h = key_head(last);
+        for (w, &o) in offsets.iter_mut().zip(&last.offsets) {
+            *w = o.to_le_bytes();
+        }
+    }
+    Some(())
+}
+
+/// A chunk key's first word: its chunk size, then its filter mask, little-endian.
+#[inline(always)]
+fn key_head(k: &ChunkKey) -> [u8; 8] {
+    let [a, b, c, d] = k.chunk_size.to_le_bytes();
+    let [e, f, g, h] = k.filter_mask.to_le_bytes();
+    [a, b, c, d, e, f, g, h]
+}
+
+/// [`Node::decode_flat`]'s fill of `words`, `records` and `children` from a node's `body`
+/// (its entries and last key) for keys of `N` offsets and 8-byte child addresses: an entry is
+/// `N + 2` little-endian words (record, offsets, child), the last key `N + 1`. `None` when
+/// the arrays do not have that shape (the caller's general loop then runs), `Some(Err(i))`
+/// when child `i` is the undefined address.
+#[inline(always)]
+fn fill_words<const N: usize>(
+    body: &[u8],
+    words: &mut Padded<u64>,
+    records: &mut Padded<u64>,
+    children: &mut Padded<Addr>,
+    undef: u64,
+) -> Option<core::result::Result<(), usize>> {
+    let (body, rest) = body.as_chunks::<8>();
+    let n = children.len();
+    let keys = records.len();
+    let entry = N.checked_add(2)?;
+    let fits = rest.is_empty()
+        && words.len() == keys.checked_mul(N)?
+        && if n == 0 {
+            keys == 0 && body.is_empty()
+        } else {
+            keys == n.checked_add(1)?
+                && body.len() == n.checked_mul(entry)?.checked_add(N.checked_add(1)?)?
+        };
+    if !fits {
+        return None;
+    }
+    let (key_words, _) = words.as_mut_slice().as_chunks_mut::<N>();
+    let (entries, last) = body.split_at_checked(n.checked_mul(entry)?)?;
+    let mut keys_out = key_words.iter_mut().zip(records.as_mut_slice().iter_mut());
+    for (i, ((e, child), (key, rec))) in entries
+        .chunks_exact(entry)
+        .zip(children.as_mut_slice().iter_mut())
+        .zip(keys_out.by_ref())
+        .enumerate()
+    {
+        let (head, tail) = e.split_first()?;
+        let (offsets, c) = tail.split_at_checked(N)?;
+        *rec = u64::from_le_bytes(*head);
+        for (k, w) in key.iter_mut().zip(offsets) {
+            *k = u64::from_le_bytes(*w);
+        }
+        let c = u64::from_le_bytes(*c.first()?);
+        if c == undef {
+            return Some(Err(i));
+        }
+        *child = Addr(c);
+    }
+    if let Some((key, rec)) = keys_out.next() {
+        let (head, offsets) = last.split_first()?;
+        *rec = u64::from_le_bytes(*head);
+        for (k, w) in key.iter_mut().zip(offsets) {
+            *k = u64::from_le_bytes(*w);
+        }
+    }
+    Some(Ok(()))
 }
 
 impl<K: NodeKey> Node<K> {
@@ -596,6 +787,9 @@ impl<K: NodeKey> Node<K> {
             )));
         }
         let total = Self::encoded_len(sizes, k, params);
+        if K::encode_node(self, sizes, total, params, out).is_some() {
+            return Ok(());
+        }
         out.reserve(total);
         let mut e = Encoder::new(out, sizes, STRUCTURE);
         e.bytes(&SIGNATURE);
@@ -814,6 +1008,52 @@ mod tests {
                 let _ = GroupNode::decode(&bytes, Addr(0), S, k, ());
                 bytes[4] = 1;
                 let _ = ChunkNode::decode(&bytes, Addr(0), S, k, nd);
+            }
+        }
+
+        /// The one-pass encoding of chunk nodes (2 to 4 offsets a key) gives a node of the
+        /// full size that the field-by-field decoding reads back as the same node; a key of
+        /// another rank is refused as before.
+        #[test]
+        fn chunk_node_encoding_roundtrips(
+            nd in 2u8..5,
+            keys in proptest::collection::vec(
+                (any::<u32>(), any::<u32>(), proptest::collection::vec(any::<u64>(), 4)),
+                2..9,
+            ),
+            children in proptest::collection::vec(0u64..u64::MAX, 8),
+            level in 0u8..3,
+            left in proptest::option::of(0u64..u64::MAX),
+            bad_rank in any::<bool>(),
+        ) {
+            let n = keys.len() - 1;
+            let mut node = ChunkNode {
+                level,
+                left: left.map(Addr),
+                right: Some(Addr(0x300)),
+                keys: keys
+                    .iter()
+                    .map(|(size, mask, o)| ChunkKey {
+                        chunk_size: *size,
+                        filter_mask: *mask,
+                        offsets: o[..usize::from(nd)].iter().copied().collect(),
+                    })
+                    .collect(),
+                children: children[..n].iter().map(|&c| Addr(c)).collect(),
+            };
+            if bad_rank {
+                node.keys[n].offsets.push(1);
+            }
+            let mut out = vec![7u8; 3];
+            let r = node.encode(S, 4, nd, &mut out);
+            if bad_rank {
+                let refused = matches!(r, Err(Error::Unencodable { .. }));
+                prop_assert!(refused);
+            } else {
+                r.unwrap();
+                prop_assert_eq!(&out[..3], &[7u8; 3][..]);
+                prop_assert_eq!(out.len() - 3, ChunkNode::encoded_len(S, 4, nd));
+                prop_assert_eq!(ChunkNode::decode(&out[3..], Addr(0), S, 4, nd).unwrap(), node);
             }
         }
 

@@ -278,6 +278,12 @@ impl Chunked {
     /// goes through [`write_chunks`](Self::write_chunks).
     fn write_fresh(&mut self, f: &Store, path: &str, fresh: &Fresh) -> Result<()> {
         let bytes = fresh.bytes();
+        if self.pipeline.is_none()
+            && !f.swmr_write()
+            && self.index.kind() == crate::index::IndexKind::Implicit
+        {
+            return self.write_fresh_implicit(f, fresh);
+        }
         // A paged file places each chunk in its own space, so that none smaller than a page
         // crosses a page boundary (`write_chunks` allocates each one there).
         let all_new = self.pipeline.is_none()
@@ -317,6 +323,52 @@ impl Chunked {
         }
         for (k, &h) in self.known.iter_mut().zip(fresh.hi()) {
             *k = (*k).max(h);
+        }
+        Ok(())
+    }
+
+    /// The implicit index's case, unfiltered: every chunk has its place already (chunk `i` of
+    /// the grid at the run's address plus `i` chunks) and nothing is recorded. The fresh
+    /// buffer holds the chunks back to back, so chunks whose places follow each other are one
+    /// slice of it: one write per run, from the buffer, with no per-chunk bookkeeping (an
+    /// append writes chunks in grid order, so a flush is usually one write).
+    fn write_fresh_implicit(&mut self, f: &Store, fresh: &Fresh) -> Result<()> {
+        let bytes = fresh.bytes();
+        let step = self.shape.chunk_bytes;
+        let past = || Error::Internal("a fresh chunk past its buffer");
+        // The run being gathered: its file address, and its start and end in `bytes`.
+        let mut run: Option<(u64, usize, usize)> = None;
+        let mut from = 0usize;
+        for scaled in fresh.coords() {
+            let to = usize::try_from(step)
+                .ok()
+                .and_then(|s| from.checked_add(s))
+                .filter(|&to| to <= bytes.len())
+                .ok_or_else(past)?;
+            let at = match self.index.get(f, scaled)? {
+                Some(ChunkRecord { addr: Some(a), .. }) => a.get(),
+                _ => return Err(Error::Internal("an implicit index without a place")),
+            };
+            run = match run {
+                Some((start, s, e))
+                    if e == from
+                        && e.checked_sub(s)
+                            .and_then(|len| start.checked_add(len as u64))
+                            == Some(at) =>
+                {
+                    Some((start, s, to))
+                }
+                other => {
+                    if let Some((start, s, e)) = other {
+                        f.write(Addr(start), bytes.get(s..e).ok_or_else(past)?)?;
+                    }
+                    Some((at, from, to))
+                }
+            };
+            from = to;
+        }
+        if let Some((start, s, e)) = run {
+            f.write(Addr(start), bytes.get(s..e).ok_or_else(past)?)?;
         }
         Ok(())
     }

@@ -315,10 +315,18 @@ impl Fresh {
             // One row per chunk, the chunks back to back: the slab is the chunks' bytes.
             (_, _, [], _, _) if rank == 1 && step == [rows.len] => match src.get(..total) {
                 Some(all) => {
-                    self.bytes.extend_from_slice(all);
-                    let (f0, n0) = (first.first().copied(), n.first().copied());
-                    if let (Some(f0), Some(n0)) = (f0, n0) {
-                        self.coords.extend((0..n0).map(|a| f0.saturating_add(a)));
+                    // One chunk of one byte (the chunk-index benchmark's appends): pushed,
+                    // with no copy call and no range to extend by.
+                    match all {
+                        [b] => self.bytes.push(*b),
+                        _ => self.bytes.extend_from_slice(all),
+                    }
+                    match (first, n) {
+                        (&[f0], &[1]) => self.coords.push(f0),
+                        (&[f0], &[n0]) => {
+                            self.coords.extend((0..n0).map(|a| f0.saturating_add(a)));
+                        }
+                        _ => {}
                     }
                     true
                 }
@@ -394,6 +402,9 @@ impl Fresh {
                             .map(|r| r.as_slice())
                     };
                     match r {
+                        // Rows of one byte (the chunk-index benchmark's chunks): pushed, with
+                        // no copy call.
+                        Some([b]) => self.bytes.push(*b),
                         Some(r) => self.bytes.extend_from_slice(r),
                         None => return false,
                     }
