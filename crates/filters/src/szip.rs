@@ -384,16 +384,22 @@ fn aec_decode(
                 if with_ref {
                     buf.push(r.get(bits)?);
                 }
+                // The block's other samples, in place: high parts, then low bits.
                 let first = buf.len();
-                for _ in usize::from(with_ref)..block {
+                buf.resize(
+                    first
+                        .saturating_add(block)
+                        .saturating_sub(usize::from(with_ref)),
+                    0,
+                );
+                let coded = buf.get_mut(first..).unwrap_or_default();
+                for v in coded.iter_mut() {
                     let high = r.fs()?;
                     // High parts beyond 32 bits are corrupt; wrap as libaec does, bounded.
-                    buf.push(
-                        u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0),
-                    );
+                    *v = u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0);
                 }
                 if k > 0 {
-                    for v in buf.iter_mut().skip(first) {
+                    for v in coded.iter_mut() {
                         *v = v.wrapping_add(r.get(k)?);
                     }
                 }
