@@ -174,6 +174,35 @@ impl<'a> Bits<'a> {
         Ok(u32::try_from(v).unwrap_or(u32::MAX))
     }
 
+    /// Add the next `k` bits (1 to 32) to each of `values` in turn: the split-sample option's low
+    /// parts. The bits are counted for a group of samples at a time, so the check that refills
+    /// the accumulator runs once a group rather than once a sample.
+    fn add_low_bits(&mut self, k: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        if !(1..=32).contains(&k) {
+            return Ok(());
+        }
+        // `n` is more than 56 after a refill unless the stream ends.
+        let per = (56u32.checked_div(k).unwrap_or(1)).max(1) as usize;
+        let shift = 64u32.wrapping_sub(k);
+        for group in values.chunks_mut(per) {
+            let need = k.saturating_mul(u32::try_from(group.len()).unwrap_or(u32::MAX));
+            if self.n < need {
+                self.refill();
+                if self.n < need {
+                    return Err(corrupt("stream ends inside a block"));
+                }
+            }
+            for v in group {
+                // In range: k is 1 to 32 and the group's bits are counted.
+                let low = u32::try_from(self.acc.wrapping_shr(shift)).unwrap_or(0);
+                self.acc = self.acc.wrapping_shl(k);
+                *v = v.wrapping_add(low);
+            }
+            self.n = self.n.wrapping_sub(need);
+        }
+        Ok(())
+    }
+
     /// A fundamental sequence: the number of 0 bits before the next 1.
     #[inline(always)]
     fn fs(&mut self) -> Result<u32, FilterError> {
@@ -398,11 +427,7 @@ fn aec_decode(
                     // High parts beyond 32 bits are corrupt; wrap as libaec does, bounded.
                     *v = u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0);
                 }
-                if k > 0 {
-                    for v in coded.iter_mut() {
-                        *v = v.wrapping_add(r.get(k)?);
-                    }
-                }
+                r.add_low_bits(k, coded)?;
                 b = b.saturating_add(1);
             }
         }
