@@ -174,6 +174,35 @@ impl<'a> Bits<'a> {
         Ok(u32::try_from(v).unwrap_or(u32::MAX))
     }
 
+    /// Add the next `k` bits (1 to 32) to each of `values` in turn: the split-sample option's low
+    /// parts. The bits are counted for a group of samples at a time, so the check that refills
+    /// the accumulator runs once a group rather than once a sample.
+    fn add_low_bits(&mut self, k: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        if !(1..=32).contains(&k) {
+            return Ok(());
+        }
+        // `n` is more than 56 after a refill unless the stream ends.
+        let per = (56u32.checked_div(k).unwrap_or(1)).max(1) as usize;
+        let shift = 64u32.wrapping_sub(k);
+        for group in values.chunks_mut(per) {
+            let need = k.saturating_mul(u32::try_from(group.len()).unwrap_or(u32::MAX));
+            if self.n < need {
+                self.refill();
+                if self.n < need {
+                    return Err(corrupt("stream ends inside a block"));
+                }
+            }
+            for v in group {
+                // In range: k is 1 to 32 and the group's bits are counted.
+                let low = u32::try_from(self.acc.wrapping_shr(shift)).unwrap_or(0);
+                self.acc = self.acc.wrapping_shl(k);
+                *v = v.wrapping_add(low);
+            }
+            self.n = self.n.wrapping_sub(need);
+        }
+        Ok(())
+    }
+
     /// A fundamental sequence: the number of 0 bits before the next 1.
     #[inline(always)]
     fn fs(&mut self) -> Result<u32, FilterError> {
@@ -206,27 +235,110 @@ impl<'a> Bits<'a> {
     }
 }
 
-/// The second extension's fundamental sequence `m` as (sum, second) of its pair.
-fn se_pair(m: u32) -> (u32, u32) {
-    let mut s = 0u32;
-    let mut start = 0u32; // s(s + 1)/2
-    while start.saturating_add(s).saturating_add(1) <= m {
-        s = s.saturating_add(1);
-        start = start.saturating_add(s);
+/// The second extension's fundamental sequence `m` as (sum, second) of its pair, for every `m`
+/// up to [`SE_MAX`]: one lookup per code instead of a search whose length varies with `m`.
+const SE_TABLE: [(u8, u8); SE_MAX as usize + 1] = {
+    let mut t = [(0u8, 0u8); SE_MAX as usize + 1];
+    // The entries in order of m = s(s + 1)/2 + second, second in 0..=s.
+    let mut rest: &mut [(u8, u8)] = &mut t;
+    let mut s = 0u8;
+    while s <= 12 {
+        let mut second = 0u8;
+        while second <= s {
+            if let [e, tail @ ..] = rest {
+                *e = (s, second);
+                rest = tail;
+            }
+            second += 1;
+        }
+        s += 1;
     }
-    (s, m.saturating_sub(start))
+    t
+};
+
+/// How decoded samples are stored in the chunk.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Bytes a sample takes: 1, 2 or 4.
+    sample_bytes: usize,
+    /// Big-endian samples.
+    msb: bool,
+    /// Whether the values are the unit-delay predictor's residuals.
+    preprocess: bool,
+    /// Samples of each RSI (one padded scanline) that are the scanline's: the padding after
+    /// them is decoded and dropped.
+    keep: usize,
+}
+
+/// Undo the unit-delay predictor over one RSI in place: `buf` starts with the reference sample,
+/// every later value is a mapped residual of the previous sample. Without branches on the data
+/// (selects only): residuals' signs and ranges are as good as random in noisy data.
+fn unmap(buf: &mut [u32], xmax: u32) {
+    let Some((first, rest)) = buf.split_first_mut() else {
+        return;
+    };
+    let mut x = *first & xmax;
+    *first = x;
+    let med = (xmax >> 1).saturating_add(1);
+    for v in rest {
+        let d = *v;
+        let odd = d & 1;
+        let half = (d >> 1).wrapping_add(odd);
+        let near_max = x >= med;
+        // The distance to the nearer end of the range.
+        let room = if near_max { xmax.wrapping_sub(x) } else { x };
+        // Even residuals step up by d/2, odd ones down by (d + 1)/2: x + !(d/2) is x - (d/2 + 1).
+        // No wrap when `half <= room`, the only case the value is taken.
+        let inside = x.wrapping_add((d >> 1) ^ 0u32.wrapping_sub(odd));
+        let outside = if near_max { xmax.wrapping_sub(d) } else { d } & xmax;
+        x = if half <= room { inside } else { outside };
+        *v = x;
+    }
+}
+
+/// Append `values` to `out` as `layout` stores them.
+fn store(values: &[u32], layout: Layout, out: &mut Vec<u8>) {
+    match (layout.sample_bytes, layout.msb) {
+        (1, _) => out.extend(values.iter().map(|&v| v as u8)),
+        (2, msb) => {
+            let at = out.len();
+            out.resize(at.saturating_add(values.len().saturating_mul(2)), 0);
+            let dst = out.get_mut(at..).unwrap_or_default().as_chunks_mut::<2>().0;
+            for (d, &v) in dst.iter_mut().zip(values) {
+                let v = v as u16;
+                *d = if msb {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                };
+            }
+        }
+        (_, msb) => {
+            let at = out.len();
+            out.resize(at.saturating_add(values.len().saturating_mul(4)), 0);
+            let dst = out.get_mut(at..).unwrap_or_default().as_chunks_mut::<4>().0;
+            for (d, &v) in dst.iter_mut().zip(values) {
+                *d = if msb {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                };
+            }
+        }
+    }
 }
 
 /// Decode the AEC stream of `n_samples` samples of `bits` bits in RSIs of `rsi` blocks of
-/// `block` samples.
+/// `block` samples, appending each RSI's first `layout.keep` samples to `out` as stored.
 fn aec_decode(
     src: &[u8],
     bits: u32,
     block: usize,
     rsi: usize,
-    preprocess: bool,
     n_samples: usize,
-) -> Result<Vec<u32>, FilterError> {
+    layout: Layout,
+    out: &mut Vec<u8>,
+) -> Result<(), FilterError> {
     let id_len = match bits {
         17.. => 5,
         9..=16 => 4,
@@ -238,16 +350,16 @@ fn aec_decode(
         .checked_mul(block)
         .ok_or_else(|| corrupt("RSI too large"))?;
     let mut r = Bits::new(src);
-    let mut out: Vec<u32> = Vec::with_capacity(n_samples);
+    let mut done = 0usize;
     // An RSI's length comes from the client data: bounded by what the chunk needs.
     let mut buf: Vec<u32> = Vec::with_capacity(rsi_samples.min(n_samples));
-    while out.len() < n_samples {
+    while done < n_samples {
         // One RSI.
         buf.clear();
-        let rsi_end = n_samples.saturating_sub(out.len()).min(rsi_samples);
+        let rsi_end = n_samples.saturating_sub(done).min(rsi_samples);
         let mut b = 0usize;
         while buf.len() < rsi_end {
-            let with_ref = preprocess && b == 0;
+            let with_ref = layout.preprocess && b == 0;
             let id = r.get(id_len)?;
             if id == 0 {
                 let second_extension = r.get(1)? == 1;
@@ -258,13 +370,13 @@ fn aec_decode(
                     let mut i = usize::from(with_ref);
                     while i < block {
                         let m = r.fs()?;
-                        if m > SE_MAX {
-                            return Err(corrupt("second extension code out of range"));
-                        }
                         // m = s(s + 1)/2 + second, with s = first + second.
-                        let (s, second) = se_pair(m);
+                        let &(s, second) = SE_TABLE
+                            .get(m as usize)
+                            .ok_or_else(|| corrupt("second extension code out of range"))?;
+                        let (s, second) = (u32::from(s), u32::from(second));
                         if i % 2 == 0 {
-                            buf.push(s.saturating_sub(second));
+                            buf.push(s.wrapping_sub(second));
                             i = i.saturating_add(1);
                         }
                         buf.push(second);
@@ -301,55 +413,36 @@ fn aec_decode(
                 if with_ref {
                     buf.push(r.get(bits)?);
                 }
+                // The block's other samples, in place: high parts, then low bits.
                 let first = buf.len();
-                for _ in usize::from(with_ref)..block {
+                buf.resize(
+                    first
+                        .saturating_add(block)
+                        .saturating_sub(usize::from(with_ref)),
+                    0,
+                );
+                let coded = buf.get_mut(first..).unwrap_or_default();
+                for v in coded.iter_mut() {
                     let high = r.fs()?;
                     // High parts beyond 32 bits are corrupt; wrap as libaec does, bounded.
-                    buf.push(
-                        u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0),
-                    );
+                    *v = u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0);
                 }
-                if k > 0 {
-                    for v in buf.iter_mut().skip(first) {
-                        *v = v.wrapping_add(r.get(k)?);
-                    }
-                }
+                r.add_low_bits(k, coded)?;
                 b = b.saturating_add(1);
             }
         }
         buf.truncate(rsi_end);
-        if preprocess {
-            let mut it = buf.iter();
-            if let Some(&reference) = it.next() {
-                let mut x = reference & xmax;
-                out.push(x);
-                let med = (xmax >> 1).saturating_add(1);
-                // One extend over the block (no capacity check per sample); the wrapping
-                // operations below cannot wrap (each is guarded by the comparison before it).
-                out.extend(it.map(|&d| {
-                    let half = (d >> 1).wrapping_add(d & 1);
-                    // The distance to the nearer end of the range.
-                    let near_max = x >= med;
-                    let room = if near_max { xmax.wrapping_sub(x) } else { x };
-                    x = if half <= room {
-                        if d & 1 == 0 {
-                            x.wrapping_add(d >> 1)
-                        } else {
-                            x.wrapping_sub(half)
-                        }
-                    } else if near_max {
-                        xmax.wrapping_sub(d) & xmax
-                    } else {
-                        d & xmax
-                    };
-                    x
-                }));
-            }
+        done = done.saturating_add(buf.len());
+        if layout.preprocess {
+            unmap(&mut buf, xmax);
         } else {
-            out.extend(buf.iter().map(|&v| v & xmax));
+            for v in &mut buf {
+                *v &= xmax;
+            }
         }
+        store(buf.get(..layout.keep).unwrap_or(&buf), layout, out);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Undo the filter, refusing a chunk that declares more than `limit` bytes.
@@ -376,9 +469,9 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
     let rsi = pps.div_ceil(ppb);
     let padded_line = rsi.saturating_mul(ppb);
     let lines = samples.div_ceil(pps);
-    // A scanline that is not a whole number of blocks is padded to one.
-    // Decoding stops at the last sample the chunk holds: the padding of the last scanline is
-    // never decoded, so a scanline longer than the chunk sizes nothing.
+    // A scanline that is not a whole number of blocks is padded to one (an RSI is one padded
+    // scanline). Decoding stops at the last sample the chunk holds: the padding of the last
+    // scanline is never decoded, so a scanline longer than the chunk sizes nothing.
     let full_lines = lines.saturating_sub(1);
     let coded = if padded_line == pps {
         samples
@@ -387,49 +480,18 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
             .saturating_mul(padded_line)
             .saturating_add(samples.saturating_sub(full_lines.saturating_mul(pps)))
     };
-    let decoded = aec_decode(stream, bits, ppb, rsi, p.preprocess, coded)?;
-    let mut values: Vec<u32> = if padded_line == pps {
-        decoded
-    } else {
-        decoded
-            .chunks(padded_line)
-            .flat_map(|line| line.iter().take(pps))
-            .copied()
-            .take(samples)
-            .collect()
+    let layout = Layout {
+        sample_bytes,
+        msb: p.msb,
+        preprocess: p.preprocess,
+        keep: pps,
     };
-    values.truncate(samples);
-    if values.len() != samples {
+    let mut bytes = crate::buffer("szip", size)?;
+    aec_decode(stream, bits, ppb, rsi, coded, layout, &mut bytes)?;
+    if bytes.len() != size {
         return Err(corrupt(
             "stream decodes to fewer samples than the chunk holds",
         ));
-    }
-    let mut bytes = crate::zeroed("szip", size)?;
-    match (sample_bytes, p.msb) {
-        (1, _) => {
-            for (d, v) in bytes.iter_mut().zip(values) {
-                *d = v as u8;
-            }
-        }
-        (2, msb) => {
-            for (d, v) in bytes.as_chunks_mut::<2>().0.iter_mut().zip(values) {
-                let v = v as u16;
-                *d = if msb {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                };
-            }
-        }
-        (_, msb) => {
-            for (d, v) in bytes.as_chunks_mut::<4>().0.iter_mut().zip(values) {
-                *d = if msb {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                };
-            }
-        }
     }
     if planes == 1 {
         return Ok(bytes);
@@ -666,12 +728,17 @@ mod tests {
         assert!(Params::parse(&[141, 8, 48, 10]).is_none());
         assert!(Params::parse(&[141, 8, 16]).is_none());
         assert!(Params::parse(&[141, 16, 16, 8]).is_none());
-        assert_eq!(se_pair(0), (0, 0));
-        assert_eq!(se_pair(1), (1, 0));
-        assert_eq!(se_pair(2), (1, 1));
-        assert_eq!(se_pair(3), (2, 0));
-        assert_eq!(se_pair(5), (2, 2));
-        assert_eq!(se_pair(90), (12, 12));
+        assert_eq!(SE_TABLE[0], (0, 0));
+        assert_eq!(SE_TABLE[1], (1, 0));
+        assert_eq!(SE_TABLE[2], (1, 1));
+        assert_eq!(SE_TABLE[3], (2, 0));
+        assert_eq!(SE_TABLE[5], (2, 2));
+        assert_eq!(SE_TABLE[90], (12, 12));
+        for (m, &(s, second)) in SE_TABLE.iter().enumerate() {
+            let (s, second) = (s as usize, second as usize);
+            assert!(second <= s);
+            assert_eq!(s * (s + 1) / 2 + second, m);
+        }
     }
 
     #[test]
@@ -697,14 +764,25 @@ mod tests {
             .chunks(8)
             .map(|c| u8::from_str_radix(std::str::from_utf8(c).unwrap(), 2).unwrap())
             .collect();
-        let got = aec_decode(&stream, 8, 8, 4, false, 24).unwrap();
-        let mut want: Vec<u32> = (1..=8).collect();
+        let layout = Layout {
+            sample_bytes: 1,
+            msb: false,
+            preprocess: false,
+            keep: 32,
+        };
+        let mut got = Vec::new();
+        aec_decode(&stream, 8, 8, 4, 24, layout, &mut got).unwrap();
+        let mut want: Vec<u8> = (1..=8).collect();
         want.extend([2, 3, 2, 3, 2, 3, 2, 3]);
         want.extend([0; 8]);
         assert_eq!(got, want);
         // Truncated: an error, not a panic.
         for n in 0..stream.len() - 1 {
-            assert!(aec_decode(&stream[..n], 8, 8, 4, false, 24).is_err(), "{n}");
+            let mut got = Vec::new();
+            assert!(
+                aec_decode(&stream[..n], 8, 8, 4, 24, layout, &mut got).is_err(),
+                "{n}"
+            );
         }
     }
 

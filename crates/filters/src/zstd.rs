@@ -18,15 +18,49 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 
 const MAGIC: [u8; 4] = 0xFD2F_B528u32.to_le_bytes();
 
+thread_local! {
+    /// This thread's compressor and the level it was made for: kept across chunks, so that its
+    /// context (match state, hash tables, sequence and entropy buffers, sized by the first
+    /// chunk) is reset for each frame instead of allocated and zeroed again. Its frames are the
+    /// same bytes as a one-off compressor's.
+    static COMPRESSOR: std::cell::RefCell<Option<(i32, rust_zstd::Compressor)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Append one Zstandard frame of `data` at `level` (libzstd's numbering: 0 is the default,
 /// 3; negative levels are the fast ones) to `out`.
 pub fn compress_into(data: &[u8], level: i32, out: &mut Vec<u8>) {
-    out.extend_from_slice(&rust_zstd::compress(data, level));
+    let fresh = || {
+        rust_zstd::Compressor::new(rust_zstd::CompressOptions {
+            level,
+            ..rust_zstd::CompressOptions::default()
+        })
+    };
+    let reused = COMPRESSOR.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return false;
+        };
+        match &mut *slot {
+            Some((l, c)) if *l == level => c.compress(data, out),
+            _ => {
+                let mut c = fresh();
+                c.compress(data, out);
+                *slot = Some((level, c));
+            }
+        }
+        true
+    });
+    // Not on this thread (its locals torn down, or a compression already running on it).
+    if reused != Ok(true) {
+        fresh().compress(data, out);
+    }
 }
 
 /// One Zstandard frame of `data`.
 pub fn compress_chunk(data: &[u8], level: i32) -> Vec<u8> {
-    rust_zstd::compress(data, level)
+    let mut out = Vec::new();
+    compress_into(data, level, &mut out);
+    out
 }
 
 /// The window a frame may always declare, whatever its content: a streaming encoder that did not
@@ -229,6 +263,25 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reused_compressor_writes_one_off_frames() {
+        // The thread's compressor, kept across chunks and levels, writes the bytes a fresh one
+        // writes: chunks of other contents and sizes in turn, the level changing between them.
+        let a: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i / 7).to_le_bytes())
+            .collect();
+        let b: Vec<u8> = (0..70_000u32)
+            .map(|i| (i.wrapping_mul(i) % 253) as u8)
+            .collect();
+        for (data, level) in [(&a, 3), (&b, 3), (&a, 3), (&b, 19), (&a, -5), (&a, 3)] {
+            assert_eq!(
+                compress_chunk(data, level),
+                rust_zstd::compress(data, level),
+                "{level}"
+            );
+        }
+    }
 
     #[test]
     fn roundtrip_and_reject_corruption() {
