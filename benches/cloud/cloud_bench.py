@@ -124,6 +124,11 @@ def proxy(upstream_port, counts):
     upstream = threading.BoundedSemaphore(UPSTREAM)
 
     class Handler(socketserver.StreamRequestHandler):
+        # TCP_NODELAY, as every HTTP server that matters sets it: with Nagle's algorithm a
+        # response written in two pieces waits for the client's delayed ACK of the first
+        # (40 ms on Linux), which measured the kernel's timers, not the readers.
+        disable_nagle_algorithm = True
+
         def handle(self):
             try:
                 self.serve()
@@ -207,9 +212,9 @@ def proxy(upstream_port, counts):
                 if method != "HEAD":
                     out.append("Content-Length: %d\r\n" % len(data))
                 out.append("\r\n")
-                self.wfile.write("".join(out).encode("latin-1"))
-                if method != "HEAD":
-                    self.wfile.write(data)
+                # Head and body in one write.
+                self.wfile.write("".join(out).encode("latin-1") + (
+                    data if method != "HEAD" else b""))
                 self.wfile.flush()
                 if close:
                     break
@@ -256,6 +261,8 @@ import os, re, sys, http.server
 root, port_file = sys.argv[1], sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # No Nagle delay between the head and the body (see the proxy's handler).
+    disable_nagle_algorithm = True
     def log_message(self, *a):
         pass
     def answer(self, head_only):
@@ -302,6 +309,17 @@ os.replace(port_file + ".tmp", port_file)
 s.serve_forever()
 """
 
+# moto's server (`moto_server`), its werkzeug handler without Nagle's delay (see the proxy's
+# handler).
+MOTO = r"""
+import sys
+import werkzeug.serving
+werkzeug.serving.WSGIRequestHandler.disable_nagle_algorithm = True
+from moto.server import main
+sys.argv[0] = "moto_server"
+sys.exit(main())
+"""
+
 UPLOAD = r"""
 import os, sys, boto3
 endpoint, bucket = sys.argv[1], sys.argv[2]
@@ -334,8 +352,7 @@ def wait_port(port, what, proc):
 def start_servers(d, files, children):
     """(name, upstream port) of moto's S3 server (files uploaded) and the HTTP server."""
     moto_port = free_port()
-    server = os.path.join(os.path.dirname(sys.executable), "moto_server")
-    m = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(moto_port)],
+    m = subprocess.Popen([sys.executable, "-c", MOTO, "-H", "127.0.0.1", "-p", str(moto_port)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     children.append(m)
     wait_port(moto_port, "moto_server", m)
