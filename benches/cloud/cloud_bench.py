@@ -25,8 +25,15 @@ and every dataset's shape, type and chunk shape: `h5chunk ls`, and h5py's `visit
 the first chunk of one dataset:
 - `h5chunk`: the `cloud_probe` example (`File::open_url`, `Group::prefetch_tree`, the walk of
   `ls`, `read_slice_raw`), its counts from `File::io_stats`, checked against the proxy's;
-- `h5chunk-ra`: the same with `H5CHUNK_READ_AHEAD` set to the page size (the opening request
-  fetches that much: a paged file's whole first page);
+- `h5chunk-ra`: the same with `H5CHUNK_READ_AHEAD` set to `ra` bytes (1 MiB unless set: the
+  opening request fetches that much, which holds the metadata-first copy's 0.7 MB of metadata,
+  so that the rest of its first page is never fetched; `ra=PAGE` fetches a paged file's whole
+  first page with it);
+- `kerchunk`: kerchunk references made beforehand from the local file (kerchunk's
+  `SingleHdf5ToZarr`, its seconds printed as `gen_s`, not counted in the others) and read by
+  zarr through fsspec's reference file system: opening is loading the JSON, listing is every
+  group and array the references name (the metadata is in them: no request), the chunk is
+  read from the server;
 - `fsspec-MODE`: h5py on an fsspec file (s3fs for S3, fsspec's HTTP file system over aiohttp
   for HTTP) with `cache_type=MODE` and blocks of `block` bytes: `readahead`, `blockcache`,
   `first`, `mmap` (and `none` with `modes=`), counted by the proxy between phases.
@@ -124,6 +131,11 @@ def proxy(upstream_port, counts):
     upstream = threading.BoundedSemaphore(UPSTREAM)
 
     class Handler(socketserver.StreamRequestHandler):
+        # TCP_NODELAY, as every HTTP server that matters sets it: with Nagle's algorithm a
+        # response written in two pieces waits for the client's delayed ACK of the first
+        # (40 ms on Linux), which measured the kernel's timers, not the readers.
+        disable_nagle_algorithm = True
+
         def handle(self):
             try:
                 self.serve()
@@ -207,9 +219,9 @@ def proxy(upstream_port, counts):
                 if method != "HEAD":
                     out.append("Content-Length: %d\r\n" % len(data))
                 out.append("\r\n")
-                self.wfile.write("".join(out).encode("latin-1"))
-                if method != "HEAD":
-                    self.wfile.write(data)
+                # Head and body in one write.
+                self.wfile.write("".join(out).encode("latin-1") + (
+                    data if method != "HEAD" else b""))
                 self.wfile.flush()
                 if close:
                     break
@@ -256,6 +268,8 @@ import os, re, sys, http.server
 root, port_file = sys.argv[1], sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # No Nagle delay between the head and the body (see the proxy's handler).
+    disable_nagle_algorithm = True
     def log_message(self, *a):
         pass
     def answer(self, head_only):
@@ -302,6 +316,17 @@ os.replace(port_file + ".tmp", port_file)
 s.serve_forever()
 """
 
+# moto's server (`moto_server`), its werkzeug handler without Nagle's delay (see the proxy's
+# handler).
+MOTO = r"""
+import sys
+import werkzeug.serving
+werkzeug.serving.WSGIRequestHandler.disable_nagle_algorithm = True
+from moto.server import main
+sys.argv[0] = "moto_server"
+sys.exit(main())
+"""
+
 UPLOAD = r"""
 import os, sys, boto3
 endpoint, bucket = sys.argv[1], sys.argv[2]
@@ -334,8 +359,7 @@ def wait_port(port, what, proc):
 def start_servers(d, files, children):
     """(name, upstream port) of moto's S3 server (files uploaded) and the HTTP server."""
     moto_port = free_port()
-    server = os.path.join(os.path.dirname(sys.executable), "moto_server")
-    m = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(moto_port)],
+    m = subprocess.Popen([sys.executable, "-c", MOTO, "-H", "127.0.0.1", "-p", str(moto_port)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     children.append(m)
     wait_port(moto_port, "moto_server", m)
@@ -402,6 +426,78 @@ print("RESULT open_s=%.6f list_s=%.6f read_s=%.6f open_gets=%d open_heads=%d ope
 """
 
 
+KERCHUNK_GEN = r"""
+import json, sys, time
+from kerchunk.hdf import SingleHdf5ToZarr
+path, out = sys.argv[1:3]
+t = time.perf_counter()
+with open(path, "rb") as f:
+    refs = SingleHdf5ToZarr(f, "URL", inline_threshold=0).translate()
+gen_s = time.perf_counter() - t
+with open(out, "w") as f:
+    json.dump(refs, f)
+print("GEN %.6f" % gen_s)
+"""
+
+KERCHUNK_SIDE = r"""
+import json, os, sys, tempfile, time, urllib.request
+import fsspec, zarr, numpy as np
+server, proxy, name, template, dataset = sys.argv[1:6]
+def stats():
+    with urllib.request.urlopen("http://127.0.0.1:%s/__proxy__/stats" % proxy) as r:
+        s = json.loads(r.read())
+    return s["gets"], s["heads"], s["bytes"]
+t = time.perf_counter()
+if server == "s3":
+    url, protocol = "s3://granules/" + name, "s3"
+    options = {"key": "testing", "secret": "testing", "asynchronous": True, "client_kwargs": {
+        "endpoint_url": "http://127.0.0.1:%s" % proxy, "region_name": "us-east-1"}}
+else:
+    url, protocol = "http://127.0.0.1:%s/%s" % (proxy, name), "http"
+    options = {"asynchronous": True}
+with open(template) as f:
+    refs = json.loads(f.read().replace('"URL"', json.dumps(url)))
+g = zarr.open_group("reference://", mode="r", zarr_format=2, storage_options={
+    "fo": refs, "remote_protocol": protocol, "remote_options": options})
+open_s = time.perf_counter() - t
+o = stats()
+t = time.perf_counter()
+objects = []
+for k in sorted(refs["refs"]):
+    if k.endswith("/.zgroup"):
+        objects.append((k[:-len("/.zgroup")],))
+    elif k.endswith("/.zarray"):
+        a = g[k[:-len("/.zarray")]]
+        objects.append((k, a.shape, a.dtype.str, a.chunks))
+list_s = time.perf_counter() - t
+l = stats()
+t = time.perf_counter()
+d = g[dataset]
+chunk = d[tuple(slice(0, min(a, b)) for a, b in zip(d.chunks, d.shape))]
+read_s = time.perf_counter() - t
+r = stats()
+b = np.ascontiguousarray(chunk).view(np.uint8)
+print("RESULT open_s=%.6f list_s=%.6f read_s=%.6f open_gets=%d open_heads=%d open_bytes=%d "
+      "list_gets=%d list_heads=%d list_bytes=%d read_gets=%d read_heads=%d read_bytes=%d "
+      "objects=%d chunk_bytes=%d check=%d" % (open_s, list_s, read_s, *o, *l, *r,
+      len(objects), b.size, int(b.astype(np.uint64).sum())))
+"""
+
+
+def make_refs(files):
+    """kerchunk's references to each file (the URL a placeholder), made from the local file:
+    {kind: (path of the JSON, seconds to make it)}."""
+    out = {}
+    for kind, path in files.items():
+        refs = path + ".refs.json"
+        p = subprocess.run([sys.executable, "-c", KERCHUNK_GEN, path, refs], check=True,
+                           stdout=subprocess.PIPE, text=True)
+        gen_s = float(p.stdout.split()[-1])
+        out[kind] = (refs, gen_s)
+        print("REFS kind=%s gen_s=%.6f" % (kind, gen_s))
+    return out
+
+
 def parse_result(stdout):
     for line in stdout.splitlines():
         if line.startswith("RESULT "):
@@ -409,12 +505,12 @@ def parse_result(stdout):
     return None
 
 
-def run_side(args, server, port, name, side, dataset):
+def run_side(args, server, port, name, side, dataset, refs=None):
     env = dict(os.environ)
     for k in ("H5CHUNK_READ_AHEAD", "H5CHUNK_BLOCK_SIZE", "H5CHUNK_COALESCE_GAP"):
         env.pop(k, None)
     if side == "h5chunk-ra":
-        env["H5CHUNK_READ_AHEAD"] = str(args["page"])
+        env["H5CHUNK_READ_AHEAD"] = str(args["ra"])
     if side.startswith("h5chunk"):
         if server == "s3":
             url = "s3://%s/%s" % (BUCKET, name)
@@ -424,6 +520,8 @@ def run_side(args, server, port, name, side, dataset):
         else:
             url = "http://127.0.0.1:%d/%s" % (port, name)
         cmd = [args["probe"], url, dataset]
+    elif side == "kerchunk":
+        cmd = [sys.executable, "-c", KERCHUNK_SIDE, server, str(port), name, refs, dataset]
     else:
         mode = side.split("-", 1)[1]
         cmd = [sys.executable, "-c", FSSPEC_SIDE, server, str(port), name, mode,
@@ -446,9 +544,9 @@ def main():
     ap.add_argument("params", nargs="*")
     a = ap.parse_args()
     args = {"beams": 6, "subgroups": 5, "datasets": 8, "n": 40000, "chunk": 10000,
-            "page": 8 << 20, "block": 1 << 20, "latencies": "20,80",
+            "page": 8 << 20, "ra": 1 << 20, "block": 1 << 20, "latencies": "20,80",
             "modes": "readahead,blockcache,first,mmap", "servers": "s3,http",
-            "h5repack": 1, "log": 0}
+            "h5repack": 1, "kerchunk": 1, "log": 0}
     for kv in a.params:
         k, v = kv.split("=", 1)
         if k not in args:
@@ -459,6 +557,7 @@ def main():
     files = make(args, a.dir)
     for kind, p in files.items():
         print("FILE kind=%s name=%s bytes=%d" % (kind, os.path.basename(p), os.path.getsize(p)))
+    refs = make_refs(files) if args["kerchunk"] else {}
     sys.stdout.flush()
     # The last beam's first dataset: far from the file's start (the first dataset's chunks
     # would come with the opening request's read-ahead).
@@ -471,7 +570,7 @@ def main():
     try:
         servers = start_servers(a.dir, files, children)
         wanted = args["servers"].split(",")
-        sides = ["h5chunk", "h5chunk-ra"] + [
+        sides = ["h5chunk", "h5chunk-ra"] + (["kerchunk"] if refs else []) + [
             "fsspec-" + m for m in args["modes"].split(",") if m]
         agree = {}
         for server, upstream in servers:
@@ -485,7 +584,8 @@ def main():
                     name = os.path.basename(path)
                     for side in sides:
                         control(port, "reset")
-                        r, why = run_side(args, server, port, name, side, dataset)
+                        r, why = run_side(args, server, port, name, side, dataset,
+                                          refs.get(kind, (None,))[0])
                         seen = control(port, "stats")
                         head = "server=%s latency_ms=%d file=%s side=%s" % (
                             server, latency, kind, side)
@@ -501,6 +601,8 @@ def main():
                             failures += 1
                         key = (r["objects"], r["chunk_bytes"], r["check"])
                         agree.setdefault(kind, {})[side] = key
+                        if side == "kerchunk":
+                            r["gen_s"] = "%.6f" % refs[kind][1]
                         print("RESULT %s %s proxy_gets=%d proxy_heads=%d proxy_bytes=%d" % (
                             head, " ".join("%s=%s" % kv for kv in r.items()), *total))
                         if args["log"]:

@@ -111,6 +111,9 @@ impl Storage for Counted {
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
         self.inner.prefetch(ranges)
     }
+    fn fetch_whole_on_miss(&self, range: (Addr, u64)) {
+        self.inner.fetch_whole_on_miss(range)
+    }
     fn expect_growth_ahead(&self) {
         self.inner.expect_growth_ahead()
     }

@@ -116,6 +116,9 @@ pub struct ObjectStorage {
     gap: u64,
     requests: AtomicU64,
     bytes_fetched: AtomicU64,
+    /// A range the first read missing inside it fetches whole
+    /// ([`Storage::fetch_whole_on_miss`]); taken by that read.
+    whole: Mutex<Option<Range<u64>>>,
 }
 
 #[derive(Default)]
@@ -291,6 +294,7 @@ impl ObjectStorage {
             gap: GAP,
             requests: AtomicU64::new(1),
             bytes_fetched: AtomicU64::new(got.1.len() as u64),
+            whole: Mutex::new(None),
         };
         Ok(s)
     }
@@ -310,25 +314,38 @@ impl ObjectStorage {
         &self.url
     }
 
-    /// Fetch the missing blocks that `ranges` touch (beyond the read-ahead): runs of missing
-    /// blocks closer than [`GAP`] in one request each, the requests concurrently.
     /// The block holding byte `at`.
     fn index(&self, at: u64) -> u64 {
         at.checked_div(self.block).unwrap_or_default()
     }
 
+    /// Fetch the missing blocks that `ranges` touch (beyond the read-ahead): runs of missing
+    /// blocks closer than [`GAP`] in one request each, the requests concurrently. A missing
+    /// block inside the range to fetch whole brings the rest of that range with it.
     fn fetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
         let head = self.head.len() as u64;
         let mut wanted: Vec<u64> = Vec::new();
         {
             let blocks = self.blocks.lock();
-            for r in ranges {
+            let missing = |r: &Range<u64>, wanted: &mut Vec<u64>| {
                 let start = r.start.max(head);
-                if start >= r.end {
-                    continue;
+                if start < r.end {
+                    let (first, last) = (self.index(start), self.index(r.end.saturating_sub(1)));
+                    wanted.extend((first..=last).filter(|b| !blocks.have.contains_key(b)));
                 }
-                let (first, last) = (self.index(start), self.index(r.end.saturating_sub(1)));
-                wanted.extend((first..=last).filter(|b| !blocks.have.contains_key(b)));
+            };
+            for r in ranges {
+                missing(r, &mut wanted);
+            }
+            if !wanted.is_empty() {
+                let mut whole = self.whole.lock();
+                let hit = whole.as_ref().is_some_and(|w| {
+                    let (first, last) = (self.index(w.start), self.index(w.end.saturating_sub(1)));
+                    wanted.iter().any(|b| (first..=last).contains(b))
+                });
+                if hit && let Some(w) = whole.take() {
+                    missing(&w, &mut wanted);
+                }
             }
         }
         wanted.sort_unstable();
@@ -490,6 +507,14 @@ impl Storage for ObjectStorage {
         Ok(())
     }
 
+    fn fetch_whole_on_miss(&self, range: (Addr, u64)) {
+        let (start, end) = (
+            range.0.get(),
+            range.0.get().saturating_add(range.1).min(self.len),
+        );
+        *self.whole.lock() = (start < end && end > self.head.len() as u64).then_some(start..end);
+    }
+
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
         let ranges: Vec<Range<u64>> = ranges
             .iter()
@@ -579,6 +604,43 @@ mod tests {
         assert_eq!((s.requests(), s.bytes_fetched()), (1, 2 * READ_AHEAD));
         s.read_at(Addr(2 * READ_AHEAD), &mut b).unwrap();
         assert_eq!(s.requests(), 2, "past the read-ahead");
+    }
+
+    #[test]
+    fn a_range_to_fetch_whole_comes_with_the_first_read_missing_in_it() {
+        let data: Vec<u8> = (0..(READ_AHEAD * 4)).map(|i| (i % 239) as u8).collect();
+        let s = storage(&data);
+        let page = 2 * READ_AHEAD + 100;
+        s.fetch_whole_on_miss((Addr(0), page));
+        // Nothing fetched until a read misses; a read outside the range leaves it pending.
+        assert_eq!(s.requests(), 1);
+        let mut b = vec![0; 100];
+        s.read_at(Addr(3 * READ_AHEAD), &mut b).unwrap();
+        assert_eq!(
+            b,
+            data[3 * READ_AHEAD as usize..3 * READ_AHEAD as usize + 100]
+        );
+        assert_eq!(s.requests(), 2);
+        // A read missing inside it: the whole rest of the range, in that one request.
+        let at = READ_AHEAD + 5 * BLOCK + 1;
+        s.read_at(Addr(at), &mut b).unwrap();
+        assert_eq!(b, data[at as usize..at as usize + 100]);
+        assert_eq!(s.requests(), 3);
+        let fetched = s.bytes_fetched();
+        let end = page.div_ceil(BLOCK) * BLOCK;
+        assert_eq!(fetched, READ_AHEAD + BLOCK + (end - READ_AHEAD));
+        for at in [READ_AHEAD, READ_AHEAD + 17 * BLOCK, page - 100] {
+            s.read_at(Addr(at), &mut b).unwrap();
+            assert_eq!(b, data[at as usize..at as usize + 100]);
+        }
+        assert_eq!(
+            (s.requests(), s.bytes_fetched()),
+            (3, fetched),
+            "all cached"
+        );
+        // Taken by that read: a later miss fetches only what it asks for.
+        s.read_at(Addr(end + 3 * BLOCK), &mut b).unwrap();
+        assert_eq!((s.requests(), s.bytes_fetched()), (4, fetched + BLOCK));
     }
 
     #[test]

@@ -76,6 +76,15 @@ pub trait Storage: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Say that the byte range `(address, length)` is read as a whole: the first read that
+    /// misses a byte of it fetches all of it not cached yet in the same request, rather than
+    /// only what it asked for (a paged file's first page, which holds its metadata: what one
+    /// read of it misses, the next read would). Nothing is fetched before that read. The
+    /// default does nothing.
+    fn fetch_whole_on_miss(&self, range: (Addr, u64)) {
+        let _ = range;
+    }
+
     /// Say that from now on the length runs ahead of the bytes written (grown with
     /// [`set_len`](Storage::set_len) a step at a time, as a SWMR writer's end of allocation
     /// moves) and the writes that follow land in that hole, mostly in order. A storage may
@@ -114,6 +123,9 @@ impl<S: Storage + ?Sized> Storage for Arc<S> {
     }
     fn prefetch(&self, ranges: &[(Addr, u64)]) -> io::Result<()> {
         (**self).prefetch(ranges)
+    }
+    fn fetch_whole_on_miss(&self, range: (Addr, u64)) {
+        (**self).fetch_whole_on_miss(range)
     }
     fn expect_growth_ahead(&self) {
         (**self).expect_growth_ahead()

@@ -1022,12 +1022,14 @@ fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
     );
 }
 
-/// A metadata-first paged file (pages and metadata room of 1 MiB, past the 256 KiB the
-/// opening request reads ahead) in a local S3: `ls --stats` opens and lists it in two GETs,
-/// the opening one and one for the rest of the first page, and no HEAD; reading a dataset
-/// then fetches its chunks past the room.
+/// A metadata-first paged file (pages and metadata room of 1 MiB, its metadata within the
+/// 256 KiB the opening request reads ahead) in a local S3: `ls --stats` opens and lists it in
+/// that one GET and no HEAD (the rest of the first page is fetched only when a read misses
+/// in it); with a read-ahead of 4 KiB, in two GETs, the second one bringing the whole rest
+/// of the first page at the first miss; reading a dataset then fetches its chunks past the
+/// room.
 #[test]
-fn ls_stats_of_a_metadata_first_file_in_s3_takes_two_gets() {
+fn ls_stats_of_a_metadata_first_file_in_s3_takes_the_read_ahead_then_the_page() {
     let Some(python) = interop::python("ls_stats_of_a_metadata_first_file_in_s3") else {
         return;
     };
@@ -1060,26 +1062,32 @@ fn ls_stats_of_a_metadata_first_file_in_s3_takes_two_gets() {
     let moto = h5chunk_testkit::moto::Moto::start(&python);
     moto.upload(&python, "granules", &[&local]);
     let url = "s3://granules/granule.h5";
-    let with_env = |args: &[&str]| {
+    let with_ra = |args: &[&str], read_ahead: Option<&str>| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_h5chunk"));
-        c.args(args);
+        c.args(args).env_remove("H5CHUNK_READ_AHEAD");
         for (k, v) in moto.env() {
             c.env(k, v);
         }
+        if let Some(r) = read_ahead {
+            c.env("H5CHUNK_READ_AHEAD", r);
+        }
         c.output().unwrap()
     };
-    let out = with_env(&["ls", "--stats", url]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert_eq!(out.stdout, ok(&["ls", s(&local)]));
-    let remote = err
-        .lines()
-        .find_map(|l| l.split("; remote: ").nth(1))
-        .unwrap_or_else(|| panic!("no remote stats: {err}"));
-    assert!(
-        remote.starts_with("2 GET, 0 HEAD, ") && remote.contains(&format!(" {page} bytes")),
-        "{err}"
-    );
+    let with_env = |args: &[&str]| with_ra(args, None);
+    for (read_ahead, want) in [
+        (None, "1 GET, 0 HEAD, 262144 bytes".to_string()),
+        (Some("4096"), format!("2 GET, 0 HEAD, {page} bytes")),
+    ] {
+        let out = with_ra(&["ls", "--stats", url], read_ahead);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(out.stdout, ok(&["ls", s(&local)]));
+        let remote = err
+            .lines()
+            .find_map(|l| l.split("; remote: ").nth(1))
+            .unwrap_or_else(|| panic!("no remote stats: {err}"));
+        assert!(remote.starts_with(&want), "{read_ahead:?}: {err}");
+    }
     let out = with_env(&["cat", url, "gt07/lat_ph"]);
     assert!(out.status.success());
     assert_eq!(out.stdout, ok(&["cat", s(&local), "gt07/lat_ph"]));

@@ -101,6 +101,11 @@ impl Storage for BaseStorage {
             .collect::<std::io::Result<Vec<_>>>()?;
         self.inner.prefetch(&shifted)
     }
+    fn fetch_whole_on_miss(&self, range: (Addr, u64)) {
+        if let Ok(at) = self.shifted(range.0) {
+            self.inner.fetch_whole_on_miss((at, range.1));
+        }
+    }
     fn expect_growth_ahead(&self) {
         self.inner.expect_growth_ahead()
     }

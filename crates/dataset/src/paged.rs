@@ -173,20 +173,21 @@ pub(crate) fn create(
     Ok(at)
 }
 
-/// On opening a paged file: fetch its whole first page now, in one request where requests
-/// cost a round trip (an object store, whose opening request brought only its read-ahead):
-/// a paged file keeps its superblock, and in a metadata-first file every structure, there.
-/// A page size libhdf5 could not have written is no reason to refuse reading the file: the
-/// prefetch is skipped (a writer refuses it, [`open_for_writing`]).
+/// On opening a paged file: have its whole first page fetched by the first read that misses
+/// in it, in one request where requests cost a round trip (an object store, whose opening
+/// request brought only its read-ahead): a paged file keeps its superblock, and in a
+/// metadata-first file every structure, there. Not before that read: when the opening
+/// request's read-ahead held all the metadata a reader needs (a metadata-first file's, with
+/// a read-ahead as large as its metadata), nothing more of the page is fetched, and opening,
+/// listing and reading one chunk costs two requests. A page size libhdf5 could not have
+/// written is no reason to refuse reading the file: the hint is skipped (a writer refuses
+/// it, [`open_for_writing`]).
 pub(crate) fn prefetch_first_page(store: &Store) -> Result<()> {
     if let Ok(Some(page)) = page_size(store) {
         let len = store.storage.len().map_err(|e| store.io(e))?;
         let want = page.min(len).min(PREFETCH_MAX);
         if want > 0 {
-            store
-                .storage
-                .prefetch(&[(Addr(0), want)])
-                .map_err(|e| store.io(e))?;
+            store.storage.fetch_whole_on_miss((Addr(0), want));
         }
     }
     Ok(())
