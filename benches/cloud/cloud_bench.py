@@ -25,10 +25,10 @@ and every dataset's shape, type and chunk shape: `h5chunk ls`, and h5py's `visit
 the first chunk of one dataset:
 - `h5chunk`: the `cloud_probe` example (`File::open_url`, `Group::prefetch_tree`, the walk of
   `ls`, `read_slice_raw`), its counts from `File::io_stats`, checked against the proxy's;
-- `h5chunk-ra`: the same with `H5CHUNK_READ_AHEAD` set to `ra` bytes (1 MiB unless set: the
-  opening request fetches that much, which holds the metadata-first copy's 0.7 MB of metadata,
-  so that the rest of its first page is never fetched; `ra=PAGE` fetches a paged file's whole
-  first page with it);
+- `h5chunk-ra`: the same with `H5CHUNK_READ_AHEAD` set to `ra` bytes (8 MiB unless set, the
+  page: the opening request fetches a paged file's whole first page; h5chunk's default, 1 MiB,
+  already holds the metadata-first copy's 0.7 MB of metadata, so that the rest of its first
+  page is never fetched);
 - `kerchunk`: kerchunk references made beforehand from the local file (kerchunk's
   `SingleHdf5ToZarr`, its seconds printed as `gen_s`, not counted in the others) and read by
   zarr through fsspec's reference file system: opening is loading the JSON, listing is every
@@ -544,7 +544,7 @@ def main():
     ap.add_argument("params", nargs="*")
     a = ap.parse_args()
     args = {"beams": 6, "subgroups": 5, "datasets": 8, "n": 40000, "chunk": 10000,
-            "page": 8 << 20, "ra": 1 << 20, "block": 1 << 20, "latencies": "20,80",
+            "page": 8 << 20, "ra": 8 << 20, "block": 1 << 20, "latencies": "20,80",
             "modes": "readahead,blockcache,first,mmap", "servers": "s3,http",
             "h5repack": 1, "kerchunk": 1, "log": 0}
     for kv in a.params:

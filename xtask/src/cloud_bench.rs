@@ -10,8 +10,8 @@
 //! `h5chunk repack --paged 8MiB --metadata-first` copy and libhdf5's `h5repack -S PAGE` copy),
 //! starts the servers and the proxies, runs every side once per (server, latency, file) and
 //! prints one `RESULT` line each. h5chunk runs twice: with its defaults, and with the opening
-//! request's read-ahead set to 1 MiB (`H5CHUNK_READ_AHEAD`; `ra=` sets it), which holds the
-//! metadata-first copy's metadata. kerchunk's side reads references made beforehand from the
+//! request's read-ahead set to 8 MiB, the page (`H5CHUNK_READ_AHEAD`; `ra=` sets it); the
+//! default read-ahead (1 MiB) already holds the metadata-first copy's metadata. kerchunk's side reads references made beforehand from the
 //! local files (the seconds that took are in the table's footer). xtask prints the table,
 //! issue 36's done-when checks beside
 //! the figures (reported, not failed: the request counts are exact, the seconds depend on the

@@ -110,10 +110,6 @@ enum Command {
         /// The HDF5 file.
         file: PathBuf,
     },
-    /// Write kerchunk references to the file's datasets (version 1 JSON, or kerchunk's Parquet
-    /// layout with `--parquet`): Zarr metadata and one `[url, offset, size]` per allocated
-    /// chunk, so that fsspec's reference file system with zarr, xarray or dask reads the file
-    /// without libhdf5.
     /// Rewrite a file object by object: groups, attributes, datasets (chunks copied as stored,
     /// with their filters, chunk index kind, chunk shape, fill value and maximum shape) and
     /// external links. What cannot be copied yet (soft links, committed datatypes, a second
@@ -135,6 +131,10 @@ enum Command {
         #[arg(long)]
         metadata_first: bool,
     },
+    /// Write kerchunk references to the file's datasets (version 1 JSON, or kerchunk's Parquet
+    /// layout with `--parquet`): Zarr metadata and one `[url, offset, size]` per allocated
+    /// chunk, so that fsspec's reference file system with zarr, xarray or dask reads the file
+    /// without libhdf5.
     Refs {
         /// The HDF5 file.
         file: PathBuf,

@@ -1023,7 +1023,7 @@ fn commands_take_s3_urls_with_the_endpoint_from_the_environment() {
 }
 
 /// A metadata-first paged file (pages and metadata room of 1 MiB, its metadata within the
-/// 256 KiB the opening request reads ahead) in a local S3: `ls --stats` opens and lists it in
+/// 1 MiB the opening request reads ahead) in a local S3: `ls --stats` opens and lists it in
 /// that one GET and no HEAD (the rest of the first page is fetched only when a read misses
 /// in it); with a read-ahead of 4 KiB, in two GETs, the second one bringing the whole rest
 /// of the first page at the first miss; reading a dataset then fetches its chunks past the
@@ -1075,7 +1075,10 @@ fn ls_stats_of_a_metadata_first_file_in_s3_takes_the_read_ahead_then_the_page() 
     };
     let with_env = |args: &[&str]| with_ra(args, None);
     for (read_ahead, want) in [
-        (None, "1 GET, 0 HEAD, 262144 bytes".to_string()),
+        (
+            None,
+            format!("1 GET, 0 HEAD, {} bytes", h5chunk::storage::READ_AHEAD),
+        ),
         (Some("4096"), format!("2 GET, 0 HEAD, {page} bytes")),
     ] {
         let out = with_ra(&["ls", "--stats", url], read_ahead);
