@@ -171,6 +171,20 @@ pub(super) enum Codec {
 }
 
 impl Codec {
+    /// Decode `src` to exactly fill `out`: LZ4 in place, the others through a buffer.
+    pub(super) fn decode_into(self, src: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
+        if let Codec::Lz4 = self {
+            return lz4::decompress_block_into(src, out).map_err(corrupt);
+        }
+        let mut v = Vec::new();
+        self.decode(src, out.len(), &mut v)?;
+        let got = v
+            .get(..out.len())
+            .ok_or_else(|| corrupt("split decodes short"))?;
+        out.copy_from_slice(got);
+        Ok(())
+    }
+
     /// Decode `src` to exactly `len` bytes appended to `out`.
     pub(super) fn decode(
         self,
