@@ -547,7 +547,7 @@ fn decode_chunk_to(
     let [version, _, flags, typesize, ..] = h;
     if flags & 0x05 != 0x05 {
         // The Blosc 1 header only.
-        return blosc::decompress(data, limit).map(Some).map_err(rename);
+        return blosc::decompress_to(data, limit, dest).map_err(rename);
     }
     let nbytes = le32_size(data, 4)?;
     let blocksize = le32_size(data, 8)?;

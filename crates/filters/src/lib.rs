@@ -403,7 +403,7 @@ impl Pipeline {
     }
 
     /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a first stage of
-    /// shuffle, LZ4, bitshuffle or Blosc2 (decoded last) writes there directly, with no buffer of its
+    /// shuffle, LZ4, bitshuffle, Blosc or Blosc2 (decoded last) writes there directly, with no buffer of its
     /// own and no copy after it.
     pub fn decode_into(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
         match self.stages.first() {
@@ -420,6 +420,10 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => {
                     let data = self.decode_stages(data, mask, out.len(), 1)?;
                     bitshuffle::decompress_into(&data, p, out)?;
+                }
+                Stage::Blosc(..) => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    blosc::decompress_into(&data, self.limit(out.len()), out)?;
                 }
                 Stage::Blosc2(..) => {
                     let data = self.decode_stages(data, mask, out.len(), 1)?;
