@@ -1,6 +1,8 @@
 //! The shuffle filter (2): byte `b` of every element is gathered into plane `b`, which makes
 //! numeric data compress better. Trailing bytes that do not fill an element stay in place.
 
+use fearless_simd::{Level, Simd, SimdBase, dispatch, u8x16};
+
 /// Shuffle `data` of `element_size`-byte elements.
 pub fn shuffle(data: &[u8], element_size: usize) -> Vec<u8> {
     let mut out = vec![0u8; data.len()];
@@ -161,7 +163,8 @@ fn scatter2(data: &[u8], out: &mut [u8], n: usize) {
     }
 }
 
-/// [`scatter`] of 4-byte elements: the four planes zipped, a loop LLVM vectorises.
+/// [`scatter`] of 4-byte elements: sixteen elements at a time with byte zips (see
+/// [`scatter4_simd`]), the rest the four planes zipped element by element.
 fn scatter4(data: &[u8], out: &mut [u8], n: usize) {
     let mut planes = data.chunks_exact(n.max(1));
     let (Some(p0), Some(p1), Some(p2), Some(p3)) =
@@ -169,9 +172,47 @@ fn scatter4(data: &[u8], out: &mut [u8], n: usize) {
     else {
         return;
     };
-    for ((((e, &a), &b), &c), &d) in out.chunks_exact_mut(4).zip(p0).zip(p1).zip(p2).zip(p3) {
+    let level = Level::new();
+    let done = dispatch!(level, simd => scatter4_simd(simd, [p0, p1, p2, p3], out));
+    for ((((e, &a), &b), &c), &d) in out
+        .chunks_exact_mut(4)
+        .zip(p0)
+        .zip(p1)
+        .zip(p2)
+        .zip(p3)
+        .skip(done)
+    {
         e.copy_from_slice(&[a, b, c, d]);
     }
+}
+
+/// The first elements of [`scatter4`], sixteen at a time, and how many it did: planes `a` and
+/// `c` zipped bytewise, `b` and `d` too, then those two zipped make `a b c d` per element
+/// (eight byte unpacks per 64 bytes, where LLVM's vectorising of the element loop on the
+/// baseline x86-64 widened each byte to 32 bits: 22 instructions per 16 bytes).
+#[inline(always)]
+fn scatter4_simd<S: Simd>(simd: S, planes: [&[u8]; 4], out: &mut [u8]) -> usize {
+    let [p0, p1, p2, p3] = planes.map(|p| p.as_chunks::<16>().0);
+    let (outs, _) = out.as_chunks_mut::<64>();
+    let mut done = 0usize;
+    for ((((o, a), b), c), d) in outs.iter_mut().zip(p0).zip(p1).zip(p2).zip(p3) {
+        let v = |x: &[u8; 16]| u8x16::from_slice(simd, x);
+        let (a, b, c, d) = (v(a), v(b), v(c), v(d));
+        let (ac_lo, ac_hi) = (simd.zip_low_u8x16(a, c), simd.zip_high_u8x16(a, c));
+        let (bd_lo, bd_hi) = (simd.zip_low_u8x16(b, d), simd.zip_high_u8x16(b, d));
+        let quads = [
+            simd.zip_low_u8x16(ac_lo, bd_lo),
+            simd.zip_high_u8x16(ac_lo, bd_lo),
+            simd.zip_low_u8x16(ac_hi, bd_hi),
+            simd.zip_high_u8x16(ac_hi, bd_hi),
+        ];
+        let (dst, _) = o.as_chunks_mut::<16>();
+        for (d, q) in dst.iter_mut().zip(quads) {
+            d.copy_from_slice(q.as_slice());
+        }
+        done = done.saturating_add(16);
+    }
+    done
 }
 
 /// Undo [`gather`].
