@@ -21,7 +21,7 @@
 //! | n    | the block's planes, compressed as one LZ4 block or one Zstandard frame    |
 //! |      | then the left-over elements, raw                                          |
 
-use fearless_simd::{Level, Simd, SimdBase, dispatch, u8x16};
+use fearless_simd::{Level, Simd, SimdBase, dispatch, u8x16, u32x4};
 
 use super::{FilterError, lz4, zstd};
 
@@ -258,9 +258,9 @@ fn interleave4(a: &[u8], b: &[u8], out: &mut [u8]) {
     }
 }
 
-/// Byte `i` of the eight `planes` (`m` bytes each, a multiple of 16) into word `i` of `out`
-/// (the three interleaving rounds of [`untranspose_row`] in one pass, sixteen columns at a
-/// time): zipping the bytes of planes `k` and `k + 4`, then of those results `k` and `k + 2`,
+/// Byte `i` of the eight `planes` (`m` bytes each, a multiple of 16) into word `i` of `out`,
+/// each word then bit-transposed: [`untranspose_row`] in one pass, sixteen columns at a
+/// time: zipping the bytes of planes `k` and `k + 4`, then of those results `k` and `k + 2`,
 /// then `k` and `k + 1`, puts plane `k`'s byte at place `k` of each word. Through
 /// fearless_simd: LLVM turns none of the three rounds into byte unpacks on baseline x86-64.
 #[inline(always)]
@@ -287,12 +287,48 @@ fn interleave8_simd<S: Simd>(simd: S, planes: [&[u8]; 8], out: &mut [u8]) {
                 simd.zip_high_u8x16(a3, b3),
             ]
         };
-        let w = round(round(round(v)));
+        let [w0, w1, w2, w3, w4, w5, w6, w7] = round(round(round(v)));
+        let words = [
+            transpose8_simd(simd, w0, w1),
+            transpose8_simd(simd, w2, w3),
+            transpose8_simd(simd, w4, w5),
+            transpose8_simd(simd, w6, w7),
+        ];
         let (dst, _) = o.as_chunks_mut::<16>();
-        for (d, x) in dst.iter_mut().zip(w) {
+        for (d, x) in dst.iter_mut().zip(words.into_iter().flatten()) {
             d.copy_from_slice(x.as_slice());
         }
     }
+}
+
+/// [`transpose8`] of the four words in `a` and `b`: their low and high halves gathered in
+/// 32-bit lanes, where the first two steps stay within a half and the third moves bits
+/// between the halves (`t = (lo ^ hi << 4) & 0xF0F0F0F0`, `lo ^= t`, `hi ^= t >> 4`).
+#[inline(always)]
+fn transpose8_simd<S: Simd>(simd: S, a: u8x16<S>, b: u8x16<S>) -> [u8x16<S>; 2] {
+    let (a, b) = (simd.reinterpret_u32_u8x16(a), simd.reinterpret_u32_u8x16(b));
+    let (lo, hi) = (simd.unzip_low_u32x4(a, b), simd.unzip_high_u32x4(a, b));
+    let step = |x: u32x4<S>, shift: u32, mask: u32| {
+        let t = simd.and_u32x4(
+            simd.xor_u32x4(x, simd.shr_u32x4(x, shift)),
+            u32x4::splat(simd, mask),
+        );
+        simd.xor_u32x4(x, simd.xor_u32x4(t, simd.shl_u32x4(t, shift)))
+    };
+    let (lo, hi) = (step(lo, 7, 0x00AA_00AA), step(hi, 7, 0x00AA_00AA));
+    let (lo, hi) = (step(lo, 14, 0x0000_CCCC), step(hi, 14, 0x0000_CCCC));
+    let t = simd.and_u32x4(
+        simd.xor_u32x4(lo, simd.shl_u32x4(hi, 4)),
+        u32x4::splat(simd, 0xF0F0_F0F0),
+    );
+    let (lo, hi) = (
+        simd.xor_u32x4(lo, t),
+        simd.xor_u32x4(hi, simd.shr_u32x4(t, 4)),
+    );
+    [
+        simd.reinterpret_u8_u32x4(simd.zip_low_u32x4(lo, hi)),
+        simd.reinterpret_u8_u32x4(simd.zip_high_u32x4(lo, hi)),
+    ]
 }
 
 /// Undo [`transpose_row`]: eight planes of `m` bytes in `input` become `8m` bytes in `out`.
@@ -314,7 +350,6 @@ fn untranspose_row(input: &[u8], out: &mut [u8], scratch: &mut Vec<u8>) {
         let planes = [(); 8].map(|()| plane());
         let level = Level::new();
         dispatch!(level, simd => interleave8_simd(simd, planes, out));
-        transpose8_all(out.get_mut(..8 * m).unwrap_or_default());
         return;
     }
     sized(scratch, len);
