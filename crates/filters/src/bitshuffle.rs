@@ -197,6 +197,11 @@ fn transpose8_copy(src: &[u8], dst: &mut [u8]) {
 /// plane `k`.
 fn transpose_row(input: &[u8], out: &mut [u8], scratch: &mut Vec<u8>) {
     let m = out.len() / 8;
+    if m > 0 && m.is_multiple_of(16) {
+        let level = Level::new();
+        dispatch!(level, simd => deinterleave8_simd(simd, input, out, m));
+        return;
+    }
     let groups = m / 8;
     sized(scratch, input.len());
     transpose8_copy(input, scratch);
@@ -299,6 +304,55 @@ fn interleave8_simd<S: Simd>(simd: S, planes: [&[u8]; 8], out: &mut [u8]) {
             d.copy_from_slice(x.as_slice());
         }
     }
+}
+
+/// [`transpose_row`] of `input` (`8m` bytes, `m` a multiple of 16) into the eight planes of
+/// `out`, sixteen columns (128 bytes) at a time: the inverse of [`interleave8_simd`], each
+/// word bit-transposed ([`transpose8`] is its own inverse), then three rounds of byte unzips
+/// (each rotating the 7-bit byte index right by one) leave plane `k`'s sixteen bytes in
+/// vector `k`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // places within `out`: 8m bytes, so k·m + 16g + 16 fits
+fn deinterleave8_simd<S: Simd>(simd: S, input: &[u8], out: &mut [u8], m: usize) {
+    let (groups, _) = input.as_chunks::<128>();
+    for (g, x) in groups.iter().enumerate().take(m / 16) {
+        let (x, _) = x.as_chunks::<16>();
+        let v = |i: usize| {
+            x.get(i)
+                .map_or_else(|| u8x16::splat(simd, 0), |x| u8x16::from_slice(simd, x))
+        };
+        let [w0, w1] = transpose8_simd(simd, v(0), v(1));
+        let [w2, w3] = transpose8_simd(simd, v(2), v(3));
+        let [w4, w5] = transpose8_simd(simd, v(4), v(5));
+        let [w6, w7] = transpose8_simd(simd, v(6), v(7));
+        let w = [w0, w1, w2, w3, w4, w5, w6, w7];
+        let planes = unround(simd, unround(simd, unround(simd, w)));
+        let col = g * 16;
+        for (k, p) in planes.iter().enumerate() {
+            let at = k * m + col;
+            if let Some(dst) = out.get_mut(at..at + 16) {
+                dst.copy_from_slice(p.as_slice());
+            }
+        }
+    }
+}
+
+/// One round of [`deinterleave8_simd`]: `v[j]` the even bytes of `w[2j]` and `w[2j + 1]`,
+/// `v[j + 4]` the odd (a function, not a closure: a closure is not inlined into the caller's
+/// target features, and the unzips' intrinsics then become calls).
+#[inline(always)]
+fn unround<S: Simd>(simd: S, w: [u8x16<S>; 8]) -> [u8x16<S>; 8] {
+    let [a0, a1, b0, b1, c0, c1, d0, d1] = w;
+    [
+        simd.unzip_low_u8x16(a0, a1),
+        simd.unzip_low_u8x16(b0, b1),
+        simd.unzip_low_u8x16(c0, c1),
+        simd.unzip_low_u8x16(d0, d1),
+        simd.unzip_high_u8x16(a0, a1),
+        simd.unzip_high_u8x16(b0, b1),
+        simd.unzip_high_u8x16(c0, c1),
+        simd.unzip_high_u8x16(d0, d1),
+    ]
 }
 
 /// [`transpose8`] of the four words in `a` and `b`: their low and high halves gathered in
