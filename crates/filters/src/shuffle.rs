@@ -25,7 +25,7 @@ pub fn shuffle_into(data: &[u8], element_size: usize, out: &mut [u8]) {
     match element_size {
         // The common sizes a whole element at a time (the loops vectorise).
         2 => gather2(data, out, n),
-        4 => gather::<4>(data, out, n),
+        4 => gather4(data, out, n),
         8 => gather::<8>(data, out, n),
         _ => {
             for (b, plane) in out.chunks_exact_mut(n).take(element_size).enumerate() {
@@ -113,6 +113,72 @@ fn gather<const N: usize>(data: &[u8], out: &mut [u8], n: usize) {
             }
         }
     }
+}
+
+/// [`gather`] of 4-byte elements: sixteen elements at a time with byte unzips (see
+/// [`gather4_simd`]), the rest element by element.
+fn gather4(data: &[u8], out: &mut [u8], n: usize) {
+    let level = Level::new();
+    let done = dispatch!(level, simd => gather4_simd(simd, data, out, n));
+    let (elems, _) = data.as_chunks::<4>();
+    let mut planes = out.chunks_exact_mut(n.max(1));
+    let (Some(p0), Some(p1), Some(p2), Some(p3)) =
+        (planes.next(), planes.next(), planes.next(), planes.next())
+    else {
+        return;
+    };
+    for ((((e, d0), d1), d2), d3) in elems
+        .iter()
+        .zip(p0)
+        .zip(p1)
+        .zip(p2)
+        .zip(p3)
+        .take(n)
+        .skip(done)
+    {
+        [*d0, *d1, *d2, *d3] = *e;
+    }
+}
+
+/// The first of `n` 4-byte elements of `data` into the four planes of `out`, sixteen at a
+/// time, and how many it did: the inverse of [`scatter4_simd`]'s zips (the even and odd
+/// bytes of each pair of vectors, twice), through fearless_simd's unzips.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // places within the planes: g·16 + 16 <= n
+fn gather4_simd<S: Simd>(simd: S, data: &[u8], out: &mut [u8], n: usize) -> usize {
+    let groups = n / 16;
+    let (elems, _) = data.as_chunks::<64>();
+    for (g, x) in elems.iter().enumerate().take(groups) {
+        let (x, _) = x.as_chunks::<16>();
+        let v = |i: usize| {
+            x.get(i)
+                .map_or_else(|| u8x16::splat(simd, 0), |x| u8x16::from_slice(simd, x))
+        };
+        let planes = ungroup4(simd, [v(0), v(1), v(2), v(3)]);
+        for (k, p) in planes.iter().enumerate() {
+            let at = k * n + g * 16;
+            if let Some(dst) = out.get_mut(at..at + 16) {
+                dst.copy_from_slice(p.as_slice());
+            }
+        }
+    }
+    groups.min(elems.len()) * 16
+}
+
+/// Sixteen 4-byte elements (`q`) as their four byte planes: `q`'s even and odd bytes by pairs
+/// (planes 0 and 2, 1 and 3, zipped), then those split again. A function: a closure is not
+/// inlined into the dispatched target features, and the unzips would become calls.
+#[inline(always)]
+fn ungroup4<S: Simd>(simd: S, q: [u8x16<S>; 4]) -> [u8x16<S>; 4] {
+    let [q0, q1, q2, q3] = q;
+    let (ac_lo, bd_lo) = (simd.unzip_low_u8x16(q0, q1), simd.unzip_high_u8x16(q0, q1));
+    let (ac_hi, bd_hi) = (simd.unzip_low_u8x16(q2, q3), simd.unzip_high_u8x16(q2, q3));
+    [
+        simd.unzip_low_u8x16(ac_lo, ac_hi),
+        simd.unzip_low_u8x16(bd_lo, bd_hi),
+        simd.unzip_high_u8x16(ac_lo, ac_hi),
+        simd.unzip_high_u8x16(bd_lo, bd_hi),
+    ]
 }
 
 /// Bytes 0, 2, 4 and 6 of `x`, in its low four bytes.
