@@ -51,8 +51,41 @@ fn le32(data: &[u8], at: usize) -> Result<usize, FilterError> {
         .ok_or_else(|| corrupt("truncated buffer"))
 }
 
+thread_local! {
+    /// A block's decoded splits, kept from one chunk to the next on each thread (a fresh
+    /// buffer each chunk cost a zero fill per split, and page faults once the allocator
+    /// trimmed it).
+    static SPLITS: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Undo the filter, refusing a buffer that declares more than `limit` bytes.
 pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
+    decompress_to(data, limit, &mut []).map(Option::unwrap_or_default)
+}
+
+/// [`decompress`] into `out`, which the buffer must fill exactly.
+pub fn decompress_into(data: &[u8], limit: usize, out: &mut [u8]) -> Result<(), FilterError> {
+    match decompress_to(data, limit, out)? {
+        None => Ok(()),
+        Some(v) if v.len() == out.len() => {
+            out.copy_from_slice(&v);
+            Ok(())
+        }
+        Some(v) => Err(corrupt(format!(
+            "chunk decodes to {} bytes, expected {}",
+            v.len(),
+            out.len()
+        ))),
+    }
+}
+
+/// Undo the filter: into `dest` when the buffer declares exactly its length (`None`), else
+/// into a new buffer (`Some`).
+pub(super) fn decompress_to(
+    data: &[u8],
+    limit: usize,
+    dest: &mut [u8],
+) -> Result<Option<Vec<u8>>, FilterError> {
     let &[version, _, flags, typesize, ..] = data
         .first_chunk::<HEADER>()
         .ok_or_else(|| corrupt("buffer shorter than its 16-byte header"))?;
@@ -78,9 +111,13 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
         let raw = data
             .get(HEADER..HEADER.saturating_add(nbytes))
             .ok_or_else(|| corrupt("truncated raw buffer"))?;
+        if raw.len() == dest.len() {
+            dest.copy_from_slice(raw);
+            return Ok(None);
+        }
         let mut out = crate::buffer("blosc", raw.len())?;
         out.extend_from_slice(raw);
-        return Ok(out);
+        return Ok(Some(out));
     }
     let typesize = usize::from(typesize);
     if typesize == 0 || (blocksize == 0 && nbytes != 0) {
@@ -104,22 +141,110 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
     if nblocks.saturating_mul(4) > data.len().saturating_sub(HEADER) {
         return Err(corrupt("block offsets past the end of the buffer"));
     }
-    let mut out = crate::buffer("blosc", nbytes)?;
-    let mut tmp = Vec::new();
-    for j in 0..nblocks {
-        let start = le32(data, HEADER.saturating_add(j.saturating_mul(4)))?;
-        let done = j.saturating_mul(blocksize);
-        let bsize = blocksize.min(nbytes.saturating_sub(done));
-        let leftover_block = bsize < blocksize;
-        let split = flags & FLAG_DONT_SPLIT == 0
-            && typesize <= MAX_SPLITS
-            && blocksize.checked_div(typesize).unwrap_or(0) >= MIN_SPLIT_ELEMENTS
-            && !leftover_block;
-        let nsplits = if split { typesize } else { 1 };
-        let neblock = bsize.checked_div(nsplits).unwrap_or(0);
-        tmp.clear();
-        let mut at = start;
-        for _ in 0..nsplits {
+    let layout = Blocks {
+        data,
+        flags,
+        typesize,
+        nbytes,
+        blocksize,
+        nblocks,
+        codec,
+    };
+    let mut splits = SPLITS.take();
+    let done = if nbytes == dest.len() {
+        layout.decode(dest, &mut splits).map(|()| None)
+    } else {
+        crate::zeroed("blosc", nbytes)
+            .and_then(|mut out| layout.decode(&mut out, &mut splits).map(|()| Some(out)))
+    };
+    if splits.capacity() <= 64 << 20 {
+        SPLITS.set(splits);
+    }
+    done
+}
+
+/// A Blosc buffer's blocks, as its header describes them.
+struct Blocks<'a> {
+    data: &'a [u8],
+    flags: u8,
+    typesize: usize,
+    nbytes: usize,
+    blocksize: usize,
+    nblocks: usize,
+    codec: Codec,
+}
+
+impl Blocks<'_> {
+    /// Decode every block into `out` (`nbytes` long): the splits into `tmp`, then unshuffled
+    /// (or copied) into their place in `out`.
+    fn decode(&self, out: &mut [u8], tmp: &mut Vec<u8>) -> Result<(), FilterError> {
+        let (data, flags, typesize, blocksize, nbytes) = (
+            self.data,
+            self.flags,
+            self.typesize,
+            self.blocksize,
+            self.nbytes,
+        );
+        for j in 0..self.nblocks {
+            let start = le32(data, HEADER.saturating_add(j.saturating_mul(4)))?;
+            let done = j.saturating_mul(blocksize);
+            let bsize = blocksize.min(nbytes.saturating_sub(done));
+            let leftover_block = bsize < blocksize;
+            let split = flags & FLAG_DONT_SPLIT == 0
+                && typesize <= MAX_SPLITS
+                && blocksize.checked_div(typesize).unwrap_or(0) >= MIN_SPLIT_ELEMENTS
+                && !leftover_block;
+            let nsplits = if split { typesize } else { 1 };
+            let neblock = bsize.checked_div(nsplits).unwrap_or(0);
+            if neblock.saturating_mul(nsplits) != bsize {
+                return Err(corrupt(format!(
+                    "block {j} of {bsize} bytes does not split in {nsplits}"
+                )));
+            }
+            let dest = out
+                .get_mut(done..done.saturating_add(bsize))
+                .ok_or_else(|| corrupt("block past the buffer"))?;
+            let shuffled = flags & FLAG_SHUFFLE != 0 && typesize > 1;
+            let bitshuffled = !shuffled
+                && flags & FLAG_BITSHUFFLE != 0
+                && bsize >= typesize
+                && bsize.checked_div(typesize).unwrap_or(0) % 8 == 0;
+            if !shuffled && !bitshuffled {
+                // Nothing to undo: the splits go straight to their place.
+                self.splits(start, nsplits, neblock, dest)?;
+                continue;
+            }
+            if tmp.len() < bsize {
+                crate::reserve(tmp, "blosc", bsize.saturating_sub(tmp.len()))?;
+                tmp.resize(bsize, 0);
+            }
+            let tmp = tmp.get_mut(..bsize).unwrap_or_default();
+            self.splits(start, nsplits, neblock, tmp)?;
+            if shuffled {
+                shuffle::unshuffle_into(tmp, typesize, dest);
+            } else {
+                // Whole elements bit-transposed as one block, the bytes after them as they are.
+                let elements = bsize.checked_div(typesize).unwrap_or(0);
+                let body = elements.saturating_mul(typesize).min(bsize);
+                let (d_body, d_tail) = dest.split_at_mut(body);
+                let (t_body, t_tail) = tmp.split_at(body);
+                bitshuffle::untranspose_block(t_body, typesize, d_body);
+                d_tail.copy_from_slice(t_tail);
+            }
+        }
+        Ok(())
+    }
+
+    /// Decode the `nsplits` splits of the block at `at` into `to` (`neblock` bytes each).
+    fn splits(
+        &self,
+        mut at: usize,
+        nsplits: usize,
+        neblock: usize,
+        to: &mut [u8],
+    ) -> Result<(), FilterError> {
+        let data = self.data;
+        for piece in to.chunks_exact_mut(neblock.max(1)).take(nsplits) {
             let cbytes = le32(data, at)?;
             at = at.saturating_add(4);
             let src = data
@@ -127,39 +252,13 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
                 .ok_or_else(|| corrupt("split past the end of the buffer"))?;
             at = at.saturating_add(cbytes);
             if cbytes == neblock {
-                tmp.extend_from_slice(src);
+                piece.copy_from_slice(src);
             } else {
-                codec.decode(src, neblock, &mut tmp)?;
+                self.codec.decode_into(src, piece)?;
             }
         }
-        if tmp.len() != bsize {
-            return Err(corrupt(format!(
-                "block {j} decodes to {} bytes, expected {bsize}",
-                tmp.len()
-            )));
-        }
-        let dest_start = out.len();
-        out.resize(dest_start.saturating_add(bsize), 0);
-        let dest = out.get_mut(dest_start..).unwrap_or_default();
-        if flags & FLAG_SHUFFLE != 0 && typesize > 1 {
-            shuffle::unshuffle_into(&tmp, typesize, dest);
-        } else if flags & FLAG_BITSHUFFLE != 0 && bsize >= typesize {
-            let elements = bsize.checked_div(typesize).unwrap_or(0);
-            if elements % 8 == 0 {
-                // Whole elements bit-transposed as one block, the bytes after them as they are.
-                let body = elements.saturating_mul(typesize);
-                let (d_body, d_tail) = dest.split_at_mut(body.min(dest.len()));
-                let (t_body, t_tail) = tmp.split_at(body.min(tmp.len()));
-                bitshuffle::untranspose_block(t_body, typesize, d_body);
-                d_tail.copy_from_slice(t_tail);
-            } else {
-                dest.copy_from_slice(&tmp);
-            }
-        } else {
-            dest.copy_from_slice(&tmp);
-        }
+        Ok(())
     }
-    Ok(out)
 }
 
 #[derive(Clone, Copy)]
@@ -171,6 +270,20 @@ pub(super) enum Codec {
 }
 
 impl Codec {
+    /// Decode `src` to exactly fill `out`: LZ4 in place, the others through a buffer.
+    pub(super) fn decode_into(self, src: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
+        if let Codec::Lz4 = self {
+            return lz4::decompress_block_into(src, out).map_err(corrupt);
+        }
+        let mut v = Vec::new();
+        self.decode(src, out.len(), &mut v)?;
+        let got = v
+            .get(..out.len())
+            .ok_or_else(|| corrupt("split decodes short"))?;
+        out.copy_from_slice(got);
+        Ok(())
+    }
+
     /// Decode `src` to exactly `len` bytes appended to `out`.
     pub(super) fn decode(
         self,

@@ -84,11 +84,82 @@ fn le32_size(data: &[u8], at: usize) -> Result<usize, FilterError> {
     usize::try_from(le32(data, at)?).map_err(|_| corrupt("negative size"))
 }
 
+/// Per-thread buffers a chunk decodes through, kept from one chunk to the next: a block's
+/// streams and a filter's output, and a b2nd chunk's blocks (fresh buffers each chunk cost a
+/// zero fill, and the allocator's trimming made their pages fault in again for every chunk).
+#[derive(Default)]
+struct Scratch {
+    streams: Vec<u8>,
+    filtered: Vec<u8>,
+    blocks: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Scratch> = const {
+        std::cell::Cell::new(Scratch {
+            streams: Vec::new(),
+            filtered: Vec::new(),
+            blocks: Vec::new(),
+        })
+    };
+}
+
+/// A buffer kept longer than this goes back to the allocator.
+const KEEP: usize = 64 << 20;
+
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut s = SCRATCH.take();
+    let r = f(&mut s);
+    for v in [&mut s.streams, &mut s.filtered, &mut s.blocks] {
+        if v.capacity() > KEEP {
+            *v = Vec::new();
+        }
+    }
+    SCRATCH.set(s);
+    r
+}
+
+/// The first `len` bytes of `v`, grown (fallibly, zeroed) when it is shorter.
+fn sized(v: &mut Vec<u8>, len: usize) -> Result<&mut [u8], FilterError> {
+    if v.len() < len {
+        crate::reserve(v, "blosc2", len.saturating_sub(v.len()))?;
+        v.resize(len, 0);
+    }
+    Ok(v.get_mut(..len).unwrap_or_default())
+}
+
 /// Undo the filter, refusing a frame that declares more than `limit` bytes.
 pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
+    with_scratch(|s| decompress_to(data, limit, &mut [], s)).map(Option::unwrap_or_default)
+}
+
+/// [`decompress`] into `out`, which the chunk must fill exactly.
+pub fn decompress_into(data: &[u8], limit: usize, out: &mut [u8]) -> Result<(), FilterError> {
+    match with_scratch(|s| decompress_to(data, limit, out, s))? {
+        None => Ok(()),
+        Some(v) if v.len() == out.len() => {
+            out.copy_from_slice(&v);
+            Ok(())
+        }
+        Some(v) => Err(corrupt(format!(
+            "chunk decodes to {} bytes, expected {}",
+            v.len(),
+            out.len()
+        ))),
+    }
+}
+
+/// Undo the filter: into `dest` when the frame declares exactly its length (`None`), else into
+/// a new buffer (`Some`).
+fn decompress_to(
+    data: &[u8],
+    limit: usize,
+    dest: &mut [u8],
+    s: &mut Scratch,
+) -> Result<Option<Vec<u8>>, FilterError> {
     if data.get(2..10) != Some(&MAGIC[..]) {
         // Not a frame: a bare Blosc2 (or Blosc 1) chunk.
-        return decode_chunk(data, limit);
+        return decode_chunk_to(data, limit, dest, s);
     }
     let header_len = be32(data, 0x0B)?;
     let frame_len = be64(data, 0x10)?;
@@ -133,35 +204,42 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
         .filter(|&i| i < data.len())
         .ok_or_else(|| corrupt("chunk index past the end of the frame"))?;
     // One offset of 8 bytes per chunk: bounded by the frame's declared size, checked above.
-    let index = decode_chunk(
+    let index = decode_chunk_to(
         data.get(index_at..).unwrap_or_default(),
         nchunks.saturating_mul(8),
-    )?;
+        &mut [],
+        s,
+    )?
+    .unwrap_or_default();
     let offsets: Vec<u64> = index
         .chunks_exact(8)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
         .collect();
     let b2nd = metalayer(data, header_len, "b2nd")?;
-    let chunk = |i: usize, limit: usize| -> Result<Vec<u8>, FilterError> {
+    let chunk = |i: usize,
+                 limit: usize,
+                 dest: &mut [u8],
+                 s: &mut Scratch|
+     -> Result<Option<Vec<u8>>, FilterError> {
         let &offset = offsets
             .get(i)
             .ok_or_else(|| corrupt("chunk missing from the index"))?;
         if offset >> 63 != 0 {
             let size = chunk_size.min(uncompressed.saturating_sub(i.saturating_mul(chunk_size)));
-            return special(((offset >> 56) & 0x07) as u8, size, typesize);
+            return special(((offset >> 56) & 0x07) as u8, size, typesize).map(Some);
         }
         let at = usize::try_from(offset)
             .ok()
             .and_then(|o| o.checked_add(header_len))
             .filter(|&a| a < index_at)
             .ok_or_else(|| corrupt("chunk offset past the chunks"))?;
-        decode_chunk(data.get(at..index_at).unwrap_or_default(), limit)
+        decode_chunk_to(data.get(at..index_at).unwrap_or_default(), limit, dest, s)
     };
     match b2nd {
         None if uncompressed > limit => Err(corrupt(format!(
             "declares {uncompressed} bytes, more than the chunk's {limit}"
         ))),
-        None => chunk(0, limit),
+        None => chunk(0, limit, dest, s),
         Some(meta) => {
             let nd = NdLayout::parse(meta)?;
             if nchunks != 1 || nd.shape != nd.chunk {
@@ -186,14 +264,34 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
                     "b2nd chunks padded to more than 16 times their size",
                 ));
             }
-            let blocks = chunk(0, padded)?;
-            if blocks.len() != padded {
-                return Err(corrupt(format!(
-                    "b2nd chunk of {} bytes, its blocks make {padded}",
-                    blocks.len()
-                )));
+            if padded == want && nd.in_c_order() {
+                // The blocks are the array in C order already.
+                return chunk(0, padded, dest, s);
             }
-            nd.unblock(&blocks, typesize)
+            let mut blocks = std::mem::take(&mut s.blocks);
+            let done = (|| {
+                let b = sized(&mut blocks, padded)?;
+                match chunk(0, padded, b, s)? {
+                    None => {}
+                    Some(v) if v.len() == padded => b.copy_from_slice(&v),
+                    Some(v) => {
+                        return Err(corrupt(format!(
+                            "b2nd chunk of {} bytes, its blocks make {padded}",
+                            v.len()
+                        )));
+                    }
+                }
+                if want == dest.len() {
+                    nd.unblock_into(b, typesize, dest)?;
+                    Ok(None)
+                } else {
+                    let mut v = crate::zeroed("blosc2", want)?;
+                    nd.unblock_into(b, typesize, &mut v)?;
+                    Ok(Some(v))
+                }
+            })();
+            s.blocks = blocks;
+            done
         }
     }
 }
@@ -337,9 +435,25 @@ impl NdLayout {
             .ok_or_else(|| corrupt("b2nd chunk too large"))
     }
 
-    /// The array in C order from the chunk's blocks.
-    fn unblock(&self, blocks: &[u8], ts: usize) -> Result<Vec<u8>, FilterError> {
+    /// Whether the blocks, in C order, are the chunk in C order: every dimension before
+    /// the first that a block does not take whole is one element deep in the block.
+    fn in_c_order(&self) -> bool {
+        // The innermost dimension a block cuts.
+        let split = self
+            .block
+            .iter()
+            .zip(&self.chunk)
+            .rposition(|(b, c)| b != c)
+            .unwrap_or(0);
+        self.block.iter().take(split).all(|&b| b == 1)
+    }
+
+    /// The array in C order from the chunk's blocks, into `out` (exactly the array's bytes).
+    fn unblock_into(&self, blocks: &[u8], ts: usize, out: &mut [u8]) -> Result<(), FilterError> {
         let (bytes, n) = self.bytes(ts)?;
+        if out.len() != bytes {
+            return Err(corrupt("b2nd array of another size than the chunk"));
+        }
         let nd = self.shape.len();
         let grid: Vec<usize> = self
             .chunk
@@ -348,7 +462,6 @@ impl NdLayout {
             .map(|(&c, &b)| c.div_ceil(b))
             .collect();
         let block_items: usize = self.block.iter().product();
-        let mut out = Vec::with_capacity(bytes);
         let last_shape = self.shape.last().copied().unwrap_or(1);
         let last_block = self.block.last().copied().unwrap_or(1);
         let mut index = vec![0usize; nd];
@@ -376,10 +489,14 @@ impl NdLayout {
                 .saturating_mul(block_items)
                 .saturating_add(w)
                 .saturating_mul(ts);
+            let len = run.saturating_mul(ts);
             let src = blocks
-                .get(at..at.saturating_add(run.saturating_mul(ts)))
+                .get(at..at.saturating_add(len))
                 .ok_or_else(|| corrupt("b2nd block past the chunk"))?;
-            out.extend_from_slice(src);
+            let to = done.saturating_mul(ts);
+            out.get_mut(to..to.saturating_add(len))
+                .ok_or_else(|| corrupt("b2nd run past the array"))?
+                .copy_from_slice(src);
             done = done.saturating_add(run.max(1));
             // Advance the index by `run` along the last dimension, carrying.
             if let Some(l) = index.last_mut() {
@@ -397,7 +514,7 @@ impl NdLayout {
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -418,13 +535,19 @@ fn special(kind: u8, size: usize, typesize: usize) -> Result<Vec<u8>, FilterErro
     }
 }
 
-/// Decode one Blosc2 chunk (or Blosc 1 buffer) of at most `limit` bytes.
-pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
+/// Decode one Blosc2 chunk (or Blosc 1 buffer) of at most `limit` bytes: into `dest` when it
+/// declares exactly `dest`'s length (`None`), else into a new buffer (`Some`).
+fn decode_chunk_to(
+    data: &[u8],
+    limit: usize,
+    dest: &mut [u8],
+    s: &mut Scratch,
+) -> Result<Option<Vec<u8>>, FilterError> {
     let h = bytes_at::<HEADER>(data, 0)?;
     let [version, _, flags, typesize, ..] = h;
     if flags & 0x05 != 0x05 {
         // The Blosc 1 header only.
-        return blosc::decompress(data, limit).map_err(rename);
+        return blosc::decompress_to(data, limit, dest).map_err(rename);
     }
     let nbytes = le32_size(data, 4)?;
     let blocksize = le32_size(data, 8)?;
@@ -456,9 +579,9 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
             if value.is_empty() || !nbytes.is_multiple_of(value.len()) {
                 return Err(corrupt("repeated-value chunk"));
             }
-            return Ok(value.iter().copied().cycle().take(nbytes).collect());
+            return Ok(Some(value.iter().copied().cycle().take(nbytes).collect()));
         }
-        kind => return special(kind, nbytes, typesize),
+        kind => return special(kind, nbytes, typesize).map(Some),
     }
     if flags2 & 0x01 != 0 {
         return Err(unsupported("variable-length blocks"));
@@ -471,10 +594,14 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
     }
     if flags & 0x02 != 0 {
         // Stored raw.
-        return data
+        let raw = data
             .get(EXTENDED..EXTENDED.saturating_add(nbytes))
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| corrupt("truncated raw chunk"));
+            .ok_or_else(|| corrupt("truncated raw chunk"))?;
+        if raw.len() == dest.len() {
+            dest.copy_from_slice(raw);
+            return Ok(None);
+        }
+        return Ok(Some(raw.to_vec()));
     }
     let codec = match flags >> 5 {
         0 => Codec::BloscLz,
@@ -501,45 +628,175 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
     if nblocks.saturating_mul(4) > data.len().saturating_sub(EXTENDED) {
         return Err(corrupt("block offsets past the end of the chunk"));
     }
-    let dont_split = flags & 0x10 != 0;
-    // The filter undone last (the lowest slot that has one).
-    let last_filter = filters
-        .iter()
-        .take(MAX_FILTERS)
-        .position(|&f| f != 0)
-        .unwrap_or(MAX_FILTERS);
-    let mut out = Vec::with_capacity(nbytes);
-    let mut tmp = Vec::new();
-    let mut tmp2 = Vec::new();
-    for j in 0..nblocks {
-        let start = le32_size(data, EXTENDED.saturating_add(j.saturating_mul(4)))?;
-        let done = j.saturating_mul(blocksize);
-        let bsize = blocksize.min(nbytes.saturating_sub(done));
-        let leftover = bsize < blocksize;
-        let nstreams = if !dont_split && !leftover {
-            typesize
-        } else {
-            1
-        };
-        let neblock = bsize.checked_div(nstreams).unwrap_or(0);
-        if neblock.saturating_mul(nstreams) != bsize || neblock == 0 {
-            return Err(corrupt("block does not split into its streams"));
+    let layout = Blocks {
+        data,
+        version,
+        typesize,
+        nbytes,
+        blocksize,
+        nblocks,
+        dont_split: flags & 0x10 != 0,
+        codec,
+        filters,
+        meta,
+    };
+    if nbytes == dest.len() {
+        layout.decode(dest, s)?;
+        Ok(None)
+    } else {
+        let mut out = crate::zeroed("blosc2", nbytes)?;
+        layout.decode(&mut out, s)?;
+        Ok(Some(out))
+    }
+}
+
+/// A Blosc2 chunk's blocks, as its header describes them.
+struct Blocks<'a> {
+    data: &'a [u8],
+    version: u8,
+    typesize: usize,
+    nbytes: usize,
+    blocksize: usize,
+    nblocks: usize,
+    dont_split: bool,
+    codec: Codec,
+    filters: &'a [u8],
+    meta: &'a [u8],
+}
+
+impl Blocks<'_> {
+    /// Decode every block into `out` (`nbytes` long): a block's streams go straight there
+    /// when no filter follows, else through the scratch buffers, the filter undone last
+    /// writing into `out`.
+    fn decode(&self, out: &mut [u8], s: &mut Scratch) -> Result<(), FilterError> {
+        let (mut cur, mut other) = (
+            std::mem::take(&mut s.streams),
+            std::mem::take(&mut s.filtered),
+        );
+        let done = self.decode_with(out, &mut cur, &mut other);
+        (s.streams, s.filtered) = (cur, other);
+        done
+    }
+
+    fn decode_with(
+        &self,
+        out: &mut [u8],
+        cur: &mut Vec<u8>,
+        other: &mut Vec<u8>,
+    ) -> Result<(), FilterError> {
+        let (data, typesize, blocksize, nbytes) =
+            (self.data, self.typesize, self.blocksize, self.nbytes);
+        // The filter undone last (the lowest slot that has one).
+        let last_filter = self
+            .filters
+            .iter()
+            .take(MAX_FILTERS)
+            .position(|&f| f != 0 && f != 4)
+            .unwrap_or(MAX_FILTERS);
+        for j in 0..self.nblocks {
+            let start = le32_size(data, EXTENDED.saturating_add(j.saturating_mul(4)))?;
+            let done = j.saturating_mul(blocksize);
+            let bsize = blocksize.min(nbytes.saturating_sub(done));
+            let leftover = bsize < blocksize;
+            let nstreams = if !self.dont_split && !leftover {
+                typesize
+            } else {
+                1
+            };
+            let neblock = bsize.checked_div(nstreams).unwrap_or(0);
+            if neblock.saturating_mul(nstreams) != bsize || neblock == 0 {
+                return Err(corrupt("block does not split into its streams"));
+            }
+            let (head, rest) = out.split_at_mut(done.min(out.len()));
+            let dst = rest
+                .get_mut(..bsize)
+                .ok_or_else(|| corrupt("block past the chunk"))?;
+            if last_filter == MAX_FILTERS {
+                self.streams(start, nstreams, neblock, dst)?;
+                continue;
+            }
+            self.streams(start, nstreams, neblock, sized(cur, bsize)?)?;
+            // The filters, last slot first; the one undone last writes straight into `dst`.
+            let mut written = false;
+            for (i, &f) in self.filters.iter().enumerate().take(MAX_FILTERS).rev() {
+                let to_out = i == last_filter;
+                match f {
+                    1 => {
+                        let group = match self.meta.get(i).copied().unwrap_or(0) {
+                            0 => typesize,
+                            m => usize::from(m),
+                        };
+                        let src = cur.get(..bsize).unwrap_or_default();
+                        if to_out {
+                            shuffle::unshuffle_into(src, group, dst);
+                            written = true;
+                        } else {
+                            shuffle::unshuffle_into(src, group, sized(other, bsize)?);
+                            std::mem::swap(cur, other);
+                        }
+                    }
+                    2 => {
+                        let elements = bsize.checked_div(typesize).unwrap_or(0);
+                        let whole = if self.version <= 2 {
+                            if elements % 8 == 0 { elements } else { 0 }
+                        } else {
+                            elements & !7
+                        };
+                        let body = whole.saturating_mul(typesize).min(bsize);
+                        let src = cur.get(..bsize).unwrap_or_default();
+                        let to: &mut [u8] = if to_out {
+                            written = true;
+                            &mut *dst
+                        } else {
+                            sized(other, bsize)?
+                        };
+                        let (d_body, d_tail) = to.split_at_mut(body.min(to.len()));
+                        let (t_body, t_tail) = src.split_at(body.min(src.len()));
+                        bitshuffle::untranspose_block(t_body, typesize, d_body);
+                        if d_tail.len() == t_tail.len() {
+                            d_tail.copy_from_slice(t_tail);
+                        }
+                        if !to_out {
+                            std::mem::swap(cur, other);
+                        }
+                    }
+                    3 => undelta(
+                        cur.get_mut(..bsize).unwrap_or_default(),
+                        head.get(..bsize),
+                        typesize,
+                        j == 0,
+                    )?,
+                    _ => {}
+                }
+            }
+            if !written {
+                dst.copy_from_slice(cur.get(..bsize).unwrap_or_default());
+            }
         }
-        tmp.clear();
-        let mut at = start;
-        for _ in 0..nstreams {
+        Ok(())
+    }
+
+    /// Decode the `nstreams` streams of the block at `at` into `to` (`neblock` bytes each).
+    fn streams(
+        &self,
+        mut at: usize,
+        nstreams: usize,
+        neblock: usize,
+        to: &mut [u8],
+    ) -> Result<(), FilterError> {
+        let data = self.data;
+        for piece in to.chunks_exact_mut(neblock).take(nstreams) {
             let csize = le32(data, at)?;
             at = at.saturating_add(4);
             if csize == 0 {
-                tmp.resize(tmp.len().saturating_add(neblock), 0);
+                piece.fill(0);
             } else if csize < 0 {
                 let [token] = bytes_at::<1>(data, at)?;
                 at = at.saturating_add(1);
                 if token & 0x01 == 0 || csize < -255 {
                     return Err(corrupt("unknown stream token"));
                 }
-                let byte = u8::try_from(csize.unsigned_abs()).unwrap_or(0);
-                tmp.resize(tmp.len().saturating_add(neblock), byte);
+                piece.fill(u8::try_from(csize.unsigned_abs()).unwrap_or(0));
             } else {
                 let csize = csize.unsigned_abs() as usize;
                 let src = data
@@ -547,65 +804,14 @@ pub(super) fn decode_chunk(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterE
                     .ok_or_else(|| corrupt("stream past the end of the chunk"))?;
                 at = at.saturating_add(csize);
                 if csize == neblock {
-                    tmp.extend_from_slice(src);
+                    piece.copy_from_slice(src);
                 } else {
-                    codec.decode(src, neblock, &mut tmp).map_err(rename)?;
+                    self.codec.decode_into(src, piece).map_err(rename)?;
                 }
             }
         }
-        if tmp.len() != bsize {
-            return Err(corrupt(format!(
-                "block {j} decodes to {} bytes, expected {bsize}",
-                tmp.len()
-            )));
-        }
-        // The filters, last slot first; a shuffle undone last writes straight into `out`.
-        let mut written = false;
-        for (i, &f) in filters.iter().enumerate().take(MAX_FILTERS).rev() {
-            match f {
-                1 => {
-                    let group = match meta.get(i).copied().unwrap_or(0) {
-                        0 => typesize,
-                        m => usize::from(m),
-                    };
-                    if i == last_filter {
-                        let at = out.len();
-                        out.resize(at.saturating_add(bsize), 0);
-                        let dest = out.get_mut(at..).unwrap_or_default();
-                        shuffle::unshuffle_into(&tmp, group, dest);
-                        written = true;
-                        continue;
-                    }
-                    tmp2.clear();
-                    tmp2.resize(bsize, 0);
-                    shuffle::unshuffle_into(&tmp, group, &mut tmp2);
-                    std::mem::swap(&mut tmp, &mut tmp2);
-                }
-                2 => {
-                    tmp2.clear();
-                    tmp2.resize(bsize, 0);
-                    let elements = bsize.checked_div(typesize).unwrap_or(0);
-                    let whole = if version <= 2 {
-                        if elements % 8 == 0 { elements } else { 0 }
-                    } else {
-                        elements & !7
-                    };
-                    let body = whole.saturating_mul(typesize);
-                    let (d_body, d_tail) = tmp2.split_at_mut(body.min(bsize));
-                    let (t_body, t_tail) = tmp.split_at(body.min(bsize));
-                    bitshuffle::untranspose_block(t_body, typesize, d_body);
-                    d_tail.copy_from_slice(t_tail);
-                    std::mem::swap(&mut tmp, &mut tmp2);
-                }
-                3 => undelta(&mut tmp, out.get(..bsize), typesize, j == 0)?,
-                _ => {}
-            }
-        }
-        if !written {
-            out.extend_from_slice(&tmp);
-        }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// Undo Blosc2's delta filter on one block: in the first block each word is XORed with the
@@ -665,10 +871,34 @@ mod tests {
         };
         assert_eq!(nd.padded_bytes(1).unwrap(), 16);
         let blocks = [1, 2, 4, 5, 3, 0, 6, 0, 7, 8, 0, 0, 9, 0, 0, 0];
-        assert_eq!(
-            nd.unblock(&blocks, 1).unwrap(),
-            (1..=9).collect::<Vec<u8>>()
-        );
+        let mut out = [0u8; 9];
+        nd.unblock_into(&blocks, 1, &mut out).unwrap();
+        assert_eq!(out.to_vec(), (1..=9).collect::<Vec<u8>>());
+        assert!(!nd.in_c_order());
+        assert!(nd.unblock_into(&blocks, 1, &mut [0u8; 8]).is_err());
+    }
+
+    #[test]
+    fn blocks_of_whole_inner_dimensions_are_in_c_order() {
+        let nd = |chunk: &[usize], block: &[usize]| NdLayout {
+            shape: chunk.to_vec(),
+            chunk: chunk.to_vec(),
+            block: block.to_vec(),
+        };
+        // Rows of whole planes, whole rows of one plane, one block: C order.
+        assert!(nd(&[4, 8, 16], &[2, 8, 16]).in_c_order());
+        assert!(nd(&[1, 512, 1024], &[1, 32, 1024]).in_c_order());
+        assert!(nd(&[4, 8, 16], &[1, 2, 16]).in_c_order());
+        assert!(nd(&[4, 8], &[4, 8]).in_c_order());
+        // A block that cuts a row, or holds two planes' partial rows: not.
+        assert!(!nd(&[4, 8, 16], &[1, 8, 8]).in_c_order());
+        assert!(!nd(&[4, 8, 16], &[2, 4, 16]).in_c_order());
+        // Where the order is C's, unblocking is the identity.
+        let l = nd(&[4, 8, 16], &[1, 2, 16]);
+        let blocks: Vec<u8> = (0..=255).map(|i: u16| i as u8).cycle().take(512).collect();
+        let mut out = vec![0u8; 512];
+        l.unblock_into(&blocks, 1, &mut out).unwrap();
+        assert_eq!(out, blocks);
     }
 
     #[test]

@@ -359,6 +359,17 @@ impl Pipeline {
         Ok(data)
     }
 
+    /// The most bytes a stage's output may hold for a chunk of `chunk_bytes`: no filter here
+    /// makes data grow by more than a few bytes when encoding, but for LZ4's and bitshuffle's
+    /// headers and incompressible blocks (at most 1/255 more and 16 bytes per block of at
+    /// least 1 KiB when a filter follows them).
+    fn limit(&self, chunk_bytes: usize) -> usize {
+        chunk_bytes
+            .saturating_add(chunk_bytes / 32)
+            .saturating_add(1024)
+            .saturating_add(self.stages.len().saturating_mul(64))
+    }
+
     /// Undo the stages from `first` on, whatever length that leaves.
     fn decode_stages(
         &self,
@@ -367,14 +378,8 @@ impl Pipeline {
         chunk_bytes: usize,
         first: usize,
     ) -> Result<Vec<u8>, FilterError> {
-        // Intermediate results are bounded so a corrupt chunk cannot inflate without limit: no
-        // filter here makes data grow by more than a few bytes when encoding, but for LZ4's and
-        // bitshuffle's headers and incompressible blocks (at most 1/255 more and 16 bytes per
-        // block of at least 1 KiB when a filter follows them).
-        let limit = chunk_bytes
-            .saturating_add(chunk_bytes / 32)
-            .saturating_add(1024)
-            .saturating_add(self.stages.len().saturating_mul(64));
+        // Intermediate results are bounded so a corrupt chunk cannot inflate without limit.
+        let limit = self.limit(chunk_bytes);
         for (i, (stage, _)) in self.stages.iter().enumerate().skip(first).rev() {
             if i < 32 && mask & (1 << i) != 0 {
                 continue;
@@ -398,7 +403,7 @@ impl Pipeline {
     }
 
     /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a first stage of
-    /// shuffle, LZ4 or bitshuffle (decoded last) writes there directly, with no buffer of its
+    /// shuffle, LZ4, bitshuffle, Blosc or Blosc2 (decoded last) writes there directly, with no buffer of its
     /// own and no copy after it.
     pub fn decode_into(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
         match self.stages.first() {
@@ -415,6 +420,14 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => {
                     let data = self.decode_stages(data, mask, out.len(), 1)?;
                     bitshuffle::decompress_into(&data, p, out)?;
+                }
+                Stage::Blosc(..) => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    blosc::decompress_into(&data, self.limit(out.len()), out)?;
+                }
+                Stage::Blosc2(..) => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    blosc2::decompress_into(&data, self.limit(out.len()), out)?;
                 }
                 _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
             },

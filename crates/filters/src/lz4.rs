@@ -495,7 +495,10 @@ fn copy_checked(
             if let Some(d) = out.get_mut(to..to + 8) {
                 d.copy_from_slice(&w.to_le_bytes());
             }
-            let back = offset * 8_usize.div_ceil(offset);
+            // The smallest whole number of periods of at least 8 bytes (a table: the
+            // division it stands for cost more than the rest of the sequence).
+            const BACK: [usize; 8] = [8, 8, 8, 9, 8, 10, 12, 14];
+            let back = BACK.get(offset).copied().unwrap_or(8);
             let mut k = 8;
             while k < len {
                 let src = to + k - back;
