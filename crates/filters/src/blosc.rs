@@ -65,7 +65,18 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
 
 /// [`decompress`] into `out`, which the buffer must fill exactly.
 pub fn decompress_into(data: &[u8], limit: usize, out: &mut [u8]) -> Result<(), FilterError> {
-    match decompress_to(data, limit, out)? {
+    into_place(decompress_to(data, limit, out)?, out, corrupt)
+}
+
+/// The end of a decode into `out` that wrote it in place (`None`) or gave a buffer of its own
+/// (`Some`: copied in when its length is `out`'s, refused otherwise, through `corrupt`).
+/// Blosc and Blosc2 end so.
+pub(crate) fn into_place(
+    decoded: Option<Vec<u8>>,
+    out: &mut [u8],
+    corrupt: fn(String) -> FilterError,
+) -> Result<(), FilterError> {
+    match decoded {
         None => Ok(()),
         Some(v) if v.len() == out.len() => {
             out.copy_from_slice(&v);

@@ -135,18 +135,8 @@ pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
 
 /// [`decompress`] into `out`, which the chunk must fill exactly.
 pub fn decompress_into(data: &[u8], limit: usize, out: &mut [u8]) -> Result<(), FilterError> {
-    match with_scratch(|s| decompress_to(data, limit, out, s))? {
-        None => Ok(()),
-        Some(v) if v.len() == out.len() => {
-            out.copy_from_slice(&v);
-            Ok(())
-        }
-        Some(v) => Err(corrupt(format!(
-            "chunk decodes to {} bytes, expected {}",
-            v.len(),
-            out.len()
-        ))),
-    }
+    let decoded = with_scratch(|s| decompress_to(data, limit, out, s))?;
+    crate::blosc::into_place(decoded, out, corrupt)
 }
 
 /// Undo the filter: into `dest` when the frame declares exactly its length (`None`), else into
