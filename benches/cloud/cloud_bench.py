@@ -380,16 +380,31 @@ def start_servers(d, files, children):
 
 # --- the sides ----------------------------------------------------------------------------
 
+# What both Python sides share: the proxy's counts (GETs, HEADs, body bytes so far), and the
+# `RESULT` line printed from the phases' seconds and counts and the chunk read.
+PROXY_STATS = r"""
+def stats():
+    with urllib.request.urlopen("http://127.0.0.1:%s/__proxy__/stats" % proxy) as r:
+        s = json.loads(r.read())
+    return s["gets"], s["heads"], s["bytes"]
+"""
+
+RESULT = r"""
+b = np.ascontiguousarray(chunk).view(np.uint8)
+print("RESULT open_s=%.6f list_s=%.6f read_s=%.6f open_gets=%d open_heads=%d open_bytes=%d "
+      "list_gets=%d list_heads=%d list_bytes=%d read_gets=%d read_heads=%d read_bytes=%d "
+      "objects=%d chunk_bytes=%d check=%d" % (open_s, list_s, read_s, *o, *l, *r,
+      len(objects), b.size, int(b.astype(np.uint64).sum())))
+"""
+
+
 FSSPEC_SIDE = r"""
 import json, sys, time, urllib.request
 t0 = time.perf_counter()
 import fsspec, h5py, numpy as np
 server, proxy, name, mode, block, dataset = sys.argv[1:7]
 block = int(block)
-def stats():
-    with urllib.request.urlopen("http://127.0.0.1:%s/__proxy__/stats" % proxy) as r:
-        s = json.loads(r.read())
-    return s["gets"], s["heads"], s["bytes"]
+""" + PROXY_STATS + r"""
 t = time.perf_counter()
 if server == "s3":
     fs = fsspec.filesystem("s3", key="testing", secret="testing", skip_instance_cache=True,
@@ -418,12 +433,7 @@ c = d.chunks or d.shape
 chunk = d[tuple(slice(0, min(a, b)) for a, b in zip(c, d.shape))]
 read_s = time.perf_counter() - t
 r = stats()
-b = np.ascontiguousarray(chunk).view(np.uint8)
-print("RESULT open_s=%.6f list_s=%.6f read_s=%.6f open_gets=%d open_heads=%d open_bytes=%d "
-      "list_gets=%d list_heads=%d list_bytes=%d read_gets=%d read_heads=%d read_bytes=%d "
-      "objects=%d chunk_bytes=%d check=%d" % (open_s, list_s, read_s, *o, *l, *r,
-      len(objects), b.size, int(b.astype(np.uint64).sum())))
-"""
+""" + RESULT
 
 
 KERCHUNK_GEN = r"""
@@ -443,10 +453,7 @@ KERCHUNK_SIDE = r"""
 import json, os, sys, tempfile, time, urllib.request
 import fsspec, zarr, numpy as np
 server, proxy, name, template, dataset = sys.argv[1:6]
-def stats():
-    with urllib.request.urlopen("http://127.0.0.1:%s/__proxy__/stats" % proxy) as r:
-        s = json.loads(r.read())
-    return s["gets"], s["heads"], s["bytes"]
+""" + PROXY_STATS + r"""
 t = time.perf_counter()
 if server == "s3":
     url, protocol = "s3://granules/" + name, "s3"
@@ -476,12 +483,7 @@ d = g[dataset]
 chunk = d[tuple(slice(0, min(a, b)) for a, b in zip(d.chunks, d.shape))]
 read_s = time.perf_counter() - t
 r = stats()
-b = np.ascontiguousarray(chunk).view(np.uint8)
-print("RESULT open_s=%.6f list_s=%.6f read_s=%.6f open_gets=%d open_heads=%d open_bytes=%d "
-      "list_gets=%d list_heads=%d list_bytes=%d read_gets=%d read_heads=%d read_bytes=%d "
-      "objects=%d chunk_bytes=%d check=%d" % (open_s, list_s, read_s, *o, *l, *r,
-      len(objects), b.size, int(b.astype(np.uint64).sum())))
-"""
+""" + RESULT
 
 
 def make_refs(files):
