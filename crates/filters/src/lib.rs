@@ -436,6 +436,46 @@ impl Pipeline {
         Ok(())
     }
 
+    /// [`encode`](Self::encode) into `out` (its old bytes dropped, its room kept): the filter
+    /// mask. A pipeline of one LZ4, bitshuffle or Zstandard filter (hdf5plugin's usual ones)
+    /// writes its output straight into `out`, so a buffer kept across chunks takes every
+    /// chunk with no allocation and no fresh pages; any other pipeline's output replaces it.
+    pub fn encode_into(&self, chunk: &[u8], out: &mut Vec<u8>) -> Result<u32, FilterError> {
+        out.clear();
+        if let [(stage, optional)] = self.stages.as_slice() {
+            let done = match stage {
+                // As in `encode`: the reference filters fail only on inputs they cannot frame.
+                Stage::Lz4 { block_size } => Some(lz4::compress_into(chunk, *block_size, out)),
+                Stage::Bitshuffle(p) => Some(bitshuffle::compress_into(chunk, p, out)),
+                Stage::Zstd { level } => {
+                    zstd::compress_into(chunk, *level, out);
+                    Some(Ok(()))
+                }
+                _ => None,
+            };
+            match done {
+                Some(Ok(())) => return Ok(0),
+                Some(Err(_)) if *optional => {
+                    out.clear();
+                    reserve(out, stage.name(), chunk.len())?;
+                    out.extend_from_slice(chunk);
+                    return Ok(1);
+                }
+                Some(Err(_)) => {
+                    out.clear();
+                    return Err(FilterError::Corrupt {
+                        filter: stage.name(),
+                        reason: "a mandatory filter failed".into(),
+                    });
+                }
+                None => {}
+            }
+        }
+        let (data, mask) = self.encode(chunk)?;
+        *out = data;
+        Ok(mask)
+    }
+
     /// Apply the filters to a chunk. An optional filter that cannot help (LZF or deflate output
     /// no smaller than its input is still stored by libhdf5; LZF fails instead) is skipped and
     /// its mask bit set, as libhdf5 does; a mandatory one that fails is an error.
@@ -534,6 +574,61 @@ mod tests {
             assert!(stored.len() < data.len(), "{filters:?} compresses");
             assert_eq!(p.decode(stored, mask, data.len()).unwrap(), data);
         }
+    }
+
+    #[test]
+    fn encode_into_a_reused_buffer_equals_encode() {
+        let data: Vec<u8> = (0..6000u32).flat_map(|i| (i / 11).to_le_bytes()).collect();
+        let noise: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        // One buffer for every chunk of every pipeline, holding the last one's bytes.
+        let mut out = vec![0xEEu8; 100_000];
+        for filters in [
+            &[(id::LZ4, &[0u32][..])][..],
+            &[(id::LZ4, &[1000][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 256, 3, 5][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 64, 0][..])],
+            &[(id::ZSTD, &[3][..])],
+            &[(id::ZSTD, &[19][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::DEFLATE, &[4][..])],
+            &[(id::LZF, &[][..])],
+        ] {
+            let p = pipeline(filters);
+            for chunk in [&data[..], &noise[..], &data[..100]] {
+                let (want, want_mask) = p.encode(chunk).unwrap();
+                let mask = p.encode_into(chunk, &mut out).unwrap();
+                assert_eq!((mask, &out), (want_mask, &want), "{filters:?}");
+                assert_eq!(
+                    p.decode(out.clone(), mask, chunk.len()).unwrap(),
+                    chunk,
+                    "{filters:?}"
+                );
+            }
+        }
+        // A filter that cannot frame the chunk (bitshuffle over a partial element): an optional
+        // one is skipped and the chunk stored as it is, a mandatory one is an error.
+        let odd = &data[..4001];
+        let optional = pipeline(&[(id::BITSHUFFLE, &[0, 4, 4, 0, 2])]);
+        assert_eq!(optional.encode_into(odd, &mut out).unwrap(), 1);
+        assert_eq!(out, odd);
+        assert_eq!(optional.encode(odd).unwrap(), (odd.to_vec(), 1));
+        let message = FilterPipeline {
+            version: PipelineVersion::V2,
+            filters: vec![Filter::new(
+                PipelineVersion::V2,
+                id::BITSHUFFLE,
+                0,
+                vec![0, 4, 4, 0, 2],
+            )],
+        };
+        let mandatory = Pipeline::new(&message, 4).unwrap();
+        assert!(matches!(
+            mandatory.encode_into(odd, &mut out),
+            Err(FilterError::Corrupt { .. })
+        ));
+        assert!(mandatory.encode(odd).is_err());
     }
 
     #[test]

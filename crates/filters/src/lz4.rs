@@ -541,6 +541,14 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 
 /// Apply the HDF5 LZ4 filter with `block_size` bytes per block (0: the filter's default).
 pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
+    let mut out = Vec::new();
+    compress_into(data, block_size, &mut out)?;
+    Ok(out)
+}
+
+/// [`compress`], appended to `out`: a buffer kept across chunks is reused as it is, with
+/// room for the worst case reserved once. On an error `out` may hold part of a chunk.
+pub fn compress_into(data: &[u8], block_size: u32, out: &mut Vec<u8>) -> Result<(), FilterError> {
     let n = data.len();
     if n > i32::MAX as usize {
         return Err(corrupt("the filter compresses chunks below 2 GiB"));
@@ -550,14 +558,14 @@ pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
         b => b,
     }
     .min(n);
-    let mut out = Vec::with_capacity(n.saturating_add(n / 255).saturating_add(64));
+    out.reserve(n.saturating_add(n / 255).saturating_add(64));
     out.extend_from_slice(&(n as u64).to_be_bytes());
     out.extend_from_slice(&(block as u32).to_be_bytes());
     for raw in data.chunks(block.max(1)) {
         // Compressed in place after its length; stored raw instead when LZ4 does not shrink it.
         let at = out.len();
         out.extend_from_slice(&[0; 4]);
-        compress_block(raw, &mut out);
+        compress_block(raw, out);
         let mut len = out.len().saturating_sub(at).saturating_sub(4);
         if len >= raw.len() {
             out.truncate(at.saturating_add(4));
@@ -568,7 +576,7 @@ pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
             dst.copy_from_slice(&(len as u32).to_be_bytes());
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The chunk's declared size and its blocks (after the 12-byte header).
