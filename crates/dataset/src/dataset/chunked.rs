@@ -22,9 +22,6 @@ const WRITE_BATCH_BYTES: u64 = 4 << 20;
 /// Most records handed to the index in one `insert_many`.
 const RECORD_BATCH: usize = 1 << 16;
 
-/// A filtered chunk's stored bytes and filter mask.
-type Encoded = (Vec<u8>, u32);
-
 /// A chunk that gets new space: its coordinates, its stored bytes and its filter mask.
 type NewChunk<'a> = (&'a [u64], Cow<'a, [u8]>, u32);
 
@@ -51,7 +48,16 @@ pub(crate) struct Chunked {
     pub(crate) append_plan: Option<Box<super::append::AppendPlan>>,
     /// The shape of the last slab write of whole new chunks, for the next one of that shape.
     pub(crate) box_plan: Option<Box<super::append::BoxPlan>>,
+    /// The filter pipeline's output buffers of the last batch of chunks written, emptied and
+    /// kept for the next batch (see [`write_chunks`](Self::write_chunks)).
+    pub(crate) spare: Vec<Vec<u8>>,
 }
+
+/// Most output buffers [`Chunked::spare`] keeps, and most bytes of room they hold together:
+/// a batch's worth for the usual chunk sizes (the fresh chunks' budget, or a slab write's
+/// batch), never more than a few times the chunk cache.
+const SPARE_BUFFERS: usize = 64;
+const SPARE_BYTES: usize = 64 << 20;
 
 /// Copy `src` into `dst` (of the same length): as one fixed-size move for ranks up to 4, where
 /// a call to memcpy would cost more than the copy (appends copy the dims each time).
@@ -382,39 +388,74 @@ impl Chunked {
         path: &str,
         chunks: &[(&[u64], &[u8])],
     ) -> Result<()> {
-        // The encoded bytes and mask (`None`: stored as they are).
-        let encode = |&(scaled, data): &(&[u64], &[u8])| -> Result<Option<Encoded>> {
-            match (&self.pipeline, self.skips_filters(scaled)) {
-                (Some(p), false) => {
-                    let out = p.encode(data).map_err(|source| Error::Filter {
-                        dataset: path.to_owned(),
-                        chunk: scaled.to_vec(),
-                        source,
-                    })?;
-                    Ok(Some(out))
+        if self.pipeline.is_none() {
+            let stored: Vec<NewChunk<'_>> = chunks
+                .iter()
+                .map(|&(scaled, data)| (scaled, Cow::Borrowed(data), 0))
+                .collect();
+            return self.write_encoded(f, &stored);
+        }
+        // One output buffer per chunk, the last batch's where there are: after the first batch
+        // a chunk is compressed into pages already mapped, with no allocation.
+        let mut outs: Vec<Vec<u8>> = Vec::with_capacity(chunks.len());
+        outs.extend((0..chunks.len()).map(|_| self.spare.pop().unwrap_or_default()));
+        // The filter mask (`None`: stored as it is).
+        let encode =
+            |(&(scaled, data), out): (&(&[u64], &[u8]), &mut Vec<u8>)| -> Result<Option<u32>> {
+                match (&self.pipeline, self.skips_filters(scaled)) {
+                    (Some(p), false) => {
+                        let mask = p.encode_into(data, out).map_err(|source| Error::Filter {
+                            dataset: path.to_owned(),
+                            chunk: scaled.to_vec(),
+                            source,
+                        })?;
+                        Ok(Some(mask))
+                    }
+                    _ => Ok(None),
                 }
-                _ => Ok(None),
-            }
-        };
+            };
         // Asked only when there is filtering to share: the pool's threads start on first use.
-        let pool = (self.pipeline.is_some() && chunks.len() > 1)
-            .then(|| f.pool())
-            .flatten();
-        let encoded: Vec<Result<Option<Encoded>>> = match pool {
+        let pool = (chunks.len() > 1).then(|| f.pool()).flatten();
+        let masks: Vec<Result<Option<u32>>> = match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;
-                chunks.par_iter().map(encode).collect()
+                chunks
+                    .par_iter()
+                    .zip(outs.par_iter_mut())
+                    .map(encode)
+                    .collect()
             }),
-            None => chunks.iter().map(encode).collect(),
+            None => chunks.iter().zip(outs.iter_mut()).map(encode).collect(),
         };
-        let mut stored = Vec::with_capacity(chunks.len());
-        for (&(scaled, data), e) in chunks.iter().zip(encoded) {
-            stored.push(match e? {
-                Some((bytes, mask)) => (scaled, Cow::Owned(bytes), mask),
-                None => (scaled, Cow::Borrowed(data), 0),
-            });
+        let result = (|| {
+            let mut stored = Vec::with_capacity(chunks.len());
+            for ((&(scaled, data), m), out) in chunks.iter().zip(masks).zip(&outs) {
+                stored.push(match m? {
+                    Some(mask) => (scaled, Cow::Borrowed(out.as_slice()), mask),
+                    None => (scaled, Cow::Borrowed(data), 0),
+                });
+            }
+            self.write_encoded(f, &stored)
+        })();
+        self.keep_spare(outs);
+        result
+    }
+
+    /// Keep `outs`, emptied, for the next batch's output, within [`SPARE_BUFFERS`] and
+    /// [`SPARE_BYTES`].
+    fn keep_spare(&mut self, outs: Vec<Vec<u8>>) {
+        let mut room: usize = self.spare.iter().map(Vec::capacity).sum();
+        for mut out in outs {
+            if out.capacity() == 0 {
+                continue;
+            }
+            room = room.saturating_add(out.capacity());
+            if self.spare.len() >= SPARE_BUFFERS || room > SPARE_BYTES {
+                break;
+            }
+            out.clear();
+            self.spare.push(out);
         }
-        self.write_encoded(f, &stored)
     }
 
     /// Write chunks already filtered (their stored bytes and filter masks), then record them in
