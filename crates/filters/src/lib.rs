@@ -441,25 +441,35 @@ impl Pipeline {
     /// writes its output straight into `out`, so a buffer kept across chunks takes every
     /// chunk with no allocation and no fresh pages; any other pipeline's output replaces it.
     pub fn encode_into(&self, chunk: &[u8], out: &mut Vec<u8>) -> Result<u32, FilterError> {
-        out.clear();
+        let (len, mask) = self.encode_to(chunk, out)?;
+        out.truncate(len);
+        Ok(mask)
+    }
+
+    /// [`encode_into`](Self::encode_into) that leaves `out` longer than the chunk's stored
+    /// bytes: they are `out[..len]`, and `(len, mask)` is returned. What follows them is an
+    /// earlier chunk's, kept so that the next chunk's worst case is not zeroed again: an LZ4
+    /// or bitshuffle/LZ4 pipeline grows `out` only past the longest chunk it has held.
+    pub fn encode_to(&self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(usize, u32), FilterError> {
         if let [(stage, optional)] = self.stages.as_slice() {
             let done = match stage {
                 // As in `encode`: the reference filters fail only on inputs they cannot frame.
-                Stage::Lz4 { block_size } => Some(lz4::compress_into(chunk, *block_size, out)),
-                Stage::Bitshuffle(p) => Some(bitshuffle::compress_into(chunk, p, out)),
+                Stage::Lz4 { block_size } => Some(lz4::compress_at(chunk, *block_size, out, 0)),
+                Stage::Bitshuffle(p) => Some(bitshuffle::compress_at(chunk, p, out, 0)),
                 Stage::Zstd { level } => {
+                    out.clear();
                     zstd::compress_into(chunk, *level, out);
-                    Some(Ok(()))
+                    Some(Ok(out.len()))
                 }
                 _ => None,
             };
             match done {
-                Some(Ok(())) => return Ok(0),
+                Some(Ok(len)) => return Ok((len, 0)),
                 Some(Err(_)) if *optional => {
                     out.clear();
                     reserve(out, stage.name(), chunk.len())?;
                     out.extend_from_slice(chunk);
-                    return Ok(1);
+                    return Ok((chunk.len(), 1));
                 }
                 Some(Err(_)) => {
                     out.clear();
@@ -473,7 +483,7 @@ impl Pipeline {
         }
         let (data, mask) = self.encode(chunk)?;
         *out = data;
-        Ok(mask)
+        Ok((out.len(), mask))
     }
 
     /// Apply the filters to a chunk. An optional filter that cannot help (LZF or deflate output
@@ -584,20 +594,31 @@ mod tests {
             .collect();
         // One buffer for every chunk of every pipeline, holding the last one's bytes.
         let mut out = vec![0xEEu8; 100_000];
-        for filters in [
+        let mut long = vec![0x5Au8; 100_000];
+        for (i, filters) in [
+            // LZ4 blocks and bitshuffle's uncompressed blocks: the buffer is never shortened.
             &[(id::LZ4, &[0u32][..])][..],
             &[(id::LZ4, &[1000][..])],
             &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
-            &[(id::BITSHUFFLE, &[0, 4, 4, 256, 3, 5][..])],
             &[(id::BITSHUFFLE, &[0, 4, 4, 64, 0][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 256, 3, 5][..])],
             &[(id::ZSTD, &[3][..])],
             &[(id::ZSTD, &[19][..])],
             &[(id::SHUFFLE, &[4][..]), (id::DEFLATE, &[4][..])],
             &[(id::LZF, &[][..])],
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let p = pipeline(filters);
             for chunk in [&data[..], &noise[..], &data[..100]] {
                 let (want, want_mask) = p.encode(chunk).unwrap();
+                // Into a buffer longer than any chunk, whose tail stays.
+                let (len, mask) = p.encode_to(chunk, &mut long).unwrap();
+                assert_eq!((mask, &long[..len]), (want_mask, &want[..]), "{filters:?}");
+                if i < 4 {
+                    assert_eq!(long.len(), 100_000, "{filters:?}: never shortened");
+                }
                 let mask = p.encode_into(chunk, &mut out).unwrap();
                 assert_eq!((mask, &out), (want_mask, &want), "{filters:?}");
                 assert_eq!(

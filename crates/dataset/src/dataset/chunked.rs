@@ -48,8 +48,8 @@ pub(crate) struct Chunked {
     pub(crate) append_plan: Option<Box<super::append::AppendPlan>>,
     /// The shape of the last slab write of whole new chunks, for the next one of that shape.
     pub(crate) box_plan: Option<Box<super::append::BoxPlan>>,
-    /// The filter pipeline's output buffers of the last batch of chunks written, emptied and
-    /// kept for the next batch (see [`write_chunks`](Self::write_chunks)).
+    /// The filter pipeline's output buffers of the last batch of chunks written, kept for the
+    /// next batch with what they last held (see [`write_chunks`](Self::write_chunks)).
     pub(crate) spare: Vec<Vec<u8>>,
 }
 
@@ -399,24 +399,25 @@ impl Chunked {
         // a chunk is compressed into pages already mapped, with no allocation.
         let mut outs: Vec<Vec<u8>> = Vec::with_capacity(chunks.len());
         outs.extend((0..chunks.len()).map(|_| self.spare.pop().unwrap_or_default()));
-        // The filter mask (`None`: stored as it is).
-        let encode =
-            |(&(scaled, data), out): (&(&[u64], &[u8]), &mut Vec<u8>)| -> Result<Option<u32>> {
-                match (&self.pipeline, self.skips_filters(scaled)) {
-                    (Some(p), false) => {
-                        let mask = p.encode_into(data, out).map_err(|source| Error::Filter {
-                            dataset: path.to_owned(),
-                            chunk: scaled.to_vec(),
-                            source,
-                        })?;
-                        Ok(Some(mask))
-                    }
-                    _ => Ok(None),
+        // The stored bytes' length in the output buffer and the filter mask (`None`: stored as
+        // it is). A buffer is left longer than its chunk (see `Pipeline::encode_to`).
+        type Stored = Option<(usize, u32)>;
+        let encode = |(&(scaled, data), out): (&(&[u64], &[u8]), &mut Vec<u8>)| -> Result<Stored> {
+            match (&self.pipeline, self.skips_filters(scaled)) {
+                (Some(p), false) => {
+                    let stored = p.encode_to(data, out).map_err(|source| Error::Filter {
+                        dataset: path.to_owned(),
+                        chunk: scaled.to_vec(),
+                        source,
+                    })?;
+                    Ok(Some(stored))
                 }
-            };
+                _ => Ok(None),
+            }
+        };
         // Asked only when there is filtering to share: the pool's threads start on first use.
         let pool = (chunks.len() > 1).then(|| f.pool()).flatten();
-        let masks: Vec<Result<Option<u32>>> = match pool {
+        let masks: Vec<Result<Stored>> = match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;
                 chunks
@@ -431,7 +432,12 @@ impl Chunked {
             let mut stored = Vec::with_capacity(chunks.len());
             for ((&(scaled, data), m), out) in chunks.iter().zip(masks).zip(&outs) {
                 stored.push(match m? {
-                    Some(mask) => (scaled, Cow::Borrowed(out.as_slice()), mask),
+                    Some((len, mask)) => {
+                        let bytes = out
+                            .get(..len)
+                            .ok_or(Error::Internal("a filtered chunk past its buffer"))?;
+                        (scaled, Cow::Borrowed(bytes), mask)
+                    }
                     None => (scaled, Cow::Borrowed(data), 0),
                 });
             }
@@ -441,11 +447,11 @@ impl Chunked {
         result
     }
 
-    /// Keep `outs`, emptied, for the next batch's output, within [`SPARE_BUFFERS`] and
-    /// [`SPARE_BYTES`].
+    /// Keep `outs` for the next batch's output, within [`SPARE_BUFFERS`] and [`SPARE_BYTES`]:
+    /// as they are, not emptied, so that the next chunks' worst cases are not zeroed again.
     fn keep_spare(&mut self, outs: Vec<Vec<u8>>) {
         let mut room: usize = self.spare.iter().map(Vec::capacity).sum();
-        for mut out in outs {
+        for out in outs {
             if out.capacity() == 0 {
                 continue;
             }
@@ -453,7 +459,6 @@ impl Chunked {
             if self.spare.len() >= SPARE_BUFFERS || room > SPARE_BYTES {
                 break;
             }
-            out.clear();
             self.spare.push(out);
         }
     }
