@@ -110,6 +110,14 @@ with h5py.File(sys.argv[1], 'r') as f:
     sys.stdout.write(a.astype(a.dtype.newbyteorder('<')).tobytes().hex())
 "#;
 
+/// `got` equals `want`, or the first difference is reported (not every value).
+fn same(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        panic!("{what}: value {i} is {}, not {}", got[i], want[i]);
+    }
+}
+
 /// A whole-dataset write to a filtered dataset: chunks whose rows follow on in the caller's
 /// buffer are compressed from it in batches (on the filter pool), the others through the fresh
 /// chunks, and chunks already cached or fresh are changed there. On one and two threads, LZ4
@@ -156,13 +164,21 @@ fn filtered_whole_writes_compress_from_the_callers_buffer() {
                         .collect::<Vec<f32>>();
                     let le: Vec<u8> = last.iter().flat_map(|v| v.to_le_bytes()).collect();
                     d.write_raw(&le).unwrap();
-                    assert_eq!(d.read::<f32>().unwrap(), last, "{name}: read back, open");
+                    same(
+                        &d.read::<f32>().unwrap(),
+                        &last,
+                        &format!("{name}: read back, open"),
+                    );
                 }
                 drop(d);
                 f.close().unwrap();
                 let f = File::open(&path).unwrap();
                 let d = f.dataset("d").unwrap();
-                assert_eq!(d.read::<f32>().unwrap(), last, "{name}: reopened");
+                same(
+                    &d.read::<f32>().unwrap(),
+                    &last,
+                    &format!("{name}: reopened"),
+                );
                 // Compressed: every chunk went through the filter.
                 let stored: u64 = d.chunks().unwrap().iter().map(|c| c.size).sum();
                 assert!(stored < n * 4 / 2, "{name}: {stored} bytes stored");
