@@ -124,7 +124,8 @@ fn same(got: &[f32], want: &[f32], what: &str) {
 /// and Zstandard, chunks that are whole frames (straight from the slab) or halves of frames
 /// (gathered): a partial write caches chunk 0 first (a straight path that skipped it would
 /// leave the cache's older values to be flushed over it), then two whole writes of other
-/// values (the second rewrites every chunk, at other sizes). The values read back open,
+/// values (the second rewrites every chunk, at other sizes), then every chunk again, one a
+/// call (each compressed into the writing thread's kept buffer). The values read back open,
 /// reopened, and in h5py.
 #[test]
 fn filtered_whole_writes_compress_from_the_callers_buffer() {
@@ -156,7 +157,7 @@ fn filtered_whole_writes_compress_from_the_callers_buffer() {
                     .unwrap();
                 d.write_slice(&[1.5f32; 4], &[0, 0, 0], &[1, 2, 2], None)
                     .unwrap();
-                let mut last = Vec::new();
+                let mut last: Vec<f32>;
                 for salt in [3, 11] {
                     // Runs of repeats, so the chunks compress, to other sizes for each salt.
                     last = (0..n)
@@ -170,6 +171,30 @@ fn filtered_whole_writes_compress_from_the_callers_buffer() {
                         &format!("{name}: read back, open"),
                     );
                 }
+                // Then chunk by chunk, one a call (a frame at a time, as a detector writes):
+                // each compressed into the writing thread's kept buffer, at other sizes again.
+                let salt = 17;
+                last = (0..n).map(|i| value(i / 40, salt)).collect::<Vec<f32>>();
+                for a in 0..shape[0] / chunk[0] {
+                    for b in 0..shape[1] / chunk[1] {
+                        let start = [a * chunk[0], b * chunk[1], 0];
+                        let mut values = Vec::new();
+                        for i in 0..chunk[0] {
+                            for j in 0..chunk[1] {
+                                let row = ((start[0] + i) * shape[1] + start[1] + j) * shape[2];
+                                values.extend_from_slice(
+                                    &last[row as usize..(row + shape[2]) as usize],
+                                );
+                            }
+                        }
+                        d.write_slice(&values, &start, &chunk, None).unwrap();
+                    }
+                }
+                same(
+                    &d.read::<f32>().unwrap(),
+                    &last,
+                    &format!("{name}: chunk by chunk, open"),
+                );
                 drop(d);
                 f.close().unwrap();
                 let f = File::open(&path).unwrap();

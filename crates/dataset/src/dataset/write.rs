@@ -44,6 +44,40 @@ enum WritePlan {
     Selection,
 }
 
+/// Largest output buffer a thread keeps for the filtered chunks it writes one at a time.
+const KEPT_CHUNK_BUFFER: usize = 16 << 20;
+
+thread_local! {
+    /// This thread's output buffer for whole filtered chunks written one a call (a frame at a
+    /// time), kept between calls with what it last held (`Pipeline::encode_to`): each chunk
+    /// is compressed into pages already mapped, with no allocation and no zeroing.
+    static CHUNK_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's kept output buffer (empty if there is none, or it is in use).
+fn take_chunk_buffer() -> Vec<u8> {
+    CHUNK_BUFFER
+        .try_with(|b| b.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)))
+        .ok()
+        .and_then(|b| b.ok())
+        .unwrap_or_default()
+}
+
+/// Keep `out` as this thread's output buffer, unless it is larger than
+/// [`KEPT_CHUNK_BUFFER`] or smaller than the one kept.
+fn keep_chunk_buffer(out: Vec<u8>) {
+    if out.capacity() > KEPT_CHUNK_BUFFER {
+        return;
+    }
+    let _ = CHUNK_BUFFER.try_with(|b| {
+        if let Ok(mut b) = b.try_borrow_mut()
+            && b.capacity() < out.capacity()
+        {
+            *b = out;
+        }
+    });
+}
+
 /// Whole chunks of a slab write to a filtered dataset, compressed from the caller's bytes
 /// where they lie and written together (`Chunked::write_chunks`: on the filter pool, into the
 /// output buffers it keeps), a batch at a time: as many chunks as the fresh chunks' budget
@@ -249,14 +283,16 @@ impl Dataset {
         } else {
             None
         };
-        self.with_chunked_le(|f, path, header, c, _| {
+        let done = self.with_chunked_le(|f, path, header, c, _| {
             let Some(scaled) = whole_chunk_at(c, le, start, count) else {
                 return Ok(false);
             };
             // Stored as it is, written at once with no copy to batch: a chunk encoded before the
             // state was taken, or a large unfiltered one from the caller's buffer.
-            let ready = match encoded {
-                Some((bytes, mask)) if c.pipeline.is_some() => Some((Cow::Owned(bytes), mask)),
+            let ready = match &encoded {
+                Some((bytes, len, mask)) if c.pipeline.is_some() => {
+                    bytes.get(..*len).map(|b| (Cow::Borrowed(b), *mask))
+                }
                 _ if c.pipeline.is_none() && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES => {
                     Some((Cow::Borrowed(le), 0))
                 }
@@ -273,7 +309,11 @@ impl Dataset {
                 return Err(short_chunk(path, header, &scaled));
             }
             Ok(true)
-        })
+        });
+        if let Some((bytes, _, _)) = encoded {
+            keep_chunk_buffer(bytes);
+        }
+        done
     }
 
     /// Run `body` on the chunked storage of a dataset whose type is stored little-endian
@@ -435,7 +475,7 @@ impl Dataset {
         le: &[u8],
         start: &[u64],
         count: &[u64],
-    ) -> Result<Option<(Vec<u8>, u32)>> {
+    ) -> Result<Option<(Vec<u8>, usize, u32)>> {
         let (pipeline, path, scaled) = {
             let st = self.shared.state.read();
             let StorageState::Chunked(c) = &st.storage else {
@@ -451,14 +491,18 @@ impl Dataset {
                 _ => return Ok(None),
             }
         };
-        pipeline
-            .encode(le)
-            .map(Some)
-            .map_err(|source| Error::Filter {
-                dataset: path,
-                chunk: scaled.to_vec(),
-                source,
-            })
+        let mut out = take_chunk_buffer();
+        match pipeline.encode_to(le, &mut out) {
+            Ok((len, mask)) => Ok(Some((out, len, mask))),
+            Err(source) => {
+                keep_chunk_buffer(out);
+                Err(Error::Filter {
+                    dataset: path,
+                    chunk: scaled.to_vec(),
+                    source,
+                })
+            }
+        }
     }
 
     pub(super) fn write_selection_raw(&self, h: &Hyperslab, mut data: Vec<u8>) -> Result<()> {
