@@ -370,6 +370,12 @@ impl Pipeline {
             .saturating_add(self.stages.len().saturating_mul(64))
     }
 
+    /// Room that holds this pipeline's output for any chunk of `chunk_bytes` (its worst case,
+    /// with a margin): what a buffer kept for its output may be given at once.
+    pub fn encoded_room(&self, chunk_bytes: usize) -> usize {
+        self.limit(chunk_bytes)
+    }
+
     /// Undo the stages from `first` on, whatever length that leaves.
     fn decode_stages(
         &self,

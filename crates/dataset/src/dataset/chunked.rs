@@ -399,6 +399,11 @@ impl Chunked {
         // a chunk is compressed into pages already mapped, with no allocation.
         let mut outs: Vec<Vec<u8>> = Vec::with_capacity(chunks.len());
         outs.extend((0..chunks.len()).map(|_| self.spare.pop().unwrap_or_default()));
+        if let Some(p) = &self.pipeline {
+            for (out, &(_, data)) in outs.iter_mut().zip(chunks) {
+                reserve_output(out, p.encoded_room(data.len()));
+            }
+        }
         // The stored bytes' length in the output buffer and the filter mask (`None`: stored as
         // it is). A buffer is left longer than its chunk (see `Pipeline::encode_to`).
         type Stored = Option<(usize, u32)>;
@@ -744,6 +749,17 @@ impl Chunked {
             }
         }
         self.write_chunk(f, path, scaled, data)
+    }
+}
+
+/// Give a new (empty) output buffer its whole room at once, advised huge pages when it is
+/// large ([`advise_huge_pages`](crate::store::advise_huge_pages): chunks of 4 MiB and more),
+/// before anything touches it: the kernel then backs it with 2 MiB pages as the compressor
+/// first writes it, not 4 KiB ones (a kept buffer is faulted in once either way). A buffer
+/// with room already, or whose room cannot be had, is left to grow as it is written.
+pub(crate) fn reserve_output(out: &mut Vec<u8>, room: usize) {
+    if out.capacity() == 0 && out.try_reserve_exact(room).is_ok() {
+        crate::store::advise_huge_pages(out.as_ptr(), out.capacity());
     }
 }
 

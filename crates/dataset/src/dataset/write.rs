@@ -492,6 +492,7 @@ impl Dataset {
             }
         };
         let mut out = take_chunk_buffer();
+        super::chunked::reserve_output(&mut out, pipeline.encoded_room(le.len()));
         match pipeline.encode_to(le, &mut out) {
             Ok((len, mask)) => Ok(Some((out, len, mask))),
             Err(source) => {
