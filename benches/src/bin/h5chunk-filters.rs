@@ -8,7 +8,8 @@
 //!   read).
 //! - `compress SRC DST FILTER THREADS`: reads `/data` of SRC (untimed), then writes it into a
 //!   new DST with FILTER (`bitshuffle-lz4`, `lz4`, `zstd`), the same chunks and type, on a pool
-//!   of THREADS; `write_s` from creating DST to closing it.
+//!   of THREADS; `write_s` from creating DST to closing it, `write_faults` the minor page
+//!   faults of that span (Linux; 0 elsewhere).
 //! - `direct SRC DST COUNT`: takes SRC's stored chunks (pre-compressed frames, one per chunk
 //!   along the first dimension) and writes COUNT of them, cycling, with `write_direct_chunk`
 //!   into a new DST whose pipeline is SRC's filter; `write_s` from creating DST to closing it.
@@ -96,10 +97,23 @@ fn read(path: &Path, threads: usize) -> Result<String, String> {
     ))
 }
 
+/// This process's minor page faults so far (Linux `/proc/self/stat`, field 10), or 0.
+fn minor_faults() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name (in parentheses): state is field 3, minflt 10.
+            let rest = s.get(s.rfind(')')? + 1..)?.to_owned();
+            rest.split_whitespace().nth(7)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
 fn compress(src: &Path, dst: &Path, filter: &str, threads: usize) -> Result<String, String> {
     let f = File::open(src).map_err(|e| e.to_string())?;
     let like = f.dataset("data").map_err(|e| e.to_string())?;
     let data = like.read_raw().map_err(|e| e.to_string())?;
+    let faults0 = minor_faults();
     let t0 = Instant::now();
     let out = File::create_with(dst, opts(threads)).map_err(|e| e.to_string())?;
     let d = create_like(&out, &like, spec(filter)?)?;
@@ -107,10 +121,11 @@ fn compress(src: &Path, dst: &Path, filter: &str, threads: usize) -> Result<Stri
     drop(d);
     out.close().map_err(|e| e.to_string())?;
     let write_s = t0.elapsed().as_secs_f64();
+    let write_faults = minor_faults().saturating_sub(faults0);
     let stored = std::fs::metadata(dst).map(|m| m.len()).unwrap_or(0);
     let _ = std::fs::remove_file(dst);
     Ok(format!(
-        "write_s={write_s:.6} bytes={} file_bytes={stored}",
+        "write_s={write_s:.6} bytes={} file_bytes={stored} write_faults={write_faults}",
         data.len()
     ))
 }

@@ -101,3 +101,122 @@ fn a_rank_3_box_goes_straight_to_the_file() {
         8 * 600 * 512,
     );
 }
+
+/// h5py with hdf5plugin's filters: the C-order little-endian bytes of `dataset`.
+const PLUGIN_VALUES: &str = r#"
+import sys, h5py, hdf5plugin
+with h5py.File(sys.argv[1], 'r') as f:
+    a = f[sys.argv[2]][()]
+    sys.stdout.write(a.astype(a.dtype.newbyteorder('<')).tobytes().hex())
+"#;
+
+/// `got` equals `want`, or the first difference is reported (not every value).
+fn same(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        panic!("{what}: value {i} is {}, not {}", got[i], want[i]);
+    }
+}
+
+/// A whole-dataset write to a filtered dataset: chunks whose rows follow on in the caller's
+/// buffer are compressed from it in batches (on the filter pool), the others through the fresh
+/// chunks, and chunks already cached or fresh are changed there. On one and two threads, LZ4
+/// and Zstandard, chunks that are whole frames (straight from the slab) or halves of frames
+/// (gathered): a partial write caches chunk 0 first (a straight path that skipped it would
+/// leave the cache's older values to be flushed over it), then two whole writes of other
+/// values (the second rewrites every chunk, at other sizes), then every chunk again, one a
+/// call (each compressed into the writing thread's kept buffer). The values read back open,
+/// reopened, and in h5py.
+#[test]
+fn filtered_whole_writes_compress_from_the_callers_buffer() {
+    use h5chunk::{FileOptions, FilterSpec};
+    let python =
+        interop::python("bulk_write::filtered_whole_writes_compress_from_the_callers_buffer");
+    let shape = [12u64, 64, 64];
+    let n: u64 = shape.iter().product();
+    for threads in [1usize, 2] {
+        for (fname, filter) in [("lz4", FilterSpec::Lz4(0)), ("zstd", FilterSpec::Zstd(3))] {
+            for chunk in [[1u64, 64, 64], [3, 64, 64], [2, 32, 64]] {
+                let name = format!(
+                    "filtered_{fname}_{threads}_{}x{}x{}",
+                    chunk[0], chunk[1], chunk[2]
+                );
+                let path =
+                    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.h5"));
+                let opts = FileOptions {
+                    threads: Some(threads),
+                    ..FileOptions::default()
+                };
+                let f = File::create_with(&path, opts).unwrap();
+                let d = f
+                    .new_dataset::<f32>()
+                    .shape(&shape)
+                    .chunk(&chunk)
+                    .filter(filter)
+                    .create("d")
+                    .unwrap();
+                d.write_slice(&[1.5f32; 4], &[0, 0, 0], &[1, 2, 2], None)
+                    .unwrap();
+                let mut last: Vec<f32>;
+                for salt in [3, 11] {
+                    // Runs of repeats, so the chunks compress, to other sizes for each salt.
+                    last = (0..n)
+                        .map(|i| value(i / (salt * 8), salt))
+                        .collect::<Vec<f32>>();
+                    let le: Vec<u8> = last.iter().flat_map(|v| v.to_le_bytes()).collect();
+                    d.write_raw(&le).unwrap();
+                    same(
+                        &d.read::<f32>().unwrap(),
+                        &last,
+                        &format!("{name}: read back, open"),
+                    );
+                }
+                // Then chunk by chunk, one a call (a frame at a time, as a detector writes):
+                // each compressed into the writing thread's kept buffer, at other sizes again.
+                let salt = 17;
+                last = (0..n).map(|i| value(i / 40, salt)).collect::<Vec<f32>>();
+                for a in 0..shape[0] / chunk[0] {
+                    for b in 0..shape[1] / chunk[1] {
+                        let start = [a * chunk[0], b * chunk[1], 0];
+                        let mut values = Vec::new();
+                        for i in 0..chunk[0] {
+                            for j in 0..chunk[1] {
+                                let row = ((start[0] + i) * shape[1] + start[1] + j) * shape[2];
+                                values.extend_from_slice(
+                                    &last[row as usize..(row + shape[2]) as usize],
+                                );
+                            }
+                        }
+                        d.write_slice(&values, &start, &chunk, None).unwrap();
+                    }
+                }
+                same(
+                    &d.read::<f32>().unwrap(),
+                    &last,
+                    &format!("{name}: chunk by chunk, open"),
+                );
+                drop(d);
+                f.close().unwrap();
+                let f = File::open(&path).unwrap();
+                let d = f.dataset("d").unwrap();
+                same(
+                    &d.read::<f32>().unwrap(),
+                    &last,
+                    &format!("{name}: reopened"),
+                );
+                // Compressed: every chunk went through the filter.
+                let stored: u64 = d.chunks().unwrap().iter().map(|c| c.size).sum();
+                assert!(stored < n * 4 / 2, "{name}: {stored} bytes stored");
+                drop((d, f));
+                if let Some(python) = &python {
+                    let hex =
+                        interop::run_python(python, PLUGIN_VALUES, &[path.to_str().unwrap(), "d"]);
+                    let le: Vec<u8> = last.iter().flat_map(|v| v.to_le_bytes()).collect();
+                    let want: String = le.iter().map(|b| format!("{b:02x}")).collect();
+                    assert!(hex.trim() == want, "{name}: h5py reads other values");
+                }
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}

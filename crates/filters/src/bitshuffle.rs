@@ -492,47 +492,112 @@ fn blocks(bytes: usize, p: &Params) -> (impl Iterator<Item = usize>, usize) {
 
 /// Apply the filter.
 pub fn compress(data: &[u8], p: &Params) -> Result<Vec<u8>, FilterError> {
+    let mut out = Vec::new();
+    compress_into(data, p, &mut out)?;
+    Ok(out)
+}
+
+thread_local! {
+    /// This thread's block buffers (the bit planes of a block, and the transpose's scratch),
+    /// kept across chunks: a block's worth each, sized by the first chunk.
+    static SCRATCH: std::cell::RefCell<(Vec<u8>, [Vec<u8>; 2])> =
+        const { std::cell::RefCell::new((Vec::new(), [Vec::new(), Vec::new()])) };
+}
+
+/// [`compress`], appended to `out`: a buffer kept across chunks is reused as it is, and the
+/// block buffers are this thread's, kept across chunks. On an error `out` may hold part of a
+/// chunk.
+pub fn compress_into(data: &[u8], p: &Params, out: &mut Vec<u8>) -> Result<(), FilterError> {
+    let start = out.len();
+    let end = compress_at(data, p, out, start)?;
+    out.truncate(end);
+    Ok(())
+}
+
+/// [`compress`] at `out[at..]`: the chunk's end. `out` grows where it is shorter than a block
+/// needs and is never shortened (bytes past the chunk are an earlier chunk's), so a buffer
+/// kept across chunks is not zeroed again for each one (LZ4 blocks; a Zstandard block is
+/// appended, and cuts `out` where it starts).
+pub fn compress_at(
+    data: &[u8],
+    p: &Params,
+    out: &mut Vec<u8>,
+    at: usize,
+) -> Result<usize, FilterError> {
+    let kept = SCRATCH.try_with(|cell| {
+        cell.try_borrow_mut().ok().map(|mut bufs| {
+            let (planes, scratch) = &mut *bufs;
+            compress_with(data, p, (out, at), planes, scratch)
+        })
+    });
+    match kept {
+        Ok(Some(done)) => done,
+        // Not on this thread (its locals torn down, or a compression already running on it).
+        _ => compress_with(
+            data,
+            p,
+            (out, at),
+            &mut Vec::new(),
+            &mut [Vec::new(), Vec::new()],
+        ),
+    }
+}
+
+/// [`compress_at`] with the block buffers `planes` and `scratch`.
+fn compress_with(
+    data: &[u8],
+    p: &Params,
+    (out, at): (&mut Vec<u8>, usize),
+    planes: &mut Vec<u8>,
+    scratch: &mut [Vec<u8>; 2],
+) -> Result<usize, FilterError> {
     let s = p.element_size;
     if data.len().checked_rem(s) != Some(0) {
         return Err(corrupt("the chunk is not a whole number of elements"));
     }
     let (sizes, leftover) = blocks(data.len(), p);
-    let mut out = Vec::with_capacity(data.len().saturating_add(64));
+    let worst = at.saturating_add(data.len()).saturating_add(64);
+    out.reserve(worst.saturating_sub(out.len()));
+    let mut end = at;
     if p.mode != Mode::None {
-        out.extend_from_slice(&(data.len() as u64).to_be_bytes());
+        end = lz4::put(out, end, &(data.len() as u64).to_be_bytes());
         let block_bytes = u32::try_from(p.block.saturating_mul(s))
             .ok()
             .filter(|&b| b as usize <= lz4::MAX_INPUT)
             .ok_or_else(|| corrupt("blocks over LZ4's and Zstandard's 2 GiB limit"))?;
-        out.extend_from_slice(&block_bytes.to_be_bytes());
+        end = lz4::put(out, end, &block_bytes.to_be_bytes());
     }
-    let mut planes = Vec::new();
-    let mut scratch = [Vec::new(), Vec::new()];
     let mut rest = data;
     for len in sizes {
         let (block, tail) = rest.split_at_checked(len).unwrap_or((rest, &[]));
         rest = tail;
-        planes.resize(block.len(), 0);
-        transpose_block_with(block, s, &mut planes, &mut scratch);
+        // Every byte of the planes is written by the transpose: only a longer block than the
+        // last one grows (and zeroes) them.
+        if planes.len() != block.len() {
+            planes.resize(block.len(), 0);
+        }
+        transpose_block_with(block, s, planes, scratch);
         match p.mode {
-            Mode::None => out.extend_from_slice(&planes),
+            Mode::None => end = lz4::put(out, end, planes),
             Mode::Lz4 | Mode::Zstd(_) => {
-                let at = out.len();
-                out.extend_from_slice(&[0; 4]);
-                match p.mode {
-                    Mode::Zstd(level) => zstd::compress_into(&planes, level, &mut out),
-                    _ => lz4::compress_block(&planes, &mut out),
-                }
-                let len = u32::try_from(out.len().saturating_sub(at).saturating_sub(4))
+                let len_at = end;
+                let body = len_at.saturating_add(4);
+                end = match p.mode {
+                    Mode::Zstd(level) => {
+                        out.truncate(len_at);
+                        out.resize(body, 0);
+                        zstd::compress_into(planes, level, out);
+                        out.len()
+                    }
+                    _ => lz4::compress_block_at(planes, out, body),
+                };
+                let len = u32::try_from(end.saturating_sub(body))
                     .map_err(|_| corrupt("block over 4 GiB"))?;
-                if let Some(dst) = out.get_mut(at..at.saturating_add(4)) {
-                    dst.copy_from_slice(&len.to_be_bytes());
-                }
+                lz4::put(out, len_at, &len.to_be_bytes());
             }
         }
     }
-    out.extend_from_slice(rest.get(..leftover).unwrap_or(rest));
-    Ok(out)
+    Ok(lz4::put(out, end, rest.get(..leftover).unwrap_or(rest)))
 }
 
 /// The chunk's declared size, its parameters (the stored block size for a compressed chunk)

@@ -370,6 +370,12 @@ impl Pipeline {
             .saturating_add(self.stages.len().saturating_mul(64))
     }
 
+    /// Room that holds this pipeline's output for any chunk of `chunk_bytes` (its worst case,
+    /// with a margin): what a buffer kept for its output may be given at once.
+    pub fn encoded_room(&self, chunk_bytes: usize) -> usize {
+        self.limit(chunk_bytes)
+    }
+
     /// Undo the stages from `first` on, whatever length that leaves.
     fn decode_stages(
         &self,
@@ -434,6 +440,56 @@ impl Pipeline {
             _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
         }
         Ok(())
+    }
+
+    /// [`encode`](Self::encode) into `out` (its old bytes dropped, its room kept): the filter
+    /// mask. A pipeline of one LZ4, bitshuffle or Zstandard filter (hdf5plugin's usual ones)
+    /// writes its output straight into `out`, so a buffer kept across chunks takes every
+    /// chunk with no allocation and no fresh pages; any other pipeline's output replaces it.
+    pub fn encode_into(&self, chunk: &[u8], out: &mut Vec<u8>) -> Result<u32, FilterError> {
+        let (len, mask) = self.encode_to(chunk, out)?;
+        out.truncate(len);
+        Ok(mask)
+    }
+
+    /// [`encode_into`](Self::encode_into) that leaves `out` longer than the chunk's stored
+    /// bytes: they are `out[..len]`, and `(len, mask)` is returned. What follows them is an
+    /// earlier chunk's, kept so that the next chunk's worst case is not zeroed again: an LZ4
+    /// or bitshuffle/LZ4 pipeline grows `out` only past the longest chunk it has held.
+    pub fn encode_to(&self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(usize, u32), FilterError> {
+        if let [(stage, optional)] = self.stages.as_slice() {
+            let done = match stage {
+                // As in `encode`: the reference filters fail only on inputs they cannot frame.
+                Stage::Lz4 { block_size } => Some(lz4::compress_at(chunk, *block_size, out, 0)),
+                Stage::Bitshuffle(p) => Some(bitshuffle::compress_at(chunk, p, out, 0)),
+                Stage::Zstd { level } => {
+                    out.clear();
+                    zstd::compress_into(chunk, *level, out);
+                    Some(Ok(out.len()))
+                }
+                _ => None,
+            };
+            match done {
+                Some(Ok(len)) => return Ok((len, 0)),
+                Some(Err(_)) if *optional => {
+                    out.clear();
+                    reserve(out, stage.name(), chunk.len())?;
+                    out.extend_from_slice(chunk);
+                    return Ok((chunk.len(), 1));
+                }
+                Some(Err(_)) => {
+                    out.clear();
+                    return Err(FilterError::Corrupt {
+                        filter: stage.name(),
+                        reason: "a mandatory filter failed".into(),
+                    });
+                }
+                None => {}
+            }
+        }
+        let (data, mask) = self.encode(chunk)?;
+        *out = data;
+        Ok((out.len(), mask))
     }
 
     /// Apply the filters to a chunk. An optional filter that cannot help (LZF or deflate output
@@ -534,6 +590,72 @@ mod tests {
             assert!(stored.len() < data.len(), "{filters:?} compresses");
             assert_eq!(p.decode(stored, mask, data.len()).unwrap(), data);
         }
+    }
+
+    #[test]
+    fn encode_into_a_reused_buffer_equals_encode() {
+        let data: Vec<u8> = (0..6000u32).flat_map(|i| (i / 11).to_le_bytes()).collect();
+        let noise: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        // One buffer for every chunk of every pipeline, holding the last one's bytes.
+        let mut out = vec![0xEEu8; 100_000];
+        let mut long = vec![0x5Au8; 100_000];
+        for (i, filters) in [
+            // LZ4 blocks and bitshuffle's uncompressed blocks: the buffer is never shortened.
+            &[(id::LZ4, &[0u32][..])][..],
+            &[(id::LZ4, &[1000][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 64, 0][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 256, 3, 5][..])],
+            &[(id::ZSTD, &[3][..])],
+            &[(id::ZSTD, &[19][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::DEFLATE, &[4][..])],
+            &[(id::LZF, &[][..])],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let p = pipeline(filters);
+            for chunk in [&data[..], &noise[..], &data[..100]] {
+                let (want, want_mask) = p.encode(chunk).unwrap();
+                // Into a buffer longer than any chunk, whose tail stays.
+                let (len, mask) = p.encode_to(chunk, &mut long).unwrap();
+                assert_eq!((mask, &long[..len]), (want_mask, &want[..]), "{filters:?}");
+                if i < 4 {
+                    assert_eq!(long.len(), 100_000, "{filters:?}: never shortened");
+                }
+                let mask = p.encode_into(chunk, &mut out).unwrap();
+                assert_eq!((mask, &out), (want_mask, &want), "{filters:?}");
+                assert_eq!(
+                    p.decode(out.clone(), mask, chunk.len()).unwrap(),
+                    chunk,
+                    "{filters:?}"
+                );
+            }
+        }
+        // A filter that cannot frame the chunk (bitshuffle over a partial element): an optional
+        // one is skipped and the chunk stored as it is, a mandatory one is an error.
+        let odd = &data[..4001];
+        let optional = pipeline(&[(id::BITSHUFFLE, &[0, 4, 4, 0, 2])]);
+        assert_eq!(optional.encode_into(odd, &mut out).unwrap(), 1);
+        assert_eq!(out, odd);
+        assert_eq!(optional.encode(odd).unwrap(), (odd.to_vec(), 1));
+        let message = FilterPipeline {
+            version: PipelineVersion::V2,
+            filters: vec![Filter::new(
+                PipelineVersion::V2,
+                id::BITSHUFFLE,
+                0,
+                vec![0, 4, 4, 0, 2],
+            )],
+        };
+        let mandatory = Pipeline::new(&message, 4).unwrap();
+        assert!(matches!(
+            mandatory.encode_into(odd, &mut out),
+            Err(FilterError::Corrupt { .. })
+        ));
+        assert!(mandatory.encode(odd).is_err());
     }
 
     #[test]

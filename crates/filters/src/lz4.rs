@@ -172,15 +172,42 @@ impl<const SMALL: bool, T: Table> Hashes<'_, SMALL, T> {
 /// Compress `src` (at most [`MAX_INPUT`] bytes) into one LZ4 block appended to `out`, as
 /// liblz4's `LZ4_compress_default` does.
 pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
-    let n = src.len();
     let start = out.len();
+    let end = compress_block_at(src, out, start);
+    out.truncate(end);
+}
+
+/// Put `bytes` at `out[at..]`, growing `out` as far as they need (never shrinking it): the
+/// end of what was put.
+pub(crate) fn put(out: &mut Vec<u8>, at: usize, bytes: &[u8]) -> usize {
+    let end = at.saturating_add(bytes.len());
+    if out.len() <= at {
+        out.resize(at, 0);
+        out.extend_from_slice(bytes);
+    } else {
+        if out.len() < end {
+            out.resize(end, 0);
+        }
+        if let Some(dst) = out.get_mut(at..end) {
+            dst.copy_from_slice(bytes);
+        }
+    }
+    end
+}
+
+/// [`compress_block`] at `out[at..]`: the block's end. `out` grows to the worst case past `at`
+/// where it is shorter, zeroing only the bytes it adds, and is never shortened: bytes an
+/// earlier chunk left past the block stay as they were, so a buffer kept across chunks is not
+/// zeroed again for each one (the caller knows where its bytes end).
+pub fn compress_block_at(src: &[u8], out: &mut Vec<u8>, at: usize) -> usize {
+    let n = src.len();
     // liblz4's LZ4_compressBound: no block is longer.
-    out.resize(
-        start.saturating_add(n.saturating_add(n / 255).saturating_add(16)),
-        0,
-    );
+    let end = at.saturating_add(n.saturating_add(n / 255).saturating_add(16));
+    if out.len() < end {
+        out.resize(end, 0);
+    }
     let mut sink = Sink {
-        buf: out.get_mut(start..).unwrap_or_default(),
+        buf: out.get_mut(at..end).unwrap_or_default(),
         at: 0,
     };
     if n < LIMIT_64K {
@@ -190,8 +217,7 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
         let table = Box::new([0u32; 1 << HASH_LOG]);
         compress_with(Hashes::<false, _> { src, table }, &mut sink);
     }
-    let written = sink.at;
-    out.truncate(start.saturating_add(written));
+    at.saturating_add(sink.at)
 }
 
 /// [`compress_block`] with the table of the input's size class.
@@ -541,6 +567,29 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 
 /// Apply the HDF5 LZ4 filter with `block_size` bytes per block (0: the filter's default).
 pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
+    let mut out = Vec::new();
+    compress_into(data, block_size, &mut out)?;
+    Ok(out)
+}
+
+/// [`compress`], appended to `out`: a buffer kept across chunks is reused as it is, with
+/// room for the worst case reserved once. On an error `out` may hold part of a chunk.
+pub fn compress_into(data: &[u8], block_size: u32, out: &mut Vec<u8>) -> Result<(), FilterError> {
+    let start = out.len();
+    let end = compress_at(data, block_size, out, start)?;
+    out.truncate(end);
+    Ok(())
+}
+
+/// [`compress`] at `out[at..]`: the chunk's end. As [`compress_block_at`], `out` grows where
+/// it is shorter than the worst case and is never shortened (bytes past the chunk are an
+/// earlier chunk's).
+pub fn compress_at(
+    data: &[u8],
+    block_size: u32,
+    out: &mut Vec<u8>,
+    at: usize,
+) -> Result<usize, FilterError> {
     let n = data.len();
     if n > i32::MAX as usize {
         return Err(corrupt("the filter compresses chunks below 2 GiB"));
@@ -550,25 +599,23 @@ pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
         b => b,
     }
     .min(n);
-    let mut out = Vec::with_capacity(n.saturating_add(n / 255).saturating_add(64));
-    out.extend_from_slice(&(n as u64).to_be_bytes());
-    out.extend_from_slice(&(block as u32).to_be_bytes());
+    let worst = at.saturating_add(n.saturating_add(n / 255).saturating_add(64));
+    out.reserve(worst.saturating_sub(out.len()));
+    let mut end = put(out, at, &(n as u64).to_be_bytes());
+    end = put(out, end, &(block as u32).to_be_bytes());
     for raw in data.chunks(block.max(1)) {
         // Compressed in place after its length; stored raw instead when LZ4 does not shrink it.
-        let at = out.len();
-        out.extend_from_slice(&[0; 4]);
-        compress_block(raw, &mut out);
-        let mut len = out.len().saturating_sub(at).saturating_sub(4);
+        let len_at = end;
+        let body = len_at.saturating_add(4);
+        end = compress_block_at(raw, out, body);
+        let mut len = end.saturating_sub(body);
         if len >= raw.len() {
-            out.truncate(at.saturating_add(4));
-            out.extend_from_slice(raw);
+            end = put(out, body, raw);
             len = raw.len();
         }
-        if let Some(dst) = out.get_mut(at..at.saturating_add(4)) {
-            dst.copy_from_slice(&(len as u32).to_be_bytes());
-        }
+        put(out, len_at, &(len as u32).to_be_bytes());
     }
-    Ok(out)
+    Ok(end)
 }
 
 /// The chunk's declared size and its blocks (after the 12-byte header).

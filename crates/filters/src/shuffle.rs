@@ -188,17 +188,21 @@ fn evens(x: u64) -> u64 {
     (x | (x >> 16)) & 0xFFFF_FFFF
 }
 
-/// [`gather`] of 2-byte elements: eight elements (two words) at a time, the even and odd
-/// bytes of each word packed with shifts and masks.
+/// [`gather`] of 2-byte elements: sixteen elements at a time with byte unzips (see
+/// [`gather2_simd`]), then eight elements (two words) at a time, the even and odd bytes of
+/// each word packed with shifts and masks, then element by element.
 fn gather2(data: &[u8], out: &mut [u8], n: usize) {
     let (p0, rest) = out.split_at_mut(n.min(out.len()));
     let p1 = rest.get_mut(..n).unwrap_or_default();
+    let level = Level::new();
+    let vectors = dispatch!(level, simd => gather2_simd(simd, data, (&mut *p0, &mut *p1)));
     let words = n / 8;
     for ((src, a), b) in data
         .chunks_exact(16)
         .zip(p0.chunks_exact_mut(8))
         .zip(p1.chunks_exact_mut(8))
         .take(words)
+        .skip(vectors / 8)
     {
         let (Some(x0), Some(x1)) = (src.first_chunk::<8>(), src.last_chunk::<8>()) else {
             continue;
@@ -216,6 +220,28 @@ fn gather2(data: &[u8], out: &mut [u8], n: usize) {
             *d = v;
         }
     }
+}
+
+/// The first of the 2-byte elements of `data` into the planes `p0` and `p1` (as long as each
+/// other), sixteen at a time, and how many it did: the even and odd bytes of each pair of
+/// vectors (two unzips per 32 bytes, where the word loop of [`gather2`] takes about 1.8
+/// instructions a byte).
+#[inline(always)]
+fn gather2_simd<S: Simd>(simd: S, data: &[u8], (p0, p1): (&mut [u8], &mut [u8])) -> usize {
+    let (elems, _) = data.as_chunks::<32>();
+    let mut done = 0usize;
+    for ((x, a), b) in elems
+        .iter()
+        .zip(p0.chunks_exact_mut(16))
+        .zip(p1.chunks_exact_mut(16))
+    {
+        let (lo, hi) = x.split_at(16);
+        let (lo, hi) = (u8x16::from_slice(simd, lo), u8x16::from_slice(simd, hi));
+        a.copy_from_slice(simd.unzip_low_u8x16(lo, hi).as_slice());
+        b.copy_from_slice(simd.unzip_high_u8x16(lo, hi).as_slice());
+        done = done.saturating_add(16);
+    }
+    done
 }
 
 /// [`scatter`] of 2-byte elements: the two planes zipped, a loop LLVM vectorises.

@@ -771,6 +771,7 @@ impl DatasetBuilder {
                 fresh,
                 append_plan: None,
                 box_plan: None,
+                spare: Vec::new(),
             })),
         };
         let d = Dataset::from_state(&self.file, state)?;

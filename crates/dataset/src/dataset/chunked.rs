@@ -22,9 +22,6 @@ const WRITE_BATCH_BYTES: u64 = 4 << 20;
 /// Most records handed to the index in one `insert_many`.
 const RECORD_BATCH: usize = 1 << 16;
 
-/// A filtered chunk's stored bytes and filter mask.
-type Encoded = (Vec<u8>, u32);
-
 /// A chunk that gets new space: its coordinates, its stored bytes and its filter mask.
 type NewChunk<'a> = (&'a [u64], Cow<'a, [u8]>, u32);
 
@@ -51,7 +48,16 @@ pub(crate) struct Chunked {
     pub(crate) append_plan: Option<Box<super::append::AppendPlan>>,
     /// The shape of the last slab write of whole new chunks, for the next one of that shape.
     pub(crate) box_plan: Option<Box<super::append::BoxPlan>>,
+    /// The filter pipeline's output buffers of the last batch of chunks written, kept for the
+    /// next batch with what they last held (see [`write_chunks`](Self::write_chunks)).
+    pub(crate) spare: Vec<Vec<u8>>,
 }
+
+/// Most output buffers [`Chunked::spare`] keeps, and most bytes of room they hold together:
+/// a batch's worth for the usual chunk sizes (the fresh chunks' budget, or a slab write's
+/// batch), never more than a few times the chunk cache.
+const SPARE_BUFFERS: usize = 64;
+const SPARE_BYTES: usize = 64 << 20;
 
 /// Copy `src` into `dst` (of the same length): as one fixed-size move for ranks up to 4, where
 /// a call to memcpy would cost more than the copy (appends copy the dims each time).
@@ -382,39 +388,84 @@ impl Chunked {
         path: &str,
         chunks: &[(&[u64], &[u8])],
     ) -> Result<()> {
-        // The encoded bytes and mask (`None`: stored as they are).
-        let encode = |&(scaled, data): &(&[u64], &[u8])| -> Result<Option<Encoded>> {
+        if self.pipeline.is_none() {
+            let stored: Vec<NewChunk<'_>> = chunks
+                .iter()
+                .map(|&(scaled, data)| (scaled, Cow::Borrowed(data), 0))
+                .collect();
+            return self.write_encoded(f, &stored);
+        }
+        // One output buffer per chunk, the last batch's where there are: after the first batch
+        // a chunk is compressed into pages already mapped, with no allocation.
+        let mut outs: Vec<Vec<u8>> = Vec::with_capacity(chunks.len());
+        outs.extend((0..chunks.len()).map(|_| self.spare.pop().unwrap_or_default()));
+        if let Some(p) = &self.pipeline {
+            for (out, &(_, data)) in outs.iter_mut().zip(chunks) {
+                reserve_output(out, p.encoded_room(data.len()));
+            }
+        }
+        // The stored bytes' length in the output buffer and the filter mask (`None`: stored as
+        // it is). A buffer is left longer than its chunk (see `Pipeline::encode_to`).
+        type Stored = Option<(usize, u32)>;
+        let encode = |(&(scaled, data), out): (&(&[u64], &[u8]), &mut Vec<u8>)| -> Result<Stored> {
             match (&self.pipeline, self.skips_filters(scaled)) {
                 (Some(p), false) => {
-                    let out = p.encode(data).map_err(|source| Error::Filter {
+                    let stored = p.encode_to(data, out).map_err(|source| Error::Filter {
                         dataset: path.to_owned(),
                         chunk: scaled.to_vec(),
                         source,
                     })?;
-                    Ok(Some(out))
+                    Ok(Some(stored))
                 }
                 _ => Ok(None),
             }
         };
         // Asked only when there is filtering to share: the pool's threads start on first use.
-        let pool = (self.pipeline.is_some() && chunks.len() > 1)
-            .then(|| f.pool())
-            .flatten();
-        let encoded: Vec<Result<Option<Encoded>>> = match pool {
+        let pool = (chunks.len() > 1).then(|| f.pool()).flatten();
+        let masks: Vec<Result<Stored>> = match pool {
             Some(p) => p.install(|| {
                 use rayon::prelude::*;
-                chunks.par_iter().map(encode).collect()
+                chunks
+                    .par_iter()
+                    .zip(outs.par_iter_mut())
+                    .map(encode)
+                    .collect()
             }),
-            None => chunks.iter().map(encode).collect(),
+            None => chunks.iter().zip(outs.iter_mut()).map(encode).collect(),
         };
-        let mut stored = Vec::with_capacity(chunks.len());
-        for (&(scaled, data), e) in chunks.iter().zip(encoded) {
-            stored.push(match e? {
-                Some((bytes, mask)) => (scaled, Cow::Owned(bytes), mask),
-                None => (scaled, Cow::Borrowed(data), 0),
-            });
+        let result = (|| {
+            let mut stored = Vec::with_capacity(chunks.len());
+            for ((&(scaled, data), m), out) in chunks.iter().zip(masks).zip(&outs) {
+                stored.push(match m? {
+                    Some((len, mask)) => {
+                        let bytes = out
+                            .get(..len)
+                            .ok_or(Error::Internal("a filtered chunk past its buffer"))?;
+                        (scaled, Cow::Borrowed(bytes), mask)
+                    }
+                    None => (scaled, Cow::Borrowed(data), 0),
+                });
+            }
+            self.write_encoded(f, &stored)
+        })();
+        self.keep_spare(outs);
+        result
+    }
+
+    /// Keep `outs` for the next batch's output, within [`SPARE_BUFFERS`] and [`SPARE_BYTES`]:
+    /// as they are, not emptied, so that the next chunks' worst cases are not zeroed again.
+    fn keep_spare(&mut self, outs: Vec<Vec<u8>>) {
+        let mut room: usize = self.spare.iter().map(Vec::capacity).sum();
+        for out in outs {
+            if out.capacity() == 0 {
+                continue;
+            }
+            room = room.saturating_add(out.capacity());
+            if self.spare.len() >= SPARE_BUFFERS || room > SPARE_BYTES {
+                break;
+            }
+            self.spare.push(out);
         }
-        self.write_encoded(f, &stored)
     }
 
     /// Write chunks already filtered (their stored bytes and filter masks), then record them in
@@ -698,6 +749,17 @@ impl Chunked {
             }
         }
         self.write_chunk(f, path, scaled, data)
+    }
+}
+
+/// Give a new (empty) output buffer its whole room at once, advised huge pages when it is
+/// large ([`advise_huge_pages`](crate::store::advise_huge_pages): chunks of 4 MiB and more),
+/// before anything touches it: the kernel then backs it with 2 MiB pages as the compressor
+/// first writes it, not 4 KiB ones (a kept buffer is faulted in once either way). A buffer
+/// with room already, or whose room cannot be had, is left to grow as it is written.
+pub(crate) fn reserve_output(out: &mut Vec<u8>, room: usize) {
+    if out.capacity() == 0 && out.try_reserve_exact(room).is_ok() {
+        crate::store::advise_huge_pages(out.as_ptr(), out.capacity());
     }
 }
 

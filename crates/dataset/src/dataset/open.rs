@@ -283,6 +283,7 @@ impl Dataset {
                     fresh,
                     append_plan: None,
                     box_plan: None,
+                    spare: Vec::new(),
                 }))
             }
             DataLayout::Contiguous { address, size, .. } => match external {

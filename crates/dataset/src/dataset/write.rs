@@ -44,6 +44,97 @@ enum WritePlan {
     Selection,
 }
 
+/// Largest output buffer a thread keeps for the filtered chunks it writes one at a time.
+const KEPT_CHUNK_BUFFER: usize = 16 << 20;
+
+thread_local! {
+    /// This thread's output buffer for whole filtered chunks written one a call (a frame at a
+    /// time), kept between calls with what it last held (`Pipeline::encode_to`): each chunk
+    /// is compressed into pages already mapped, with no allocation and no zeroing.
+    static CHUNK_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's kept output buffer (empty if there is none, or it is in use).
+fn take_chunk_buffer() -> Vec<u8> {
+    CHUNK_BUFFER
+        .try_with(|b| b.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)))
+        .ok()
+        .and_then(|b| b.ok())
+        .unwrap_or_default()
+}
+
+/// Keep `out` as this thread's output buffer, unless it is larger than
+/// [`KEPT_CHUNK_BUFFER`] or smaller than the one kept.
+fn keep_chunk_buffer(out: Vec<u8>) {
+    if out.capacity() > KEPT_CHUNK_BUFFER {
+        return;
+    }
+    let _ = CHUNK_BUFFER.try_with(|b| {
+        if let Ok(mut b) = b.try_borrow_mut()
+            && b.capacity() < out.capacity()
+        {
+            *b = out;
+        }
+    });
+}
+
+/// Whole chunks of a slab write to a filtered dataset, compressed from the caller's bytes
+/// where they lie and written together (`Chunked::write_chunks`: on the filter pool, into the
+/// output buffers it keeps), a batch at a time: as many chunks as the fresh chunks' budget
+/// holds, and at least two per filter thread, so that the threads share a batch evenly and
+/// the compressed bytes held at once stay bounded whatever the slab's size.
+struct SlabBatch {
+    rank: usize,
+    most: usize,
+    /// The chunks' coordinates, `rank` each.
+    coords: Vec<u64>,
+    /// Each chunk's bytes in the slab.
+    ranges: Vec<(usize, usize)>,
+}
+
+impl SlabBatch {
+    fn new(c: &mut Chunked, f: &Store, rank: usize) -> SlabBatch {
+        let per_budget = usize::try_from(c.shape.chunk_bytes)
+            .ok()
+            .and_then(|b| c.fresh_budget_mut().checked_div(b))
+            .unwrap_or(1);
+        let most = per_budget.max(f.threads.saturating_mul(2)).max(1);
+        SlabBatch {
+            rank,
+            most,
+            coords: Vec::with_capacity(most.saturating_mul(rank)),
+            ranges: Vec::with_capacity(most),
+        }
+    }
+
+    fn push(&mut self, scaled: &[u64], start: usize, end: usize) {
+        self.coords.extend_from_slice(scaled);
+        self.ranges.push((start, end));
+    }
+
+    fn is_full(&self) -> bool {
+        self.ranges.len() >= self.most
+    }
+
+    /// Compress and write the chunks held, then forget them.
+    fn write(&mut self, f: &Store, path: &str, c: &mut Chunked, le: &[u8]) -> Result<()> {
+        if self.ranges.is_empty() {
+            return Ok(());
+        }
+        let past = || Error::Internal("a slab chunk past its slab");
+        let chunks: Vec<(&[u64], &[u8])> = self
+            .coords
+            .chunks_exact(self.rank.max(1))
+            .zip(&self.ranges)
+            .map(|(s, &(a, b))| Ok((s, le.get(a..b).ok_or_else(past)?)))
+            .collect::<Result<_>>()?;
+        c.write_chunks(f, path, &chunks)?;
+        self.coords.clear();
+        self.ranges.clear();
+        Ok(())
+    }
+}
+
 impl Dataset {
     /// Write everything from `T` values in C order (numbers of another type than the
     /// dataset's are converted as libhdf5 converts them; see [`Error::ValueOutOfRange`]).
@@ -118,6 +209,13 @@ impl Dataset {
     /// Write everything from little-endian bytes of the dataset's type, in C order.
     pub fn write_raw(&self, le: &[u8]) -> Result<()> {
         let dims = self.shape();
+        if !dims.is_empty() && !dims.contains(&0) {
+            // The slab writer's routes, as `write` takes them: whole chunks go from `le` as
+            // they are, with no copy of the whole array first and no chunk buffer zeroed
+            // before it is overwritten.
+            let start: SmallVec<[u64; MAX_FAST_RANK]> = smallvec::smallvec![0; dims.len()];
+            return self.write_slice_raw(le, &start, &dims, None);
+        }
         self.write_selection_raw(&Hyperslab::all(&dims), le.to_vec())
     }
 
@@ -185,14 +283,16 @@ impl Dataset {
         } else {
             None
         };
-        self.with_chunked_le(|f, path, header, c, _| {
+        let done = self.with_chunked_le(|f, path, header, c, _| {
             let Some(scaled) = whole_chunk_at(c, le, start, count) else {
                 return Ok(false);
             };
             // Stored as it is, written at once with no copy to batch: a chunk encoded before the
             // state was taken, or a large unfiltered one from the caller's buffer.
-            let ready = match encoded {
-                Some((bytes, mask)) if c.pipeline.is_some() => Some((Cow::Owned(bytes), mask)),
+            let ready = match &encoded {
+                Some((bytes, len, mask)) if c.pipeline.is_some() => {
+                    bytes.get(..*len).map(|b| (Cow::Borrowed(b), *mask))
+                }
                 _ if c.pipeline.is_none() && c.shape.chunk_bytes >= DIRECT_WRITE_BYTES => {
                     Some((Cow::Borrowed(le), 0))
                 }
@@ -209,7 +309,11 @@ impl Dataset {
                 return Err(short_chunk(path, header, &scaled));
             }
             Ok(true)
-        })
+        });
+        if let Some((bytes, _, _)) = encoded {
+            keep_chunk_buffer(bytes);
+        }
+        done
     }
 
     /// Run `body` on the chunked storage of a dataset whose type is stored little-endian
@@ -309,6 +413,16 @@ impl Dataset {
                 }
             }
             let offsets: &[usize] = &offsets;
+            // A filtered chunk whose rows follow on in `le` (it spans the slab's inner
+            // dimensions) is compressed from `le` where it lies, with no copy into a chunk
+            // buffer first, in batches that the filter pool shares out (see `SlabBatch`).
+            let mut batch = (c.pipeline.is_some()
+                && offsets
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &o)| i.checked_mul(row) == Some(o))
+                && usize::try_from(c.shape.chunk_bytes).ok() == offsets.len().checked_mul(row))
+            .then(|| SlabBatch::new(c, f, rank));
             // The chunks of the box `first .. first + n`, in row-major order; `at` counts from 0.
             loop {
                 let base =
@@ -316,14 +430,34 @@ impl Dataset {
                         let i = usize::try_from(a.saturating_mul(k)).unwrap_or(usize::MAX);
                         o.saturating_add(i.saturating_mul(p))
                     });
+                let taken = match &mut batch {
+                    Some(b)
+                        if !c.cache.get_mut().contains(scaled)
+                            && c.fresh.position(scaled).is_none() =>
+                    {
+                        let end = base
+                            .checked_add(offsets.len().saturating_mul(row))
+                            .filter(|&e| e <= le.len())
+                            .ok_or_else(|| short_chunk(path, header, scaled))?;
+                        b.push(scaled, base, end);
+                        if b.is_full() {
+                            b.write(f, path, c, le)?;
+                        }
+                        true
+                    }
+                    _ => false,
+                };
                 let rows = |i: usize| {
                     let src = base.saturating_add(*offsets.get(i)?);
                     le.get(src..src.checked_add(row)?)
                 };
-                if !c.write_whole_rows(f, path, scaled, (offsets.len(), row), rows)? {
+                if !taken && !c.write_whole_rows(f, path, scaled, (offsets.len(), row), rows)? {
                     return Err(short_chunk(path, header, scaled));
                 }
                 if !step_row_major(at, n) {
+                    if let Some(b) = &mut batch {
+                        b.write(f, path, c, le)?;
+                    }
                     return Ok(true);
                 }
                 for ((s, &f0), &a) in scaled.iter_mut().zip(&*first).zip(&*at) {
@@ -341,7 +475,7 @@ impl Dataset {
         le: &[u8],
         start: &[u64],
         count: &[u64],
-    ) -> Result<Option<(Vec<u8>, u32)>> {
+    ) -> Result<Option<(Vec<u8>, usize, u32)>> {
         let (pipeline, path, scaled) = {
             let st = self.shared.state.read();
             let StorageState::Chunked(c) = &st.storage else {
@@ -357,14 +491,19 @@ impl Dataset {
                 _ => return Ok(None),
             }
         };
-        pipeline
-            .encode(le)
-            .map(Some)
-            .map_err(|source| Error::Filter {
-                dataset: path,
-                chunk: scaled.to_vec(),
-                source,
-            })
+        let mut out = take_chunk_buffer();
+        super::chunked::reserve_output(&mut out, pipeline.encoded_room(le.len()));
+        match pipeline.encode_to(le, &mut out) {
+            Ok((len, mask)) => Ok(Some((out, len, mask))),
+            Err(source) => {
+                keep_chunk_buffer(out);
+                Err(Error::Filter {
+                    dataset: path,
+                    chunk: scaled.to_vec(),
+                    source,
+                })
+            }
+        }
     }
 
     pub(super) fn write_selection_raw(&self, h: &Hyperslab, mut data: Vec<u8>) -> Result<()> {
