@@ -149,7 +149,7 @@ fn decompress_to(
 ) -> Result<Option<Vec<u8>>, FilterError> {
     if data.get(2..10) != Some(&MAGIC[..]) {
         // Not a frame: a bare Blosc2 (or Blosc 1) chunk.
-        return decode_chunk_to(data, limit, dest, s);
+        return decode_chunk_to(data, limit, dest, None, s);
     }
     let header_len = be32(data, 0x0B)?;
     let frame_len = be64(data, 0x10)?;
@@ -198,6 +198,7 @@ fn decompress_to(
         data.get(index_at..).unwrap_or_default(),
         nchunks.saturating_mul(8),
         &mut [],
+        None,
         s,
     )?
     .unwrap_or_default();
@@ -209,6 +210,7 @@ fn decompress_to(
     let chunk = |i: usize,
                  limit: usize,
                  dest: &mut [u8],
+                 place: Option<&NdLayout>,
                  s: &mut Scratch|
      -> Result<Option<Vec<u8>>, FilterError> {
         let &offset = offsets
@@ -223,13 +225,19 @@ fn decompress_to(
             .and_then(|o| o.checked_add(header_len))
             .filter(|&a| a < index_at)
             .ok_or_else(|| corrupt("chunk offset past the chunks"))?;
-        decode_chunk_to(data.get(at..index_at).unwrap_or_default(), limit, dest, s)
+        decode_chunk_to(
+            data.get(at..index_at).unwrap_or_default(),
+            limit,
+            dest,
+            place,
+            s,
+        )
     };
     match b2nd {
         None if uncompressed > limit => Err(corrupt(format!(
             "declares {uncompressed} bytes, more than the chunk's {limit}"
         ))),
-        None => chunk(0, limit, dest, s),
+        None => chunk(0, limit, dest, None, s),
         Some(meta) => {
             let nd = NdLayout::parse(meta)?;
             if nchunks != 1 || nd.shape != nd.chunk {
@@ -256,12 +264,30 @@ fn decompress_to(
             }
             if padded == want && nd.in_c_order() {
                 // The blocks are the array in C order already.
-                return chunk(0, padded, dest, s);
+                return chunk(0, padded, dest, None, s);
+            }
+            if want == dest.len() {
+                // Each block goes to its place in `dest` as it is decoded, while it is still
+                // in cache (a chunk in the blocks' order and a pass to reorder it cost a
+                // second trip through memory, which two threads share).
+                match chunk(0, padded, dest, Some(&nd), s)? {
+                    None => return Ok(None),
+                    Some(v) if v.len() == padded => {
+                        nd.unblock_into(&v, typesize, dest)?;
+                        return Ok(None);
+                    }
+                    Some(v) => {
+                        return Err(corrupt(format!(
+                            "b2nd chunk of {} bytes, its blocks make {padded}",
+                            v.len()
+                        )));
+                    }
+                }
             }
             let mut blocks = std::mem::take(&mut s.blocks);
             let done = (|| {
                 let b = sized(&mut blocks, padded)?;
-                match chunk(0, padded, b, s)? {
+                match chunk(0, padded, b, None, s)? {
                     None => {}
                     Some(v) if v.len() == padded => b.copy_from_slice(&v),
                     Some(v) => {
@@ -438,6 +464,74 @@ impl NdLayout {
         self.block.iter().take(split).all(|&b| b == 1)
     }
 
+    /// Block `j` (in the chunk's C order of blocks, `block` its padded bytes) to its place in
+    /// `out` (the array in C order, the chunk being the whole array); padding is dropped.
+    fn place_block(
+        &self,
+        j: usize,
+        block: &[u8],
+        ts: usize,
+        out: &mut [u8],
+    ) -> Result<(), FilterError> {
+        let bad = || corrupt("b2nd block past the array");
+        let nd = self.shape.len();
+        // The block's first element in the array, per dimension.
+        let mut origin = [0usize; 8];
+        let mut rest = j;
+        for d in (0..nd).rev() {
+            let (c, b) = (
+                self.chunk.get(d).copied().unwrap_or(1),
+                self.block.get(d).copied().unwrap_or(1),
+            );
+            let g = c.div_ceil(b.max(1)).max(1);
+            if let Some(o) = origin.get_mut(d) {
+                *o = rest.checked_rem(g).unwrap_or(0).saturating_mul(b);
+            }
+            rest = rest.checked_div(g).unwrap_or(0);
+        }
+        if rest != 0 {
+            return Err(bad());
+        }
+        let last = nd.saturating_sub(1);
+        let (last_block, last_shape) = (
+            self.block.get(last).copied().unwrap_or(1),
+            self.shape.get(last).copied().unwrap_or(1),
+        );
+        let x0 = origin.get(last).copied().unwrap_or(0);
+        let run = last_block.min(last_shape.saturating_sub(x0));
+        let (row_bytes, run_bytes) = (last_block.saturating_mul(ts), run.saturating_mul(ts));
+        // One row of the block along the last dimension at a time.
+        for (r, src) in block.chunks_exact(row_bytes.max(1)).enumerate() {
+            let mut rr = r;
+            let mut at = 0usize;
+            let mut stride = last_shape;
+            let mut inside = run > 0;
+            for d in (0..last).rev() {
+                let (b, n) = (
+                    self.block.get(d).copied().unwrap_or(1),
+                    self.shape.get(d).copied().unwrap_or(1),
+                );
+                let i = origin
+                    .get(d)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_add(rr.checked_rem(b).unwrap_or(0));
+                rr = rr.checked_div(b).unwrap_or(0);
+                inside &= i < n;
+                at = at.saturating_add(i.saturating_mul(stride));
+                stride = stride.saturating_mul(n);
+            }
+            if !inside {
+                continue;
+            }
+            let to = at.saturating_add(x0).saturating_mul(ts);
+            out.get_mut(to..to.saturating_add(run_bytes))
+                .ok_or_else(bad)?
+                .copy_from_slice(src.get(..run_bytes).ok_or_else(bad)?);
+        }
+        Ok(())
+    }
+
     /// The array in C order from the chunk's blocks, into `out` (exactly the array's bytes).
     fn unblock_into(&self, blocks: &[u8], ts: usize, out: &mut [u8]) -> Result<(), FilterError> {
         let (bytes, n) = self.bytes(ts)?;
@@ -526,17 +620,26 @@ fn special(kind: u8, size: usize, typesize: usize) -> Result<Vec<u8>, FilterErro
 }
 
 /// Decode one Blosc2 chunk (or Blosc 1 buffer) of at most `limit` bytes: into `dest` when it
-/// declares exactly `dest`'s length (`None`), else into a new buffer (`Some`).
+/// declares exactly `dest`'s length (`None`), else into a new buffer (`Some`). With `place`
+/// (a b2nd chunk of exactly `limit` padded bytes, `dest` its array), each block goes to its
+/// place in `dest` (`None`) when the blocks are the metalayer's, else the blocks come back in
+/// a new buffer (`Some`) for the caller to reorder.
 fn decode_chunk_to(
     data: &[u8],
     limit: usize,
     dest: &mut [u8],
+    place: Option<&NdLayout>,
     s: &mut Scratch,
 ) -> Result<Option<Vec<u8>>, FilterError> {
     let h = bytes_at::<HEADER>(data, 0)?;
     let [version, _, flags, typesize, ..] = h;
     if flags & 0x05 != 0x05 {
         // The Blosc 1 header only.
+        if place.is_some() {
+            return blosc::decompress_to(data, limit, &mut [])
+                .map(|v| Some(v.unwrap_or_default()))
+                .map_err(rename);
+        }
         return blosc::decompress_to(data, limit, dest).map_err(rename);
     }
     let nbytes = le32_size(data, 4)?;
@@ -587,7 +690,7 @@ fn decode_chunk_to(
         let raw = data
             .get(EXTENDED..EXTENDED.saturating_add(nbytes))
             .ok_or_else(|| corrupt("truncated raw chunk"))?;
-        if raw.len() == dest.len() {
+        if place.is_none() && raw.len() == dest.len() {
             dest.copy_from_slice(raw);
             return Ok(None);
         }
@@ -630,6 +733,23 @@ fn decode_chunk_to(
         filters,
         meta,
     };
+    if let Some(nd) = place {
+        let block_bytes = nd
+            .block
+            .iter()
+            .try_fold(layout.typesize, |a, &b| a.checked_mul(b));
+        let delta = filters.contains(&3);
+        if nbytes == limit && block_bytes == Some(blocksize) && !delta {
+            let mut block = std::mem::take(&mut s.blocks);
+            let done = layout.decode_placed(nd, dest, &mut block, s);
+            s.blocks = block;
+            done?;
+            return Ok(None);
+        }
+        let mut out = crate::zeroed("blosc2", nbytes)?;
+        layout.decode(&mut out, s)?;
+        return Ok(Some(out));
+    }
     if nbytes == dest.len() {
         layout.decode(dest, s)?;
         Ok(None)
@@ -668,14 +788,63 @@ impl Blocks<'_> {
         done
     }
 
+    /// Decode every block of a b2nd chunk whose blocks are `nd`'s, each into `block` and
+    /// from there to its place in `out` (the array in C order).
+    fn decode_placed(
+        &self,
+        nd: &NdLayout,
+        out: &mut [u8],
+        block: &mut Vec<u8>,
+        s: &mut Scratch,
+    ) -> Result<(), FilterError> {
+        let (mut cur, mut other) = (
+            std::mem::take(&mut s.streams),
+            std::mem::take(&mut s.filtered),
+        );
+        let done = (|| {
+            for j in 0..self.nblocks {
+                let bsize = self
+                    .blocksize
+                    .min(self.nbytes.saturating_sub(j.saturating_mul(self.blocksize)));
+                let dst = sized(block, bsize)?;
+                self.block_into(j, dst, None, &mut cur, &mut other)?;
+                nd.place_block(j, dst, self.typesize, out)?;
+            }
+            Ok(())
+        })();
+        (s.streams, s.filtered) = (cur, other);
+        done
+    }
+
     fn decode_with(
         &self,
         out: &mut [u8],
         cur: &mut Vec<u8>,
         other: &mut Vec<u8>,
     ) -> Result<(), FilterError> {
-        let (data, typesize, blocksize, nbytes) =
-            (self.data, self.typesize, self.blocksize, self.nbytes);
+        for j in 0..self.nblocks {
+            let done = j.saturating_mul(self.blocksize);
+            let bsize = self.blocksize.min(self.nbytes.saturating_sub(done));
+            let (head, rest) = out.split_at_mut(done.min(out.len()));
+            let dst = rest
+                .get_mut(..bsize)
+                .ok_or_else(|| corrupt("block past the chunk"))?;
+            self.block_into(j, dst, head.get(..bsize), cur, other)?;
+        }
+        Ok(())
+    }
+
+    /// Decode block `j` into `dst` (its length); `first` is the first block's decoded bytes
+    /// (for the delta filter), when `j` is not 0.
+    fn block_into(
+        &self,
+        j: usize,
+        dst: &mut [u8],
+        first: Option<&[u8]>,
+        cur: &mut Vec<u8>,
+        other: &mut Vec<u8>,
+    ) -> Result<(), FilterError> {
+        let (data, typesize, blocksize) = (self.data, self.typesize, self.blocksize);
         // The filter undone last (the lowest slot that has one).
         let last_filter = self
             .filters
@@ -683,10 +852,9 @@ impl Blocks<'_> {
             .take(MAX_FILTERS)
             .position(|&f| f != 0 && f != 4)
             .unwrap_or(MAX_FILTERS);
-        for j in 0..self.nblocks {
+        {
             let start = le32_size(data, EXTENDED.saturating_add(j.saturating_mul(4)))?;
-            let done = j.saturating_mul(blocksize);
-            let bsize = blocksize.min(nbytes.saturating_sub(done));
+            let bsize = dst.len();
             let leftover = bsize < blocksize;
             let nstreams = if !self.dont_split && !leftover {
                 typesize
@@ -697,13 +865,8 @@ impl Blocks<'_> {
             if neblock.saturating_mul(nstreams) != bsize || neblock == 0 {
                 return Err(corrupt("block does not split into its streams"));
             }
-            let (head, rest) = out.split_at_mut(done.min(out.len()));
-            let dst = rest
-                .get_mut(..bsize)
-                .ok_or_else(|| corrupt("block past the chunk"))?;
             if last_filter == MAX_FILTERS {
-                self.streams(start, nstreams, neblock, dst)?;
-                continue;
+                return self.streams(start, nstreams, neblock, dst);
             }
             self.streams(start, nstreams, neblock, sized(cur, bsize)?)?;
             // The filters, last slot first; the one undone last writes straight into `dst`.
@@ -752,7 +915,7 @@ impl Blocks<'_> {
                     }
                     3 => undelta(
                         cur.get_mut(..bsize).unwrap_or_default(),
-                        head.get(..bsize),
+                        first,
                         typesize,
                         j == 0,
                     )?,
@@ -866,6 +1029,41 @@ mod tests {
         assert_eq!(out.to_vec(), (1..=9).collect::<Vec<u8>>());
         assert!(!nd.in_c_order());
         assert!(nd.unblock_into(&blocks, 1, &mut [0u8; 8]).is_err());
+    }
+
+    #[test]
+    fn placing_each_block_matches_unblocking_the_chunk() {
+        // Padded in every dimension, cut rows, 1-D to 3-D, one- and two-byte items.
+        for (chunk, block, ts) in [
+            (vec![3usize, 3], vec![2usize, 2], 1usize),
+            (vec![5, 7, 9], vec![2, 3, 4], 2),
+            (vec![1, 64, 64], vec![1, 16, 16], 2),
+            (vec![4, 6, 10], vec![3, 6, 4], 1),
+            (vec![13], vec![4], 2),
+        ] {
+            let nd = NdLayout {
+                shape: chunk.clone(),
+                chunk,
+                block: block.clone(),
+            };
+            let padded = nd.padded_bytes(ts).unwrap();
+            let blocks: Vec<u8> = (0..padded).map(|i| (i * 7 + i / 251) as u8).collect();
+            let (want, _) = nd.bytes(ts).unwrap();
+            let mut expect = vec![0u8; want];
+            nd.unblock_into(&blocks, ts, &mut expect).unwrap();
+            let mut got = vec![0xEEu8; want];
+            let bsize = block.iter().product::<usize>() * ts;
+            for (j, b) in blocks.chunks(bsize).enumerate() {
+                nd.place_block(j, b, ts, &mut got).unwrap();
+            }
+            assert_eq!(got, expect, "{:?} in {:?} of {ts}", nd.block, nd.chunk);
+            // A block index past the grid is refused, not written.
+            let past = blocks.len() / bsize;
+            assert!(
+                nd.place_block(past, &blocks[..bsize], ts, &mut got)
+                    .is_err()
+            );
+        }
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The bzip2 filter (307, PyTables' and hdf5plugin's): each chunk is one bzip2 stream;
-//! client data: [block size in units of 100 kB, 1..=9]. The codec is the `bzip2` crate over
-//! `libbz2-rs-sys`, a Rust port of libbzip2 (its default backend: no C).
+//! client data: [block size in units of 100 kB, 1..=9]. Compression is the `bzip2` crate over
+//! `libbz2-rs-sys`, a Rust port of libbzip2 (its default backend: no C); decompression is our
+//! own decoder ([`crate::bunzip`]), faster than both that port and libbzip2.
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use bzip2::Compression;
-use bzip2::read::BzDecoder;
 use bzip2::write::BzEncoder;
 
 use super::FilterError;
@@ -28,18 +28,25 @@ pub fn compress(data: &[u8], level: u32) -> Result<Vec<u8>, FilterError> {
         .map_err(|err| corrupt(err.to_string()))
 }
 
-/// Decompress, refusing to produce more than `limit` bytes. The output's room (`limit` and
-/// one byte, to see an overrun) is allocated fallibly up front, so the decoder never grows it.
+/// Decompress, refusing to produce more than `limit` bytes, with h5chunk's own decoder
+/// ([`crate::bunzip`]); the output's room is allocated fallibly up front and never grows.
 pub fn decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, FilterError> {
-    let mut out = crate::buffer("bzip2", limit.saturating_add(1))?;
-    BzDecoder::new(data)
-        .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(|err| crate::stream_error("bzip2", &err, limit))?;
-    if out.len() > limit {
-        return Err(corrupt(format!("decodes past {limit} bytes")));
-    }
+    let mut out = crate::zeroed("bzip2", limit)?;
+    let n = crate::bunzip::decode(data, &mut out)?;
+    out.truncate(n);
     Ok(out)
+}
+
+/// Decompress into `out`, which the stream must fill exactly (the chunk's place).
+pub fn decompress_into(data: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
+    let n = crate::bunzip::decode(data, out)?;
+    if n != out.len() {
+        return Err(corrupt(format!(
+            "decodes to {n} bytes where the chunk holds {}",
+            out.len()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

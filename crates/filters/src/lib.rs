@@ -33,6 +33,7 @@ pub mod bitshuffle;
 mod blosc;
 mod blosc2;
 mod blosc_encode;
+mod bunzip;
 mod bzip2;
 mod deflate;
 mod fletcher32;
@@ -409,7 +410,7 @@ impl Pipeline {
     }
 
     /// [`decode`](Self::decode) into `out` (exactly the chunk's length): a first stage of
-    /// shuffle, LZ4, bitshuffle, Blosc or Blosc2 (decoded last) writes there directly, with no buffer of its
+    /// shuffle, LZ4, bitshuffle, bzip2, Blosc or Blosc2 (decoded last) writes there directly, with no buffer of its
     /// own and no copy after it.
     pub fn decode_into(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
         match self.stages.first() {
@@ -426,6 +427,10 @@ impl Pipeline {
                 Stage::Bitshuffle(p) => {
                     let data = self.decode_stages(data, mask, out.len(), 1)?;
                     bitshuffle::decompress_into(&data, p, out)?;
+                }
+                Stage::Bzip2 { .. } => {
+                    let data = self.decode_stages(data, mask, out.len(), 1)?;
+                    bzip2::decompress_into(&data, out)?;
                 }
                 Stage::Blosc(..) => {
                     let data = self.decode_stages(data, mask, out.len(), 1)?;
