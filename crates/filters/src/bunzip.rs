@@ -246,13 +246,17 @@ struct Decoder {
     tables: Vec<Huffman>,
 }
 
+/// What [`decode`] refuses: a block with the randomisation bit set (only bzip2 before 0.9.5
+/// wrote them); [`crate::bzip2`] hands such streams to the `bzip2` crate's decoder.
+pub(crate) const RANDOMISED: &str = "randomised blocks (written by bzip2 before 0.9.5)";
+
 impl Decoder {
     /// Read one block's Huffman/MTF/RLE2 stage into `tt`; returns origPtr.
     fn read_block(&mut self, bits: &mut Bits<'_>) -> Result<usize, FilterError> {
         if bits.bit() {
             return Err(FilterError::Unsupported {
                 filter: "bzip2",
-                what: "randomised blocks (written by bzip2 before 0.9.5)",
+                what: RANDOMISED,
             });
         }
         let orig = bits.take(24) as usize;

@@ -440,10 +440,27 @@ impl Pipeline {
                     let data = self.decode_stages(data, mask, out.len(), 1)?;
                     blosc2::decompress_into(&data, self.limit(out.len()), out)?;
                 }
-                _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
+                _ => self.decode_copy(data, mask, out)?,
             },
-            _ => out.copy_from_slice(&self.decode(data, mask, out.len())?),
+            _ => self.decode_copy(data, mask, out)?,
         }
+        Ok(())
+    }
+
+    /// [`decode`](Self::decode), then copied into `out`, which the result must fill exactly.
+    fn decode_copy(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
+        let v = self.decode(data, mask, out.len())?;
+        if v.len() != out.len() {
+            return Err(FilterError::Corrupt {
+                filter: "pipeline",
+                reason: format!(
+                    "decodes to {} bytes where the chunk holds {}",
+                    v.len(),
+                    out.len()
+                ),
+            });
+        }
+        out.copy_from_slice(&v);
         Ok(())
     }
 
