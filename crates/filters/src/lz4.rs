@@ -37,135 +37,169 @@ pub const MAX_INPUT: usize = 0x7E00_0000;
 /// The HDF5 LZ4 filter's block size when the client data gives none.
 const DEFAULT_FILTER_BLOCK: usize = 1 << 30;
 
+/// A position in the input, as the reads take it: inputs are below 2^31 bytes, so narrowing
+/// to 32 bits changes nothing, and it tells the compiler that `p + 8` cannot overflow (one
+/// bounds check a read, not two).
+#[inline(always)]
+fn pos(p: usize) -> usize {
+    p as u32 as usize
+}
+
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `pos` is below 2^32
 fn read32(src: &[u8], p: usize) -> u32 {
-    src.get(p..)
+    let p = pos(p);
+    src.get(p..p + 4)
         .and_then(|s| s.first_chunk::<4>())
         .map_or(0, |b| u32::from_le_bytes(*b))
 }
 
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `pos` is below 2^32
 fn read64(src: &[u8], p: usize) -> u64 {
-    src.get(p..)
+    let p = pos(p);
+    src.get(p..p + 8)
         .and_then(|s| s.first_chunk::<8>())
         .map_or(0, |b| u64::from_le_bytes(*b))
 }
 
+#[inline(always)]
 fn byte(src: &[u8], p: usize) -> Option<u8> {
     src.get(p).copied()
 }
 
-/// The compressor's output: a buffer as long as the worst case, and how much of it is written
-/// (a slice, not a `Vec`, so that its length and address stay in registers).
-struct Sink<'a> {
-    buf: &'a mut [u8],
-    at: usize,
+/// Write one byte of output (the compressor's output is as long as the worst case).
+#[inline(always)]
+fn put(out: &mut [u8], op: usize, b: u8) {
+    if let Some(d) = out.get_mut(op) {
+        *d = b;
+    }
 }
 
-#[allow(clippy::arithmetic_side_effects)] // `at` stays within the worst case, below 2^32
-impl Sink<'_> {
-    #[inline(always)]
-    fn push(&mut self, b: u8) {
-        if let Some(d) = self.buf.get_mut(self.at) {
-            *d = b;
-        }
-        self.at += 1;
+/// Append a literal or match length's continuation bytes (after the token's 15) at `op`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `op` stays within the worst case, below 2^32
+fn put_length(out: &mut [u8], op: &mut usize, mut len: usize) {
+    while len >= 255 {
+        put(out, *op, 255);
+        *op += 1;
+        len -= 255;
     }
+    put(out, *op, len as u8);
+    *op += 1;
+}
 
-    #[inline(always)]
-    fn extend(&mut self, s: &[u8]) {
-        let end = self.at + s.len();
-        if let Some(d) = self.buf.get_mut(self.at..end) {
-            d.copy_from_slice(s);
+/// Copy the literals `src[from..from + len]` to `out[op..]`: 16 bytes at a time while both
+/// sides have room for a whole piece (the bytes past `len` are overwritten later or lie past
+/// the block's end), the rest exactly.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions below 2^32
+fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) {
+    let (mut o, mut f) = (pos(op), pos(from));
+    let end = f + len;
+    while f < end {
+        match (
+            out.get_mut(o..o + 16)
+                .and_then(|d| d.first_chunk_mut::<16>()),
+            src.get(f..f + 16).and_then(|s| s.first_chunk::<16>()),
+        ) {
+            (Some(d), Some(s)) => *d = *s,
+            _ => {
+                if let (Some(d), Some(s)) = (out.get_mut(o..o + (end - f)), src.get(f..end)) {
+                    d.copy_from_slice(s);
+                }
+                return;
+            }
         }
-        self.at = end;
-    }
-
-    /// Append a literal or match length's continuation bytes (after the token's 15).
-    #[inline(always)]
-    fn length(&mut self, mut len: usize) {
-        while len >= 255 {
-            self.push(255);
-            len -= 255;
-        }
-        self.push(len as u8);
+        o += 16;
+        f += 16;
     }
 }
 
 /// How many bytes from `a` on equal those from `b` on (`b < a`), not reaching `limit`: eight
 /// at a time, as liblz4's `LZ4_count`.
+#[inline(always)]
 #[allow(clippy::arithmetic_side_effects)] // positions below `src.len()`, itself below 2^31
 fn count_equal(src: &[u8], a: usize, b: usize, limit: usize) -> usize {
-    let mut len = 0usize;
-    while a + len + 8 <= limit {
-        let x = read64(src, a + len) ^ read64(src, b + len);
-        if x != 0 {
-            return len + (x.trailing_zeros() / 8) as usize;
+    // Most matches end within their first eight bytes: those take one pair of reads.
+    let mut first = 0usize;
+    if a + 8 <= limit {
+        let d = read64(src, a) ^ read64(src, b);
+        if d != 0 {
+            return (d.trailing_zeros() / 8) as usize;
         }
-        len += 8;
+        first = 8;
     }
-    while a + len < limit && byte(src, a + len) == byte(src, b + len) {
-        len += 1;
+    // Then both runs as slices to `limit`, compared in 8-byte pieces (no check a piece: `a`'s
+    // run, the shorter, ends the zip), and the last bytes one by one.
+    let hay = src.get(..limit).unwrap_or_default();
+    let (Some(x), Some(y)) = (hay.get(a + first..), hay.get(b + first..)) else {
+        return first;
+    };
+    let mut k = 0usize;
+    for (p, q) in x.chunks_exact(8).zip(y.chunks_exact(8)) {
+        let d = u64::from_le_bytes(p.try_into().unwrap_or_default())
+            ^ u64::from_le_bytes(q.try_into().unwrap_or_default());
+        if d != 0 {
+            return first + k + (d.trailing_zeros() / 8) as usize;
+        }
+        k += 8;
     }
-    len
+    first
+        + k
+        + x.iter()
+            .skip(k)
+            .zip(y.iter().skip(k))
+            .take_while(|(p, q)| p == q)
+            .count()
 }
 
 /// A position table: 2^13 16-bit entries for inputs under 64 KiB (13-bit hashes, positions
 /// below 2^16), 2^12 32-bit entries above: 16 KiB either way, as liblz4's state, zeroed for
-/// every block.
+/// every block. The hashes are masked to the table's size, so indexing it needs no check.
 trait Table {
     fn at(&self, h: usize) -> usize;
     fn set(&mut self, h: usize, p: usize);
 }
 
-impl Table for [u16; 1 << (HASH_LOG + 1)] {
+const SMALL_SLOTS: usize = 1 << (HASH_LOG + 1);
+const LARGE_SLOTS: usize = 1 << HASH_LOG;
+
+impl Table for [u16; SMALL_SLOTS] {
     #[inline(always)]
     fn at(&self, h: usize) -> usize {
-        self.get(h).map_or(0, |&v| usize::from(v))
+        self.get(h & (SMALL_SLOTS - 1))
+            .map_or(0, |&v| usize::from(v))
     }
     #[inline(always)]
     fn set(&mut self, h: usize, p: usize) {
-        if let Some(slot) = self.get_mut(h) {
+        if let Some(slot) = self.get_mut(h & (SMALL_SLOTS - 1)) {
             *slot = p as u16;
         }
     }
 }
 
-impl Table for [u32; 1 << HASH_LOG] {
+impl Table for [u32; LARGE_SLOTS] {
     #[inline(always)]
     fn at(&self, h: usize) -> usize {
-        self.get(h).map_or(0, |&v| v as usize)
+        self.get(h & (LARGE_SLOTS - 1)).map_or(0, |&v| v as usize)
     }
     #[inline(always)]
     fn set(&mut self, h: usize, p: usize) {
-        if let Some(slot) = self.get_mut(h) {
+        if let Some(slot) = self.get_mut(h & (LARGE_SLOTS - 1)) {
             *slot = p as u32;
         }
     }
 }
 
-/// The position table of one block, with liblz4's hash of the block's size class.
-struct Hashes<'a, const SMALL: bool, T: Table> {
-    src: &'a [u8],
-    table: Box<T>,
-}
-
-impl<const SMALL: bool, T: Table> Hashes<'_, SMALL, T> {
-    #[inline(always)]
-    fn hash(&self, p: usize) -> usize {
-        if SMALL {
-            (read32(self.src, p).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
-        } else {
-            ((read64(self.src, p) << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
-        }
-    }
-
-    #[inline(always)]
-    fn get(&self, h: usize) -> usize {
-        self.table.at(h)
-    }
-
-    #[inline(always)]
-    fn put(&mut self, h: usize, p: usize) {
-        self.table.set(h, p);
+/// liblz4's hash of the sequence at the start of `seq` (its next 8 bytes, little-endian) for
+/// the block's size class: 4 bytes to 13 bits below 64 KiB, 5 bytes to 12 bits above.
+#[inline(always)]
+fn hash<const SMALL: bool>(seq: u64) -> usize {
+    if SMALL {
+        ((seq as u32).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
+    } else {
+        ((seq << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
     }
 }
 
@@ -179,48 +213,44 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
         start.saturating_add(n.saturating_add(n / 255).saturating_add(16)),
         0,
     );
-    let mut sink = Sink {
-        buf: out.get_mut(start..).unwrap_or_default(),
-        at: 0,
-    };
-    if n < LIMIT_64K {
-        let table = Box::new([0u16; 1 << (HASH_LOG + 1)]);
-        compress_with(Hashes::<true, _> { src, table }, &mut sink);
+    let buf = out.get_mut(start..).unwrap_or_default();
+    let written = if n < LIMIT_64K {
+        let mut table = [0u16; SMALL_SLOTS];
+        compress_with::<true, _>(src, &mut table, buf)
     } else {
-        let table = Box::new([0u32; 1 << HASH_LOG]);
-        compress_with(Hashes::<false, _> { src, table }, &mut sink);
-    }
-    let written = sink.at;
+        let mut table = [0u32; LARGE_SLOTS];
+        compress_with::<false, _>(src, &mut table, buf)
+    };
     out.truncate(start.saturating_add(written));
 }
 
-/// [`compress_block`] with the table of the input's size class.
+/// [`compress_block`] with the table of the input's size class, into `out` (as long as the
+/// worst case); returns the block's length.
 ///
 /// Positions are indexes into `src`, whose length is below 2^31, so the arithmetic on them does
-/// not overflow; the reads go through `get`.
+/// not overflow; the reads and writes go through `get`.
 #[allow(clippy::arithmetic_side_effects)]
 #[inline(always)]
-fn compress_with<const SMALL: bool, T: Table>(mut t: Hashes<'_, SMALL, T>, out: &mut Sink<'_>) {
-    let src = t.src;
+fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [u8]) -> usize {
     let n = src.len();
     let mut anchor = 0usize;
+    let mut op = 0usize;
     if n > MFLIMIT {
         let mflimit_plus_one = n - MFLIMIT + 1;
         let match_limit = n - LASTLITERALS;
-        let h0 = t.hash(0);
-        t.put(h0, 0);
+        t.set(hash::<SMALL>(read64(src, 0)), 0);
         let mut ip = 1usize;
-        let mut forward_h = t.hash(ip);
+        let mut forward_seq = read64(src, ip);
         'main: loop {
-            // Find a match: probe forward, faster the longer nothing matches.
+            // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
+            // holds the bytes at `forward_ip`, read once for both the hash and the compare.
             let mut forward_ip = ip;
             let mut step = 1usize;
             let mut searches = 1usize << SKIP_TRIGGER;
             let mut m;
             loop {
-                let h = forward_h;
-                let current = forward_ip;
-                let candidate = t.get(h);
+                let seq = forward_seq;
+                let h = hash::<SMALL>(seq);
                 ip = forward_ip;
                 forward_ip += step;
                 step = searches >> SKIP_TRIGGER;
@@ -228,13 +258,13 @@ fn compress_with<const SMALL: bool, T: Table>(mut t: Hashes<'_, SMALL, T>, out: 
                 if forward_ip > mflimit_plus_one {
                     break 'main;
                 }
-                m = candidate;
-                forward_h = t.hash(forward_ip);
-                t.put(h, current);
-                if !SMALL && candidate + DISTANCE_MAX < current {
+                m = t.at(h);
+                forward_seq = read64(src, forward_ip);
+                t.set(h, ip);
+                if !SMALL && m + DISTANCE_MAX < ip {
                     continue;
                 }
-                if read32(src, m) == read32(src, ip) {
+                if read32(src, m) == seq as u32 {
                     break;
                 }
             }
@@ -244,59 +274,80 @@ fn compress_with<const SMALL: bool, T: Table>(mut t: Hashes<'_, SMALL, T>, out: 
                 m -= 1;
             }
             let literals = ip - anchor;
-            let mut token_at = out.at;
+            let mut token_at = op;
+            op += 1;
             if literals >= RUN_MASK {
-                out.push((RUN_MASK << 4) as u8);
-                out.length(literals - RUN_MASK);
+                put(out, token_at, (RUN_MASK << 4) as u8);
+                put_length(out, &mut op, literals - RUN_MASK);
             } else {
-                out.push((literals << 4) as u8);
+                put(out, token_at, (literals << 4) as u8);
             }
-            out.extend(src.get(anchor..ip).unwrap_or_default());
+            put_literals(out, op, src, anchor, literals);
+            op += literals;
             // Encode the match, then as long as the next position matches at once, another.
             loop {
-                out.extend(&((ip - m) as u16).to_le_bytes());
+                let offset = ((ip - m) as u16).to_le_bytes();
+                let o = pos(op);
+                if let Some(d) = out.get_mut(o..o + 2).and_then(|d| d.first_chunk_mut::<2>()) {
+                    *d = offset;
+                }
+                op += 2;
                 let len = count_equal(src, ip + MINMATCH, m + MINMATCH, match_limit);
                 ip += len + MINMATCH;
                 let code = if len >= ML_MASK {
-                    out.length(len - ML_MASK);
+                    put_length(out, &mut op, len - ML_MASK);
                     ML_MASK
                 } else {
                     len
                 };
-                if let Some(token) = out.buf.get_mut(token_at) {
+                if let Some(token) = out.get_mut(token_at) {
                     *token |= code as u8;
                 }
                 anchor = ip;
                 if ip >= mflimit_plus_one {
                     break 'main;
                 }
-                let h2 = t.hash(ip - 2);
-                t.put(h2, ip - 2);
-                let h = t.hash(ip);
-                let candidate = t.get(h);
-                t.put(h, ip);
-                if (SMALL || candidate + DISTANCE_MAX >= ip)
-                    && read32(src, candidate) == read32(src, ip)
+                // The bytes at `ip - 2` and at `ip` through one read (`ip` is 12 bytes or more
+                // from the end).
+                let (before, seq) = src
+                    .get(pos(ip - 2)..pos(ip - 2) + 10)
+                    .and_then(|w| w.first_chunk::<10>())
+                    .map_or((0, 0), |w| {
+                        let (a, b) = (w.first_chunk::<8>(), w.last_chunk::<8>());
+                        (
+                            a.map_or(0, |a| u64::from_le_bytes(*a)),
+                            b.map_or(0, |b| u64::from_le_bytes(*b)),
+                        )
+                    });
+                t.set(hash::<SMALL>(before), ip - 2);
+                let h = hash::<SMALL>(seq);
+                let candidate = t.at(h);
+                t.set(h, ip);
+                if (SMALL || candidate + DISTANCE_MAX >= ip) && read32(src, candidate) == seq as u32
                 {
-                    token_at = out.at;
-                    out.push(0);
+                    token_at = op;
+                    put(out, op, 0);
+                    op += 1;
                     m = candidate;
                     continue;
                 }
                 break;
             }
             ip += 1;
-            forward_h = t.hash(ip);
+            forward_seq = read64(src, ip);
         }
     }
     let last = n - anchor;
+    let token_at = op;
+    op += 1;
     if last >= RUN_MASK {
-        out.push((RUN_MASK << 4) as u8);
-        out.length(last - RUN_MASK);
+        put(out, token_at, (RUN_MASK << 4) as u8);
+        put_length(out, &mut op, last - RUN_MASK);
     } else {
-        out.push((last << 4) as u8);
+        put(out, token_at, (last << 4) as u8);
     }
-    out.extend(src.get(anchor..).unwrap_or_default());
+    put_literals(out, op, src, anchor, last);
+    op + last
 }
 
 /// A literal or match length: `base` (the token's 4 bits), continued by bytes while they are
