@@ -241,6 +241,7 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
         t.set(hash::<SMALL>(read64(src, 0)), 0);
         let mut ip = 1usize;
         let mut forward_seq = read64(src, ip);
+        let probe = src.get(..mflimit_plus_one + 7).unwrap_or_default();
         'main: loop {
             // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
             // holds the bytes at `forward_ip`, read once for both the hash and the compare.
@@ -255,16 +256,22 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 forward_ip += step;
                 step = searches >> SKIP_TRIGGER;
                 searches += 1;
-                if forward_ip > mflimit_plus_one {
+                // `probe` ends 7 bytes after `mflimit_plus_one`: the read's bounds check is
+                // the end-of-block test.
+                let f = pos(forward_ip);
+                let Some(next) = probe.get(f..f + 8).and_then(|w| w.first_chunk::<8>()) else {
                     break 'main;
-                }
+                };
                 m = t.at(h);
-                forward_seq = read64(src, forward_ip);
+                forward_seq = u64::from_le_bytes(*next);
                 t.set(h, ip);
                 if !SMALL && m + DISTANCE_MAX < ip {
                     continue;
                 }
-                if read32(src, m) == seq as u32 {
+                let c = pos(m);
+                if let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
+                    && u32::from_le_bytes(*w) == seq as u32
+                {
                     break;
                 }
             }
@@ -403,6 +410,72 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
     }
 }
 
+/// Decode sequences from `ip` to `op` while they are the common kind: lengths in the token,
+/// away from both ends, a match not before the block's start and not shorter than its offset
+/// (no repeating pattern). Such a sequence moves its literals as one 16-byte copy and its
+/// match as one 18-byte copy, each bounds-checked once; the bytes copied past a length are
+/// overwritten by the next sequence. Returns where it stopped: the caller decodes the next
+/// sequence, whatever it is, with every check.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions below the buffers' lengths (below 2^32)
+fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (usize, usize) {
+    loop {
+        // The token, up to 14 literals and the offset are within these 18 bytes.
+        let i = pos(ip);
+        let Some(w) = src.get(i..i + 18).and_then(|w| w.first_chunk::<18>()) else {
+            break;
+        };
+        let Some((&token, rest)) = w.split_first() else {
+            break;
+        };
+        let token = usize::from(token);
+        let lits = token >> 4;
+        let len = (token & 0x0f) + MINMATCH;
+        if lits == 15 || len == 15 + MINMATCH {
+            break;
+        }
+        let Some((l, _)) = rest.split_first_chunk::<16>() else {
+            break;
+        };
+        let o = pos(op);
+        let Some(d) = out
+            .get_mut(o..o + 16)
+            .and_then(|d| d.first_chunk_mut::<16>())
+        else {
+            break;
+        };
+        let lo = rest.get(lits).copied().unwrap_or(0);
+        let hi = rest.get(lits + 1).copied().unwrap_or(0);
+        let offset = usize::from(u16::from_le_bytes([lo, hi]));
+        let at = op + lits;
+        if offset < len || offset > at {
+            break;
+        }
+        *d = *l;
+        // From a copy: when the offset is under 18 the source runs into the destination, whose
+        // first `len` bytes it must not see rewritten (it does not need to: `offset >= len`).
+        let from = pos(at - offset);
+        let Some(m) = out
+            .get(from..from + 18)
+            .and_then(|m| m.first_chunk::<18>())
+            .copied()
+        else {
+            break;
+        };
+        let t = pos(at);
+        let Some(d) = out
+            .get_mut(t..t + 18)
+            .and_then(|d| d.first_chunk_mut::<18>())
+        else {
+            break;
+        };
+        *d = m;
+        ip += 1 + lits + 2;
+        op = at + len;
+    }
+    (ip, op)
+}
+
 /// Decode one LZ4 block that must fill `out` exactly.
 ///
 /// Short literals and matches (the common case, away from both ends) move as one 16-byte copy,
@@ -413,38 +486,10 @@ pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static 
     let mut ip = 0usize;
     let mut op = 0usize;
     loop {
+        (ip, op) = decode_short(src, out, ip, op);
         let token = usize::from(*src.get(ip).ok_or("truncated block")?);
         ip += 1;
         let lits = token >> 4;
-        // The common sequence: lengths in the token, away from both ends, the match not
-        // overlapping its output: one 16-byte copy of literals, one 18-byte copy of the match.
-        // The token's window (its literals and offset) and the output's are taken whole, once.
-        if lits < 15
-            && token & 0x0f < 15
-            && let Some(w) = src.get(ip..).and_then(|s| s.first_chunk::<18>())
-            && let Some(dst) = out.get_mut(op..).and_then(|d| d.first_chunk_mut::<34>())
-        {
-            if let (Some((d, _)), Some((l, _))) = (
-                dst.split_first_chunk_mut::<16>(),
-                w.split_first_chunk::<16>(),
-            ) {
-                *d = *l;
-            }
-            let lo = w.get(lits).copied().unwrap_or(0);
-            let hi = w.get(lits + 1).copied().unwrap_or(0);
-            let offset = usize::from(lo) | usize::from(hi) << 8;
-            ip += lits + 2;
-            op += lits;
-            let len = (token & 0x0f) + MINMATCH;
-            if offset >= len && offset <= op {
-                let from = op - offset;
-                out.copy_within(from..from + 18, op);
-                op += len;
-            } else {
-                copy_checked(out, &mut op, offset, len)?;
-            }
-            continue;
-        }
         if lits < 15 && ip + 16 <= n_in && op + 16 <= n_out {
             // Copies 16 bytes, keeps `lits`: the rest is overwritten or past the end.
             if let (Some(d), Some(s)) = (out.get_mut(op..op + 16), src.get(ip..ip + 16)) {
