@@ -793,6 +793,87 @@ mod tests {
         }
     }
 
+    /// The sequences of a block: (literals start, literals, match start in the output, match
+    /// length, offset); the last has no match.
+    fn sequences(block: &[u8]) -> Vec<(usize, usize, usize, usize, usize)> {
+        let (mut ip, mut op, mut v) = (0, 0, Vec::new());
+        loop {
+            let token = block[ip] as usize;
+            ip += 1;
+            let mut lits = token >> 4;
+            if lits == 15 {
+                while block[ip] == 255 {
+                    lits += 255;
+                    ip += 1;
+                }
+                lits += block[ip] as usize;
+                ip += 1;
+            }
+            ip += lits;
+            if ip == block.len() {
+                v.push((op, lits, op + lits, 0, 0));
+                return v;
+            }
+            let offset = u16::from_le_bytes([block[ip], block[ip + 1]]) as usize;
+            ip += 2;
+            let mut len = token & 15;
+            if len == 15 {
+                while block[ip] == 255 {
+                    len += 255;
+                    ip += 1;
+                }
+                len += block[ip] as usize;
+                ip += 1;
+            }
+            v.push((op, lits, op + lits, len + MINMATCH, offset));
+            op += lits + len + MINMATCH;
+        }
+    }
+
+    /// liblz4's end-of-block rules hold at every input length near the margins and on both
+    /// sides of the 64 KiB table switch: no match starts within the last 12 bytes, none ends
+    /// within the last 5, offsets are at most 65535, and matches are as long as they can be
+    /// (the next byte differs, or the match reaches the last-literals margin).
+    #[test]
+    fn end_margins_and_table_switch() {
+        let text: Vec<u8> = (0..LIMIT_64K as u32 + 300)
+            .map(|i| b"abcdabcxabcdabcy"[(i as usize * 7 / 5) % 16] ^ ((i / 4099) as u8 & 1))
+            .collect();
+        let zeros = vec![0u8; LIMIT_64K + 300];
+        let mut lengths: Vec<usize> = (0..=80).collect();
+        lengths.extend(LIMIT_64K - 3..=LIMIT_64K + 3);
+        lengths.extend([70_000, 65_536 + 40_000]);
+        for data in [&text, &zeros] {
+            for &n in &lengths {
+                let src = &data[..n.min(data.len())];
+                let n = src.len();
+                let mut c = Vec::new();
+                compress_block(src, &mut c);
+                let mut d = vec![0u8; n];
+                decompress_block_into(&c, &mut d).unwrap();
+                assert_eq!(d, src, "length {n}");
+                let seqs = sequences(&c);
+                let (_, last_lits, last_at, _, _) = *seqs.last().unwrap();
+                assert_eq!(last_at, n, "length {n}");
+                assert!(last_lits >= LASTLITERALS.min(n), "length {n}");
+                for &(_, _, at, len, offset) in &seqs[..seqs.len() - 1] {
+                    assert!(at + MFLIMIT <= n, "match at {at} of {n}");
+                    assert!(at + len + LASTLITERALS <= n, "match to {} of {n}", at + len);
+                    assert!((1..=DISTANCE_MAX).contains(&offset));
+                    let end = at + len;
+                    assert!(
+                        end + LASTLITERALS == n || src[end] != src[end - offset],
+                        "match at {at} of {n} stops short"
+                    );
+                }
+                // Inputs of at most MFLIMIT bytes are one run of literals.
+                if n <= MFLIMIT {
+                    assert_eq!(seqs.len(), 1);
+                }
+            }
+        }
+    }
+
     #[test]
     fn roundtrip_filter_every_block_size() {
         for data in samples() {
