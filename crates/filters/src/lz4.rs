@@ -47,15 +47,6 @@ fn pos(p: usize) -> usize {
 
 #[inline(always)]
 #[allow(clippy::arithmetic_side_effects)] // `pos` is below 2^32
-fn read32(src: &[u8], p: usize) -> u32 {
-    let p = pos(p);
-    src.get(p..p + 4)
-        .and_then(|s| s.first_chunk::<4>())
-        .map_or(0, |b| u32::from_le_bytes(*b))
-}
-
-#[inline(always)]
-#[allow(clippy::arithmetic_side_effects)] // `pos` is below 2^32
 fn read64(src: &[u8], p: usize) -> u64 {
     let p = pos(p);
     src.get(p..p + 8)
@@ -89,7 +80,7 @@ fn put_length(out: &mut [u8], op: &mut usize, mut len: usize) {
     *op += 1;
 }
 
-/// Copy the literals `src[from..from + len]` to `out[op..]`: 16 bytes at a time while both
+/// Copy the literals `src[from..from + len]` to `out[op..]`: 32 bytes at a time while both
 /// sides have room for a whole piece (the bytes past `len` are overwritten later or lie past
 /// the block's end), the rest exactly.
 #[inline(always)]
@@ -99,9 +90,9 @@ fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) 
     let end = f + len;
     while f < end {
         match (
-            out.get_mut(o..o + 16)
-                .and_then(|d| d.first_chunk_mut::<16>()),
-            src.get(f..f + 16).and_then(|s| s.first_chunk::<16>()),
+            out.get_mut(o..o + 32)
+                .and_then(|d| d.first_chunk_mut::<32>()),
+            src.get(f..f + 32).and_then(|s| s.first_chunk::<32>()),
         ) {
             (Some(d), Some(s)) => *d = *s,
             _ => {
@@ -111,47 +102,55 @@ fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) 
                 return;
             }
         }
-        o += 16;
-        f += 16;
+        o += 32;
+        f += 32;
     }
 }
 
-/// How many bytes from `a` on equal those from `b` on (`b < a`), not reaching `limit`: eight
-/// at a time, as liblz4's `LZ4_count`.
+/// How many bytes from `a` on equal those from `b` on (`b < a`) within `hay`: eight at a
+/// time, as liblz4's `LZ4_count`.
 #[inline(always)]
 #[allow(clippy::arithmetic_side_effects)] // positions below `src.len()`, itself below 2^31
-fn count_equal(src: &[u8], a: usize, b: usize, limit: usize) -> usize {
-    // Most matches end within their first eight bytes: those take one pair of reads.
-    let mut first = 0usize;
-    if a + 8 <= limit {
-        let d = read64(src, a) ^ read64(src, b);
-        if d != 0 {
-            return (d.trailing_zeros() / 8) as usize;
-        }
-        first = 8;
+fn count_equal(hay: &[u8], a: usize, b: usize) -> usize {
+    // Most matches end within their first eight bytes: those take one pair of reads, whose
+    // bounds checks are the only test (`hay` ends where matches must).
+    let (a, b) = (pos(a), pos(b));
+    let (Some(x), Some(y)) = (
+        hay.get(a..a + 8).and_then(|s| s.first_chunk::<8>()),
+        hay.get(b..b + 8).and_then(|s| s.first_chunk::<8>()),
+    ) else {
+        return count_rest(hay, a, b);
+    };
+    let d = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
+    if d != 0 {
+        return (d.trailing_zeros() / 8) as usize;
     }
-    // Then both runs as slices to `limit`, compared in 8-byte pieces (no check a piece: `a`'s
-    // run, the shorter, ends the zip), and the last bytes one by one.
-    let hay = src.get(..limit).unwrap_or_default();
-    let (Some(x), Some(y)) = (hay.get(a + first..), hay.get(b + first..)) else {
-        return first;
+    8 + count_rest(hay, a + 8, b + 8)
+}
+
+/// [`count_equal`] past its first eight bytes: both runs as slices to the end of `hay`,
+/// compared in 8-byte pieces (no check a piece: `a`'s run, the shorter, ends the zip), the
+/// last bytes one by one.
+#[allow(clippy::arithmetic_side_effects)] // lengths within `hay`
+fn count_rest(hay: &[u8], a: usize, b: usize) -> usize {
+    let (Some(x), Some(y)) = (hay.get(a..), hay.get(b..)) else {
+        return 0;
     };
     let mut k = 0usize;
     for (p, q) in x.chunks_exact(8).zip(y.chunks_exact(8)) {
         let d = u64::from_le_bytes(p.try_into().unwrap_or_default())
             ^ u64::from_le_bytes(q.try_into().unwrap_or_default());
         if d != 0 {
-            return first + k + (d.trailing_zeros() / 8) as usize;
+            return k + (d.trailing_zeros() / 8) as usize;
         }
         k += 8;
     }
-    first
-        + k
-        + x.iter()
-            .skip(k)
-            .zip(y.iter().skip(k))
-            .take_while(|(p, q)| p == q)
-            .count()
+    k + x
+        .iter()
+        .skip(k)
+        .zip(y.iter().skip(k))
+        .take_while(|(p, q)| p == q)
+        .count()
 }
 
 /// A position table: 2^13 16-bit entries for inputs under 64 KiB (13-bit hashes, positions
@@ -242,6 +241,8 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
         let mut ip = 1usize;
         let mut forward_seq = read64(src, ip);
         let probe = src.get(..mflimit_plus_one + 7).unwrap_or_default();
+        // Matches end `LASTLITERALS` before the end at the latest.
+        let hay = src.get(..match_limit).unwrap_or_default();
         'main: loop {
             // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
             // holds the bytes at `forward_ip`, read once for both the hash and the compare.
@@ -299,7 +300,7 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                     *d = offset;
                 }
                 op += 2;
-                let len = count_equal(src, ip + MINMATCH, m + MINMATCH, match_limit);
+                let len = count_equal(hay, ip + MINMATCH, m + MINMATCH);
                 ip += len + MINMATCH;
                 let code = if len >= ML_MASK {
                     put_length(out, &mut op, len - ML_MASK);
@@ -330,7 +331,10 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 let h = hash::<SMALL>(seq);
                 let candidate = t.at(h);
                 t.set(h, ip);
-                if (SMALL || candidate + DISTANCE_MAX >= ip) && read32(src, candidate) == seq as u32
+                let c = pos(candidate);
+                if (SMALL || candidate + DISTANCE_MAX >= ip)
+                    && let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
+                    && u32::from_le_bytes(*w) == seq as u32
                 {
                     token_at = op;
                     put(out, op, 0);
