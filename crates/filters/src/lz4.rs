@@ -240,7 +240,7 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
         t.set(hash::<SMALL>(read64(src, 0)), 0);
         let mut ip = 1usize;
         let mut forward_seq = read64(src, ip);
-        let probe = src.get(..mflimit_plus_one + 7).unwrap_or_default();
+        let probe = src.get(..mflimit_plus_one + 8).unwrap_or_default();
         // Matches end `LASTLITERALS` before the end at the latest.
         let hay = src.get(..match_limit).unwrap_or_default();
         'main: loop {
@@ -257,7 +257,7 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 forward_ip += step;
                 step = searches >> SKIP_TRIGGER;
                 searches += 1;
-                // `probe` ends 7 bytes after `mflimit_plus_one`: the read's bounds check is
+                // `probe` ends 8 bytes after `mflimit_plus_one`: the read's bounds check is
                 // the end-of-block test.
                 let f = pos(forward_ip);
                 let Some(next) = probe.get(f..f + 8).and_then(|w| w.first_chunk::<8>()) else {
@@ -794,6 +794,145 @@ mod tests {
                 decompress_block_into(&c, &mut d).unwrap();
                 assert_eq!(d, data, "period {period} run {run}");
             }
+        }
+    }
+
+    /// LZ4_compress_default written plainly (byte reads, a Vec pushed to, one loop): the model
+    /// the tuned compressor must equal. The `plugin_filters` interop test pins the tuned one to
+    /// hdf5plugin's liblz4 chunks; this test finds a divergence on many more inputs without it.
+    fn reference_block(src: &[u8]) -> Vec<u8> {
+        let n = src.len();
+        let small = n < LIMIT_64K;
+        let r32 = |p: usize| u32::from_le_bytes(src[p..p + 4].try_into().unwrap());
+        let hash = |p: usize| {
+            if small {
+                (r32(p).wrapping_mul(2_654_435_761) >> 19) as usize
+            } else {
+                let x = u64::from_le_bytes(src[p..p + 8].try_into().unwrap());
+                ((x << 24).wrapping_mul(889_523_592_379) >> 52) as usize
+            }
+        };
+        let mut table = vec![0usize; 1 << 13];
+        let mut out = Vec::new();
+        let length = |out: &mut Vec<u8>, mut len: usize| {
+            while len >= 255 {
+                out.push(255);
+                len -= 255;
+            }
+            out.push(len as u8);
+        };
+        let mut anchor = 0;
+        if n > MFLIMIT {
+            let last_start = n - MFLIMIT; // a match starts at most here
+            let match_limit = n - LASTLITERALS;
+            table[hash(0)] = 0;
+            let mut ip = 1;
+            'main: loop {
+                // Probe forward for a match, faster the longer none is found.
+                let (mut searches, mut step) = (1usize << SKIP_TRIGGER, 1);
+                let mut m;
+                let mut next = ip;
+                loop {
+                    ip = next;
+                    next = ip + step;
+                    step = searches >> SKIP_TRIGGER;
+                    searches += 1;
+                    if next > last_start + 1 {
+                        break 'main;
+                    }
+                    let h = hash(ip);
+                    m = table[h];
+                    table[h] = ip;
+                    if (small || m + DISTANCE_MAX >= ip) && r32(m) == r32(ip) {
+                        break;
+                    }
+                }
+                while ip > anchor && m > 0 && src[ip - 1] == src[m - 1] {
+                    ip -= 1;
+                    m -= 1;
+                }
+                let lits = ip - anchor;
+                let mut token_at = out.len();
+                out.push((lits.min(15) << 4) as u8);
+                if lits >= 15 {
+                    length(&mut out, lits - 15);
+                }
+                out.extend_from_slice(&src[anchor..ip]);
+                loop {
+                    out.extend_from_slice(&((ip - m) as u16).to_le_bytes());
+                    let mut len = 0;
+                    while ip + 4 + len < match_limit && src[ip + 4 + len] == src[m + 4 + len] {
+                        len += 1;
+                    }
+                    ip += len + 4;
+                    out[token_at] |= len.min(15) as u8;
+                    if len >= 15 {
+                        length(&mut out, len - 15);
+                    }
+                    anchor = ip;
+                    if ip > last_start {
+                        break 'main;
+                    }
+                    table[hash(ip - 2)] = ip - 2;
+                    let h = hash(ip);
+                    let c = table[h];
+                    table[h] = ip;
+                    if (small || c + DISTANCE_MAX >= ip) && r32(c) == r32(ip) {
+                        token_at = out.len();
+                        out.push(0);
+                        m = c;
+                        continue;
+                    }
+                    break;
+                }
+                ip += 1;
+            }
+        }
+        let lits = n - anchor;
+        out.push((lits.min(15) << 4) as u8);
+        if lits >= 15 {
+            length(&mut out, lits - 15);
+        }
+        out.extend_from_slice(&src[anchor..]);
+        out
+    }
+
+    #[test]
+    fn equals_the_plain_model_on_many_inputs() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for trial in 0..3000 {
+            let n = match trial % 100 {
+                0 => LIMIT_64K - 2 + (rnd() % 4) as usize,
+                1 => 70_000 + (rnd() % 100_000) as usize,
+                _ => (rnd() % 2000) as usize,
+            };
+            let kind = rnd() % 4;
+            let data: Vec<u8> = (0..n)
+                .map(|i| match kind {
+                    0 => ((i / 37) % 7) as u8 + (rnd() % 2) as u8,
+                    1 => (rnd() % 4) as u8,
+                    2 => (rnd() % 256) as u8,
+                    _ => {
+                        if i % 4 == 3 {
+                            rnd() as u8
+                        } else {
+                            (i / 11 % 3) as u8
+                        }
+                    }
+                })
+                .collect();
+            let mut c = Vec::new();
+            compress_block(&data, &mut c);
+            assert!(
+                c == reference_block(&data),
+                "trial {trial}: {n} bytes of kind {kind}"
+            );
         }
     }
 
