@@ -37,135 +37,168 @@ pub const MAX_INPUT: usize = 0x7E00_0000;
 /// The HDF5 LZ4 filter's block size when the client data gives none.
 const DEFAULT_FILTER_BLOCK: usize = 1 << 30;
 
-fn read32(src: &[u8], p: usize) -> u32 {
-    src.get(p..)
-        .and_then(|s| s.first_chunk::<4>())
-        .map_or(0, |b| u32::from_le_bytes(*b))
+/// A position in the input, as the reads take it: inputs are below 2^31 bytes, so narrowing
+/// to 32 bits changes nothing, and it tells the compiler that `p + 8` cannot overflow (one
+/// bounds check a read, not two).
+#[inline(always)]
+fn pos(p: usize) -> usize {
+    p as u32 as usize
 }
 
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `pos` is below 2^32
 fn read64(src: &[u8], p: usize) -> u64 {
-    src.get(p..)
+    let p = pos(p);
+    src.get(p..p + 8)
         .and_then(|s| s.first_chunk::<8>())
         .map_or(0, |b| u64::from_le_bytes(*b))
 }
 
+#[inline(always)]
 fn byte(src: &[u8], p: usize) -> Option<u8> {
     src.get(p).copied()
 }
 
-/// The compressor's output: a buffer as long as the worst case, and how much of it is written
-/// (a slice, not a `Vec`, so that its length and address stay in registers).
-struct Sink<'a> {
-    buf: &'a mut [u8],
-    at: usize,
-}
-
-#[allow(clippy::arithmetic_side_effects)] // `at` stays within the worst case, below 2^32
-impl Sink<'_> {
-    #[inline(always)]
-    fn push(&mut self, b: u8) {
-        if let Some(d) = self.buf.get_mut(self.at) {
-            *d = b;
-        }
-        self.at += 1;
-    }
-
-    #[inline(always)]
-    fn extend(&mut self, s: &[u8]) {
-        let end = self.at + s.len();
-        if let Some(d) = self.buf.get_mut(self.at..end) {
-            d.copy_from_slice(s);
-        }
-        self.at = end;
-    }
-
-    /// Append a literal or match length's continuation bytes (after the token's 15).
-    #[inline(always)]
-    fn length(&mut self, mut len: usize) {
-        while len >= 255 {
-            self.push(255);
-            len -= 255;
-        }
-        self.push(len as u8);
+/// Write one byte of output (the compressor's output is as long as the worst case).
+#[inline(always)]
+fn put_byte(out: &mut [u8], op: usize, b: u8) {
+    if let Some(d) = out.get_mut(op) {
+        *d = b;
     }
 }
 
-/// How many bytes from `a` on equal those from `b` on (`b < a`), not reaching `limit`: eight
-/// at a time, as liblz4's `LZ4_count`.
+/// Append a literal or match length's continuation bytes (after the token's 15) at `op`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `op` stays within the worst case, below 2^32
+fn put_length(out: &mut [u8], op: &mut usize, mut len: usize) {
+    while len >= 255 {
+        put_byte(out, *op, 255);
+        *op += 1;
+        len -= 255;
+    }
+    put_byte(out, *op, len as u8);
+    *op += 1;
+}
+
+/// Copy the literals `src[from..from + len]` to `out[op..]`: 32 bytes at a time while both
+/// sides have room for a whole piece (the bytes past `len` are overwritten later or lie past
+/// the block's end), the rest exactly.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions below 2^32
+fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) {
+    let (mut o, mut f) = (pos(op), pos(from));
+    let end = f + len;
+    while f < end {
+        match (
+            out.get_mut(o..o + 32)
+                .and_then(|d| d.first_chunk_mut::<32>()),
+            src.get(f..f + 32).and_then(|s| s.first_chunk::<32>()),
+        ) {
+            (Some(d), Some(s)) => *d = *s,
+            _ => {
+                if let (Some(d), Some(s)) = (out.get_mut(o..o + (end - f)), src.get(f..end)) {
+                    d.copy_from_slice(s);
+                }
+                return;
+            }
+        }
+        o += 32;
+        f += 32;
+    }
+}
+
+/// How many bytes from `a` on equal those from `b` on (`b < a`) within `hay`: eight at a
+/// time, as liblz4's `LZ4_count`.
+#[inline(always)]
 #[allow(clippy::arithmetic_side_effects)] // positions below `src.len()`, itself below 2^31
-fn count_equal(src: &[u8], a: usize, b: usize, limit: usize) -> usize {
-    let mut len = 0usize;
-    while a + len + 8 <= limit {
-        let x = read64(src, a + len) ^ read64(src, b + len);
-        if x != 0 {
-            return len + (x.trailing_zeros() / 8) as usize;
+fn count_equal(hay: &[u8], a: usize, b: usize) -> usize {
+    // Most matches end within their first eight bytes: those take one pair of reads, whose
+    // bounds checks are the only test (`hay` ends where matches must).
+    let (a, b) = (pos(a), pos(b));
+    let (Some(x), Some(y)) = (
+        hay.get(a..a + 8).and_then(|s| s.first_chunk::<8>()),
+        hay.get(b..b + 8).and_then(|s| s.first_chunk::<8>()),
+    ) else {
+        return count_rest(hay, a, b);
+    };
+    let d = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
+    if d != 0 {
+        return (d.trailing_zeros() / 8) as usize;
+    }
+    8 + count_rest(hay, a + 8, b + 8)
+}
+
+/// [`count_equal`] past its first eight bytes: both runs as slices to the end of `hay`,
+/// compared in 8-byte pieces (no check a piece: `a`'s run, the shorter, ends the zip), the
+/// last bytes one by one.
+#[allow(clippy::arithmetic_side_effects)] // lengths within `hay`
+fn count_rest(hay: &[u8], a: usize, b: usize) -> usize {
+    let (Some(x), Some(y)) = (hay.get(a..), hay.get(b..)) else {
+        return 0;
+    };
+    let mut k = 0usize;
+    for (p, q) in x.chunks_exact(8).zip(y.chunks_exact(8)) {
+        let d = u64::from_le_bytes(p.try_into().unwrap_or_default())
+            ^ u64::from_le_bytes(q.try_into().unwrap_or_default());
+        if d != 0 {
+            return k + (d.trailing_zeros() / 8) as usize;
         }
-        len += 8;
+        k += 8;
     }
-    while a + len < limit && byte(src, a + len) == byte(src, b + len) {
-        len += 1;
-    }
-    len
+    k + x
+        .iter()
+        .skip(k)
+        .zip(y.iter().skip(k))
+        .take_while(|(p, q)| p == q)
+        .count()
 }
 
 /// A position table: 2^13 16-bit entries for inputs under 64 KiB (13-bit hashes, positions
 /// below 2^16), 2^12 32-bit entries above: 16 KiB either way, as liblz4's state, zeroed for
-/// every block.
+/// every block. The hashes are masked to the table's size, so indexing it needs no check.
 trait Table {
     fn at(&self, h: usize) -> usize;
     fn set(&mut self, h: usize, p: usize);
 }
 
-impl Table for [u16; 1 << (HASH_LOG + 1)] {
+const SMALL_SLOTS: usize = 1 << (HASH_LOG + 1);
+const LARGE_SLOTS: usize = 1 << HASH_LOG;
+
+impl Table for [u16; SMALL_SLOTS] {
     #[inline(always)]
     fn at(&self, h: usize) -> usize {
-        self.get(h).map_or(0, |&v| usize::from(v))
+        self.get(h & (SMALL_SLOTS - 1))
+            .map_or(0, |&v| usize::from(v))
     }
     #[inline(always)]
     fn set(&mut self, h: usize, p: usize) {
-        if let Some(slot) = self.get_mut(h) {
+        if let Some(slot) = self.get_mut(h & (SMALL_SLOTS - 1)) {
             *slot = p as u16;
         }
     }
 }
 
-impl Table for [u32; 1 << HASH_LOG] {
+impl Table for [u32; LARGE_SLOTS] {
     #[inline(always)]
     fn at(&self, h: usize) -> usize {
-        self.get(h).map_or(0, |&v| v as usize)
+        self.get(h & (LARGE_SLOTS - 1)).map_or(0, |&v| v as usize)
     }
     #[inline(always)]
     fn set(&mut self, h: usize, p: usize) {
-        if let Some(slot) = self.get_mut(h) {
+        if let Some(slot) = self.get_mut(h & (LARGE_SLOTS - 1)) {
             *slot = p as u32;
         }
     }
 }
 
-/// The position table of one block, with liblz4's hash of the block's size class.
-struct Hashes<'a, const SMALL: bool, T: Table> {
-    src: &'a [u8],
-    table: Box<T>,
-}
-
-impl<const SMALL: bool, T: Table> Hashes<'_, SMALL, T> {
-    #[inline(always)]
-    fn hash(&self, p: usize) -> usize {
-        if SMALL {
-            (read32(self.src, p).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
-        } else {
-            ((read64(self.src, p) << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
-        }
-    }
-
-    #[inline(always)]
-    fn get(&self, h: usize) -> usize {
-        self.table.at(h)
-    }
-
-    #[inline(always)]
-    fn put(&mut self, h: usize, p: usize) {
-        self.table.set(h, p);
+/// liblz4's hash of the sequence at the start of `seq` (its next 8 bytes, little-endian) for
+/// the block's size class: 4 bytes to 13 bits below 64 KiB, 5 bytes to 12 bits above.
+#[inline(always)]
+fn hash<const SMALL: bool>(seq: u64) -> usize {
+    if SMALL {
+        ((seq as u32).wrapping_mul(2_654_435_761) >> (32 - (HASH_LOG + 1))) as usize
+    } else {
+        ((seq << 24).wrapping_mul(889_523_592_379) >> (64 - HASH_LOG)) as usize
     }
 }
 
@@ -206,61 +239,67 @@ pub fn compress_block_at(src: &[u8], out: &mut Vec<u8>, at: usize) -> usize {
     if out.len() < end {
         out.resize(end, 0);
     }
-    let mut sink = Sink {
-        buf: out.get_mut(at..end).unwrap_or_default(),
-        at: 0,
-    };
-    if n < LIMIT_64K {
-        let table = Box::new([0u16; 1 << (HASH_LOG + 1)]);
-        compress_with(Hashes::<true, _> { src, table }, &mut sink);
+    let buf = out.get_mut(at..end).unwrap_or_default();
+    let written = if n < LIMIT_64K {
+        let mut table = [0u16; SMALL_SLOTS];
+        compress_with::<true, _>(src, &mut table, buf)
     } else {
-        let table = Box::new([0u32; 1 << HASH_LOG]);
-        compress_with(Hashes::<false, _> { src, table }, &mut sink);
-    }
-    at.saturating_add(sink.at)
+        let mut table = [0u32; LARGE_SLOTS];
+        compress_with::<false, _>(src, &mut table, buf)
+    };
+    at.saturating_add(written)
 }
 
-/// [`compress_block`] with the table of the input's size class.
+/// [`compress_block`] with the table of the input's size class, into `out` (as long as the
+/// worst case); returns the block's length.
 ///
 /// Positions are indexes into `src`, whose length is below 2^31, so the arithmetic on them does
-/// not overflow; the reads go through `get`.
+/// not overflow; the reads and writes go through `get`.
 #[allow(clippy::arithmetic_side_effects)]
 #[inline(always)]
-fn compress_with<const SMALL: bool, T: Table>(mut t: Hashes<'_, SMALL, T>, out: &mut Sink<'_>) {
-    let src = t.src;
+fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [u8]) -> usize {
     let n = src.len();
     let mut anchor = 0usize;
+    let mut op = 0usize;
     if n > MFLIMIT {
         let mflimit_plus_one = n - MFLIMIT + 1;
         let match_limit = n - LASTLITERALS;
-        let h0 = t.hash(0);
-        t.put(h0, 0);
+        t.set(hash::<SMALL>(read64(src, 0)), 0);
         let mut ip = 1usize;
-        let mut forward_h = t.hash(ip);
+        let mut forward_seq = read64(src, ip);
+        let probe = src.get(..mflimit_plus_one + 8).unwrap_or_default();
+        // Matches end `LASTLITERALS` before the end at the latest.
+        let hay = src.get(..match_limit).unwrap_or_default();
         'main: loop {
-            // Find a match: probe forward, faster the longer nothing matches.
+            // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
+            // holds the bytes at `forward_ip`, read once for both the hash and the compare.
             let mut forward_ip = ip;
             let mut step = 1usize;
             let mut searches = 1usize << SKIP_TRIGGER;
             let mut m;
             loop {
-                let h = forward_h;
-                let current = forward_ip;
-                let candidate = t.get(h);
+                let seq = forward_seq;
+                let h = hash::<SMALL>(seq);
                 ip = forward_ip;
                 forward_ip += step;
                 step = searches >> SKIP_TRIGGER;
                 searches += 1;
-                if forward_ip > mflimit_plus_one {
+                // `probe` ends 8 bytes after `mflimit_plus_one`: the read's bounds check is
+                // the end-of-block test.
+                let f = pos(forward_ip);
+                let Some(next) = probe.get(f..f + 8).and_then(|w| w.first_chunk::<8>()) else {
                     break 'main;
-                }
-                m = candidate;
-                forward_h = t.hash(forward_ip);
-                t.put(h, current);
-                if !SMALL && candidate + DISTANCE_MAX < current {
+                };
+                m = t.at(h);
+                forward_seq = u64::from_le_bytes(*next);
+                t.set(h, ip);
+                if !SMALL && m + DISTANCE_MAX < ip {
                     continue;
                 }
-                if read32(src, m) == read32(src, ip) {
+                let c = pos(m);
+                if let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
+                    && u32::from_le_bytes(*w) == seq as u32
+                {
                     break;
                 }
             }
@@ -270,59 +309,83 @@ fn compress_with<const SMALL: bool, T: Table>(mut t: Hashes<'_, SMALL, T>, out: 
                 m -= 1;
             }
             let literals = ip - anchor;
-            let mut token_at = out.at;
+            let mut token_at = op;
+            op += 1;
             if literals >= RUN_MASK {
-                out.push((RUN_MASK << 4) as u8);
-                out.length(literals - RUN_MASK);
+                put_byte(out, token_at, (RUN_MASK << 4) as u8);
+                put_length(out, &mut op, literals - RUN_MASK);
             } else {
-                out.push((literals << 4) as u8);
+                put_byte(out, token_at, (literals << 4) as u8);
             }
-            out.extend(src.get(anchor..ip).unwrap_or_default());
+            put_literals(out, op, src, anchor, literals);
+            op += literals;
             // Encode the match, then as long as the next position matches at once, another.
             loop {
-                out.extend(&((ip - m) as u16).to_le_bytes());
-                let len = count_equal(src, ip + MINMATCH, m + MINMATCH, match_limit);
+                let offset = ((ip - m) as u16).to_le_bytes();
+                let o = pos(op);
+                if let Some(d) = out.get_mut(o..o + 2).and_then(|d| d.first_chunk_mut::<2>()) {
+                    *d = offset;
+                }
+                op += 2;
+                let len = count_equal(hay, ip + MINMATCH, m + MINMATCH);
                 ip += len + MINMATCH;
                 let code = if len >= ML_MASK {
-                    out.length(len - ML_MASK);
+                    put_length(out, &mut op, len - ML_MASK);
                     ML_MASK
                 } else {
                     len
                 };
-                if let Some(token) = out.buf.get_mut(token_at) {
+                if let Some(token) = out.get_mut(token_at) {
                     *token |= code as u8;
                 }
                 anchor = ip;
                 if ip >= mflimit_plus_one {
                     break 'main;
                 }
-                let h2 = t.hash(ip - 2);
-                t.put(h2, ip - 2);
-                let h = t.hash(ip);
-                let candidate = t.get(h);
-                t.put(h, ip);
+                // The bytes at `ip - 2` and at `ip` through one read (`ip` is 12 bytes or more
+                // from the end).
+                let (before, seq) = src
+                    .get(pos(ip - 2)..pos(ip - 2) + 10)
+                    .and_then(|w| w.first_chunk::<10>())
+                    .map_or((0, 0), |w| {
+                        let (a, b) = (w.first_chunk::<8>(), w.last_chunk::<8>());
+                        (
+                            a.map_or(0, |a| u64::from_le_bytes(*a)),
+                            b.map_or(0, |b| u64::from_le_bytes(*b)),
+                        )
+                    });
+                t.set(hash::<SMALL>(before), ip - 2);
+                let h = hash::<SMALL>(seq);
+                let candidate = t.at(h);
+                t.set(h, ip);
+                let c = pos(candidate);
                 if (SMALL || candidate + DISTANCE_MAX >= ip)
-                    && read32(src, candidate) == read32(src, ip)
+                    && let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
+                    && u32::from_le_bytes(*w) == seq as u32
                 {
-                    token_at = out.at;
-                    out.push(0);
+                    token_at = op;
+                    put_byte(out, op, 0);
+                    op += 1;
                     m = candidate;
                     continue;
                 }
                 break;
             }
             ip += 1;
-            forward_h = t.hash(ip);
+            forward_seq = read64(src, ip);
         }
     }
     let last = n - anchor;
+    let token_at = op;
+    op += 1;
     if last >= RUN_MASK {
-        out.push((RUN_MASK << 4) as u8);
-        out.length(last - RUN_MASK);
+        put_byte(out, token_at, (RUN_MASK << 4) as u8);
+        put_length(out, &mut op, last - RUN_MASK);
     } else {
-        out.push((last << 4) as u8);
+        put_byte(out, token_at, (last << 4) as u8);
     }
-    out.extend(src.get(anchor..).unwrap_or_default());
+    put_literals(out, op, src, anchor, last);
+    op + last
 }
 
 /// A literal or match length: `base` (the token's 4 bits), continued by bytes while they are
@@ -378,6 +441,72 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
     }
 }
 
+/// Decode sequences from `ip` to `op` while they are the common kind: lengths in the token,
+/// away from both ends, a match not before the block's start and not shorter than its offset
+/// (no repeating pattern). Such a sequence moves its literals as one 16-byte copy and its
+/// match as one 18-byte copy, each bounds-checked once; the bytes copied past a length are
+/// overwritten by the next sequence. Returns where it stopped: the caller decodes the next
+/// sequence, whatever it is, with every check.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions below the buffers' lengths (below 2^32)
+fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (usize, usize) {
+    loop {
+        // The token, up to 14 literals and the offset are within these 18 bytes.
+        let i = pos(ip);
+        let Some(w) = src.get(i..i + 18).and_then(|w| w.first_chunk::<18>()) else {
+            break;
+        };
+        let Some((&token, rest)) = w.split_first() else {
+            break;
+        };
+        let token = usize::from(token);
+        let lits = token >> 4;
+        let len = (token & 0x0f) + MINMATCH;
+        if lits == 15 || len == 15 + MINMATCH {
+            break;
+        }
+        let Some((l, _)) = rest.split_first_chunk::<16>() else {
+            break;
+        };
+        let o = pos(op);
+        let Some(d) = out
+            .get_mut(o..o + 16)
+            .and_then(|d| d.first_chunk_mut::<16>())
+        else {
+            break;
+        };
+        let lo = rest.get(lits).copied().unwrap_or(0);
+        let hi = rest.get(lits + 1).copied().unwrap_or(0);
+        let offset = usize::from(u16::from_le_bytes([lo, hi]));
+        let at = op + lits;
+        if offset < len || offset > at {
+            break;
+        }
+        *d = *l;
+        // From a copy: when the offset is under 18 the source runs into the destination, whose
+        // first `len` bytes it must not see rewritten (it does not need to: `offset >= len`).
+        let from = pos(at - offset);
+        let Some(m) = out
+            .get(from..from + 18)
+            .and_then(|m| m.first_chunk::<18>())
+            .copied()
+        else {
+            break;
+        };
+        let t = pos(at);
+        let Some(d) = out
+            .get_mut(t..t + 18)
+            .and_then(|d| d.first_chunk_mut::<18>())
+        else {
+            break;
+        };
+        *d = m;
+        ip += 1 + lits + 2;
+        op = at + len;
+    }
+    (ip, op)
+}
+
 /// Decode one LZ4 block that must fill `out` exactly.
 ///
 /// Short literals and matches (the common case, away from both ends) move as one 16-byte copy,
@@ -388,38 +517,10 @@ pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static 
     let mut ip = 0usize;
     let mut op = 0usize;
     loop {
+        (ip, op) = decode_short(src, out, ip, op);
         let token = usize::from(*src.get(ip).ok_or("truncated block")?);
         ip += 1;
         let lits = token >> 4;
-        // The common sequence: lengths in the token, away from both ends, the match not
-        // overlapping its output: one 16-byte copy of literals, one 18-byte copy of the match.
-        // The token's window (its literals and offset) and the output's are taken whole, once.
-        if lits < 15
-            && token & 0x0f < 15
-            && let Some(w) = src.get(ip..).and_then(|s| s.first_chunk::<18>())
-            && let Some(dst) = out.get_mut(op..).and_then(|d| d.first_chunk_mut::<34>())
-        {
-            if let (Some((d, _)), Some((l, _))) = (
-                dst.split_first_chunk_mut::<16>(),
-                w.split_first_chunk::<16>(),
-            ) {
-                *d = *l;
-            }
-            let lo = w.get(lits).copied().unwrap_or(0);
-            let hi = w.get(lits + 1).copied().unwrap_or(0);
-            let offset = usize::from(lo) | usize::from(hi) << 8;
-            ip += lits + 2;
-            op += lits;
-            let len = (token & 0x0f) + MINMATCH;
-            if offset >= len && offset <= op {
-                let from = op - offset;
-                out.copy_within(from..from + 18, op);
-                op += len;
-            } else {
-                copy_checked(out, &mut op, offset, len)?;
-            }
-            continue;
-        }
         if lits < 15 && ip + 16 <= n_in && op + 16 <= n_out {
             // Copies 16 bytes, keeps `lits`: the rest is overwritten or past the end.
             if let (Some(d), Some(s)) = (out.get_mut(op..op + 16), src.get(ip..ip + 16)) {
@@ -740,6 +841,226 @@ mod tests {
                 let mut d = vec![0u8; data.len()];
                 decompress_block_into(&c, &mut d).unwrap();
                 assert_eq!(d, data, "period {period} run {run}");
+            }
+        }
+    }
+
+    /// LZ4_compress_default written plainly (byte reads, a Vec pushed to, one loop): the model
+    /// the tuned compressor must equal. The `plugin_filters` interop test pins the tuned one to
+    /// hdf5plugin's liblz4 chunks; this test finds a divergence on many more inputs without it.
+    fn reference_block(src: &[u8]) -> Vec<u8> {
+        let n = src.len();
+        let small = n < LIMIT_64K;
+        let r32 = |p: usize| u32::from_le_bytes(src[p..p + 4].try_into().unwrap());
+        let hash = |p: usize| {
+            if small {
+                (r32(p).wrapping_mul(2_654_435_761) >> 19) as usize
+            } else {
+                let x = u64::from_le_bytes(src[p..p + 8].try_into().unwrap());
+                ((x << 24).wrapping_mul(889_523_592_379) >> 52) as usize
+            }
+        };
+        let mut table = vec![0usize; 1 << 13];
+        let mut out = Vec::new();
+        let length = |out: &mut Vec<u8>, mut len: usize| {
+            while len >= 255 {
+                out.push(255);
+                len -= 255;
+            }
+            out.push(len as u8);
+        };
+        let mut anchor = 0;
+        if n > MFLIMIT {
+            let last_start = n - MFLIMIT; // a match starts at most here
+            let match_limit = n - LASTLITERALS;
+            table[hash(0)] = 0;
+            let mut ip = 1;
+            'main: loop {
+                // Probe forward for a match, faster the longer none is found.
+                let (mut searches, mut step) = (1usize << SKIP_TRIGGER, 1);
+                let mut m;
+                let mut next = ip;
+                loop {
+                    ip = next;
+                    next = ip + step;
+                    step = searches >> SKIP_TRIGGER;
+                    searches += 1;
+                    if next > last_start + 1 {
+                        break 'main;
+                    }
+                    let h = hash(ip);
+                    m = table[h];
+                    table[h] = ip;
+                    if (small || m + DISTANCE_MAX >= ip) && r32(m) == r32(ip) {
+                        break;
+                    }
+                }
+                while ip > anchor && m > 0 && src[ip - 1] == src[m - 1] {
+                    ip -= 1;
+                    m -= 1;
+                }
+                let lits = ip - anchor;
+                let mut token_at = out.len();
+                out.push((lits.min(15) << 4) as u8);
+                if lits >= 15 {
+                    length(&mut out, lits - 15);
+                }
+                out.extend_from_slice(&src[anchor..ip]);
+                loop {
+                    out.extend_from_slice(&((ip - m) as u16).to_le_bytes());
+                    let mut len = 0;
+                    while ip + 4 + len < match_limit && src[ip + 4 + len] == src[m + 4 + len] {
+                        len += 1;
+                    }
+                    ip += len + 4;
+                    out[token_at] |= len.min(15) as u8;
+                    if len >= 15 {
+                        length(&mut out, len - 15);
+                    }
+                    anchor = ip;
+                    if ip > last_start {
+                        break 'main;
+                    }
+                    table[hash(ip - 2)] = ip - 2;
+                    let h = hash(ip);
+                    let c = table[h];
+                    table[h] = ip;
+                    if (small || c + DISTANCE_MAX >= ip) && r32(c) == r32(ip) {
+                        token_at = out.len();
+                        out.push(0);
+                        m = c;
+                        continue;
+                    }
+                    break;
+                }
+                ip += 1;
+            }
+        }
+        let lits = n - anchor;
+        out.push((lits.min(15) << 4) as u8);
+        if lits >= 15 {
+            length(&mut out, lits - 15);
+        }
+        out.extend_from_slice(&src[anchor..]);
+        out
+    }
+
+    #[test]
+    fn equals_the_plain_model_on_many_inputs() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for trial in 0..3000 {
+            let n = match trial % 100 {
+                0 => LIMIT_64K - 2 + (rnd() % 4) as usize,
+                1 => 70_000 + (rnd() % 100_000) as usize,
+                _ => (rnd() % 2000) as usize,
+            };
+            let kind = rnd() % 4;
+            let data: Vec<u8> = (0..n)
+                .map(|i| match kind {
+                    0 => ((i / 37) % 7) as u8 + (rnd() % 2) as u8,
+                    1 => (rnd() % 4) as u8,
+                    2 => (rnd() % 256) as u8,
+                    _ => {
+                        if i % 4 == 3 {
+                            rnd() as u8
+                        } else {
+                            (i / 11 % 3) as u8
+                        }
+                    }
+                })
+                .collect();
+            let mut c = Vec::new();
+            compress_block(&data, &mut c);
+            assert!(
+                c == reference_block(&data),
+                "trial {trial}: {n} bytes of kind {kind}"
+            );
+        }
+    }
+
+    /// The sequences of a block: (literals start, literals, match start in the output, match
+    /// length, offset); the last has no match.
+    fn sequences(block: &[u8]) -> Vec<(usize, usize, usize, usize, usize)> {
+        let (mut ip, mut op, mut v) = (0, 0, Vec::new());
+        loop {
+            let token = block[ip] as usize;
+            ip += 1;
+            let mut lits = token >> 4;
+            if lits == 15 {
+                while block[ip] == 255 {
+                    lits += 255;
+                    ip += 1;
+                }
+                lits += block[ip] as usize;
+                ip += 1;
+            }
+            ip += lits;
+            if ip == block.len() {
+                v.push((op, lits, op + lits, 0, 0));
+                return v;
+            }
+            let offset = u16::from_le_bytes([block[ip], block[ip + 1]]) as usize;
+            ip += 2;
+            let mut len = token & 15;
+            if len == 15 {
+                while block[ip] == 255 {
+                    len += 255;
+                    ip += 1;
+                }
+                len += block[ip] as usize;
+                ip += 1;
+            }
+            v.push((op, lits, op + lits, len + MINMATCH, offset));
+            op += lits + len + MINMATCH;
+        }
+    }
+
+    /// liblz4's end-of-block rules hold at every input length near the margins and on both
+    /// sides of the 64 KiB table switch: no match starts within the last 12 bytes, none ends
+    /// within the last 5, offsets are at most 65535, and matches are as long as they can be
+    /// (the next byte differs, or the match reaches the last-literals margin).
+    #[test]
+    fn end_margins_and_table_switch() {
+        let text: Vec<u8> = (0..LIMIT_64K as u32 + 300)
+            .map(|i| b"abcdabcxabcdabcy"[(i as usize * 7 / 5) % 16] ^ ((i / 4099) as u8 & 1))
+            .collect();
+        let zeros = vec![0u8; LIMIT_64K + 300];
+        let mut lengths: Vec<usize> = (0..=80).collect();
+        lengths.extend(LIMIT_64K - 3..=LIMIT_64K + 3);
+        lengths.extend([70_000, 65_536 + 40_000]);
+        for data in [&text, &zeros] {
+            for &n in &lengths {
+                let src = &data[..n.min(data.len())];
+                let n = src.len();
+                let mut c = Vec::new();
+                compress_block(src, &mut c);
+                let mut d = vec![0u8; n];
+                decompress_block_into(&c, &mut d).unwrap();
+                assert_eq!(d, src, "length {n}");
+                let seqs = sequences(&c);
+                let (_, last_lits, last_at, _, _) = *seqs.last().unwrap();
+                assert_eq!(last_at, n, "length {n}");
+                assert!(last_lits >= LASTLITERALS.min(n), "length {n}");
+                for &(_, _, at, len, offset) in &seqs[..seqs.len() - 1] {
+                    assert!(at + MFLIMIT <= n, "match at {at} of {n}");
+                    assert!(at + len + LASTLITERALS <= n, "match to {} of {n}", at + len);
+                    assert!((1..=DISTANCE_MAX).contains(&offset));
+                    let end = at + len;
+                    assert!(
+                        end + LASTLITERALS == n || src[end] != src[end - offset],
+                        "match at {at} of {n} stops short"
+                    );
+                }
+                // Inputs of at most MFLIMIT bytes are one run of literals.
+                if n <= MFLIMIT {
+                    assert_eq!(seqs.len(), 1);
+                }
             }
         }
     }
