@@ -272,7 +272,7 @@ impl Dataset {
         }
         let plan = match c.box_plan.take() {
             // Element by element: a call to memcmp costs more than these few words.
-            Some(p) if p.len == le.len() && p.count.iter().take(rank).eq(count) => p,
+            Some(p) if p.len == le.len() && same_words(p.count.get(..rank), count) => p,
             _ => match BoxPlan::new(le.len(), elem, count, &c.shape.chunk) {
                 Some(p) => Box::new(p),
                 None => return Ok(false),
@@ -400,6 +400,14 @@ fn push_box(
         return Ok(true);
     }
     if !one_by_one {
+        // One chunk (an append of one chunk, any rank): the plan's slab is exactly that
+        // chunk, its bytes in order, so they go in whole with no rows to walk.
+        if chunks == 1 {
+            if !c.fresh.push_copy(first, le) {
+                return Err(short_chunk(path, header, first));
+            }
+            return Ok(true);
+        }
         // Every chunk at once: one reservation, one order check.
         if !c.fresh.push_box(first, n, le, &rows, step) {
             // The plan says the slab holds every row of every chunk.
@@ -661,5 +669,17 @@ impl Dataset {
             return self.write_slice_raw(le, &start, &count, None);
         }
         self.write_slice(data, &start, &count, None)
+    }
+}
+
+/// Whether `a` holds exactly the words of `b`, compared word by word for the ranks of appends:
+/// a call to memcmp, or an out-of-line iterator comparison, costs more than these few words.
+#[inline(always)]
+fn same_words(a: Option<&[u64]>, b: &[u64]) -> bool {
+    match (a, b) {
+        (Some(&[a0]), &[b0]) => a0 == b0,
+        (Some(&[a0, a1]), &[b0, b1]) => a0 == b0 && a1 == b1,
+        (Some(a), b) => a == b,
+        (None, _) => false,
     }
 }

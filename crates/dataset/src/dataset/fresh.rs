@@ -145,8 +145,16 @@ impl Fresh {
         {
             self.out_of_order = true;
         }
-        // Element by element: the coordinates of appends are a few words.
-        self.coords.extend(scaled.iter().copied());
+        // Word by word for the ranks of appends: a call to memcpy, or an extend by an
+        // iterator, costs more than these few words.
+        match *scaled {
+            [s0] => self.coords.push(s0),
+            [s0, s1] => {
+                self.coords.push(s0);
+                self.coords.push(s1);
+            }
+            _ => self.coords.extend_from_slice(scaled),
+        }
         for (h, &s) in self.hi.iter_mut().zip(scaled) {
             *h = (*h).max(s.saturating_add(1));
         }
@@ -309,21 +317,42 @@ impl Fresh {
             return false;
         };
         let (b0, c0) = (self.bytes.len(), self.coords.len());
-        // One chunk whose rows lie back to back in the source (an append of one chunk of
-        // rank 1 or 2: the slab is exactly the chunk): its bytes go in whole, in order, with
-        // no row walk and no reservation beyond the pushes' own.
-        let one = chunks == 1
-            && match (rows.outer, rows.pitch) {
-                ([], []) => true,
-                ([_], &[pitch]) => pitch == rows.len,
-                _ => false,
-            };
-        let copied = if one {
-            self.push_one(first, src.get(..total))
-        } else {
-            self.bytes.reserve(total);
-            self.coords.reserve(ncoords);
-            self.push_many(first, n, src, rows, step, total)
+        self.bytes.reserve(total);
+        self.coords.reserve(ncoords);
+        let copied = match (first, n, rows.outer, rows.pitch, step) {
+            // One row per chunk, the chunks back to back: the slab is the chunks' bytes.
+            (_, _, [], _, _) if rank == 1 && step == [rows.len] => match src.get(..total) {
+                Some(all) => {
+                    // One chunk of one byte (the chunk-index benchmark's appends): pushed,
+                    // with no copy call and no range to extend by.
+                    match all {
+                        [b] => self.bytes.push(*b),
+                        _ => self.bytes.extend_from_slice(all),
+                    }
+                    match (first, n) {
+                        (&[f0], &[1]) => self.coords.push(f0),
+                        (&[f0], &[n0]) => {
+                            self.coords.extend((0..n0).map(|a| f0.saturating_add(a)));
+                        }
+                        _ => {}
+                    }
+                    true
+                }
+                None => false,
+            },
+            (&[f0, f1], &[n0, n1], &[_], &[pitch], &[s0, s1]) if s1 == rows.len => {
+                let geom = (rows.len, pitch, s0);
+                // The short rows of small chunks as fixed-size copies, inlined: a call to
+                // `memcpy` per row costs more than the copy.
+                match rows.len {
+                    8 => self.push_box_2d::<8>([f0, f1], [n0, n1], src, geom),
+                    16 => self.push_box_2d::<16>([f0, f1], [n0, n1], src, geom),
+                    32 => self.push_box_2d::<32>([f0, f1], [n0, n1], src, geom),
+                    64 => self.push_box_2d::<64>([f0, f1], [n0, n1], src, geom),
+                    _ => self.push_box_2d::<0>([f0, f1], [n0, n1], src, geom),
+                }
+            }
+            _ => self.push_box_any(first, n, src, rows, step),
         };
         if !copied || self.bytes.len().checked_sub(b0) != Some(total) {
             self.bytes.truncate(b0);
@@ -347,68 +376,6 @@ impl Fresh {
             }
         }
         true
-    }
-
-    /// [`push_box`](Self::push_box) of one chunk: its bytes `chunk` (`None`: the slab is short)
-    /// and its coordinates `first`.
-    #[inline(always)]
-    fn push_one(&mut self, first: &[u64], chunk: Option<&[u8]>) -> bool {
-        match chunk {
-            // One byte (the chunk-index benchmark's appends): pushed, with no copy call.
-            Some(&[b]) => self.bytes.push(b),
-            Some(all) => self.bytes.extend_from_slice(all),
-            None => return false,
-        }
-        // Word by word for the ranks of appends: a call to memcpy costs more.
-        match *first {
-            [f0] => self.coords.push(f0),
-            [f0, f1] => {
-                self.coords.push(f0);
-                self.coords.push(f1);
-            }
-            _ => self.coords.extend_from_slice(first),
-        }
-        true
-    }
-
-    /// [`push_box`](Self::push_box) of more than one chunk: the bytes and coordinates (`total`:
-    /// the bytes of every chunk).
-    fn push_many(
-        &mut self,
-        first: &[u64],
-        n: &[u64],
-        src: &[u8],
-        rows: &Rows<'_>,
-        step: &[usize],
-        total: usize,
-    ) -> bool {
-        let rank = self.rank;
-        match (first, n, rows.outer, rows.pitch, step) {
-            // One row per chunk, the chunks back to back: the slab is the chunks' bytes.
-            (_, _, [], _, _) if rank == 1 && step == [rows.len] => match src.get(..total) {
-                Some(all) => {
-                    self.bytes.extend_from_slice(all);
-                    if let (&[f0], &[n0]) = (first, n) {
-                        self.coords.extend((0..n0).map(|a| f0.saturating_add(a)));
-                    }
-                    true
-                }
-                None => false,
-            },
-            (&[f0, f1], &[n0, n1], &[_], &[pitch], &[s0, s1]) if s1 == rows.len => {
-                let geom = (rows.len, pitch, s0);
-                // The short rows of small chunks as fixed-size copies, inlined: a call to
-                // `memcpy` per row costs more than the copy.
-                match rows.len {
-                    8 => self.push_box_2d::<8>([f0, f1], [n0, n1], src, geom),
-                    16 => self.push_box_2d::<16>([f0, f1], [n0, n1], src, geom),
-                    32 => self.push_box_2d::<32>([f0, f1], [n0, n1], src, geom),
-                    64 => self.push_box_2d::<64>([f0, f1], [n0, n1], src, geom),
-                    _ => self.push_box_2d::<0>([f0, f1], [n0, n1], src, geom),
-                }
-            }
-            _ => self.push_box_any(first, n, src, rows, step),
-        }
     }
 
     /// [`push_box`](Self::push_box) of 2-D chunks (the rows of a chunk `pitch` bytes apart,
