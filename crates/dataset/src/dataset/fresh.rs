@@ -135,28 +135,44 @@ impl Fresh {
     /// the box of held coordinates and (once built) the map.
     #[inline]
     fn record(&mut self, scaled: &[u64], i: usize) {
-        if !self.out_of_order
-            && let Some(last) = self
-                .coords
-                .len()
-                .checked_sub(self.rank)
-                .and_then(|at| self.coords.get(at..))
-            && scaled <= last
-        {
-            self.out_of_order = true;
-        }
-        // Word by word for the ranks of appends: a call to memcpy, or an extend by an
-        // iterator, costs more than these few words.
-        match *scaled {
-            [s0] => self.coords.push(s0),
-            [s0, s1] => {
+        let last_at = self.coords.len().checked_sub(self.rank);
+        // Word by word for the ranks of appends: a call to memcpy, an extend by an iterator
+        // or a slice comparison costs more than these few words.
+        match (scaled, self.hi.as_mut_slice()) {
+            (&[s0], [h0]) => {
+                if !self.out_of_order
+                    && let Some(&[l0]) = last_at.and_then(|at| self.coords.get(at..))
+                    && s0 <= l0
+                {
+                    self.out_of_order = true;
+                }
+                self.coords.push(s0);
+                *h0 = (*h0).max(s0.saturating_add(1));
+            }
+            (&[s0, s1], [h0, h1]) => {
+                if !self.out_of_order
+                    && let Some(&[l0, l1]) = last_at.and_then(|at| self.coords.get(at..))
+                    && (s0, s1) <= (l0, l1)
+                {
+                    self.out_of_order = true;
+                }
                 self.coords.push(s0);
                 self.coords.push(s1);
+                *h0 = (*h0).max(s0.saturating_add(1));
+                *h1 = (*h1).max(s1.saturating_add(1));
             }
-            _ => self.coords.extend_from_slice(scaled),
-        }
-        for (h, &s) in self.hi.iter_mut().zip(scaled) {
-            *h = (*h).max(s.saturating_add(1));
+            (_, hi) => {
+                if !self.out_of_order
+                    && let Some(last) = last_at.and_then(|at| self.coords.get(at..))
+                    && scaled <= last
+                {
+                    self.out_of_order = true;
+                }
+                self.coords.extend_from_slice(scaled);
+                for (h, &s) in hi.iter_mut().zip(scaled) {
+                    *h = (*h).max(s.saturating_add(1));
+                }
+            }
         }
         if let Some(map) = &mut self.map {
             map.insert(Coords::from_slice(scaled), i);
