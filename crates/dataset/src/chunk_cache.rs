@@ -188,11 +188,12 @@ impl ChunkCache {
     /// the room the fields leave, with no division.
     #[inline]
     pub fn fit_dims(&mut self, dims: &[u64], chunk: &[u64]) {
-        let fits = self.room_dims.len() == dims.len()
-            && dims
-                .iter()
-                .zip(&self.room_dims)
-                .all(|(&d, &room)| d <= room);
+        // Word by word for the ranks of appends (every resize asks).
+        let fits = match (dims, self.room_dims.as_slice()) {
+            (&[d0], &[r0]) => d0 <= r0,
+            (&[d0, d1], &[r0, r1]) => d0 <= r0 && d1 <= r1,
+            (d, r) => d.len() == r.len() && d.iter().zip(r).all(|(&d, &room)| d <= room),
+        };
         if !fits {
             self.refit_dims(dims, chunk);
         }

@@ -135,20 +135,44 @@ impl Fresh {
     /// the box of held coordinates and (once built) the map.
     #[inline]
     fn record(&mut self, scaled: &[u64], i: usize) {
-        if !self.out_of_order
-            && let Some(last) = self
-                .coords
-                .len()
-                .checked_sub(self.rank)
-                .and_then(|at| self.coords.get(at..))
-            && scaled <= last
-        {
-            self.out_of_order = true;
-        }
-        // Element by element: the coordinates of appends are a few words.
-        self.coords.extend(scaled.iter().copied());
-        for (h, &s) in self.hi.iter_mut().zip(scaled) {
-            *h = (*h).max(s.saturating_add(1));
+        let last_at = self.coords.len().checked_sub(self.rank);
+        // Word by word for the ranks of appends: a call to memcpy, an extend by an iterator
+        // or a slice comparison costs more than these few words.
+        match (scaled, self.hi.as_mut_slice()) {
+            (&[s0], [h0]) => {
+                if !self.out_of_order
+                    && let Some(&[l0]) = last_at.and_then(|at| self.coords.get(at..))
+                    && s0 <= l0
+                {
+                    self.out_of_order = true;
+                }
+                self.coords.push(s0);
+                *h0 = (*h0).max(s0.saturating_add(1));
+            }
+            (&[s0, s1], [h0, h1]) => {
+                if !self.out_of_order
+                    && let Some(&[l0, l1]) = last_at.and_then(|at| self.coords.get(at..))
+                    && (s0, s1) <= (l0, l1)
+                {
+                    self.out_of_order = true;
+                }
+                self.coords.push(s0);
+                self.coords.push(s1);
+                *h0 = (*h0).max(s0.saturating_add(1));
+                *h1 = (*h1).max(s1.saturating_add(1));
+            }
+            (_, hi) => {
+                if !self.out_of_order
+                    && let Some(last) = last_at.and_then(|at| self.coords.get(at..))
+                    && scaled <= last
+                {
+                    self.out_of_order = true;
+                }
+                self.coords.extend_from_slice(scaled);
+                for (h, &s) in hi.iter_mut().zip(scaled) {
+                    *h = (*h).max(s.saturating_add(1));
+                }
+            }
         }
         if let Some(map) = &mut self.map {
             map.insert(Coords::from_slice(scaled), i);
@@ -618,6 +642,18 @@ mod tests {
         assert_eq!(f.chunk(4), Some(&[1u8, 2, 5, 6][..]));
         assert!(f.push_box(&[2, 0], &[1, 2], &src, &rows, &[8, 2]));
         assert_eq!(f.position(&[2, 1]), Some(6));
+        // One chunk whose rows lie back to back (a slab of exactly that chunk) goes in whole;
+        // a source shorter than the chunk adds nothing.
+        let whole = Rows {
+            pitch: &[2],
+            outer: &[2],
+            len: 2,
+        };
+        assert!(!f.push_box(&[2, 2], &[1, 1], &src[..3], &whole, &[4, 2]));
+        assert_eq!(f.len(), 7);
+        assert!(f.push_box(&[2, 2], &[1, 1], &src[4..], &whole, &[4, 2]));
+        assert_eq!(f.position(&[2, 2]), Some(7));
+        assert_eq!(f.chunk(7), Some(&[5u8, 6, 7, 8][..]));
         assert_eq!(f.position(&[1, 0]), Some(2));
         assert_eq!(f.hi(), &[3, 3]);
         assert!(

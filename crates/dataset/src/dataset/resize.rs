@@ -22,16 +22,8 @@ impl Dataset {
             if let StorageState::Chunked(c) = &mut st.storage {
                 let mut g = self.shared.dims.write();
                 let (cur, max) = &mut *g;
-                let grows = dims.len() == max.len()
-                    && dims.len() == cur.len()
-                    && dims
-                        .iter()
-                        .zip(cur.iter())
-                        .zip(max)
-                        .all(|((&d, &o), m)| d >= o && m.is_none_or(|m| d <= m));
-                if grows {
-                    // Element by element: a call to memcmp costs more than these few words.
-                    if cur.iter().ne(dims.iter()) {
+                if let Some(changed) = grows_within(dims, cur, max) {
+                    if changed {
                         chunked::copy_dims(cur, dims);
                         c.set_grown_dims(dims);
                     }
@@ -130,6 +122,25 @@ impl Dataset {
         g.0.clear();
         g.0.extend_from_slice(dims);
         Ok(())
+    }
+}
+
+/// Whether `dims` grows (or keeps) every dimension of `cur` within `max`: `Some(changed)`, or
+/// `None` when a dimension shrinks, passes its maximum or the ranks differ. Word by word for
+/// the ranks of appends (every append's resize asks): zipped iterators and a call to memcmp
+/// cost more than these few words.
+#[inline(always)]
+fn grows_within(dims: &[u64], cur: &[u64], max: &[Option<u64>]) -> Option<bool> {
+    let within = |d: u64, o: u64, m: Option<u64>| d >= o && m.is_none_or(|m| d <= m);
+    match (dims, cur, max) {
+        (&[d0], &[o0], &[m0]) => within(d0, o0, m0).then_some(d0 != o0),
+        (&[d0, d1], &[o0, o1], &[m0, m1]) => {
+            (within(d0, o0, m0) && within(d1, o1, m1)).then_some(d0 != o0 || d1 != o1)
+        }
+        _ => (dims.len() == max.len()
+            && dims.len() == cur.len()
+            && (dims.iter().zip(cur).zip(max)).all(|((&d, &o), &m)| within(d, o, m)))
+        .then(|| dims != cur),
     }
 }
 
