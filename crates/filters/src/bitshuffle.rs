@@ -493,7 +493,8 @@ fn blocks(bytes: usize, p: &Params) -> (impl Iterator<Item = usize>, usize) {
 /// Apply the filter.
 pub fn compress(data: &[u8], p: &Params) -> Result<Vec<u8>, FilterError> {
     let mut out = Vec::new();
-    compress_into(data, p, &mut out)?;
+    let end = compress_at(data, p, &mut out, 0)?;
+    out.truncate(end);
     Ok(out)
 }
 
@@ -502,16 +503,6 @@ thread_local! {
     /// kept across chunks: a block's worth each, sized by the first chunk.
     static SCRATCH: std::cell::RefCell<(Vec<u8>, [Vec<u8>; 2])> =
         const { std::cell::RefCell::new((Vec::new(), [Vec::new(), Vec::new()])) };
-}
-
-/// [`compress`], appended to `out`: a buffer kept across chunks is reused as it is, and the
-/// block buffers are this thread's, kept across chunks. On an error `out` may hold part of a
-/// chunk.
-pub fn compress_into(data: &[u8], p: &Params, out: &mut Vec<u8>) -> Result<(), FilterError> {
-    let start = out.len();
-    let end = compress_at(data, p, out, start)?;
-    out.truncate(end);
-    Ok(())
 }
 
 /// [`compress`] at `out[at..]`: the chunk's end. `out` grows where it is shorter than a block
@@ -560,12 +551,12 @@ fn compress_with(
     out.reserve(worst.saturating_sub(out.len()));
     let mut end = at;
     if p.mode != Mode::None {
-        end = lz4::put(out, end, &(data.len() as u64).to_be_bytes());
+        end = crate::put(out, end, &(data.len() as u64).to_be_bytes());
         let block_bytes = u32::try_from(p.block.saturating_mul(s))
             .ok()
             .filter(|&b| b as usize <= lz4::MAX_INPUT)
             .ok_or_else(|| corrupt("blocks over LZ4's and Zstandard's 2 GiB limit"))?;
-        end = lz4::put(out, end, &block_bytes.to_be_bytes());
+        end = crate::put(out, end, &block_bytes.to_be_bytes());
     }
     let mut rest = data;
     for len in sizes {
@@ -578,7 +569,7 @@ fn compress_with(
         }
         transpose_block_with(block, s, planes, scratch);
         match p.mode {
-            Mode::None => end = lz4::put(out, end, planes),
+            Mode::None => end = crate::put(out, end, planes),
             Mode::Lz4 | Mode::Zstd(_) => {
                 let len_at = end;
                 let body = len_at.saturating_add(4);
@@ -593,11 +584,11 @@ fn compress_with(
                 };
                 let len = u32::try_from(end.saturating_sub(body))
                     .map_err(|_| corrupt("block over 4 GiB"))?;
-                lz4::put(out, len_at, &len.to_be_bytes());
+                crate::put(out, len_at, &len.to_be_bytes());
             }
         }
     }
-    Ok(lz4::put(out, end, rest.get(..leftover).unwrap_or(rest)))
+    Ok(crate::put(out, end, rest.get(..leftover).unwrap_or(rest)))
 }
 
 /// The chunk's declared size, its parameters (the stored block size for a compressed chunk)

@@ -168,6 +168,25 @@ pub(crate) fn reserve(
         })
 }
 
+/// Put `bytes` at `out[at..]`, growing `out` as far as they need (never shrinking it): the
+/// end of what was put. The codecs that write into a buffer kept across chunks (LZ4,
+/// bitshuffle) frame their chunks with it.
+pub(crate) fn put(out: &mut Vec<u8>, at: usize, bytes: &[u8]) -> usize {
+    let end = at.saturating_add(bytes.len());
+    if out.len() <= at {
+        out.resize(at, 0);
+        out.extend_from_slice(bytes);
+    } else {
+        if out.len() < end {
+            out.resize(end, 0);
+        }
+        if let Some(dst) = out.get_mut(at..end) {
+            dst.copy_from_slice(bytes);
+        }
+    }
+    end
+}
+
 /// An empty buffer with room for `bytes`, allocated fallibly.
 pub(crate) fn buffer(filter: &'static str, bytes: usize) -> Result<Vec<u8>, FilterError> {
     let mut v = Vec::new();
@@ -479,7 +498,7 @@ impl Pipeline {
     /// earlier chunk's, kept so that the next chunk's worst case is not zeroed again: an LZ4
     /// or bitshuffle/LZ4 pipeline grows `out` only past the longest chunk it has held.
     pub fn encode_to(&self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(usize, u32), FilterError> {
-        if let [(stage, optional)] = self.stages.as_slice() {
+        if let [(stage, _)] = self.stages.as_slice() {
             let done = match stage {
                 // As in `encode`: the reference filters fail only on inputs they cannot frame.
                 Stage::Lz4 { block_size } => Some(lz4::compress_at(chunk, *block_size, out, 0)),
@@ -491,22 +510,10 @@ impl Pipeline {
                 }
                 _ => None,
             };
-            match done {
-                Some(Ok(len)) => return Ok((len, 0)),
-                Some(Err(_)) if *optional => {
-                    out.clear();
-                    reserve(out, stage.name(), chunk.len())?;
-                    out.extend_from_slice(chunk);
-                    return Ok((chunk.len(), 1));
-                }
-                Some(Err(_)) => {
-                    out.clear();
-                    return Err(FilterError::Corrupt {
-                        filter: stage.name(),
-                        reason: "a mandatory filter failed".into(),
-                    });
-                }
-                None => {}
+            // A chunk the filter cannot frame (rare) goes through `encode`, which applies the
+            // optional / mandatory rule.
+            if let Some(Ok(len)) = done {
+                return Ok((len, 0));
             }
         }
         let (data, mask) = self.encode(chunk)?;

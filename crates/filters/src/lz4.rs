@@ -210,24 +210,6 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
     out.truncate(end);
 }
 
-/// Put `bytes` at `out[at..]`, growing `out` as far as they need (never shrinking it): the
-/// end of what was put.
-pub(crate) fn put(out: &mut Vec<u8>, at: usize, bytes: &[u8]) -> usize {
-    let end = at.saturating_add(bytes.len());
-    if out.len() <= at {
-        out.resize(at, 0);
-        out.extend_from_slice(bytes);
-    } else {
-        if out.len() < end {
-            out.resize(end, 0);
-        }
-        if let Some(dst) = out.get_mut(at..end) {
-            dst.copy_from_slice(bytes);
-        }
-    }
-    end
-}
-
 /// [`compress_block`] at `out[at..]`: the block's end. `out` grows to the worst case past `at`
 /// where it is shorter, zeroing only the bytes it adds, and is never shortened: bytes an
 /// earlier chunk left past the block stay as they were, so a buffer kept across chunks is not
@@ -669,17 +651,9 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 /// Apply the HDF5 LZ4 filter with `block_size` bytes per block (0: the filter's default).
 pub fn compress(data: &[u8], block_size: u32) -> Result<Vec<u8>, FilterError> {
     let mut out = Vec::new();
-    compress_into(data, block_size, &mut out)?;
-    Ok(out)
-}
-
-/// [`compress`], appended to `out`: a buffer kept across chunks is reused as it is, with
-/// room for the worst case reserved once. On an error `out` may hold part of a chunk.
-pub fn compress_into(data: &[u8], block_size: u32, out: &mut Vec<u8>) -> Result<(), FilterError> {
-    let start = out.len();
-    let end = compress_at(data, block_size, out, start)?;
+    let end = compress_at(data, block_size, &mut out, 0)?;
     out.truncate(end);
-    Ok(())
+    Ok(out)
 }
 
 /// [`compress`] at `out[at..]`: the chunk's end. As [`compress_block_at`], `out` grows where
@@ -702,8 +676,8 @@ pub fn compress_at(
     .min(n);
     let worst = at.saturating_add(n.saturating_add(n / 255).saturating_add(64));
     out.reserve(worst.saturating_sub(out.len()));
-    let mut end = put(out, at, &(n as u64).to_be_bytes());
-    end = put(out, end, &(block as u32).to_be_bytes());
+    let mut end = crate::put(out, at, &(n as u64).to_be_bytes());
+    end = crate::put(out, end, &(block as u32).to_be_bytes());
     for raw in data.chunks(block.max(1)) {
         // Compressed in place after its length; stored raw instead when LZ4 does not shrink it.
         let len_at = end;
@@ -711,10 +685,10 @@ pub fn compress_at(
         end = compress_block_at(raw, out, body);
         let mut len = end.saturating_sub(body);
         if len >= raw.len() {
-            end = put(out, body, raw);
+            end = crate::put(out, body, raw);
             len = raw.len();
         }
-        put(out, len_at, &(len as u32).to_be_bytes());
+        crate::put(out, len_at, &(len as u32).to_be_bytes());
     }
     Ok(end)
 }
