@@ -112,6 +112,16 @@ pub(crate) struct Store {
     closed: AtomicBool,
 }
 
+thread_local! {
+    /// This thread's buffer for stored chunk bytes a decoder only borrows (see
+    /// [`Store::read_stored_slice`]): kept from chunk to chunk, its bytes already written, so
+    /// that a chunk's read is not preceded by zeroing the room it lands in.
+    static STORED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most room [`STORED`] keeps after a read: a larger chunk's buffer is freed.
+const STORED_KEPT_MAX: usize = 16 << 20;
+
 /// Buffers at least this large are asked of the allocator zeroed (see [`try_zeroed`]).
 const ZEROED_BY_ALLOCATOR: usize = 64 << 10;
 
@@ -353,6 +363,77 @@ impl Store {
             },
         )
         .map_err(|(e, _)| e)
+    }
+
+    /// [`read_stored`](Self::read_stored) for a `decode` that only borrows the stored bytes:
+    /// they are read into this thread's kept buffer ([`STORED`]), which is zeroed only where
+    /// it grows, where `read_stored` zeroes a new buffer for every chunk before the read
+    /// overwrites it.
+    pub fn read_stored_slice<T, E>(
+        &self,
+        at: Addr,
+        len: u64,
+        mut decode: impl FnMut(&[u8]) -> std::result::Result<T, E>,
+        err: impl Fn(E) -> Error,
+    ) -> Result<T> {
+        let kept = STORED
+            .try_with(|cell| {
+                cell.try_borrow_mut()
+                    .map(|mut b| std::mem::take(&mut *b))
+                    .ok()
+            })
+            .ok()
+            .flatten();
+        // Not on this thread (its locals torn down, or a read already using the buffer).
+        let Some(mut buf) = kept else {
+            return self.read_stored(at, len, |stored| decode(&stored), err);
+        };
+        let attempts = if self.swmr_read {
+            h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS
+        } else {
+            1
+        };
+        let result = with_backoff(
+            attempts,
+            |(_, again): &(Error, bool)| *again,
+            |tries| {
+                if tries > 1 {
+                    self.pages.invalidate(at, len);
+                }
+                let stored = self.read_kept(at, len, &mut buf).map_err(|e| (e, false))?;
+                decode(stored).map_err(|e| (err(e), true))
+            },
+        )
+        .map_err(|(e, _)| e);
+        if buf.capacity() <= STORED_KEPT_MAX {
+            let _ = STORED.try_with(|cell| {
+                if let Ok(mut b) = cell.try_borrow_mut() {
+                    *b = buf;
+                }
+            });
+        }
+        result
+    }
+
+    /// [`read`](Self::read) into the first `len` bytes of `buf`, grown (zeroed) if shorter:
+    /// those bytes.
+    fn read_kept<'b>(&self, at: Addr, len: u64, buf: &'b mut Vec<u8>) -> Result<&'b [u8]> {
+        self.check_read(at, len)?;
+        let size = usize::try_from(len).map_err(|_| Error::Unsupported("reads over 4 GiB"))?;
+        if let Some(more) = size.checked_sub(buf.len()).filter(|&n| n > 0) {
+            buf.try_reserve_exact(more).map_err(|_| {
+                self.io(std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    format!("a read of {size} bytes does not fit in memory"),
+                ))
+            })?;
+            buf.resize(size, 0);
+        }
+        let dst = buf
+            .get_mut(..size)
+            .ok_or(Error::Internal("kept read buffer"))?;
+        self.read_checked(at, dst)?;
+        Ok(dst)
     }
 
     /// [`read_into`](Self::read_into) past the page cache (a read no neighbour will follow).

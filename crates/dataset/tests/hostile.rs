@@ -232,3 +232,72 @@ fn a_damaged_attribute_heap_is_an_error_and_a_check_problem() {
         "{report:?}"
     );
 }
+
+/// Zstandard chunks read whole go through each thread's kept buffers (the stored bytes and the
+/// decoded chunk): a damaged chunk (cut short, altered, a frame of another chunk's size, bytes
+/// that are no frame) is a typed error, and the next read, on the same threads, is the
+/// dataset's values, nothing of the damaged read left in them.
+#[test]
+fn damaged_zstd_chunks_are_errors_and_leave_the_next_read_whole() {
+    let shape = [6u64, 64, 64];
+    let values: Vec<u8> = (0..6 * 64 * 64u32)
+        .flat_map(|i| ((i / 5) as u16 ^ (i % 7) as u16).to_le_bytes())
+        .collect();
+    for threads in [1usize, 2] {
+        let mem = MemStorage::new();
+        let opts = FileOptions {
+            threads: Some(threads),
+            ..FileOptions::default()
+        };
+        let f = opts.create_on(Arc::new(mem.clone())).unwrap();
+        let d = f
+            .new_dataset::<u16>()
+            .shape(&shape)
+            .chunk(&[1, 64, 64])
+            .filter(h5chunk::FilterSpec::Zstd(3))
+            .create("d")
+            .unwrap();
+        d.write_raw(&values).unwrap();
+        // A frame of half a chunk, from a dataset of smaller chunks.
+        let half = f
+            .new_dataset::<u16>()
+            .shape(&[1, 32, 64])
+            .chunk(&[1, 32, 64])
+            .filter(h5chunk::FilterSpec::Zstd(3))
+            .create("half")
+            .unwrap();
+        half.write_raw(&values[..32 * 64 * 2]).unwrap();
+        let (short_frame, _) = half.read_direct_chunk(&[0, 0, 0]).unwrap().unwrap();
+        let (good, mask) = d.read_direct_chunk(&[2, 0, 0]).unwrap().unwrap();
+        let mut altered = good.clone();
+        let mid = altered.len() / 2;
+        altered[mid] ^= 0xff;
+        altered[mid + 1] ^= 0x81;
+        let damaged: [(&str, Vec<u8>); 4] = [
+            ("cut short", good[..good.len() - 3].to_vec()),
+            ("a frame of half a chunk", short_frame),
+            ("no frame", vec![0x5a; good.len()]),
+            ("altered", altered),
+        ];
+        for (what, bytes) in damaged {
+            d.write_direct_chunk(&[2, 0, 0], &bytes, mask).unwrap();
+            match d.read_raw() {
+                Err(h5chunk::Error::Filter { .. }) => {}
+                // An altered frame may still decode to a chunk's worth of bytes: then only
+                // that chunk differs.
+                Ok(got) if what == "altered" => {
+                    let at = 2 * 64 * 64 * 2;
+                    assert_eq!(got[..at], values[..at], "{what}");
+                    assert_eq!(got[at + 8192..], values[at + 8192..], "{what}");
+                }
+                other => panic!("{threads} threads, {what}: {:?}", other.map(|v| v.len())),
+            }
+            d.write_direct_chunk(&[2, 0, 0], &good, mask).unwrap();
+            assert_eq!(
+                d.read_raw().unwrap(),
+                values,
+                "{threads} threads, after {what}"
+            );
+        }
+    }
+}

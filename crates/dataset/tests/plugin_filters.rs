@@ -1,8 +1,8 @@
 //! The filters of the hdf5plugin package (what h5py users write with `hdf5plugin.Bitshuffle()`,
 //! `LZ4()`, `Zstd()`), both ways: h5chunk reads the datasets h5py writes with them equal, writes
 //! the same data with the same filters into a file of its own, which h5py (with hdf5plugin)
-//! reads equal, and whose bitshuffle and LZ4 chunks are byte-identical to the reference
-//! filters' (compared with h5py's `read_direct_chunk`). Element sizes 1, 2, 4 and 8 (and 3, fixed
+//! reads equal, and whose bitshuffle, LZ4 and Zstandard chunks are byte-identical to the
+//! reference filters' (compared with h5py's `read_direct_chunk`). Element sizes 1, 2, 4 and 8 (and 3, fixed
 //! strings, and 16, complex numbers, in one shape); chunk shapes
 //! with partial edge chunks, chunks whose element count is not a multiple of 8 (bitshuffle's
 //! left-over elements), several bitshuffle blocks per chunk, and LZ4 blocks over and under
@@ -202,23 +202,36 @@ fn hdf5plugin_filters_both_ways_and_byte_identical() {
     out.close().unwrap();
     direct.close().unwrap();
 
-    // h5py with hdf5plugin reads h5chunk's file equal; bitshuffle (none, LZ4), LZ4 and bzip2
-    // chunks are the reference filters' bytes.
-    let identical =
-        "bitshuffle-none,bitshuffle-lz4,bitshuffle-lz4-b64,bitshuffle-none-b256,lz4,lz4-b1000";
+    // h5py with hdf5plugin reads h5chunk's file equal; bitshuffle (none, LZ4, Zstandard), LZ4
+    // and Zstandard chunks are the reference filters' bytes. For Zstandard that pins the frame
+    // to libzstd's one-shot `ZSTD_compress`: the same parameters for the chunk's known size
+    // (window, hash and chain logs shrunk for small chunks), content size in the header, no
+    // checksum, the same blocks.
+    let identical = [
+        "bitshuffle-none",
+        "bitshuffle-lz4",
+        "bitshuffle-lz4-b64",
+        "bitshuffle-none-b256",
+        "lz4",
+        "lz4-b1000",
+        "zstd",
+        "zstd-19",
+        "bitshuffle-zstd",
+    ];
     let report = interop::run_python(
         &python,
         COMPARE,
         &[
             reference.to_str().unwrap(),
             ours.to_str().unwrap(),
-            identical,
+            &identical.join(","),
         ],
     );
     let (bad, chunks): (Vec<String>, u64) = serde_json::from_str(report.trim()).unwrap();
     assert!(bad.is_empty(), "{} differences: {bad:#?}", bad.len());
-    // Every chunk of the 8 × 16 byte-identical datasets was compared.
-    assert!(chunks > 8 * 4 * 20, "{chunks} chunks compared");
+    // Every chunk of the byte-identical filters' datasets was compared (18 datasets, 236
+    // chunks, a filter).
+    assert_eq!(chunks, identical.len() as u64 * 236, "chunks compared");
     // The directly written chunks read equal in h5py, and are the reference's bytes for every
     // filter.
     let every = list

@@ -466,6 +466,28 @@ impl Pipeline {
         Ok(())
     }
 
+    /// Whether [`decode_slice_into`](Self::decode_slice_into) decodes this pipeline's chunks
+    /// from borrowed bytes, so that a reader may keep the buffer it reads them into from chunk
+    /// to chunk (instead of a zeroed one for each): a single Zstandard stage.
+    pub fn decodes_slices(&self) -> bool {
+        matches!(self.stages.as_slice(), [(Stage::Zstd { .. }, _)])
+    }
+
+    /// [`decode_into`](Self::decode_into) of stored bytes the caller keeps. A pipeline that
+    /// [`decodes_slices`](Self::decodes_slices) decodes them where they are; any other takes
+    /// a copy of them through [`decode_into`](Self::decode_into).
+    pub fn decode_slice_into(
+        &self,
+        data: &[u8],
+        mask: u32,
+        out: &mut [u8],
+    ) -> Result<(), FilterError> {
+        match self.stages.as_slice() {
+            [(Stage::Zstd { .. }, _)] if mask & 1 == 0 => zstd::decompress_to_slice(data, out),
+            _ => self.decode_into(data.to_vec(), mask, out),
+        }
+    }
+
     /// [`decode`](Self::decode), then copied into `out`, which the result must fill exactly.
     fn decode_copy(&self, data: Vec<u8>, mask: u32, out: &mut [u8]) -> Result<(), FilterError> {
         let v = self.decode(data, mask, out.len())?;
@@ -713,6 +735,48 @@ mod tests {
                 assert!(p.decode_into(stored[..n].to_vec(), mask, &mut out).is_err());
             }
         }
+    }
+
+    #[test]
+    fn decode_slice_into_decodes_borrowed_zstd_chunks_and_copies_for_the_rest() {
+        // Chunks of other sizes in turn on one thread (the kept buffer grows, then holds more
+        // than the next chunk): each decodes to its own bytes, nothing left from the last.
+        let chunk =
+            |n: u32, k: u32| -> Vec<u8> { (0..n).flat_map(|i| (i / k).to_le_bytes()).collect() };
+        let zstd = pipeline(&[(id::ZSTD, &[3])]);
+        let deflate = pipeline(&[(id::DEFLATE, &[4])]);
+        let two = pipeline(&[(id::ZSTD, &[3]), (id::FLETCHER32, &[])]);
+        assert!(zstd.decodes_slices());
+        assert!(!deflate.decodes_slices() && !two.decodes_slices());
+        for (n, k) in [(50_000, 9), (3_000, 2), (80_000, 5), (70_000, 3)] {
+            let data = chunk(n, k);
+            for p in [&zstd, &deflate, &two] {
+                let (stored, mask) = p.encode(&data).unwrap();
+                let mut out = vec![0xA5u8; data.len()];
+                p.decode_slice_into(&stored, mask, &mut out).unwrap();
+                assert_eq!(out, data, "{n}");
+                // A place of another size than the chunk's is refused, not filled in part.
+                let mut short = vec![0u8; data.len() - 1];
+                assert!(p.decode_slice_into(&stored, mask, &mut short).is_err());
+                let mut long = vec![0u8; data.len() + 1];
+                assert!(p.decode_slice_into(&stored, mask, &mut long).is_err());
+                // Truncated and altered chunks are errors (or, altered, bytes that fit), never
+                // a panic.
+                for cut in (0..stored.len()).step_by(97) {
+                    assert!(p.decode_slice_into(&stored[..cut], mask, &mut out).is_err());
+                }
+                for at in (0..stored.len()).step_by(89) {
+                    let mut bad = stored.clone();
+                    bad[at] ^= 0x5a;
+                    let _ = p.decode_slice_into(&bad, mask, &mut out);
+                }
+            }
+        }
+        // A chunk stored unfiltered (the filter's mask bit set) is copied as it is.
+        let raw = chunk(1000, 7);
+        let mut out = vec![0u8; raw.len()];
+        zstd.decode_slice_into(&raw, 1, &mut out).unwrap();
+        assert_eq!(out, raw);
     }
 
     #[test]

@@ -242,6 +242,51 @@ pub fn decompress_into(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<()
     decoder.finish().map_err(corrupt)
 }
 
+thread_local! {
+    /// This thread's buffer for the chunks [`decompress_to_slice`] decodes: its room is kept
+    /// from chunk to chunk (the decoder clears it and keeps its capacity), so that a chunk
+    /// takes no allocation once the buffer has held one as large, up to [`KEPT_MAX`].
+    static DECODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most room [`DECODED`] keeps after a chunk: a larger chunk's buffer is freed.
+const KEPT_MAX: usize = 16 << 20;
+
+/// Decode `src` to exactly `out.len()` bytes written into `out`, through this thread's kept
+/// buffer (the decoder writes into a `Vec` only), then copied.
+pub fn decompress_to_slice(src: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
+    let mut buf = DECODED
+        .try_with(|cell| {
+            cell.try_borrow_mut()
+                .map(|mut b| std::mem::take(&mut *b))
+                .ok()
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    buf.clear();
+    let decoded = decompress_exact(src, out.len(), &mut buf).and_then(|()| {
+        if buf.len() == out.len() {
+            out.copy_from_slice(&buf);
+            Ok(())
+        } else {
+            Err(corrupt(format!(
+                "decodes to {} bytes, expected {}",
+                buf.len(),
+                out.len()
+            )))
+        }
+    });
+    if buf.capacity() <= KEPT_MAX {
+        let _ = DECODED.try_with(|cell| {
+            if let Ok(mut b) = cell.try_borrow_mut() {
+                *b = buf;
+            }
+        });
+    }
+    decoded
+}
+
 /// Decode `src` to exactly `len` bytes appended to `out`.
 pub fn decompress_exact(src: &[u8], len: usize, out: &mut Vec<u8>) -> Result<(), FilterError> {
     let before = out.len();

@@ -677,6 +677,12 @@ impl Dataset {
             }
             let decode_into = |(x, dst): &mut (&Fetch, &mut [u8])| -> Result<()> {
                 match &plan.pipeline {
+                    Some(p) if p.decodes_slices() => f.read_stored_slice(
+                        x.addr,
+                        x.stored,
+                        |stored| p.decode_slice_into(stored, x.mask, dst),
+                        |source| filter_error(plan, x, source),
+                    ),
                     Some(p) => f.read_stored(
                         x.addr,
                         x.stored,
