@@ -80,31 +80,113 @@ fn put_length(out: &mut [u8], op: &mut usize, mut len: usize) {
     *op += 1;
 }
 
-/// Copy the literals `src[from..from + len]` to `out[op..]`: 32 bytes at a time while both
-/// sides have room for a whole piece (the bytes past `len` are overwritten later or lie past
-/// the block's end), the rest exactly.
+/// Copy the literals `src[from..from + len]` to `out[op..]`: in 32-byte pieces when both
+/// sides have room for the length rounded up to a whole piece (the bytes past `len` are
+/// overwritten later or lie past the block's end), else exactly. One bounds check a side,
+/// not one a piece.
 #[inline(always)]
-#[allow(clippy::arithmetic_side_effects)] // positions below 2^32
+#[allow(clippy::arithmetic_side_effects)] // positions and lengths below 2^32
 fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) {
-    let (mut o, mut f) = (pos(op), pos(from));
-    let end = f + len;
-    while f < end {
-        match (
-            out.get_mut(o..o + 32)
-                .and_then(|d| d.first_chunk_mut::<32>()),
-            src.get(f..f + 32).and_then(|s| s.first_chunk::<32>()),
-        ) {
-            (Some(d), Some(s)) => *d = *s,
-            _ => {
-                if let (Some(d), Some(s)) = (out.get_mut(o..o + (end - f)), src.get(f..end)) {
-                    d.copy_from_slice(s);
-                }
-                return;
+    let (o, f, len) = (pos(op), pos(from), pos(len));
+    let wild = (len + 31) & !31;
+    match (out.get_mut(o..o + wild), src.get(f..f + wild)) {
+        (Some(d), Some(s)) => {
+            for (d, s) in d
+                .as_chunks_mut::<32>()
+                .0
+                .iter_mut()
+                .zip(s.as_chunks::<32>().0)
+            {
+                *d = *s;
             }
         }
-        o += 32;
-        f += 32;
+        _ => {
+            if let (Some(d), Some(s)) = (out.get_mut(o..o + len), src.get(f..f + len)) {
+                d.copy_from_slice(s);
+            }
+        }
     }
+}
+
+/// Write one sequence at `out[op..]`: the `literals` bytes of `src` from `anchor`, then a
+/// match `offset` bytes back and `len` bytes longer than [`MINMATCH`]; the sequence's end.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `op` stays within the worst case, below 2^32
+fn put_sequence(
+    out: &mut [u8],
+    op: usize,
+    src: &[u8],
+    (anchor, literals): (usize, usize),
+    offset: usize,
+    len: usize,
+) -> usize {
+    let token = ((literals.min(RUN_MASK) << 4) | len.min(ML_MASK)) as u8;
+    let [lo, hi] = (offset as u16).to_le_bytes();
+    let mut op = pos(op);
+    put_byte(out, op, token);
+    op += 1;
+    if literals >= RUN_MASK {
+        put_length(out, &mut op, literals - RUN_MASK);
+    }
+    put_literals(out, op, src, anchor, literals);
+    op = pos(op + literals);
+    if let Some(d) = out
+        .get_mut(op..op + 2)
+        .and_then(|d| d.first_chunk_mut::<2>())
+    {
+        *d = [lo, hi];
+    }
+    op += 2;
+    if len >= ML_MASK {
+        put_length(out, &mut op, len - ML_MASK);
+    }
+    op
+}
+
+/// A match straight after another (no literals) at `out[op..]`: its end. One 3-byte write
+/// when the token holds the length.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `op` stays within the worst case, below 2^32
+fn put_match(out: &mut [u8], op: usize, offset: usize, len: usize) -> usize {
+    let [lo, hi] = (offset as u16).to_le_bytes();
+    let mut op = pos(op);
+    if len < ML_MASK {
+        if let Some(d) = out
+            .get_mut(op..op + 3)
+            .and_then(|d| d.first_chunk_mut::<3>())
+        {
+            *d = [len as u8, lo, hi];
+        }
+        return op + 3;
+    }
+    if let Some(d) = out
+        .get_mut(op..op + 3)
+        .and_then(|d| d.first_chunk_mut::<3>())
+    {
+        *d = [ML_MASK as u8, lo, hi];
+    }
+    op += 3;
+    put_length(out, &mut op, len - ML_MASK);
+    op
+}
+
+/// The 8 bytes at an earlier position `m` (`last8` is the input's length less 8), as
+/// [`read32_before`].
+#[inline(always)]
+fn read64_before(src: &[u8], m: usize, last8: usize) -> u64 {
+    src.get(m.min(last8)..)
+        .and_then(|w| w.first_chunk::<8>())
+        .map_or(0, |w| u64::from_le_bytes(*w))
+}
+
+/// The 4 bytes at an earlier position `m` (`last4` is the input's length less 4). Every
+/// position the tables hold is before the current one, so the clamp changes no read; it only
+/// lets the compiler see the read is in bounds.
+#[inline(always)]
+fn read32_before(src: &[u8], m: usize, last4: usize) -> u32 {
+    src.get(m.min(last4)..)
+        .and_then(|w| w.first_chunk::<4>())
+        .map_or(0, |w| u32::from_le_bytes(*w))
 }
 
 /// How many bytes from `a` on equal those from `b` on (`b < a`) within `hay`: eight at a
@@ -112,16 +194,22 @@ fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) 
 #[inline(always)]
 #[allow(clippy::arithmetic_side_effects)] // positions below `src.len()`, itself below 2^31
 fn count_equal(hay: &[u8], a: usize, b: usize) -> usize {
-    // Most matches end within their first eight bytes: those take one pair of reads, whose
-    // bounds checks are the only test (`hay` ends where matches must).
+    // Most matches end within their first eight bytes: those take one test (is there a whole
+    // word at `a`) and one pair of reads. `b < a`, and both reads are clamped to the last
+    // word, which changes no read once the test passed and lets the compiler drop their
+    // bounds checks (`hay` ends where matches must).
     let (a, b) = (pos(a), pos(b));
-    let (Some(x), Some(y)) = (
-        hay.get(a..a + 8).and_then(|s| s.first_chunk::<8>()),
-        hay.get(b..b + 8).and_then(|s| s.first_chunk::<8>()),
-    ) else {
-        return count_rest(hay, a, b);
+    let last = hay.len().saturating_sub(8);
+    let word = |p: usize| {
+        hay.get(p.min(last)..)
+            .and_then(|s| s.first_chunk::<8>())
+            .map_or(0, |w| u64::from_le_bytes(*w))
     };
-    let d = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
+    if a > last || hay.len() < 8 {
+        return count_rest(hay, a, b);
+    }
+    let (x, y) = (word(a), word(b));
+    let d = x ^ y;
     if d != 0 {
         return (d.trailing_zeros() / 8) as usize;
     }
@@ -252,6 +340,8 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
         let probe = src.get(..mflimit_plus_one + 8).unwrap_or_default();
         // Matches end `LASTLITERALS` before the end at the latest.
         let hay = src.get(..match_limit).unwrap_or_default();
+        let last4 = n - MINMATCH;
+        let last8 = n - 8;
         'main: loop {
             // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
             // holds the bytes at `forward_ip`, read once for both the hash and the compare.
@@ -275,13 +365,7 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 m = t.at(h);
                 forward_seq = u64::from_le_bytes(*next);
                 t.set(h, ip);
-                if !SMALL && m + DISTANCE_MAX < ip {
-                    continue;
-                }
-                let c = pos(m);
-                if let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
-                    && u32::from_le_bytes(*w) == seq as u32
-                {
+                if (SMALL || m + DISTANCE_MAX >= ip) && read32_before(src, m, last4) == seq as u32 {
                     break;
                 }
             }
@@ -290,36 +374,12 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 ip -= 1;
                 m -= 1;
             }
-            let literals = ip - anchor;
-            let mut token_at = op;
-            op += 1;
-            if literals >= RUN_MASK {
-                put_byte(out, token_at, (RUN_MASK << 4) as u8);
-                put_length(out, &mut op, literals - RUN_MASK);
-            } else {
-                put_byte(out, token_at, (literals << 4) as u8);
-            }
-            put_literals(out, op, src, anchor, literals);
-            op += literals;
-            // Encode the match, then as long as the next position matches at once, another.
+            // The sequence with its literals, then as long as the next position matches at
+            // once, matches without literals.
+            let len = count_equal(hay, ip + MINMATCH, m + MINMATCH);
+            op = put_sequence(out, op, src, (anchor, ip - anchor), ip - m, len);
+            ip += len + MINMATCH;
             loop {
-                let offset = ((ip - m) as u16).to_le_bytes();
-                let o = pos(op);
-                if let Some(d) = out.get_mut(o..o + 2).and_then(|d| d.first_chunk_mut::<2>()) {
-                    *d = offset;
-                }
-                op += 2;
-                let len = count_equal(hay, ip + MINMATCH, m + MINMATCH);
-                ip += len + MINMATCH;
-                let code = if len >= ML_MASK {
-                    put_length(out, &mut op, len - ML_MASK);
-                    ML_MASK
-                } else {
-                    len
-                };
-                if let Some(token) = out.get_mut(token_at) {
-                    *token |= code as u8;
-                }
                 anchor = ip;
                 if ip >= mflimit_plus_one {
                     break 'main;
@@ -340,18 +400,23 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 let h = hash::<SMALL>(seq);
                 let candidate = t.at(h);
                 t.set(h, ip);
-                let c = pos(candidate);
-                if (SMALL || candidate + DISTANCE_MAX >= ip)
-                    && let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
-                    && u32::from_le_bytes(*w) == seq as u32
-                {
-                    token_at = op;
-                    put_byte(out, op, 0);
-                    op += 1;
-                    m = candidate;
-                    continue;
+                // Eight bytes compared at once: the first four decide the match, and the next
+                // four, where they differ, its length (all before `match_limit`: `ip` is at
+                // most `n - 12`), without a second read.
+                let x = read64_before(src, candidate, last8) ^ seq;
+                if !((SMALL || candidate + DISTANCE_MAX >= ip) && x as u32 == 0) {
+                    break;
                 }
-                break;
+                let len = if x != 0 {
+                    (x.trailing_zeros() / 8) as usize - MINMATCH
+                } else if ip + 8 <= match_limit {
+                    // Eight bytes equal, so four past the minimum: count on from there.
+                    MINMATCH + count_equal(hay, ip + 8, candidate + 8)
+                } else {
+                    count_equal(hay, ip + MINMATCH, candidate + MINMATCH)
+                };
+                op = put_match(out, op, ip - candidate, len);
+                ip += len + MINMATCH;
             }
             ip += 1;
             forward_seq = read64(src, ip);
@@ -955,6 +1020,43 @@ mod tests {
                 c == reference_block(&data),
                 "trial {trial}: {n} bytes of kind {kind}"
             );
+        }
+    }
+
+    /// Runs of back-to-back matches (the loop that compares eight bytes at once and takes
+    /// the length from the upper four) ending at every distance from the end of the block,
+    /// in both table sizes: the model's bytes, so the last match's length stops at the
+    /// last-literals margin exactly where liblz4's does.
+    #[test]
+    fn immediate_matches_at_every_end_margin_equal_the_model() {
+        for base in [200usize, LIMIT_64K + 100] {
+            for period in [1usize, 2, 3, 5, 7, 8, 9, 12] {
+                for tail in 0..=24usize {
+                    let mut x = 0x2545_f491_4f6c_dd1du64 ^ (base * 31 + period * 7 + tail) as u64;
+                    let mut data: Vec<u8> = (0..base)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            x as u8
+                        })
+                        .collect();
+                    let pattern: Vec<u8> = data[..period].to_vec();
+                    // Short runs of the pattern, each broken by one byte: many immediate
+                    // matches of every short length.
+                    for i in 0..60 {
+                        data.extend(pattern.iter().cycle().take(period * (1 + i % 6) + i % 4));
+                        data.push((i * 17) as u8);
+                    }
+                    data.extend(pattern.iter().cycle().take(tail));
+                    let mut c = Vec::new();
+                    compress_block(&data, &mut c);
+                    assert!(
+                        c == reference_block(&data),
+                        "base {base} period {period} tail {tail}"
+                    );
+                }
+            }
         }
     }
 
