@@ -170,15 +170,6 @@ fn put_match(out: &mut [u8], op: usize, offset: usize, len: usize) -> usize {
     op
 }
 
-/// The 8 bytes at an earlier position `m` (`last8` is the input's length less 8), as
-/// [`read32_before`].
-#[inline(always)]
-fn read64_before(src: &[u8], m: usize, last8: usize) -> u64 {
-    src.get(m.min(last8)..)
-        .and_then(|w| w.first_chunk::<8>())
-        .map_or(0, |w| u64::from_le_bytes(*w))
-}
-
 /// The 4 bytes at an earlier position `m` (`last4` is the input's length less 4). Every
 /// position the tables hold is before the current one, so the clamp changes no read; it only
 /// lets the compiler see the read is in bounds.
@@ -341,7 +332,6 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
         // Matches end `LASTLITERALS` before the end at the latest.
         let hay = src.get(..match_limit).unwrap_or_default();
         let last4 = n - MINMATCH;
-        let last8 = n - 8;
         'main: loop {
             // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
             // holds the bytes at `forward_ip`, read once for both the hash and the compare.
@@ -384,34 +374,43 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 if ip >= mflimit_plus_one {
                     break 'main;
                 }
-                // The bytes at `ip - 2` and at `ip` through one read (`ip` is 12 bytes or more
-                // from the end).
-                let (before, seq) = src
-                    .get(pos(ip - 2)..pos(ip - 2) + 10)
-                    .and_then(|w| w.first_chunk::<10>())
-                    .map_or((0, 0), |w| {
-                        let (a, b) = (w.first_chunk::<8>(), w.last_chunk::<8>());
-                        (
-                            a.map_or(0, |a| u64::from_le_bytes(*a)),
-                            b.map_or(0, |b| u64::from_le_bytes(*b)),
-                        )
-                    });
-                t.set(hash::<SMALL>(before), ip - 2);
+                // `ip < mflimit_plus_one`, so `probe` holds a word at `ip`, and at every
+                // position up to it: the reads there need no check (the clamps change nothing).
+                let word = |p: usize| {
+                    probe
+                        .get(p.min(ip)..)
+                        .and_then(|w| w.first_chunk::<8>())
+                        .map_or(0, |w| u64::from_le_bytes(*w))
+                };
+                let seq = word(ip);
+                t.set(hash::<SMALL>(word(ip - 2)), ip - 2);
                 let h = hash::<SMALL>(seq);
                 let candidate = t.at(h);
                 t.set(h, ip);
                 // Eight bytes compared at once: the first four decide the match, and the next
                 // four, where they differ, its length (all before `match_limit`: `ip` is at
                 // most `n - 12`), without a second read.
-                let x = read64_before(src, candidate, last8) ^ seq;
+                let x = word(candidate) ^ seq;
                 if !((SMALL || candidate + DISTANCE_MAX >= ip) && x as u32 == 0) {
                     break;
                 }
                 let len = if x != 0 {
                     (x.trailing_zeros() / 8) as usize - MINMATCH
-                } else if ip + 8 <= match_limit {
-                    // Eight bytes equal, so four past the minimum: count on from there.
-                    MINMATCH + count_equal(hay, ip + 8, candidate + 8)
+                } else if ip + 16 <= match_limit {
+                    // Eight bytes equal, so four past the minimum: the next eight at once
+                    // (`hay` holds them: the clamps change nothing), then on from there.
+                    let last = match_limit - 8;
+                    let word = |p: usize| {
+                        hay.get(p.min(last)..)
+                            .and_then(|w| w.first_chunk::<8>())
+                            .map_or(0, |w| u64::from_le_bytes(*w))
+                    };
+                    let y = word(ip + 8) ^ word(candidate + 8);
+                    if y != 0 {
+                        MINMATCH + (y.trailing_zeros() / 8) as usize
+                    } else {
+                        MINMATCH + 8 + count_rest(hay, ip + 16, candidate + 16)
+                    }
                 } else {
                     count_equal(hay, ip + MINMATCH, candidate + MINMATCH)
                 };
