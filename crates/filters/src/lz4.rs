@@ -170,16 +170,6 @@ fn put_match(out: &mut [u8], op: usize, offset: usize, len: usize) -> usize {
     op
 }
 
-/// The 4 bytes at an earlier position `m` (`last4` is the input's length less 4). Every
-/// position the tables hold is before the current one, so the clamp changes no read; it only
-/// lets the compiler see the read is in bounds.
-#[inline(always)]
-fn read32_before(src: &[u8], m: usize, last4: usize) -> u32 {
-    src.get(m.min(last4)..)
-        .and_then(|w| w.first_chunk::<4>())
-        .map_or(0, |w| u32::from_le_bytes(*w))
-}
-
 /// How many bytes from `a` on equal those from `b` on (`b < a`) within `hay`: eight at a
 /// time, as liblz4's `LZ4_count`.
 #[inline(always)]
@@ -311,6 +301,48 @@ pub fn compress_block_at(src: &[u8], out: &mut Vec<u8>, at: usize) -> usize {
     at.saturating_add(written)
 }
 
+/// Probe forward from `ip` (whose bytes are `forward_seq`) for a match, faster the longer
+/// nothing matches, as liblz4: the match's position and its earlier occurrence, or `None` at
+/// the end of the block. `probe` ends 8 bytes after the last position a match may start at,
+/// so the read of the next position's bytes is the end-of-block test.
+///
+/// Not inlined: alone, the loop keeps all it needs in registers (inlined into the
+/// compressor, the limit and the hash constant were reloaded on every probe).
+#[inline(never)]
+#[allow(clippy::arithmetic_side_effects)] // positions below 2^32
+fn find_match<const SMALL: bool, T: Table>(
+    probe: &[u8],
+    t: &mut T,
+    mut ip: usize,
+    mut forward_seq: u64,
+) -> Option<(usize, usize)> {
+    let mut forward_ip = ip;
+    let mut step = 1usize;
+    let mut searches = 1usize << SKIP_TRIGGER;
+    loop {
+        let seq = forward_seq;
+        let h = hash::<SMALL>(seq);
+        ip = forward_ip;
+        forward_ip += step;
+        step = searches >> SKIP_TRIGGER;
+        searches += 1;
+        let f = pos(forward_ip);
+        let next = probe.get(f..f + 8).and_then(|w| w.first_chunk::<8>())?;
+        let m = t.at(h);
+        forward_seq = u64::from_le_bytes(*next);
+        t.set(h, ip);
+        // The candidate is an earlier position, before `f`, where `probe` was just found to
+        // hold a word: clamped to `f` (which changes nothing), its read needs no check.
+        let candidate = probe
+            .get(m.min(f)..)
+            .and_then(|w| w.first_chunk::<4>())
+            .map_or(0, |w| u32::from_le_bytes(*w));
+        if (SMALL || m + DISTANCE_MAX >= ip) && candidate == seq as u32 {
+            return Some((ip, m));
+        }
+    }
+}
+
 /// [`compress_block`] with the table of the input's size class, into `out` (as long as the
 /// worst case); returns the block's length.
 ///
@@ -331,34 +363,12 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
         let probe = src.get(..mflimit_plus_one + 8).unwrap_or_default();
         // Matches end `LASTLITERALS` before the end at the latest.
         let hay = src.get(..match_limit).unwrap_or_default();
-        let last4 = n - MINMATCH;
         'main: loop {
-            // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
-            // holds the bytes at `forward_ip`, read once for both the hash and the compare.
-            let mut forward_ip = ip;
-            let mut step = 1usize;
-            let mut searches = 1usize << SKIP_TRIGGER;
-            let mut m;
-            loop {
-                let seq = forward_seq;
-                let h = hash::<SMALL>(seq);
-                ip = forward_ip;
-                forward_ip += step;
-                step = searches >> SKIP_TRIGGER;
-                searches += 1;
-                // `probe` ends 8 bytes after `mflimit_plus_one`: the read's bounds check is
-                // the end-of-block test.
-                let f = pos(forward_ip);
-                let Some(next) = probe.get(f..f + 8).and_then(|w| w.first_chunk::<8>()) else {
-                    break 'main;
-                };
-                m = t.at(h);
-                forward_seq = u64::from_le_bytes(*next);
-                t.set(h, ip);
-                if (SMALL || m + DISTANCE_MAX >= ip) && read32_before(src, m, last4) == seq as u32 {
-                    break;
-                }
-            }
+            let Some((found, candidate)) = find_match::<SMALL, T>(probe, t, ip, forward_seq) else {
+                break 'main;
+            };
+            ip = found;
+            let mut m = candidate;
             // Extend the match backwards over equal bytes, not past the literals' start.
             while ip > anchor && m > 0 && byte(src, ip - 1) == byte(src, m - 1) {
                 ip -= 1;
