@@ -397,29 +397,26 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
                 let h = hash::<SMALL>(seq);
                 let candidate = t.at(h);
                 t.set(h, ip);
-                // Eight bytes compared at once: the first four decide the match, and the next
-                // four, where they differ, its length (all before `match_limit`: `ip` is at
-                // most `n - 12`), without a second read.
-                let x = word(candidate) ^ seq;
-                if !((SMALL || candidate + DISTANCE_MAX >= ip) && x as u32 == 0) {
+                if !((SMALL || candidate + DISTANCE_MAX >= ip)
+                    && word(candidate) as u32 == seq as u32)
+                {
                     break;
                 }
-                let len = if x != 0 {
-                    (x.trailing_zeros() / 8) as usize - MINMATCH
-                } else if ip + 16 <= match_limit {
-                    // Eight bytes equal, so four past the minimum: the next eight at once
-                    // (`hay` holds them: the clamps change nothing), then on from there.
+                // The length, as liblz4's count: the eight bytes after the first four at once
+                // (the clamps to `hay`'s last word change nothing once `ip + 12` is within
+                // it), most matches ending there; longer ones counted on.
+                let len = if ip + 12 <= match_limit {
                     let last = match_limit - 8;
                     let word = |p: usize| {
                         hay.get(p.min(last)..)
                             .and_then(|w| w.first_chunk::<8>())
                             .map_or(0, |w| u64::from_le_bytes(*w))
                     };
-                    let y = word(ip + 8) ^ word(candidate + 8);
+                    let y = word(ip + MINMATCH) ^ word(candidate + MINMATCH);
                     if y != 0 {
-                        MINMATCH + (y.trailing_zeros() / 8) as usize
+                        (y.trailing_zeros() / 8) as usize
                     } else {
-                        MINMATCH + 8 + count_rest(hay, ip + 16, candidate + 16)
+                        8 + count_rest(hay, ip + 12, candidate + 12)
                     }
                 } else {
                     count_equal(hay, ip + MINMATCH, candidate + MINMATCH)
