@@ -494,10 +494,58 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
     }
 }
 
+/// `x` (the first `offset` bytes of a pattern, 1 to 7) times `REPEAT[offset]`: the pattern
+/// repeated over 8 bytes (a copy past the 8th byte falls off).
+const REPEAT: [u64; 8] = [
+    0,
+    0x0101_0101_0101_0101,
+    0x0001_0001_0001_0001,
+    0x0001_0000_0100_0001,
+    0x0000_0001_0000_0001,
+    0x0000_0100_0000_0001,
+    0x0001_0000_0000_0001,
+    0x0100_0000_0000_0001,
+];
+
+/// The whole periods of a pattern of `offset` bytes (1 to 7) in 8 bytes: the repeated word
+/// written again this far on continues the pattern.
+const PERIODS: [usize; 8] = [8, 8, 8, 6, 8, 5, 6, 7];
+
+/// Write 24 bytes at `out[at..]` repeating the `offset` bytes (1 to 7) before `at`, as a
+/// match of at most 18 bytes overlapping its output decodes (the bytes past its length are
+/// overwritten later): one word of the repeated pattern stored three times, a whole number
+/// of periods apart, with no byte-by-byte copy. Whether the bytes were within `out`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `offset` below 8, positions below 2^32
+fn repeat_pattern(out: &mut [u8], at: usize, offset: usize) -> bool {
+    let (from, t) = (pos(at - offset), pos(at));
+    let Some(w) = out.get_mut(from..t + 24) else {
+        return false;
+    };
+    let Some(x) = w.first_chunk::<8>() else {
+        return false;
+    };
+    let pattern = u64::from_le_bytes(*x) & ((1u64 << (8 * (offset & 7))) - 1);
+    let word = pattern
+        .wrapping_mul(REPEAT.get(offset).copied().unwrap_or(0))
+        .to_le_bytes();
+    let step = PERIODS.get(offset).copied().unwrap_or(8).min(8);
+    let Some(d) = w.last_chunk_mut::<24>() else {
+        return false;
+    };
+    for k in [0, step, 2 * step] {
+        if let Some(p) = d.get_mut(k..).and_then(|p| p.first_chunk_mut::<8>()) {
+            *p = word;
+        }
+    }
+    true
+}
+
 /// Decode sequences from `ip` to `op` while they are the common kind: lengths in the token,
-/// away from both ends, a match not before the block's start and not shorter than its offset
-/// (no repeating pattern). Such a sequence moves its literals as one 16-byte copy and its
-/// match as one 18-byte copy, each bounds-checked once; the bytes copied past a length are
+/// away from both ends, a match not before the block's start and either not longer than its
+/// offset or repeating a pattern of under 8 bytes. Such a sequence moves its literals as one
+/// 16-byte copy and its match as one 18-byte copy (or a pattern's 24 bytes from a register),
+/// each bounds-checked once; the bytes copied past a length are
 /// overwritten by the next sequence. Returns where it stopped: the caller decodes the next
 /// sequence, whatever it is, with every check.
 #[inline(always)]
@@ -532,8 +580,21 @@ fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (us
         let hi = rest.get(lits + 1).copied().unwrap_or(0);
         let offset = usize::from(u16::from_le_bytes([lo, hi]));
         let at = op + lits;
-        if offset < len || offset > at {
+        if offset > at {
             break;
+        }
+        if offset < len {
+            // A repeating pattern of `offset` (1 to 7) bytes: its 24 bytes from a register.
+            if offset == 0 || offset >= 8 {
+                break;
+            }
+            *d = *l;
+            if !repeat_pattern(out, at, offset) {
+                break;
+            }
+            ip += 1 + lits + 2;
+            op = at + len;
+            continue;
         }
         *d = *l;
         // From a copy: when the offset is under 18 the source runs into the destination, whose
@@ -888,6 +949,43 @@ mod tests {
                 assert_eq!(d, data, "period {period} run {run}");
             }
         }
+    }
+
+    /// Matches repeating a pattern of 1 to 7 bytes (shorter offset than length), of every
+    /// length the token holds, amid random bytes: the decoder's fast path writes them from one
+    /// register word (the pattern stored a whole number of periods apart), which must equal
+    /// the byte-by-byte repetition for every offset and length.
+    #[test]
+    fn decode_short_patterns_of_every_offset_and_length() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        };
+        let mut data: Vec<u8> = (0..64).map(|_| rnd()).collect();
+        for offset in 1..8usize {
+            for len in MINMATCH + 1..=18 {
+                let pattern: Vec<u8> = (0..offset).map(|_| rnd()).collect();
+                data.extend(pattern.iter().cycle().take(offset + len));
+                // Few literals before the next run: its sequence stays on the fast path.
+                data.extend((0..4).map(|_| rnd()));
+            }
+        }
+        let mut c = Vec::new();
+        compress_block(&data, &mut c);
+        let seqs = sequences(&c);
+        for offset in 1..8 {
+            assert!(
+                seqs.iter()
+                    .any(|&(_, lits, _, l, o)| lits < 15 && o == offset && l > offset && l <= 18),
+                "no match of offset {offset} shorter than 19 bytes"
+            );
+        }
+        let mut d = vec![0u8; data.len()];
+        decompress_block_into(&c, &mut d).unwrap();
+        assert_eq!(d, data);
     }
 
     /// LZ4_compress_default written plainly (byte reads, a Vec pushed to, one loop): the model
