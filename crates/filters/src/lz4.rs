@@ -80,31 +80,94 @@ fn put_length(out: &mut [u8], op: &mut usize, mut len: usize) {
     *op += 1;
 }
 
-/// Copy the literals `src[from..from + len]` to `out[op..]`: 32 bytes at a time while both
-/// sides have room for a whole piece (the bytes past `len` are overwritten later or lie past
-/// the block's end), the rest exactly.
+/// Copy the literals `src[from..from + len]` to `out[op..]`: in 32-byte pieces when both
+/// sides have room for the length rounded up to a whole piece (the bytes past `len` are
+/// overwritten later or lie past the block's end), else exactly. One bounds check a side,
+/// not one a piece.
 #[inline(always)]
-#[allow(clippy::arithmetic_side_effects)] // positions below 2^32
+#[allow(clippy::arithmetic_side_effects)] // positions and lengths below 2^32
 fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) {
-    let (mut o, mut f) = (pos(op), pos(from));
-    let end = f + len;
-    while f < end {
-        match (
-            out.get_mut(o..o + 32)
-                .and_then(|d| d.first_chunk_mut::<32>()),
-            src.get(f..f + 32).and_then(|s| s.first_chunk::<32>()),
-        ) {
-            (Some(d), Some(s)) => *d = *s,
-            _ => {
-                if let (Some(d), Some(s)) = (out.get_mut(o..o + (end - f)), src.get(f..end)) {
-                    d.copy_from_slice(s);
-                }
-                return;
+    let (o, f, len) = (pos(op), pos(from), pos(len));
+    let wild = (len + 31) & !31;
+    match (out.get_mut(o..o + wild), src.get(f..f + wild)) {
+        (Some(d), Some(s)) => {
+            for (d, s) in d
+                .as_chunks_mut::<32>()
+                .0
+                .iter_mut()
+                .zip(s.as_chunks::<32>().0)
+            {
+                *d = *s;
             }
         }
-        o += 32;
-        f += 32;
+        _ => {
+            if let (Some(d), Some(s)) = (out.get_mut(o..o + len), src.get(f..f + len)) {
+                d.copy_from_slice(s);
+            }
+        }
     }
+}
+
+/// Write one sequence at `out[op..]`: the `literals` bytes of `src` from `anchor`, then a
+/// match `offset` bytes back and `len` bytes longer than [`MINMATCH`]; the sequence's end.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `op` stays within the worst case, below 2^32
+fn put_sequence(
+    out: &mut [u8],
+    op: usize,
+    src: &[u8],
+    (anchor, literals): (usize, usize),
+    offset: usize,
+    len: usize,
+) -> usize {
+    let token = ((literals.min(RUN_MASK) << 4) | len.min(ML_MASK)) as u8;
+    let [lo, hi] = (offset as u16).to_le_bytes();
+    let mut op = pos(op);
+    put_byte(out, op, token);
+    op += 1;
+    if literals >= RUN_MASK {
+        put_length(out, &mut op, literals - RUN_MASK);
+    }
+    put_literals(out, op, src, anchor, literals);
+    op = pos(op + literals);
+    if let Some(d) = out
+        .get_mut(op..op + 2)
+        .and_then(|d| d.first_chunk_mut::<2>())
+    {
+        *d = [lo, hi];
+    }
+    op += 2;
+    if len >= ML_MASK {
+        put_length(out, &mut op, len - ML_MASK);
+    }
+    op
+}
+
+/// A match straight after another (no literals) at `out[op..]`: its end. One 3-byte write
+/// when the token holds the length.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `op` stays within the worst case, below 2^32
+fn put_match(out: &mut [u8], op: usize, offset: usize, len: usize) -> usize {
+    let [lo, hi] = (offset as u16).to_le_bytes();
+    let mut op = pos(op);
+    if len < ML_MASK {
+        if let Some(d) = out
+            .get_mut(op..op + 3)
+            .and_then(|d| d.first_chunk_mut::<3>())
+        {
+            *d = [len as u8, lo, hi];
+        }
+        return op + 3;
+    }
+    if let Some(d) = out
+        .get_mut(op..op + 3)
+        .and_then(|d| d.first_chunk_mut::<3>())
+    {
+        *d = [ML_MASK as u8, lo, hi];
+    }
+    op += 3;
+    put_length(out, &mut op, len - ML_MASK);
+    op
 }
 
 /// How many bytes from `a` on equal those from `b` on (`b < a`) within `hay`: eight at a
@@ -112,16 +175,22 @@ fn put_literals(out: &mut [u8], op: usize, src: &[u8], from: usize, len: usize) 
 #[inline(always)]
 #[allow(clippy::arithmetic_side_effects)] // positions below `src.len()`, itself below 2^31
 fn count_equal(hay: &[u8], a: usize, b: usize) -> usize {
-    // Most matches end within their first eight bytes: those take one pair of reads, whose
-    // bounds checks are the only test (`hay` ends where matches must).
+    // Most matches end within their first eight bytes: those take one test (is there a whole
+    // word at `a`) and one pair of reads. `b < a`, and both reads are clamped to the last
+    // word, which changes no read once the test passed and lets the compiler drop their
+    // bounds checks (`hay` ends where matches must).
     let (a, b) = (pos(a), pos(b));
-    let (Some(x), Some(y)) = (
-        hay.get(a..a + 8).and_then(|s| s.first_chunk::<8>()),
-        hay.get(b..b + 8).and_then(|s| s.first_chunk::<8>()),
-    ) else {
-        return count_rest(hay, a, b);
+    let last = hay.len().saturating_sub(8);
+    let word = |p: usize| {
+        hay.get(p.min(last)..)
+            .and_then(|s| s.first_chunk::<8>())
+            .map_or(0, |w| u64::from_le_bytes(*w))
     };
-    let d = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
+    if a > last || hay.len() < 8 {
+        return count_rest(hay, a, b);
+    }
+    let (x, y) = (word(a), word(b));
+    let d = x ^ y;
     if d != 0 {
         return (d.trailing_zeros() / 8) as usize;
     }
@@ -232,6 +301,48 @@ pub fn compress_block_at(src: &[u8], out: &mut Vec<u8>, at: usize) -> usize {
     at.saturating_add(written)
 }
 
+/// Probe forward from `ip` (whose bytes are `forward_seq`) for a match, faster the longer
+/// nothing matches, as liblz4: the match's position and its earlier occurrence, or `None` at
+/// the end of the block. `probe` ends 8 bytes after the last position a match may start at,
+/// so the read of the next position's bytes is the end-of-block test.
+///
+/// Not inlined: alone, the loop keeps all it needs in registers (inlined into the
+/// compressor, the limit and the hash constant were reloaded on every probe).
+#[inline(never)]
+#[allow(clippy::arithmetic_side_effects)] // positions below 2^32
+fn find_match<const SMALL: bool, T: Table>(
+    probe: &[u8],
+    t: &mut T,
+    mut ip: usize,
+    mut forward_seq: u64,
+) -> Option<(usize, usize)> {
+    let mut forward_ip = ip;
+    let mut step = 1usize;
+    let mut searches = 1usize << SKIP_TRIGGER;
+    loop {
+        let seq = forward_seq;
+        let h = hash::<SMALL>(seq);
+        ip = forward_ip;
+        forward_ip += step;
+        step = searches >> SKIP_TRIGGER;
+        searches += 1;
+        let f = pos(forward_ip);
+        let next = probe.get(f..f + 8).and_then(|w| w.first_chunk::<8>())?;
+        let m = t.at(h);
+        forward_seq = u64::from_le_bytes(*next);
+        t.set(h, ip);
+        // The candidate is an earlier position, before `f`, where `probe` was just found to
+        // hold a word: clamped to `f` (which changes nothing), its read needs no check.
+        let candidate = probe
+            .get(m.min(f)..)
+            .and_then(|w| w.first_chunk::<4>())
+            .map_or(0, |w| u32::from_le_bytes(*w));
+        if (SMALL || m + DISTANCE_MAX >= ip) && candidate == seq as u32 {
+            return Some((ip, m));
+        }
+    }
+}
+
 /// [`compress_block`] with the table of the input's size class, into `out` (as long as the
 /// worst case); returns the block's length.
 ///
@@ -253,105 +364,65 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
         // Matches end `LASTLITERALS` before the end at the latest.
         let hay = src.get(..match_limit).unwrap_or_default();
         'main: loop {
-            // Find a match: probe forward, faster the longer nothing matches. `forward_seq`
-            // holds the bytes at `forward_ip`, read once for both the hash and the compare.
-            let mut forward_ip = ip;
-            let mut step = 1usize;
-            let mut searches = 1usize << SKIP_TRIGGER;
-            let mut m;
-            loop {
-                let seq = forward_seq;
-                let h = hash::<SMALL>(seq);
-                ip = forward_ip;
-                forward_ip += step;
-                step = searches >> SKIP_TRIGGER;
-                searches += 1;
-                // `probe` ends 8 bytes after `mflimit_plus_one`: the read's bounds check is
-                // the end-of-block test.
-                let f = pos(forward_ip);
-                let Some(next) = probe.get(f..f + 8).and_then(|w| w.first_chunk::<8>()) else {
-                    break 'main;
-                };
-                m = t.at(h);
-                forward_seq = u64::from_le_bytes(*next);
-                t.set(h, ip);
-                if !SMALL && m + DISTANCE_MAX < ip {
-                    continue;
-                }
-                let c = pos(m);
-                if let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
-                    && u32::from_le_bytes(*w) == seq as u32
-                {
-                    break;
-                }
-            }
+            let Some((found, candidate)) = find_match::<SMALL, T>(probe, t, ip, forward_seq) else {
+                break 'main;
+            };
+            ip = found;
+            let mut m = candidate;
             // Extend the match backwards over equal bytes, not past the literals' start.
             while ip > anchor && m > 0 && byte(src, ip - 1) == byte(src, m - 1) {
                 ip -= 1;
                 m -= 1;
             }
-            let literals = ip - anchor;
-            let mut token_at = op;
-            op += 1;
-            if literals >= RUN_MASK {
-                put_byte(out, token_at, (RUN_MASK << 4) as u8);
-                put_length(out, &mut op, literals - RUN_MASK);
-            } else {
-                put_byte(out, token_at, (literals << 4) as u8);
-            }
-            put_literals(out, op, src, anchor, literals);
-            op += literals;
-            // Encode the match, then as long as the next position matches at once, another.
+            // The sequence with its literals, then as long as the next position matches at
+            // once, matches without literals.
+            let len = count_equal(hay, ip + MINMATCH, m + MINMATCH);
+            op = put_sequence(out, op, src, (anchor, ip - anchor), ip - m, len);
+            ip += len + MINMATCH;
             loop {
-                let offset = ((ip - m) as u16).to_le_bytes();
-                let o = pos(op);
-                if let Some(d) = out.get_mut(o..o + 2).and_then(|d| d.first_chunk_mut::<2>()) {
-                    *d = offset;
-                }
-                op += 2;
-                let len = count_equal(hay, ip + MINMATCH, m + MINMATCH);
-                ip += len + MINMATCH;
-                let code = if len >= ML_MASK {
-                    put_length(out, &mut op, len - ML_MASK);
-                    ML_MASK
-                } else {
-                    len
-                };
-                if let Some(token) = out.get_mut(token_at) {
-                    *token |= code as u8;
-                }
                 anchor = ip;
                 if ip >= mflimit_plus_one {
                     break 'main;
                 }
-                // The bytes at `ip - 2` and at `ip` through one read (`ip` is 12 bytes or more
-                // from the end).
-                let (before, seq) = src
-                    .get(pos(ip - 2)..pos(ip - 2) + 10)
-                    .and_then(|w| w.first_chunk::<10>())
-                    .map_or((0, 0), |w| {
-                        let (a, b) = (w.first_chunk::<8>(), w.last_chunk::<8>());
-                        (
-                            a.map_or(0, |a| u64::from_le_bytes(*a)),
-                            b.map_or(0, |b| u64::from_le_bytes(*b)),
-                        )
-                    });
-                t.set(hash::<SMALL>(before), ip - 2);
+                // `ip < mflimit_plus_one`, so `probe` holds a word at `ip`, and at every
+                // position up to it: the reads there need no check (the clamps change nothing).
+                let word = |p: usize| {
+                    probe
+                        .get(p.min(ip)..)
+                        .and_then(|w| w.first_chunk::<8>())
+                        .map_or(0, |w| u64::from_le_bytes(*w))
+                };
+                let seq = word(ip);
+                t.set(hash::<SMALL>(word(ip - 2)), ip - 2);
                 let h = hash::<SMALL>(seq);
                 let candidate = t.at(h);
                 t.set(h, ip);
-                let c = pos(candidate);
-                if (SMALL || candidate + DISTANCE_MAX >= ip)
-                    && let Some(w) = src.get(c..c + 4).and_then(|w| w.first_chunk::<4>())
-                    && u32::from_le_bytes(*w) == seq as u32
+                if !((SMALL || candidate + DISTANCE_MAX >= ip)
+                    && word(candidate) as u32 == seq as u32)
                 {
-                    token_at = op;
-                    put_byte(out, op, 0);
-                    op += 1;
-                    m = candidate;
-                    continue;
+                    break;
                 }
-                break;
+                // The length, as liblz4's count: the eight bytes after the first four at once
+                // (the clamps to `hay`'s last word change nothing once `ip + 12` is within
+                // it), most matches ending there; longer ones counted on.
+                let len = if ip + 12 <= match_limit {
+                    let last = match_limit - 8;
+                    let word = |p: usize| {
+                        hay.get(p.min(last)..)
+                            .and_then(|w| w.first_chunk::<8>())
+                            .map_or(0, |w| u64::from_le_bytes(*w))
+                    };
+                    let y = word(ip + MINMATCH) ^ word(candidate + MINMATCH);
+                    if y != 0 {
+                        (y.trailing_zeros() / 8) as usize
+                    } else {
+                        8 + count_rest(hay, ip + 12, candidate + 12)
+                    }
+                } else {
+                    count_equal(hay, ip + MINMATCH, candidate + MINMATCH)
+                };
+                op = put_match(out, op, ip - candidate, len);
+                ip += len + MINMATCH;
             }
             ip += 1;
             forward_seq = read64(src, ip);
@@ -423,10 +494,58 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
     }
 }
 
+/// `x` (the first `offset` bytes of a pattern, 1 to 7) times `REPEAT[offset]`: the pattern
+/// repeated over 8 bytes (a copy past the 8th byte falls off).
+const REPEAT: [u64; 8] = [
+    0,
+    0x0101_0101_0101_0101,
+    0x0001_0001_0001_0001,
+    0x0001_0000_0100_0001,
+    0x0000_0001_0000_0001,
+    0x0000_0100_0000_0001,
+    0x0001_0000_0000_0001,
+    0x0100_0000_0000_0001,
+];
+
+/// The whole periods of a pattern of `offset` bytes (1 to 7) in 8 bytes: the repeated word
+/// written again this far on continues the pattern.
+const PERIODS: [usize; 8] = [8, 8, 8, 6, 8, 5, 6, 7];
+
+/// Write 24 bytes at `out[at..]` repeating the `offset` bytes (1 to 7) before `at`, as a
+/// match of at most 18 bytes overlapping its output decodes (the bytes past its length are
+/// overwritten later): one word of the repeated pattern stored three times, a whole number
+/// of periods apart, with no byte-by-byte copy. Whether the bytes were within `out`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `offset` below 8, positions below 2^32
+fn repeat_pattern(out: &mut [u8], at: usize, offset: usize) -> bool {
+    let (from, t) = (pos(at - offset), pos(at));
+    let Some(w) = out.get_mut(from..t + 24) else {
+        return false;
+    };
+    let Some(x) = w.first_chunk::<8>() else {
+        return false;
+    };
+    let pattern = u64::from_le_bytes(*x) & ((1u64 << (8 * (offset & 7))) - 1);
+    let word = pattern
+        .wrapping_mul(REPEAT.get(offset).copied().unwrap_or(0))
+        .to_le_bytes();
+    let step = PERIODS.get(offset).copied().unwrap_or(8).min(8);
+    let Some(d) = w.last_chunk_mut::<24>() else {
+        return false;
+    };
+    for k in [0, step, 2 * step] {
+        if let Some(p) = d.get_mut(k..).and_then(|p| p.first_chunk_mut::<8>()) {
+            *p = word;
+        }
+    }
+    true
+}
+
 /// Decode sequences from `ip` to `op` while they are the common kind: lengths in the token,
-/// away from both ends, a match not before the block's start and not shorter than its offset
-/// (no repeating pattern). Such a sequence moves its literals as one 16-byte copy and its
-/// match as one 18-byte copy, each bounds-checked once; the bytes copied past a length are
+/// away from both ends, a match not before the block's start and either not longer than its
+/// offset or repeating a pattern of under 8 bytes. Such a sequence moves its literals as one
+/// 16-byte copy and its match as one 18-byte copy (or a pattern's 24 bytes from a register),
+/// each bounds-checked once; the bytes copied past a length are
 /// overwritten by the next sequence. Returns where it stopped: the caller decodes the next
 /// sequence, whatever it is, with every check.
 #[inline(always)]
@@ -461,8 +580,21 @@ fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (us
         let hi = rest.get(lits + 1).copied().unwrap_or(0);
         let offset = usize::from(u16::from_le_bytes([lo, hi]));
         let at = op + lits;
-        if offset < len || offset > at {
+        if offset > at {
             break;
+        }
+        if offset < len {
+            // A repeating pattern of `offset` (1 to 7) bytes: its 24 bytes from a register.
+            if offset == 0 || offset >= 8 {
+                break;
+            }
+            *d = *l;
+            if !repeat_pattern(out, at, offset) {
+                break;
+            }
+            ip += 1 + lits + 2;
+            op = at + len;
+            continue;
         }
         *d = *l;
         // From a copy: when the offset is under 18 the source runs into the destination, whose
@@ -819,6 +951,43 @@ mod tests {
         }
     }
 
+    /// Matches repeating a pattern of 1 to 7 bytes (shorter offset than length), of every
+    /// length the token holds, amid random bytes: the decoder's fast path writes them from one
+    /// register word (the pattern stored a whole number of periods apart), which must equal
+    /// the byte-by-byte repetition for every offset and length.
+    #[test]
+    fn decode_short_patterns_of_every_offset_and_length() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        };
+        let mut data: Vec<u8> = (0..64).map(|_| rnd()).collect();
+        for offset in 1..8usize {
+            for len in MINMATCH + 1..=18 {
+                let pattern: Vec<u8> = (0..offset).map(|_| rnd()).collect();
+                data.extend(pattern.iter().cycle().take(offset + len));
+                // Few literals before the next run: its sequence stays on the fast path.
+                data.extend((0..4).map(|_| rnd()));
+            }
+        }
+        let mut c = Vec::new();
+        compress_block(&data, &mut c);
+        let seqs = sequences(&c);
+        for offset in 1..8 {
+            assert!(
+                seqs.iter()
+                    .any(|&(_, lits, _, l, o)| lits < 15 && o == offset && l > offset && l <= 18),
+                "no match of offset {offset} shorter than 19 bytes"
+            );
+        }
+        let mut d = vec![0u8; data.len()];
+        decompress_block_into(&c, &mut d).unwrap();
+        assert_eq!(d, data);
+    }
+
     /// LZ4_compress_default written plainly (byte reads, a Vec pushed to, one loop): the model
     /// the tuned compressor must equal. The `plugin_filters` interop test pins the tuned one to
     /// hdf5plugin's liblz4 chunks; this test finds a divergence on many more inputs without it.
@@ -955,6 +1124,43 @@ mod tests {
                 c == reference_block(&data),
                 "trial {trial}: {n} bytes of kind {kind}"
             );
+        }
+    }
+
+    /// Runs of back-to-back matches (the loop that compares eight bytes at once and takes
+    /// the length from the upper four) ending at every distance from the end of the block,
+    /// in both table sizes: the model's bytes, so the last match's length stops at the
+    /// last-literals margin exactly where liblz4's does.
+    #[test]
+    fn immediate_matches_at_every_end_margin_equal_the_model() {
+        for base in [200usize, LIMIT_64K + 100] {
+            for period in [1usize, 2, 3, 5, 7, 8, 9, 12] {
+                for tail in 0..=24usize {
+                    let mut x = 0x2545_f491_4f6c_dd1du64 ^ (base * 31 + period * 7 + tail) as u64;
+                    let mut data: Vec<u8> = (0..base)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            x as u8
+                        })
+                        .collect();
+                    let pattern: Vec<u8> = data[..period].to_vec();
+                    // Short runs of the pattern, each broken by one byte: many immediate
+                    // matches of every short length.
+                    for i in 0..60 {
+                        data.extend(pattern.iter().cycle().take(period * (1 + i % 6) + i % 4));
+                        data.push((i * 17) as u8);
+                    }
+                    data.extend(pattern.iter().cycle().take(tail));
+                    let mut c = Vec::new();
+                    compress_block(&data, &mut c);
+                    assert!(
+                        c == reference_block(&data),
+                        "base {base} period {period} tail {tail}"
+                    );
+                }
+            }
         }
     }
 
