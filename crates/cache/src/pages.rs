@@ -51,6 +51,8 @@ const SHARDS: usize = 16;
 pub struct PageCache {
     /// Pages each shard holds.
     capacity: usize,
+    /// The shard of page `n` is `n & mask` (a power of two shards: no division per read).
+    mask: u64,
     shards: Box<[Mutex<Inner>]>,
 }
 
@@ -59,19 +61,22 @@ impl PageCache {
     /// read goes to the storage).
     pub fn new(bytes: usize) -> PageCache {
         let pages = bytes.checked_div(PAGE_BYTES).unwrap_or(0);
-        let shards = pages.clamp(1, SHARDS);
+        // The largest power of two not above min(pages, SHARDS), and at least 1.
+        let shards = 1usize
+            .checked_shl(pages.clamp(1, SHARDS).checked_ilog2().unwrap_or(0))
+            .unwrap_or(1);
         PageCache {
             capacity: pages.checked_div(shards).unwrap_or(0),
+            mask: shards.saturating_sub(1) as u64,
             shards: (0..shards).map(|_| Mutex::new(Inner::default())).collect(),
         }
     }
 
-    /// The shard holding page `number` (always one: there is at least one shard).
+    /// The shard holding page `number` (always one: there is at least one shard). Page
+    /// `number` is in shard `number mod shards.len()`, which `invalidate` relies on.
+    #[inline]
     fn shard(&self, number: u64) -> Option<&Mutex<Inner>> {
-        let i = number
-            .checked_rem(self.shards.len() as u64)
-            .and_then(|i| usize::try_from(i).ok())?;
-        self.shards.get(i)
+        self.shards.get(usize::try_from(number & self.mask).ok()?)
     }
 
     /// Pages read from the storage and reads served from memory so far.
@@ -92,6 +97,7 @@ impl PageCache {
 
     /// Fill `buf` from `at`, through the cache; `Ok(false)` (nothing done) when the read is not
     /// one the cache serves: larger than half a page, or its page runs past the storage's end.
+    #[inline]
     pub fn read(&self, storage: &dyn Storage, at: Addr, buf: &mut [u8]) -> io::Result<bool> {
         if self.capacity == 0 || buf.len() > PAGE_BYTES / 2 || buf.is_empty() {
             return Ok(false);
@@ -116,7 +122,9 @@ impl PageCache {
     }
 
     /// Copy `dst.len()` bytes from offset `in_page` of page `number`, loading the page on a
-    /// miss; `Ok(false)` if the page cannot be read whole.
+    /// miss; `Ok(false)` if the page cannot be read whole. The hit (a lookup's every read of
+    /// a small chunk) is inlined into [`read`](Self::read); the miss is not.
+    #[inline]
     fn copy_from(
         &self,
         storage: &dyn Storage,
@@ -134,24 +142,48 @@ impl PageCache {
                 && let Some(p) = g.slots.get_mut(slot)
                 && let Some(src) = p.bytes.get(range)
             {
-                dst.copy_from_slice(src);
+                copy_short(dst, src);
                 p.referenced = true;
                 g.hits = g.hits.saturating_add(1);
                 return Ok(true);
             }
             g.generation
         };
+        self.load(storage, shard, generation, number, in_page, dst)
+    }
+
+    /// [`copy_from`](Self::copy_from)'s miss: read page `number` (its shard's generation was
+    /// `generation` before the read), serve `dst` from it, and keep it unless it was written
+    /// meanwhile.
+    #[inline(never)]
+    fn load(
+        &self,
+        storage: &dyn Storage,
+        shard: &Mutex<Inner>,
+        generation: u64,
+        number: u64,
+        in_page: usize,
+        dst: &mut [u8],
+    ) -> io::Result<bool> {
         let Some(page_at) = number.checked_mul(PAGE_BYTES as u64) else {
             return Ok(false);
         };
         let mut bytes = vec![0u8; PAGE_BYTES].into_boxed_slice();
         match storage.read_at(Addr(page_at), &mut bytes) {
             Ok(()) => {}
-            // The last page of the storage: not cached.
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+            // The storage's last page: what of it exists (a file whose raw data ends the file,
+            // a fixed dataset's, has its last lookups there: each would read a page, then
+            // the element again, if this page were not kept).
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                match last_page(storage, page_at)? {
+                    Some(part) => bytes = part,
+                    None => return Ok(false),
+                }
+            }
             Err(e) => return Err(e),
         }
         let Some(src) = bytes.get(in_page..in_page.saturating_add(dst.len())) else {
+            // Past the storage's end: the caller reads what exists.
             return Ok(false);
         };
         dst.copy_from_slice(src);
@@ -162,8 +194,15 @@ impl PageCache {
             // raced it), but is not kept for later ones.
             return Ok(true);
         }
-        if g.by_number.contains_key(&number) {
-            // Another reader loaded it meanwhile.
+        if let Some(&slot) = g.by_number.get(&number) {
+            // Another reader loaded it meanwhile, or it is the storage's last page, held from
+            // when the storage was shorter: the longer of the two is kept (both read since
+            // the last write to the page, so they agree where both hold bytes).
+            if let Some(p) = g.slots.get_mut(slot)
+                && p.bytes.len() < bytes.len()
+            {
+                p.bytes = bytes;
+            }
             return Ok(true);
         }
         let page = Page {
@@ -288,6 +327,50 @@ impl Inner {
     }
 }
 
+/// The bytes of the storage's last page, at `page_at`, as far as the storage goes now: `None`
+/// when the page holds none, or the storage changed length under the read.
+fn last_page(storage: &dyn Storage, page_at: u64) -> io::Result<Option<Box<[u8]>>> {
+    let have = storage.len()?.saturating_sub(page_at);
+    let Some(have) = usize::try_from(have)
+        .ok()
+        .filter(|&h| h > 0 && h < PAGE_BYTES)
+    else {
+        return Ok(None);
+    };
+    let mut part = vec![0u8; have].into_boxed_slice();
+    match storage.read_at(Addr(page_at), &mut part) {
+        Ok(()) => Ok(Some(part)),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `dst.copy_from_slice(src)` (equal lengths), with the lengths of one element (1, 2, 4, 8
+/// bytes) copied by moves the compiler sees the size of: a lookup's one-byte read otherwise
+/// costs a call into the C library's `memcpy`, several times the read itself.
+#[inline]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    fn fixed<const N: usize>(dst: &mut [u8], src: &[u8]) -> bool {
+        match (<&mut [u8; N]>::try_from(dst), <&[u8; N]>::try_from(src)) {
+            (Ok(d), Ok(s)) => {
+                *d = *s;
+                true
+            }
+            _ => false,
+        }
+    }
+    let done = match dst.len() {
+        1 => fixed::<1>(dst, src),
+        2 => fixed::<2>(dst, src),
+        4 => fixed::<4>(dst, src),
+        8 => fixed::<8>(dst, src),
+        _ => false,
+    };
+    if !done {
+        dst.copy_from_slice(src);
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::indexing_slicing,
@@ -326,5 +409,90 @@ mod tests {
         c.invalidate(Addr(0), 10 * PAGE_BYTES as u64);
         assert_eq!(c.pages(), 0);
         assert!(c.shards.iter().all(|s| s.lock().by_number.is_empty()));
+    }
+
+    #[test]
+    fn invalidation_finds_pages_in_power_of_two_shards() {
+        let s = MemStorage::new();
+        let data: Vec<u8> = (0..8 * PAGE_BYTES).map(|i| (i % 253) as u8).collect();
+        s.write_at(Addr(0), &data).unwrap();
+        // Six pages' worth: four shards (the largest power of two not above six), one page each.
+        let c = PageCache::new(6 * PAGE_BYTES);
+        assert_eq!(c.shards.len(), 4);
+        let mut b = [0u8; 1];
+        for page in 0..4u64 {
+            assert!(
+                c.read(&s, Addr(page * PAGE_BYTES as u64 + 7), &mut b)
+                    .unwrap()
+            );
+        }
+        assert_eq!(c.stats(), (4, 0));
+        assert_eq!(c.pages(), 4);
+        // Pages 1 to 3 rewritten, through the owner: each is forgotten from its own shard, and
+        // the next read of it sees the new bytes.
+        let at = PAGE_BYTES as u64 + 7;
+        let fresh = vec![0xEE; 2 * PAGE_BYTES + 1];
+        s.write_at(Addr(at), &fresh).unwrap();
+        c.invalidate(Addr(at), fresh.len() as u64);
+        assert_eq!(c.pages(), 1);
+        for page in 1..4u64 {
+            assert!(
+                c.read(&s, Addr(page * PAGE_BYTES as u64 + 7), &mut b)
+                    .unwrap()
+            );
+            assert_eq!(b, [0xEE], "page {page}");
+        }
+        assert!(c.read(&s, Addr(7), &mut b).unwrap());
+        assert_eq!(b, [data[7]]);
+        assert_eq!(c.stats(), (7, 1));
+        // A large write (more pages than shards) takes the other road through every shard.
+        c.invalidate(Addr(0), 8 * PAGE_BYTES as u64);
+        assert_eq!(c.pages(), 0);
+    }
+
+    #[test]
+    fn keeps_the_storages_short_last_page_and_grows_it() {
+        let s = MemStorage::new();
+        let end = 2 * PAGE_BYTES + 100;
+        let data: Vec<u8> = (0..end).map(|i| (i % 251) as u8).collect();
+        s.write_at(Addr(0), &data).unwrap();
+        let c = PageCache::new(4 * PAGE_BYTES);
+        let last = 2 * PAGE_BYTES as u64;
+        let mut b = [0u8; 1];
+        // The first read of the short last page loads it, the next ones hit it.
+        assert!(c.read(&s, Addr(last + 10), &mut b).unwrap());
+        assert_eq!(b[0], data[2 * PAGE_BYTES + 10]);
+        assert_eq!(c.stats(), (1, 0));
+        assert!(c.read(&s, Addr(last + 99), &mut b).unwrap());
+        assert_eq!(b[0], data[end - 1]);
+        assert_eq!(c.stats(), (1, 1));
+        // Past the storage's end: not served (the caller reads what exists).
+        let mut four = [0u8; 4];
+        assert!(!c.read(&s, Addr(last + 98), &mut four).unwrap());
+        assert!(!c.read(&s, Addr(last + 100), &mut b).unwrap());
+        // The storage grew (bytes the page never held): read again, and the longer page kept.
+        s.write_at(Addr(end as u64), &[0xAB; 200]).unwrap();
+        assert!(c.read(&s, Addr(last + 150), &mut b).unwrap());
+        assert_eq!(b[0], 0xAB);
+        let (misses, hits) = c.stats();
+        assert!(c.read(&s, Addr(last + 299), &mut b).unwrap());
+        assert_eq!(b[0], 0xAB);
+        assert_eq!(c.stats(), (misses, hits + 1));
+        assert_eq!(c.pages(), 1);
+        // Written through the owner within the held bytes: forgotten, read again.
+        s.write_at(Addr(last + 10), &[0xCD]).unwrap();
+        c.invalidate(Addr(last + 10), 1);
+        assert!(c.read(&s, Addr(last + 10), &mut b).unwrap());
+        assert_eq!(b[0], 0xCD);
+    }
+
+    #[test]
+    fn copies_each_short_length() {
+        let src: Vec<u8> = (1..=16).collect();
+        for n in 0..=16 {
+            let mut dst = vec![0u8; n];
+            copy_short(&mut dst, &src[..n]);
+            assert_eq!(dst, &src[..n]);
+        }
     }
 }
