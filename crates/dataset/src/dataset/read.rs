@@ -927,33 +927,48 @@ impl Dataset {
             pick(data, one)?;
             return Ok(true);
         }
-        let Some(x) = c.fetch(f, &scaled)? else {
+        let fill = |one: &mut [u8]| -> Result<bool> {
             if c.fill.len() != elem {
                 return Err(short());
             }
             one.copy_from_slice(&c.fill);
-            return Ok(true);
+            Ok(true)
         };
-        // An unfiltered chunk not cached: read the element alone (a random lookup will not
-        // see the chunk again), unless the previous lookup missed the same chunk (the reader
-        // walks it: load it whole). A small chunk's page serves its neighbours too.
-        let loaded = if !x.decode && (small || !repeat) {
-            let addr = (in_chunk as u64)
-                .checked_add(x.addr.get())
+        // The element's file address in an unfiltered chunk at `chunk` (checked against the
+        // chunk's end).
+        let element_at = |chunk: Addr| -> Result<Addr> {
+            (in_chunk as u64)
+                .checked_add(chunk.get())
                 .filter(|_| {
                     in_chunk
                         .checked_add(elem)
                         .is_some_and(|e| e as u64 <= c.shape.chunk_bytes)
                 })
-                .ok_or_else(short)?;
+                .map(Addr)
+                .ok_or_else(short)
+        };
+        if c.pipeline.is_none() && (small || !repeat) {
+            // The lookup's path (no filter: the element is where the record says): the
+            // record alone, no fetch plan built for a chunk that will not be loaded.
+            let Some(ChunkRecord { addr: Some(a), .. }) = c.recorded(f, &scaled)? else {
+                return fill(one);
+            };
+            let at = element_at(a)?;
             drop(st);
-            if small {
-                f.read_into(Addr(addr), one).map(|()| None)
-            } else {
-                // One element of a larger chunk: its page would serve no neighbour.
-                f.read_uncached(Addr(addr), one).map(|()| None)
-            }
-        } else {
+            return self.read_element_at(f, at, small, epoch, start, one);
+        }
+        let Some(x) = c.fetch(f, &scaled)? else {
+            return fill(one);
+        };
+        // An unfiltered chunk not cached: read the element alone (a random lookup will not
+        // see the chunk again), unless the previous lookup missed the same chunk (the reader
+        // walks it: load it whole). A small chunk's page serves its neighbours too.
+        if !x.decode && (small || !repeat) {
+            let at = element_at(x.addr)?;
+            drop(st);
+            return self.read_element_at(f, at, small, epoch, start, one);
+        }
+        let loaded = {
             let plan = Plan {
                 fetches: Vec::new(),
                 pipeline: if x.decode { c.pipeline.clone() } else { None },
@@ -1004,6 +1019,33 @@ impl Dataset {
             self.keep_loaded(f, &plan, vec![(x.scaled, data)]);
         }
         Ok(true)
+    }
+
+    /// [`read_element`](Self::read_element)'s read of the element's bytes at `at` in an
+    /// unfiltered chunk (the dataset's lock released): through the page cache for a `small`
+    /// chunk (its page serves its neighbours), else straight from the file (one element of a
+    /// larger chunk: its page would serve no neighbour). A write or free since `epoch` may
+    /// have moved the chunk: then the element is read again under the exclusive lock.
+    fn read_element_at(
+        &self,
+        f: &Store,
+        at: Addr,
+        small: bool,
+        epoch: u64,
+        start: &[u64],
+        one: &mut [u8],
+    ) -> Result<bool> {
+        let read = if small {
+            f.read_into(at, one)
+        } else {
+            f.read_uncached(at, one)
+        };
+        if f.epoch() != epoch {
+            let h = Hyperslab::new(start, &vec![1; start.len()], None, &self.shape())?;
+            self.read_selection_exclusive(&h, one)?;
+            return Ok(true);
+        }
+        read.map(|()| true)
     }
 }
 
