@@ -716,3 +716,47 @@ fn bulk_reads_pass_the_cache_one_read_per_chunk() {
         assert!(f.io_stats().bytes_read > after.bytes_read, "window read");
     }
 }
+
+/// One-element reads (the lookup path, whose chunk coordinates live on the stack up to rank
+/// 8) of every element of datasets of ranks 1 to 9 (9: past that array, the general path)
+/// with edge chunks, reopened (nothing cached), equal the values written; a start outside
+/// the extent is a typed error of either path, not a panic or a fill value.
+#[test]
+fn one_element_reads_of_ranks_one_to_nine_read_what_was_written() {
+    for rank in 1..=9usize {
+        // Three elements a side in chunks of two: every dimension has an edge chunk.
+        let dims = vec![3u64; rank];
+        let chunk = vec![2u64; rank];
+        let storage = Arc::new(Counting::default());
+        let f = FileOptions::default().create_on(storage.clone()).unwrap();
+        let max: Vec<Option<u64>> = vec![None; rank];
+        let d = f
+            .new_dataset::<i32>()
+            .shape(&dims)
+            .max_shape(&max)
+            .chunk(&chunk)
+            .create("d")
+            .unwrap();
+        let values: Vec<i32> = (0..dims.iter().product::<u64>()).map(value).collect();
+        d.write(&values).unwrap();
+        drop(d);
+        f.close().unwrap();
+        let (_f, d) = open(&storage);
+        let ones = vec![1u64; rank];
+        let mut i = 0usize;
+        for_each_index(&dims, |at| {
+            let mut got = [0i32];
+            d.read_slice_into(at, &ones, None, &mut got).unwrap();
+            assert_eq!(got[0], values[i], "rank {rank}, element {at:?}");
+            i += 1;
+        });
+        assert_eq!(i, values.len());
+        let mut outside = vec![0u64; rank];
+        outside[rank - 1] = 3;
+        let mut got = [0i32];
+        assert!(
+            d.read_slice_into(&outside, &ones, None, &mut got).is_err(),
+            "rank {rank}: a start past the extent"
+        );
+    }
+}

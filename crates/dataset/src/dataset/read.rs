@@ -875,23 +875,34 @@ impl Dataset {
             self.read_selection_exclusive(&h, one)?;
             return Ok(true);
         }
-        let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
+        // The chunk's coordinates, on the stack (a lookup allocates nothing and grows no
+        // vector); a dataset of higher rank takes the general path.
+        let mut grid = [0u64; LOOKUP_RANK];
+        let Some(scaled) = grid.get_mut(..rank) else {
+            return Ok(false);
+        };
         // The element's position in its chunk, in elements, C order.
         let mut at = 0u64;
-        for ((&s, &k), &d) in start.iter().zip(&c.shape.chunk).zip(&c.shape.dims) {
-            let (Some(q), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
-                return Ok(false);
-            };
+        for (((q, &s), &k), &d) in scaled
+            .iter_mut()
+            .zip(start)
+            .zip(&c.shape.chunk)
+            .zip(&c.shape.dims)
+        {
             if s >= d {
                 return Ok(false);
             }
-            scaled.push(q);
+            let (Some(quot), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
+                return Ok(false);
+            };
+            *q = quot;
             at = match at.checked_mul(k).and_then(|a| a.checked_add(r)) {
                 Some(a) => a,
                 None => return Ok(false),
             };
         }
-        let short = || short_chunk(&st.path, st.header, &scaled);
+        let scaled: &[u64] = scaled;
+        let short = || short_chunk(&st.path, st.header, scaled);
         let in_chunk = usize::try_from(at)
             .ok()
             .and_then(|a| a.checked_mul(elem))
@@ -908,20 +919,20 @@ impl Dataset {
         // One look at the cache: a hit, or a miss noted (chunks larger than half a page).
         let repeat = {
             let cache = c.cache.read();
-            if cache.contains(&scaled) {
+            if cache.contains(scaled) {
                 drop(cache);
-                if let Some(picked) = c.cache_hit(&scaled, |data| pick(data, one)) {
+                if let Some(picked) = c.cache_hit(scaled, |data| pick(data, one)) {
                     picked?;
                     return Ok(true);
                 }
                 false
             } else {
-                !small && cache.repeat_miss(&scaled)
+                !small && cache.repeat_miss(scaled)
             }
         };
         if let Some(data) = c
             .fresh
-            .position_shared(&scaled)
+            .position_shared(scaled)
             .and_then(|i| c.fresh.chunk(i))
         {
             pick(data, one)?;
@@ -950,14 +961,14 @@ impl Dataset {
         if c.pipeline.is_none() && (small || !repeat) {
             // The lookup's path (no filter: the element is where the record says): the
             // record alone, no fetch plan built for a chunk that will not be loaded.
-            let Some(ChunkRecord { addr: Some(a), .. }) = c.recorded(f, &scaled)? else {
+            let Some(ChunkRecord { addr: Some(a), .. }) = c.recorded(f, scaled)? else {
                 return fill(one);
             };
             let at = element_at(a)?;
             drop(st);
             return self.read_element_at(f, at, small, epoch, start, one);
         }
-        let Some(x) = c.fetch(f, &scaled)? else {
+        let Some(x) = c.fetch(f, scaled)? else {
             return fill(one);
         };
         // An unfiltered chunk not cached: read the element alone (a random lookup will not
@@ -1048,6 +1059,10 @@ impl Dataset {
         read.map(|()| true)
     }
 }
+
+/// The highest rank [`Dataset::read_element`] serves (its chunk coordinates live in an array
+/// of this length on the stack); a lookup in a dataset of higher rank takes the general path.
+const LOOKUP_RANK: usize = 8;
 
 /// A contiguous or compact dataset's selection (read under the shared lock: there is no
 /// chunk cache to fill and no index to ask).
