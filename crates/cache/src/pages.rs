@@ -41,6 +41,10 @@ struct Inner {
     /// Moves at every invalidation and clear: a page read from storage while it moved may
     /// predate the write that moved it, and is not kept.
     generation: u64,
+    /// The slot of the page last served: a hint only (its page's number is compared before
+    /// use, so a slot since emptied, moved or refilled costs a map lookup, never a wrong
+    /// page). Lookups of nearby small chunks hit the same page in turn.
+    last: usize,
 }
 
 /// Most shards a cache has (fewer when it holds fewer pages).
@@ -138,13 +142,18 @@ impl PageCache {
         let generation = {
             let mut g = shard.lock();
             let range = in_page..in_page.saturating_add(dst.len());
-            if let Some(&slot) = g.by_number.get(&number)
+            let slot = match g.slots.get(g.last) {
+                Some(p) if p.number == number => Some(g.last),
+                _ => g.by_number.get(&number).copied(),
+            };
+            if let Some(slot) = slot
                 && let Some(p) = g.slots.get_mut(slot)
                 && let Some(src) = p.bytes.get(range)
             {
                 copy_short(dst, src);
                 p.referenced = true;
                 g.hits = g.hits.saturating_add(1);
+                g.last = slot;
                 return Ok(true);
             }
             g.generation
@@ -484,6 +493,40 @@ mod tests {
         c.invalidate(Addr(last + 10), 1);
         assert!(c.read(&s, Addr(last + 10), &mut b).unwrap());
         assert_eq!(b[0], 0xCD);
+    }
+
+    #[test]
+    fn the_last_page_hint_never_serves_a_moved_page() {
+        let s = MemStorage::new();
+        // Each page's bytes are its number.
+        let data: Vec<u8> = (0..33 * PAGE_BYTES)
+            .map(|i| (i / PAGE_BYTES) as u8)
+            .collect();
+        s.write_at(Addr(0), &data).unwrap();
+        // 16 shards of two pages: pages 0, 16 and 32 share shard 0.
+        let c = PageCache::new(32 * PAGE_BYTES);
+        assert_eq!(c.shards.len(), 16);
+        let read = |page: u64| {
+            let mut b = [0xFFu8; 1];
+            assert!(
+                c.read(&s, Addr(page * PAGE_BYTES as u64 + 5), &mut b)
+                    .unwrap()
+            );
+            b[0]
+        };
+        assert_eq!(read(0), 0);
+        assert_eq!(read(16), 16);
+        assert_eq!(read(16), 16);
+        assert_eq!(read(0), 0);
+        // Page 0 forgotten: page 16 moves into its slot, the hint points at no page.
+        c.invalidate(Addr(0), 1);
+        assert_eq!(read(16), 16);
+        // Page 32 takes the freed slot, page 0 evicts one of the two.
+        assert_eq!(read(32), 32);
+        assert_eq!(read(0), 0);
+        for page in [0, 16, 32, 16, 0, 32, 32, 0] {
+            assert_eq!(read(page), page as u8, "page {page}");
+        }
     }
 
     #[test]
