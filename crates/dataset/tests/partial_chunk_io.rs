@@ -760,3 +760,35 @@ fn one_element_reads_of_ranks_one_to_nine_read_what_was_written() {
         );
     }
 }
+
+/// One-element reads of a big-endian int32 dataset (the lookup path reads the element into
+/// the caller's value, then puts its bytes in host order) and of a little-endian one read
+/// as another type (the general path converts) equal the values written.
+#[test]
+fn one_element_reads_put_big_endian_values_in_host_order() {
+    use h5chunk::types::{ByteOrder, Datatype};
+    let storage = Arc::new(Counting::default());
+    let f = FileOptions::default().create_on(storage.clone()).unwrap();
+    let values: Vec<i32> = (0..40).map(value).collect();
+    let d = f
+        .new_dataset_with_type(Datatype::int(4, true, ByteOrder::BigEndian))
+        .shape(&[40])
+        .chunk(&[8])
+        .create("d")
+        .unwrap();
+    d.write(&values).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let (_f, d) = open(&storage);
+    for (i, &v) in values.iter().enumerate() {
+        let mut got = [0i32];
+        d.read_slice_into(&[i as u64], &[1], None, &mut got)
+            .unwrap();
+        assert_eq!(got[0], v, "element {i}");
+        // The same element as int64: converted, not reinterpreted.
+        let mut wide = [0i64];
+        d.read_slice_into(&[i as u64], &[1], None, &mut wide)
+            .unwrap();
+        assert_eq!(wide[0], i64::from(v), "element {i} as int64");
+    }
+}

@@ -945,18 +945,9 @@ impl Dataset {
             one.copy_from_slice(&c.fill);
             Ok(true)
         };
-        // The element's file address in an unfiltered chunk at `chunk` (checked against the
-        // chunk's end).
+        // The element's file address in an unfiltered chunk at `chunk`.
         let element_at = |chunk: Addr| -> Result<Addr> {
-            (in_chunk as u64)
-                .checked_add(chunk.get())
-                .filter(|_| {
-                    in_chunk
-                        .checked_add(elem)
-                        .is_some_and(|e| e as u64 <= c.shape.chunk_bytes)
-                })
-                .map(Addr)
-                .ok_or_else(short)
+            element_addr(chunk, in_chunk, elem, c.shape.chunk_bytes).ok_or_else(short)
         };
         if c.pipeline.is_none() && (small || !repeat) {
             // The lookup's path (no filter: the element is where the record says): the
@@ -1037,6 +1028,7 @@ impl Dataset {
     /// chunk (its page serves its neighbours), else straight from the file (one element of a
     /// larger chunk: its page would serve no neighbour). A write or free since `epoch` may
     /// have moved the chunk: then the element is read again under the exclusive lock.
+    #[inline]
     fn read_element_at(
         &self,
         f: &Store,
@@ -1058,6 +1050,17 @@ impl Dataset {
         }
         read.map(|()| true)
     }
+}
+
+/// The file address of the `elem` bytes at byte `in_chunk` of an unfiltered chunk stored at
+/// `chunk`, `chunk_bytes` long: `None` when they do not lie inside it.
+#[inline]
+fn element_addr(chunk: Addr, in_chunk: usize, elem: usize, chunk_bytes: u64) -> Option<Addr> {
+    let end = in_chunk.checked_add(elem)?;
+    if end as u64 > chunk_bytes {
+        return None;
+    }
+    (in_chunk as u64).checked_add(chunk.get()).map(Addr)
 }
 
 /// The highest rank [`Dataset::read_element`] serves (its chunk coordinates live in an array
@@ -1285,6 +1288,18 @@ impl Dataset {
             || count.iter().any(|&n| n != 1)
         {
             return Ok(false);
+        }
+        // Straight into `T`'s memory where its bytes are its little-endian value (every
+        // number type on a little-endian host), as `read_typed` reads.
+        if cfg!(target_endian = "little")
+            && let Some(bytes) = T::bytes_mut(std::slice::from_mut(slot))
+            && bytes.len() == dtype.size
+        {
+            if !self.read_element(start, bytes)? {
+                return Ok(false);
+            }
+            dtype.to_from_le(bytes);
+            return Ok(true);
         }
         // The element's bytes, in the file's order, then as `T`.
         let mut buf = [0u8; 16];
