@@ -792,3 +792,55 @@ fn one_element_reads_put_big_endian_values_in_host_order() {
         assert_eq!(wide[0], i64::from(v), "element {i} as int64");
     }
 }
+
+/// Lookups of one element in the storage's last page when that page is short (a fixed dataset
+/// of 1-byte chunks, allocated early, whose chunks end the file): the first lookup reads the
+/// page, the next ones in it read nothing from the storage. (The page cache used to refuse a
+/// page running past the storage's end: each such lookup read a page that failed, then the
+/// element, two reads.)
+#[test]
+fn lookups_in_a_short_last_page_read_the_storage_once() {
+    let storage = Arc::new(Counting::default());
+    let f = FileOptions::default().create_on(storage.clone()).unwrap();
+    let n = 6_000u64;
+    let d = f
+        .new_dataset::<u8>()
+        .shape(&[n])
+        .max_shape(&[Some(n)])
+        .chunk(&[1])
+        .index(IndexKind::Implicit)
+        .alloc_time(AllocTime::Early)
+        .create("d")
+        .unwrap();
+    assert_eq!(d.index_kind(), Some(IndexKind::Implicit));
+    let values: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+    d.write(&values).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let (_f, d) = open(&storage);
+    let page = 4096u64;
+    let end = storage.inner.len().unwrap();
+    assert_ne!(end % page, 0, "the last page is short");
+    let last_page = (end - 1) / page;
+    let chunks = d.chunks().unwrap();
+    let in_last: Vec<u64> = chunks
+        .iter()
+        .filter(|c| c.addr.get() / page == last_page)
+        .map(|c| c.offset[0])
+        .collect();
+    assert!(
+        in_last.len() >= 3,
+        "{} chunks in the last page",
+        in_last.len()
+    );
+    let mut got = [0u8];
+    d.read_slice_into(&[in_last[0]], &[1], None, &mut got)
+        .unwrap();
+    assert_eq!(got[0], values[in_last[0] as usize]);
+    storage.take();
+    for &at in in_last.iter().rev() {
+        d.read_slice_into(&[at], &[1], None, &mut got).unwrap();
+        assert_eq!(got[0], values[at as usize], "element {at}");
+    }
+    assert_eq!(storage.take().1, 0, "storage reads after the first lookup");
+}
