@@ -4,9 +4,11 @@
 //!
 //! Only reads of at most half a page go through it (larger ones go straight to the storage, at
 //! no extra copy). Every write through the same owner must [`invalidate`](PageCache::invalidate)
-//! the range it changed; pages are never written back. A page that runs past the end of the
-//! storage is not cached (the read goes straight to the storage). No lock is ever held
-//! across storage I/O: concurrent misses of one page read it twice, harmlessly.
+//! the range it changed; pages are never written back. The storage's last page, when it runs
+//! past the storage's end, is kept as far as the storage goes (a read past that reloads it,
+//! and the longer copy is kept; a read past the storage's end goes straight to the storage).
+//! No lock is ever held across storage I/O: concurrent misses of one page read it twice,
+//! harmlessly.
 //!
 //! Pages are spread over shards by page number, each with its own lock, so that readers on
 //! several threads rarely meet. Eviction within a shard is CLOCK over a fixed number of page
@@ -100,7 +102,8 @@ impl PageCache {
     }
 
     /// Fill `buf` from `at`, through the cache; `Ok(false)` (nothing done) when the read is not
-    /// one the cache serves: larger than half a page, or its page runs past the storage's end.
+    /// one the cache serves: larger than half a page, or running past the storage's end (the
+    /// storage's last page, shorter than a page, is served as far as it goes).
     #[inline]
     pub fn read(&self, storage: &dyn Storage, at: Addr, buf: &mut [u8]) -> io::Result<bool> {
         if self.capacity == 0 || buf.len() > PAGE_BYTES / 2 || buf.is_empty() {
@@ -368,8 +371,12 @@ fn copy_short(dst: &mut [u8], src: &[u8]) {
             _ => false,
         }
     }
+    // One byte (a lookup of a 1-byte element): no length dispatch.
+    if let ([d], [s]) = (&mut *dst, src) {
+        *d = *s;
+        return;
+    }
     let done = match dst.len() {
-        1 => fixed::<1>(dst, src),
         2 => fixed::<2>(dst, src),
         4 => fixed::<4>(dst, src),
         8 => fixed::<8>(dst, src),
