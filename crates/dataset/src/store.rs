@@ -329,6 +329,7 @@ impl Store {
     }
 
     /// [`read`](Self::read) into `buf` (its length is the read's).
+    #[inline]
     pub fn read_into(&self, at: Addr, buf: &mut [u8]) -> Result<()> {
         self.check_read(at, buf.len() as u64)?;
         self.read_checked(at, buf)

@@ -716,3 +716,131 @@ fn bulk_reads_pass_the_cache_one_read_per_chunk() {
         assert!(f.io_stats().bytes_read > after.bytes_read, "window read");
     }
 }
+
+/// One-element reads (the lookup path, whose chunk coordinates live on the stack up to rank
+/// 8) of every element of datasets of ranks 1 to 9 (9: past that array, the general path)
+/// with edge chunks, reopened (nothing cached), equal the values written; a start outside
+/// the extent is a typed error of either path, not a panic or a fill value.
+#[test]
+fn one_element_reads_of_ranks_one_to_nine_read_what_was_written() {
+    for rank in 1..=9usize {
+        // Three elements a side in chunks of two: every dimension has an edge chunk.
+        let dims = vec![3u64; rank];
+        let chunk = vec![2u64; rank];
+        let storage = Arc::new(Counting::default());
+        let f = FileOptions::default().create_on(storage.clone()).unwrap();
+        let max: Vec<Option<u64>> = vec![None; rank];
+        let d = f
+            .new_dataset::<i32>()
+            .shape(&dims)
+            .max_shape(&max)
+            .chunk(&chunk)
+            .create("d")
+            .unwrap();
+        let values: Vec<i32> = (0..dims.iter().product::<u64>()).map(value).collect();
+        d.write(&values).unwrap();
+        drop(d);
+        f.close().unwrap();
+        let (_f, d) = open(&storage);
+        let ones = vec![1u64; rank];
+        let mut i = 0usize;
+        for_each_index(&dims, |at| {
+            let mut got = [0i32];
+            d.read_slice_into(at, &ones, None, &mut got).unwrap();
+            assert_eq!(got[0], values[i], "rank {rank}, element {at:?}");
+            i += 1;
+        });
+        assert_eq!(i, values.len());
+        let mut outside = vec![0u64; rank];
+        outside[rank - 1] = 3;
+        let mut got = [0i32];
+        assert!(
+            d.read_slice_into(&outside, &ones, None, &mut got).is_err(),
+            "rank {rank}: a start past the extent"
+        );
+    }
+}
+
+/// One-element reads of a big-endian int32 dataset (the lookup path reads the element into
+/// the caller's value, then puts its bytes in host order) and of a little-endian one read
+/// as another type (the general path converts) equal the values written.
+#[test]
+fn one_element_reads_put_big_endian_values_in_host_order() {
+    use h5chunk::types::{ByteOrder, Datatype};
+    let storage = Arc::new(Counting::default());
+    let f = FileOptions::default().create_on(storage.clone()).unwrap();
+    let values: Vec<i32> = (0..40).map(value).collect();
+    let d = f
+        .new_dataset_with_type(Datatype::int(4, true, ByteOrder::BigEndian))
+        .shape(&[40])
+        .chunk(&[8])
+        .create("d")
+        .unwrap();
+    d.write(&values).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let (_f, d) = open(&storage);
+    for (i, &v) in values.iter().enumerate() {
+        let mut got = [0i32];
+        d.read_slice_into(&[i as u64], &[1], None, &mut got)
+            .unwrap();
+        assert_eq!(got[0], v, "element {i}");
+        // The same element as int64: converted, not reinterpreted.
+        let mut wide = [0i64];
+        d.read_slice_into(&[i as u64], &[1], None, &mut wide)
+            .unwrap();
+        assert_eq!(wide[0], i64::from(v), "element {i} as int64");
+    }
+}
+
+/// Lookups of one element in the storage's last page when that page is short (a fixed dataset
+/// of 1-byte chunks, allocated early, whose chunks end the file): the first lookup reads the
+/// page, the next ones in it read nothing from the storage. (The page cache used to refuse a
+/// page running past the storage's end: each such lookup read a page that failed, then the
+/// element, two reads.)
+#[test]
+fn lookups_in_a_short_last_page_read_the_storage_once() {
+    let storage = Arc::new(Counting::default());
+    let f = FileOptions::default().create_on(storage.clone()).unwrap();
+    let n = 6_000u64;
+    let d = f
+        .new_dataset::<u8>()
+        .shape(&[n])
+        .max_shape(&[Some(n)])
+        .chunk(&[1])
+        .index(IndexKind::Implicit)
+        .alloc_time(AllocTime::Early)
+        .create("d")
+        .unwrap();
+    assert_eq!(d.index_kind(), Some(IndexKind::Implicit));
+    let values: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+    d.write(&values).unwrap();
+    drop(d);
+    f.close().unwrap();
+    let (_f, d) = open(&storage);
+    let page = 4096u64;
+    let end = storage.inner.len().unwrap();
+    assert_ne!(end % page, 0, "the last page is short");
+    let last_page = (end - 1) / page;
+    let chunks = d.chunks().unwrap();
+    let in_last: Vec<u64> = chunks
+        .iter()
+        .filter(|c| c.addr.get() / page == last_page)
+        .map(|c| c.offset[0])
+        .collect();
+    assert!(
+        in_last.len() >= 3,
+        "{} chunks in the last page",
+        in_last.len()
+    );
+    let mut got = [0u8];
+    d.read_slice_into(&[in_last[0]], &[1], None, &mut got)
+        .unwrap();
+    assert_eq!(got[0], values[in_last[0] as usize]);
+    storage.take();
+    for &at in in_last.iter().rev() {
+        d.read_slice_into(&[at], &[1], None, &mut got).unwrap();
+        assert_eq!(got[0], values[at as usize], "element {at}");
+    }
+    assert_eq!(storage.take().1, 0, "storage reads after the first lookup");
+}

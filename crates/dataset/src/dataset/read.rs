@@ -881,23 +881,34 @@ impl Dataset {
             self.read_selection_exclusive(&h, one)?;
             return Ok(true);
         }
-        let mut scaled: SmallVec<[u64; 4]> = SmallVec::new();
+        // The chunk's coordinates, on the stack (a lookup allocates nothing and grows no
+        // vector); a dataset of higher rank takes the general path.
+        let mut grid = [0u64; LOOKUP_RANK];
+        let Some(scaled) = grid.get_mut(..rank) else {
+            return Ok(false);
+        };
         // The element's position in its chunk, in elements, C order.
         let mut at = 0u64;
-        for ((&s, &k), &d) in start.iter().zip(&c.shape.chunk).zip(&c.shape.dims) {
-            let (Some(q), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
-                return Ok(false);
-            };
+        for (((q, &s), &k), &d) in scaled
+            .iter_mut()
+            .zip(start)
+            .zip(&c.shape.chunk)
+            .zip(&c.shape.dims)
+        {
             if s >= d {
                 return Ok(false);
             }
-            scaled.push(q);
+            let (Some(quot), Some(r)) = (s.checked_div(k), s.checked_rem(k)) else {
+                return Ok(false);
+            };
+            *q = quot;
             at = match at.checked_mul(k).and_then(|a| a.checked_add(r)) {
                 Some(a) => a,
                 None => return Ok(false),
             };
         }
-        let short = || short_chunk(&st.path, st.header, &scaled);
+        let scaled: &[u64] = scaled;
+        let short = || short_chunk(&st.path, st.header, scaled);
         let in_chunk = usize::try_from(at)
             .ok()
             .and_then(|a| a.checked_mul(elem))
@@ -914,52 +925,58 @@ impl Dataset {
         // One look at the cache: a hit, or a miss noted (chunks larger than half a page).
         let repeat = {
             let cache = c.cache.read();
-            if cache.contains(&scaled) {
+            if cache.contains(scaled) {
                 drop(cache);
-                if let Some(picked) = c.cache_hit(&scaled, |data| pick(data, one)) {
+                if let Some(picked) = c.cache_hit(scaled, |data| pick(data, one)) {
                     picked?;
                     return Ok(true);
                 }
                 false
             } else {
-                !small && cache.repeat_miss(&scaled)
+                !small && cache.repeat_miss(scaled)
             }
         };
         if let Some(data) = c
             .fresh
-            .position_shared(&scaled)
+            .position_shared(scaled)
             .and_then(|i| c.fresh.chunk(i))
         {
             pick(data, one)?;
             return Ok(true);
         }
-        let Some(x) = c.fetch(f, &scaled)? else {
+        let fill = |one: &mut [u8]| -> Result<bool> {
             if c.fill.len() != elem {
                 return Err(short());
             }
             one.copy_from_slice(&c.fill);
-            return Ok(true);
+            Ok(true)
+        };
+        // The element's file address in an unfiltered chunk at `chunk`.
+        let element_at = |chunk: Addr| -> Result<Addr> {
+            element_addr(chunk, in_chunk, elem, c.shape.chunk_bytes).ok_or_else(short)
+        };
+        if c.pipeline.is_none() && (small || !repeat) {
+            // The lookup's path (no filter: the element is where the record says): the
+            // record alone, no fetch plan built for a chunk that will not be loaded.
+            let Some(ChunkRecord { addr: Some(a), .. }) = c.recorded(f, scaled)? else {
+                return fill(one);
+            };
+            let at = element_at(a)?;
+            drop(st);
+            return self.read_element_at(f, at, small, epoch, start, one);
+        }
+        let Some(x) = c.fetch(f, scaled)? else {
+            return fill(one);
         };
         // An unfiltered chunk not cached: read the element alone (a random lookup will not
         // see the chunk again), unless the previous lookup missed the same chunk (the reader
         // walks it: load it whole). A small chunk's page serves its neighbours too.
-        let loaded = if !x.decode && (small || !repeat) {
-            let addr = (in_chunk as u64)
-                .checked_add(x.addr.get())
-                .filter(|_| {
-                    in_chunk
-                        .checked_add(elem)
-                        .is_some_and(|e| e as u64 <= c.shape.chunk_bytes)
-                })
-                .ok_or_else(short)?;
+        if !x.decode && (small || !repeat) {
+            let at = element_at(x.addr)?;
             drop(st);
-            if small {
-                f.read_into(Addr(addr), one).map(|()| None)
-            } else {
-                // One element of a larger chunk: its page would serve no neighbour.
-                f.read_uncached(Addr(addr), one).map(|()| None)
-            }
-        } else {
+            return self.read_element_at(f, at, small, epoch, start, one);
+        }
+        let loaded = {
             let plan = Plan {
                 fetches: Vec::new(),
                 pipeline: if x.decode { c.pipeline.clone() } else { None },
@@ -1011,7 +1028,50 @@ impl Dataset {
         }
         Ok(true)
     }
+
+    /// [`read_element`](Self::read_element)'s read of the element's bytes at `at` in an
+    /// unfiltered chunk (the dataset's lock released): through the page cache for a `small`
+    /// chunk (its page serves its neighbours), else straight from the file (one element of a
+    /// larger chunk: its page would serve no neighbour). A write or free since `epoch` may
+    /// have moved the chunk: then the element is read again under the exclusive lock.
+    #[inline]
+    fn read_element_at(
+        &self,
+        f: &Store,
+        at: Addr,
+        small: bool,
+        epoch: u64,
+        start: &[u64],
+        one: &mut [u8],
+    ) -> Result<bool> {
+        let read = if small {
+            f.read_into(at, one)
+        } else {
+            f.read_uncached(at, one)
+        };
+        if f.epoch() != epoch {
+            let h = Hyperslab::new(start, &vec![1; start.len()], None, &self.shape())?;
+            self.read_selection_exclusive(&h, one)?;
+            return Ok(true);
+        }
+        read.map(|()| true)
+    }
 }
+
+/// The file address of the `elem` bytes at byte `in_chunk` of an unfiltered chunk stored at
+/// `chunk`, `chunk_bytes` long: `None` when they do not lie inside it.
+#[inline]
+fn element_addr(chunk: Addr, in_chunk: usize, elem: usize, chunk_bytes: u64) -> Option<Addr> {
+    let end = in_chunk.checked_add(elem)?;
+    if end as u64 > chunk_bytes {
+        return None;
+    }
+    (in_chunk as u64).checked_add(chunk.get()).map(Addr)
+}
+
+/// The highest rank [`Dataset::read_element`] serves (its chunk coordinates live in an array
+/// of this length on the stack); a lookup in a dataset of higher rank takes the general path.
+const LOOKUP_RANK: usize = 8;
 
 /// A contiguous or compact dataset's selection (read under the shared lock: there is no
 /// chunk cache to fill and no index to ask).
@@ -1234,6 +1294,18 @@ impl Dataset {
             || count.iter().any(|&n| n != 1)
         {
             return Ok(false);
+        }
+        // Straight into `T`'s memory where its bytes are its little-endian value (every
+        // number type on a little-endian host), as `read_typed` reads.
+        if cfg!(target_endian = "little")
+            && let Some(bytes) = T::bytes_mut(std::slice::from_mut(slot))
+            && bytes.len() == dtype.size
+        {
+            if !self.read_element(start, bytes)? {
+                return Ok(false);
+            }
+            dtype.to_from_le(bytes);
+            return Ok(true);
         }
         // The element's bytes, in the file's order, then as `T`.
         let mut buf = [0u8; 16];
