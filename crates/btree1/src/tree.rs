@@ -70,17 +70,18 @@ pub struct Keys<'a, K> {
 /// `Less`/`Greater` when `x` lies left or right of every child. For keys in order (the
 /// invariant of the tree) this is the child libhdf5's three-way search finds. `None` when the
 /// flattened keys do not have that shape, for the caller to fall back on the key-by-key search.
+#[inline(always)]
 fn search_flat(flat: &[u64], x: &[u64], n: usize) -> Option<(usize, Ordering)> {
     let stride = x.len();
-    if stride == 0 || n == 0 || Some(flat.len()) != n.checked_add(1)?.checked_mul(stride) {
-        return None;
-    }
     // The number of keys at or before `x`.
     let at_or_before = match stride {
-        2 => at_or_before::<2>(flat, x)?,
-        3 => at_or_before::<3>(flat, x)?,
-        4 => at_or_before::<4>(flat, x)?,
+        2 => at_or_before::<2>(flat, x, n)?,
+        3 => at_or_before::<3>(flat, x, n)?,
+        4 => at_or_before::<4>(flat, x, n)?,
         _ => {
+            if stride == 0 || n == 0 || Some(flat.len()) != n.checked_add(1)?.checked_mul(stride) {
+                return None;
+            }
             let keys: Vec<&[u64]> = flat.chunks_exact(stride).collect();
             keys.partition_point(|k| *k <= x)
         }
@@ -94,13 +95,29 @@ fn search_flat(flat: &[u64], x: &[u64], n: usize) -> Option<(usize, Ordering)> {
 
 /// [`search_flat`] for keys of `N` integers: compared as arrays, with no per-key slice.
 #[inline(always)]
-fn at_or_before<const N: usize>(flat: &[u64], x: &[u64]) -> Option<usize> {
+fn at_or_before<const N: usize>(flat: &[u64], x: &[u64], n: usize) -> Option<usize> {
     let x: &[u64; N] = x.try_into().ok()?;
-    let (keys, _) = flat.as_chunks::<N>();
+    let (keys, rest) = flat.as_chunks::<N>();
+    // `n + 1` whole keys, `n ≥ 1`.
+    if !rest.is_empty() || n == 0 || keys.len().checked_sub(1) != Some(n) {
+        return None;
+    }
     if let Some(p) = interpolated(keys, x) {
         return Some(p);
     }
-    Some(keys.partition_point(|k| k <= x))
+    Some(keys.partition_point(|k| key_le(k, x)))
+}
+
+/// `a ≤ b`, keys compared lexicographically word by word: unrolled for a fixed `N`, where
+/// the arrays' own comparison goes through the generic slice comparison.
+#[inline(always)]
+fn key_le<const N: usize>(a: &[u64; N], b: &[u64; N]) -> bool {
+    for (p, q) in a.iter().zip(b) {
+        if p != q {
+            return p < q;
+        }
+    }
+    true
 }
 
 /// The number of `keys` at or before `x` when interpolation finds it at once, else `None`
@@ -111,19 +128,33 @@ fn at_or_before<const N: usize>(flat: &[u64], x: &[u64]) -> Option<usize> {
 #[inline(always)]
 fn interpolated<const N: usize>(keys: &[[u64; N]], x: &[u64; N]) -> Option<usize> {
     let (first, last) = (keys.first()?, keys.last()?);
-    let d = (0..N).find(|&d| first.get(d) != last.get(d))?;
-    let (lo, hi, at) = (*first.get(d)?, *last.get(d)?, *x.get(d)?);
-    if first.get(..d) != x.get(..d) || at < lo || at >= hi {
+    // The first integer where the first and last keys differ, `x` equal to the first key
+    // before it (else `x` lies outside the keys' range, for the binary search to tell).
+    let mut spread = None;
+    for ((&f, &l), &at) in first.iter().zip(last).zip(x) {
+        if f != l {
+            spread = Some((f, l, at));
+            break;
+        }
+        if f != at {
+            return None;
+        }
+    }
+    let (lo, hi, at) = spread?;
+    if at < lo || at >= hi {
         return None;
     }
     let m = keys.len().checked_sub(1)? as u64;
+    // `lo ≤ at < hi`: neither difference wraps, and the divisor is not 0.
     let p = at
-        .checked_sub(lo)?
+        .wrapping_sub(lo)
         .checked_mul(m)?
-        .checked_div(hi.checked_sub(lo)?)?;
+        .checked_div(hi.wrapping_sub(lo))?;
     let p = usize::try_from(p).ok()?;
     let next = p.checked_add(1)?;
-    (keys.get(p)? <= x && keys.get(next).is_none_or(|k| k > x)).then_some(next)
+    let fits =
+        keys.get(p).is_some_and(|k| key_le(k, x)) && keys.get(next).is_none_or(|k| !key_le(k, x));
+    fits.then_some(next)
 }
 
 /// A key/record class: what one node type's keys and leaf children mean.
@@ -612,7 +643,49 @@ type LevelNodes<K> = Vec<(Addr, Node<K>)>;
 pub struct BTree<C> {
     root: Addr,
     class: C,
+    /// Copies of the internal nodes lookups went through (see [`Copies`]).
+    copies: std::sync::Mutex<Copies>,
 }
+
+/// Copies of a tree's internal nodes in search form, made by lookups and kept while the
+/// cache's [generation](MetadataCache::generation) stays the one they were made in: any
+/// change to an entry, eviction or SWMR refresh moves it on, and the next lookup drops them
+/// all. A lookup then goes down the internal levels with no lock, hash or reference count of
+/// the metadata cache per level (the leaf is still read there), and searches keys the class
+/// checked when the copy was made.
+#[derive(Debug, Default)]
+struct Copies {
+    /// The cache generation the copies belong to.
+    generation: u64,
+    /// `nodes[0]` is the root's copy once made; the others are reached through `slots`.
+    nodes: Vec<NodeCopy>,
+    /// The root is a leaf (or has no search form) in this generation: nothing to copy.
+    root_uncopied: bool,
+}
+
+/// One node of [`Copies`]: an internal node, or a leaf of a class whose `found` reads no
+/// cache (its keys as read in flat form, with their record words).
+#[derive(Debug)]
+struct NodeCopy {
+    addr: Addr,
+    level: u8,
+    /// The keys in the class's flat form, as the class checked them.
+    keys: Box<[u64]>,
+    children: Box<[Addr]>,
+    /// A leaf's integers per key and record words (one per key); empty for an internal node.
+    stride: usize,
+    records: Box<[u64]>,
+    /// Per child, the place of its copy in `Copies::nodes` ([`NO_COPY`]: none yet).
+    slots: Box<[u32]>,
+}
+
+/// [`NodeCopy::slots`] of a child not copied.
+const NO_COPY: u32 = u32::MAX;
+
+/// The most nodes a tree keeps copies of: about 2.5 KiB each at K = 32 (rank 2), so at most
+/// about 5 MiB; every internal node and the leaves of trees of tens of thousands of chunks.
+/// Past it, lookups read the rest of the nodes in the cache.
+const MAX_COPIES: usize = 2048;
 
 /// `(keys[i], keys[i + 1])`, mutable.
 #[inline]
@@ -656,6 +729,7 @@ where
         let tree = BTree {
             root: Addr(0),
             class,
+            copies: Default::default(),
         };
         let root = tree.create_node(cache, Node::new_leaf())?;
         Ok(BTree { root, ..tree })
@@ -664,7 +738,11 @@ where
     /// The tree whose root node is at `root` (read and checked now).
     pub fn open(cache: &'c MetadataCache, root: Addr, class: C) -> Result<Self> {
         Self::check_k(&class)?;
-        let tree = BTree { root, class };
+        let tree = BTree {
+            root,
+            class,
+            copies: Default::default(),
+        };
         // Load (and verify) the root; no copy of it is needed.
         cache.get::<NodeEntry<C::Key>>(root, &tree.class.ctx())?;
         Ok(tree)
@@ -866,7 +944,17 @@ where
 
     /// Look the operation's target up; the class's `found` fills in the result.
     pub fn get(&self, cache: &'c MetadataCache, op: &mut C::Op) -> Result<bool> {
-        let (mut addr, mut level) = (self.root, None);
+        let (mut addr, mut level) = match self.descend_copies(cache, op)? {
+            CopyStep::Done => return Ok(false),
+            CopyStep::Found(found) => return Ok(found),
+            CopyStep::From(addr, Some(0)) if !C::FOUND_READS_CACHE => {
+                if let Some(found) = self.leaf_get(cache, addr, op)? {
+                    return Ok(found);
+                }
+                (addr, Some(0))
+            }
+            CopyStep::From(addr, level) => (addr, level),
+        };
         // Each step goes one level down and levels are checked, so the loop ends; the bound
         // is a second guard.
         for _ in 0..=MAX_DEPTH {
@@ -933,6 +1021,158 @@ where
             }
         }
         Err(Error::corrupt(addr, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// The internal levels of a lookup on the [`Copies`] of the nodes: where to go on in the
+    /// cache (the root when there are no copies to use), or `Done` when the target lies
+    /// outside every child. Copies are made of the nodes passed through that have none.
+    fn descend_copies(&self, cache: &'c MetadataCache, op: &mut C::Op) -> Result<CopyStep> {
+        let from_root = CopyStep::From(self.root, None);
+        let Some(x) = self.class.flat_target(op) else {
+            return Ok(from_root);
+        };
+        // Another lookup holds the copies (or one panicked holding them): go the cache's way.
+        let Ok(mut copies) = self.copies.try_lock() else {
+            return Ok(from_root);
+        };
+        let copies = &mut *copies;
+        let generation = cache.generation();
+        if copies.generation != generation {
+            copies.generation = generation;
+            copies.nodes.clear();
+            copies.root_uncopied = false;
+        }
+        if copies.root_uncopied {
+            return Ok(from_root);
+        }
+        if copies.nodes.is_empty() {
+            match self.copy_node(cache, self.root, None)? {
+                Some(c) => copies.nodes.push(c),
+                None => {
+                    copies.root_uncopied = true;
+                    return Ok(from_root);
+                }
+            }
+        }
+        let mut at = 0usize;
+        // Each step goes one level down (levels were checked when the copies were made).
+        for _ in 0..=MAX_DEPTH {
+            let Some(node) = copies.nodes.get(at) else {
+                return Ok(from_root);
+            };
+            let Some((idx, cmp)) = search_flat(&node.keys, x, node.children.len()) else {
+                return Ok(from_root);
+            };
+            if cmp != Ordering::Equal {
+                return Ok(CopyStep::Done);
+            }
+            let child = child_at(&node.children, idx, node.addr)?;
+            if node.level == 0 {
+                // A leaf's copy: the found key's integers and record word, as `leaf_get` reads
+                // them in the cache.
+                let found = idx
+                    .checked_mul(node.stride)
+                    .and_then(|s| node.keys.get(s..s.checked_add(node.stride)?))
+                    .zip(node.records.get(idx).copied())
+                    .and_then(|(words, record)| self.class.found_flat(child, words, record, op));
+                return Ok(match found {
+                    Some(found) => CopyStep::Found(found),
+                    None => from_root,
+                });
+            }
+            let level = child_level(node.level, node.addr)?;
+            if level == 0 && C::FOUND_READS_CACHE {
+                return Ok(CopyStep::From(child, Some(0)));
+            }
+            let slot = node.slots.get(idx).copied().unwrap_or(NO_COPY);
+            if slot != NO_COPY {
+                at = slot as usize;
+                continue;
+            }
+            let next = u32::try_from(copies.nodes.len())
+                .ok()
+                .filter(|&n| (n as usize) < MAX_COPIES);
+            let Some(next) = next else {
+                return Ok(CopyStep::From(child, Some(level)));
+            };
+            let Some(copy) = self.copy_node(cache, child, Some(level))? else {
+                return Ok(CopyStep::From(child, Some(level)));
+            };
+            copies.nodes.push(copy);
+            if let Some(s) = copies.nodes.get_mut(at).and_then(|n| n.slots.get_mut(idx)) {
+                *s = next;
+            }
+            at = next as usize;
+        }
+        Err(Error::corrupt(self.root, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// The last step of a lookup in the leaf at `addr`, for a class whose `found` reads
+    /// nothing from the cache: found or not, or `None` when the leaf has no search form (for
+    /// the general step).
+    fn leaf_get(
+        &self,
+        cache: &'c MetadataCache,
+        addr: Addr,
+        op: &mut C::Op,
+    ) -> Result<Option<bool>> {
+        cache.read_with::<NodeEntry<C::Key>, _>(addr, &self.class.ctx(), |guard| {
+            let view = guard.view();
+            check_level_of(addr, view.level, view.children.len(), Some(0))?;
+            let Some(x) = self.class.flat_target(op) else {
+                return Ok(None);
+            };
+            let keys = guard.search_keys(|k| self.class.flatten(k), |w| self.class.check_flat(w));
+            let Some((idx, cmp)) = keys.and_then(|k| search_flat(k, x, view.children.len())) else {
+                return Ok(None);
+            };
+            if cmp != Ordering::Equal {
+                return Ok(Some(false));
+            }
+            let child = child_at(view.children, idx, addr)?;
+            let Some((words, record)) = guard.flat_key(idx) else {
+                return Ok(None);
+            };
+            Ok(self.class.found_flat(child, words, record, op))
+        })?
+    }
+
+    /// A copy of the node at `addr`, checked to be at `level` as a lookup checks it; `None`
+    /// for a node with no children or keys without the class's search form, and for a leaf
+    /// of a class whose `found` reads the cache or one not in flat form.
+    fn copy_node(
+        &self,
+        cache: &'c MetadataCache,
+        addr: Addr,
+        level: Option<u8>,
+    ) -> Result<Option<NodeCopy>> {
+        cache.read_with::<NodeEntry<C::Key>, _>(addr, &self.class.ctx(), |guard| {
+            let view = guard.view();
+            check_level_of(addr, view.level, view.children.len(), level)?;
+            if view.children.is_empty() {
+                return Ok(None);
+            }
+            let (stride, records): (usize, Box<[u64]>) = if view.level > 0 {
+                (0, Box::default())
+            } else if C::FOUND_READS_CACHE {
+                return Ok(None);
+            } else {
+                match guard.flat_records() {
+                    Some((stride, records)) => (stride, records.into()),
+                    None => return Ok(None),
+                }
+            };
+            let keys = guard.search_keys(|k| self.class.flatten(k), |w| self.class.check_flat(w));
+            Ok(keys.map(|keys| NodeCopy {
+                addr,
+                level: view.level,
+                keys: keys.into(),
+                children: view.children.into(),
+                stride,
+                records,
+                slots: vec![NO_COPY; view.children.len()].into(),
+            }))
+        })?
     }
 
     /// Insert the operation's target. Splits propagate up; when the root splits, its old
@@ -2045,6 +2285,16 @@ enum FindStep<K> {
     Found(Addr, K),
 }
 
+/// Where [`BTree::descend_copies`] leaves a lookup.
+enum CopyStep {
+    /// The target is in no child: not found.
+    Done,
+    /// A leaf's copy answered (found or not).
+    Found(bool),
+    /// Go on from this node, expected at this level (`None`: the root).
+    From(Addr, Option<u8>),
+}
+
 #[cfg(test)]
 #[allow(
     clippy::indexing_slicing,
@@ -2121,11 +2371,11 @@ mod tests {
             let flat: Vec<u64> = keys.iter().flatten().copied().collect();
             let x = [x0, x1];
             let want = keys.partition_point(|k| k <= &x);
-            proptest::prop_assert_eq!(at_or_before::<2>(&flat, &x), Some(want));
+            proptest::prop_assert_eq!(at_or_before::<2>(&flat, &x, n - 1), Some(want));
             // A target equal to a key, where a hit must land exactly.
             let k = keys[x0 as usize % n];
             let want = keys.partition_point(|c| c <= &k);
-            proptest::prop_assert_eq!(at_or_before::<2>(&flat, &k), Some(want));
+            proptest::prop_assert_eq!(at_or_before::<2>(&flat, &k, n - 1), Some(want));
         }
     }
 

@@ -316,6 +316,58 @@ pub struct BTree2<C: RecordClass> {
     /// node whose record count changes moves to new space first, since a reader holding its
     /// parent's old count would look for its checksum in the wrong place.
     unpublished: Arc<HashSet<Addr>>,
+    /// Copies of the nodes lookups went through (see [`Copies`]).
+    copies: std::sync::Mutex<Copies<C>>,
+}
+
+/// Copies of a tree's nodes in search form (internal nodes and leaves), made by lookups and
+/// kept while the cache's [generation](MetadataCache::generation) stays the one they were
+/// made in (any change to an entry, eviction or SWMR refresh moves it on) and the root is the
+/// one they were made under. A warm lookup then goes down with no lock, hash or reference
+/// count of the metadata cache at all. Copies are made from the cache's entries, so a node's
+/// checksum is still verified when it is first read.
+struct Copies<C: RecordClass> {
+    /// The cache generation and root the copies belong to.
+    generation: u64,
+    root: Option<(ChildPointer, u16)>,
+    /// `nodes[0]` is the root's copy once made; the others are reached through `slots`.
+    nodes: Vec<NodeCopy<C>>,
+}
+
+impl<C: RecordClass> Default for Copies<C> {
+    fn default() -> Self {
+        Copies {
+            generation: 0,
+            root: None,
+            nodes: Vec::new(),
+        }
+    }
+}
+
+/// One node of [`Copies`] (a leaf's has no children).
+struct NodeCopy<C: RecordClass> {
+    /// The records' keys in the class's flat form.
+    keys: Box<[u64]>,
+    records: Box<[C::Record]>,
+    children: Box<[ChildPointer]>,
+    /// Per child, the place of its copy in `Copies::nodes` ([`NO_COPY`]: none yet).
+    slots: Box<[u32]>,
+}
+
+/// [`NodeCopy::slots`] of a child not copied.
+const NO_COPY: u32 = u32::MAX;
+
+/// The most nodes a tree keeps copies of (each at most a node's size in keys, records and
+/// child pointers): every internal node and the leaves of trees of tens of thousands of
+/// records; past it, lookups read the rest of the nodes in the cache.
+const MAX_COPIES: usize = 4096;
+
+/// Where [`BTree2::descend_copies`] leaves a lookup.
+enum CopyStep<R> {
+    /// The answer, found in an internal node or known absent.
+    Done(Option<R>),
+    /// Go on from this node, at this depth.
+    From(ChildPointer, u16),
 }
 
 impl<C: RecordClass> core::fmt::Debug for BTree2<C> {
@@ -378,6 +430,7 @@ impl<'c, C: RecordClass> BTree2<C> {
             geom: Arc::new(geom),
             minmax: None,
             unpublished: Arc::default(),
+            copies: Default::default(),
         };
         // Refuse node sizes too small for the merge and split rules from the start.
         tree.thresholds(0)?;
@@ -423,6 +476,7 @@ impl<'c, C: RecordClass> BTree2<C> {
             geom: Arc::new(geom),
             minmax: None,
             unpublished: Arc::default(),
+            copies: Default::default(),
         })
     }
 
@@ -1010,10 +1064,21 @@ impl<'c, C: RecordClass> BTree2<C> {
         {
             return Ok(None);
         }
-        let Some(mut ptr) = self.root_ptr() else {
+        let Some(root) = self.root_ptr() else {
             return Ok(None);
         };
-        let mut depth = self.hdr.depth;
+        let flat_key = if self.class.keys_repeat() {
+            None
+        } else {
+            self.class.flat_key(p.key)
+        };
+        let (mut ptr, mut depth) = match flat_key {
+            Some(x) => match self.descend_copies(cache, root, x)? {
+                CopyStep::Done(found) => return Ok(found),
+                CopyStep::From(ptr, depth) => (ptr, depth),
+            },
+            None => (root, self.hdr.depth),
+        };
         // Each step goes one level down from the header's depth (at most MAX_DEPTH), so a
         // cyclic corrupt tree ends in an error, never a loop.
         loop {
@@ -1029,6 +1094,114 @@ impl<'c, C: RecordClass> BTree2<C> {
                 }
             }
         }
+    }
+
+    /// A lookup of flat key `x` on the [`Copies`] of the nodes: the answer when the copies
+    /// reach it, else where to go on in the cache (the root when there are no copies to use).
+    /// Copies are made of the nodes passed through that have none.
+    fn descend_copies(
+        &self,
+        cache: &'c MetadataCache,
+        root: ChildPointer,
+        x: &[u64],
+    ) -> Result<CopyStep<C::Record>> {
+        let from_root = CopyStep::From(root, self.hdr.depth);
+        if self.hdr.depth == 0 {
+            return Ok(from_root);
+        }
+        // Another lookup holds the copies (or one panicked holding them): go the cache's way.
+        let Ok(mut copies) = self.copies.try_lock() else {
+            return Ok(from_root);
+        };
+        let copies = &mut *copies;
+        let generation = cache.generation();
+        let at_root = Some((root, self.hdr.depth));
+        if copies.generation != generation || copies.root != at_root {
+            copies.generation = generation;
+            copies.root = at_root;
+            copies.nodes.clear();
+        }
+        if copies.nodes.is_empty() {
+            match self.copy_node(cache, &root, self.hdr.depth)? {
+                Some(c) => copies.nodes.push(c),
+                None => return Ok(from_root),
+            }
+        }
+        let (mut at, mut depth) = (0usize, self.hdr.depth);
+        // Each step goes one level down from the header's depth (nodes were checked to be at
+        // their depth when copied).
+        for _ in 0..=MAX_DEPTH {
+            let Some(node) = copies.nodes.get(at) else {
+                return Ok(from_root);
+            };
+            let Some(pos) = locate_flat(&node.keys, x, node.records.len()) else {
+                return Ok(from_root);
+            };
+            let i = match pos {
+                Pos::Found(i) => return Ok(CopyStep::Done(node.records.get(i).cloned())),
+                Pos::Child(i) => i,
+            };
+            // A leaf's copy has no children: the key is not in the tree.
+            let Some(child) = node.children.get(i).copied() else {
+                return Ok(CopyStep::Done(None));
+            };
+            depth = depth
+                .checked_sub(1)
+                .ok_or_else(|| self.corrupt(child.addr, "descent below a leaf"))?;
+            let slot = node.slots.get(i).copied().unwrap_or(NO_COPY);
+            if slot != NO_COPY {
+                at = slot as usize;
+                continue;
+            }
+            let next = u32::try_from(copies.nodes.len())
+                .ok()
+                .filter(|&n| (n as usize) < MAX_COPIES);
+            let Some(next) = next else {
+                return Ok(CopyStep::From(child, depth));
+            };
+            let Some(copy) = self.copy_node(cache, &child, depth)? else {
+                return Ok(CopyStep::From(child, depth));
+            };
+            copies.nodes.push(copy);
+            if let Some(s) = copies.nodes.get_mut(at).and_then(|n| n.slots.get_mut(i)) {
+                *s = next;
+            }
+            at = next as usize;
+        }
+        Err(self.corrupt(root.addr, "descent deeper than MAX_DEPTH"))
+    }
+
+    /// A copy of the node at `ptr` (a leaf at depth 0), checked as a lookup checks it; `None`
+    /// when its keys have no flat form.
+    fn copy_node(
+        &self,
+        cache: &'c MetadataCache,
+        ptr: &ChildPointer,
+        depth: u16,
+    ) -> Result<Option<NodeCopy<C>>> {
+        let ctx = || self.ctx(depth, ptr.nrec);
+        if depth == 0 {
+            return cache.read_with_lazy::<LeafEntry<C>, _>(ptr.addr, ctx, |g| {
+                let data = g.data();
+                self.check_node(ptr, depth, data)?;
+                Ok(g.flat().map(|keys| NodeCopy {
+                    keys: keys.into(),
+                    records: data.records.as_slice().into(),
+                    children: Box::default(),
+                    slots: Box::default(),
+                }))
+            })?;
+        }
+        cache.read_with_lazy::<InternalEntry<C>, _>(ptr.addr, ctx, |g| {
+            let data = g.data();
+            self.check_node(ptr, depth, data)?;
+            Ok(g.flat().map(|keys| NodeCopy {
+                keys: keys.into(),
+                records: data.records.as_slice().into(),
+                children: data.children.as_slice().into(),
+                slots: vec![NO_COPY; data.children.len()].into(),
+            }))
+        })?
     }
 
     /// Every record of key `key`, in the tree's order: one descent, then the records of that

@@ -389,6 +389,9 @@ struct Inner {
     /// Bumped whenever the cache writes an image or inserts, moves or removes an entry, so a
     /// load that read the storage without the lock can tell that what it read may be stale.
     epoch: u64,
+    /// The cache's generation (see [`MetadataCache::generation`]), shared with the cache so
+    /// that it is read without the index lock.
+    generation: Arc<AtomicU64>,
     /// Live proxies and whether each is dirty.
     proxies: BTreeMap<ProxyId, bool>,
     next_proxy: u64,
@@ -475,6 +478,12 @@ impl Inner {
     /// cannot happen, so wrapping never makes two different moments compare equal.
     fn bump_epoch(&mut self) {
         self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// Something a copy of an entry's contents may depend on changed (see
+    /// [`MetadataCache::generation`]). Release: whoever reads the new generation sees the change.
+    fn bump_generation(&self) {
+        self.generation.fetch_add(1, AtomicOrdering::Release);
     }
 
     /// Account `len` more resident bytes. The sum is a budget estimate that `take_slot` lowers
@@ -601,6 +610,7 @@ impl Inner {
 
     fn evict_slot(&mut self, addr: Addr) {
         if let Some(slot) = self.take_slot(addr) {
+            self.bump_generation();
             self.count(slot.type_name, |st| {
                 st.evictions = st.evictions.saturating_add(1);
             });
@@ -1047,7 +1057,12 @@ pub struct MetadataCache {
     /// file (one system call per load otherwise). A load that reaches past it asks again, so a
     /// file that grows (a SWMR writer's, or this writer's own) is seen at its new length.
     known_len: std::sync::atomic::AtomicU64,
+    /// The generation (see [`MetadataCache::generation`]); `Inner` holds the same counter.
+    generation: Arc<AtomicU64>,
 }
+
+/// Caches made so far: each cache's generations start in a range of their own.
+static CACHES: AtomicU64 = AtomicU64::new(0);
 
 impl fmt::Debug for MetadataCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1116,6 +1131,9 @@ struct Unprotect<'c> {
 impl Drop for Unprotect<'_> {
     fn drop(&mut self) {
         let mut inner = self.cache.inner.write();
+        // After the entry's lock is released (the guard drops first): a copy made from the
+        // entry before the change carries an older generation.
+        inner.bump_generation();
         if let Some(slot) = inner.entries.get_mut(&self.addr) {
             slot.protected = false;
             slot.protector = None;
@@ -1204,8 +1222,15 @@ impl MetadataCache {
     /// the superblock with [`MetadataCache::allocator`] when opening an existing file.
     pub fn new(storage: Arc<dyn Storage>, config: CacheConfig) -> Result<Self> {
         let eoa = storage.len()?;
+        // Each cache's generations start at a multiple of 2^40 of its own, so a copy made
+        // from one cache never passes for current in another (2^40 changes apart).
+        let first = CACHES
+            .fetch_add(1, AtomicOrdering::Relaxed)
+            .wrapping_shl(40);
+        let generation = Arc::new(AtomicU64::new(first));
         let inner = Inner {
             trace: config.record_trace.then(Vec::new),
+            generation: Arc::clone(&generation),
             ..Inner::default()
         };
         let alloc = Allocator::new(Addr(eoa));
@@ -1216,7 +1241,22 @@ impl MetadataCache {
             eoa: alloc.shared_eoa(),
             alloc: Mutex::new(alloc),
             known_len: std::sync::atomic::AtomicU64::new(eoa),
+            generation,
         })
+    }
+
+    /// The cache's generation: a number that changes whenever an entry's contents may change
+    /// or an entry leaves the cache. It moves on when an entry is protected for modification
+    /// and again when it is unprotected (after the change), and on every insertion, resize,
+    /// move, removal, eviction and [`mark_stale`](Self::mark_stale) (a SWMR reader's
+    /// refresh). A structure may keep copies of entries it read while the generation stays
+    /// what it was before it read them: reading it costs one load, no lock.
+    ///
+    /// Generations of different caches differ, so a copy from one is never taken for current
+    /// in another.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(AtomicOrdering::Acquire)
     }
 
     /// The storage's length, at least `end` if the storage is that long: the length known from
@@ -1418,6 +1458,8 @@ impl MetadataCache {
             slot.protector = Some(std::thread::current().id());
             Ok(())
         })?;
+        // Before any change: a copy made from now on is checked again once it is unprotected.
+        self.generation.fetch_add(1, AtomicOrdering::Release);
         let guard = value.write_arc();
         Ok(EntryMut {
             guard,
@@ -1651,6 +1693,7 @@ impl MetadataCache {
             });
         }
         let hits = inner.hit_counter(T::TYPE_NAME);
+        inner.bump_generation();
         inner.entries.insert(
             addr,
             Slot {
@@ -1687,6 +1730,7 @@ impl MetadataCache {
         let mut inner = self.inner.write();
         let slot = inner.slot_mut(addr)?;
         let old = std::mem::replace(&mut slot.len, new_len);
+        inner.bump_generation();
         inner.bytes = inner.bytes.saturating_sub(old);
         inner.add_bytes(new_len);
         inner.set_dirty(addr)?;
@@ -1725,6 +1769,7 @@ impl MetadataCache {
         inner.entries.insert(to, slot);
         inner.move_edges(Key::Entry(from), Key::Entry(to));
         inner.bump_epoch();
+        inner.bump_generation();
         inner.touch(to);
         inner.record(TraceEvent::Moved { from, to });
         inner.set_dirty(to)
@@ -1746,6 +1791,7 @@ impl MetadataCache {
         inner.take_slot(addr);
         inner.drop_edges(Key::Entry(addr));
         inner.bump_epoch();
+        inner.bump_generation();
         inner.record(TraceEvent::Removed(Key::Entry(addr)));
         Ok(())
     }
@@ -1831,6 +1877,7 @@ impl MetadataCache {
     pub fn mark_stale(&self) -> usize {
         let mut inner = self.inner.write();
         inner.marked_stale = true;
+        inner.bump_generation();
         let addrs = inner.clean_unheld();
         let mut n = 0usize;
         for a in addrs {
