@@ -316,16 +316,15 @@ pub struct BTree2<C: RecordClass> {
     /// node whose record count changes moves to new space first, since a reader holding its
     /// parent's old count would look for its checksum in the wrong place.
     unpublished: Arc<HashSet<Addr>>,
-    /// Copies of the nodes lookups went through (see [`Copies`]).
+    /// Copies of the internal nodes lookups went through (see [`Copies`]).
     copies: std::sync::Mutex<Copies<C>>,
 }
 
-/// Copies of a tree's nodes in search form (internal nodes and leaves), made by lookups and
-/// kept while the cache's [generation](MetadataCache::generation) stays the one they were
-/// made in (any change to an entry, eviction or SWMR refresh moves it on) and the root is the
-/// one they were made under. A warm lookup then goes down with no lock, hash or reference
-/// count of the metadata cache at all. Copies are made from the cache's entries, so a node's
-/// checksum is still verified when it is first read.
+/// Copies of a tree's internal nodes in search form, made by lookups and kept while the
+/// cache's [generation](MetadataCache::generation) stays the one they were made in (any
+/// change to an entry, eviction or SWMR refresh moves it on) and the root is the one they
+/// were made under. A lookup then goes down the internal levels with no lock, hash or
+/// reference count of the metadata cache per level; the leaf is still read there.
 struct Copies<C: RecordClass> {
     /// The cache generation and root the copies belong to.
     generation: u64,
@@ -344,7 +343,7 @@ impl<C: RecordClass> Default for Copies<C> {
     }
 }
 
-/// One node of [`Copies`] (a leaf's has no children).
+/// One internal node of [`Copies`].
 struct NodeCopy<C: RecordClass> {
     /// The records' keys in the class's flat form.
     keys: Box<[u64]>,
@@ -357,10 +356,9 @@ struct NodeCopy<C: RecordClass> {
 /// [`NodeCopy::slots`] of a child not copied.
 const NO_COPY: u32 = u32::MAX;
 
-/// The most nodes a tree keeps copies of (each at most a node's size in keys, records and
-/// child pointers): every internal node and the leaves of trees of tens of thousands of
-/// records; past it, lookups read the rest of the nodes in the cache.
-const MAX_COPIES: usize = 4096;
+/// The most internal nodes a tree keeps copies of (each at most a node's size in keys,
+/// records and child pointers): past it, lookups read the rest of the nodes in the cache.
+const MAX_COPIES: usize = 1024;
 
 /// Where [`BTree2::descend_copies`] leaves a lookup.
 enum CopyStep<R> {
@@ -1096,9 +1094,10 @@ impl<'c, C: RecordClass> BTree2<C> {
         }
     }
 
-    /// A lookup of flat key `x` on the [`Copies`] of the nodes: the answer when the copies
-    /// reach it, else where to go on in the cache (the root when there are no copies to use).
-    /// Copies are made of the nodes passed through that have none.
+    /// The internal levels of a lookup of flat key `x` on the [`Copies`] of the nodes: the
+    /// answer when an internal node holds the key, else where to go on in the cache (the root
+    /// when there are no copies to use). Copies are made of the internal nodes passed through
+    /// that have none.
     fn descend_copies(
         &self,
         cache: &'c MetadataCache,
@@ -1141,13 +1140,15 @@ impl<'c, C: RecordClass> BTree2<C> {
                 Pos::Found(i) => return Ok(CopyStep::Done(node.records.get(i).cloned())),
                 Pos::Child(i) => i,
             };
-            // A leaf's copy has no children: the key is not in the tree.
             let Some(child) = node.children.get(i).copied() else {
                 return Ok(CopyStep::Done(None));
             };
             depth = depth
                 .checked_sub(1)
                 .ok_or_else(|| self.corrupt(child.addr, "descent below a leaf"))?;
+            if depth == 0 {
+                return Ok(CopyStep::From(child, 0));
+            }
             let slot = node.slots.get(i).copied().unwrap_or(NO_COPY);
             if slot != NO_COPY {
                 at = slot as usize;
@@ -1171,8 +1172,8 @@ impl<'c, C: RecordClass> BTree2<C> {
         Err(self.corrupt(root.addr, "descent deeper than MAX_DEPTH"))
     }
 
-    /// A copy of the node at `ptr` (a leaf at depth 0), checked as a lookup checks it; `None`
-    /// when its keys have no flat form.
+    /// A copy of the internal node at `ptr`, checked as a lookup checks it; `None` when its
+    /// keys have no flat form.
     fn copy_node(
         &self,
         cache: &'c MetadataCache,
@@ -1180,18 +1181,6 @@ impl<'c, C: RecordClass> BTree2<C> {
         depth: u16,
     ) -> Result<Option<NodeCopy<C>>> {
         let ctx = || self.ctx(depth, ptr.nrec);
-        if depth == 0 {
-            return cache.read_with_lazy::<LeafEntry<C>, _>(ptr.addr, ctx, |g| {
-                let data = g.data();
-                self.check_node(ptr, depth, data)?;
-                Ok(g.flat().map(|keys| NodeCopy {
-                    keys: keys.into(),
-                    records: data.records.as_slice().into(),
-                    children: Box::default(),
-                    slots: Box::default(),
-                }))
-            })?;
-        }
         cache.read_with_lazy::<InternalEntry<C>, _>(ptr.addr, ctx, |g| {
             let data = g.data();
             self.check_node(ptr, depth, data)?;
