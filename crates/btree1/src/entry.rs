@@ -161,14 +161,6 @@ impl<K: NodeKey> NodeEntry<K> {
         }
     }
 
-    /// The key stride (integers per key) and the record words (one per key) of a node read
-    /// in flat form; `None` for a node built in memory.
-    #[inline]
-    pub fn flat_records(&self) -> Option<(usize, &[u64])> {
-        let d = self.decoded.as_ref().filter(|_| self.node.is_none())?;
-        Some((d.stride, &*d.records))
-    }
-
     /// Key `i` of a node read in flat form, as its integers and record word; `None` for a
     /// node built in memory.
     #[inline]

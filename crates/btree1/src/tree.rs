@@ -663,8 +663,7 @@ struct Copies {
     root_uncopied: bool,
 }
 
-/// One node of [`Copies`]: an internal node, or a leaf of a class whose `found` reads no
-/// cache (its keys as read in flat form, with their record words).
+/// One internal node of [`Copies`].
 #[derive(Debug)]
 struct NodeCopy {
     addr: Addr,
@@ -672,9 +671,6 @@ struct NodeCopy {
     /// The keys in the class's flat form, as the class checked them.
     keys: Box<[u64]>,
     children: Box<[Addr]>,
-    /// A leaf's integers per key and record words (one per key); empty for an internal node.
-    stride: usize,
-    records: Box<[u64]>,
     /// Per child, the place of its copy in `Copies::nodes` ([`NO_COPY`]: none yet).
     slots: Box<[u32]>,
 }
@@ -682,10 +678,10 @@ struct NodeCopy {
 /// [`NodeCopy::slots`] of a child not copied.
 const NO_COPY: u32 = u32::MAX;
 
-/// The most nodes a tree keeps copies of: about 2.5 KiB each at K = 32 (rank 2), so at most
-/// about 5 MiB; every internal node and the leaves of trees of tens of thousands of chunks.
+/// The most internal nodes a tree keeps copies of: about 2 KiB each at K = 32 (rank 2), so
+/// well under 2 MiB; enough for the level above the leaves of trees of millions of chunks.
 /// Past it, lookups read the rest of the nodes in the cache.
-const MAX_COPIES: usize = 2048;
+const MAX_COPIES: usize = 1024;
 
 /// `(keys[i], keys[i + 1])`, mutable.
 #[inline]
@@ -946,7 +942,6 @@ where
     pub fn get(&self, cache: &'c MetadataCache, op: &mut C::Op) -> Result<bool> {
         let (mut addr, mut level) = match self.descend_copies(cache, op)? {
             CopyStep::Done => return Ok(false),
-            CopyStep::Found(found) => return Ok(found),
             CopyStep::From(addr, Some(0)) if !C::FOUND_READS_CACHE => {
                 if let Some(found) = self.leaf_get(cache, addr, op)? {
                     return Ok(found);
@@ -1026,7 +1021,7 @@ where
     /// The internal levels of a lookup on the [`Copies`] of the nodes: where to go on in the
     /// cache (the root when there are no copies to use), or `Done` when the target lies
     /// outside every child. Copies are made of the nodes passed through that have none.
-    fn descend_copies(&self, cache: &'c MetadataCache, op: &mut C::Op) -> Result<CopyStep> {
+    fn descend_copies(&self, cache: &'c MetadataCache, op: &C::Op) -> Result<CopyStep> {
         let from_root = CopyStep::From(self.root, None);
         let Some(x) = self.class.flat_target(op) else {
             return Ok(from_root);
@@ -1067,21 +1062,8 @@ where
                 return Ok(CopyStep::Done);
             }
             let child = child_at(&node.children, idx, node.addr)?;
-            if node.level == 0 {
-                // A leaf's copy: the found key's integers and record word, as `leaf_get` reads
-                // them in the cache.
-                let found = idx
-                    .checked_mul(node.stride)
-                    .and_then(|s| node.keys.get(s..s.checked_add(node.stride)?))
-                    .zip(node.records.get(idx).copied())
-                    .and_then(|(words, record)| self.class.found_flat(child, words, record, op));
-                return Ok(match found {
-                    Some(found) => CopyStep::Found(found),
-                    None => from_root,
-                });
-            }
             let level = child_level(node.level, node.addr)?;
-            if level == 0 && C::FOUND_READS_CACHE {
+            if level == 0 {
                 return Ok(CopyStep::From(child, Some(0)));
             }
             let slot = node.slots.get(idx).copied().unwrap_or(NO_COPY);
@@ -1137,9 +1119,8 @@ where
         })?
     }
 
-    /// A copy of the node at `addr`, checked to be at `level` as a lookup checks it; `None`
-    /// for a node with no children or keys without the class's search form, and for a leaf
-    /// of a class whose `found` reads the cache or one not in flat form.
+    /// A copy of the internal node at `addr`, checked to be at `level` as a lookup checks it;
+    /// `None` for a leaf, a node with no children or keys without the class's search form.
     fn copy_node(
         &self,
         cache: &'c MetadataCache,
@@ -1149,27 +1130,15 @@ where
         cache.read_with::<NodeEntry<C::Key>, _>(addr, &self.class.ctx(), |guard| {
             let view = guard.view();
             check_level_of(addr, view.level, view.children.len(), level)?;
-            if view.children.is_empty() {
+            if view.level == 0 || view.children.is_empty() {
                 return Ok(None);
             }
-            let (stride, records): (usize, Box<[u64]>) = if view.level > 0 {
-                (0, Box::default())
-            } else if C::FOUND_READS_CACHE {
-                return Ok(None);
-            } else {
-                match guard.flat_records() {
-                    Some((stride, records)) => (stride, records.into()),
-                    None => return Ok(None),
-                }
-            };
             let keys = guard.search_keys(|k| self.class.flatten(k), |w| self.class.check_flat(w));
             Ok(keys.map(|keys| NodeCopy {
                 addr,
                 level: view.level,
                 keys: keys.into(),
                 children: view.children.into(),
-                stride,
-                records,
                 slots: vec![NO_COPY; view.children.len()].into(),
             }))
         })?
@@ -2289,8 +2258,6 @@ enum FindStep<K> {
 enum CopyStep {
     /// The target is in no child: not found.
     Done,
-    /// A leaf's copy answered (found or not).
-    Found(bool),
     /// Go on from this node, expected at this level (`None`: the root).
     From(Addr, Option<u8>),
 }
