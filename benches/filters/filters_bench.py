@@ -13,6 +13,9 @@ hdf5plugin (the C filters users have), one thread (libhdf5's global lock seriali
         frame per chunk (the source of pre-compressed frames), then times COUNT
         `write_direct_chunk` calls of those frames (cycling) into a new file, creation to
         close. Prints: DIRECT file=PATH frames=COUNT write_s=S stored_bytes=N
+    filters_bench.py write SRC DST FILTER
+        One more timed write (creation to close) of SRC's values and chunk shape with FILTER
+        into DST, removed after. Prints: WRITE filter=F write_s=S bytes=N
 """
 import os
 import sys
@@ -86,6 +89,20 @@ def make(out, mib):
                   flush=True)
 
 
+def write(src, dst, name):
+    # One timed write of SRC's values with filter NAME, creation to close, as `make` times
+    # it: the bench alternates these with h5chunk's writes of the same values.
+    with h5py.File(src, 'r') as f:
+        a = f['data'][()]
+        chunks = f['data'].chunks
+    t0 = time.perf_counter()
+    with h5py.File(dst, 'w') as f:
+        f.create_dataset('data', data=a, chunks=chunks, **FILTERS[name])
+    write_s = time.perf_counter() - t0
+    os.remove(dst)
+    print('WRITE filter=%s write_s=%.6f bytes=%d' % (name, write_s, a.nbytes), flush=True)
+
+
 def direct(out, count):
     rng = np.random.default_rng(2)
     src = os.path.join(out, 'frames_ref.h5')
@@ -111,6 +128,9 @@ def direct(out, count):
 
 
 if __name__ == '__main__':
+    if sys.argv[1] == 'write':
+        write(sys.argv[2], sys.argv[3], sys.argv[4])
+        sys.exit(0)
     mode, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     os.makedirs(out, exist_ok=True)
     if mode == 'make':
@@ -118,4 +138,4 @@ if __name__ == '__main__':
     elif mode == 'direct':
         direct(out, n)
     else:
-        sys.exit('usage: filters_bench.py make DIR MIB | direct DIR COUNT')
+        sys.exit('usage: filters_bench.py make DIR MIB | direct DIR COUNT | write SRC DST FILTER')

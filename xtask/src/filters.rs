@@ -7,7 +7,8 @@
 //! no writer there): decompression MB/s of a whole-dataset read, h5py (one thread: libhdf5's
 //! global lock serialises its filters) against h5chunk on one thread and on T (default: the
 //! available cores), values checked by checksum; compression MB/s for bitshuffle/LZ4, LZ4,
-//! Zstd (h5py's write of the dataset against h5chunk's, creation to close); and frames/s of
+//! Zstd (h5py's write of the dataset against h5chunk's, creation to close, the two in turn,
+//! best of three rounds each); and frames/s of
 //! pre-compressed 4 MiB bitshuffle/LZ4 frames written with `write_direct_chunk` (h5py's
 //! `id.write_direct_chunk`, i.e. `H5Dwrite_chunk`, against h5chunk's). Prints a table and
 //! writes `target/bench/filters.csv`. MB/s are of uncompressed values (10^6 bytes per second).
@@ -26,6 +27,9 @@ use crate::harness::{build_bench_bin, parse_line};
 
 /// Filters with an h5chunk compression row.
 const COMPRESS: [&str; 3] = ["bitshuffle-lz4", "lz4", "zstd"];
+
+/// Rounds of compression writes, h5py's and h5chunk's in turn (best of each).
+const WRITE_ROUNDS: u32 = 3;
 
 struct Row {
     kind: String,
@@ -155,6 +159,53 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
             }
         }
         if COMPRESS.contains(&filter.as_str()) {
+            // Compression: h5py's write and h5chunk's (each thread count) in turn, WRITE_ROUNDS
+            // rounds, best of each, so that neither side alone meets the kernel's writeback of
+            // the files written before it. `make`'s own write is one more of h5py's.
+            let mut best_ref = field(r, "write_s")?;
+            let mut best: BTreeMap<u64, f64> = BTreeMap::new();
+            let dst = files.join(format!("{kind}_{filter}_h5chunk.h5"));
+            for round in 1..=WRITE_ROUNDS {
+                eprintln!(
+                    "xtask bench --filters: {kind} {filter} write, round {round}/{WRITE_ROUNDS}"
+                );
+                if round > 1 {
+                    match lines(
+                        Command::new(&python)
+                            .arg(&script)
+                            .arg("write")
+                            .arg(&file)
+                            .arg(&dst)
+                            .arg(&filter),
+                        "WRITE",
+                    )
+                    .and_then(|l| l.into_iter().next().ok_or_else(|| "no WRITE".to_string()))
+                    {
+                        Ok(w) => best_ref = best_ref.min(field(&w, "write_s")?),
+                        Err(why) => problems.push(format!("{kind} {filter} h5py write: {why}")),
+                    }
+                }
+                for &t in &counts {
+                    match lines(
+                        Command::new(&ours)
+                            .arg("compress")
+                            .arg(&file)
+                            .arg(&dst)
+                            .arg(&filter)
+                            .arg(t.to_string()),
+                        "RESULT",
+                    )
+                    .and_then(|l| l.into_iter().next().ok_or_else(|| "no RESULT".to_string()))
+                    {
+                        Ok(f) => {
+                            let s = field(&f, "write_s")?;
+                            let b = best.entry(t).or_insert(s);
+                            *b = b.min(s);
+                        }
+                        Err(why) => problems.push(format!("{kind} {filter} compress {t}: {why}")),
+                    }
+                }
+            }
             rows.push(Row {
                 kind: kind.clone(),
                 filter: filter.clone(),
@@ -162,33 +213,18 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                 imp: "libhdf5",
                 threads: 1,
                 units: mb(bytes),
-                seconds: field(r, "write_s")?,
+                seconds: best_ref,
             });
-            for &t in &counts {
-                eprintln!("xtask bench --filters: {kind} {filter} write, h5chunk {t} thread(s)");
-                let dst = files.join(format!("{kind}_{filter}_h5chunk.h5"));
-                match lines(
-                    Command::new(&ours)
-                        .arg("compress")
-                        .arg(&file)
-                        .arg(&dst)
-                        .arg(&filter)
-                        .arg(t.to_string()),
-                    "RESULT",
-                )
-                .and_then(|l| l.into_iter().next().ok_or_else(|| "no RESULT".to_string()))
-                {
-                    Ok(f) => rows.push(Row {
-                        kind: kind.clone(),
-                        filter: filter.clone(),
-                        op: "compress",
-                        imp: "h5chunk",
-                        threads: t,
-                        units: mb(bytes),
-                        seconds: field(&f, "write_s")?,
-                    }),
-                    Err(why) => problems.push(format!("{kind} {filter} compress {t}: {why}")),
-                }
+            for (&t, &seconds) in &best {
+                rows.push(Row {
+                    kind: kind.clone(),
+                    filter: filter.clone(),
+                    op: "compress",
+                    imp: "h5chunk",
+                    threads: t,
+                    units: mb(bytes),
+                    seconds,
+                });
             }
         }
         let _ = std::fs::remove_file(&file);
