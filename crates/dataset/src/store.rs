@@ -19,6 +19,7 @@ use h5chunk_format::{Addr, Sizes};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::kept;
 use crate::libver::LibverBounds;
 use crate::meta;
 use crate::object::{Headers, create_header, raw};
@@ -346,12 +347,27 @@ impl Store {
         mut decode: impl FnMut(Vec<u8>) -> std::result::Result<T, E>,
         err: impl Fn(E) -> Error,
     ) -> Result<T> {
+        self.retrying(at, len, || {
+            let stored = self.read(at, len).map_err(|e| (e, false))?;
+            decode(stored).map_err(|e| (err(e), true))
+        })
+    }
+
+    /// `attempt` (a read of the `len` bytes at `at` and their decoding) until it succeeds, up
+    /// to the attempts a SWMR reader makes (one otherwise), with the pages of those bytes
+    /// forgotten before each retry. An attempt's error says whether another is worth it: an
+    /// I/O error ends it at once; a decoding error is worth another read.
+    fn retrying<T>(
+        &self,
+        at: Addr,
+        len: u64,
+        mut attempt: impl FnMut() -> std::result::Result<T, (Error, bool)>,
+    ) -> Result<T> {
         let attempts = if self.swmr_read {
             h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS
         } else {
             1
         };
-        // An I/O error ends it at once; a decoding error is worth another read.
         with_backoff(
             attempts,
             |(_, again): &(Error, bool)| *again,
@@ -359,8 +375,7 @@ impl Store {
                 if tries > 1 {
                     self.pages.invalidate(at, len);
                 }
-                let stored = self.read(at, len).map_err(|e| (e, false))?;
-                decode(stored).map_err(|e| (err(e), true))
+                attempt()
             },
         )
         .map_err(|(e, _)| e)
@@ -377,42 +392,15 @@ impl Store {
         mut decode: impl FnMut(&[u8]) -> std::result::Result<T, E>,
         err: impl Fn(E) -> Error,
     ) -> Result<T> {
-        let kept = STORED
-            .try_with(|cell| {
-                cell.try_borrow_mut()
-                    .map(|mut b| std::mem::take(&mut *b))
-                    .ok()
-            })
-            .ok()
-            .flatten();
         // Not on this thread (its locals torn down, or a read already using the buffer).
-        let Some(mut buf) = kept else {
+        let Some(mut buf) = kept::take(&STORED) else {
             return self.read_stored(at, len, |stored| decode(&stored), err);
         };
-        let attempts = if self.swmr_read {
-            h5chunk_cache::CacheConfig::SWMR_READ_ATTEMPTS
-        } else {
-            1
-        };
-        let result = with_backoff(
-            attempts,
-            |(_, again): &(Error, bool)| *again,
-            |tries| {
-                if tries > 1 {
-                    self.pages.invalidate(at, len);
-                }
-                let stored = self.read_kept(at, len, &mut buf).map_err(|e| (e, false))?;
-                decode(stored).map_err(|e| (err(e), true))
-            },
-        )
-        .map_err(|(e, _)| e);
-        if buf.capacity() <= STORED_KEPT_MAX {
-            let _ = STORED.try_with(|cell| {
-                if let Ok(mut b) = cell.try_borrow_mut() {
-                    *b = buf;
-                }
-            });
-        }
+        let result = self.retrying(at, len, || {
+            let stored = self.read_kept(at, len, &mut buf).map_err(|e| (e, false))?;
+            decode(stored).map_err(|e| (err(e), true))
+        });
+        kept::keep(&STORED, buf, STORED_KEPT_MAX);
         result
     }
 

@@ -9,6 +9,7 @@ use h5chunk_format::chunk_record::ChunkRecord;
 
 use crate::error::{Error, Result};
 use crate::index::select::IndexKind;
+use crate::kept;
 use crate::select::{Hyperslab, Run};
 use crate::store::Store;
 use crate::types::{H5Type, TypeDesc, to_le_bytes};
@@ -56,26 +57,13 @@ thread_local! {
 
 /// This thread's kept output buffer (empty if there is none, or it is in use).
 fn take_chunk_buffer() -> Vec<u8> {
-    CHUNK_BUFFER
-        .try_with(|b| b.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)))
-        .ok()
-        .and_then(|b| b.ok())
-        .unwrap_or_default()
+    kept::take(&CHUNK_BUFFER).unwrap_or_default()
 }
 
 /// Keep `out` as this thread's output buffer, unless it is larger than
 /// [`KEPT_CHUNK_BUFFER`] or smaller than the one kept.
 fn keep_chunk_buffer(out: Vec<u8>) {
-    if out.capacity() > KEPT_CHUNK_BUFFER {
-        return;
-    }
-    let _ = CHUNK_BUFFER.try_with(|b| {
-        if let Ok(mut b) = b.try_borrow_mut()
-            && b.capacity() < out.capacity()
-        {
-            *b = out;
-        }
-    });
+    kept::keep(&CHUNK_BUFFER, out, KEPT_CHUNK_BUFFER);
 }
 
 /// Whole chunks of a slab write to a filtered dataset, compressed from the caller's bytes
