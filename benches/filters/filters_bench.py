@@ -13,6 +13,9 @@ hdf5plugin (the C filters users have), one thread (libhdf5's global lock seriali
         frame per chunk (the source of pre-compressed frames), then times COUNT
         `write_direct_chunk` calls of those frames (cycling) into a new file, creation to
         close. Prints: DIRECT file=PATH frames=COUNT write_s=S stored_bytes=N
+    filters_bench.py read FILE
+        One more timed read of FILE's dataset, best of 2 as `make` times it.
+        Prints: READ read_s=S checksum=C
     filters_bench.py write SRC DST FILTER
         One more timed write (creation to close) of SRC's values and chunk shape with FILTER
         into DST, removed after. Prints: WRITE filter=F write_s=S bytes=N
@@ -75,18 +78,25 @@ def make(out, mib):
             with h5py.File(path, 'w') as f:
                 f.create_dataset('data', data=a, chunks=chunks, **opts)
             write_s = time.perf_counter() - t0
-            best = None
-            for _ in range(2):
-                t0 = time.perf_counter()
-                with h5py.File(path, 'r') as f:
-                    b = f['data'][()]
-                s = time.perf_counter() - t0
-                best = s if best is None else min(best, s)
+            best, b = read_best(path)
             if not np.array_equal(a, b):
                 sys.exit('%s: h5py reads back different values' % path)
             print('ROW kind=%s filter=%s file=%s bytes=%d write_s=%.6f read_s=%.6f checksum=%d stored=%d'
                   % (kind, name, path, a.nbytes, write_s, best, checksum(b), os.path.getsize(path)),
                   flush=True)
+
+
+def read_best(path):
+    # Best of two whole reads in this process (the first also warms the page cache), as
+    # h5chunk-filters' `read` times its side.
+    best = None
+    for _ in range(2):
+        t0 = time.perf_counter()
+        with h5py.File(path, 'r') as f:
+            b = f['data'][()]
+        s = time.perf_counter() - t0
+        best = s if best is None else min(best, s)
+    return best, b
 
 
 def write(src, dst, name):
@@ -131,6 +141,10 @@ if __name__ == '__main__':
     if sys.argv[1] == 'write':
         write(sys.argv[2], sys.argv[3], sys.argv[4])
         sys.exit(0)
+    if sys.argv[1] == 'read':
+        read_s, b = read_best(sys.argv[2])
+        print('READ read_s=%.6f checksum=%d' % (read_s, checksum(b)), flush=True)
+        sys.exit(0)
     mode, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     os.makedirs(out, exist_ok=True)
     if mode == 'make':
@@ -138,4 +152,4 @@ if __name__ == '__main__':
     elif mode == 'direct':
         direct(out, n)
     else:
-        sys.exit('usage: filters_bench.py make DIR MIB | direct DIR COUNT | write SRC DST FILTER')
+        sys.exit('usage: filters_bench.py make DIR MIB | direct DIR COUNT | read FILE | write SRC DST FILTER')

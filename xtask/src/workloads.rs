@@ -7,8 +7,10 @@
 //! close), a bulk read of that file, and 2,000 random 64×64 windows of it. Each is run by
 //! `h5chunk-workloads` (default options, then `Durability::Sync` and `Durability::Flush`),
 //! `benches/workloads/workloads_bench.py` (h5py) and `benches/libhdf5/workloads_bench.c`, one
-//! process a run, the sides alternating within each round; the table keeps each side's best
-//! round (a shared machine only ever slows a run down). Every program prints a `check` figure
+//! process a run, the sides alternating within each round (each round starting one side
+//! further on; before each bulk write the side's old file is removed and the machine's dirty
+//! pages written back, untimed); the table keeps each side's best round (a shared machine only
+//! ever slows a run down). Every program prints a `check` figure
 //! (sums of values read back, the file's MiB for the bulk write) and the task fails when the
 //! sides disagree. Writes `target/bench/workloads.csv`.
 //!
@@ -155,6 +157,29 @@ fn measure(cmd: &mut Command) -> Result<(f64, f64), String> {
     }
 }
 
+/// The sides in the order round `round` runs them: each round starts one side further on, so
+/// no side always runs right after the same neighbour (whose files the kernel may still be
+/// writing back).
+fn rotated<T: Copy>(sides: &[T], round: u32) -> Vec<T> {
+    let k = round as usize % sides.len().max(1);
+    sides
+        .iter()
+        .cycle()
+        .skip(k)
+        .take(sides.len())
+        .copied()
+        .collect()
+}
+
+/// Before a bulk write: the side's old bulk file removed (`clean`) and every dirty page on
+/// the machine written back (`sync`), untimed, so each side's 256 MiB write starts from the
+/// same state instead of meeting the writeback of the file the side before it wrote. Without
+/// this the row moved by up to 2x on either side from run to run.
+fn settle(clean: &mut Command) {
+    let _ = clean.output();
+    let _ = Command::new("sync").status();
+}
+
 /// Best seconds and the check, by (workload, side column).
 type Best = BTreeMap<(String, String), (f64, f64)>;
 
@@ -280,7 +305,10 @@ pub fn run_with(root: &Path, python: &Path, args: &[String]) -> TaskResult {
     let mut failures = Vec::new();
     for round in 0..o.rounds {
         for (w, _) in WORKLOADS {
-            for (side, prog, durability) in SIDES {
+            for (side, prog, durability) in rotated(&SIDES, round) {
+                if w == "bulk" {
+                    settle(&mut command(prog, "clean", durability, &[]));
+                }
                 eprintln!(
                     "xtask bench --workloads: round {}/{}: {w} {side}",
                     round + 1,
@@ -338,6 +366,14 @@ mod tests {
         assert_eq!(parse_options(&[]).unwrap().rounds, 3);
         assert!(parse_options(&["--rounds".into(), "0".into()]).is_err());
         assert_eq!(FULL.args("windows"), vec![2000, 8192]);
+    }
+
+    #[test]
+    fn rounds_start_one_side_further_on() {
+        assert_eq!(rotated(&[1, 2, 3], 0), vec![1, 2, 3]);
+        assert_eq!(rotated(&[1, 2, 3], 1), vec![2, 3, 1]);
+        assert_eq!(rotated(&[1, 2, 3], 4), vec![2, 3, 1]);
+        assert!(rotated::<u8>(&[], 2).is_empty());
     }
 
     #[test]
