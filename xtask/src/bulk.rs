@@ -3,8 +3,9 @@
 //! Writes then reads back a 2-D float32 dataset of N MiB (default 1,024) in 1 MiB chunks,
 //! unfiltered and with shuffle + deflate level 4: h5chunk (`h5chunk-bulk`) from one thread and
 //! from T threads (default: the available cores), libhdf5 (`benches/libhdf5/bulk_bench.c`) from
-//! one thread (its global lock serialises every call). A `dd`-style copy of the same size on the
-//! same disk (1 MiB writes, then reads) gives the physical limit. Prints a table with MB/s
+//! one thread (its global lock serialises every call); three rounds of the sides in turn, each
+//! run after a `sync`, each side's best write and best read kept. A `dd`-style copy of the
+//! same size on the same disk (1 MiB writes, then reads) gives the physical limit. Prints a table with MB/s
 //! (10^6 bytes of dataset values per second), peak RSS and file size, and writes
 //! `target/bench/bulk.csv`. Then random single-element reads of one shared dataset from one
 //! and from T threads (`h5chunk-reads`), into `target/bench/reads.csv`.
@@ -31,6 +32,28 @@ fn num(r: &Row, k: &str) -> f64 {
         .get(k)
         .and_then(|v| v.parse().ok())
         .unwrap_or(f64::NAN)
+}
+
+/// Rounds of the write-then-read runs, the sides in turn (best of each).
+const ROUNDS: u32 = 3;
+
+/// `run` added to `rows`, or, when a row of its filter, side and thread count is there
+/// already, that row's write and read times lowered to `run`'s where `run`'s are lower (a
+/// shared machine only ever slows a run down).
+fn keep_best(rows: &mut Vec<Row>, run: Row) {
+    let same =
+        |r: &&mut Row| r.filter == run.filter && r.imp == run.imp && r.threads == run.threads;
+    let Some(row) = rows.iter_mut().find(same) else {
+        rows.push(run);
+        return;
+    };
+    for k in ["write_s", "read_s"] {
+        if num(&run, k) < num(row, k)
+            && let Some(v) = run.fields.get(k)
+        {
+            row.fields.insert(k.to_string(), v.clone());
+        }
+    }
 }
 
 /// One run's RESULT line, or why there is none.
@@ -125,33 +148,44 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         if threads > 1 {
             runs.push(("h5chunk", threads));
         }
-        for (imp, t) in runs {
-            eprintln!("xtask bench --bulk: {filter} {imp} {t} thread(s)");
-            let result = match (imp, &theirs) {
-                ("h5chunk", _) => measure(
-                    Command::new(&ours)
-                        .arg("--dir")
-                        .arg(&files)
-                        .args(["--mib", &mib.to_string()])
-                        .args(["--threads", &t.to_string()])
-                        .args(["--filter", filter]),
-                ),
-                (_, Ok(bin)) => measure(
-                    Command::new(bin)
-                        .arg(&files)
-                        .arg(mib.to_string())
-                        .arg(filter),
-                ),
-                (_, Err(why)) => Err(format!("libhdf5 not available: {why}")),
-            };
-            match result {
-                Ok(fields) => rows.push(Row {
-                    filter: filter.to_string(),
-                    imp: imp.to_string(),
-                    threads: t,
-                    fields,
-                }),
-                Err(why) => skipped.push(format!("{filter} {imp} {t}: {why}")),
+        // ROUNDS rounds of the sides in turn, each run after `sync` (untimed) so that none
+        // meets the writeback of the gigabyte the run before it wrote; each side keeps its
+        // best write and its best read.
+        for round in 1..=ROUNDS {
+            for &(imp, t) in &runs {
+                eprintln!(
+                    "xtask bench --bulk: {filter} {imp} {t} thread(s), round {round}/{ROUNDS}"
+                );
+                let _ = Command::new("sync").status();
+                let result = match (imp, &theirs) {
+                    ("h5chunk", _) => measure(
+                        Command::new(&ours)
+                            .arg("--dir")
+                            .arg(&files)
+                            .args(["--mib", &mib.to_string()])
+                            .args(["--threads", &t.to_string()])
+                            .args(["--filter", filter]),
+                    ),
+                    (_, Ok(bin)) => measure(
+                        Command::new(bin)
+                            .arg(&files)
+                            .arg(mib.to_string())
+                            .arg(filter),
+                    ),
+                    (_, Err(why)) => Err(format!("libhdf5 not available: {why}")),
+                };
+                match result {
+                    Ok(fields) => keep_best(
+                        &mut rows,
+                        Row {
+                            filter: filter.to_string(),
+                            imp: imp.to_string(),
+                            threads: t,
+                            fields,
+                        },
+                    ),
+                    Err(why) => skipped.push(format!("{filter} {imp} {t}: {why}")),
+                }
             }
         }
     }
@@ -316,4 +350,38 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
     std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(imp: &str, write_s: &str, read_s: &str) -> Row {
+        Row {
+            filter: "none".into(),
+            imp: imp.into(),
+            threads: 1,
+            fields: [("write_s", write_s), ("read_s", read_s)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn each_side_keeps_its_best_write_and_its_best_read() {
+        let mut rows = Vec::new();
+        keep_best(&mut rows, row("h5chunk", "0.5", "0.2"));
+        keep_best(&mut rows, row("libhdf5", "0.4", "0.3"));
+        keep_best(&mut rows, row("h5chunk", "0.3", "0.4"));
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (num(&rows[0], "write_s"), num(&rows[0], "read_s")),
+            (0.3, 0.2)
+        );
+        assert_eq!(
+            (num(&rows[1], "write_s"), num(&rows[1], "read_s")),
+            (0.4, 0.3)
+        );
+    }
 }
