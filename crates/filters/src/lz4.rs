@@ -496,9 +496,9 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
 
 /// The fast loop's tables, in one place so that the loop keeps one base address for both.
 struct FastTables {
-    /// A token's match length when the fast loop decodes its sequence (both lengths within
-    /// the token), else 0.
-    len: [u8; 256],
+    /// The output a token's sequence makes (literals and match) when the fast loop decodes it
+    /// (both lengths within the token), else 0.
+    advance: [u8; 256],
     /// For a match repeating a pattern of `offset` bytes (1 to 7): the mask of the pattern's
     /// bytes in a word; the factor that repeats them over 8 bytes (a copy past the 8th byte
     /// falls off); and the whole periods in 8 bytes, how far on the repeated word, written
@@ -506,14 +506,14 @@ struct FastTables {
     patterns: [(u64, u64, usize); 8],
 }
 
-/// [`FastTables::len`], built at compile time (an index out of bounds fails the build).
+/// [`FastTables::advance`], built at compile time (an index out of bounds fails the build).
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-const fn fast_len() -> [u8; 256] {
+const fn fast_advance() -> [u8; 256] {
     let mut t = [0u8; 256];
     let mut token = 0;
     while token < 0xf0 {
         if token & 0x0f != 0x0f {
-            t[token] = (token & 0x0f) as u8 + MINMATCH as u8;
+            t[token] = (token >> 4) as u8 + (token & 0x0f) as u8 + MINMATCH as u8;
         }
         token += 1;
     }
@@ -521,7 +521,7 @@ const fn fast_len() -> [u8; 256] {
 }
 
 static FAST: FastTables = FastTables {
-    len: fast_len(),
+    advance: fast_advance(),
     patterns: [
         (0, 0, 8),
         (0xff, 0x0101_0101_0101_0101, 8),
@@ -589,22 +589,24 @@ fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (us
         let Some(w) = src.get(ip..ip + 18).and_then(|w| w.first_chunk::<18>()) else {
             break;
         };
-        let [token, l @ .., _] = *w;
-        let len = usize::from(FAST.len.get(usize::from(token)).copied().unwrap_or(0));
-        if len == 0 {
+        let [token, ..] = *w;
+        let advance = usize::from(FAST.advance.get(usize::from(token)).copied().unwrap_or(0));
+        if advance == 0 {
             break;
         }
         let lits = usize::from(token >> 4);
         let lo = w.get(1 + lits).copied().unwrap_or(0);
         let hi = w.get(2 + lits).copied().unwrap_or(0);
         let offset = usize::from(u16::from_le_bytes([lo, hi]));
-        let at = op + lits;
         // Wraps past `last_from` when the offset reaches before the block's start.
-        let from = at.wrapping_sub(offset);
+        let from = (op + lits).wrapping_sub(offset);
         if from > last_from {
             break;
         }
-        if let Some(d) = window(out, op) {
+        // Sixteen bytes from the window (read from memory straight into the store: taking
+        // them out of a copy of the whole window cost two instructions more).
+        let l = w.get(1..).and_then(|l| l.first_chunk::<16>());
+        if let (Some(d), Some(&l)) = (window(out, op), l) {
             put(d, 0, l);
         }
         if offset >= 8 {
@@ -639,7 +641,7 @@ fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (us
             }
         }
         ip += 1 + lits + 2;
-        op = at + len;
+        op += advance;
     }
     (ip, op)
 }
