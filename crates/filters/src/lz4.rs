@@ -570,8 +570,10 @@ fn source(out: &[u8], from: usize) -> [u8; 18] {
 /// 8 and 2 bytes, each piece read after the one before it is written (an offset of 8 or more
 /// then repeats its pattern as a byte-by-byte copy does), or, for an offset of 1 to 7, as a
 /// register word of the repeated pattern stored three times a whole number of periods apart;
-/// the bytes written past a length are overwritten by the next sequence. Returns where it
-/// stopped: the caller decodes the next sequence, whatever it is, with every check.
+/// the bytes written past a length are overwritten by the next sequence. A match of 19 to 34
+/// bytes (one length byte after the token's 15) goes the same way in twice the pieces
+/// ([`long_in_window`]). Returns where it stopped: the caller decodes the next sequence,
+/// whatever it is, with every check.
 #[inline(never)]
 #[allow(clippy::arithmetic_side_effects)] // positions below the buffers' lengths (below 2^32)
 fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (usize, usize) {
@@ -592,7 +594,11 @@ fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (us
         let [token, ..] = *w;
         let advance = usize::from(FAST.advance.get(usize::from(token)).copied().unwrap_or(0));
         if advance == 0 {
-            break;
+            match long_in_window(w, out, op, last_from) {
+                Some((i, o)) => (ip, op) = (ip + i, o),
+                None => break,
+            }
+            continue;
         }
         let lits = usize::from(token >> 4);
         let lo = w.get(1 + lits).copied().unwrap_or(0);
@@ -644,6 +650,62 @@ fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (us
         op += advance;
     }
     (ip, op)
+}
+
+/// The sequence in `w`, at `op` (with FAST_ROOM bytes of room), when its literals are in
+/// the token and its match takes one length byte more, below 16 (19 to 34 bytes): as the fast
+/// loop's, with the match's pieces at 16 to 34 read and written as those at 0 to 18. The input
+/// it took and the output position after it; `None` for any other sequence (having written
+/// nothing the checked path does not write again). Kept out of the common sequence's code:
+/// with its own copies of the token's fields the common path keeps its registers (decoding
+/// these in the same body as the common sequence cost that one two instructions more).
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions within the window
+fn long_in_window(
+    w: &[u8; 18],
+    out: &mut [u8],
+    op: usize,
+    last_from: usize,
+) -> Option<(usize, usize)> {
+    let [token, ..] = *w;
+    let lits = usize::from(token >> 4);
+    let more = usize::from(*w.get(3 + lits)?);
+    if lits == 15 || token & 0x0f != 0x0f || more > 15 {
+        return None;
+    }
+    let offset = usize::from(u16::from_le_bytes([*w.get(1 + lits)?, *w.get(2 + lits)?]));
+    let from = (op + lits).wrapping_sub(offset);
+    // The second half's source, 16 bytes on, leaves 18 bytes too (`last_from` is at least
+    // FAST_ROOM - 18).
+    if from > last_from - 16 || offset == 0 {
+        return None;
+    }
+    let l = *w.get(1..)?.first_chunk::<16>()?;
+    put(window(out, op)?, 0, l);
+    if offset >= 8 {
+        for k in [0, 16] {
+            let [a @ .., _, _, _, _, _, _, _, _, _, _] = source(out, from + k);
+            put(window(out, op)?, lits + k, a);
+            let [_, _, _, _, _, _, _, _, b @ .., _, _] = source(out, from + k);
+            put(window(out, op)?, lits + k + 8, b);
+        }
+        let [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, c @ ..] = source(out, from + 16);
+        put(window(out, op)?, lits + 32, c);
+    } else {
+        let (low, repeat, step) = FAST.patterns.get(offset)?;
+        let [x @ .., _, _, _, _, _, _, _, _, _, _] = source(out, from);
+        let word = (u64::from_le_bytes(x) & low)
+            .wrapping_mul(*repeat)
+            .to_le_bytes();
+        let step = (*step).max(1);
+        let d = window(out, op)?;
+        let mut k = 0;
+        while k < 34 {
+            put(d, lits + k, word);
+            k += step;
+        }
+    }
+    Some((1 + lits + 3, op + lits + 15 + MINMATCH + more))
 }
 
 /// Decode one LZ4 block that must fill `out` exactly.
@@ -1139,13 +1201,14 @@ mod tests {
         b
     }
 
-    /// Matches of every offset from 1 to 24 and every length the token holds (4 to 18 bytes,
-    /// overlapping their output where the offset is shorter), after 0 to 14 literals, far from
-    /// the block's ends: the fast loop's pieces (8, 8 and 2 bytes, each read after the one
-    /// before is written; a pattern's register word for offsets under 8) must equal the
-    /// byte-by-byte repetition of the plain model for each.
+    /// Matches of every offset from 1 to 40 and every length from 4 to 40 bytes (in the token
+    /// up to 18, one length byte more from 19; overlapping their output where the offset is
+    /// shorter), after 0 to 14 literals, far from the block's ends: the fast loop's pieces
+    /// (8-byte pieces each read after the one before is written, up to 18 or 34 bytes; a
+    /// pattern's register word for offsets under 8), and the checked copy past 34 bytes, must
+    /// equal the byte-by-byte repetition of the plain model for each.
     #[test]
-    fn decode_short_matches_of_every_offset_and_length() {
+    fn decode_fast_matches_of_every_offset_and_length() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut rnd = move || {
             x ^= x << 13;
@@ -1155,8 +1218,8 @@ mod tests {
         };
         let mut seqs = vec![((0..64).map(|_| rnd()).collect(), 64, 4)];
         let mut k = 0;
-        for offset in 1..=24usize {
-            for len in MINMATCH..=18 {
+        for offset in 1..=40usize {
+            for len in MINMATCH..=40 {
                 let lits = (0..k % 15).map(|_| rnd()).collect();
                 seqs.push((lits, offset, len));
                 k += 1;
