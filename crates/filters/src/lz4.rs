@@ -718,7 +718,11 @@ pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static 
     let mut ip = 0usize;
     let mut op = 0usize;
     loop {
-        (ip, op) = decode_short(src, out, ip, op);
+        // A sequence of 15 literals or more never takes the fast loop: not calling it saves
+        // its entry and exit (a block of mostly literals has one such sequence after another).
+        if src.get(ip).is_some_and(|&token| token < 0xf0) {
+            (ip, op) = decode_short(src, out, ip, op);
+        }
         let token = usize::from(*src.get(ip).ok_or("truncated block")?);
         ip += 1;
         let lits = token >> 4;
