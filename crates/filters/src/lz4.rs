@@ -494,131 +494,218 @@ fn copy_match(out: &mut [u8], from: usize, to: usize, len: usize) {
     }
 }
 
-/// `x` (the first `offset` bytes of a pattern, 1 to 7) times `REPEAT[offset]`: the pattern
-/// repeated over 8 bytes (a copy past the 8th byte falls off).
-const REPEAT: [u64; 8] = [
-    0,
-    0x0101_0101_0101_0101,
-    0x0001_0001_0001_0001,
-    0x0001_0000_0100_0001,
-    0x0000_0001_0000_0001,
-    0x0000_0100_0000_0001,
-    0x0001_0000_0000_0001,
-    0x0100_0000_0000_0001,
-];
+/// The fast loop's tables, in one place so that the loop keeps one base address for both.
+struct FastTables {
+    /// The output a token's sequence makes (literals and match) when the fast loop decodes it
+    /// (both lengths within the token), else 0.
+    advance: [u8; 256],
+    /// For a match repeating a pattern of `offset` bytes (1 to 7): the mask of the pattern's
+    /// bytes in a word; the factor that repeats them over 8 bytes (a copy past the 8th byte
+    /// falls off); and the whole periods in 8 bytes, how far on the repeated word, written
+    /// again, continues the pattern.
+    patterns: [(u64, u64, usize); 8],
+}
 
-/// The whole periods of a pattern of `offset` bytes (1 to 7) in 8 bytes: the repeated word
-/// written again this far on continues the pattern.
-const PERIODS: [usize; 8] = [8, 8, 8, 6, 8, 5, 6, 7];
-
-/// Write 24 bytes at `out[at..]` repeating the `offset` bytes (1 to 7) before `at`, as a
-/// match of at most 18 bytes overlapping its output decodes (the bytes past its length are
-/// overwritten later): one word of the repeated pattern stored three times, a whole number
-/// of periods apart, with no byte-by-byte copy. Whether the bytes were within `out`.
-#[inline(always)]
-#[allow(clippy::arithmetic_side_effects)] // `offset` below 8, positions below 2^32
-fn repeat_pattern(out: &mut [u8], at: usize, offset: usize) -> bool {
-    let (from, t) = (pos(at - offset), pos(at));
-    let Some(w) = out.get_mut(from..t + 24) else {
-        return false;
-    };
-    let Some(x) = w.first_chunk::<8>() else {
-        return false;
-    };
-    let pattern = u64::from_le_bytes(*x) & ((1u64 << (8 * (offset & 7))) - 1);
-    let word = pattern
-        .wrapping_mul(REPEAT.get(offset).copied().unwrap_or(0))
-        .to_le_bytes();
-    let step = PERIODS.get(offset).copied().unwrap_or(8).min(8);
-    let Some(d) = w.last_chunk_mut::<24>() else {
-        return false;
-    };
-    for k in [0, step, 2 * step] {
-        if let Some(p) = d.get_mut(k..).and_then(|p| p.first_chunk_mut::<8>()) {
-            *p = word;
+/// [`FastTables::advance`], built at compile time (an index out of bounds fails the build).
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn fast_advance() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut token = 0;
+    while token < 0xf0 {
+        if token & 0x0f != 0x0f {
+            t[token] = (token >> 4) as u8 + (token & 0x0f) as u8 + MINMATCH as u8;
         }
+        token += 1;
     }
-    true
+    t
+}
+
+static FAST: FastTables = FastTables {
+    advance: fast_advance(),
+    patterns: [
+        (0, 0, 8),
+        (0xff, 0x0101_0101_0101_0101, 8),
+        (0xffff, 0x0001_0001_0001_0001, 8),
+        (0xff_ffff, 0x0001_0000_0100_0001, 6),
+        (0xffff_ffff, 0x0000_0001_0000_0001, 8),
+        (0xff_ffff_ffff, 0x0000_0100_0000_0001, 5),
+        (0xffff_ffff_ffff, 0x0001_0000_0000_0001, 6),
+        (0xff_ffff_ffff_ffff, 0x0100_0000_0000_0001, 7),
+    ],
+};
+
+/// The output room the fast loop asks past a sequence's start: 14 literals, then a match's
+/// 24 bytes (18, or a pattern's three words) and slack.
+const FAST_ROOM: usize = 64;
+
+/// The fast loop's output window at `op`.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `op <= out.len() - FAST_ROOM`
+fn window(out: &mut [u8], op: usize) -> Option<&mut [u8; FAST_ROOM]> {
+    out.get_mut(op..op + FAST_ROOM)
+        .and_then(|w| w.first_chunk_mut::<FAST_ROOM>())
+}
+
+/// `N` bytes into `w` at `k` (within it: `k` is below `FAST_ROOM - N`).
+#[inline(always)]
+fn put<const N: usize>(w: &mut [u8; FAST_ROOM], k: usize, v: [u8; N]) {
+    if let Some(d) = w.get_mut(k..).and_then(|d| d.first_chunk_mut::<N>()) {
+        *d = v;
+    }
+}
+
+/// The 18 bytes of a match source at `from` (`from <= out.len() - 18`).
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // `from <= out.len() - 18`
+fn source(out: &[u8], from: usize) -> [u8; 18] {
+    out.get(from..from + 18)
+        .and_then(|s| s.first_chunk::<18>())
+        .copied()
+        .unwrap_or([0; 18])
 }
 
 /// Decode sequences from `ip` to `op` while they are the common kind: lengths in the token,
-/// away from both ends, a match not before the block's start and either not longer than its
-/// offset or repeating a pattern of under 8 bytes. Such a sequence moves its literals as one
-/// 16-byte copy and its match as one 18-byte copy (or a pattern's 24 bytes from a register),
-/// each bounds-checked once; the bytes copied past a length are
-/// overwritten by the next sequence. Returns where it stopped: the caller decodes the next
-/// sequence, whatever it is, with every check.
-#[inline(always)]
+/// away from both ends (18 bytes of input and [`FAST_ROOM`] of output), a match not before the
+/// block's start. Such a sequence moves its literals as one 16-byte copy and its match as 8,
+/// 8 and 2 bytes, each piece read after the one before it is written (an offset of 8 or more
+/// then repeats its pattern as a byte-by-byte copy does), or, for an offset of 1 to 7, as a
+/// register word of the repeated pattern stored three times a whole number of periods apart;
+/// the bytes written past a length are overwritten by the next sequence. A match of 19 to 34
+/// bytes (one length byte after the token's 15) goes the same way in twice the pieces
+/// ([`long_in_window`]). Returns where it stopped: the caller decodes the next sequence,
+/// whatever it is, with every check.
+#[inline(never)]
 #[allow(clippy::arithmetic_side_effects)] // positions below the buffers' lengths (below 2^32)
 fn decode_short(src: &[u8], out: &mut [u8], mut ip: usize, mut op: usize) -> (usize, usize) {
-    loop {
+    // `ip <= last_in` leaves 18 bytes of input, `op <= last` FAST_ROOM of output; a match
+    // source `from <= last_from` leaves 18.
+    let (Some(last_in), Some(last), Some(last_from)) = (
+        src.len().checked_sub(18),
+        out.len().checked_sub(FAST_ROOM),
+        out.len().checked_sub(18),
+    ) else {
+        return (ip, op);
+    };
+    while ip <= last_in && op <= last {
         // The token, up to 14 literals and the offset are within these 18 bytes.
-        let i = pos(ip);
-        let Some(w) = src.get(i..i + 18).and_then(|w| w.first_chunk::<18>()) else {
+        let Some(w) = src.get(ip..ip + 18).and_then(|w| w.first_chunk::<18>()) else {
             break;
         };
-        let Some((&token, rest)) = w.split_first() else {
-            break;
-        };
-        let token = usize::from(token);
-        let lits = token >> 4;
-        let len = (token & 0x0f) + MINMATCH;
-        if lits == 15 || len == 15 + MINMATCH {
-            break;
-        }
-        let Some((l, _)) = rest.split_first_chunk::<16>() else {
-            break;
-        };
-        let o = pos(op);
-        let Some(d) = out
-            .get_mut(o..o + 16)
-            .and_then(|d| d.first_chunk_mut::<16>())
-        else {
-            break;
-        };
-        let lo = rest.get(lits).copied().unwrap_or(0);
-        let hi = rest.get(lits + 1).copied().unwrap_or(0);
-        let offset = usize::from(u16::from_le_bytes([lo, hi]));
-        let at = op + lits;
-        if offset > at {
-            break;
-        }
-        if offset < len {
-            // A repeating pattern of `offset` (1 to 7) bytes: its 24 bytes from a register.
-            if offset == 0 || offset >= 8 {
-                break;
+        let [token, ..] = *w;
+        let advance = usize::from(FAST.advance.get(usize::from(token)).copied().unwrap_or(0));
+        if advance == 0 {
+            match long_in_window(w, out, op, last_from) {
+                Some((i, o)) => (ip, op) = (ip + i, o),
+                None => break,
             }
-            *d = *l;
-            if !repeat_pattern(out, at, offset) {
-                break;
-            }
-            ip += 1 + lits + 2;
-            op = at + len;
             continue;
         }
-        *d = *l;
-        // From a copy: when the offset is under 18 the source runs into the destination, whose
-        // first `len` bytes it must not see rewritten (it does not need to: `offset >= len`).
-        let from = pos(at - offset);
-        let Some(m) = out
-            .get(from..from + 18)
-            .and_then(|m| m.first_chunk::<18>())
-            .copied()
-        else {
+        let lits = usize::from(token >> 4);
+        let lo = w.get(1 + lits).copied().unwrap_or(0);
+        let hi = w.get(2 + lits).copied().unwrap_or(0);
+        let offset = usize::from(u16::from_le_bytes([lo, hi]));
+        // Wraps past `last_from` when the offset reaches before the block's start.
+        let from = (op + lits).wrapping_sub(offset);
+        if from > last_from {
             break;
-        };
-        let t = pos(at);
-        let Some(d) = out
-            .get_mut(t..t + 18)
-            .and_then(|d| d.first_chunk_mut::<18>())
-        else {
-            break;
-        };
-        *d = m;
+        }
+        // Sixteen bytes from the window (read from memory straight into the store: taking
+        // them out of a copy of the whole window cost two instructions more).
+        let l = w.get(1..).and_then(|l| l.first_chunk::<16>());
+        if let (Some(d), Some(&l)) = (window(out, op), l) {
+            put(d, 0, l);
+        }
+        if offset >= 8 {
+            // Each piece is read after the one before it is written.
+            let [a @ .., _, _, _, _, _, _, _, _, _, _] = source(out, from);
+            if let Some(d) = window(out, op) {
+                put(d, lits, a);
+            }
+            let [_, _, _, _, _, _, _, _, b @ .., _, _] = source(out, from);
+            if let Some(d) = window(out, op) {
+                put(d, lits + 8, b);
+            }
+            let [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, c @ ..] = source(out, from);
+            if let Some(d) = window(out, op) {
+                put(d, lits + 16, c);
+            }
+        } else {
+            if offset == 0 {
+                break;
+            }
+            let (low, repeat, step) = FAST.patterns.get(offset & 7).copied().unwrap_or_default();
+            let [x @ .., _, _, _, _, _, _, _, _, _, _] = source(out, from);
+            let word = (u64::from_le_bytes(x) & low)
+                .wrapping_mul(repeat)
+                .to_le_bytes();
+            // Below 16 (8 at most): the third word ends within the window.
+            let step = step & 15;
+            if let Some(d) = window(out, op) {
+                put(d, lits, word);
+                put(d, lits + step, word);
+                put(d, lits + 2 * step, word);
+            }
+        }
         ip += 1 + lits + 2;
-        op = at + len;
+        op += advance;
     }
     (ip, op)
+}
+
+/// The sequence in `w`, at `op` (with FAST_ROOM bytes of room), when its literals are in
+/// the token and its match takes one length byte more, below 16 (19 to 34 bytes): as the fast
+/// loop's, with the match's pieces at 16 to 34 read and written as those at 0 to 18. The input
+/// it took and the output position after it; `None` for any other sequence (having written
+/// nothing the checked path does not write again). Kept out of the common sequence's code:
+/// with its own copies of the token's fields the common path keeps its registers (decoding
+/// these in the same body as the common sequence cost that one two instructions more).
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions within the window
+fn long_in_window(
+    w: &[u8; 18],
+    out: &mut [u8],
+    op: usize,
+    last_from: usize,
+) -> Option<(usize, usize)> {
+    let [token, ..] = *w;
+    let lits = usize::from(token >> 4);
+    let more = usize::from(*w.get(3 + lits)?);
+    if lits == 15 || token & 0x0f != 0x0f || more > 15 {
+        return None;
+    }
+    let offset = usize::from(u16::from_le_bytes([*w.get(1 + lits)?, *w.get(2 + lits)?]));
+    let from = (op + lits).wrapping_sub(offset);
+    // The second half's source, 16 bytes on, leaves 18 bytes too (`last_from` is at least
+    // FAST_ROOM - 18).
+    if from > last_from - 16 || offset == 0 {
+        return None;
+    }
+    let l = *w.get(1..)?.first_chunk::<16>()?;
+    put(window(out, op)?, 0, l);
+    if offset >= 8 {
+        for k in [0, 16] {
+            let [a @ .., _, _, _, _, _, _, _, _, _, _] = source(out, from + k);
+            put(window(out, op)?, lits + k, a);
+            let [_, _, _, _, _, _, _, _, b @ .., _, _] = source(out, from + k);
+            put(window(out, op)?, lits + k + 8, b);
+        }
+        let [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, c @ ..] = source(out, from + 16);
+        put(window(out, op)?, lits + 32, c);
+    } else {
+        let (low, repeat, step) = FAST.patterns.get(offset)?;
+        let [x @ .., _, _, _, _, _, _, _, _, _, _] = source(out, from);
+        let word = (u64::from_le_bytes(x) & low)
+            .wrapping_mul(*repeat)
+            .to_le_bytes();
+        let step = (*step).max(1);
+        let d = window(out, op)?;
+        let mut k = 0;
+        while k < 34 {
+            put(d, lits + k, word);
+            k += step;
+        }
+    }
+    Some((1 + lits + 3, op + lits + 15 + MINMATCH + more))
 }
 
 /// Decode one LZ4 block that must fill `out` exactly.
@@ -631,7 +718,11 @@ pub fn decompress_block_into(src: &[u8], out: &mut [u8]) -> Result<(), &'static 
     let mut ip = 0usize;
     let mut op = 0usize;
     loop {
-        (ip, op) = decode_short(src, out, ip, op);
+        // A sequence of 15 literals or more never takes the fast loop: not calling it saves
+        // its entry and exit (a block of mostly literals has one such sequence after another).
+        if src.get(ip).is_some_and(|&token| token < 0xf0) {
+            (ip, op) = decode_short(src, out, ip, op);
+        }
         let token = usize::from(*src.get(ip).ok_or("truncated block")?);
         ip += 1;
         let lits = token >> 4;
@@ -986,6 +1077,256 @@ mod tests {
         let mut d = vec![0u8; data.len()];
         decompress_block_into(&c, &mut d).unwrap();
         assert_eq!(d, data);
+    }
+
+    /// LZ4 block decoding written plainly (a byte at a time, every check spelled out): the
+    /// model the tuned decoder must equal on any input, valid or not. `None` where it must
+    /// fail: literals or a match past the block or the output, an offset of 0 or before the
+    /// start, a block ending after a match or short of `n` bytes.
+    fn reference_decode(block: &[u8], n: usize) -> Option<Vec<u8>> {
+        let length = |ip: &mut usize, mut len: usize| -> Option<usize> {
+            if len == 15 {
+                loop {
+                    let b = *block.get(*ip)?;
+                    *ip += 1;
+                    len += b as usize;
+                    if b != 255 {
+                        break;
+                    }
+                }
+            }
+            Some(len)
+        };
+        let (mut ip, mut out) = (0, Vec::new());
+        loop {
+            let token = *block.get(ip)? as usize;
+            ip += 1;
+            let lits = length(&mut ip, token >> 4)?;
+            let s = block.get(ip..ip + lits)?;
+            if out.len() + lits > n {
+                return None;
+            }
+            out.extend_from_slice(s);
+            ip += lits;
+            if ip == block.len() {
+                break;
+            }
+            let o = block.get(ip..ip + 2)?;
+            let offset = u16::from_le_bytes([o[0], o[1]]) as usize;
+            ip += 2;
+            let len = length(&mut ip, token & 15)? + MINMATCH;
+            if offset == 0 || offset > out.len() || out.len() + len > n {
+                return None;
+            }
+            for _ in 0..len {
+                out.push(out[out.len() - offset]);
+            }
+        }
+        (out.len() == n).then_some(out)
+    }
+
+    /// Our decoder on `block` into `n` bytes (first filled with a byte the data rarely has, so
+    /// a byte the decoder leaves unwritten shows), as the model's `Option`.
+    fn decode(block: &[u8], n: usize) -> Option<Vec<u8>> {
+        let mut d = vec![0xa5u8; n];
+        decompress_block_into(block, &mut d).ok().map(|()| d)
+    }
+
+    /// Test data of a few kinds: the detector's (little-endian u16 counts, mostly 0 to 2, with
+    /// runs of zeros), periodic text with errors, random bytes, and short repeating patterns.
+    fn kind_of_data(kind: u64, n: usize, rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            match kind % 4 {
+                0 => {
+                    let r = rnd();
+                    let count: u16 = if r.is_multiple_of(64) {
+                        (r >> 8) as u16 % 5000
+                    } else if r.is_multiple_of(7) {
+                        0
+                    } else {
+                        ((r >> 16) % 3) as u16
+                    };
+                    if r % 97 == 1 {
+                        v.extend(std::iter::repeat_n(0u8, (r >> 24) as usize % 300));
+                    }
+                    v.extend(count.to_le_bytes());
+                }
+                1 => {
+                    let r = rnd();
+                    let i = v.len();
+                    v.push(
+                        b"the quick brown fox, jumps over the lazy dog. "[i % 46]
+                            ^ u8::from(r.is_multiple_of(53)),
+                    );
+                }
+                2 => v.push(rnd() as u8),
+                _ => {
+                    let r = rnd();
+                    let period = 1 + (r % 20) as usize;
+                    let pattern: Vec<u8> = (0..period).map(|_| rnd() as u8).collect();
+                    v.extend(pattern.iter().cycle().take((r >> 8) as usize % 60));
+                    v.extend((0..(r >> 16) % 6).map(|_| rnd() as u8));
+                }
+            }
+        }
+        v.truncate(n);
+        v
+    }
+
+    /// A block written sequence by sequence: `(literals, offset, match length)` each (lengths
+    /// in the token up to 14 literals and 18 match bytes, continued past), then `last` literals.
+    fn block_of(seqs: &[(Vec<u8>, usize, usize)], last: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        let length = |b: &mut Vec<u8>, mut len: usize| {
+            while len >= 255 {
+                b.push(255);
+                len -= 255;
+            }
+            b.push(len as u8);
+        };
+        for (lits, offset, len) in seqs {
+            let ml = len - MINMATCH;
+            b.push(((lits.len().min(15) << 4) | ml.min(15)) as u8);
+            if lits.len() >= 15 {
+                length(&mut b, lits.len() - 15);
+            }
+            b.extend_from_slice(lits);
+            b.extend_from_slice(&(*offset as u16).to_le_bytes());
+            if ml >= 15 {
+                length(&mut b, ml - 15);
+            }
+        }
+        b.push((last.len().min(15) << 4) as u8);
+        if last.len() >= 15 {
+            length(&mut b, last.len() - 15);
+        }
+        b.extend_from_slice(last);
+        b
+    }
+
+    /// Matches of every offset from 1 to 40 and every length from 4 to 40 bytes (in the token
+    /// up to 18, one length byte more from 19; overlapping their output where the offset is
+    /// shorter), after 0 to 14 literals, far from the block's ends: the fast loop's pieces
+    /// (8-byte pieces each read after the one before is written, up to 18 or 34 bytes; a
+    /// pattern's register word for offsets under 8), and the checked copy past 34 bytes, must
+    /// equal the byte-by-byte repetition of the plain model for each.
+    #[test]
+    fn decode_fast_matches_of_every_offset_and_length() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        };
+        let mut seqs = vec![((0..64).map(|_| rnd()).collect(), 64, 4)];
+        let mut k = 0;
+        for offset in 1..=40usize {
+            for len in MINMATCH..=40 {
+                let lits = (0..k % 15).map(|_| rnd()).collect();
+                seqs.push((lits, offset, len));
+                k += 1;
+            }
+        }
+        let last: Vec<u8> = (0..100).map(|_| rnd()).collect();
+        let block = block_of(&seqs, &last);
+        let n = seqs.iter().map(|s| s.0.len() + s.2).sum::<usize>() + last.len();
+        let expected = reference_decode(&block, n).unwrap();
+        assert_eq!(decode(&block, n).unwrap(), expected);
+        // The model repeats each match byte by byte (a spot check of the model itself).
+        let (mut at, mut checked) = (0, 0);
+        for (lits, offset, len) in &seqs {
+            at += lits.len();
+            for i in at..at + len {
+                assert_eq!(expected[i], expected[i - offset]);
+                checked += 1;
+            }
+            at += len;
+        }
+        assert_eq!(checked, seqs.iter().map(|s| s.2).sum::<usize>());
+    }
+
+    /// Valid blocks of every kind of data whose end falls at every distance from the fast
+    /// loop's output margin (FAST_ROOM) and input margin (18 bytes), and past both: the
+    /// decoder equals the data and the plain model; one byte more or less of output fails.
+    #[test]
+    fn decodes_as_the_plain_model_at_every_end_margin() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for kind in 0..4 {
+            for base in [0usize, 40, 700] {
+                let head = kind_of_data(kind, base, &mut rnd);
+                for tail in 0..=FAST_ROOM + 40 {
+                    let mut data = head.clone();
+                    data.extend(kind_of_data(kind + 1, tail, &mut rnd));
+                    let mut c = Vec::new();
+                    compress_block(&data, &mut c);
+                    let n = data.len();
+                    assert_eq!(
+                        decode(&c, n).as_ref(),
+                        Some(&data),
+                        "kind {kind} {base}+{tail}"
+                    );
+                    assert_eq!(reference_decode(&c, n).as_ref(), Some(&data));
+                    assert!(decode(&c, n + 1).is_none());
+                    if n > 0 {
+                        assert!(decode(&c, n - 1).is_none());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Valid blocks with bytes set to random or telling values (tokens of 15, offsets of 0,
+    /// lengths of 255), bytes cut or inserted, decoded at the right size and off by a few: the
+    /// decoder never panics, and succeeds exactly when the plain model does, with its bytes.
+    #[test]
+    fn mutated_blocks_decode_as_the_plain_model() {
+        let mut x = 0xd1b5_4a32_d192_ed03u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut agreed_ok = 0;
+        for trial in 0..4000u64 {
+            let n = (rnd() % 1500) as usize + if trial % 10 == 0 { 5000 } else { 0 };
+            let data = kind_of_data(trial, n, &mut rnd);
+            let mut c = Vec::new();
+            compress_block(&data, &mut c);
+            for _ in 0..1 + rnd() % 4 {
+                if c.is_empty() {
+                    break;
+                }
+                let at = (rnd() % c.len() as u64) as usize;
+                match rnd() % 8 {
+                    0 => c.truncate(at),
+                    1 => c.insert(at, rnd() as u8),
+                    2 => c[at] = [0x00, 0x0f, 0xf0, 0xff, 0x01][(rnd() % 5) as usize],
+                    3 => {
+                        c.remove(at);
+                    }
+                    _ => c[at] = rnd() as u8,
+                }
+            }
+            let size = match rnd() % 4 {
+                0 => n.saturating_sub((rnd() % 20) as usize),
+                1 => n + (rnd() % 20) as usize,
+                _ => n,
+            };
+            let ours = decode(&c, size);
+            assert_eq!(ours, reference_decode(&c, size), "trial {trial}");
+            agreed_ok += usize::from(ours.is_some());
+        }
+        // Not every mutation breaks a block (a changed literal decodes): both outcomes occur.
+        assert!((100..3900).contains(&agreed_ok), "{agreed_ok} decoded");
     }
 
     /// LZ4_compress_default written plainly (byte reads, a Vec pushed to, one loop): the model
