@@ -468,14 +468,30 @@ impl Pipeline {
 
     /// Whether [`decode_slice_into`](Self::decode_slice_into) decodes this pipeline's chunks
     /// from borrowed bytes, so that a reader may keep the buffer it reads them into from chunk
-    /// to chunk (instead of a zeroed one for each): a single Zstandard stage.
+    /// to chunk (instead of a zeroed one for each): a single stage of Zstandard, deflate,
+    /// szip, LZ4, bitshuffle, bzip2, Blosc, Blosc2 or shuffle.
     pub fn decodes_slices(&self) -> bool {
-        matches!(self.stages.as_slice(), [(Stage::Zstd { .. }, _)])
+        match self.stages.as_slice() {
+            [(stage, _)] => matches!(
+                stage,
+                Stage::Zstd { .. }
+                    | Stage::Deflate { .. }
+                    | Stage::Szip(_)
+                    | Stage::Lz4 { .. }
+                    | Stage::Bitshuffle(_)
+                    | Stage::Bzip2 { .. }
+                    | Stage::Blosc(..)
+                    | Stage::Blosc2(..)
+                    | Stage::Shuffle { .. }
+            ),
+            _ => false,
+        }
     }
 
     /// [`decode_into`](Self::decode_into) of stored bytes the caller keeps. A pipeline that
-    /// [`decodes_slices`](Self::decodes_slices) decodes them where they are; any other takes
-    /// a copy of them through [`decode_into`](Self::decode_into).
+    /// [`decodes_slices`](Self::decodes_slices) decodes them where they are, straight into
+    /// `out` (Zstandard through a buffer of its own); any other takes a copy of them through
+    /// [`decode_into`](Self::decode_into).
     pub fn decode_slice_into(
         &self,
         data: &[u8],
@@ -483,7 +499,21 @@ impl Pipeline {
         out: &mut [u8],
     ) -> Result<(), FilterError> {
         match self.stages.as_slice() {
-            [(Stage::Zstd { .. }, _)] if mask & 1 == 0 => zstd::decompress_to_slice(data, out),
+            [(stage, _)] if mask & 1 == 0 => match stage {
+                Stage::Zstd { .. } => zstd::decompress_to_slice(data, out),
+                Stage::Deflate { .. } => deflate::decompress_into(data, out),
+                Stage::Szip(p) => szip::decompress_into(data, p, out),
+                Stage::Lz4 { .. } => lz4::decompress_into(data, out),
+                Stage::Bitshuffle(p) => bitshuffle::decompress_into(data, p, out),
+                Stage::Bzip2 { .. } => bzip2::decompress_into(data, out),
+                Stage::Blosc(..) => blosc::decompress_into(data, self.limit(out.len()), out),
+                Stage::Blosc2(..) => blosc2::decompress_into(data, self.limit(out.len()), out),
+                Stage::Shuffle { element_size } if data.len() == out.len() => {
+                    shuffle::unshuffle_into(data, *element_size, out);
+                    Ok(())
+                }
+                _ => self.decode_into(data.to_vec(), mask, out),
+            },
             _ => self.decode_into(data.to_vec(), mask, out),
         }
     }
@@ -738,45 +768,74 @@ mod tests {
     }
 
     #[test]
-    fn decode_slice_into_decodes_borrowed_zstd_chunks_and_copies_for_the_rest() {
-        // Chunks of other sizes in turn on one thread (the kept buffer grows, then holds more
+    fn decode_slice_into_decodes_borrowed_chunks_as_decode_does() {
+        // Chunks of other sizes in turn on one thread (the kept buffers grow, then hold more
         // than the next chunk): each decodes to its own bytes, nothing left from the last.
         let chunk =
             |n: u32, k: u32| -> Vec<u8> { (0..n).flat_map(|i| (i / k).to_le_bytes()).collect() };
-        let zstd = pipeline(&[(id::ZSTD, &[3])]);
-        let deflate = pipeline(&[(id::DEFLATE, &[4])]);
-        let two = pipeline(&[(id::ZSTD, &[3]), (id::FLETCHER32, &[])]);
-        assert!(zstd.decodes_slices());
-        assert!(!deflate.decodes_slices() && !two.decodes_slices());
-        for (n, k) in [(50_000, 9), (3_000, 2), (80_000, 5), (70_000, 3)] {
-            let data = chunk(n, k);
-            for p in [&zstd, &deflate, &two] {
+        let sliced = [
+            &[(id::ZSTD, &[3u32][..])][..],
+            &[(id::DEFLATE, &[4][..])],
+            &[(id::SZIP, &[169, 16, 32, 1000][..])],
+            &[(id::SZIP, &[141, 8, 16, 700][..])],
+            &[(id::SZIP, &[169, 32, 8, 64][..])],
+            &[(id::LZ4, &[0][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[(id::BZIP2, &[1][..])],
+            &[(id::BLOSC, &[2, 2, 4, 4000, 5, 1, 1][..])],
+            &[(id::SHUFFLE, &[4][..])],
+        ];
+        let copied = [
+            &[(id::ZSTD, &[3u32][..]), (id::FLETCHER32, &[][..])][..],
+            &[(id::SHUFFLE, &[4][..]), (id::DEFLATE, &[4][..])],
+        ];
+        for (filters, slices) in
+            (sliced.iter().map(|f| (f, true))).chain(copied.iter().map(|f| (f, false)))
+        {
+            let p = pipeline(filters);
+            assert_eq!(p.decodes_slices(), slices, "{filters:?}");
+            for (n, k) in [(50_000, 9), (3_000, 2), (80_000, 5), (70_000, 3)] {
+                let data = chunk(n, k);
                 let (stored, mask) = p.encode(&data).unwrap();
+                assert_eq!(mask, 0, "{filters:?}");
                 let mut out = vec![0xA5u8; data.len()];
                 p.decode_slice_into(&stored, mask, &mut out).unwrap();
-                assert_eq!(out, data, "{n}");
+                assert_eq!(out, data, "{filters:?} {n}");
                 // A place of another size than the chunk's is refused, not filled in part.
-                let mut short = vec![0u8; data.len() - 1];
+                let mut short = vec![0u8; data.len() - 4];
                 assert!(p.decode_slice_into(&stored, mask, &mut short).is_err());
-                let mut long = vec![0u8; data.len() + 1];
+                let mut long = vec![0u8; data.len() + 4];
                 assert!(p.decode_slice_into(&stored, mask, &mut long).is_err());
-                // Truncated and altered chunks are errors (or, altered, bytes that fit), never
-                // a panic.
+                // Truncated chunks are errors; altered ones decode, if at all, to what the
+                // owning decoder makes of them: never a panic, never other bytes.
                 for cut in (0..stored.len()).step_by(97) {
-                    assert!(p.decode_slice_into(&stored[..cut], mask, &mut out).is_err());
+                    assert!(
+                        p.decode_slice_into(&stored[..cut], mask, &mut out).is_err(),
+                        "{filters:?} {cut}"
+                    );
                 }
                 for at in (0..stored.len()).step_by(89) {
                     let mut bad = stored.clone();
                     bad[at] ^= 0x5a;
-                    let _ = p.decode_slice_into(&bad, mask, &mut out);
+                    if p.decode_slice_into(&bad, mask, &mut out).is_ok() {
+                        assert_eq!(
+                            p.decode(bad, mask, data.len()).as_ref(),
+                            Ok(&out),
+                            "{filters:?} {at}"
+                        );
+                    }
                 }
             }
         }
         // A chunk stored unfiltered (the filter's mask bit set) is copied as it is.
         let raw = chunk(1000, 7);
         let mut out = vec![0u8; raw.len()];
-        zstd.decode_slice_into(&raw, 1, &mut out).unwrap();
-        assert_eq!(out, raw);
+        for filters in sliced {
+            pipeline(filters)
+                .decode_slice_into(&raw, 1, &mut out)
+                .unwrap();
+            assert_eq!(out, raw, "{filters:?}");
+        }
     }
 
     #[test]

@@ -296,15 +296,22 @@ fn unmap(buf: &mut [u32], xmax: u32) {
     }
 }
 
-/// Append `values` to `out` as `layout` stores them.
-fn store(values: &[u32], layout: Layout, out: &mut Vec<u8>) {
+/// Write `values` at `out[at..]` as `layout` stores them: the end of what was written, or
+/// `None` when they do not fit.
+fn store(values: &[u32], layout: Layout, out: &mut [u8], at: usize) -> Option<usize> {
+    let end = values
+        .len()
+        .checked_mul(layout.sample_bytes)
+        .and_then(|n| at.checked_add(n))?;
+    let dst = out.get_mut(at..end)?;
     match (layout.sample_bytes, layout.msb) {
-        (1, _) => out.extend(values.iter().map(|&v| v as u8)),
-        (2, msb) => {
-            let at = out.len();
-            out.resize(at.saturating_add(values.len().saturating_mul(2)), 0);
-            let dst = out.get_mut(at..).unwrap_or_default().as_chunks_mut::<2>().0;
+        (1, _) => {
             for (d, &v) in dst.iter_mut().zip(values) {
+                *d = v as u8;
+            }
+        }
+        (2, msb) => {
+            for (d, &v) in dst.as_chunks_mut::<2>().0.iter_mut().zip(values) {
                 let v = v as u16;
                 *d = if msb {
                     v.to_be_bytes()
@@ -314,10 +321,7 @@ fn store(values: &[u32], layout: Layout, out: &mut Vec<u8>) {
             }
         }
         (_, msb) => {
-            let at = out.len();
-            out.resize(at.saturating_add(values.len().saturating_mul(4)), 0);
-            let dst = out.get_mut(at..).unwrap_or_default().as_chunks_mut::<4>().0;
-            for (d, &v) in dst.iter_mut().zip(values) {
+            for (d, &v) in dst.as_chunks_mut::<4>().0.iter_mut().zip(values) {
                 *d = if msb {
                     v.to_be_bytes()
                 } else {
@@ -326,10 +330,69 @@ fn store(values: &[u32], layout: Layout, out: &mut Vec<u8>) {
             }
         }
     }
+    Some(end)
+}
+
+/// The RSI being decoded: its samples so far, in a buffer no longer than the samples the
+/// chunk still needs. A block decoded past that end (the last RSI of a chunk is cut short)
+/// is decoded all the same, to keep the stream in step, and its samples past the end
+/// dropped, as the RSI's truncation would drop them.
+struct Rsi<'b> {
+    buf: &'b mut [u32],
+    len: usize,
+}
+
+impl Rsi<'_> {
+    #[inline(always)]
+    fn push(&mut self, v: u32) {
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = v;
+        }
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// The next `n` (at most [`MAX_BLOCK`]) samples' places, to be filled by the caller:
+    /// in the buffer when they fit, else in `spill` (and copied by [`Rsi::settle`]).
+    #[inline(always)]
+    fn next<'s>(&'s mut self, n: usize, spill: &'s mut [u32; MAX_BLOCK as usize]) -> &'s mut [u32] {
+        let end = self.len.saturating_add(n);
+        if end <= self.buf.len() {
+            self.buf.get_mut(self.len..end).unwrap_or_default()
+        } else {
+            spill.get_mut(..n).unwrap_or_default()
+        }
+    }
+
+    /// Count the `n` samples [`Rsi::next`] handed out, copying those that fit from `spill`
+    /// when they were decoded there.
+    #[inline(always)]
+    fn settle(&mut self, n: usize, spill: &[u32; MAX_BLOCK as usize]) {
+        let end = self.len.saturating_add(n);
+        if end > self.buf.len() {
+            let fit = self.buf.len().saturating_sub(self.len).min(n);
+            if let (Some(dst), Some(src)) = (
+                self.buf.get_mut(self.len..self.len.saturating_add(fit)),
+                spill.get(..fit),
+            ) {
+                dst.copy_from_slice(src);
+            }
+        }
+        self.len = end;
+    }
+
+    fn zeros(&mut self, n: usize) {
+        let end = self.len.saturating_add(n);
+        let stop = end.min(self.buf.len());
+        if let Some(dst) = self.buf.get_mut(self.len.min(stop)..stop) {
+            dst.fill(0);
+        }
+        self.len = end;
+    }
 }
 
 /// Decode the AEC stream of `n_samples` samples of `bits` bits in RSIs of `rsi` blocks of
-/// `block` samples, appending each RSI's first `layout.keep` samples to `out` as stored.
+/// `block` samples, writing each RSI's first `layout.keep` samples into `out` as stored, from
+/// its start: the bytes written.
 fn aec_decode(
     src: &[u8],
     bits: u32,
@@ -337,8 +400,8 @@ fn aec_decode(
     rsi: usize,
     n_samples: usize,
     layout: Layout,
-    out: &mut Vec<u8>,
-) -> Result<(), FilterError> {
+    out: &mut [u8],
+) -> Result<usize, FilterError> {
     let id_len = match bits {
         17.. => 5,
         9..=16 => 4,
@@ -349,37 +412,52 @@ fn aec_decode(
     let rsi_samples = rsi
         .checked_mul(block)
         .ok_or_else(|| corrupt("RSI too large"))?;
+    if block > MAX_BLOCK as usize {
+        return Err(corrupt("block larger than 64 samples"));
+    }
     let mut r = Bits::new(src);
     let mut done = 0usize;
+    let mut at = 0usize;
     // An RSI's length comes from the client data: bounded by what the chunk needs.
-    let mut buf: Vec<u32> = Vec::with_capacity(rsi_samples.min(n_samples));
+    let room = rsi_samples.min(n_samples);
+    let mut buf: Vec<u32> = Vec::new();
+    buf.try_reserve_exact(room)
+        .map_err(|_| FilterError::OutOfMemory {
+            filter: "szip",
+            bytes: room.saturating_mul(4),
+        })?;
+    buf.resize(room, 0);
+    let mut spill = [0u32; MAX_BLOCK as usize];
     while done < n_samples {
         // One RSI.
-        buf.clear();
         let rsi_end = n_samples.saturating_sub(done).min(rsi_samples);
+        let mut s = Rsi {
+            buf: buf.get_mut(..rsi_end).unwrap_or_default(),
+            len: 0,
+        };
         let mut b = 0usize;
-        while buf.len() < rsi_end {
+        while s.len < rsi_end {
             let with_ref = layout.preprocess && b == 0;
             let id = r.get(id_len)?;
             if id == 0 {
                 let second_extension = r.get(1)? == 1;
                 if with_ref {
-                    buf.push(r.get(bits)?);
+                    s.push(r.get(bits)?);
                 }
                 if second_extension {
                     let mut i = usize::from(with_ref);
                     while i < block {
                         let m = r.fs()?;
                         // m = s(s + 1)/2 + second, with s = first + second.
-                        let &(s, second) = SE_TABLE
+                        let &(sum, second) = SE_TABLE
                             .get(m as usize)
                             .ok_or_else(|| corrupt("second extension code out of range"))?;
-                        let (s, second) = (u32::from(s), u32::from(second));
+                        let (sum, second) = (u32::from(sum), u32::from(second));
                         if i % 2 == 0 {
-                            buf.push(s.wrapping_sub(second));
+                            s.push(sum.wrapping_sub(second));
                             i = i.saturating_add(1);
                         }
-                        buf.push(second);
+                        s.push(second);
                         i = i.saturating_add(1);
                     }
                     b = b.saturating_add(1);
@@ -400,53 +478,54 @@ fn aec_decode(
                     if blocks > rsi.saturating_sub(b) {
                         return Err(corrupt("zero blocks past the end of the RSI"));
                     }
-                    buf.resize(buf.len().saturating_add(zeros), 0);
+                    s.zeros(zeros);
                     b = b.saturating_add(blocks);
                 }
             } else if id == id_uncompressed {
                 for _ in 0..block {
-                    buf.push(r.get(bits)?);
+                    s.push(r.get(bits)?);
                 }
                 b = b.saturating_add(1);
             } else {
                 let k = id.saturating_sub(1);
                 if with_ref {
-                    buf.push(r.get(bits)?);
+                    s.push(r.get(bits)?);
                 }
                 // The block's other samples, in place: high parts, then low bits.
-                let first = buf.len();
-                buf.resize(
-                    first
-                        .saturating_add(block)
-                        .saturating_sub(usize::from(with_ref)),
-                    0,
-                );
-                let coded = buf.get_mut(first..).unwrap_or_default();
+                let n = block.saturating_sub(usize::from(with_ref));
+                let coded = s.next(n, &mut spill);
                 for v in coded.iter_mut() {
                     let high = r.fs()?;
                     // High parts beyond 32 bits are corrupt; wrap as libaec does, bounded.
                     *v = u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0);
                 }
                 r.add_low_bits(k, coded)?;
+                s.settle(n, &spill);
                 b = b.saturating_add(1);
             }
         }
-        buf.truncate(rsi_end);
-        done = done.saturating_add(buf.len());
+        let decoded = buf.get_mut(..rsi_end).unwrap_or_default();
+        done = done.saturating_add(decoded.len());
         if layout.preprocess {
-            unmap(&mut buf, xmax);
+            unmap(decoded, xmax);
         } else {
-            for v in &mut buf {
+            for v in decoded.iter_mut() {
                 *v &= xmax;
             }
         }
-        store(buf.get(..layout.keep).unwrap_or(&buf), layout, out);
+        at = store(
+            decoded.get(..layout.keep).unwrap_or(decoded),
+            layout,
+            out,
+            at,
+        )
+        .ok_or_else(|| corrupt("stream decodes to more samples than the chunk holds"))?;
     }
-    Ok(())
+    Ok(at)
 }
 
-/// Undo the filter, refusing a chunk that declares more than `limit` bytes.
-pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+/// The chunk's declared size and its stream, the size checked against `limit`.
+fn split<'a>(data: &'a [u8], p: &Params, limit: usize) -> Result<(usize, &'a [u8]), FilterError> {
     let (size, stream) = data
         .split_first_chunk::<4>()
         .ok_or_else(|| corrupt("chunk shorter than its 4-byte size"))?;
@@ -456,13 +535,46 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
             "declares {size} bytes, more than the chunk's {limit}"
         )));
     }
-    let (planes, bits, sample_bytes) = p.samples();
+    let (planes, _, sample_bytes) = p.samples();
     if !size.is_multiple_of(sample_bytes) || !size.is_multiple_of(planes) {
         return Err(corrupt(format!(
             "{size} bytes is not a whole number of {}-bit pixels",
             p.bits_per_pixel
         )));
     }
+    Ok((size, stream))
+}
+
+/// Undo the filter, refusing a chunk that declares more than `limit` bytes.
+pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+    let (size, _) = split(data, p, limit)?;
+    let mut out = crate::zeroed("szip", size)?;
+    decompress_into(data, p, &mut out)?;
+    Ok(out)
+}
+
+thread_local! {
+    /// This thread's byte planes of 32- and 64-bit pixels (decoded plane by plane, then
+    /// put back into elements), kept from one chunk to the next: no allocation, no zeroing
+    /// and no fresh pages once it has held a chunk as large, up to [`PLANES_KEPT_MAX`].
+    static PLANES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most room [`PLANES`] keeps after a chunk: a larger chunk's buffer is freed.
+const PLANES_KEPT_MAX: usize = 16 << 20;
+
+/// Undo the filter into `out`, which the chunk must fill exactly: samples of one byte plane
+/// per pixel are decoded straight into it; 32- and 64-bit pixels through this thread's kept
+/// plane buffer, then unshuffled into it.
+pub fn decompress_into(data: &[u8], p: &Params, out: &mut [u8]) -> Result<(), FilterError> {
+    let (size, stream) = split(data, p, out.len())?;
+    if size != out.len() {
+        return Err(corrupt(format!(
+            "declares {size} bytes, expected {}",
+            out.len()
+        )));
+    }
+    let (planes, bits, sample_bytes) = p.samples();
     let samples = size.checked_div(sample_bytes).unwrap_or(0);
     let ppb = p.pixels_per_block;
     let pps = p.pixels_per_scanline;
@@ -486,20 +598,48 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
         preprocess: p.preprocess,
         keep: pps,
     };
-    let mut bytes = crate::buffer("szip", size)?;
-    aec_decode(stream, bits, ppb, rsi, coded, layout, &mut bytes)?;
-    if bytes.len() != size {
-        return Err(corrupt(
-            "stream decodes to fewer samples than the chunk holds",
-        ));
-    }
+    let short = || corrupt("stream decodes to fewer samples than the chunk holds");
     if planes == 1 {
-        return Ok(bytes);
+        let written = aec_decode(stream, bits, ppb, rsi, coded, layout, out)?;
+        return if written == size {
+            Ok(())
+        } else {
+            Err(short())
+        };
     }
-    // Byte planes back to elements: the byte shuffle's planes.
-    let mut out = crate::zeroed("szip", size)?;
-    crate::shuffle::unshuffle_into(&bytes, planes, &mut out);
-    Ok(out)
+    let mut kept = PLANES
+        .try_with(|cell| {
+            cell.try_borrow_mut()
+                .map(|mut b| std::mem::take(&mut *b))
+                .ok()
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let result = (|| {
+        if let Some(more) = size.checked_sub(kept.len()).filter(|&n| n > 0) {
+            crate::reserve(&mut kept, "szip", more)?;
+            kept.resize(size, 0);
+        }
+        let bytes = kept.get_mut(..size).unwrap_or_default();
+        let written = aec_decode(stream, bits, ppb, rsi, coded, layout, bytes)?;
+        if written != size {
+            return Err(short());
+        }
+        // Byte planes back to elements: the byte shuffle's planes.
+        crate::shuffle::unshuffle_into(bytes, planes, out);
+        Ok(())
+    })();
+    if kept.capacity() <= PLANES_KEPT_MAX {
+        let _ = PLANES.try_with(|cell| {
+            if let Ok(mut b) = cell.try_borrow_mut()
+                && b.capacity() < kept.capacity()
+            {
+                *b = kept;
+            }
+        });
+    }
+    result
 }
 
 /// MSB-first bit writer.
@@ -770,15 +910,18 @@ mod tests {
             preprocess: false,
             keep: 32,
         };
-        let mut got = Vec::new();
-        aec_decode(&stream, 8, 8, 4, 24, layout, &mut got).unwrap();
+        let mut got = vec![0xEEu8; 24];
+        assert_eq!(
+            aec_decode(&stream, 8, 8, 4, 24, layout, &mut got).unwrap(),
+            24
+        );
         let mut want: Vec<u8> = (1..=8).collect();
         want.extend([2, 3, 2, 3, 2, 3, 2, 3]);
         want.extend([0; 8]);
         assert_eq!(got, want);
         // Truncated: an error, not a panic.
         for n in 0..stream.len() - 1 {
-            let mut got = Vec::new();
+            let mut got = vec![0u8; 24];
             assert!(
                 aec_decode(&stream[..n], 8, 8, 4, 24, layout, &mut got).is_err(),
                 "{n}"
