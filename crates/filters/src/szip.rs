@@ -174,10 +174,30 @@ impl<'a> Bits<'a> {
         Ok(u32::try_from(v).unwrap_or(u32::MAX))
     }
 
-    /// Add the next `k` bits (1 to 32) to each of `values` in turn: the split-sample option's low
-    /// parts. The bits are counted for a group of samples at a time, so the check that refills
-    /// the accumulator runs once a group rather than once a sample.
+    /// Add the next `k` bits (1 to 32) to each of `values` in turn: the split-sample option's
+    /// low parts.
+    #[inline(always)]
     fn add_low_bits(&mut self, k: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        self.each_bits(k, values, u32::wrapping_add)
+    }
+
+    /// Set each of `values` in turn to the next `bits` bits (1 to 32): an uncompressed
+    /// block's samples.
+    #[inline(always)]
+    fn take_bits(&mut self, bits: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        self.each_bits(bits, values, |_, new| new)
+    }
+
+    /// Each of `values` in turn combined by `op` with the next `k` bits (1 to 32; none
+    /// otherwise). The bits are counted for a group of samples at a time, so the check that
+    /// refills the accumulator runs once a group rather than once a sample.
+    #[inline(always)]
+    fn each_bits(
+        &mut self,
+        k: u32,
+        values: &mut [u32],
+        op: impl Fn(u32, u32) -> u32,
+    ) -> Result<(), FilterError> {
         if !(1..=32).contains(&k) {
             return Ok(());
         }
@@ -192,14 +212,42 @@ impl<'a> Bits<'a> {
                     return Err(corrupt("stream ends inside a block"));
                 }
             }
+            let mut acc = self.acc;
             for v in group {
-                // In range: k is 1 to 32 and the group's bits are counted.
-                let low = u32::try_from(self.acc.wrapping_shr(shift)).unwrap_or(0);
-                self.acc = self.acc.wrapping_shl(k);
-                *v = v.wrapping_add(low);
+                // `shift` is 32 to 63: the top `k` bits fit a u32.
+                *v = op(*v, acc.wrapping_shr(shift) as u32);
+                acc = acc.wrapping_shl(k);
             }
+            self.acc = acc;
             self.n = self.n.wrapping_sub(need);
         }
+        Ok(())
+    }
+
+    /// Set each of `values` to the next fundamental sequence shifted up by `k` (below 32):
+    /// the split-sample option's high parts, wrapped to 32 bits as libaec wraps a corrupt
+    /// one. The accumulator stays in registers across the block.
+    #[inline(always)]
+    fn high_parts(&mut self, k: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        let (mut acc, mut n) = (self.acc, self.n);
+        for v in values.iter_mut() {
+            let zeros = acc.leading_zeros();
+            let high = if zeros < n {
+                // `zeros` is below 64 (it is below `n`, at most 64): two shifts in range.
+                acc = acc.wrapping_shl(zeros).wrapping_shl(1);
+                n = n.wrapping_sub(zeros).wrapping_sub(1);
+                zeros
+            } else {
+                self.acc = acc;
+                self.n = n;
+                let high = self.fs_across_refills()?;
+                (acc, n) = (self.acc, self.n);
+                high
+            };
+            *v = (u64::from(high).wrapping_shl(k)) as u32;
+        }
+        self.acc = acc;
+        self.n = n;
         Ok(())
     }
 
@@ -270,65 +318,88 @@ struct Layout {
     keep: usize,
 }
 
-/// Undo the unit-delay predictor over one RSI in place: `buf` starts with the reference sample,
-/// every later value is a mapped residual of the previous sample. Without branches on the data
-/// (selects only): residuals' signs and ranges are as good as random in noisy data.
-fn unmap(buf: &mut [u32], xmax: u32) {
-    let Some((first, rest)) = buf.split_first_mut() else {
+/// Write one RSI's decoded `values` into `dst` (exactly their bytes), each sample as `put`
+/// stores it, undoing the unit-delay predictor on the way when `preprocess`: the first value
+/// is then the reference sample, every later one a mapped residual of the previous sample.
+/// The predictor runs without branches on the data (selects only): residuals' signs and
+/// ranges are as good as random in noisy data.
+#[inline(always)]
+fn emit<const N: usize>(
+    values: &[u32],
+    dst: &mut [u8],
+    preprocess: bool,
+    xmax: u32,
+    put: impl Fn(u32) -> [u8; N],
+) {
+    let dst = dst.as_chunks_mut::<N>().0;
+    if !preprocess {
+        for (d, &v) in dst.iter_mut().zip(values) {
+            *d = put(v & xmax);
+        }
+        return;
+    }
+    let (Some((first, rest)), Some((d0, dst))) = (values.split_first(), dst.split_first_mut())
+    else {
         return;
     };
     let mut x = *first & xmax;
-    *first = x;
-    let med = (xmax >> 1).saturating_add(1);
-    for v in rest {
-        let d = *v;
-        let odd = d & 1;
-        let half = (d >> 1).wrapping_add(odd);
-        let near_max = x >= med;
-        // The distance to the nearer end of the range.
-        let room = if near_max { xmax.wrapping_sub(x) } else { x };
-        // Even residuals step up by d/2, odd ones down by (d + 1)/2: x + !(d/2) is x - (d/2 + 1).
-        // No wrap when `half <= room`, the only case the value is taken.
-        let inside = x.wrapping_add((d >> 1) ^ 0u32.wrapping_sub(odd));
-        let outside = if near_max { xmax.wrapping_sub(d) } else { d } & xmax;
-        x = if half <= room { inside } else { outside };
-        *v = x;
+    *d0 = put(x);
+    let step = |x: u32, d: u32| -> u32 {
+        // The distance to the nearer end of the range (x and xmax - x are never equal: xmax
+        // is odd), and the residual that reaches past it, mapped back from that end.
+        let below = xmax.wrapping_sub(x);
+        let (room, outside) = if below < x {
+            (below, xmax.wrapping_sub(d))
+        } else {
+            (x, d)
+        };
+        // Even residuals step up by d/2, odd ones down by (d + 1)/2: x + !(d/2) is
+        // x - (d/2 + 1). Taken when (d + 1)/2 <= room, i.e. d <= 2 room (no wrap: room is at
+        // most xmax/2), where the step stays in the range.
+        let inside = x.wrapping_add((d >> 1) ^ 0u32.wrapping_sub(d & 1));
+        if d <= room.wrapping_mul(2) {
+            inside
+        } else {
+            outside & xmax
+        }
+    };
+    // Sixteen residuals at a time: a group of zeros (zero blocks, a constant byte plane)
+    // repeats the sample before it, with no walk through the predictor.
+    let (groups, tail) = rest.as_chunks::<16>();
+    let (out_groups, out_tail) = dst.as_chunks_mut::<16>();
+    for (o, g) in out_groups.iter_mut().zip(groups) {
+        if g.iter().fold(0, |a, &d| a | d) == 0 {
+            o.fill(put(x));
+            continue;
+        }
+        for (o, &d) in o.iter_mut().zip(g) {
+            x = step(x, d);
+            *o = put(x);
+        }
+    }
+    for (o, &d) in out_tail.iter_mut().zip(tail) {
+        x = step(x, d);
+        *o = put(x);
     }
 }
 
-/// Write `values` at `out[at..]` as `layout` stores them: the end of what was written, or
-/// `None` when they do not fit.
-fn store(values: &[u32], layout: Layout, out: &mut [u8], at: usize) -> Option<usize> {
+/// Write `values` (one RSI's kept samples) at `out[at..]` as `layout` stores them, through
+/// [`emit`]: the end of what was written, or `None` when they do not fit. Out of line: the
+/// predictor's loop keeps its values in registers, away from the decoder's.
+#[inline(never)]
+fn store(values: &[u32], layout: Layout, xmax: u32, out: &mut [u8], at: usize) -> Option<usize> {
     let end = values
         .len()
         .checked_mul(layout.sample_bytes)
         .and_then(|n| at.checked_add(n))?;
     let dst = out.get_mut(at..end)?;
+    let pre = layout.preprocess;
     match (layout.sample_bytes, layout.msb) {
-        (1, _) => {
-            for (d, &v) in dst.iter_mut().zip(values) {
-                *d = v as u8;
-            }
-        }
-        (2, msb) => {
-            for (d, &v) in dst.as_chunks_mut::<2>().0.iter_mut().zip(values) {
-                let v = v as u16;
-                *d = if msb {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                };
-            }
-        }
-        (_, msb) => {
-            for (d, &v) in dst.as_chunks_mut::<4>().0.iter_mut().zip(values) {
-                *d = if msb {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                };
-            }
-        }
+        (1, _) => emit(values, dst, pre, xmax, |v| [v as u8]),
+        (2, false) => emit(values, dst, pre, xmax, |v| (v as u16).to_le_bytes()),
+        (2, true) => emit(values, dst, pre, xmax, |v| (v as u16).to_be_bytes()),
+        (_, false) => emit(values, dst, pre, xmax, u32::to_le_bytes),
+        (_, true) => emit(values, dst, pre, xmax, u32::to_be_bytes),
     }
     Some(end)
 }
@@ -482,9 +553,9 @@ fn aec_decode(
                     b = b.saturating_add(blocks);
                 }
             } else if id == id_uncompressed {
-                for _ in 0..block {
-                    s.push(r.get(bits)?);
-                }
+                let coded = s.next(block, &mut spill);
+                r.take_bits(bits, coded)?;
+                s.settle(block, &spill);
                 b = b.saturating_add(1);
             } else {
                 let k = id.saturating_sub(1);
@@ -494,28 +565,19 @@ fn aec_decode(
                 // The block's other samples, in place: high parts, then low bits.
                 let n = block.saturating_sub(usize::from(with_ref));
                 let coded = s.next(n, &mut spill);
-                for v in coded.iter_mut() {
-                    let high = r.fs()?;
-                    // High parts beyond 32 bits are corrupt; wrap as libaec does, bounded.
-                    *v = u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0);
-                }
+                r.high_parts(k, coded)?;
                 r.add_low_bits(k, coded)?;
                 s.settle(n, &spill);
                 b = b.saturating_add(1);
             }
         }
-        let decoded = buf.get_mut(..rsi_end).unwrap_or_default();
+        let decoded = buf.get(..rsi_end).unwrap_or_default();
         done = done.saturating_add(decoded.len());
-        if layout.preprocess {
-            unmap(decoded, xmax);
-        } else {
-            for v in decoded.iter_mut() {
-                *v &= xmax;
-            }
-        }
+        // The kept samples only: the padding after them does not change them.
         at = store(
             decoded.get(..layout.keep).unwrap_or(decoded),
             layout,
+            xmax,
             out,
             at,
         )
@@ -971,6 +1033,128 @@ mod tests {
         let p = Params::parse(&[141, 8, 8, 100]).unwrap();
         let noise: Vec<u8> = (0..1000).map(|_| next() as u8).collect();
         assert!(compress(&noise, &p).unwrap().is_none());
+    }
+
+    /// The unit-delay predictor as CCSDS 121.0-B states it, in wide integers: the model the
+    /// branch-free [`emit`] is checked against.
+    fn unmap_model(values: &[u32], bits: u32) -> Vec<u32> {
+        let xmax = (1i64 << bits) - 1;
+        let mut x = i64::from(values[0]) & xmax;
+        let mut out = vec![x as u32];
+        for &d in &values[1..] {
+            let d = i64::from(d);
+            let theta = x.min(xmax - x);
+            x = if d <= 2 * theta {
+                if d % 2 == 0 {
+                    x + d / 2
+                } else {
+                    x - (d + 1) / 2
+                }
+            } else if theta == x {
+                // Nearer the bottom: the residual goes up past theta.
+                d.rem_euclid(xmax + 1)
+            } else {
+                (xmax - d).rem_euclid(xmax + 1)
+            };
+            out.push(x as u32);
+        }
+        out
+    }
+
+    #[test]
+    fn predictor_matches_the_spec_model() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for bits in [1, 3, 8, 12, 16, 24, 31, 32] {
+            let xmax = ((1u64 << bits) - 1) as u32;
+            for round in 0..40 {
+                // Runs of zeros (whole groups of sixteen and parts of them), small and large
+                // residuals, and (round 3 on) residuals past the range, as a corrupt stream has.
+                let n = 1 + (next() % 300) as usize;
+                let mut values = Vec::with_capacity(n);
+                while values.len() < n {
+                    let len = 1 + (next() % 40) as usize;
+                    let kind = next() % 4;
+                    for _ in 0..len {
+                        values.push(match kind {
+                            0 => 0,
+                            1 => (next() % 4) as u32 & xmax,
+                            2 => next() as u32 & xmax,
+                            _ if round % 3 == 2 => next() as u32,
+                            _ => next() as u32 & xmax,
+                        });
+                    }
+                }
+                values.truncate(n);
+                let want: Vec<u8> = unmap_model(&values, bits)
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                let mut got = vec![0xEEu8; n * 4];
+                emit(&values, &mut got, true, xmax, u32::to_le_bytes);
+                assert_eq!(got, want, "{bits} bits, round {round}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_decode_into_place_as_they_decode_alone() {
+        // Byte planes with zero blocks (a constant plane), noise (uncompressed blocks), smooth
+        // runs (split samples), scanlines that are not whole blocks, and last scanlines cut
+        // short inside a block: decoded into a place, through the kept plane buffer when the
+        // pixels are 32 or 64 bits, as `decompress` decodes them, with every place size but
+        // the chunk's refused.
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..60 {
+            let bpp = [8u32, 16, 32, 64][round % 4];
+            let ppb = [8u32, 16, 32][(round / 4) % 3];
+            let pps = ppb + (next() % 200) as u32;
+            let mask = if round % 5 == 0 { 141 } else { 169 };
+            let p = Params::parse(&[mask, ppb, bpp, pps]).unwrap();
+            let size = bpp as usize / 8;
+            let n = 1 + (next() % 3000) as usize;
+            let data: Vec<u8> = (0..n)
+                .flat_map(|i| {
+                    let v: u64 = match (i / 100) % 3 {
+                        0 => 0x3F80_0000,
+                        1 => next(),
+                        _ => 0x4000_0000 + (i as u64 % 37),
+                    };
+                    v.to_le_bytes()[..size].to_vec()
+                })
+                .collect();
+            let Some(z) = compress(&data, &p).unwrap() else {
+                continue;
+            };
+            let mut out = vec![0xA5u8; data.len()];
+            decompress_into(&z, &p, &mut out).unwrap();
+            assert_eq!(out, data, "{bpp} {ppb} {pps} {n}");
+            assert_eq!(decompress(&z, &p, data.len()).unwrap(), data);
+            for wrong in [data.len() - size, data.len() + size] {
+                let mut place = vec![0u8; wrong];
+                assert!(decompress_into(&z, &p, &mut place).is_err());
+            }
+            // A cut stream is an error, or decodes whole when it lost only the padding of the
+            // last scanline (never decoded): never other bytes.
+            for cut in (4..z.len()).step_by(7) {
+                let mut place = vec![0u8; data.len()];
+                if decompress_into(&z[..cut], &p, &mut place).is_ok() {
+                    assert_eq!(place, data, "{cut}");
+                }
+            }
+            assert!(decompress_into(&z[..4], &p, &mut out).is_err());
+        }
     }
 
     #[test]
