@@ -217,6 +217,51 @@ pub(crate) fn stream_error(filter: &'static str, e: &std::io::Error, have: usize
     }
 }
 
+thread_local! {
+    /// This thread's buffer for a shuffled chunk between the stage that decodes it and the
+    /// unshuffle into the chunk's place, kept from one chunk to the next: no allocation, no
+    /// zeroing and no fresh pages once it has held a chunk as large, up to
+    /// [`SHUFFLED_KEPT_MAX`].
+    static SHUFFLED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most room [`SHUFFLED`] keeps after a chunk: a larger chunk's buffer is freed.
+const SHUFFLED_KEPT_MAX: usize = 16 << 20;
+
+/// `f` on `len` bytes of this thread's [`SHUFFLED`] buffer (grown, zeroed, only when shorter;
+/// a new one when a call further up holds it), its answer passed through.
+fn with_shuffled<R>(
+    len: usize,
+    f: impl FnOnce(&mut [u8]) -> Option<Result<R, FilterError>>,
+) -> Option<Result<R, FilterError>> {
+    let mut buf = SHUFFLED
+        .try_with(|cell| {
+            cell.try_borrow_mut()
+                .map(|mut b| std::mem::take(&mut *b))
+                .ok()
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if let Some(more) = len.checked_sub(buf.len()).filter(|&n| n > 0) {
+        if let Err(e) = reserve(&mut buf, "shuffle", more) {
+            return Some(Err(e));
+        }
+        buf.resize(len, 0);
+    }
+    let result = f(buf.get_mut(..len).unwrap_or_default());
+    if buf.capacity() <= SHUFFLED_KEPT_MAX {
+        let _ = SHUFFLED.try_with(|cell| {
+            if let Ok(mut b) = cell.try_borrow_mut()
+                && b.capacity() < buf.capacity()
+            {
+                *b = buf;
+            }
+        });
+    }
+    result
+}
+
 /// One filter of a pipeline, ready to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Stage {
@@ -468,24 +513,83 @@ impl Pipeline {
 
     /// Whether [`decode_slice_into`](Self::decode_slice_into) decodes this pipeline's chunks
     /// from borrowed bytes, so that a reader may keep the buffer it reads them into from chunk
-    /// to chunk (instead of a zeroed one for each): a single Zstandard stage.
+    /// to chunk (instead of a zeroed one for each): a single stage of Zstandard, deflate,
+    /// szip, LZ4, bitshuffle, bzip2, Blosc, Blosc2 or shuffle, or shuffle then one of those.
     pub fn decodes_slices(&self) -> bool {
-        matches!(self.stages.as_slice(), [(Stage::Zstd { .. }, _)])
+        match self.stages.as_slice() {
+            [(stage, _)] | [(Stage::Shuffle { .. }, _), (stage, _)] => Self::slices(stage),
+            _ => false,
+        }
+    }
+
+    /// Whether [`decode_stage_slice`](Self::decode_stage_slice) decodes `stage`.
+    fn slices(stage: &Stage) -> bool {
+        matches!(
+            stage,
+            Stage::Zstd { .. }
+                | Stage::Deflate { .. }
+                | Stage::Szip(_)
+                | Stage::Lz4 { .. }
+                | Stage::Bitshuffle(_)
+                | Stage::Bzip2 { .. }
+                | Stage::Blosc(..)
+                | Stage::Blosc2(..)
+                | Stage::Shuffle { .. }
+        )
+    }
+
+    /// Undo `stage` alone on borrowed `data`, straight into `out` (which it must fill
+    /// exactly); `None` for a stage that decodes only into a buffer of its own.
+    fn decode_stage_slice(
+        &self,
+        stage: &Stage,
+        data: &[u8],
+        out: &mut [u8],
+    ) -> Option<Result<(), FilterError>> {
+        Some(match stage {
+            Stage::Zstd { .. } => zstd::decompress_to_slice(data, out),
+            Stage::Deflate { .. } => deflate::decompress_into(data, out),
+            Stage::Szip(p) => szip::decompress_into(data, p, out),
+            Stage::Lz4 { .. } => lz4::decompress_into(data, out),
+            Stage::Bitshuffle(p) => bitshuffle::decompress_into(data, p, out),
+            Stage::Bzip2 { .. } => bzip2::decompress_into(data, out),
+            Stage::Blosc(..) => blosc::decompress_into(data, self.limit(out.len()), out),
+            Stage::Blosc2(..) => blosc2::decompress_into(data, self.limit(out.len()), out),
+            Stage::Shuffle { element_size } => {
+                if data.len() != out.len() {
+                    return None;
+                }
+                shuffle::unshuffle_into(data, *element_size, out);
+                Ok(())
+            }
+            _ => return None,
+        })
     }
 
     /// [`decode_into`](Self::decode_into) of stored bytes the caller keeps. A pipeline that
-    /// [`decodes_slices`](Self::decodes_slices) decodes them where they are; any other takes
-    /// a copy of them through [`decode_into`](Self::decode_into).
+    /// [`decodes_slices`](Self::decodes_slices) decodes them where they are, straight into
+    /// `out` (Zstandard through a buffer of its own; under a shuffle, through this thread's
+    /// kept buffer, unshuffled into `out`); any other takes a copy of them through
+    /// [`decode_into`](Self::decode_into).
     pub fn decode_slice_into(
         &self,
         data: &[u8],
         mask: u32,
         out: &mut [u8],
     ) -> Result<(), FilterError> {
-        match self.stages.as_slice() {
-            [(Stage::Zstd { .. }, _)] if mask & 1 == 0 => zstd::decompress_to_slice(data, out),
-            _ => self.decode_into(data.to_vec(), mask, out),
-        }
+        let done = match self.stages.as_slice() {
+            [(stage, _)] if mask & 1 == 0 => self.decode_stage_slice(stage, data, out),
+            [(Stage::Shuffle { element_size }, _), (stage, _)]
+                if mask & 3 == 0 && Self::slices(stage) =>
+            {
+                with_shuffled(out.len(), |planes| {
+                    let decoded = self.decode_stage_slice(stage, data, planes)?;
+                    Some(decoded.map(|()| shuffle::unshuffle_into(planes, *element_size, out)))
+                })
+            }
+            _ => None,
+        };
+        done.unwrap_or_else(|| self.decode_into(data.to_vec(), mask, out))
     }
 
     /// [`decode`](Self::decode), then copied into `out`, which the result must fill exactly.
@@ -738,45 +842,93 @@ mod tests {
     }
 
     #[test]
-    fn decode_slice_into_decodes_borrowed_zstd_chunks_and_copies_for_the_rest() {
-        // Chunks of other sizes in turn on one thread (the kept buffer grows, then holds more
+    fn decode_slice_into_decodes_borrowed_chunks_as_decode_does() {
+        // Chunks of other sizes in turn on one thread (the kept buffers grow, then hold more
         // than the next chunk): each decodes to its own bytes, nothing left from the last.
         let chunk =
             |n: u32, k: u32| -> Vec<u8> { (0..n).flat_map(|i| (i / k).to_le_bytes()).collect() };
-        let zstd = pipeline(&[(id::ZSTD, &[3])]);
-        let deflate = pipeline(&[(id::DEFLATE, &[4])]);
-        let two = pipeline(&[(id::ZSTD, &[3]), (id::FLETCHER32, &[])]);
-        assert!(zstd.decodes_slices());
-        assert!(!deflate.decodes_slices() && !two.decodes_slices());
-        for (n, k) in [(50_000, 9), (3_000, 2), (80_000, 5), (70_000, 3)] {
-            let data = chunk(n, k);
-            for p in [&zstd, &deflate, &two] {
+        let sliced = [
+            &[(id::ZSTD, &[3u32][..])][..],
+            &[(id::DEFLATE, &[4][..])],
+            &[(id::SZIP, &[169, 16, 32, 1000][..])],
+            &[(id::SZIP, &[141, 8, 16, 700][..])],
+            &[(id::SZIP, &[169, 32, 8, 64][..])],
+            &[(id::LZ4, &[0][..])],
+            &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],
+            &[(id::BZIP2, &[1][..])],
+            &[(id::BLOSC, &[2, 2, 4, 4000, 5, 1, 1][..])],
+            &[(id::SHUFFLE, &[4][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::DEFLATE, &[4][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::ZSTD, &[3][..])],
+            &[(id::SHUFFLE, &[4][..]), (id::LZ4, &[0][..])],
+            &[
+                (id::SHUFFLE, &[2][..]),
+                (id::SZIP, &[169, 16, 32, 1000][..]),
+            ],
+        ];
+        let copied = [
+            &[(id::ZSTD, &[3u32][..]), (id::FLETCHER32, &[][..])][..],
+            &[(id::SHUFFLE, &[4][..]), (id::LZF, &[][..])],
+            &[
+                (id::SHUFFLE, &[4][..]),
+                (id::DEFLATE, &[4][..]),
+                (id::FLETCHER32, &[][..]),
+            ],
+        ];
+        for (filters, slices) in
+            (sliced.iter().map(|f| (f, true))).chain(copied.iter().map(|f| (f, false)))
+        {
+            let p = pipeline(filters);
+            assert_eq!(p.decodes_slices(), slices, "{filters:?}");
+            for (n, k) in [(50_000, 9), (3_000, 2), (80_000, 5), (70_000, 3)] {
+                let data = chunk(n, k);
                 let (stored, mask) = p.encode(&data).unwrap();
+                assert_eq!(mask, 0, "{filters:?}");
                 let mut out = vec![0xA5u8; data.len()];
                 p.decode_slice_into(&stored, mask, &mut out).unwrap();
-                assert_eq!(out, data, "{n}");
+                assert_eq!(out, data, "{filters:?} {n}");
                 // A place of another size than the chunk's is refused, not filled in part.
-                let mut short = vec![0u8; data.len() - 1];
+                let mut short = vec![0u8; data.len() - 4];
                 assert!(p.decode_slice_into(&stored, mask, &mut short).is_err());
-                let mut long = vec![0u8; data.len() + 1];
+                let mut long = vec![0u8; data.len() + 4];
                 assert!(p.decode_slice_into(&stored, mask, &mut long).is_err());
-                // Truncated and altered chunks are errors (or, altered, bytes that fit), never
-                // a panic.
+                // Truncated chunks are errors; altered ones decode, if at all, to what the
+                // owning decoder makes of them: never a panic, never other bytes.
                 for cut in (0..stored.len()).step_by(97) {
-                    assert!(p.decode_slice_into(&stored[..cut], mask, &mut out).is_err());
+                    assert!(
+                        p.decode_slice_into(&stored[..cut], mask, &mut out).is_err(),
+                        "{filters:?} {cut}"
+                    );
                 }
                 for at in (0..stored.len()).step_by(89) {
                     let mut bad = stored.clone();
                     bad[at] ^= 0x5a;
-                    let _ = p.decode_slice_into(&bad, mask, &mut out);
+                    if p.decode_slice_into(&bad, mask, &mut out).is_ok() {
+                        assert_eq!(
+                            p.decode(bad, mask, data.len()).as_ref(),
+                            Ok(&out),
+                            "{filters:?} {at}"
+                        );
+                    }
                 }
             }
         }
-        // A chunk stored unfiltered (the filter's mask bit set) is copied as it is.
+        // A chunk stored unfiltered (every filter's mask bit set) is copied as it is; one whose
+        // shuffle alone was skipped decodes as decode decodes it.
         let raw = chunk(1000, 7);
         let mut out = vec![0u8; raw.len()];
-        zstd.decode_slice_into(&raw, 1, &mut out).unwrap();
-        assert_eq!(out, raw);
+        for filters in sliced {
+            let p = pipeline(filters);
+            p.decode_slice_into(&raw, (1 << filters.len()) - 1, &mut out)
+                .unwrap();
+            assert_eq!(out, raw, "{filters:?}");
+            if let [_, (inner, cd)] = filters {
+                let (stored, mask) = pipeline(&[(*inner, cd)]).encode(&raw).unwrap();
+                assert_eq!(mask, 0);
+                p.decode_slice_into(&stored, 1, &mut out).unwrap();
+                assert_eq!(out, raw, "{filters:?}");
+            }
+        }
     }
 
     #[test]

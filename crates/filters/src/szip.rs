@@ -174,10 +174,30 @@ impl<'a> Bits<'a> {
         Ok(u32::try_from(v).unwrap_or(u32::MAX))
     }
 
-    /// Add the next `k` bits (1 to 32) to each of `values` in turn: the split-sample option's low
-    /// parts. The bits are counted for a group of samples at a time, so the check that refills
-    /// the accumulator runs once a group rather than once a sample.
+    /// Add the next `k` bits (1 to 32) to each of `values` in turn: the split-sample option's
+    /// low parts.
+    #[inline(always)]
     fn add_low_bits(&mut self, k: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        self.each_bits(k, values, u32::wrapping_add)
+    }
+
+    /// Set each of `values` in turn to the next `bits` bits (1 to 32): an uncompressed
+    /// block's samples.
+    #[inline(always)]
+    fn take_bits(&mut self, bits: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        self.each_bits(bits, values, |_, new| new)
+    }
+
+    /// Each of `values` in turn combined by `op` with the next `k` bits (1 to 32; none
+    /// otherwise). The bits are counted for a group of samples at a time, so the check that
+    /// refills the accumulator runs once a group rather than once a sample.
+    #[inline(always)]
+    fn each_bits(
+        &mut self,
+        k: u32,
+        values: &mut [u32],
+        op: impl Fn(u32, u32) -> u32,
+    ) -> Result<(), FilterError> {
         if !(1..=32).contains(&k) {
             return Ok(());
         }
@@ -192,14 +212,42 @@ impl<'a> Bits<'a> {
                     return Err(corrupt("stream ends inside a block"));
                 }
             }
+            let mut acc = self.acc;
             for v in group {
-                // In range: k is 1 to 32 and the group's bits are counted.
-                let low = u32::try_from(self.acc.wrapping_shr(shift)).unwrap_or(0);
-                self.acc = self.acc.wrapping_shl(k);
-                *v = v.wrapping_add(low);
+                // `shift` is 32 to 63: the top `k` bits fit a u32.
+                *v = op(*v, acc.wrapping_shr(shift) as u32);
+                acc = acc.wrapping_shl(k);
             }
+            self.acc = acc;
             self.n = self.n.wrapping_sub(need);
         }
+        Ok(())
+    }
+
+    /// Set each of `values` to the next fundamental sequence shifted up by `k` (below 32):
+    /// the split-sample option's high parts, wrapped to 32 bits as libaec wraps a corrupt
+    /// one. The accumulator stays in registers across the block.
+    #[inline(always)]
+    fn high_parts(&mut self, k: u32, values: &mut [u32]) -> Result<(), FilterError> {
+        let (mut acc, mut n) = (self.acc, self.n);
+        for v in values.iter_mut() {
+            let zeros = acc.leading_zeros();
+            let high = if zeros < n {
+                // `zeros` is below 64 (it is below `n`, at most 64): two shifts in range.
+                acc = acc.wrapping_shl(zeros).wrapping_shl(1);
+                n = n.wrapping_sub(zeros).wrapping_sub(1);
+                zeros
+            } else {
+                self.acc = acc;
+                self.n = n;
+                let high = self.fs_across_refills()?;
+                (acc, n) = (self.acc, self.n);
+                high
+            };
+            *v = (u64::from(high).wrapping_shl(k)) as u32;
+        }
+        self.acc = acc;
+        self.n = n;
         Ok(())
     }
 
@@ -270,66 +318,152 @@ struct Layout {
     keep: usize,
 }
 
-/// Undo the unit-delay predictor over one RSI in place: `buf` starts with the reference sample,
-/// every later value is a mapped residual of the previous sample. Without branches on the data
-/// (selects only): residuals' signs and ranges are as good as random in noisy data.
-fn unmap(buf: &mut [u32], xmax: u32) {
-    let Some((first, rest)) = buf.split_first_mut() else {
+/// Write one RSI's decoded `values` into `dst` (exactly their bytes), each sample as `put`
+/// stores it, undoing the unit-delay predictor on the way when `preprocess`: the first value
+/// is then the reference sample, every later one a mapped residual of the previous sample.
+/// The predictor runs without branches on the data (selects only): residuals' signs and
+/// ranges are as good as random in noisy data.
+#[inline(always)]
+fn emit<const N: usize>(
+    values: &[u32],
+    dst: &mut [u8],
+    preprocess: bool,
+    xmax: u32,
+    put: impl Fn(u32) -> [u8; N],
+) {
+    let dst = dst.as_chunks_mut::<N>().0;
+    if !preprocess {
+        for (d, &v) in dst.iter_mut().zip(values) {
+            *d = put(v & xmax);
+        }
+        return;
+    }
+    let (Some((first, rest)), Some((d0, dst))) = (values.split_first(), dst.split_first_mut())
+    else {
         return;
     };
     let mut x = *first & xmax;
-    *first = x;
-    let med = (xmax >> 1).saturating_add(1);
-    for v in rest {
-        let d = *v;
-        let odd = d & 1;
-        let half = (d >> 1).wrapping_add(odd);
-        let near_max = x >= med;
-        // The distance to the nearer end of the range.
-        let room = if near_max { xmax.wrapping_sub(x) } else { x };
-        // Even residuals step up by d/2, odd ones down by (d + 1)/2: x + !(d/2) is x - (d/2 + 1).
-        // No wrap when `half <= room`, the only case the value is taken.
-        let inside = x.wrapping_add((d >> 1) ^ 0u32.wrapping_sub(odd));
-        let outside = if near_max { xmax.wrapping_sub(d) } else { d } & xmax;
-        x = if half <= room { inside } else { outside };
-        *v = x;
+    *d0 = put(x);
+    let step = |x: u32, d: u32| -> u32 {
+        // The distance to the nearer end of the range (x and xmax - x are never equal: xmax
+        // is odd), and the residual that reaches past it, mapped back from that end.
+        let below = xmax.wrapping_sub(x);
+        let (room, outside) = if below < x {
+            (below, xmax.wrapping_sub(d))
+        } else {
+            (x, d)
+        };
+        // Even residuals step up by d/2, odd ones down by (d + 1)/2: x + !(d/2) is
+        // x - (d/2 + 1). Taken when (d + 1)/2 <= room, i.e. d <= 2 room (no wrap: room is at
+        // most xmax/2), where the step stays in the range.
+        let inside = x.wrapping_add((d >> 1) ^ 0u32.wrapping_sub(d & 1));
+        if d <= room.wrapping_mul(2) {
+            inside
+        } else {
+            outside & xmax
+        }
+    };
+    // Sixteen residuals at a time: a group of zeros (zero blocks, a constant byte plane)
+    // repeats the sample before it, with no walk through the predictor.
+    let (groups, tail) = rest.as_chunks::<16>();
+    let (out_groups, out_tail) = dst.as_chunks_mut::<16>();
+    for (o, g) in out_groups.iter_mut().zip(groups) {
+        if g.iter().fold(0, |a, &d| a | d) == 0 {
+            o.fill(put(x));
+            continue;
+        }
+        for (o, &d) in o.iter_mut().zip(g) {
+            x = step(x, d);
+            *o = put(x);
+        }
+    }
+    for (o, &d) in out_tail.iter_mut().zip(tail) {
+        x = step(x, d);
+        *o = put(x);
     }
 }
 
-/// Append `values` to `out` as `layout` stores them.
-fn store(values: &[u32], layout: Layout, out: &mut Vec<u8>) {
+/// Write `values` (one RSI's kept samples) at `out[at..]` as `layout` stores them, through
+/// [`emit`]: the end of what was written, or `None` when they do not fit. Out of line: the
+/// predictor's loop keeps its values in registers, away from the decoder's.
+#[inline(never)]
+fn store(values: &[u32], layout: Layout, xmax: u32, out: &mut [u8], at: usize) -> Option<usize> {
+    let end = values
+        .len()
+        .checked_mul(layout.sample_bytes)
+        .and_then(|n| at.checked_add(n))?;
+    let dst = out.get_mut(at..end)?;
+    let pre = layout.preprocess;
     match (layout.sample_bytes, layout.msb) {
-        (1, _) => out.extend(values.iter().map(|&v| v as u8)),
-        (2, msb) => {
-            let at = out.len();
-            out.resize(at.saturating_add(values.len().saturating_mul(2)), 0);
-            let dst = out.get_mut(at..).unwrap_or_default().as_chunks_mut::<2>().0;
-            for (d, &v) in dst.iter_mut().zip(values) {
-                let v = v as u16;
-                *d = if msb {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                };
+        (1, _) => emit(values, dst, pre, xmax, |v| [v as u8]),
+        (2, false) => emit(values, dst, pre, xmax, |v| (v as u16).to_le_bytes()),
+        (2, true) => emit(values, dst, pre, xmax, |v| (v as u16).to_be_bytes()),
+        (_, false) => emit(values, dst, pre, xmax, u32::to_le_bytes),
+        (_, true) => emit(values, dst, pre, xmax, u32::to_be_bytes),
+    }
+    Some(end)
+}
+
+/// The RSI being decoded: its samples so far, in a buffer no longer than the samples the
+/// chunk still needs. A block decoded past that end (the last RSI of a chunk is cut short)
+/// is decoded all the same, to keep the stream in step, and its samples past the end
+/// dropped, as the RSI's truncation would drop them.
+struct Rsi<'b> {
+    buf: &'b mut [u32],
+    len: usize,
+}
+
+impl Rsi<'_> {
+    #[inline(always)]
+    fn push(&mut self, v: u32) {
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = v;
+        }
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// The next `n` (at most [`MAX_BLOCK`]) samples' places, to be filled by the caller:
+    /// in the buffer when they fit, else in `spill` (and copied by [`Rsi::settle`]).
+    #[inline(always)]
+    fn next<'s>(&'s mut self, n: usize, spill: &'s mut [u32; MAX_BLOCK as usize]) -> &'s mut [u32] {
+        let end = self.len.saturating_add(n);
+        if end <= self.buf.len() {
+            self.buf.get_mut(self.len..end).unwrap_or_default()
+        } else {
+            spill.get_mut(..n).unwrap_or_default()
+        }
+    }
+
+    /// Count the `n` samples [`Rsi::next`] handed out, copying those that fit from `spill`
+    /// when they were decoded there.
+    #[inline(always)]
+    fn settle(&mut self, n: usize, spill: &[u32; MAX_BLOCK as usize]) {
+        let end = self.len.saturating_add(n);
+        if end > self.buf.len() {
+            let fit = self.buf.len().saturating_sub(self.len).min(n);
+            if let (Some(dst), Some(src)) = (
+                self.buf.get_mut(self.len..self.len.saturating_add(fit)),
+                spill.get(..fit),
+            ) {
+                dst.copy_from_slice(src);
             }
         }
-        (_, msb) => {
-            let at = out.len();
-            out.resize(at.saturating_add(values.len().saturating_mul(4)), 0);
-            let dst = out.get_mut(at..).unwrap_or_default().as_chunks_mut::<4>().0;
-            for (d, &v) in dst.iter_mut().zip(values) {
-                *d = if msb {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                };
-            }
+        self.len = end;
+    }
+
+    fn zeros(&mut self, n: usize) {
+        let end = self.len.saturating_add(n);
+        let stop = end.min(self.buf.len());
+        if let Some(dst) = self.buf.get_mut(self.len.min(stop)..stop) {
+            dst.fill(0);
         }
+        self.len = end;
     }
 }
 
 /// Decode the AEC stream of `n_samples` samples of `bits` bits in RSIs of `rsi` blocks of
-/// `block` samples, appending each RSI's first `layout.keep` samples to `out` as stored.
+/// `block` samples, writing each RSI's first `layout.keep` samples into `out` as stored, from
+/// its start: the bytes written.
 fn aec_decode(
     src: &[u8],
     bits: u32,
@@ -337,8 +471,8 @@ fn aec_decode(
     rsi: usize,
     n_samples: usize,
     layout: Layout,
-    out: &mut Vec<u8>,
-) -> Result<(), FilterError> {
+    out: &mut [u8],
+) -> Result<usize, FilterError> {
     let id_len = match bits {
         17.. => 5,
         9..=16 => 4,
@@ -349,37 +483,52 @@ fn aec_decode(
     let rsi_samples = rsi
         .checked_mul(block)
         .ok_or_else(|| corrupt("RSI too large"))?;
+    if block > MAX_BLOCK as usize {
+        return Err(corrupt("block larger than 64 samples"));
+    }
     let mut r = Bits::new(src);
     let mut done = 0usize;
+    let mut at = 0usize;
     // An RSI's length comes from the client data: bounded by what the chunk needs.
-    let mut buf: Vec<u32> = Vec::with_capacity(rsi_samples.min(n_samples));
+    let room = rsi_samples.min(n_samples);
+    let mut buf: Vec<u32> = Vec::new();
+    buf.try_reserve_exact(room)
+        .map_err(|_| FilterError::OutOfMemory {
+            filter: "szip",
+            bytes: room.saturating_mul(4),
+        })?;
+    buf.resize(room, 0);
+    let mut spill = [0u32; MAX_BLOCK as usize];
     while done < n_samples {
         // One RSI.
-        buf.clear();
         let rsi_end = n_samples.saturating_sub(done).min(rsi_samples);
+        let mut s = Rsi {
+            buf: buf.get_mut(..rsi_end).unwrap_or_default(),
+            len: 0,
+        };
         let mut b = 0usize;
-        while buf.len() < rsi_end {
+        while s.len < rsi_end {
             let with_ref = layout.preprocess && b == 0;
             let id = r.get(id_len)?;
             if id == 0 {
                 let second_extension = r.get(1)? == 1;
                 if with_ref {
-                    buf.push(r.get(bits)?);
+                    s.push(r.get(bits)?);
                 }
                 if second_extension {
                     let mut i = usize::from(with_ref);
                     while i < block {
                         let m = r.fs()?;
                         // m = s(s + 1)/2 + second, with s = first + second.
-                        let &(s, second) = SE_TABLE
+                        let &(sum, second) = SE_TABLE
                             .get(m as usize)
                             .ok_or_else(|| corrupt("second extension code out of range"))?;
-                        let (s, second) = (u32::from(s), u32::from(second));
+                        let (sum, second) = (u32::from(sum), u32::from(second));
                         if i % 2 == 0 {
-                            buf.push(s.wrapping_sub(second));
+                            s.push(sum.wrapping_sub(second));
                             i = i.saturating_add(1);
                         }
-                        buf.push(second);
+                        s.push(second);
                         i = i.saturating_add(1);
                     }
                     b = b.saturating_add(1);
@@ -400,53 +549,45 @@ fn aec_decode(
                     if blocks > rsi.saturating_sub(b) {
                         return Err(corrupt("zero blocks past the end of the RSI"));
                     }
-                    buf.resize(buf.len().saturating_add(zeros), 0);
+                    s.zeros(zeros);
                     b = b.saturating_add(blocks);
                 }
             } else if id == id_uncompressed {
-                for _ in 0..block {
-                    buf.push(r.get(bits)?);
-                }
+                let coded = s.next(block, &mut spill);
+                r.take_bits(bits, coded)?;
+                s.settle(block, &spill);
                 b = b.saturating_add(1);
             } else {
                 let k = id.saturating_sub(1);
                 if with_ref {
-                    buf.push(r.get(bits)?);
+                    s.push(r.get(bits)?);
                 }
                 // The block's other samples, in place: high parts, then low bits.
-                let first = buf.len();
-                buf.resize(
-                    first
-                        .saturating_add(block)
-                        .saturating_sub(usize::from(with_ref)),
-                    0,
-                );
-                let coded = buf.get_mut(first..).unwrap_or_default();
-                for v in coded.iter_mut() {
-                    let high = r.fs()?;
-                    // High parts beyond 32 bits are corrupt; wrap as libaec does, bounded.
-                    *v = u32::try_from((u64::from(high) << k) & u64::from(u32::MAX)).unwrap_or(0);
-                }
+                let n = block.saturating_sub(usize::from(with_ref));
+                let coded = s.next(n, &mut spill);
+                r.high_parts(k, coded)?;
                 r.add_low_bits(k, coded)?;
+                s.settle(n, &spill);
                 b = b.saturating_add(1);
             }
         }
-        buf.truncate(rsi_end);
-        done = done.saturating_add(buf.len());
-        if layout.preprocess {
-            unmap(&mut buf, xmax);
-        } else {
-            for v in &mut buf {
-                *v &= xmax;
-            }
-        }
-        store(buf.get(..layout.keep).unwrap_or(&buf), layout, out);
+        let decoded = buf.get(..rsi_end).unwrap_or_default();
+        done = done.saturating_add(decoded.len());
+        // The kept samples only: the padding after them does not change them.
+        at = store(
+            decoded.get(..layout.keep).unwrap_or(decoded),
+            layout,
+            xmax,
+            out,
+            at,
+        )
+        .ok_or_else(|| corrupt("stream decodes to more samples than the chunk holds"))?;
     }
-    Ok(())
+    Ok(at)
 }
 
-/// Undo the filter, refusing a chunk that declares more than `limit` bytes.
-pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+/// The chunk's declared size and its stream, the size checked against `limit`.
+fn split<'a>(data: &'a [u8], p: &Params, limit: usize) -> Result<(usize, &'a [u8]), FilterError> {
     let (size, stream) = data
         .split_first_chunk::<4>()
         .ok_or_else(|| corrupt("chunk shorter than its 4-byte size"))?;
@@ -456,13 +597,46 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
             "declares {size} bytes, more than the chunk's {limit}"
         )));
     }
-    let (planes, bits, sample_bytes) = p.samples();
+    let (planes, _, sample_bytes) = p.samples();
     if !size.is_multiple_of(sample_bytes) || !size.is_multiple_of(planes) {
         return Err(corrupt(format!(
             "{size} bytes is not a whole number of {}-bit pixels",
             p.bits_per_pixel
         )));
     }
+    Ok((size, stream))
+}
+
+/// Undo the filter, refusing a chunk that declares more than `limit` bytes.
+pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, FilterError> {
+    let (size, _) = split(data, p, limit)?;
+    let mut out = crate::zeroed("szip", size)?;
+    decompress_into(data, p, &mut out)?;
+    Ok(out)
+}
+
+thread_local! {
+    /// This thread's byte planes of 32- and 64-bit pixels (decoded plane by plane, then
+    /// put back into elements), kept from one chunk to the next: no allocation, no zeroing
+    /// and no fresh pages once it has held a chunk as large, up to [`PLANES_KEPT_MAX`].
+    static PLANES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most room [`PLANES`] keeps after a chunk: a larger chunk's buffer is freed.
+const PLANES_KEPT_MAX: usize = 16 << 20;
+
+/// Undo the filter into `out`, which the chunk must fill exactly: samples of one byte plane
+/// per pixel are decoded straight into it; 32- and 64-bit pixels through this thread's kept
+/// plane buffer, then unshuffled into it.
+pub fn decompress_into(data: &[u8], p: &Params, out: &mut [u8]) -> Result<(), FilterError> {
+    let (size, stream) = split(data, p, out.len())?;
+    if size != out.len() {
+        return Err(corrupt(format!(
+            "declares {size} bytes, expected {}",
+            out.len()
+        )));
+    }
+    let (planes, bits, sample_bytes) = p.samples();
     let samples = size.checked_div(sample_bytes).unwrap_or(0);
     let ppb = p.pixels_per_block;
     let pps = p.pixels_per_scanline;
@@ -486,20 +660,48 @@ pub fn decompress(data: &[u8], p: &Params, limit: usize) -> Result<Vec<u8>, Filt
         preprocess: p.preprocess,
         keep: pps,
     };
-    let mut bytes = crate::buffer("szip", size)?;
-    aec_decode(stream, bits, ppb, rsi, coded, layout, &mut bytes)?;
-    if bytes.len() != size {
-        return Err(corrupt(
-            "stream decodes to fewer samples than the chunk holds",
-        ));
-    }
+    let short = || corrupt("stream decodes to fewer samples than the chunk holds");
     if planes == 1 {
-        return Ok(bytes);
+        let written = aec_decode(stream, bits, ppb, rsi, coded, layout, out)?;
+        return if written == size {
+            Ok(())
+        } else {
+            Err(short())
+        };
     }
-    // Byte planes back to elements: the byte shuffle's planes.
-    let mut out = crate::zeroed("szip", size)?;
-    crate::shuffle::unshuffle_into(&bytes, planes, &mut out);
-    Ok(out)
+    let mut kept = PLANES
+        .try_with(|cell| {
+            cell.try_borrow_mut()
+                .map(|mut b| std::mem::take(&mut *b))
+                .ok()
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let result = (|| {
+        if let Some(more) = size.checked_sub(kept.len()).filter(|&n| n > 0) {
+            crate::reserve(&mut kept, "szip", more)?;
+            kept.resize(size, 0);
+        }
+        let bytes = kept.get_mut(..size).unwrap_or_default();
+        let written = aec_decode(stream, bits, ppb, rsi, coded, layout, bytes)?;
+        if written != size {
+            return Err(short());
+        }
+        // Byte planes back to elements: the byte shuffle's planes.
+        crate::shuffle::unshuffle_into(bytes, planes, out);
+        Ok(())
+    })();
+    if kept.capacity() <= PLANES_KEPT_MAX {
+        let _ = PLANES.try_with(|cell| {
+            if let Ok(mut b) = cell.try_borrow_mut()
+                && b.capacity() < kept.capacity()
+            {
+                *b = kept;
+            }
+        });
+    }
+    result
 }
 
 /// MSB-first bit writer.
@@ -770,15 +972,18 @@ mod tests {
             preprocess: false,
             keep: 32,
         };
-        let mut got = Vec::new();
-        aec_decode(&stream, 8, 8, 4, 24, layout, &mut got).unwrap();
+        let mut got = vec![0xEEu8; 24];
+        assert_eq!(
+            aec_decode(&stream, 8, 8, 4, 24, layout, &mut got).unwrap(),
+            24
+        );
         let mut want: Vec<u8> = (1..=8).collect();
         want.extend([2, 3, 2, 3, 2, 3, 2, 3]);
         want.extend([0; 8]);
         assert_eq!(got, want);
         // Truncated: an error, not a panic.
         for n in 0..stream.len() - 1 {
-            let mut got = Vec::new();
+            let mut got = vec![0u8; 24];
             assert!(
                 aec_decode(&stream[..n], 8, 8, 4, 24, layout, &mut got).is_err(),
                 "{n}"
@@ -828,6 +1033,128 @@ mod tests {
         let p = Params::parse(&[141, 8, 8, 100]).unwrap();
         let noise: Vec<u8> = (0..1000).map(|_| next() as u8).collect();
         assert!(compress(&noise, &p).unwrap().is_none());
+    }
+
+    /// The unit-delay predictor as CCSDS 121.0-B states it, in wide integers: the model the
+    /// branch-free [`emit`] is checked against.
+    fn unmap_model(values: &[u32], bits: u32) -> Vec<u32> {
+        let xmax = (1i64 << bits) - 1;
+        let mut x = i64::from(values[0]) & xmax;
+        let mut out = vec![x as u32];
+        for &d in &values[1..] {
+            let d = i64::from(d);
+            let theta = x.min(xmax - x);
+            x = if d <= 2 * theta {
+                if d % 2 == 0 {
+                    x + d / 2
+                } else {
+                    x - (d + 1) / 2
+                }
+            } else if theta == x {
+                // Nearer the bottom: the residual goes up past theta.
+                d.rem_euclid(xmax + 1)
+            } else {
+                (xmax - d).rem_euclid(xmax + 1)
+            };
+            out.push(x as u32);
+        }
+        out
+    }
+
+    #[test]
+    fn predictor_matches_the_spec_model() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for bits in [1, 3, 8, 12, 16, 24, 31, 32] {
+            let xmax = ((1u64 << bits) - 1) as u32;
+            for round in 0..40 {
+                // Runs of zeros (whole groups of sixteen and parts of them), small and large
+                // residuals, and (round 3 on) residuals past the range, as a corrupt stream has.
+                let n = 1 + (next() % 300) as usize;
+                let mut values = Vec::with_capacity(n);
+                while values.len() < n {
+                    let len = 1 + (next() % 40) as usize;
+                    let kind = next() % 4;
+                    for _ in 0..len {
+                        values.push(match kind {
+                            0 => 0,
+                            1 => (next() % 4) as u32 & xmax,
+                            2 => next() as u32 & xmax,
+                            _ if round % 3 == 2 => next() as u32,
+                            _ => next() as u32 & xmax,
+                        });
+                    }
+                }
+                values.truncate(n);
+                let want: Vec<u8> = unmap_model(&values, bits)
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                let mut got = vec![0xEEu8; n * 4];
+                emit(&values, &mut got, true, xmax, u32::to_le_bytes);
+                assert_eq!(got, want, "{bits} bits, round {round}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_decode_into_place_as_they_decode_alone() {
+        // Byte planes with zero blocks (a constant plane), noise (uncompressed blocks), smooth
+        // runs (split samples), scanlines that are not whole blocks, and last scanlines cut
+        // short inside a block: decoded into a place, through the kept plane buffer when the
+        // pixels are 32 or 64 bits, as `decompress` decodes them, with every place size but
+        // the chunk's refused.
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..60 {
+            let bpp = [8u32, 16, 32, 64][round % 4];
+            let ppb = [8u32, 16, 32][(round / 4) % 3];
+            let pps = ppb + (next() % 200) as u32;
+            let mask = if round % 5 == 0 { 141 } else { 169 };
+            let p = Params::parse(&[mask, ppb, bpp, pps]).unwrap();
+            let size = bpp as usize / 8;
+            let n = 1 + (next() % 3000) as usize;
+            let data: Vec<u8> = (0..n)
+                .flat_map(|i| {
+                    let v: u64 = match (i / 100) % 3 {
+                        0 => 0x3F80_0000,
+                        1 => next(),
+                        _ => 0x4000_0000 + (i as u64 % 37),
+                    };
+                    v.to_le_bytes()[..size].to_vec()
+                })
+                .collect();
+            let Some(z) = compress(&data, &p).unwrap() else {
+                continue;
+            };
+            let mut out = vec![0xA5u8; data.len()];
+            decompress_into(&z, &p, &mut out).unwrap();
+            assert_eq!(out, data, "{bpp} {ppb} {pps} {n}");
+            assert_eq!(decompress(&z, &p, data.len()).unwrap(), data);
+            for wrong in [data.len() - size, data.len() + size] {
+                let mut place = vec![0u8; wrong];
+                assert!(decompress_into(&z, &p, &mut place).is_err());
+            }
+            // A cut stream is an error, or decodes whole when it lost only the padding of the
+            // last scanline (never decoded): never other bytes.
+            for cut in (4..z.len()).step_by(7) {
+                let mut place = vec![0u8; data.len()];
+                if decompress_into(&z[..cut], &p, &mut place).is_ok() {
+                    assert_eq!(place, data, "{cut}");
+                }
+            }
+            assert!(decompress_into(&z[..4], &p, &mut out).is_err());
+        }
     }
 
     #[test]
