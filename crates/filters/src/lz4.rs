@@ -376,9 +376,15 @@ fn follow<const SMALL: bool, T: Table>(
     // `ip` follows a match: at least 4.
     let mut at = ip.wrapping_sub(2) as u32;
     let mut op = op as u32;
+    let Some(last_at) = src.len().checked_sub(FOLLOW_MARGIN + 2) else {
+        return (op as usize, ip);
+    };
     loop {
         let a = at as usize;
         let ip = a + 2;
+        if a > last_at {
+            return (op as usize, ip);
+        }
         let Some(w) = src
             .get(a..a + FOLLOW_MARGIN + 2)
             .and_then(|w| w.first_chunk::<{ FOLLOW_MARGIN + 2 }>())
@@ -390,7 +396,10 @@ fn follow<const SMALL: bool, T: Table>(
         let h = hash::<SMALL>(seq);
         let candidate = t.at(h);
         t.set(h, ip);
-        if !(SMALL || candidate + DISTANCE_MAX >= ip) {
+        // Table entries are earlier positions, so `offset` is at least 1, and liblz4's
+        // distance test (`candidate + DISTANCE_MAX >= ip`) is `offset <= DISTANCE_MAX`.
+        let offset = ip.wrapping_sub(candidate);
+        if !SMALL && offset > DISTANCE_MAX {
             return (op as usize, ip);
         }
         let c = candidate as u32 as usize;
@@ -414,7 +423,7 @@ fn follow<const SMALL: bool, T: Table>(
                 16 + count_rest(hay, ip + 20, c + 20) as u32
             }
         };
-        op = put_match(out, op as usize, ip - c, len as usize) as u32;
+        op = put_match(out, op as usize, offset, len as usize) as u32;
         at += len + MINMATCH as u32;
     }
 }
