@@ -361,8 +361,8 @@ const FOLLOW_MARGIN: usize = 20 + LASTLITERALS;
 ///
 /// Every test reads one window of the input, from `ip - 2` (the table's extra entry) to the
 /// end of the second count word: one check, which is the loop's end test. The candidate's 20
-/// bytes are one more (`candidate < ip`: it never fails). Positions are `u32` (inputs are
-/// below 2^31 bytes), which spares the truncations [`pos`] costs.
+/// bytes end before the window's (`candidate < ip`). Positions are `u32` (inputs are below
+/// 2^31 bytes), which spares the truncations [`pos`] costs.
 #[inline(always)]
 #[allow(clippy::arithmetic_side_effects)] // positions below 2^31, lengths below 2^32
 fn follow<const SMALL: bool, T: Table>(
@@ -373,7 +373,8 @@ fn follow<const SMALL: bool, T: Table>(
     op: usize,
     ip: usize,
 ) -> (usize, usize) {
-    // `ip` follows a match: at least 4.
+    // `ip` follows a match: at least 4, so `ip - 2` does not wrap. (Were it below 2, `at`
+    // would be past `last_at` and the run would stop at once, only with the wrong `ip`.)
     let mut at = ip.wrapping_sub(2) as u32;
     let mut op = op as u32;
     let Some(last_at) = src.len().checked_sub(FOLLOW_MARGIN + 2) else {
@@ -397,7 +398,10 @@ fn follow<const SMALL: bool, T: Table>(
         let candidate = t.at(h);
         t.set(h, ip);
         // Table entries are earlier positions, so `offset` is at least 1, and liblz4's
-        // distance test (`candidate + DISTANCE_MAX >= ip`) is `offset <= DISTANCE_MAX`.
+        // distance test (`candidate + DISTANCE_MAX >= ip`) is `offset <= DISTANCE_MAX`. It
+        // also says `candidate <= ip`, from which the compiler drops the check of the
+        // candidate's read below (with the smaller table, which has no distance test, the
+        // check stays).
         let offset = ip.wrapping_sub(candidate);
         if !SMALL && offset > DISTANCE_MAX {
             return (op as usize, ip);
@@ -428,10 +432,10 @@ fn follow<const SMALL: bool, T: Table>(
     }
 }
 
-/// A match straight after another within the last [`FOLLOW_MARGIN`] bytes before the block's end (where the
-/// compressor's one-window reads do not fit), with every read checked: the output's and the
-/// input's next positions, or `None` when no match follows at `ip` (or `ip` is past the last
-/// position a match may start at).
+/// A match straight after another within the last [`FOLLOW_MARGIN`] bytes before the block's
+/// end (where [`follow`]'s window does not fit), with every read checked: the output's and
+/// the input's next positions, or `None` when no match follows at `ip` (or `ip` is past the
+/// last position a match may start at).
 #[inline(never)]
 #[allow(clippy::arithmetic_side_effects)] // positions below 2^32
 fn follow_tail<const SMALL: bool, T: Table>(
