@@ -343,6 +343,127 @@ fn find_match<const SMALL: bool, T: Table>(
     }
 }
 
+/// The little-endian word at `w[at..at + 8]` (`at` a constant: no check remains).
+#[inline(always)]
+fn word_in<const N: usize>(w: &[u8; N], at: usize) -> u64 {
+    w.get(at..)
+        .and_then(|s| s.first_chunk::<8>())
+        .map_or(0, |b| u64::from_le_bytes(*b))
+}
+
+/// [`follow`] writes matches while this many bytes remain past `ip`: its window runs from
+/// `ip - 2` to the second count word's end at `ip + 20`, itself within the last-literals margin.
+const FOLLOW_MARGIN: usize = 20 + LASTLITERALS;
+
+/// Matches straight after another (no literals between), from `ip` on, while
+/// [`FOLLOW_MARGIN`] bytes remain past `ip`: the output's and the input's positions where the
+/// run stops (no match at `ip`, its table entries made; or too near the end, none made).
+///
+/// Every test reads one window of the input, from `ip - 2` (the table's extra entry) to the
+/// end of the second count word: one check, which is the loop's end test. The candidate's 20
+/// bytes end before the window's (`candidate < ip`). Positions are `u32` (inputs are below
+/// 2^31 bytes), which spares the truncations [`pos`] costs.
+#[inline(always)]
+#[allow(clippy::arithmetic_side_effects)] // positions below 2^31, lengths below 2^32
+fn follow<const SMALL: bool, T: Table>(
+    src: &[u8],
+    hay: &[u8],
+    t: &mut T,
+    out: &mut [u8],
+    op: usize,
+    ip: usize,
+) -> (usize, usize) {
+    // `ip` follows a match: at least 4, so `ip - 2` does not wrap. (Were it below 2, `at`
+    // would be past `last_at` and the run would stop at once, only with the wrong `ip`.)
+    let mut at = ip.wrapping_sub(2) as u32;
+    let mut op = op as u32;
+    let Some(last_at) = src.len().checked_sub(FOLLOW_MARGIN + 2) else {
+        return (op as usize, ip);
+    };
+    loop {
+        let a = at as usize;
+        let ip = a + 2;
+        if a > last_at {
+            return (op as usize, ip);
+        }
+        let Some(w) = src
+            .get(a..a + FOLLOW_MARGIN + 2)
+            .and_then(|w| w.first_chunk::<{ FOLLOW_MARGIN + 2 }>())
+        else {
+            return (op as usize, ip);
+        };
+        let seq = word_in(w, 2);
+        t.set(hash::<SMALL>(word_in(w, 0)), a);
+        let h = hash::<SMALL>(seq);
+        let candidate = t.at(h);
+        t.set(h, ip);
+        // Table entries are earlier positions, so `offset` is at least 1, and liblz4's
+        // distance test (`candidate + DISTANCE_MAX >= ip`) is `offset <= DISTANCE_MAX`. It
+        // also says `candidate <= ip`, from which the compiler drops the check of the
+        // candidate's read below (with the smaller table, which has no distance test, the
+        // check stays).
+        let offset = ip.wrapping_sub(candidate);
+        if !SMALL && offset > DISTANCE_MAX {
+            return (op as usize, ip);
+        }
+        let c = candidate as u32 as usize;
+        let Some(cw) = src.get(c..c + 20).and_then(|w| w.first_chunk::<20>()) else {
+            return (op as usize, ip);
+        };
+        if word_in(cw, 0) as u32 != seq as u32 {
+            return (op as usize, ip);
+        }
+        // The length, as liblz4's count: the first eight bytes after the first four end
+        // most matches, the next eight most of the rest (both within the window, and within
+        // `match_limit`); longer ones counted on.
+        let y = word_in(w, 6) ^ word_in(cw, 4);
+        let len = if y != 0 {
+            y.trailing_zeros() / 8
+        } else {
+            let z = word_in(w, 14) ^ word_in(cw, 12);
+            if z != 0 {
+                8 + z.trailing_zeros() / 8
+            } else {
+                16 + count_rest(hay, ip + 20, c + 20) as u32
+            }
+        };
+        op = put_match(out, op as usize, offset, len as usize) as u32;
+        at += len + MINMATCH as u32;
+    }
+}
+
+/// A match straight after another within the last [`FOLLOW_MARGIN`] bytes before the block's
+/// end (where [`follow`]'s window does not fit), with every read checked: the output's and
+/// the input's next positions, or `None` when no match follows at `ip` (or `ip` is past the
+/// last position a match may start at).
+#[inline(never)]
+#[allow(clippy::arithmetic_side_effects)] // positions below 2^32
+fn follow_tail<const SMALL: bool, T: Table>(
+    src: &[u8],
+    t: &mut T,
+    out: &mut [u8],
+    op: usize,
+    ip: usize,
+) -> Option<(usize, usize)> {
+    let n = src.len();
+    if ip + MFLIMIT > n || ip < 2 {
+        return None;
+    }
+    let match_limit = n - LASTLITERALS;
+    let hay = src.get(..match_limit)?;
+    t.set(hash::<SMALL>(read64(src, ip - 2)), ip - 2);
+    let seq = read64(src, ip);
+    let h = hash::<SMALL>(seq);
+    let candidate = t.at(h);
+    t.set(h, ip);
+    let c4 = src.get(candidate..candidate + 4)?.first_chunk::<4>()?;
+    if !((SMALL || candidate + DISTANCE_MAX >= ip) && u32::from_le_bytes(*c4) == seq as u32) {
+        return None;
+    }
+    let len = count_equal(hay, ip + MINMATCH, candidate + MINMATCH);
+    Some((put_match(out, op, ip - candidate, len), ip + len + MINMATCH))
+}
+
 /// [`compress_block`] with the table of the input's size class, into `out` (as long as the
 /// worst case); returns the block's length.
 ///
@@ -380,49 +501,19 @@ fn compress_with<const SMALL: bool, T: Table>(src: &[u8], t: &mut T, out: &mut [
             op = put_sequence(out, op, src, (anchor, ip - anchor), ip - m, len);
             ip += len + MINMATCH;
             loop {
+                // Most matches follow another at once (the detector's zero-heavy frames: 99.7%
+                // of sequences): `follow` writes them while 25 bytes remain past `ip`,
+                // `follow_tail` nearer the end.
+                (op, ip) = follow::<SMALL, T>(src, hay, t, out, op, ip);
                 anchor = ip;
-                if ip >= mflimit_plus_one {
-                    break 'main;
-                }
-                // `ip < mflimit_plus_one`, so `probe` holds a word at `ip`, and at every
-                // position up to it: the reads there need no check (the clamps change nothing).
-                let word = |p: usize| {
-                    probe
-                        .get(p.min(ip)..)
-                        .and_then(|w| w.first_chunk::<8>())
-                        .map_or(0, |w| u64::from_le_bytes(*w))
-                };
-                let seq = word(ip);
-                t.set(hash::<SMALL>(word(ip - 2)), ip - 2);
-                let h = hash::<SMALL>(seq);
-                let candidate = t.at(h);
-                t.set(h, ip);
-                if !((SMALL || candidate + DISTANCE_MAX >= ip)
-                    && word(candidate) as u32 == seq as u32)
-                {
+                if ip + FOLLOW_MARGIN <= n {
                     break;
                 }
-                // The length, as liblz4's count: the eight bytes after the first four at once
-                // (the clamps to `hay`'s last word change nothing once `ip + 12` is within
-                // it), most matches ending there; longer ones counted on.
-                let len = if ip + 12 <= match_limit {
-                    let last = match_limit - 8;
-                    let word = |p: usize| {
-                        hay.get(p.min(last)..)
-                            .and_then(|w| w.first_chunk::<8>())
-                            .map_or(0, |w| u64::from_le_bytes(*w))
-                    };
-                    let y = word(ip + MINMATCH) ^ word(candidate + MINMATCH);
-                    if y != 0 {
-                        (y.trailing_zeros() / 8) as usize
-                    } else {
-                        8 + count_rest(hay, ip + 12, candidate + 12)
-                    }
-                } else {
-                    count_equal(hay, ip + MINMATCH, candidate + MINMATCH)
-                };
-                op = put_match(out, op, ip - candidate, len);
-                ip += len + MINMATCH;
+                match follow_tail::<SMALL, T>(src, t, out, op, ip) {
+                    Some((next_op, next_ip)) => (op, ip) = (next_op, next_ip),
+                    None if ip >= mflimit_plus_one => break 'main,
+                    None => break,
+                }
             }
             ip += 1;
             forward_seq = read64(src, ip);
@@ -1476,7 +1567,7 @@ mod tests {
     fn immediate_matches_at_every_end_margin_equal_the_model() {
         for base in [200usize, LIMIT_64K + 100] {
             for period in [1usize, 2, 3, 5, 7, 8, 9, 12] {
-                for tail in 0..=24usize {
+                for tail in 0..=40usize {
                     let mut x = 0x2545_f491_4f6c_dd1du64 ^ (base * 31 + period * 7 + tail) as u64;
                     let mut data: Vec<u8> = (0..base)
                         .map(|_| {
