@@ -37,6 +37,7 @@ mod bunzip;
 mod bzip2;
 mod deflate;
 mod fletcher32;
+mod kept;
 pub mod lz4;
 mod lzf;
 mod lzo;
@@ -234,15 +235,7 @@ fn with_shuffled<R>(
     len: usize,
     f: impl FnOnce(&mut [u8]) -> Option<Result<R, FilterError>>,
 ) -> Option<Result<R, FilterError>> {
-    let mut buf = SHUFFLED
-        .try_with(|cell| {
-            cell.try_borrow_mut()
-                .map(|mut b| std::mem::take(&mut *b))
-                .ok()
-        })
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let mut buf = kept::take(&SHUFFLED);
     if let Some(more) = len.checked_sub(buf.len()).filter(|&n| n > 0) {
         if let Err(e) = reserve(&mut buf, "shuffle", more) {
             return Some(Err(e));
@@ -250,15 +243,7 @@ fn with_shuffled<R>(
         buf.resize(len, 0);
     }
     let result = f(buf.get_mut(..len).unwrap_or_default());
-    if buf.capacity() <= SHUFFLED_KEPT_MAX {
-        let _ = SHUFFLED.try_with(|cell| {
-            if let Ok(mut b) = cell.try_borrow_mut()
-                && b.capacity() < buf.capacity()
-            {
-                *b = buf;
-            }
-        });
-    }
+    kept::keep(&SHUFFLED, buf, SHUFFLED_KEPT_MAX);
     result
 }
 

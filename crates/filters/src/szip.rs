@@ -669,15 +669,7 @@ pub fn decompress_into(data: &[u8], p: &Params, out: &mut [u8]) -> Result<(), Fi
             Err(short())
         };
     }
-    let mut kept = PLANES
-        .try_with(|cell| {
-            cell.try_borrow_mut()
-                .map(|mut b| std::mem::take(&mut *b))
-                .ok()
-        })
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let mut kept = crate::kept::take(&PLANES);
     let result = (|| {
         if let Some(more) = size.checked_sub(kept.len()).filter(|&n| n > 0) {
             crate::reserve(&mut kept, "szip", more)?;
@@ -692,15 +684,7 @@ pub fn decompress_into(data: &[u8], p: &Params, out: &mut [u8]) -> Result<(), Fi
         crate::shuffle::unshuffle_into(bytes, planes, out);
         Ok(())
     })();
-    if kept.capacity() <= PLANES_KEPT_MAX {
-        let _ = PLANES.try_with(|cell| {
-            if let Ok(mut b) = cell.try_borrow_mut()
-                && b.capacity() < kept.capacity()
-            {
-                *b = kept;
-            }
-        });
-    }
+    crate::kept::keep(&PLANES, kept, PLANES_KEPT_MAX);
     result
 }
 

@@ -255,15 +255,7 @@ const KEPT_MAX: usize = 16 << 20;
 /// Decode `src` to exactly `out.len()` bytes written into `out`, through this thread's kept
 /// buffer (the decoder writes into a `Vec` only), then copied.
 pub fn decompress_to_slice(src: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
-    let mut buf = DECODED
-        .try_with(|cell| {
-            cell.try_borrow_mut()
-                .map(|mut b| std::mem::take(&mut *b))
-                .ok()
-        })
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let mut buf = crate::kept::take(&DECODED);
     buf.clear();
     let decoded = decompress_exact(src, out.len(), &mut buf).and_then(|()| {
         if buf.len() == out.len() {
@@ -277,13 +269,7 @@ pub fn decompress_to_slice(src: &[u8], out: &mut [u8]) -> Result<(), FilterError
             )))
         }
     });
-    if buf.capacity() <= KEPT_MAX {
-        let _ = DECODED.try_with(|cell| {
-            if let Ok(mut b) = cell.try_borrow_mut() {
-                *b = buf;
-            }
-        });
-    }
+    crate::kept::keep(&DECODED, buf, KEPT_MAX);
     decoded
 }
 
