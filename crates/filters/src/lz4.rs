@@ -279,6 +279,26 @@ pub fn compress_block(src: &[u8], out: &mut Vec<u8>) {
     out.truncate(end);
 }
 
+/// The longest input the compressor looks for matches in: its positions are 32-bit (see
+/// [`pos`]). The filter's chunks stay below it ([`compress_at`] refuses larger ones); a larger
+/// block given to [`compress_block`] is written as literals alone.
+const MAX_MATCHED: usize = i32::MAX as usize;
+
+/// `src` as a block of one sequence of literals and no match (valid LZ4 at any length) at
+/// `out[..]`, which has the worst case's room: its length.
+fn literals_only(src: &[u8], out: &mut [u8]) -> usize {
+    let n = src.len();
+    put_byte(out, 0, (n.min(RUN_MASK) as u8) << 4);
+    let mut op = 1;
+    if n >= RUN_MASK {
+        put_length(out, &mut op, n.saturating_sub(RUN_MASK));
+    }
+    if let Some(d) = out.get_mut(op..op.saturating_add(n)) {
+        d.copy_from_slice(src);
+    }
+    op.saturating_add(n)
+}
+
 /// [`compress_block`] at `out[at..]`: the block's end. `out` grows to the worst case past `at`
 /// where it is shorter, zeroing only the bytes it adds, and is never shortened: bytes an
 /// earlier chunk left past the block stay as they were, so a buffer kept across chunks is not
@@ -291,7 +311,9 @@ pub fn compress_block_at(src: &[u8], out: &mut Vec<u8>, at: usize) -> usize {
         out.resize(end, 0);
     }
     let buf = out.get_mut(at..end).unwrap_or_default();
-    let written = if n < LIMIT_64K {
+    let written = if n > MAX_MATCHED {
+        literals_only(src, buf)
+    } else if n < LIMIT_64K {
         let mut table = [0u16; SMALL_SLOTS];
         compress_with::<true, _>(src, &mut table, buf)
     } else {
@@ -1302,6 +1324,25 @@ mod tests {
     /// (8-byte pieces each read after the one before is written, up to 18 or 34 bytes; a
     /// pattern's register word for offsets under 8), and the checked copy past 34 bytes, must
     /// equal the byte-by-byte repetition of the plain model for each.
+    #[test]
+    fn literal_only_blocks_decode_to_their_input_at_every_length_class() {
+        // The form a block past the compressor's 2^31 bytes takes: token, the length's
+        // continuation bytes (none, one, several, ending in 0 or 255 boundaries), the bytes.
+        for n in [0usize, 1, 14, 15, 16, 269, 270, 271, 524, 525, 5000] {
+            let src: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
+            let mut out = vec![0u8; n + n / 255 + 16];
+            let len = literals_only(&src, &mut out);
+            assert_eq!(
+                len,
+                1 + usize::from(n >= 15) * (1 + (n - 15.min(n)) / 255) + n,
+                "{n}"
+            );
+            let mut back = Vec::new();
+            decompress_block(&out[..len], n, &mut back).unwrap();
+            assert_eq!(back, src, "{n}");
+        }
+    }
+
     #[test]
     fn decode_fast_matches_of_every_offset_and_length() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
