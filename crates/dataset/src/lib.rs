@@ -87,7 +87,6 @@ mod prefetch;
 /// could not be filtered or unfiltered.
 pub use h5chunk_filters as filters;
 mod index_kind;
-mod kept;
 pub mod libver;
 mod link;
 mod meta;

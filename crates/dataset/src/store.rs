@@ -19,10 +19,10 @@ use h5chunk_format::{Addr, Sizes};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::kept;
 use crate::libver::LibverBounds;
 use crate::meta;
 use crate::object::{Headers, create_header, raw};
+use h5chunk_filters::kept;
 
 /// The B-tree K values a file's superblock sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1091,13 +1091,7 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(0x9E37_79B9_7F4A_7C15u64);
         for round in 0..3000 {
             let len = (next() % 300) as usize;
             let mut junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();

@@ -621,13 +621,7 @@ mod tests {
     use super::*;
 
     fn samples() -> Vec<Vec<u8>> {
-        let mut state = 0x1234_5678_9ABC_DEF0u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(0x1234_5678_9ABC_DEF0u64);
         let noise: Vec<u8> = (0..70_000).map(|_| next() as u8).collect();
         let steps: Vec<u8> = (0..300_000u32)
             .flat_map(|i| (i / 13).to_le_bytes())

@@ -37,7 +37,7 @@ mod bunzip;
 mod bzip2;
 mod deflate;
 mod fletcher32;
-mod kept;
+pub mod kept;
 pub mod lz4;
 mod lzf;
 mod lzo;
@@ -235,7 +235,7 @@ fn with_shuffled<R>(
     len: usize,
     f: impl FnOnce(&mut [u8]) -> Option<Result<R, FilterError>>,
 ) -> Option<Result<R, FilterError>> {
-    let mut buf = kept::take(&SHUFFLED);
+    let mut buf = kept::take(&SHUFFLED).unwrap_or_default();
     if let Some(more) = len.checked_sub(buf.len()).filter(|&n| n > 0) {
         if let Err(e) = reserve(&mut buf, "shuffle", more) {
             return Some(Err(e));
@@ -679,6 +679,17 @@ impl Pipeline {
     }
 }
 
+/// A xorshift64 generator from `seed`: the tests' pseudo-random data.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -967,13 +978,7 @@ mod tests {
     #[test]
     fn rejects_garbage_in_every_plugin_filter_without_panicking() {
         // Deterministic pseudo-random chunks, some starting with a plausible header.
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(0x9E37_79B9_7F4A_7C15u64);
         for filters in [
             &[(id::LZ4, &[0u32][..])][..],
             &[(id::BITSHUFFLE, &[0, 4, 4, 0, 2][..])],

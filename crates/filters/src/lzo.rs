@@ -373,13 +373,7 @@ mod tests {
 
     #[test]
     fn compressed_streams_decode_to_their_input() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(0x2545_F491_4F6C_DD1Du64);
         let noise: Vec<u8> = (0..60_000).map(|_| next() as u8).collect();
         let mut far = noise[..30_000].to_vec();
         far.extend_from_slice(&noise[..30_000]);
@@ -409,17 +403,10 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = crate::xorshift(0x2545_F491_4F6C_DD1Du64);
         for round in 0..5000 {
             let len = round % 200;
-            let junk: Vec<u8> = (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
+            let junk: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             if let Ok(d) = decompress(&junk, 3000) {
                 assert!(d.len() <= 3000);
             }

@@ -255,7 +255,7 @@ const KEPT_MAX: usize = 16 << 20;
 /// Decode `src` to exactly `out.len()` bytes written into `out`, through this thread's kept
 /// buffer (the decoder writes into a `Vec` only), then copied.
 pub fn decompress_to_slice(src: &[u8], out: &mut [u8]) -> Result<(), FilterError> {
-    let mut buf = crate::kept::take(&DECODED);
+    let mut buf = crate::kept::take(&DECODED).unwrap_or_default();
     buf.clear();
     let decoded = decompress_exact(src, out.len(), &mut buf).and_then(|()| {
         if buf.len() == out.len() {

@@ -9,10 +9,10 @@ use h5chunk_format::chunk_record::ChunkRecord;
 
 use crate::error::{Error, Result};
 use crate::index::select::IndexKind;
-use crate::kept;
 use crate::select::{Hyperslab, Run};
 use crate::store::Store;
 use crate::types::{H5Type, TypeDesc, to_le_bytes};
+use h5chunk_filters::kept;
 
 use super::chunked::Chunked;
 use super::grid::{
