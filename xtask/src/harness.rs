@@ -76,9 +76,9 @@ pub fn build_c_program(root: &Path, out_dir: &Path, name: &str) -> Result<PathBu
     if crate::find_on_path(&cc).is_none() && !Path::new(&cc).is_file() {
         return Err(format!("no C compiler `{cc}` on PATH (install gcc)"));
     }
-    if crate::find_on_path("pkg-config").is_none() {
-        return Err("no pkg-config on PATH (install pkg-config and libhdf5-dev)".into());
-    }
+    // pkg-config and libhdf5's headers, installed where apt-get may run: the SWMR soak's C
+    // writer under `cargo xtask test` needs them as the benchmarks do, on a fresh machine too.
+    crate::install::ensure(crate::install::LIBHDF5)?;
     let flags = ["hdf5", "hdf5-serial"]
         .iter()
         .find_map(|pkg| {
