@@ -9,7 +9,7 @@
 //! available cores), values checked by checksum; compression MB/s for bitshuffle/LZ4, LZ4,
 //! Zstd (h5py's write of the dataset against h5chunk's, creation to close); both the reads and
 //! the writes in three rounds of the two sides in turn, each side's best kept (each read
-//! process itself keeps the better of two reads); and frames/s of pre-compressed 4 MiB
+//! process itself keeps the better of two reads; each write starts after a `sync`); and frames/s of pre-compressed 4 MiB
 //! bitshuffle/LZ4 frames written with `write_direct_chunk` (h5py's `id.write_direct_chunk`,
 //! i.e. `H5Dwrite_chunk`, against h5chunk's). Prints a table and
 //! writes `target/bench/filters.csv`. MB/s are of uncompressed values (10^6 bytes per second).
@@ -40,6 +40,13 @@ struct Row {
     threads: u64,
     units: f64,
     seconds: f64,
+}
+
+/// Before a timed write, untimed: every dirty page on the machine written back (`sync`), so
+/// that each side's write starts from the same state instead of meeting the writeback of the
+/// files written before it (`make` writes every filter's file of a kind first).
+fn settle() {
+    let _ = Command::new("sync").status();
 }
 
 /// A row's reference figure (libhdf5, one thread) and h5chunk's, one per thread count.
@@ -207,6 +214,7 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
             for round in 1..=ROUNDS {
                 eprintln!("xtask bench --filters: {kind} {filter} write, round {round}/{ROUNDS}");
                 if round > 1 {
+                    settle();
                     match lines(
                         Command::new(&python)
                             .arg(&script)
@@ -223,6 +231,7 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                     }
                 }
                 for &t in &counts {
+                    settle();
                     match lines(
                         Command::new(&ours)
                             .arg("compress")
