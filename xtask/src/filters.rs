@@ -9,10 +9,10 @@
 //! available cores), values checked by checksum; compression MB/s for bitshuffle/LZ4, LZ4,
 //! Zstd (h5py's write of the dataset against h5chunk's, creation to close); both the reads and
 //! the writes in three rounds of the two sides in turn, each side's best kept (each read
-//! process itself keeps the better of two reads; each write starts after a `sync`); and frames/s of pre-compressed 4 MiB
-//! bitshuffle/LZ4 frames written with `write_direct_chunk` (h5py's `id.write_direct_chunk`,
-//! i.e. `H5Dwrite_chunk`, against h5chunk's). Prints a table and
-//! writes `target/bench/filters.csv`. MB/s are of uncompressed values (10^6 bytes per second).
+//! process itself keeps the better of two reads; each write starts after a `sync`); and
+//! frames/s of pre-compressed 4 MiB bitshuffle/LZ4 frames written with `write_direct_chunk`
+//! (h5py's `id.write_direct_chunk`, i.e. `H5Dwrite_chunk`, against h5chunk's). Prints a table
+//! and writes `target/bench/filters.csv`. MB/s are of uncompressed values (10^6 bytes per second).
 //!
 //! The Python is `$H5CHUNK_PYTHON` when set (a venv with h5py and hdf5plugin), else the xtask
 //! venv.
