@@ -5,8 +5,8 @@
 //! from T threads (default: the available cores), libhdf5 (`benches/libhdf5/bulk_bench.c`) from
 //! one thread (its global lock serialises every call); three rounds of the sides in turn, each
 //! run after a `sync`, each side's best write and best read kept. A `dd`-style copy of the
-//! same size on the same disk (1 MiB writes, then reads) gives the physical limit. Prints a table with MB/s
-//! (10^6 bytes of dataset values per second), peak RSS and file size, and writes
+//! same size on the same disk (1 MiB writes, then reads) gives the physical limit. Prints a
+//! table with MB/s (10^6 bytes of dataset values per second), peak RSS and file size, and writes
 //! `target/bench/bulk.csv`. Then random single-element reads of one shared dataset from one
 //! and from T threads (`h5chunk-reads`), into `target/bench/reads.csv`.
 
@@ -156,7 +156,7 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                 eprintln!(
                     "xtask bench --bulk: {filter} {imp} {t} thread(s), round {round}/{ROUNDS}"
                 );
-                let _ = Command::new("sync").status();
+                crate::harness::settle_writeback();
                 let result = match (imp, &theirs) {
                     ("h5chunk", _) => measure(
                         Command::new(&ours)

@@ -24,7 +24,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::TaskResult;
-use crate::harness::{build_bench_bin, parse_line};
+use crate::harness::{build_bench_bin, parse_line, settle_writeback};
 
 /// Filters with an h5chunk compression row.
 const COMPRESS: [&str; 3] = ["bitshuffle-lz4", "lz4", "zstd"];
@@ -40,13 +40,6 @@ struct Row {
     threads: u64,
     units: f64,
     seconds: f64,
-}
-
-/// Before a timed write, untimed: every dirty page on the machine written back (`sync`), so
-/// that each side's write starts from the same state instead of meeting the writeback of the
-/// files written before it (`make` writes every filter's file of a kind first).
-fn settle() {
-    let _ = Command::new("sync").status();
 }
 
 /// A row's reference figure (libhdf5, one thread) and h5chunk's, one per thread count.
@@ -91,6 +84,20 @@ fn lines(cmd: &mut Command, kind: &str) -> Result<Vec<BTreeMap<String, String>>,
             (k == kind).then(|| parse_line(&format!("RESULT {rest}")).map(|(_, f)| f))?
         })
         .collect())
+}
+
+/// The first `KIND key=value ...` line of a command's output, or why there is none.
+fn first_line(cmd: &mut Command, kind: &str) -> Result<BTreeMap<String, String>, String> {
+    lines(cmd, kind)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("no {kind} line"))
+}
+
+/// Keep the lesser of `seconds` and what `best` holds for `threads`.
+fn keep_best(best: &mut BTreeMap<u64, f64>, threads: u64, seconds: f64) {
+    let b = best.entry(threads).or_insert(seconds);
+    *b = b.min(seconds);
 }
 
 fn field(f: &BTreeMap<String, String>, k: &str) -> Result<f64, String> {
@@ -161,35 +168,29 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         for round in 1..=ROUNDS {
             eprintln!("xtask bench --filters: {kind} {filter} read, round {round}/{ROUNDS}");
             if round > 1 {
-                match lines(
+                match first_line(
                     Command::new(&python).arg(&script).arg("read").arg(&file),
                     "READ",
-                )
-                .and_then(|l| l.into_iter().next().ok_or_else(|| "no READ".to_string()))
-                {
+                ) {
                     Ok(w) => best_ref = best_ref.min(field(&w, "read_s")?),
                     Err(why) => problems.push(format!("{kind} {filter} h5py read: {why}")),
                 }
             }
             for &t in &counts {
-                match lines(
+                match first_line(
                     Command::new(&ours)
                         .arg("read")
                         .arg(&file)
                         .arg(t.to_string()),
                     "RESULT",
-                )
-                .and_then(|l| l.into_iter().next().ok_or_else(|| "no RESULT".to_string()))
-                {
+                ) {
                     Ok(f) => {
                         if f.get("checksum") != r.get("checksum") {
                             problems.push(format!(
                                 "{kind} {filter}: h5chunk's values differ from h5py's (checksum)"
                             ));
                         }
-                        let s = field(&f, "read_s")?;
-                        let b = best.entry(t).or_insert(s);
-                        *b = b.min(s);
+                        keep_best(&mut best, t, field(&f, "read_s")?);
                     }
                     Err(why) => problems.push(format!("{kind} {filter} read {t}: {why}")),
                 }
@@ -206,16 +207,17 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
         );
         if COMPRESS.contains(&filter.as_str()) {
             // Compression: h5py's write and h5chunk's (each thread count) in turn, ROUNDS
-            // rounds, best of each, so that neither side alone meets the kernel's writeback of
-            // the files written before it. `make`'s own write is one more of h5py's.
+            // rounds, best of each, each after a `sync` (`make` wrote every filter's file of
+            // the kind first), so that neither side alone meets the kernel's writeback of the
+            // files written before it. `make`'s own write is one more of h5py's.
             let mut best_ref = field(r, "write_s")?;
             let mut best: BTreeMap<u64, f64> = BTreeMap::new();
             let dst = files.join(format!("{kind}_{filter}_h5chunk.h5"));
             for round in 1..=ROUNDS {
                 eprintln!("xtask bench --filters: {kind} {filter} write, round {round}/{ROUNDS}");
                 if round > 1 {
-                    settle();
-                    match lines(
+                    settle_writeback();
+                    match first_line(
                         Command::new(&python)
                             .arg(&script)
                             .arg("write")
@@ -223,16 +225,14 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                             .arg(&dst)
                             .arg(&filter),
                         "WRITE",
-                    )
-                    .and_then(|l| l.into_iter().next().ok_or_else(|| "no WRITE".to_string()))
-                    {
+                    ) {
                         Ok(w) => best_ref = best_ref.min(field(&w, "write_s")?),
                         Err(why) => problems.push(format!("{kind} {filter} h5py write: {why}")),
                     }
                 }
                 for &t in &counts {
-                    settle();
-                    match lines(
+                    settle_writeback();
+                    match first_line(
                         Command::new(&ours)
                             .arg("compress")
                             .arg(&file)
@@ -240,13 +240,9 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                             .arg(&filter)
                             .arg(t.to_string()),
                         "RESULT",
-                    )
-                    .and_then(|l| l.into_iter().next().ok_or_else(|| "no RESULT".to_string()))
-                    {
+                    ) {
                         Ok(f) => {
-                            let s = field(&f, "write_s")?;
-                            let b = best.entry(t).or_insert(s);
-                            *b = b.min(s);
+                            keep_best(&mut best, t, field(&f, "write_s")?);
                         }
                         Err(why) => problems.push(format!("{kind} {filter} compress {t}: {why}")),
                     }
@@ -268,19 +264,14 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
     // Pre-compressed frames through direct chunk writes.
     let count = (mib / 4).max(4);
     eprintln!("xtask bench --filters: {count} direct chunk writes of 4 MiB frames");
-    match lines(
+    match first_line(
         Command::new(&python)
             .arg(&script)
             .arg("direct")
             .arg(&files)
             .arg(count.to_string()),
         "DIRECT",
-    )
-    .and_then(|l| {
-        l.into_iter()
-            .next()
-            .ok_or_else(|| "no DIRECT line".to_string())
-    }) {
+    ) {
         Ok(r) => {
             let src = r.get("file").cloned().unwrap_or_default();
             rows.push(Row {
@@ -292,16 +283,14 @@ pub fn run(root: &Path, args: &[String]) -> TaskResult {
                 units: count as f64,
                 seconds: field(&r, "write_s")?,
             });
-            match lines(
+            match first_line(
                 Command::new(&ours)
                     .arg("direct")
                     .arg(&src)
                     .arg(files.join("frames_direct_h5chunk.h5"))
                     .arg(count.to_string()),
                 "RESULT",
-            )
-            .and_then(|l| l.into_iter().next().ok_or_else(|| "no RESULT".to_string()))
-            {
+            ) {
                 Ok(f) => rows.push(Row {
                     kind: "frames-u32".into(),
                     filter: "bitshuffle-lz4".into(),

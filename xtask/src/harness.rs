@@ -70,6 +70,13 @@ pub fn build_release_bin(root: &Path, package: &str, bin: &str) -> Result<PathBu
         .ok_or_else(|| format!("cargo reported no {bin} executable"))
 }
 
+/// Every dirty page on the machine written back (`sync`): run untimed before a timed write, so
+/// that it starts from a settled state instead of meeting the writeback of the files written
+/// before it (which side met it depended on the order, and moved rows by up to 2x).
+pub fn settle_writeback() {
+    let _ = Command::new("sync").status();
+}
+
 /// Compiles `benches/libhdf5/<name>.c` into `out_dir/<name>` against libhdf5 (and libm).
 pub fn build_c_program(root: &Path, out_dir: &Path, name: &str) -> Result<PathBuf, String> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());

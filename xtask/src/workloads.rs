@@ -177,7 +177,7 @@ fn rotated<T: Copy>(sides: &[T], round: u32) -> Vec<T> {
 /// this the row moved by up to 2x on either side from run to run.
 fn settle(clean: &mut Command) {
     let _ = clean.output();
-    let _ = Command::new("sync").status();
+    crate::harness::settle_writeback();
 }
 
 /// Best seconds and the check, by (workload, side column).
