@@ -5,7 +5,9 @@
 //! carry their content size (the reference filter sizes its output from it, and fails
 //! without it), as libzstd's one-shot `ZSTD_compress` writes them. Decoding is bounded by
 //! the chunk's size: the frame header is checked first, then the decoder writes into a
-//! buffer of the chunk's size and one byte more, never past it.
+//! buffer of the chunk's size and one byte more, never past it. Up to level 15 (strategies up
+//! to btlazy2) frames are written by [`frame`], which runs rust-zstd's stages itself so that
+//! blocks are coded straight into the output; its frames are rust-zstd's bytes.
 
 use super::FilterError;
 
@@ -18,11 +20,21 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 
 const MAGIC: [u8; 4] = 0xFD2F_B528u32.to_le_bytes();
 
+mod frame;
+
+/// The levels [`frame::Frames`] writes (those its tests compare with rust-zstd's frames), where
+/// their strategy is one it handles.
+const FRAME_LEVELS: std::ops::RangeInclusive<i32> = -7..=15;
+
 thread_local! {
-    /// This thread's compressor and the level it was made for: kept across chunks, so that its
-    /// context (match state, hash tables, sequence and entropy buffers, sized by the first
-    /// chunk) is reset for each frame instead of allocated and zeroed again. Its frames are the
-    /// same bytes as a one-off compressor's.
+    /// This thread's frame coder: kept across chunks, so that its context (match state, hash
+    /// tables, sequence and entropy buffers, sized by the first chunk) is reset for each frame
+    /// instead of allocated and zeroed again. Its frames are the same bytes as a one-off
+    /// compressor's.
+    static FRAMES: std::cell::RefCell<Option<frame::Frames>> =
+        const { std::cell::RefCell::new(None) };
+    /// This thread's compressor for the levels [`frame::Frames`] leaves to rust-zstd, and the
+    /// level it was made for.
     static COMPRESSOR: std::cell::RefCell<Option<(i32, rust_zstd::Compressor)>> =
         const { std::cell::RefCell::new(None) };
 }
@@ -30,6 +42,21 @@ thread_local! {
 /// Append one Zstandard frame of `data` at `level` (libzstd's numbering: 0 is the default,
 /// 3; negative levels are the fast ones) to `out`.
 pub fn compress_into(data: &[u8], level: i32, out: &mut Vec<u8>) {
+    let cparams = rust_zstd::compress::CParams::for_level(level, data.len());
+    if FRAME_LEVELS.contains(&level) && frame::Frames::handles(&cparams) {
+        let done = FRAMES.try_with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return false;
+            };
+            slot.get_or_insert_with(|| frame::Frames::new(cparams))
+                .compress(data, cparams, out);
+            true
+        });
+        if done != Ok(true) {
+            frame::Frames::new(cparams).compress(data, cparams, out);
+        }
+        return;
+    }
     let fresh = || {
         rust_zstd::Compressor::new(rust_zstd::CompressOptions {
             level,
