@@ -13,7 +13,7 @@
 //! sequences or that may turn long distance matching on (btopt and up) stay with
 //! `rust_zstd::Compressor`: see [`Frames::handles`].
 
-use rust_zstd::compress::block::{self, BlockLdm};
+use rust_zstd::compress::block::{self, BlockLdm, is_rle, write_raw_block, write_rle_block};
 use rust_zstd::compress::entropy::EntropyTables;
 use rust_zstd::compress::matchstate::MatchState;
 use rust_zstd::compress::presplit::{self, PreSplitter, SPLIT_BLOCK_SIZE};
@@ -31,7 +31,8 @@ const MIN_CBLOCK: usize = 2;
 /// `rleMaxLength`: a block all of one byte is written as RLE when its compressed form is
 /// shorter than this (and it is not the frame's first block).
 const RLE_MAX: usize = 25;
-/// Block types of the block header.
+/// The block header's type of a compressed block (raw and RLE blocks are rust-zstd's
+/// `write_raw_block` and `write_rle_block`).
 const BLOCK_COMPRESSED: u32 = 2;
 /// `ZSTD_WINDOWLOG_ABSOLUTEMIN`: the window descriptor's exponent is counted from it.
 const WINDOW_LOG_MIN: u32 = 10;
@@ -83,7 +84,7 @@ impl Frames {
         out.reserve(src.len().saturating_add(64));
         write_frame_header(out, src.len() as u64, cparams.window_log);
         if src.is_empty() {
-            write_block_header(out, 0, 0, true);
+            write_raw_block(out, &[], true);
             return;
         }
         let block_max = ZSTD_BLOCKSIZE_MAX.min(1usize << cparams.window_log.min(30));
@@ -144,7 +145,7 @@ impl Frames {
         };
         let Some(next_rep) = built else {
             // Too small to attempt: raw, without the RLE check.
-            write_raw(out, data, last);
+            write_raw_block(out, data, last);
             self.entropy.fse.of.demote_valid();
             return;
         };
@@ -173,9 +174,7 @@ impl Frames {
         let c_size = if compressed.is_some() { body } else { 0 };
         if !first && c_size < RLE_MAX && is_rle(data) {
             out.truncate(at);
-            let byte = data.first().copied().unwrap_or(0);
-            write_block_header(out, 1, len, last);
-            out.push(byte);
+            write_rle_block(out, data.first().copied().unwrap_or(0), len, last);
         } else if let Some(fse_next) = compressed {
             let header = block_header(BLOCK_COMPRESSED, body, last);
             if let Some(h) = out.get_mut(at..at.saturating_add(BLOCK_HEADER)) {
@@ -186,34 +185,18 @@ impl Frames {
             fse.commit(fse_next);
         } else {
             out.truncate(at);
-            write_raw(out, data, last);
+            write_raw_block(out, data, last);
         }
         self.entropy.fse.of.demote_valid();
     }
 }
 
-/// `ZSTD_isRLE`: every byte of `data` equals the first.
-fn is_rle(data: &[u8]) -> bool {
-    match data.split_first() {
-        Some((&b, rest)) => rest.iter().all(|&x| x == b),
-        None => true,
-    }
-}
-
+/// A block header: last-block flag, type and size in three little-endian bytes.
 fn block_header(kind: u32, size: usize, last: bool) -> [u8; BLOCK_HEADER] {
     let size = u32::try_from(size).unwrap_or(u32::MAX);
     let h = u32::from(last) | (kind << 1) | (size << 3);
     let [a, b, c, _] = h.to_le_bytes();
     [a, b, c]
-}
-
-fn write_block_header(out: &mut Vec<u8>, kind: u32, size: usize, last: bool) {
-    out.extend_from_slice(&block_header(kind, size, last));
-}
-
-fn write_raw(out: &mut Vec<u8>, data: &[u8], last: bool) {
-    write_block_header(out, 0, data.len(), last);
-    out.extend_from_slice(data);
 }
 
 /// The frame header libzstd's one-shot compression writes (RFC 8878 section 3.1.1.1): the
